@@ -1,0 +1,133 @@
+//! Source positions and caret-style rendering of user-input errors.
+
+use std::fmt;
+use std::sync::Arc;
+
+/// A source file kept in memory so that errors can quote the offending line.
+#[derive(Debug)]
+pub struct Source {
+    pub name: String,
+    pub text: String,
+}
+
+/// A position inside a [`Source`]: 1-based line and column.
+#[derive(Clone, Debug)]
+pub struct Span {
+    pub source: Arc<Source>,
+    pub line: usize,
+    pub col: usize,
+}
+
+impl Span {
+    pub fn new(source: Arc<Source>, line: usize, col: usize) -> Self {
+        Span { source, line, col }
+    }
+
+    /// A span for values that come from no file (command line, defaults).
+    pub fn synthetic(name: &str) -> Self {
+        let source = Arc::new(Source {
+            name: name.to_string(),
+            text: String::new(),
+        });
+        Span::new(source, 0, 0)
+    }
+
+    /// `file:line:col`, or just the name for synthetic spans.
+    pub fn location(&self) -> String {
+        if self.line == 0 {
+            self.source.name.clone()
+        } else {
+            format!("{}:{}:{}", self.source.name, self.line, self.col)
+        }
+    }
+
+    fn source_line(&self) -> Option<&str> {
+        if self.line == 0 {
+            return None;
+        }
+        self.source.text.lines().nth(self.line - 1)
+    }
+}
+
+impl PartialEq for Span {
+    fn eq(&self, other: &Self) -> bool {
+        self.source.name == other.source.name && self.line == other.line && self.col == other.col
+    }
+}
+
+/// One user-facing error: what is wrong, where, and how to fix it.
+#[derive(Clone, Debug)]
+pub struct Diagnostic {
+    pub message: String,
+    pub span: Span,
+    pub hint: Option<String>,
+}
+
+impl Diagnostic {
+    pub fn new(span: &Span, message: impl Into<String>) -> Self {
+        Diagnostic {
+            message: message.into(),
+            span: span.clone(),
+            hint: None,
+        }
+    }
+
+    pub fn with_hint(mut self, hint: impl Into<String>) -> Self {
+        self.hint = Some(hint.into());
+        self
+    }
+}
+
+impl fmt::Display for Diagnostic {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", self.message)?;
+        write!(f, "  --> {}", self.span.location())?;
+        if let Some(line) = self.span.source_line() {
+            let gutter = self.span.line.to_string();
+            let pad = " ".repeat(gutter.len());
+            write!(f, "\n {pad} |\n {gutter} | {line}\n {pad} | ")?;
+            write!(f, "{}^", " ".repeat(self.span.col.saturating_sub(1)))?;
+        }
+        if let Some(hint) = &self.hint {
+            write!(f, "\n  = hint: {hint}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The candidate closest to `name`, when it is close enough to be a likely typo.
+pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (strsim::jaro_winkler(name, c), c))
+        .filter(|(score, _)| *score > 0.8)
+        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|(_, c)| c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn renders_line_and_caret_under_column() {
+        let source = Arc::new(Source {
+            name: "play.yml".into(),
+            text: "- hosts: all\n  tasks:\n    - sysctll: {}\n".into(),
+        });
+        let d = Diagnostic::new(&Span::new(source, 3, 7), "unknown module 'sysctll'")
+            .with_hint("did you mean 'sysctl'?");
+        let text = d.to_string();
+        assert_eq!(
+            text,
+            "unknown module 'sysctll'\n  --> play.yml:3:7\n   |\n 3 |     - sysctll: {}\n   |       ^\n  = hint: did you mean 'sysctl'?"
+        );
+    }
+
+    #[test]
+    fn suggests_close_names_only() {
+        let names = ["sysctl", "swapfile", "template"];
+        assert_eq!(suggest("sysctll", names), Some("sysctl"));
+        assert_eq!(suggest("zzz", names), None);
+    }
+}

@@ -1,0 +1,7 @@
+//! nodeprov: agentless, Ansible-shaped provisioning for GPU server fleets.
+
+pub mod diag;
+pub mod probe;
+pub mod shell;
+pub mod transport;
+pub mod yaml;

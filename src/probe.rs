@@ -1,0 +1,188 @@
+//! The batched remote script: many read-only probes (or guarded steps) in
+//! one execution, their outputs framed so they can be split apart again.
+//!
+//! Each unit's output is framed as `@@NP <token> <id> <rc> <outlen> <errlen>`
+//! followed by exactly `outlen` bytes of stdout and `errlen` bytes of stderr,
+//! so no output can be mistaken for a frame boundary.
+
+use std::collections::BTreeMap;
+
+use crate::shell::quote;
+
+/// One read-only question for the host, identified by a canonical key so
+/// that tasks asking the same question share one answer.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Probe {
+    pub key: String,
+    pub script: String,
+}
+
+impl Probe {
+    pub fn new(key: impl Into<String>, script: impl Into<String>) -> Self {
+        Probe {
+            key: key.into(),
+            script: script.into(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProbeResult {
+    pub rc: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl ProbeResult {
+    pub fn ok(stdout: impl Into<String>) -> Self {
+        ProbeResult {
+            rc: 0,
+            stdout: stdout.into(),
+            stderr: String::new(),
+        }
+    }
+}
+
+const PRELUDE: &str = r#"np_t=$(mktemp -d 2>/dev/null || echo /tmp/np.$$) && mkdir -p "$np_t" || exit 90
+trap 'rm -rf "$np_t"' EXIT
+np_unit() {
+  ( eval "$2" ) </dev/null >"$np_t/o" 2>"$np_t/e"
+  np_rc=$?
+  printf '@@NP %s %s %s %s %s\n' "$np_tok" "$1" "$np_rc" "$(wc -c <"$np_t/o")" "$(wc -c <"$np_t/e")"
+  cat "$np_t/o" "$np_t/e"
+  return $np_rc
+}
+"#;
+
+/// Builds a script that runs each `(id, body)` unit and frames its output.
+/// With `stop_on_failure`, the first failing unit ends the script (the rest
+/// never run), except units whose id is listed in `may_fail`.
+pub fn build_script(token: &str, units: &[(String, String)], stop_on_failure: bool, may_fail: &[String]) -> String {
+    let mut out = format!("np_tok={}\n{PRELUDE}", quote(token));
+    for (id, body) in units {
+        let call = format!("np_unit {} {}", quote(id), quote(body));
+        if stop_on_failure && !may_fail.contains(id) {
+            out.push_str(&format!("{call} || exit 91\n"));
+        } else {
+            out.push_str(&format!("{call}\n"));
+        }
+    }
+    out
+}
+
+#[derive(Debug, PartialEq, Eq)]
+pub struct FrameError(pub String);
+
+/// Splits framed output back into results by unit id.
+pub fn parse_frames(token: &str, stdout: &[u8]) -> Result<BTreeMap<String, ProbeResult>, FrameError> {
+    let mut results = BTreeMap::new();
+    let mut rest = stdout;
+    let marker = format!("@@NP {token} ");
+    while !rest.is_empty() {
+        let nl = rest
+            .iter()
+            .position(|&b| b == b'\n')
+            .ok_or_else(|| FrameError("truncated frame header".into()))?;
+        let header = String::from_utf8_lossy(&rest[..nl]).to_string();
+        let fields = header
+            .strip_prefix(&marker)
+            .ok_or_else(|| FrameError(format!("unexpected output: {header}")))?;
+        let parts: Vec<&str> = fields.split(' ').collect();
+        let [id, rc, outlen, errlen] = parts[..] else {
+            return Err(FrameError(format!("bad frame header: {header}")));
+        };
+        let num = |s: &str| {
+            s.trim()
+                .parse::<usize>()
+                .map_err(|_| FrameError(format!("bad frame header: {header}")))
+        };
+        let (outlen, errlen) = (num(outlen)?, num(errlen)?);
+        let body = &rest[nl + 1..];
+        if body.len() < outlen + errlen {
+            return Err(FrameError(format!("truncated output of {id}")));
+        }
+        results.insert(
+            id.to_string(),
+            ProbeResult {
+                rc: rc.parse().unwrap_or(-1),
+                stdout: String::from_utf8_lossy(&body[..outlen]).into_owned(),
+                stderr: String::from_utf8_lossy(&body[outlen..outlen + errlen]).into_owned(),
+            },
+        );
+        rest = &body[outlen + errlen..];
+    }
+    Ok(results)
+}
+
+/// Answers a script built by [`build_script`] the way a host would, from a
+/// function of each unit's id. For fake transports in tests.
+pub fn fake_answer(script: &str, mut answer: impl FnMut(&str) -> ProbeResult) -> Vec<u8> {
+    let token = script
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("np_tok="))
+        .map(|t| t.trim_matches('\''))
+        .unwrap_or_default()
+        .to_string();
+    let mut out = Vec::new();
+    for line in script.lines().filter_map(|l| l.strip_prefix("np_unit ")) {
+        let id = crate::shell::split(line).into_iter().next().unwrap_or_default();
+        let r = answer(&id);
+        out.extend(
+            format!("@@NP {token} {id} {} {} {}\n", r.rc, r.stdout.len(), r.stderr.len()).as_bytes(),
+        );
+        out.extend(r.stdout.as_bytes());
+        out.extend(r.stderr.as_bytes());
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::local::LocalTransport;
+    use crate::transport::{Purpose, Script, Transport};
+
+    fn run(body: String) -> Vec<u8> {
+        let script = Script {
+            purpose: Purpose::Probe,
+            body,
+            become_user: None,
+        };
+        LocalTransport.run(&script).unwrap().stdout
+    }
+
+    #[test]
+    fn frames_survive_hostile_output() {
+        let units = vec![
+            ("a".to_string(), "printf '@@NP fake 1 2 3\\nx'; echo e >&2; exit 4".to_string()),
+            ("b".to_string(), "echo \"$(printf '%s' \"it's\")\"".to_string()),
+        ];
+        let out = run(build_script("tok1", &units, false, &[]));
+        let res = parse_frames("tok1", &out).unwrap();
+        assert_eq!(res["a"].rc, 4);
+        assert_eq!(res["a"].stdout, "@@NP fake 1 2 3\nx");
+        assert_eq!(res["a"].stderr, "e\n");
+        assert_eq!(res["b"].stdout, "it's\n");
+    }
+
+    #[test]
+    fn stop_on_failure_skips_later_units() {
+        let units = vec![
+            ("1".to_string(), "false".to_string()),
+            ("2".to_string(), "echo never".to_string()),
+        ];
+        let out = run(build_script("t", &units, true, &[]));
+        let res = parse_frames("t", &out).unwrap();
+        assert_eq!(res["1"].rc, 1);
+        assert!(!res.contains_key("2"));
+    }
+
+    #[test]
+    fn fake_answer_round_trips() {
+        let units = vec![("k:1".to_string(), "anything".to_string())];
+        let script = build_script("zz", &units, false, &[]);
+        let out = fake_answer(&script, |id| ProbeResult::ok(format!("answer {id}")));
+        assert_eq!(parse_frames("zz", &out).unwrap()["k:1"].stdout, "answer k:1");
+    }
+}

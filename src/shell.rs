@@ -1,0 +1,80 @@
+//! POSIX shell quoting: every value that reaches a remote command passes
+//! through [`quote`], so `$(reboot)` stays a string.
+
+/// Quotes `s` as one shell word.
+pub fn quote(s: &str) -> String {
+    if !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@%+".contains(&b))
+    {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Splits a command line into words the way `sh` would for quoting purposes
+/// (single and double quotes, backslash escapes; no expansion).
+pub fn split(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                cur.extend(chars.by_ref().take_while(|&c| c != '\''));
+            }
+            '"' => {
+                in_word = true;
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => cur.extend(chars.next()),
+                        c => cur.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                cur.extend(chars.next());
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    words
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hostile_values_stay_one_word() {
+        assert_eq!(quote("$(reboot)"), "'$(reboot)'");
+        assert_eq!(quote("it's"), r"'it'\''s'");
+        assert_eq!(quote("a b"), "'a b'");
+        assert_eq!(quote(""), "''");
+        assert_eq!(quote("/etc/sysctl.d/90-gpu.conf"), "/etc/sysctl.d/90-gpu.conf");
+    }
+
+    #[test]
+    fn split_inverts_quote() {
+        for s in ["$(reboot)", "it's", "a b", "", "x\"y", "back\\slash"] {
+            assert_eq!(split(&quote(s)), vec![s.to_string()], "{s}");
+        }
+        assert_eq!(split("echo 'a b' c\\ d \"e f\""), ["echo", "a b", "c d", "e f"]);
+    }
+}

@@ -1,0 +1,46 @@
+//! How scripts reach a host. Every call to [`Transport::run`] is one round
+//! trip; the executor keeps that number constant per host.
+
+pub mod fake;
+pub mod local;
+
+use thiserror::Error;
+
+/// What a script is for: check mode must never send a `Mutate` script.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Purpose {
+    Probe,
+    Mutate,
+}
+
+/// A POSIX `sh` script to run on the host, fed on stdin.
+#[derive(Clone, Debug)]
+pub struct Script {
+    pub purpose: Purpose,
+    pub body: String,
+    /// Run through privilege escalation (sudo) when the transport needs it.
+    pub become_user: Option<String>,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Output {
+    pub status: i32,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+#[derive(Debug, Error)]
+pub enum TransportError {
+    #[error("host unreachable: {0}")]
+    Unreachable(String),
+    #[error("privilege escalation failed: {0}")]
+    Become(String),
+    #[error("{0}")]
+    Io(String),
+}
+
+pub trait Transport: Send {
+    /// Runs one script on the host and returns its output; a non-zero exit
+    /// status is not an error at this layer.
+    fn run(&mut self, script: &Script) -> Result<Output, TransportError>;
+}

@@ -1,0 +1,382 @@
+//! The one YAML loader: every node keeps the file:line:column it came from.
+//!
+//! Built on `yaml-rust2`'s event parser because serde-based loaders
+//! (`serde_yaml`, archived upstream, and its forks) only report positions for
+//! syntax errors, while nodeprov needs a position for every task and parameter.
+//! Plain scalars resolve as YAML 1.1 does (`yes`/`no`/`on`/`off` are booleans),
+//! matching what Ansible users expect from PyYAML.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
+use yaml_rust2::scanner::{Marker, TScalarStyle};
+
+use crate::diag::{Diagnostic, Source, Span};
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum Value {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(f64),
+    Str(String),
+    Seq(Vec<Node>),
+    Map(Vec<(Node, Node)>),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Node {
+    pub value: Value,
+    pub span: Span,
+}
+
+impl Node {
+    pub fn new(value: Value, span: Span) -> Self {
+        Node { value, span }
+    }
+
+    /// What the node is, in the words an error message uses.
+    pub fn kind(&self) -> &'static str {
+        match self.value {
+            Value::Null => "null",
+            Value::Bool(_) => "a boolean",
+            Value::Int(_) | Value::Float(_) => "a number",
+            Value::Str(_) => "a string",
+            Value::Seq(_) => "a list",
+            Value::Map(_) => "a mapping",
+        }
+    }
+
+    pub fn as_str(&self) -> Option<&str> {
+        match &self.value {
+            Value::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    pub fn as_map(&self) -> Option<&[(Node, Node)]> {
+        match &self.value {
+            Value::Map(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn as_seq(&self) -> Option<&[Node]> {
+        match &self.value {
+            Value::Seq(s) => Some(s),
+            _ => None,
+        }
+    }
+
+    /// Looks up a mapping entry by string key.
+    pub fn get(&self, key: &str) -> Option<&Node> {
+        self.as_map()?
+            .iter()
+            .find(|(k, _)| k.as_str() == Some(key))
+            .map(|(_, v)| v)
+    }
+
+    /// A scalar as text (numbers and booleans spelled as YAML would).
+    pub fn scalar_text(&self) -> Option<String> {
+        match &self.value {
+            Value::Str(s) => Some(s.clone()),
+            Value::Bool(b) => Some(b.to_string()),
+            Value::Int(i) => Some(i.to_string()),
+            Value::Float(f) => Some(f.to_string()),
+            Value::Null => Some(String::new()),
+            _ => None,
+        }
+    }
+
+    /// An error pointing at this node.
+    pub fn error(&self, message: impl Into<String>) -> Diagnostic {
+        Diagnostic::new(&self.span, message)
+    }
+
+    /// The node as plain data, for variables and templating.
+    pub fn to_json(&self) -> serde_json::Value {
+        use serde_json::Value as J;
+        match &self.value {
+            Value::Null => J::Null,
+            Value::Bool(b) => J::Bool(*b),
+            Value::Int(i) => J::from(*i),
+            Value::Float(f) => serde_json::Number::from_f64(*f).map_or(J::Null, J::Number),
+            Value::Str(s) => J::String(s.clone()),
+            Value::Seq(items) => J::Array(items.iter().map(Node::to_json).collect()),
+            Value::Map(entries) => J::Object(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.scalar_text().unwrap_or_default(), v.to_json()))
+                    .collect(),
+            ),
+        }
+    }
+}
+
+/// Loads the first document of `text`; an empty document is `Null`.
+pub fn load_str(text: &str, name: &str) -> Result<Node, Diagnostic> {
+    let source = Arc::new(Source {
+        name: name.to_string(),
+        text: text.to_string(),
+    });
+    let mut builder = Builder {
+        source: source.clone(),
+        stack: Vec::new(),
+        anchors: HashMap::new(),
+        root: None,
+        error: None,
+    };
+    Parser::new_from_str(text)
+        .load(&mut builder, false)
+        .map_err(|e| {
+            let span = span_at(&source, e.marker());
+            Diagnostic::new(&span, format!("invalid YAML: {}", e.info()))
+        })?;
+    if let Some(err) = builder.error {
+        return Err(err);
+    }
+    Ok(builder
+        .root
+        .unwrap_or_else(|| Node::new(Value::Null, Span::new(source, 1, 1))))
+}
+
+/// Reads and loads a YAML file; I/O failures become a diagnostic on the path.
+pub fn load_file(path: &Path) -> Result<Node, Diagnostic> {
+    let name = path.display().to_string();
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        Diagnostic::new(&Span::synthetic(&name), format!("cannot read {name}: {e}"))
+    })?;
+    load_str(&text, &name)
+}
+
+fn span_at(source: &Arc<Source>, mark: &Marker) -> Span {
+    Span::new(source.clone(), mark.line().max(1), mark.col() + 1)
+}
+
+enum Frame {
+    Seq(Vec<Node>, Span, usize),
+    Map(MapFrame),
+}
+
+struct MapFrame {
+    entries: Vec<(Node, Node)>,
+    pending_key: Option<Node>,
+    merges: Vec<Node>,
+    span: Span,
+    anchor: usize,
+}
+
+impl MapFrame {
+    /// Merge keys (`<<`) only fill in what the mapping does not set itself.
+    fn finish(mut self) -> (Node, usize) {
+        for merged in std::mem::take(&mut self.merges) {
+            let maps: Vec<&Node> = match &merged.value {
+                Value::Seq(items) => items.iter().collect(),
+                _ => vec![&merged],
+            };
+            for (k, v) in maps.into_iter().filter_map(Node::as_map).flatten() {
+                if !self.entries.iter().any(|(e, _)| e.value == k.value) {
+                    self.entries.push((k.clone(), v.clone()));
+                }
+            }
+        }
+        (Node::new(Value::Map(self.entries), self.span), self.anchor)
+    }
+}
+
+struct Builder {
+    source: Arc<Source>,
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, Node>,
+    root: Option<Node>,
+    error: Option<Diagnostic>,
+}
+
+impl Builder {
+    fn push_node(&mut self, node: Node, anchor: usize) {
+        if anchor > 0 {
+            self.anchors.insert(anchor, node.clone());
+        }
+        match self.stack.last_mut() {
+            None => self.root = Some(node),
+            Some(Frame::Seq(items, _, _)) => items.push(node),
+            Some(Frame::Map(frame)) => match frame.pending_key.take() {
+                None => frame.pending_key = Some(node),
+                Some(key) if key.as_str() == Some("<<") => frame.merges.push(node),
+                Some(key) => insert_entry(&mut frame.entries, key, node, &mut self.error),
+            },
+        }
+    }
+}
+
+/// Adds a mapping entry; a repeated key is an error (PyYAML silently keeps
+/// the last one, which hides typos in playbooks).
+fn insert_entry(
+    entries: &mut Vec<(Node, Node)>,
+    key: Node,
+    value: Node,
+    error: &mut Option<Diagnostic>,
+) {
+    if let Some((first, _)) = entries.iter().find(|(e, _)| e.value == key.value) {
+        if error.is_none() {
+            let name = key.scalar_text().unwrap_or_default();
+            *error = Some(
+                key.error(format!("duplicate key '{name}'"))
+                    .with_hint(format!("first defined at {}", first.span.location())),
+            );
+        }
+        return;
+    }
+    entries.push((key, value));
+}
+
+impl MarkedEventReceiver for Builder {
+    fn on_event(&mut self, ev: Event, mark: Marker) {
+        let span = span_at(&self.source, &mark);
+        match ev {
+            Event::Scalar(text, style, anchor, tag) => {
+                let forced_str = tag.is_some_and(|t| t.suffix == "str");
+                let value = if style == TScalarStyle::Plain && !forced_str {
+                    resolve_plain(&text)
+                } else {
+                    Value::Str(text)
+                };
+                self.push_node(Node::new(value, span), anchor);
+            }
+            Event::SequenceStart(anchor, _) => self.stack.push(Frame::Seq(Vec::new(), span, anchor)),
+            Event::MappingStart(anchor, _) => self.stack.push(Frame::Map(MapFrame {
+                entries: Vec::new(),
+                pending_key: None,
+                merges: Vec::new(),
+                span,
+                anchor,
+            })),
+            Event::SequenceEnd => {
+                if let Some(Frame::Seq(items, span, anchor)) = self.stack.pop() {
+                    self.push_node(Node::new(Value::Seq(items), span), anchor);
+                }
+            }
+            Event::MappingEnd => {
+                if let Some(Frame::Map(frame)) = self.stack.pop() {
+                    let (node, anchor) = frame.finish();
+                    self.push_node(node, anchor);
+                }
+            }
+            Event::Alias(id) => {
+                let node = self.anchors.get(&id).cloned();
+                match node {
+                    Some(mut node) => {
+                        node.span = span;
+                        self.push_node(node, 0);
+                    }
+                    None => {
+                        self.error
+                            .get_or_insert_with(|| Diagnostic::new(&span, "unknown YAML alias"));
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+fn resolve_plain(text: &str) -> Value {
+    match text {
+        "" | "~" | "null" | "Null" | "NULL" => return Value::Null,
+        "true" | "True" | "TRUE" | "yes" | "Yes" | "YES" | "on" | "On" | "ON" => {
+            return Value::Bool(true)
+        }
+        "false" | "False" | "FALSE" | "no" | "No" | "NO" | "off" | "Off" | "OFF" => {
+            return Value::Bool(false)
+        }
+        _ => {}
+    }
+    if let Some(i) = parse_int(text) {
+        return Value::Int(i);
+    }
+    if looks_like_float(text) {
+        if let Ok(f) = text.parse::<f64>() {
+            return Value::Float(f);
+        }
+    }
+    Value::Str(text.to_string())
+}
+
+fn parse_int(text: &str) -> Option<i64> {
+    let (neg, digits) = match text.strip_prefix('-') {
+        Some(rest) => (true, rest),
+        None => (false, text.strip_prefix('+').unwrap_or(text)),
+    };
+    let value = if let Some(hex) = digits.strip_prefix("0x") {
+        i64::from_str_radix(hex, 16).ok()?
+    } else if let Some(oct) = digits.strip_prefix("0o") {
+        i64::from_str_radix(oct, 8).ok()?
+    } else if digits.len() > 1 && digits.starts_with('0') && digits.bytes().all(|b| b.is_ascii_digit()) {
+        // YAML 1.1 octal, as in Ansible's `mode: 0644`.
+        i64::from_str_radix(digits, 8).ok()?
+    } else if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
+        digits.parse().ok()?
+    } else {
+        return None;
+    };
+    Some(if neg { -value } else { value })
+}
+
+fn looks_like_float(text: &str) -> bool {
+    let body = text.trim_start_matches(['-', '+']);
+    body.contains('.')
+        && body.chars().any(|c| c.is_ascii_digit())
+        && body
+            .chars()
+            .all(|c| c.is_ascii_digit() || matches!(c, '.' | 'e' | 'E' | '-' | '+'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_node_has_a_position() {
+        let doc = load_str("- name: x\n  sysctl:\n    key: vm.swappiness\n", "p.yml").unwrap();
+        let task = &doc.as_seq().unwrap()[0];
+        let key = task.get("sysctl").unwrap().get("key").unwrap();
+        assert_eq!(key.span.location(), "p.yml:3:10");
+        assert_eq!(key.as_str(), Some("vm.swappiness"));
+    }
+
+    #[test]
+    fn plain_scalars_resolve_like_yaml_1_1() {
+        let doc = load_str("a: yes\nb: 'yes'\nc: 10\nd: 0.5\ne: ~\nf: 0644\ng: 1.2.3\n", "x").unwrap();
+        assert_eq!(doc.get("a").unwrap().value, Value::Bool(true));
+        assert_eq!(doc.get("b").unwrap().value, Value::Str("yes".into()));
+        assert_eq!(doc.get("c").unwrap().value, Value::Int(10));
+        assert_eq!(doc.get("d").unwrap().value, Value::Float(0.5));
+        assert_eq!(doc.get("e").unwrap().value, Value::Null);
+        assert_eq!(doc.get("f").unwrap().value, Value::Int(0o644));
+        assert_eq!(doc.get("g").unwrap().value, Value::Str("1.2.3".into()));
+    }
+
+    #[test]
+    fn syntax_error_names_position() {
+        let err = load_str("a: [1, 2\nb: 3\n", "bad.yml").unwrap_err();
+        assert!(err.span.location().starts_with("bad.yml:"), "{err}");
+        assert!(err.message.starts_with("invalid YAML"), "{err}");
+    }
+
+    #[test]
+    fn duplicate_keys_are_rejected_with_both_positions() {
+        let err = load_str("a: 1\nb: 2\na: 3\n", "d.yml").unwrap_err();
+        assert_eq!(err.span.location(), "d.yml:3:1");
+        assert_eq!(err.hint.as_deref(), Some("first defined at d.yml:1:1"));
+    }
+
+    #[test]
+    fn anchors_and_merge_keys_resolve() {
+        let doc = load_str("base: &b {x: 1, y: 2}\nother:\n  <<: *b\n  y: 3\n", "m").unwrap();
+        let other = doc.get("other").unwrap();
+        assert_eq!(other.get("x").unwrap().value, Value::Int(1));
+        assert_eq!(other.get("y").unwrap().value, Value::Int(3));
+    }
+}
