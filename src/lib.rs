@@ -1,7 +1,10 @@
 //! nodeprov: agentless, Ansible-shaped provisioning for GPU server fleets.
 
 pub mod diag;
+pub mod files;
+pub mod modules;
 pub mod probe;
 pub mod shell;
+pub mod template;
 pub mod transport;
 pub mod yaml;

@@ -1,7 +1,7 @@
 //! The batched remote script: many read-only probes (or guarded steps) in
 //! one execution, their outputs framed so they can be split apart again.
 //!
-//! Each unit's output is framed as `@@NP <token> <id> <rc> <outlen> <errlen>`
+//! Each unit's output is framed as `@@NP <token> <index> <rc> <outlen> <errlen>`
 //! followed by exactly `outlen` bytes of stdout and `errlen` bytes of stderr,
 //! so no output can be mistaken for a frame boundary.
 
@@ -46,7 +46,7 @@ impl ProbeResult {
 const PRELUDE: &str = r#"np_t=$(mktemp -d 2>/dev/null || echo /tmp/np.$$) && mkdir -p "$np_t" || exit 90
 trap 'rm -rf "$np_t"' EXIT
 np_unit() {
-  ( eval "$2" ) </dev/null >"$np_t/o" 2>"$np_t/e"
+  ( eval "$3" ) </dev/null >"$np_t/o" 2>"$np_t/e"
   np_rc=$?
   printf '@@NP %s %s %s %s %s\n' "$np_tok" "$1" "$np_rc" "$(wc -c <"$np_t/o")" "$(wc -c <"$np_t/e")"
   cat "$np_t/o" "$np_t/e"
@@ -59,8 +59,9 @@ np_unit() {
 /// never run), except units whose id is listed in `may_fail`.
 pub fn build_script(token: &str, units: &[(String, String)], stop_on_failure: bool, may_fail: &[String]) -> String {
     let mut out = format!("np_tok={}\n{PRELUDE}", quote(token));
-    for (id, body) in units {
-        let call = format!("np_unit {} {}", quote(id), quote(body));
+    for (index, (id, body)) in units.iter().enumerate() {
+        // The id rides along unused by the shell, for readers and fakes.
+        let call = format!("np_unit {index} {} {}", quote(id), quote(body));
         if stop_on_failure && !may_fail.contains(id) {
             out.push_str(&format!("{call} || exit 91\n"));
         } else {
@@ -73,8 +74,9 @@ pub fn build_script(token: &str, units: &[(String, String)], stop_on_failure: bo
 #[derive(Debug, PartialEq, Eq)]
 pub struct FrameError(pub String);
 
-/// Splits framed output back into results by unit id.
-pub fn parse_frames(token: &str, stdout: &[u8]) -> Result<BTreeMap<String, ProbeResult>, FrameError> {
+/// Splits framed output back into results by unit id (`ids` in the order
+/// the units were given to [`build_script`]).
+pub fn parse_frames(token: &str, stdout: &[u8], ids: &[String]) -> Result<BTreeMap<String, ProbeResult>, FrameError> {
     let mut results = BTreeMap::new();
     let mut rest = stdout;
     let marker = format!("@@NP {token} ");
@@ -88,9 +90,14 @@ pub fn parse_frames(token: &str, stdout: &[u8]) -> Result<BTreeMap<String, Probe
             .strip_prefix(&marker)
             .ok_or_else(|| FrameError(format!("unexpected output: {header}")))?;
         let parts: Vec<&str> = fields.split(' ').collect();
-        let [id, rc, outlen, errlen] = parts[..] else {
+        let [index, rc, outlen, errlen] = parts[..] else {
             return Err(FrameError(format!("bad frame header: {header}")));
         };
+        let id = index
+            .parse::<usize>()
+            .ok()
+            .and_then(|i| ids.get(i))
+            .ok_or_else(|| FrameError(format!("bad frame header: {header}")))?;
         let num = |s: &str| {
             s.trim()
                 .parse::<usize>()
@@ -126,11 +133,10 @@ pub fn fake_answer(script: &str, mut answer: impl FnMut(&str) -> ProbeResult) ->
         .to_string();
     let mut out = Vec::new();
     for line in script.lines().filter_map(|l| l.strip_prefix("np_unit ")) {
-        let id = crate::shell::split(line).into_iter().next().unwrap_or_default();
-        let r = answer(&id);
-        out.extend(
-            format!("@@NP {token} {id} {} {} {}\n", r.rc, r.stdout.len(), r.stderr.len()).as_bytes(),
-        );
+        let words = crate::shell::split(line);
+        let r = answer(&words[1]);
+        let index = &words[0];
+        out.extend(format!("@@NP {token} {index} {} {} {}\n", r.rc, r.stdout.len(), r.stderr.len()).as_bytes());
         out.extend(r.stdout.as_bytes());
         out.extend(r.stderr.as_bytes());
     }
@@ -142,6 +148,10 @@ mod tests {
     use super::*;
     use crate::transport::local::LocalTransport;
     use crate::transport::{Purpose, Script, Transport};
+
+    fn ids(units: &[(String, String)]) -> Vec<String> {
+        units.iter().map(|u| u.0.clone()).collect()
+    }
 
     fn run(body: String) -> Vec<u8> {
         let script = Script {
@@ -159,7 +169,7 @@ mod tests {
             ("b".to_string(), "echo \"$(printf '%s' \"it's\")\"".to_string()),
         ];
         let out = run(build_script("tok1", &units, false, &[]));
-        let res = parse_frames("tok1", &out).unwrap();
+        let res = parse_frames("tok1", &out, &ids(&units)).unwrap();
         assert_eq!(res["a"].rc, 4);
         assert_eq!(res["a"].stdout, "@@NP fake 1 2 3\nx");
         assert_eq!(res["a"].stderr, "e\n");
@@ -173,7 +183,7 @@ mod tests {
             ("2".to_string(), "echo never".to_string()),
         ];
         let out = run(build_script("t", &units, true, &[]));
-        let res = parse_frames("t", &out).unwrap();
+        let res = parse_frames("t", &out, &ids(&units)).unwrap();
         assert_eq!(res["1"].rc, 1);
         assert!(!res.contains_key("2"));
     }
@@ -183,6 +193,6 @@ mod tests {
         let units = vec![("k:1".to_string(), "anything".to_string())];
         let script = build_script("zz", &units, false, &[]);
         let out = fake_answer(&script, |id| ProbeResult::ok(format!("answer {id}")));
-        assert_eq!(parse_frames("zz", &out).unwrap()["k:1"].stdout, "answer k:1");
+        assert_eq!(parse_frames("zz", &out, &ids(&units)).unwrap()["k:1"].stdout, "answer k:1");
     }
 }

@@ -1,0 +1,251 @@
+//! Files on the host: the probe that reads one, its parsed state, and the
+//! atomic write step every file-producing module uses.
+
+use base64::Engine;
+
+use crate::modules::ModuleError;
+use crate::probe::{Probe, ProbeResult};
+use crate::shell::quote;
+
+/// Content larger than this is compared by checksum only.
+const MAX_CONTENT: u64 = 1 << 20;
+
+pub fn probe_key(path: &str) -> String {
+    format!("file:{path}")
+}
+
+/// Reads type, mode, owner, size, link target and (small) content.
+pub fn probe(path: &str) -> Probe {
+    let script = format!(
+        r#"p={p}
+if [ -L "$p" ]; then t=l; elif [ -f "$p" ]; then t=f; elif [ -d "$p" ]; then t=d; elif [ -e "$p" ]; then t=o; else echo absent; exit 0; fi
+printf '%s %s\n' "$t" "$(stat -c '%a %U %G %s' -- "$p")"
+if [ "$t" = l ]; then readlink -- "$p"; else echo; fi
+if [ "$t" = f ]; then if [ "$(stat -c %s -- "$p")" -le {MAX_CONTENT} ]; then cat -- "$p"; else sha256sum -- "$p"; exit 3; fi; fi"#,
+        p = quote(path)
+    );
+    Probe::new(probe_key(path), script)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    File,
+    Dir,
+    Link,
+    Other,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct FileState {
+    pub kind: Kind,
+    pub mode: u32,
+    pub owner: String,
+    pub group: String,
+    pub size: u64,
+    pub link_target: Option<String>,
+    /// `None` for non-files and for files too large to read.
+    pub content: Option<String>,
+}
+
+impl FileState {
+    /// `Ok(None)` when the path does not exist.
+    pub fn parse(path: &str, r: &ProbeResult) -> Result<Option<FileState>, ModuleError> {
+        let bad = |detail: &str| ModuleError::Fact {
+            key: probe_key(path),
+            detail: format!("{detail}: {}", r.stderr.trim()),
+        };
+        if r.rc != 0 && r.rc != 3 {
+            return Err(bad("cannot read"));
+        }
+        let (header, rest) = r.stdout.split_once('\n').unwrap_or((&r.stdout, ""));
+        if header == "absent" {
+            return Ok(None);
+        }
+        let f: Vec<&str> = header.split(' ').collect();
+        let [t, mode, owner, group, size] = f[..] else {
+            return Err(bad("malformed file state"));
+        };
+        let kind = match t {
+            "f" => Kind::File,
+            "d" => Kind::Dir,
+            "l" => Kind::Link,
+            _ => Kind::Other,
+        };
+        let (link, content) = rest.split_once('\n').unwrap_or((rest, ""));
+        Ok(Some(FileState {
+            kind,
+            mode: u32::from_str_radix(mode, 8).map_err(|_| bad("bad mode"))?,
+            owner: owner.to_string(),
+            group: group.to_string(),
+            size: size.parse().map_err(|_| bad("bad size"))?,
+            link_target: (kind == Kind::Link).then(|| link.to_string()),
+            content: (kind == Kind::File && r.rc == 0).then(|| content.to_string()),
+        }))
+    }
+
+    /// The probe answer this state would produce, for predicted effects.
+    pub fn to_result(&self) -> ProbeResult {
+        let t = match self.kind {
+            Kind::File => "f",
+            Kind::Dir => "d",
+            Kind::Link => "l",
+            Kind::Other => "o",
+        };
+        ProbeResult::ok(format!(
+            "{t} {:o} {} {} {}\n{}\n{}",
+            self.mode,
+            self.owner,
+            self.group,
+            self.size,
+            self.link_target.as_deref().unwrap_or(""),
+            self.content.as_deref().unwrap_or("")
+        ))
+    }
+
+    /// A regular file as a write would leave it.
+    pub fn written(content: &str, mode: u32, owner: &str, group: &str) -> FileState {
+        FileState {
+            kind: Kind::File,
+            mode,
+            owner: owner.to_string(),
+            group: group.to_string(),
+            size: content.len() as u64,
+            link_target: None,
+            content: Some(content.to_string()),
+        }
+    }
+}
+
+pub fn absent_result() -> ProbeResult {
+    ProbeResult::ok("absent\n")
+}
+
+/// How a file is to be written.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct WriteOpts {
+    pub mode: Option<u32>,
+    pub owner: Option<String>,
+    pub group: Option<String>,
+    pub backup: bool,
+}
+
+/// A step that replaces `path` atomically: the new content goes to a temp
+/// file in the same folder (created 0600, so never readable by others in
+/// between), gets the old file's owner, mode and SELinux label unless told
+/// otherwise, and is renamed over the old one. A failure at any point (a
+/// full disk) leaves the old file untouched and removes the temp file.
+pub fn write_step(path: &str, content: &str, opts: &WriteOpts) -> String {
+    let data = base64::engine::general_purpose::STANDARD.encode(content);
+    let p = quote(path);
+    let mut s = format!(
+        "p={p}; d=$(dirname -- \"$p\")\n\
+         [ -d \"$d\" ] || {{ echo \"directory $d does not exist\" >&2; exit 1; }}\n\
+         t=$(mktemp \"$d/.nodeprov.XXXXXX\") || exit 1\n\
+         if ! printf '%s' '{data}' | base64 -d > \"$t\"; then rm -f \"$t\"; echo \"cannot write $p\" >&2; exit 1; fi\n\
+         if [ -e \"$p\" ]; then chown --reference=\"$p\" \"$t\" && chmod --reference=\"$p\" \"$t\" || {{ rm -f \"$t\"; exit 1; }}; \
+         chcon --reference=\"$p\" \"$t\" 2>/dev/null; else chmod 644 \"$t\"; fi\n"
+    );
+    if opts.backup {
+        s.push_str("if [ -e \"$p\" ]; then cp -p -- \"$p\" \"$p.$(date +%Y%m%d%H%M%S).bak\" || { rm -f \"$t\"; exit 1; }; fi\n");
+    }
+    s.push_str(&attr_commands("\"$t\"", opts, "rm -f \"$t\"; exit 1"));
+    s.push_str("mv -f -- \"$t\" \"$p\" || { rm -f \"$t\"; exit 1; }");
+    s
+}
+
+/// chmod/chown for the attributes that were asked for; `on_fail` runs when one fails.
+pub fn attr_commands(target: &str, opts: &WriteOpts, on_fail: &str) -> String {
+    let mut s = String::new();
+    if let Some(mode) = opts.mode {
+        s.push_str(&format!("chmod {mode:o} {target} || {{ {on_fail}; }}\n"));
+    }
+    let owner = match (&opts.owner, &opts.group) {
+        (Some(o), Some(g)) => Some(format!("{o}:{g}")),
+        (Some(o), None) => Some(o.clone()),
+        (None, Some(g)) => Some(format!(":{g}")),
+        (None, None) => None,
+    };
+    if let Some(owner) = owner {
+        s.push_str(&format!("chown {} {target} || {{ {on_fail}; }}\n", quote(&owner)));
+    }
+    s
+}
+
+/// Unified diff of two texts, labelled with the path.
+pub fn unified_diff(path: &str, before: &str, after: &str) -> String {
+    similar::TextDiff::from_lines(before, after)
+        .unified_diff()
+        .context_radius(3)
+        .header(&format!("{path} (before)"), &format!("{path} (after)"))
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::{build_script, parse_frames};
+    use crate::transport::{local::LocalTransport, Purpose, Script, Transport};
+
+    fn run(body: String) -> crate::transport::Output {
+        LocalTransport
+            .run(&Script {
+                purpose: Purpose::Mutate,
+                body,
+                become_user: None,
+            })
+            .unwrap()
+    }
+
+    fn probe_local(path: &str) -> Option<FileState> {
+        let p = probe(path);
+        let out = run(build_script("t", &[(p.key.clone(), p.script)], false, &[]));
+        let res = parse_frames("t", &out.stdout, &[p.key.clone()]).unwrap();
+        FileState::parse(path, &res[&p.key]).unwrap()
+    }
+
+    #[test]
+    fn probe_reads_state_and_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("a b'c");
+        std::fs::write(&path, "x = 1\ny\n").unwrap();
+        let p = path.to_str().unwrap();
+        let st = probe_local(p).unwrap();
+        assert_eq!(st.kind, Kind::File);
+        assert_eq!(st.content.as_deref(), Some("x = 1\ny\n"));
+        assert_eq!(st.size, 8);
+        assert_eq!(probe_local(&format!("{p}.missing")), None);
+        assert_eq!(FileState::parse(p, &st.to_result()).unwrap(), Some(st));
+    }
+
+    #[test]
+    fn write_step_is_atomic_keeps_mode_and_backs_up() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("conf");
+        std::fs::write(&path, "old\n").unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o640)).unwrap();
+        let p = path.to_str().unwrap();
+        let opts = WriteOpts {
+            backup: true,
+            ..WriteOpts::default()
+        };
+        let out = run(write_step(p, "new $(reboot) 'q'\n", &opts));
+        assert_eq!(out.status, 0, "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new $(reboot) 'q'\n");
+        let st = probe_local(p).unwrap();
+        assert_eq!(st.mode, 0o640);
+        let names: Vec<String> = std::fs::read_dir(dir.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        let backup = names.iter().find(|n| n.ends_with(".bak")).expect("backup kept");
+        assert_eq!(std::fs::read_to_string(dir.path().join(backup)).unwrap(), "old\n");
+        assert_eq!(names.len(), 2, "no temp file left: {names:?}");
+    }
+
+    #[test]
+    fn write_into_missing_directory_fails_cleanly() {
+        let out = run(write_step("/nonexistent-dir-np/x", "a", &WriteOpts::default()));
+        assert_ne!(out.status, 0);
+        assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
+    }
+}

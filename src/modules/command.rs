@@ -1,0 +1,154 @@
+//! `command` and `shell`: run something; the result is what it printed.
+
+use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
+use crate::files::{self, FileState};
+use crate::probe::Probe;
+use crate::shell::{quote, split};
+
+pub const COMMAND: ModuleSpec = ModuleSpec {
+    name: "command",
+    aliases: &["ansible.builtin.command"],
+    params: &["cmd", "argv", "chdir", "creates", "removes", "stdin"],
+    required: &[],
+    free_form: Some("cmd"),
+    build: build_command,
+};
+
+pub const SHELL: ModuleSpec = ModuleSpec {
+    name: "shell",
+    aliases: &["ansible.builtin.shell"],
+    params: &["cmd", "chdir", "creates", "removes", "stdin", "executable"],
+    required: &["cmd"],
+    free_form: Some("cmd"),
+    build: build_shell,
+};
+
+struct Command {
+    /// What the report shows.
+    display: String,
+    /// The shell text that runs it.
+    script: String,
+    chdir: Option<String>,
+    creates: Option<String>,
+    removes: Option<String>,
+    stdin: Option<String>,
+}
+
+fn build_command(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let argv = match (p.str("cmd")?, p.has("argv")) {
+        (Some(cmd), false) => split(&cmd),
+        (None, true) => p.str_list("argv")?,
+        _ => return Err(p.error("cmd", "give exactly one of 'cmd' (or the free-form command) and 'argv'")),
+    };
+    if argv.is_empty() {
+        return Err(p.error("cmd", "the command is empty"));
+    }
+    // `command` runs no shell: each word reaches the program as-is.
+    let script = argv.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ");
+    build(p, argv.join(" "), script)
+}
+
+fn build_shell(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let cmd = p.required_str("cmd")?;
+    let script = match p.str("executable")? {
+        Some(exe) => format!("{} -c {}", quote(&exe), quote(&cmd)),
+        None => format!("/bin/sh -c {}", quote(&cmd)),
+    };
+    build(p, cmd, script)
+}
+
+fn build(p: &Params, display: String, script: String) -> Result<Box<dyn Module>, ParamError> {
+    Ok(Box::new(Command {
+        display,
+        script,
+        chdir: p.str("chdir")?,
+        creates: p.str("creates")?,
+        removes: p.str("removes")?,
+        stdin: p.str("stdin")?,
+    }))
+}
+
+impl Module for Command {
+    fn probes(&self) -> Vec<Probe> {
+        self.creates
+            .iter()
+            .chain(self.removes.iter())
+            .map(|p| files::probe(p))
+            .collect()
+    }
+
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        let exists = |path: &str| -> Result<bool, ModuleError> {
+            Ok(FileState::parse(path, facts.get(&files::probe_key(path))?)?.is_some())
+        };
+        let mut plan = Plan::noop();
+        if let Some(c) = &self.creates {
+            if exists(c)? {
+                plan.notes.push(format!("skipped: {c} exists"));
+                return Ok(plan);
+            }
+        }
+        if let Some(r) = &self.removes {
+            if !exists(r)? {
+                plan.notes.push(format!("skipped: {r} does not exist"));
+                return Ok(plan);
+            }
+        }
+        plan.changes.push(Change::new("command", None, Some(self.display.clone())));
+        plan.steps.push(self.step());
+        plan.unknown = Some("a command's outcome is only known by running it".into());
+        plan.effects.push(Effect::InvalidateAll);
+        Ok(plan)
+    }
+
+    fn is_command(&self) -> bool {
+        true
+    }
+}
+
+impl Command {
+    fn step(&self) -> String {
+        let mut s = String::new();
+        if let Some(dir) = &self.chdir {
+            s.push_str(&format!("cd {} || exit 1\n", quote(dir)));
+        }
+        match &self.stdin {
+            Some(input) => s.push_str(&format!("printf '%s\\n' {} | {}", quote(input), self.script)),
+            None => s.push_str(&self.script),
+        }
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cmd(script: &str, creates: Option<&str>) -> Command {
+        Command {
+            display: script.into(),
+            script: script.into(),
+            chdir: Some("/tmp/a b".into()),
+            creates: creates.map(str::to_string),
+            removes: None,
+            stdin: None,
+        }
+    }
+
+    #[test]
+    fn runs_with_chdir_and_is_unknown_in_check_mode() {
+        let plan = cmd("echo hi", None).plan(&Facts::default()).unwrap();
+        assert_eq!(plan.steps, ["cd '/tmp/a b' || exit 1\necho hi"]);
+        assert!(plan.unknown.is_some());
+    }
+
+    #[test]
+    fn creates_skips_when_path_exists() {
+        let mut f = Facts::default();
+        let st = FileState::written("", 0o644, "root", "root");
+        f.insert(files::probe_key("/done"), st.to_result());
+        let plan = cmd("make", Some("/done")).plan(&f).unwrap();
+        assert!(plan.steps.is_empty());
+        assert_eq!(plan.notes, ["skipped: /done exists"]);
+    }
+}

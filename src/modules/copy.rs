@@ -1,0 +1,197 @@
+//! `copy` and `template`: a file on the host with exactly this content.
+
+use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
+use crate::files::{self, FileState, WriteOpts};
+use crate::probe::Probe;
+
+pub const COPY: ModuleSpec = ModuleSpec {
+    name: "copy",
+    aliases: &["ansible.builtin.copy"],
+    params: &["src", "content", "dest", "mode", "owner", "group", "backup", "force"],
+    required: &["dest"],
+    free_form: None,
+    build: build_copy,
+};
+
+pub const TEMPLATE: ModuleSpec = ModuleSpec {
+    name: "template",
+    aliases: &["ansible.builtin.template"],
+    params: &["src", "dest", "mode", "owner", "group", "backup", "force"],
+    required: &["src", "dest"],
+    free_form: None,
+    build: build_template,
+};
+
+pub struct FileContent {
+    pub dest: String,
+    pub content: String,
+    pub opts: WriteOpts,
+    /// `force: no` only creates a missing file.
+    pub force: bool,
+}
+
+fn common(p: &Params, content: String) -> Result<Box<dyn Module>, ParamError> {
+    Ok(Box::new(FileContent {
+        dest: p.required_str("dest")?,
+        content,
+        opts: WriteOpts {
+            mode: p.mode("mode")?,
+            owner: p.str("owner")?,
+            group: p.str("group")?,
+            backup: p.bool_or("backup", false)?,
+        },
+        force: p.bool_or("force", true)?,
+    }))
+}
+
+fn read_src(p: &Params) -> Result<(std::path::PathBuf, String), ParamError> {
+    let src = p.required_str("src")?;
+    let path = p
+        .ctx
+        .find_file(&src)
+        .ok_or_else(|| p.error("src", format!("cannot find '{src}' (searched templates/, files/ and the playbook folder)")))?;
+    let text = std::fs::read_to_string(&path).map_err(|e| p.error("src", format!("cannot read {}: {e}", path.display())))?;
+    Ok((path, text))
+}
+
+fn build_copy(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let content = match (p.str("content")?, p.has("src")) {
+        (Some(c), false) => c,
+        (None, true) => read_src(p)?.1,
+        _ => return Err(p.error("content", "give exactly one of 'src' or 'content'")),
+    };
+    common(p, content)
+}
+
+fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let (path, text) = read_src(p)?;
+    let content = p.ctx.templates.render_str(&text, p.ctx.vars).map_err(|e| {
+        let at = e.line.map(|l| format!(":{l}")).unwrap_or_default();
+        p.error("src", format!("template {}{at}: {}", path.display(), e.message))
+    })?;
+    common(p, content)
+}
+
+impl Module for FileContent {
+    fn probes(&self) -> Vec<Probe> {
+        vec![files::probe(&self.dest)]
+    }
+
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        let current = FileState::parse(&self.dest, facts.get(&files::probe_key(&self.dest))?)?;
+        plan_content(&self.dest, current.as_ref(), &self.content, &self.opts, self.force)
+    }
+}
+
+/// The plan for "this path holds exactly this content, with these attributes".
+pub fn plan_content(
+    dest: &str,
+    current: Option<&FileState>,
+    content: &str,
+    opts: &WriteOpts,
+    force: bool,
+) -> Result<Plan, ModuleError> {
+    let mut plan = Plan::noop();
+    let before = match current {
+        Some(st) if st.kind == files::Kind::Dir => {
+            return Err(ModuleError::Host(format!("{dest} is a directory")))
+        }
+        Some(_) if !force => return Ok(plan),
+        Some(st) => st.content.clone(),
+        None => None,
+    };
+    if before.as_deref() != Some(content) {
+        let mut change = Change::new(dest, before.as_ref().map(|_| "present".into()), Some("content".into()));
+        change.diff = Some(files::unified_diff(dest, before.as_deref().unwrap_or(""), content));
+        plan.changes.push(change);
+        plan.steps.push(files::write_step(dest, content, opts));
+    } else {
+        let st = current.expect("content matched, so the file exists");
+        let attr = attr_changes(dest, st, opts);
+        if !attr.is_empty() {
+            plan.steps.push(files::attr_commands(&crate::shell::quote(dest), opts, "exit 1"));
+            plan.changes.extend(attr);
+        }
+    }
+    if !plan.changes.is_empty() {
+        let mode = opts.mode.or(current.map(|s| s.mode)).unwrap_or(0o644);
+        let owner = opts.owner.clone().or(current.map(|s| s.owner.clone())).unwrap_or_else(|| "root".into());
+        let group = opts.group.clone().or(current.map(|s| s.group.clone())).unwrap_or_else(|| "root".into());
+        let after = FileState::written(content, mode, &owner, &group);
+        plan.effects.push(Effect::Predict(files::probe_key(dest), after.to_result()));
+    }
+    Ok(plan)
+}
+
+/// Mode/owner/group differences of an existing path.
+pub fn attr_changes(dest: &str, st: &FileState, opts: &WriteOpts) -> Vec<Change> {
+    let mut out = Vec::new();
+    if let Some(mode) = opts.mode.filter(|m| *m != st.mode) {
+        out.push(Change::new(format!("{dest} mode"), Some(format!("{:04o}", st.mode)), Some(format!("{mode:04o}"))));
+    }
+    if let Some(owner) = opts.owner.as_ref().filter(|o| **o != st.owner) {
+        out.push(Change::new(format!("{dest} owner"), Some(st.owner.clone()), Some(owner.clone())));
+    }
+    if let Some(group) = opts.group.as_ref().filter(|g| **g != st.group) {
+        out.push(Change::new(format!("{dest} group"), Some(st.group.clone()), Some(group.clone())));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn facts_with(path: &str, st: Option<FileState>) -> Facts {
+        let mut f = Facts::default();
+        f.insert(files::probe_key(path), st.map_or_else(files::absent_result, |s| s.to_result()));
+        f
+    }
+
+    fn module(content: &str, mode: Option<u32>) -> FileContent {
+        FileContent {
+            dest: "/etc/x.conf".into(),
+            content: content.into(),
+            opts: WriteOpts {
+                mode,
+                ..WriteOpts::default()
+            },
+            force: true,
+        }
+    }
+
+    #[test]
+    fn noop_when_content_and_mode_match() {
+        let st = FileState::written("a\n", 0o644, "root", "root");
+        let plan = module("a\n", Some(0o644)).plan(&facts_with("/etc/x.conf", Some(st))).unwrap();
+        assert_eq!(plan, Plan::noop());
+    }
+
+    #[test]
+    fn missing_file_is_written_with_a_diff_and_predicted() {
+        let plan = module("a\n", None).plan(&facts_with("/etc/x.conf", None)).unwrap();
+        assert_eq!(plan.changes.len(), 1);
+        assert!(plan.changes[0].diff.as_ref().unwrap().contains("+a"));
+        assert_eq!(plan.steps.len(), 1);
+        assert!(matches!(&plan.effects[0], Effect::Predict(k, _) if k == "file:/etc/x.conf"));
+    }
+
+    #[test]
+    fn mode_only_drift_is_a_chmod_not_a_rewrite() {
+        let st = FileState::written("a\n", 0o600, "root", "root");
+        let plan = module("a\n", Some(0o644)).plan(&facts_with("/etc/x.conf", Some(st))).unwrap();
+        assert_eq!(plan.changes[0].subject, "/etc/x.conf mode");
+        assert_eq!(plan.changes[0].before.as_deref(), Some("0600"));
+        assert!(plan.steps[0].starts_with("chmod 644 /etc/x.conf"));
+    }
+
+    #[test]
+    fn hostile_path_is_quoted() {
+        let m = FileContent {
+            dest: "/tmp/$(reboot) x".into(),
+            ..module("a", None)
+        };
+        let plan = m.plan(&facts_with("/tmp/$(reboot) x", None)).unwrap();
+        assert!(plan.steps[0].contains("p='/tmp/$(reboot) x'"), "{}", plan.steps[0]);
+    }
+}

@@ -1,0 +1,171 @@
+//! `file`: a path's type and attributes (directory, absent, touched, link).
+
+use super::copy::attr_changes;
+use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
+use crate::files::{self, FileState, Kind, WriteOpts};
+use crate::probe::Probe;
+use crate::shell::quote;
+
+pub const FILE: ModuleSpec = ModuleSpec {
+    name: "file",
+    aliases: &["ansible.builtin.file"],
+    params: &["path", "dest", "name", "state", "mode", "owner", "group", "src", "force"],
+    required: &[],
+    free_form: None,
+    build,
+};
+
+const STATES: &[&str] = &["file", "directory", "absent", "touch", "link"];
+
+struct FileModule {
+    path: String,
+    state: String,
+    src: Option<String>,
+    opts: WriteOpts,
+}
+
+fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let path = ["path", "dest", "name"]
+        .iter()
+        .find_map(|k| p.str(k).transpose())
+        .transpose()?
+        .ok_or_else(|| p.error("path", "missing required parameter 'path'"))?;
+    let state = p.choice("state", STATES, "file")?;
+    let src = p.str("src")?;
+    if state == "link" && src.is_none() {
+        return Err(p.error("src", "state=link needs 'src' (the link target)"));
+    }
+    Ok(Box::new(FileModule {
+        path,
+        state,
+        src,
+        opts: WriteOpts {
+            mode: p.mode("mode")?,
+            owner: p.str("owner")?,
+            group: p.str("group")?,
+            backup: false,
+        },
+    }))
+}
+
+impl Module for FileModule {
+    fn probes(&self) -> Vec<Probe> {
+        vec![files::probe(&self.path)]
+    }
+
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        let current = FileState::parse(&self.path, facts.get(&files::probe_key(&self.path))?)?;
+        let p = quote(&self.path);
+        let mut plan = Plan::noop();
+        let describe = |st: &FileState| format!("{:?}", st.kind).to_lowercase();
+        match (self.state.as_str(), &current) {
+            ("absent", None) => {}
+            ("absent", Some(st)) => {
+                plan.changes.push(Change::new(&self.path, Some(describe(st)), Some("absent".into())));
+                plan.steps.push(format!("rm -rf -- {p}"));
+                plan.effects.push(Effect::Predict(files::probe_key(&self.path), files::absent_result()));
+            }
+            ("file", None) => return Err(ModuleError::Host(format!("{} does not exist (use state: touch to create it)", self.path))),
+            ("directory", None) => {
+                plan.changes.push(Change::new(&self.path, Some("absent".into()), Some("directory".into())));
+                plan.steps.push(format!("mkdir -p -- {p}\n{}", files::attr_commands(&p, &self.opts, "exit 1")));
+                plan.effects.push(Effect::Invalidate(files::probe_key(&self.path)));
+            }
+            ("touch", None) => {
+                plan.changes.push(Change::new(&self.path, Some("absent".into()), Some("file".into())));
+                plan.steps.push(format!("touch -- {p}\n{}", files::attr_commands(&p, &self.opts, "exit 1")));
+                plan.effects.push(Effect::Invalidate(files::probe_key(&self.path)));
+            }
+            ("link", _) => self.plan_link(current.as_ref(), &mut plan),
+            (want, Some(st)) => {
+                let wrong_kind = match want {
+                    "directory" => st.kind != Kind::Dir,
+                    _ => st.kind == Kind::Dir,
+                };
+                if wrong_kind {
+                    return Err(ModuleError::Host(format!("{} is a {}, not a {want}", self.path, describe(st))));
+                }
+                let attr = attr_changes(&self.path, st, &self.opts);
+                if !attr.is_empty() {
+                    plan.steps.push(files::attr_commands(&p, &self.opts, "exit 1"));
+                    plan.changes.extend(attr);
+                    plan.effects.push(Effect::Invalidate(files::probe_key(&self.path)));
+                }
+            }
+            _ => unreachable!("state validated at build"),
+        }
+        Ok(plan)
+    }
+}
+
+impl FileModule {
+    fn plan_link(&self, current: Option<&FileState>, plan: &mut Plan) {
+        let src = self.src.as_deref().expect("link has src");
+        let have = current.and_then(|s| s.link_target.clone());
+        if have.as_deref() == Some(src) {
+            return;
+        }
+        plan.changes.push(Change::new(&self.path, have.or(current.map(|_| "not a link".into())), Some(format!("-> {src}"))));
+        plan.steps.push(format!("ln -sfn -- {} {}", quote(src), quote(&self.path)));
+        plan.effects.push(Effect::Invalidate(files::probe_key(&self.path)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run_plan(state: &str, current: Option<FileState>) -> Result<Plan, ModuleError> {
+        let m = FileModule {
+            path: "/srv/d".into(),
+            state: state.into(),
+            src: Some("/opt/x".into()),
+            opts: WriteOpts {
+                mode: Some(0o755),
+                ..WriteOpts::default()
+            },
+        };
+        let mut f = Facts::default();
+        f.insert(files::probe_key("/srv/d"), current.map_or_else(files::absent_result, |s| s.to_result()));
+        m.plan(&f)
+    }
+
+    fn dir(mode: u32) -> FileState {
+        FileState {
+            kind: Kind::Dir,
+            mode,
+            owner: "root".into(),
+            group: "root".into(),
+            size: 4096,
+            link_target: None,
+            content: None,
+        }
+    }
+
+    #[test]
+    fn directory_noop_and_change() {
+        assert!(run_plan("directory", Some(dir(0o755))).unwrap().changes.is_empty());
+        let plan = run_plan("directory", Some(dir(0o700))).unwrap();
+        assert_eq!(plan.changes[0].after.as_deref(), Some("0755"));
+        let plan = run_plan("directory", None).unwrap();
+        assert!(plan.steps[0].starts_with("mkdir -p -- /srv/d"));
+    }
+
+    #[test]
+    fn absent_removes_only_when_present() {
+        assert!(run_plan("absent", None).unwrap().changes.is_empty());
+        assert_eq!(run_plan("absent", Some(dir(0o755))).unwrap().steps, ["rm -rf -- /srv/d"]);
+    }
+
+    #[test]
+    fn file_state_on_a_directory_is_an_error() {
+        assert!(run_plan("file", Some(dir(0o755))).is_err());
+        assert!(run_plan("file", None).is_err());
+    }
+
+    #[test]
+    fn link_points_at_src() {
+        let plan = run_plan("link", None).unwrap();
+        assert_eq!(plan.steps, ["ln -sfn -- /opt/x /srv/d"]);
+    }
+}

@@ -1,0 +1,231 @@
+//! `lineinfile`: one line present or absent, the rest of the file untouched.
+
+use regex::Regex;
+
+use super::copy::plan_content;
+use super::{Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
+use crate::files::{self, FileState, WriteOpts};
+use crate::probe::Probe;
+
+pub const LINEINFILE: ModuleSpec = ModuleSpec {
+    name: "lineinfile",
+    aliases: &["ansible.builtin.lineinfile"],
+    params: &[
+        "path", "dest", "name", "line", "regexp", "search_string", "state", "insertafter", "insertbefore",
+        "create", "backup", "backrefs", "mode", "owner", "group",
+    ],
+    required: &[],
+    free_form: None,
+    build,
+};
+
+enum Matcher {
+    Regex(Regex),
+    Literal(String),
+}
+
+impl Matcher {
+    fn matches(&self, line: &str) -> bool {
+        match self {
+            Matcher::Regex(r) => r.is_match(line),
+            Matcher::Literal(s) => line.contains(s.as_str()),
+        }
+    }
+}
+
+enum Anchor {
+    Bof,
+    Eof,
+    After(Regex),
+    Before(Regex),
+}
+
+struct LineInFile {
+    path: String,
+    line: Option<String>,
+    matcher: Option<Matcher>,
+    present: bool,
+    anchor: Anchor,
+    create: bool,
+    backrefs: bool,
+    opts: WriteOpts,
+}
+
+fn regex_param(p: &Params, key: &str) -> Result<Option<Regex>, ParamError> {
+    p.str(key)?
+        .map(|r| Regex::new(&r).map_err(|e| p.error(key, format!("invalid regular expression: {e}"))))
+        .transpose()
+}
+
+fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let path = ["path", "dest", "name"]
+        .iter()
+        .find_map(|k| p.str(k).transpose())
+        .transpose()?
+        .ok_or_else(|| p.error("path", "missing required parameter 'path'"))?;
+    let present = p.choice("state", &["present", "absent"], "present")? == "present";
+    let matcher = match (regex_param(p, "regexp")?, p.str("search_string")?) {
+        (Some(r), None) => Some(Matcher::Regex(r)),
+        (None, Some(s)) => Some(Matcher::Literal(s)),
+        (None, None) => None,
+        _ => return Err(p.error("search_string", "give only one of 'regexp' and 'search_string'")),
+    };
+    let line = p.str("line")?;
+    if present && line.is_none() {
+        return Err(p.error("line", "state=present needs 'line'"));
+    }
+    if !present && line.is_none() && matcher.is_none() {
+        return Err(p.error("regexp", "state=absent needs 'regexp', 'search_string' or 'line'"));
+    }
+    let anchor = match (p.str("insertafter")?.as_deref(), p.str("insertbefore")?.as_deref()) {
+        (Some("EOF") | None, None) => Anchor::Eof,
+        (None, Some("BOF")) => Anchor::Bof,
+        (Some(_), None) => Anchor::After(regex_param(p, "insertafter")?.expect("present")),
+        (None, Some(_)) => Anchor::Before(regex_param(p, "insertbefore")?.expect("present")),
+        _ => return Err(p.error("insertbefore", "give only one of 'insertafter' and 'insertbefore'")),
+    };
+    Ok(Box::new(LineInFile {
+        path,
+        line,
+        matcher,
+        present,
+        anchor,
+        create: p.bool_or("create", false)?,
+        backrefs: p.bool_or("backrefs", false)?,
+        opts: WriteOpts {
+            mode: p.mode("mode")?,
+            owner: p.str("owner")?,
+            group: p.str("group")?,
+            backup: p.bool_or("backup", false)?,
+        },
+    }))
+}
+
+impl Module for LineInFile {
+    fn probes(&self) -> Vec<Probe> {
+        vec![files::probe(&self.path)]
+    }
+
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        let current = FileState::parse(&self.path, facts.get(&files::probe_key(&self.path))?)?;
+        let text = match &current {
+            Some(st) => st
+                .content
+                .clone()
+                .ok_or_else(|| ModuleError::Host(format!("{} is not a regular file of readable size", self.path)))?,
+            None if self.create && self.present => String::new(),
+            None if !self.present => return Ok(Plan::noop()),
+            None => return Err(ModuleError::Host(format!("{} does not exist (set create: true to create it)", self.path))),
+        };
+        let new = self.edit(&text);
+        plan_content(&self.path, current.as_ref(), &new, &self.opts, true)
+    }
+}
+
+impl LineInFile {
+    /// The file's text after the edit; equal to `text` when nothing changes.
+    fn edit(&self, text: &str) -> String {
+        let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+        if self.present {
+            self.ensure_present(&mut lines);
+        } else {
+            lines.retain(|l| !self.is_target(l));
+        }
+        if lines.iter().map(String::as_str).eq(text.lines()) {
+            return text.to_string();
+        }
+        lines.iter().map(|l| format!("{l}\n")).collect()
+    }
+
+    fn is_target(&self, l: &str) -> bool {
+        match &self.matcher {
+            Some(m) => m.matches(l),
+            None => Some(l) == self.line.as_deref(),
+        }
+    }
+
+    fn ensure_present(&self, lines: &mut Vec<String>) {
+        let line = self.line.clone().expect("present has line");
+        if let Some(m) = &self.matcher {
+            if let Some(i) = lines.iter().rposition(|l| m.matches(l)) {
+                lines[i] = match (&m, self.backrefs) {
+                    (Matcher::Regex(r), true) => r.replace(&lines[i], python_backrefs(&line).as_str()).into_owned(),
+                    _ => line,
+                };
+                return;
+            }
+            if self.backrefs {
+                return;
+            }
+        }
+        if lines.contains(&line) {
+            return;
+        }
+        let at = match &self.anchor {
+            Anchor::Bof => 0,
+            Anchor::Eof => lines.len(),
+            Anchor::After(r) => lines.iter().rposition(|l| r.is_match(l)).map_or(lines.len(), |i| i + 1),
+            Anchor::Before(r) => lines.iter().rposition(|l| r.is_match(l)).unwrap_or(lines.len()),
+        };
+        lines.insert(at, line);
+    }
+}
+
+/// Ansible writes backreferences as `\1`; the regex crate wants `${1}`.
+fn python_backrefs(s: &str) -> String {
+    let re = Regex::new(r"\\(\d+)").expect("valid");
+    re.replace_all(&s.replace('$', "$$"), "$${$1}").into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lif(line: Option<&str>, regexp: Option<&str>, present: bool, anchor: Anchor) -> LineInFile {
+        LineInFile {
+            path: "/etc/f".into(),
+            line: line.map(str::to_string),
+            matcher: regexp.map(|r| Matcher::Regex(Regex::new(r).unwrap())),
+            present,
+            anchor,
+            create: false,
+            backrefs: false,
+            opts: WriteOpts::default(),
+        }
+    }
+
+    #[test]
+    fn replaces_last_match_and_keeps_everything_else() {
+        let m = lif(Some("vm.swappiness = 10"), Some(r"^vm\.swappiness"), true, Anchor::Eof);
+        let text = "# tuning\nvm.swappiness = 60\nfoo = 1\nvm.swappiness=30\n";
+        assert_eq!(m.edit(text), "# tuning\nvm.swappiness = 60\nfoo = 1\nvm.swappiness = 10\n");
+    }
+
+    #[test]
+    fn noop_when_line_present() {
+        let m = lif(Some("a"), None, true, Anchor::Eof);
+        assert_eq!(m.edit("x\na\ny\n"), "x\na\ny\n");
+        assert_eq!(m.edit("x\na"), "x\na", "missing final newline is not drift");
+    }
+
+    #[test]
+    fn inserts_after_anchor_or_at_bof() {
+        let m = lif(Some("new"), None, true, Anchor::After(Regex::new("^b").unwrap()));
+        assert_eq!(m.edit("a\nb\nc\n"), "a\nb\nnew\nc\n");
+        let m = lif(Some("new"), None, true, Anchor::Bof);
+        assert_eq!(m.edit("a\n"), "new\na\n");
+    }
+
+    #[test]
+    fn absent_removes_all_matches() {
+        let m = lif(None, Some("^swap"), false, Anchor::Eof);
+        assert_eq!(m.edit("swap1\nkeep\nswap2\n"), "keep\n");
+    }
+
+    #[test]
+    fn backrefs_use_python_syntax() {
+        let mut m = lif(Some(r"\1=10"), Some(r"^(vm\.\w+)\s*=.*$"), true, Anchor::Eof);
+        m.backrefs = true;
+        assert_eq!(m.edit("vm.swappiness = 60\n"), "vm.swappiness=10\n");
+    }
+}
