@@ -3,6 +3,7 @@
 pub mod diag;
 pub mod files;
 pub mod modules;
+pub mod playbook;
 pub mod probe;
 pub mod shell;
 pub mod template;

@@ -150,6 +150,12 @@ pub struct ModuleSpec {
     pub build: BuildFn,
 }
 
+impl std::fmt::Debug for ModuleSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ModuleSpec({})", self.name)
+    }
+}
+
 impl ModuleSpec {
     pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
         std::iter::once(self.name).chain(self.aliases.iter().copied())

@@ -1,0 +1,499 @@
+//! Playbooks: Ansible's shape (plays, tasks, handlers), loaded with a
+//! position for every task and parameter, and checked before any host is
+//! touched.
+
+use std::path::{Path, PathBuf};
+
+use crate::diag::{suggest, Diagnostic, Span};
+use crate::modules::{self, ModuleSpec};
+use crate::yaml::{self, Node, Value};
+
+const PLAY_KEYS: &[&str] = &[
+    "name", "hosts", "vars", "vars_files", "become", "become_user", "become_method", "gather_facts", "serial",
+    "max_fail_percentage", "any_errors_fatal", "strategy", "tasks", "handlers", "validate", "tags", "remote_user",
+    "connection",
+];
+
+const TASK_KEYS: &[&str] = &[
+    "name", "when", "loop", "with_items", "loop_control", "register", "notify", "tags", "become", "become_user",
+    "become_method", "ignore_errors", "changed_when", "failed_when", "check_mode", "args", "listen", "vars",
+    "timeout", "no_log",
+];
+
+#[derive(Debug)]
+pub struct Playbook {
+    pub path: PathBuf,
+    pub plays: Vec<Play>,
+}
+
+/// `serial:` as Ansible takes it: a count, a percentage, or a list of either.
+#[derive(Clone, Debug, PartialEq)]
+pub enum BatchSize {
+    Count(usize),
+    Percent(f64),
+}
+
+#[derive(Debug)]
+pub struct Play {
+    pub name: String,
+    pub hosts: String,
+    pub vars: serde_json::Map<String, serde_json::Value>,
+    pub vars_files: Vec<Node>,
+    pub become_user: Option<String>,
+    pub gather_facts: bool,
+    pub serial: Vec<BatchSize>,
+    pub max_fail_percentage: Option<f64>,
+    pub any_errors_fatal: bool,
+    pub linear: bool,
+    pub tags: Vec<String>,
+    pub tasks: Vec<Task>,
+    pub handlers: Vec<Task>,
+    pub validate: Vec<Task>,
+    pub span: Span,
+}
+
+#[derive(Debug)]
+pub struct Task {
+    pub name: String,
+    pub module: &'static ModuleSpec,
+    pub module_span: Span,
+    /// Parameters as written (templates not yet rendered), with positions.
+    pub params: Vec<(String, Node)>,
+    pub when: Option<Node>,
+    pub loop_items: Option<Node>,
+    pub loop_var: String,
+    pub loop_label: Option<String>,
+    pub register: Option<String>,
+    pub notify: Vec<String>,
+    pub listen: Vec<String>,
+    pub tags: Vec<String>,
+    /// `Some(user)` to escalate, `Some(None)`-like cases folded: `None` = inherit.
+    pub become_user: Option<Option<String>>,
+    pub ignore_errors: bool,
+    pub changed_when: Option<Node>,
+    pub failed_when: Option<Node>,
+    pub check_mode: Option<bool>,
+    pub vars: serde_json::Map<String, serde_json::Value>,
+    pub span: Span,
+}
+
+impl Task {
+    pub fn location(&self) -> String {
+        self.span.location()
+    }
+}
+
+/// Collects every problem in one pass so `validate` reports them all.
+#[derive(Default)]
+struct Errors(Vec<Diagnostic>);
+
+impl Errors {
+    fn push(&mut self, d: Diagnostic) {
+        self.0.push(d);
+    }
+}
+
+pub fn load(path: &Path) -> Result<Playbook, Vec<Diagnostic>> {
+    let root = yaml::load_file(path).map_err(|d| vec![d])?;
+    let mut errors = Errors::default();
+    let plays = match &root.value {
+        Value::Seq(items) => items.iter().filter_map(|p| parse_play(p, &mut errors)).collect(),
+        _ => {
+            errors.push(root.error(format!("a playbook must be a list of plays, found {}", root.kind())));
+            Vec::new()
+        }
+    };
+    if errors.0.is_empty() {
+        Ok(Playbook {
+            path: path.to_path_buf(),
+            plays,
+        })
+    } else {
+        Err(errors.0)
+    }
+}
+
+fn unknown_key(key: &Node, what: &str, known: &[&str]) -> Diagnostic {
+    let name = key.scalar_text().unwrap_or_default();
+    let d = key.error(format!("unknown {what} '{name}'"));
+    match suggest(&name, known.iter().copied()) {
+        Some(s) => d.with_hint(format!("did you mean '{s}'?")),
+        None => d.with_hint(format!("expected one of: {}", known.join(", "))),
+    }
+}
+
+fn expect_map<'a>(node: &'a Node, what: &str, errors: &mut Errors) -> Option<&'a [(Node, Node)]> {
+    let m = node.as_map();
+    if m.is_none() {
+        errors.push(node.error(format!("{what} must be a mapping, found {}", node.kind())));
+    }
+    m
+}
+
+fn string(node: &Node, what: &str, errors: &mut Errors) -> String {
+    match &node.value {
+        Value::Str(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) => node.scalar_text().unwrap_or_default(),
+        _ => {
+            errors.push(node.error(format!("{what} must be a string, found {}", node.kind())));
+            String::new()
+        }
+    }
+}
+
+fn boolean(node: &Node, what: &str, errors: &mut Errors) -> bool {
+    match &node.value {
+        Value::Bool(b) => *b,
+        Value::Str(s) => modules::params::parse_bool(s).unwrap_or_else(|| {
+            errors.push(node.error(format!("{what} must be a boolean (yes/no), found '{s}'")));
+            false
+        }),
+        _ => {
+            errors.push(node.error(format!("{what} must be a boolean (yes/no), found {}", node.kind())));
+            false
+        }
+    }
+}
+
+/// A string or a list of strings (`tags: a` or `tags: [a, b]`).
+fn string_list(node: &Node, what: &str, errors: &mut Errors) -> Vec<String> {
+    match &node.value {
+        Value::Seq(items) => items.iter().map(|i| string(i, what, errors)).collect(),
+        Value::Str(s) => s.split(',').map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect(),
+        _ => vec![string(node, what, errors)],
+    }
+}
+
+fn vars_map(node: &Node, errors: &mut Errors) -> serde_json::Map<String, serde_json::Value> {
+    match node.to_json() {
+        serde_json::Value::Object(m) => m,
+        serde_json::Value::Null => serde_json::Map::new(),
+        _ => {
+            errors.push(node.error(format!("vars must be a mapping, found {}", node.kind())));
+            serde_json::Map::new()
+        }
+    }
+}
+
+fn parse_play(node: &Node, errors: &mut Errors) -> Option<Play> {
+    let entries = expect_map(node, "a play", errors)?;
+    let mut play = Play {
+        name: String::new(),
+        hosts: String::new(),
+        vars: serde_json::Map::new(),
+        vars_files: Vec::new(),
+        become_user: None,
+        gather_facts: true,
+        serial: Vec::new(),
+        max_fail_percentage: None,
+        any_errors_fatal: false,
+        linear: false,
+        tags: Vec::new(),
+        tasks: Vec::new(),
+        handlers: Vec::new(),
+        validate: Vec::new(),
+        span: node.span.clone(),
+    };
+    let mut become_ = false;
+    let mut hosts_seen = false;
+    for (k, v) in entries {
+        match k.as_str().unwrap_or_default() {
+            "name" => play.name = string(v, "name", errors),
+            "hosts" => {
+                hosts_seen = true;
+                play.hosts = string_list(v, "hosts", errors).join(":");
+            }
+            "vars" => play.vars = vars_map(v, errors),
+            "vars_files" => play.vars_files = v.as_seq().map(<[Node]>::to_vec).unwrap_or_else(|| vec![v.clone()]),
+            "become" => become_ = boolean(v, "become", errors),
+            "become_user" => play.become_user = Some(string(v, "become_user", errors)),
+            "gather_facts" => play.gather_facts = boolean(v, "gather_facts", errors),
+            "serial" => play.serial = parse_serial(v, errors),
+            "max_fail_percentage" => play.max_fail_percentage = Some(percent(v, errors)),
+            "any_errors_fatal" => play.any_errors_fatal = boolean(v, "any_errors_fatal", errors),
+            "strategy" => play.linear = string(v, "strategy", errors) == "linear",
+            "tags" => play.tags = string_list(v, "tags", errors),
+            "tasks" => play.tasks = parse_tasks(v, errors),
+            "handlers" => play.handlers = parse_tasks(v, errors),
+            "validate" => play.validate = parse_tasks(v, errors),
+            "become_method" | "remote_user" | "connection" => {}
+            _ => errors.push(unknown_key(k, "play keyword", PLAY_KEYS)),
+        }
+    }
+    if !hosts_seen {
+        errors.push(node.error("a play needs 'hosts:' (a host pattern such as 'all' or 'gpu')"));
+    }
+    play.become_user = become_.then(|| play.become_user.clone().unwrap_or_else(|| "root".into()));
+    Some(play)
+}
+
+fn percent(v: &Node, errors: &mut Errors) -> f64 {
+    match &v.value {
+        Value::Int(i) => *i as f64,
+        Value::Float(f) => *f,
+        Value::Str(s) => s.trim_end_matches('%').trim().parse().unwrap_or_else(|_| {
+            errors.push(v.error(format!("expected a percentage, found '{s}'")));
+            0.0
+        }),
+        _ => {
+            errors.push(v.error(format!("expected a percentage, found {}", v.kind())));
+            0.0
+        }
+    }
+}
+
+fn parse_serial(v: &Node, errors: &mut Errors) -> Vec<BatchSize> {
+    let one = |n: &Node, errors: &mut Errors| match &n.value {
+        Value::Int(i) if *i > 0 => Some(BatchSize::Count(*i as usize)),
+        Value::Str(s) if s.ends_with('%') => Some(BatchSize::Percent(percent(n, errors))),
+        _ => {
+            errors.push(n.error("serial must be a positive number, a percentage like '25%', or a list of those"));
+            None
+        }
+    };
+    match &v.value {
+        Value::Seq(items) => items.iter().filter_map(|n| one(n, errors)).collect(),
+        _ => one(v, errors).into_iter().collect(),
+    }
+}
+
+fn parse_tasks(v: &Node, errors: &mut Errors) -> Vec<Task> {
+    match &v.value {
+        Value::Seq(items) => items.iter().filter_map(|t| parse_task(t, errors)).collect(),
+        Value::Null => Vec::new(),
+        _ => {
+            errors.push(v.error(format!("expected a list of tasks, found {}", v.kind())));
+            Vec::new()
+        }
+    }
+}
+
+fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
+    let entries = expect_map(node, "a task", errors)?;
+    let mut module: Option<(&'static ModuleSpec, &Node, &Node)> = None;
+    let mut args: Option<&Node> = None;
+    let mut task = Task {
+        name: String::new(),
+        module: &modules::registry()[0],
+        module_span: node.span.clone(),
+        params: Vec::new(),
+        when: None,
+        loop_items: None,
+        loop_var: "item".into(),
+        loop_label: None,
+        register: None,
+        notify: Vec::new(),
+        listen: Vec::new(),
+        tags: Vec::new(),
+        become_user: None,
+        ignore_errors: false,
+        changed_when: None,
+        failed_when: None,
+        check_mode: None,
+        vars: serde_json::Map::new(),
+        span: node.span.clone(),
+    };
+    let mut become_: Option<bool> = None;
+    let mut become_user: Option<String> = None;
+    for (k, v) in entries {
+        let key = k.as_str().unwrap_or_default();
+        match key {
+            "name" => task.name = string(v, "name", errors),
+            "when" => task.when = Some(v.clone()),
+            "loop" | "with_items" => task.loop_items = Some(v.clone()),
+            "loop_control" => parse_loop_control(v, &mut task, errors),
+            "register" => task.register = Some(string(v, "register", errors)),
+            "notify" => task.notify = string_list(v, "notify", errors),
+            "listen" => task.listen = string_list(v, "listen", errors),
+            "tags" => task.tags = string_list(v, "tags", errors),
+            "become" => become_ = Some(boolean(v, "become", errors)),
+            "become_user" => become_user = Some(string(v, "become_user", errors)),
+            "ignore_errors" => task.ignore_errors = boolean(v, "ignore_errors", errors),
+            "changed_when" => task.changed_when = Some(v.clone()),
+            "failed_when" => task.failed_when = Some(v.clone()),
+            "check_mode" => task.check_mode = Some(boolean(v, "check_mode", errors)),
+            "vars" => task.vars = vars_map(v, errors),
+            "args" => args = Some(v),
+            "become_method" | "timeout" | "no_log" => {}
+            _ => match modules::find(key) {
+                Some(spec) if module.is_none() => module = Some((spec, k, v)),
+                Some(_) => errors.push(k.error(format!("a task runs one module; '{key}' is a second one"))),
+                None => {
+                    let known: Vec<&str> = modules::all_names().chain(TASK_KEYS.iter().copied()).collect();
+                    errors.push(unknown_key(k, "module or task keyword", &known));
+                }
+            },
+        }
+    }
+    task.become_user = match (become_, become_user) {
+        (Some(false), _) => Some(None),
+        (Some(true), user) => Some(Some(user.unwrap_or_else(|| "root".into()))),
+        (None, Some(user)) => Some(Some(user)),
+        (None, None) => None,
+    };
+    let Some((spec, key, value)) = module else {
+        errors.push(node.error("this task names no module").with_hint(format!(
+            "add one of: {}",
+            modules::registry().iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+        )));
+        return None;
+    };
+    task.module = spec;
+    task.module_span = key.span.clone();
+    task.params = module_params(spec, value, args, errors);
+    check_params(spec, key, &task.params, errors);
+    Some(task)
+}
+
+fn parse_loop_control(v: &Node, task: &mut Task, errors: &mut Errors) {
+    let Some(entries) = expect_map(v, "loop_control", errors) else {
+        return;
+    };
+    for (k, v) in entries {
+        match k.as_str().unwrap_or_default() {
+            "loop_var" => task.loop_var = string(v, "loop_var", errors),
+            "label" => task.loop_label = Some(string(v, "label", errors)),
+            _ => errors.push(unknown_key(k, "loop_control key", &["loop_var", "label"])),
+        }
+    }
+}
+
+/// The module's parameters from its mapping, its free-form string
+/// (`command: echo hi`, or `copy: src=a dest=b`), and `args:`.
+fn module_params(spec: &ModuleSpec, value: &Node, args: Option<&Node>, errors: &mut Errors) -> Vec<(String, Node)> {
+    let mut params: Vec<(String, Node)> = Vec::new();
+    match &value.value {
+        Value::Map(entries) => {
+            params.extend(entries.iter().map(|(k, v)| (k.scalar_text().unwrap_or_default(), v.clone())))
+        }
+        Value::Null => {}
+        Value::Str(s) => match spec.free_form {
+            Some(name) => params.push((name.to_string(), value.clone())),
+            None => params.extend(key_value_params(s, value, errors)),
+        },
+        _ => errors.push(value.error(format!("parameters of '{}' must be a mapping, found {}", spec.name, value.kind()))),
+    }
+    if let Some(args) = args {
+        if let Some(entries) = expect_map(args, "args", errors) {
+            params.extend(entries.iter().map(|(k, v)| (k.scalar_text().unwrap_or_default(), v.clone())));
+        }
+    }
+    params
+}
+
+fn key_value_params(s: &str, node: &Node, errors: &mut Errors) -> Vec<(String, Node)> {
+    crate::shell::split(s)
+        .into_iter()
+        .filter_map(|word| match word.split_once('=') {
+            Some((k, v)) => Some((k.to_string(), Node::new(Value::Str(v.to_string()), node.span.clone()))),
+            None => {
+                errors.push(node.error(format!("expected key=value parameters, found '{word}'")));
+                None
+            }
+        })
+        .collect()
+}
+
+fn check_params(spec: &ModuleSpec, key: &Node, params: &[(String, Node)], errors: &mut Errors) {
+    for (name, value) in params {
+        if !spec.params.contains(&name.as_str()) {
+            let d = Diagnostic::new(&value.span, format!("unknown parameter '{name}' for module '{}'", spec.name));
+            let hint = match suggest(name, spec.params.iter().copied()) {
+                Some(s) => format!("did you mean '{s}'?"),
+                None => format!("'{}' takes: {}", spec.name, spec.params.join(", ")),
+            };
+            errors.push(d.with_hint(hint));
+        }
+    }
+    for required in spec.required {
+        if !params.iter().any(|(n, _)| n == required) {
+            errors.push(key.error(format!("module '{}' needs parameter '{required}'", spec.name)));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn load_text(text: &str) -> Result<Playbook, Vec<Diagnostic>> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("site.yml");
+        std::fs::write(&path, text).unwrap();
+        load(&path).map_err(|errs| {
+            errs.into_iter()
+                .map(|mut d| {
+                    d.span = Span::new(
+                        std::sync::Arc::new(crate::diag::Source {
+                            name: "site.yml".into(),
+                            text: text.into(),
+                        }),
+                        d.span.line,
+                        d.span.col,
+                    );
+                    d
+                })
+                .collect()
+        })
+    }
+
+    #[test]
+    fn loads_plays_tasks_and_positions() {
+        let pb = load_text(
+            "- name: base\n  hosts: gpu\n  serial: [1, '50%']\n  tasks:\n    - name: swappiness\n      sysctl: {name: vm.swappiness, value: 10}\n      tags: [sysctl]\n      notify: reload\n",
+        )
+        .unwrap();
+        let play = &pb.plays[0];
+        assert_eq!(play.hosts, "gpu");
+        assert_eq!(play.serial, [BatchSize::Count(1), BatchSize::Percent(50.0)]);
+        let task = &play.tasks[0];
+        assert_eq!(task.module.name, "sysctl");
+        assert_eq!(task.module_span.line, 6);
+        assert_eq!(task.module_span.col, 7);
+        assert_eq!(task.params[0].0, "name");
+        assert_eq!(task.params[1].1.span.location().rsplit('/').next().unwrap(), "site.yml:6:44");
+    }
+
+    #[test]
+    fn unknown_module_names_position_and_suggests() {
+        let errs = load_text("- hosts: all\n  tasks:\n    - sysctll: {name: a, value: 1}\n").unwrap_err();
+        assert_eq!(errs[0].span.location(), "site.yml:3:7");
+        assert_eq!(errs[0].message, "unknown module or task keyword 'sysctll'");
+        assert_eq!(errs[0].hint.as_deref(), Some("did you mean 'sysctl'?"));
+    }
+
+    #[test]
+    fn unknown_parameter_suggests_nearest() {
+        let errs = load_text("- hosts: all\n  tasks:\n    - copy:\n        dest: /x\n        contnet: y\n").unwrap_err();
+        assert_eq!(errs[0].span.location(), "site.yml:5:18");
+        assert_eq!(errs[0].message, "unknown parameter 'contnet' for module 'copy'");
+        assert_eq!(errs[0].hint.as_deref(), Some("did you mean 'content'?"));
+    }
+
+    #[test]
+    fn all_errors_are_reported_at_once() {
+        let errs = load_text("- hosts: all\n  tasks:\n    - name: no module\n    - file: {path: /x, stat: directory}\n  hanlders: []\n").unwrap_err();
+        let messages: Vec<&str> = errs.iter().map(|e| e.message.as_str()).collect();
+        assert_eq!(
+            messages,
+            ["this task names no module", "unknown parameter 'stat' for module 'file'", "unknown play keyword 'hanlders'"]
+        );
+        assert_eq!(errs[2].hint.as_deref(), Some("did you mean 'handlers'?"));
+    }
+
+    #[test]
+    fn free_form_and_key_value_params() {
+        let pb = load_text("- hosts: all\n  tasks:\n    - command: echo hi\n    - file: path=/tmp/x state=directory\n").unwrap();
+        let t = &pb.plays[0].tasks;
+        assert_eq!(t[0].params[0].0, "cmd");
+        assert_eq!(t[1].params.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(), ["path", "state"]);
+    }
+
+    #[test]
+    fn wrong_shapes_are_explained() {
+        let errs = load_text("hosts: all\n").unwrap_err();
+        assert_eq!(errs[0].message, "a playbook must be a list of plays, found a mapping");
+        let errs = load_text("- hosts: all\n  become: maybe\n  tasks: {}\n").unwrap_err();
+        assert_eq!(errs[0].message, "become must be a boolean (yes/no), found 'maybe'");
+        assert_eq!(errs[1].message, "expected a list of tasks, found a mapping");
+    }
+}
