@@ -1,7 +1,9 @@
 //! nodeprov: agentless, Ansible-shaped provisioning for GPU server fleets.
 
 pub mod diag;
+pub mod exec;
 pub mod files;
+pub mod host_facts;
 pub mod modules;
 pub mod playbook;
 pub mod probe;

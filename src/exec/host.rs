@@ -1,0 +1,701 @@
+//! One host through one play: probe everything in one batch, plan locally,
+//! apply the changes as one guarded script, verify with one more probe.
+//!
+//! The batch is cut short only when correctness needs it: a task reads the
+//! output of a command that has not run yet, a command ran (anything may
+//! have changed), or a task's parameters could only be rendered after facts
+//! were gathered.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::Instant;
+
+use serde_json::{json, Map, Value};
+
+use super::result::{HostReport, Status, TaskResult};
+use super::vars::{has_template, VarLayers, OMIT};
+use crate::host_facts;
+use crate::modules::params::BuildCtx;
+use crate::modules::{Effect, Facts, Module, Params, Plan};
+use crate::playbook::{Play, Task};
+use crate::probe::{self, Probe, ProbeResult};
+use crate::template::Templates;
+use crate::transport::{Purpose, Script, Transport, TransportError};
+
+pub struct RunOptions {
+    pub check: bool,
+    pub tags: Vec<String>,
+    pub skip_tags: Vec<String>,
+}
+
+/// What a play needs that is the same for every host.
+pub struct PlayCtx<'a> {
+    pub play: &'a Play,
+    pub templates: &'a Templates,
+    pub search_dirs: &'a [std::path::PathBuf],
+    pub opts: &'a RunOptions,
+}
+
+/// A planned task instance whose steps wait in the current batch.
+struct Pending {
+    result: usize,
+    body: String,
+    may_fail: bool,
+    is_command: bool,
+    task: usize,
+    ctx: Value,
+}
+
+/// A changed instance to re-check after apply.
+struct Applied {
+    result: usize,
+    module: Box<dyn Module>,
+}
+
+enum Next {
+    /// Planned; go on with the next task.
+    Continue,
+    /// Run what is pending first, then plan this task again.
+    FlushBefore,
+    /// Planned; run what is pending before planning anything else.
+    FlushAfter,
+}
+
+pub struct HostRun<'a, 'p> {
+    ctx: &'a PlayCtx<'p>,
+    host: String,
+    transport: &'a mut dyn Transport,
+    vars: VarLayers,
+    facts: Facts,
+    results: Vec<TaskResult>,
+    pending: Vec<Pending>,
+    /// Registered names whose command is in `pending`.
+    pending_registers: BTreeSet<String>,
+    /// Check mode: registered names whose command did not run.
+    unknown_vars: BTreeMap<String, String>,
+    notified: BTreeSet<String>,
+    applied: Vec<Applied>,
+    round_trips: usize,
+    unreachable: Option<String>,
+    stopped: bool,
+    token: String,
+}
+
+impl<'a, 'p> HostRun<'a, 'p> {
+    pub fn new(ctx: &'a PlayCtx<'p>, host: &str, vars: VarLayers, transport: &'a mut dyn Transport) -> Self {
+        HostRun {
+            ctx,
+            host: host.to_string(),
+            transport,
+            vars,
+            facts: Facts::default(),
+            results: Vec::new(),
+            pending: Vec::new(),
+            pending_registers: BTreeSet::new(),
+            unknown_vars: BTreeMap::new(),
+            notified: BTreeSet::new(),
+            applied: Vec::new(),
+            round_trips: 0,
+            unreachable: None,
+            stopped: false,
+            token: new_token(),
+        }
+    }
+
+    pub fn run(mut self) -> HostReport {
+        let started = Instant::now();
+        let play = self.ctx.play;
+        self.run_list(&play.tasks.iter().collect::<Vec<_>>());
+        if !self.stopped {
+            let handlers: Vec<&Task> = play
+                .handlers
+                .iter()
+                .filter(|h| self.notified.contains(&h.name) || h.listen.iter().any(|l| self.notified.contains(l)))
+                .collect();
+            self.run_list(&handlers);
+        }
+        if !self.stopped && !self.ctx.opts.check {
+            self.verify();
+        }
+        if !self.stopped {
+            self.run_list(&play.validate.iter().collect::<Vec<_>>());
+        }
+        HostReport {
+            host: self.host,
+            play: play.name.clone(),
+            unreachable: self.unreachable,
+            tasks: self.results,
+            round_trips: self.round_trips,
+            duration_ms: started.elapsed().as_millis() as u64,
+        }
+    }
+
+    fn run_list(&mut self, tasks: &[&'p Task]) {
+        let mut pos = 0;
+        let mut stalled = false;
+        while pos < tasks.len() && !self.stopped {
+            self.probe_ahead(&tasks[pos..]);
+            let start = pos;
+            while pos < tasks.len() && !self.stopped {
+                match self.plan_task(tasks[pos], pos) {
+                    Next::Continue => pos += 1,
+                    Next::FlushBefore => break,
+                    Next::FlushAfter => {
+                        pos += 1;
+                        break;
+                    }
+                }
+            }
+            let progressed = pos > start || !self.pending.is_empty();
+            self.flush(tasks);
+            if !progressed {
+                if stalled {
+                    self.fail_task(tasks[pos], None, "its probes could not be gathered".into());
+                    pos += 1;
+                }
+                stalled = true;
+            } else {
+                stalled = false;
+            }
+        }
+    }
+
+    fn selected(&self, task: &Task) -> bool {
+        let opts = self.ctx.opts;
+        let tags: BTreeSet<&str> = task.tags.iter().chain(&self.ctx.play.tags).map(String::as_str).collect();
+        if opts.skip_tags.iter().any(|t| tags.contains(t.as_str())) {
+            return false;
+        }
+        if opts.tags.is_empty() || opts.tags.iter().any(|t| t == "all") {
+            return !tags.contains("never");
+        }
+        tags.contains("always") || opts.tags.iter().any(|t| tags.contains(t.as_str()))
+    }
+
+    fn context(&self, task: &Task, item: Option<&Value>) -> Value {
+        self.vars.context(self.ctx.templates, &task.vars, item.map(|i| (task.loop_var.as_str(), i)))
+    }
+
+    /// Names a task's templates and conditions read.
+    fn referenced(&self, task: &Task) -> BTreeSet<String> {
+        let t = self.ctx.templates;
+        let mut names = BTreeSet::new();
+        for node in task.params.iter().map(|(_, n)| n).chain(task.loop_items.iter()) {
+            collect_template_vars(t, &node.to_json(), &mut names);
+        }
+        for cond in [&task.when, &task.changed_when, &task.failed_when].into_iter().flatten() {
+            collect_condition_vars(t, &cond.to_json(), &mut names);
+        }
+        names
+    }
+
+    /// Loop items, or one pass with no item.
+    fn items(&self, task: &Task) -> Result<Vec<Option<Value>>, String> {
+        let Some(node) = &task.loop_items else {
+            return Ok(vec![None]);
+        };
+        let ctx = self.context(task, None);
+        match self.ctx.templates.render_value(&node.to_json(), &ctx) {
+            Ok(Value::Array(items)) => Ok(items.into_iter().map(Some).collect()),
+            Ok(other) => Err(format!("loop must be a list, got {other}")),
+            Err(e) => Err(format!("cannot render loop: {e}")),
+        }
+    }
+
+    /// Builds the module for one instance, or explains why not.
+    fn build(&self, task: &Task, ctx: &Value) -> Result<Box<dyn Module>, String> {
+        let t = self.ctx.templates;
+        let mut entries = Vec::new();
+        for (name, node) in &task.params {
+            let value = t
+                .render_value(&node.to_json(), ctx)
+                .map_err(|e| format!("{}: parameter '{name}': {e}", node.span.location()))?;
+            if value != Value::String(OMIT.into()) {
+                entries.push((name.clone(), value, node.span.clone()));
+            }
+        }
+        let bctx = BuildCtx {
+            templates: t,
+            vars: ctx,
+            search_dirs: self.ctx.search_dirs,
+        };
+        let params = Params::new(task.module.name, task.module_span.clone(), entries, &bctx);
+        (task.module.build)(&params).map_err(|e| e.to_diagnostic().to_string())
+    }
+
+    /// Gathers, in one script, every probe the remaining tasks need that
+    /// is not already known.
+    fn probe_ahead(&mut self, tasks: &[&'p Task]) {
+        let mut wanted: BTreeMap<String, Probe> = BTreeMap::new();
+        if self.ctx.play.gather_facts && !self.facts.contains(host_facts::KEY) {
+            let p = host_facts::probe();
+            wanted.insert(p.key.clone(), p);
+        }
+        for task in tasks.iter().filter(|t| self.selected(t)) {
+            for item in self.items(task).unwrap_or_default() {
+                let ctx = self.context(task, item.as_ref());
+                if let Ok(module) = self.build(task, &ctx) {
+                    for p in module.probes() {
+                        if !self.facts.contains(&p.key) {
+                            wanted.insert(p.key.clone(), p);
+                        }
+                    }
+                }
+            }
+        }
+        if wanted.is_empty() {
+            return;
+        }
+        if let Some(results) = self.probe(wanted.into_values().collect()) {
+            if let Some(r) = results.get(host_facts::KEY) {
+                self.vars.facts = host_facts::parse(r);
+            }
+            self.facts.extend(results);
+        }
+    }
+
+    /// Sends probes; on failure the host is marked unreachable.
+    fn probe(&mut self, probes: Vec<Probe>) -> Option<BTreeMap<String, ProbeResult>> {
+        let units: Vec<(String, String)> = probes.into_iter().map(|p| (p.key, p.script)).collect();
+        let ids: Vec<String> = units.iter().map(|u| u.0.clone()).collect();
+        let script = Script {
+            purpose: Purpose::Probe,
+            body: probe::build_script(&self.token, &units, false, &[]),
+            become_user: self.ctx.play.become_user.clone(),
+        };
+        self.round_trips += 1;
+        match self.transport.run(&script) {
+            Ok(out) => match probe::parse_frames(&self.token, &out.stdout, &ids) {
+                Ok(r) => Some(r),
+                Err(e) => {
+                    self.lost(format!("probe output unreadable ({}): {}", e.0, String::from_utf8_lossy(&out.stderr).trim()));
+                    None
+                }
+            },
+            Err(e) => {
+                self.lost(transport_message(e));
+                None
+            }
+        }
+    }
+
+    fn lost(&mut self, why: String) {
+        self.unreachable = Some(why);
+        self.stopped = true;
+    }
+
+    fn push_result(&mut self, task: &Task, item: Option<&Value>, status: Status) -> usize {
+        let label = item.map(|i| match (&task.loop_label, i) {
+            (Some(l), _) => self.ctx.templates.render_str(l, &self.context(task, Some(i))).unwrap_or_else(|_| l.clone()),
+            (None, Value::String(s)) => s.clone(),
+            (None, other) => other.to_string(),
+        });
+        self.results.push(TaskResult {
+            task: display_name(task),
+            module: task.module.name,
+            location: task.location(),
+            item: label,
+            status,
+            changes: Vec::new(),
+            notes: Vec::new(),
+            message: None,
+            ignored: false,
+            duration_ms: 0,
+        });
+        self.results.len() - 1
+    }
+
+    fn fail_task(&mut self, task: &Task, item: Option<&Value>, message: String) {
+        let i = self.push_result(task, item, Status::Failed);
+        self.results[i].message = Some(message);
+        if task.ignore_errors {
+            self.results[i].ignored = true;
+        } else {
+            self.stopped = true;
+        }
+    }
+
+    fn plan_task(&mut self, task: &'p Task, index: usize) -> Next {
+        if !self.selected(task) {
+            return Next::Continue;
+        }
+        let refs = self.referenced(task);
+        if refs.iter().any(|r| self.pending_registers.contains(r)) {
+            return Next::FlushBefore;
+        }
+        let unknown = refs.iter().find_map(|r| self.unknown_vars.get_key_value(r)).map(|(n, o)| (n.clone(), o.clone()));
+        if let Some((name, origin)) = unknown {
+            let i = self.push_result(task, None, Status::Unknown);
+            self.results[i].message = Some(format!("depends on '{name}', registered by '{origin}', which check mode does not run"));
+            if let Some(reg) = &task.register {
+                self.unknown_vars.insert(reg.clone(), display_name(task));
+            }
+            return Next::Continue;
+        }
+        let items = match self.items(task) {
+            Ok(items) => items,
+            Err(msg) => {
+                self.fail_task(task, None, msg);
+                return Next::Continue;
+            }
+        };
+        let mut planned = Vec::new();
+        for item in items {
+            let ctx = self.context(task, item.as_ref());
+            match self.when_holds(task, &ctx) {
+                Ok(true) => {}
+                Ok(false) => {
+                    planned.push((item, ctx, None));
+                    continue;
+                }
+                Err(msg) => {
+                    self.fail_task(task, item.as_ref(), msg);
+                    return Next::Continue;
+                }
+            }
+            match self.build(task, &ctx) {
+                Ok(m) if m.probes().iter().all(|p| self.facts.contains(&p.key)) => planned.push((item, ctx, Some(m))),
+                Ok(_) => return Next::FlushBefore,
+                Err(msg) => {
+                    self.fail_task(task, item.as_ref(), msg);
+                    return Next::Continue;
+                }
+            }
+        }
+        let mut next = Next::Continue;
+        let mut loop_results = Vec::new();
+        for (item, ctx, module) in planned {
+            let (result, flush) = match module {
+                None => (json!({"changed": false, "skipped": true}), false),
+                Some(m) => self.plan_instance(task, index, item.as_ref(), ctx, m),
+            };
+            if flush {
+                next = Next::FlushAfter;
+            }
+            loop_results.push(result);
+            if self.stopped {
+                return Next::Continue;
+            }
+        }
+        self.register(task, loop_results);
+        next
+    }
+
+    fn when_holds(&self, task: &Task, ctx: &Value) -> Result<bool, String> {
+        match &task.when {
+            None => Ok(true),
+            Some(cond) => self
+                .ctx
+                .templates
+                .eval_condition(&cond.to_json(), ctx)
+                .map_err(|e| format!("{}: when: {e}", cond.span.location())),
+        }
+    }
+
+    /// Plans one instance; returns its registered result and whether the
+    /// batch must be run before planning anything else.
+    fn plan_instance(&mut self, task: &'p Task, index: usize, item: Option<&Value>, ctx: Value, module: Box<dyn Module>) -> (Value, bool) {
+        let started = Instant::now();
+        let is_command = module.is_command();
+        let plan = match module.plan(&self.facts) {
+            Ok(plan) => plan,
+            Err(e) => {
+                self.fail_task(task, item, e.to_string());
+                return (json!({"changed": false, "failed": true, "msg": e.to_string()}), false);
+            }
+        };
+        let check = task.check_mode.unwrap_or(self.ctx.opts.check);
+        // A command marked `check_mode: false` runs even in check mode, as in Ansible.
+        let runs = !check || (is_command && task.check_mode == Some(false));
+        let mut status = match (plan.changes.is_empty(), runs, &plan.unknown) {
+            (true, _, _) => Status::Ok,
+            (false, true, _) => Status::Changed,
+            (false, false, Some(_)) => Status::Unknown,
+            (false, false, None) => Status::Drift,
+        };
+        let i = self.push_result(task, item, status);
+        let Plan { changes, steps, effects, unknown, notes } = plan;
+        self.results[i].changes = changes;
+        self.results[i].notes = notes;
+        if status == Status::Unknown {
+            self.results[i].message = unknown;
+        }
+        let mut flush = false;
+        for effect in effects {
+            match effect {
+                Effect::Predict(key, r) => self.facts.insert(key, r),
+                Effect::Invalidate(key) if runs => self.facts.remove(&key),
+                Effect::InvalidateAll if runs => flush = true,
+                _ => {}
+            }
+        }
+        if is_command && runs {
+            if let Some(reg) = &task.register {
+                self.pending_registers.insert(reg.clone());
+            }
+            if task.failed_when.is_some() || task.changed_when.is_some() {
+                flush = true;
+            }
+        }
+        if is_command && !runs && status != Status::Ok {
+            if let Some(reg) = &task.register {
+                self.unknown_vars.insert(reg.clone(), display_name(task));
+            }
+        }
+        let mut result = json!({"changed": status == Status::Changed || status == Status::Drift, "failed": false});
+        if status == Status::Changed {
+            self.pending.push(Pending {
+                result: i,
+                body: steps.iter().map(|s| format!("{{\n{s}\n}}")).collect::<Vec<_>>().join(" &&\n"),
+                may_fail: task.ignore_errors || task.failed_when.is_some(),
+                is_command,
+                task: index,
+                ctx,
+            });
+            if !is_command {
+                self.applied.push(Applied { result: i, module });
+            }
+        } else if !is_command {
+            let cctx = ctx_for_conditions(&self.context(task, item), &result);
+            status = self.apply_conditions(task, i, &mut result, &cctx);
+            if status == Status::Failed && !task.ignore_errors {
+                self.stopped = true;
+            }
+        }
+        if matches!(status, Status::Changed | Status::Drift) && !is_command {
+            self.notify(task);
+        }
+        self.results[i].duration_ms = started.elapsed().as_millis() as u64;
+        (result, flush)
+    }
+
+    /// `changed_when` / `failed_when`, evaluated with the task's result bound
+    /// to its `register` name (and as `result`), as Ansible does.
+    fn apply_conditions(&mut self, task: &Task, i: usize, result: &mut Value, ctx: &Value) -> Status {
+        let t = self.ctx.templates;
+        let mut ctx = ctx.clone();
+        if let (Some(reg), Some(obj)) = (&task.register, ctx.as_object_mut()) {
+            obj.insert(reg.clone(), result.clone());
+        }
+        if let Some(cond) = &task.changed_when {
+            match t.eval_condition(&cond.to_json(), &ctx) {
+                Ok(changed) => {
+                    result["changed"] = json!(changed);
+                    if !changed && matches!(self.results[i].status, Status::Changed | Status::Drift) {
+                        self.results[i].status = Status::Ok;
+                    }
+                }
+                Err(e) => self.mark_failed(i, format!("changed_when: {e}")),
+            }
+        }
+        if let Some(cond) = &task.failed_when {
+            match t.eval_condition(&cond.to_json(), &ctx) {
+                Ok(true) => self.mark_failed(i, "failed_when condition is true".into()),
+                Ok(false) if self.results[i].status == Status::Failed => {
+                    self.results[i].status = if result["changed"] == json!(true) { Status::Changed } else { Status::Ok };
+                }
+                Ok(false) => {}
+                Err(e) => self.mark_failed(i, format!("failed_when: {e}")),
+            }
+        }
+        if self.results[i].status == Status::Failed {
+            result["failed"] = json!(true);
+            self.results[i].ignored = task.ignore_errors;
+        }
+        self.results[i].status
+    }
+
+    fn mark_failed(&mut self, i: usize, message: String) {
+        self.results[i].status = Status::Failed;
+        self.results[i].message = Some(message);
+    }
+
+    fn notify(&mut self, task: &Task) {
+        self.notified.extend(task.notify.iter().cloned());
+    }
+
+    fn register(&mut self, task: &Task, mut results: Vec<Value>) {
+        let Some(name) = &task.register else {
+            return;
+        };
+        if self.pending_registers.contains(name) || self.unknown_vars.contains_key(name) {
+            return;
+        }
+        let value = if task.loop_items.is_some() {
+            let changed = results.iter().any(|r| r["changed"] == json!(true));
+            json!({"results": results, "changed": changed})
+        } else {
+            results.pop().unwrap_or(Value::Null)
+        };
+        self.vars.registered.insert(name.clone(), value);
+    }
+
+    /// Runs the pending steps as one script that stops at the first failure.
+    fn flush(&mut self, tasks: &[&'p Task]) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let units: Vec<(String, String)> = pending.iter().map(|p| (format!("t{}", p.result), p.body.clone())).collect();
+        let ids: Vec<String> = units.iter().map(|u| u.0.clone()).collect();
+        let may_fail: Vec<String> = pending.iter().filter(|p| p.may_fail).map(|p| format!("t{}", p.result)).collect();
+        let script = Script {
+            purpose: Purpose::Mutate,
+            body: probe::build_script(&self.token, &units, true, &may_fail),
+            become_user: self.ctx.play.become_user.clone(),
+        };
+        self.round_trips += 1;
+        let frames = match self.transport.run(&script) {
+            Ok(out) => probe::parse_frames(&self.token, &out.stdout, &ids).unwrap_or_default(),
+            Err(e) => {
+                self.lost(transport_message(e));
+                return;
+            }
+        };
+        let ran_command = pending.iter().any(|p| p.is_command);
+        for p in pending {
+            let Some(r) = frames.get(&format!("t{}", p.result)) else {
+                // An earlier step failed: this one and everything planned after it never ran.
+                self.results.truncate(p.result);
+                self.stopped = true;
+                break;
+            };
+            self.settle(tasks[p.task], p, r);
+        }
+        self.pending_registers.clear();
+        if ran_command {
+            let keep = self.facts.get(host_facts::KEY).ok().cloned();
+            self.facts = Facts::default();
+            if let Some(k) = keep {
+                self.facts.insert(host_facts::KEY.into(), k);
+            }
+        }
+    }
+
+    /// Records what a step really did.
+    fn settle(&mut self, task: &Task, p: Pending, r: &ProbeResult) {
+        let i = p.result;
+        if r.rc != 0 {
+            self.results[i].status = Status::Failed;
+            self.results[i].message = Some(step_failure(r));
+        }
+        if p.is_command {
+            let mut result = json!({
+                "rc": r.rc, "stdout": r.stdout.trim_end_matches('\n'), "stderr": r.stderr.trim_end_matches('\n'),
+                "stdout_lines": r.stdout.lines().collect::<Vec<_>>(), "stderr_lines": r.stderr.lines().collect::<Vec<_>>(),
+                "changed": true, "failed": r.rc != 0,
+            });
+            let ctx = ctx_for_conditions(&p.ctx, &result);
+            let status = self.apply_conditions(task, i, &mut result, &ctx);
+            if status == Status::Changed {
+                self.notify(task);
+            }
+            if let Some(reg) = &task.register {
+                self.vars.registered.insert(reg.clone(), result);
+            }
+        }
+        if self.results[i].status == Status::Failed {
+            if task.ignore_errors {
+                self.results[i].ignored = true;
+            } else {
+                self.stopped = true;
+            }
+        }
+    }
+
+    /// Re-probes what changed and re-plans it: anything still to change
+    /// means the module did not converge.
+    fn verify(&mut self) {
+        let applied = std::mem::take(&mut self.applied);
+        let live: Vec<&Applied> = applied.iter().filter(|a| self.results[a.result].status == Status::Changed).collect();
+        // A path later changed by another task is judged by that task alone.
+        let mut seen = BTreeSet::new();
+        let mut checks = Vec::new();
+        for a in live.iter().rev() {
+            let keys: BTreeSet<String> = a.module.probes().into_iter().map(|p| p.key).collect();
+            if keys.is_disjoint(&seen) {
+                checks.push(*a);
+            }
+            seen.extend(keys);
+        }
+        if checks.is_empty() {
+            return;
+        }
+        let probes: BTreeMap<String, Probe> = checks.iter().flat_map(|a| a.module.probes()).map(|p| (p.key.clone(), p)).collect();
+        let Some(results) = self.probe(probes.into_values().collect()) else {
+            return;
+        };
+        let facts = Facts::new(results);
+        for a in checks {
+            let outcome = a.module.plan(&facts);
+            let problem = match outcome {
+                Ok(plan) if plan.changes.is_empty() => continue,
+                Ok(plan) => plan
+                    .changes
+                    .iter()
+                    .map(|c| format!("{}: {} → {}", c.subject, c.before.as_deref().unwrap_or("-"), c.after.as_deref().unwrap_or("-")))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                Err(e) => e.to_string(),
+            };
+            self.mark_failed(a.result, format!("did not converge after apply: {problem}"));
+        }
+    }
+}
+
+fn ctx_for_conditions(ctx: &Value, result: &Value) -> Value {
+    let mut ctx = ctx.clone();
+    if let Some(obj) = ctx.as_object_mut() {
+        obj.insert("result".into(), result.clone());
+    }
+    ctx
+}
+
+fn collect_template_vars(t: &Templates, v: &Value, out: &mut BTreeSet<String>) {
+    match v {
+        Value::String(s) if has_template(v) => out.extend(t.template_vars(s)),
+        Value::Array(a) => a.iter().for_each(|x| collect_template_vars(t, x, out)),
+        Value::Object(m) => m.values().for_each(|x| collect_template_vars(t, x, out)),
+        _ => {}
+    }
+}
+
+fn collect_condition_vars(t: &Templates, v: &Value, out: &mut BTreeSet<String>) {
+    match v {
+        Value::String(s) => out.extend(t.expression_vars(s)),
+        Value::Array(a) => a.iter().for_each(|x| collect_condition_vars(t, x, out)),
+        _ => {}
+    }
+}
+
+fn display_name(task: &Task) -> String {
+    if task.name.is_empty() {
+        task.module.name.to_string()
+    } else {
+        task.name.clone()
+    }
+}
+
+/// The last lines of stderr (or stdout) of a failed step, one line.
+fn step_failure(r: &ProbeResult) -> String {
+    let text = if r.stderr.trim().is_empty() { &r.stdout } else { &r.stderr };
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
+    format!("exit status {}: {}", r.rc, if tail.is_empty() { "no output".into() } else { tail })
+}
+
+fn transport_message(e: TransportError) -> String {
+    e.to_string()
+}
+
+fn new_token() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    format!("{:x}{:x}", nanos, std::process::id())
+}
+
+/// Extra vars parsed from `-e` are plain data.
+pub fn extra_vars_from(pairs: Map<String, Value>) -> Map<String, Value> {
+    pairs
+}
