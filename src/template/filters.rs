@@ -1,0 +1,577 @@
+//! Ansible filters, tests and functions that minijinja lacks, or whose
+//! builtin behaves differently from what playbook authors expect.
+
+use std::borrow::Cow;
+
+use base64::Engine as _;
+use minijinja::value::{Kwargs, Rest, Serde, ValueKind};
+use minijinja::{Environment, Error, ErrorKind, State, Value};
+use regex::{Regex, RegexBuilder};
+use serde_json::{Map, Value as Json};
+
+use super::yaml_emit;
+
+/// Installs everything on `env`; builtins not listed here (`default`, `join`,
+/// `string`, `items`, `defined`, ...) already match Jinja2.
+pub(super) fn register(env: &mut Environment<'static>) {
+    env.add_filter("bool", to_bool);
+    env.add_filter("int", int);
+    env.add_filter("float", float);
+    env.add_filter("unique", unique);
+    env.add_filter("regex_replace", regex_replace);
+    env.add_filter("regex_search", regex_search);
+    env.add_filter("to_json", to_json);
+    env.add_filter("to_nice_json", to_nice_json);
+    env.add_filter("to_yaml", to_yaml);
+    env.add_filter("to_nice_yaml", to_nice_yaml);
+    env.add_filter("from_json", from_json);
+    env.add_filter("basename", basename);
+    env.add_filter("dirname", dirname);
+    env.add_filter("quote", quote);
+    env.add_filter("dict2items", dict2items);
+    env.add_filter("items2dict", items2dict);
+    env.add_filter("mandatory", mandatory);
+    env.add_filter("b64encode", b64encode);
+    env.add_filter("b64decode", b64decode);
+    env.add_filter("flatten", flatten);
+    env.add_filter("combine", combine);
+    env.add_filter("difference", difference);
+    env.add_filter("union", union);
+    env.add_filter("intersect", intersect);
+
+    env.add_test("match", test_match);
+    env.add_test("search", test_search);
+    env.add_test("truthy", truthy);
+    env.add_test("falsy", falsy);
+    env.add_test("failed", failed);
+    env.add_test("succeeded", succeeded);
+    env.add_test("success", succeeded);
+    env.add_test("changed", changed);
+    env.add_test("skipped", skipped);
+    env.add_test("version", version);
+
+    env.add_function("lookup", lookup);
+}
+
+// ---- conversions ---------------------------------------------------------
+
+fn invalid(msg: impl Into<Cow<'static, str>>) -> Error {
+    Error::new(ErrorKind::InvalidOperation, msg)
+}
+
+/// Filters see undefined values (strict mode only fails on use), so each
+/// one that consumes its input refuses them explicitly.
+fn defined(v: &Value) -> Result<&Value, Error> {
+    if v.is_undefined() {
+        Err(Error::from(ErrorKind::UndefinedError))
+    } else {
+        Ok(v)
+    }
+}
+
+/// String view of a value the way Python's `str()` would give it to a filter.
+fn text(v: &Value) -> Result<Cow<'_, str>, Error> {
+    Ok(match defined(v)?.as_str() {
+        Some(s) => Cow::Borrowed(s),
+        None => Cow::Owned(v.to_string()),
+    })
+}
+
+pub(super) fn json_of(v: &Value) -> Result<Json, Error> {
+    serde_json::to_value(defined(v)?).map_err(|e| invalid(e.to_string()))
+}
+
+pub(super) fn value_of(j: &Json) -> Value {
+    Value::from(Serde(j))
+}
+
+fn json_map(v: &Value, what: &str) -> Result<Map<String, Json>, Error> {
+    match json_of(v)? {
+        Json::Object(m) => Ok(m),
+        other => Err(invalid(format!(
+            "{what} expects a mapping, got {}",
+            kind(&other)
+        ))),
+    }
+}
+
+fn json_list(v: &Value, what: &str) -> Result<Vec<Json>, Error> {
+    match json_of(v)? {
+        Json::Array(a) => Ok(a),
+        other => Err(invalid(format!(
+            "{what} expects a list, got {}",
+            kind(&other)
+        ))),
+    }
+}
+
+fn kind(j: &Json) -> &'static str {
+    match j {
+        Json::Null => "none",
+        Json::Bool(_) => "bool",
+        Json::Number(_) => "number",
+        Json::String(_) => "string",
+        Json::Array(_) => "list",
+        Json::Object(_) => "mapping",
+    }
+}
+
+/// Ansible's `bool` filter: only these spellings (and 1) count as true.
+pub(super) fn ansible_bool(v: &Value) -> bool {
+    match v.as_str() {
+        Some(s) => matches!(
+            s.trim().to_ascii_lowercase().as_str(),
+            "yes" | "on" | "1" | "true" | "y" | "t"
+        ),
+        None => match v.kind() {
+            ValueKind::Bool => v.is_true(),
+            ValueKind::Number => f64::try_from(v.clone()).is_ok_and(|n| n == 1.0),
+            _ => false,
+        },
+    }
+}
+
+fn to_bool(v: &Value) -> Result<bool, Error> {
+    Ok(ansible_bool(defined(v)?))
+}
+
+/// Jinja2's `int`: surrounding whitespace is fine and unparsable input gives
+/// the default (0) instead of an error, which `stdout | int` relies on.
+fn int(
+    state: &State,
+    v: &Value,
+    default: Option<Value>,
+    base: Option<u32>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let default = default.or(kwargs.get("default")?).unwrap_or(Value::from(0));
+    minijinja::filters::int(state, &trimmed(v), Some(default), base, kwargs)
+}
+
+fn float(state: &State, v: &Value, default: Option<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    let default = default
+        .or(kwargs.get("default")?)
+        .unwrap_or(Value::from(0.0));
+    minijinja::filters::float(state, &trimmed(v), Some(default), kwargs)
+}
+
+fn trimmed(v: &Value) -> Value {
+    match v.as_str() {
+        Some(s) => Value::from(s.trim()),
+        None => v.clone(),
+    }
+}
+
+/// Ansible's `unique` is case-sensitive, unlike Jinja2's.
+fn unique(state: &State, values: Value, kwargs: Kwargs) -> Result<Value, Error> {
+    let case_sensitive = kwargs
+        .get::<Option<bool>>("case_sensitive")?
+        .unwrap_or(true);
+    let attribute = kwargs.get::<Option<Value>>("attribute")?;
+    kwargs.assert_all_used()?;
+    let mut pass = vec![("case_sensitive", Value::from(case_sensitive))];
+    pass.extend(attribute.map(|a| ("attribute", a)));
+    minijinja::filters::unique(state, values, Kwargs::from_iter(pass))
+}
+
+// ---- regex ---------------------------------------------------------------
+
+fn build_regex(pattern: &str, kwargs: &Kwargs) -> Result<Regex, Error> {
+    let ignorecase = kwargs.get::<Option<bool>>("ignorecase")?.unwrap_or(false);
+    let multiline = kwargs.get::<Option<bool>>("multiline")?.unwrap_or(false);
+    kwargs.assert_all_used()?;
+    RegexBuilder::new(pattern)
+        .case_insensitive(ignorecase)
+        .multi_line(multiline)
+        .build()
+        .map_err(|e| invalid(format!("invalid regex {pattern:?}: {e}")))
+}
+
+/// Rewrites a Python `re.sub` replacement (`\1`, `\g<name>`, `\n`) into the
+/// regex crate's syntax (`${1}`, `${name}`), escaping literal `$`.
+fn python_replacement(repl: &str) -> String {
+    let mut out = String::with_capacity(repl.len());
+    let mut chars = repl.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '$' => out.push_str("$$"),
+            '\\' => match chars.next() {
+                Some(d) if d.is_ascii_digit() => {
+                    let mut group = d.to_string();
+                    while let Some(d) = chars.next_if(char::is_ascii_digit) {
+                        group.push(d);
+                    }
+                    out.push_str(&format!("${{{group}}}"));
+                }
+                Some('g') if chars.peek() == Some(&'<') => {
+                    chars.next();
+                    let name: String = chars.by_ref().take_while(|&c| c != '>').collect();
+                    out.push_str(&format!("${{{name}}}"));
+                }
+                Some('n') => out.push('\n'),
+                Some('t') => out.push('\t'),
+                Some('\\') => out.push('\\'),
+                Some(other) => {
+                    out.push('\\');
+                    out.push(other);
+                }
+                None => out.push('\\'),
+            },
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn regex_replace(
+    v: &Value,
+    pattern: &str,
+    replacement: Option<&str>,
+    kwargs: Kwargs,
+) -> Result<String, Error> {
+    let re = build_regex(pattern, &kwargs)?;
+    let repl = python_replacement(replacement.unwrap_or(""));
+    Ok(re.replace_all(&text(v)?, repl.as_str()).into_owned())
+}
+
+/// Without group arguments: the first match or none.  With `'\\1'` /
+/// `'\\g<name>'` arguments: the list of those groups of the first match.
+fn regex_search(
+    v: &Value,
+    pattern: &str,
+    groups: Rest<String>,
+    kwargs: Kwargs,
+) -> Result<Value, Error> {
+    let re = build_regex(pattern, &kwargs)?;
+    let haystack = text(v)?;
+    let Some(caps) = re.captures(&haystack) else {
+        return Ok(Value::from(()));
+    };
+    if groups.is_empty() {
+        return Ok(Value::from(&caps[0]));
+    }
+    let picked = groups.iter().map(|g| {
+        let g = g.trim_start_matches('\\');
+        let found = match g.strip_prefix("g<").and_then(|n| n.strip_suffix('>')) {
+            Some(name) => caps.name(name),
+            None => g.parse::<usize>().ok().and_then(|i| caps.get(i)),
+        };
+        found.map_or(Value::from(()), |m| Value::from(m.as_str()))
+    });
+    Ok(Value::from(picked.collect::<Vec<_>>()))
+}
+
+fn test_match(v: &Value, pattern: &str, kwargs: Kwargs) -> Result<bool, Error> {
+    // Python's re.match anchors at the start only.
+    let re = build_regex(&format!(r"\A(?:{pattern})"), &kwargs)?;
+    Ok(re.is_match(&text(v)?))
+}
+
+fn test_search(v: &Value, pattern: &str, kwargs: Kwargs) -> Result<bool, Error> {
+    Ok(build_regex(pattern, &kwargs)?.is_match(&text(v)?))
+}
+
+// ---- serialization -------------------------------------------------------
+
+fn to_json(v: &Value) -> Result<String, Error> {
+    serde_json::to_string(&json_of(v)?).map_err(|e| invalid(e.to_string()))
+}
+
+/// Ansible sorts keys and indents by 4 by default.
+fn to_nice_json(v: &Value, kwargs: Kwargs) -> Result<String, Error> {
+    let indent = kwargs.get::<Option<usize>>("indent")?.unwrap_or(4);
+    kwargs.assert_all_used()?;
+    let indent = " ".repeat(indent);
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
+    let mut out = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
+    serde::Serialize::serialize(&sorted(json_of(v)?), &mut ser)
+        .map_err(|e| invalid(e.to_string()))?;
+    String::from_utf8(out).map_err(|e| invalid(e.to_string()))
+}
+
+fn sorted(j: Json) -> Json {
+    match j {
+        Json::Object(m) => {
+            let mut entries: Vec<_> = m.into_iter().map(|(k, v)| (k, sorted(v))).collect();
+            entries.sort_by(|a, b| a.0.cmp(&b.0));
+            Json::Object(entries.into_iter().collect())
+        }
+        Json::Array(a) => Json::Array(a.into_iter().map(sorted).collect()),
+        other => other,
+    }
+}
+
+fn to_yaml(v: &Value, kwargs: Kwargs) -> Result<String, Error> {
+    yaml_with_indent(v, kwargs, 2)
+}
+
+fn to_nice_yaml(v: &Value, kwargs: Kwargs) -> Result<String, Error> {
+    yaml_with_indent(v, kwargs, 4)
+}
+
+fn yaml_with_indent(v: &Value, kwargs: Kwargs, default: usize) -> Result<String, Error> {
+    let indent = kwargs.get::<Option<usize>>("indent")?.unwrap_or(default);
+    kwargs.assert_all_used()?;
+    Ok(yaml_emit::emit(&json_of(v)?, indent.max(1)))
+}
+
+fn from_json(v: &Value) -> Result<Value, Error> {
+    let parsed: Json = serde_json::from_str(&text(v)?)
+        .map_err(|e| invalid(format!("from_json: invalid JSON: {e}")))?;
+    Ok(value_of(&parsed))
+}
+
+fn b64encode(v: &Value) -> Result<String, Error> {
+    Ok(base64::engine::general_purpose::STANDARD.encode(text(v)?.as_bytes()))
+}
+
+fn b64decode(v: &Value) -> Result<String, Error> {
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(text(v)?.trim())
+        .map_err(|e| invalid(format!("b64decode: {e}")))?;
+    String::from_utf8(bytes).map_err(|_| invalid("b64decode: decoded data is not UTF-8"))
+}
+
+// ---- paths and shell -----------------------------------------------------
+
+/// `os.path.basename`: everything after the last slash (empty for `a/`).
+fn basename(v: &Value) -> Result<String, Error> {
+    let s = text(v)?;
+    Ok(s.rsplit('/').next().unwrap_or_default().to_string())
+}
+
+/// `os.path.dirname`: up to the last slash, trailing slashes trimmed unless
+/// the result would be the root.
+fn dirname(v: &Value) -> Result<String, Error> {
+    let s = text(v)?;
+    Ok(match s.rfind('/') {
+        None => String::new(),
+        Some(i) => {
+            let head = s[..=i].trim_end_matches('/');
+            if head.is_empty() {
+                s[..=i].to_string()
+            } else {
+                head.to_string()
+            }
+        }
+    })
+}
+
+fn quote(v: &Value) -> Result<String, Error> {
+    Ok(crate::shell::quote(&text(v)?))
+}
+
+// ---- collections ---------------------------------------------------------
+
+fn key_names(kwargs: &Kwargs) -> Result<(String, String), Error> {
+    let key = kwargs.get::<Option<String>>("key_name")?;
+    let value = kwargs.get::<Option<String>>("value_name")?;
+    kwargs.assert_all_used()?;
+    Ok((
+        key.unwrap_or_else(|| "key".into()),
+        value.unwrap_or_else(|| "value".into()),
+    ))
+}
+
+fn dict2items(v: &Value, kwargs: Kwargs) -> Result<Value, Error> {
+    let (key_name, value_name) = key_names(&kwargs)?;
+    let items: Vec<Json> = json_map(v, "dict2items")?
+        .into_iter()
+        .map(|(k, val)| {
+            let mut item = Map::new();
+            item.insert(key_name.clone(), Json::String(k));
+            item.insert(value_name.clone(), val);
+            Json::Object(item)
+        })
+        .collect();
+    Ok(value_of(&Json::Array(items)))
+}
+
+fn items2dict(v: &Value, kwargs: Kwargs) -> Result<Value, Error> {
+    let (key_name, value_name) = key_names(&kwargs)?;
+    let mut out = Map::new();
+    for item in json_list(v, "items2dict")? {
+        let key = item.get(&key_name);
+        let value = item.get(&value_name);
+        let (Some(key), Some(value)) = (key, value) else {
+            return Err(invalid(format!(
+                "items2dict: each item needs '{key_name}' and '{value_name}'"
+            )));
+        };
+        let key = key.as_str().map_or_else(|| key.to_string(), str::to_string);
+        out.insert(key, value.clone());
+    }
+    Ok(value_of(&Json::Object(out)))
+}
+
+fn mandatory(v: &Value, msg: Option<String>) -> Result<Value, Error> {
+    match (v.is_undefined(), msg) {
+        (false, _) => Ok(v.clone()),
+        (true, Some(msg)) => Err(Error::new(ErrorKind::UndefinedError, msg)),
+        (true, None) => Err(Error::from(ErrorKind::UndefinedError)),
+    }
+}
+
+fn flatten(v: &Value, levels: Option<usize>) -> Result<Value, Error> {
+    fn walk(items: Vec<Json>, levels: Option<usize>, out: &mut Vec<Json>) {
+        for item in items {
+            match item {
+                Json::Array(inner) if levels != Some(0) => {
+                    walk(inner, levels.map(|l| l - 1), out);
+                }
+                other => out.push(other),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    walk(json_list(v, "flatten")?, levels, &mut out);
+    Ok(value_of(&Json::Array(out)))
+}
+
+fn combine(v: &Value, others: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    let recursive = kwargs.get::<Option<bool>>("recursive")?.unwrap_or(false);
+    kwargs.assert_all_used()?;
+    let mut merged = json_map(v, "combine")?;
+    for other in others.iter() {
+        merge(&mut merged, json_map(other, "combine")?, recursive);
+    }
+    Ok(value_of(&Json::Object(merged)))
+}
+
+fn merge(into: &mut Map<String, Json>, from: Map<String, Json>, recursive: bool) {
+    for (key, value) in from {
+        match (into.get_mut(&key), value) {
+            (Some(Json::Object(old)), Json::Object(new)) if recursive => merge(old, new, true),
+            (_, value) => {
+                into.insert(key, value);
+            }
+        }
+    }
+}
+
+/// The set filters keep first-seen order, like Ansible's on hashable items.
+fn distinct(items: impl IntoIterator<Item = Json>) -> Vec<Json> {
+    let mut out: Vec<Json> = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
+    }
+    out
+}
+
+fn difference(a: &Value, b: &Value) -> Result<Value, Error> {
+    let b = json_list(b, "difference")?;
+    let kept = json_list(a, "difference")?
+        .into_iter()
+        .filter(|x| !b.contains(x));
+    Ok(value_of(&Json::Array(distinct(kept))))
+}
+
+fn intersect(a: &Value, b: &Value) -> Result<Value, Error> {
+    let b = json_list(b, "intersect")?;
+    let kept = json_list(a, "intersect")?
+        .into_iter()
+        .filter(|x| b.contains(x));
+    Ok(value_of(&Json::Array(distinct(kept))))
+}
+
+fn union(a: &Value, b: &Value) -> Result<Value, Error> {
+    let mut all = json_list(a, "union")?;
+    all.extend(json_list(b, "union")?);
+    Ok(value_of(&Json::Array(distinct(all))))
+}
+
+// ---- tests ---------------------------------------------------------------
+
+fn truthy(v: &Value, kwargs: Kwargs) -> Result<bool, Error> {
+    let convert_bool = kwargs.get::<Option<bool>>("convert_bool")?.unwrap_or(false);
+    kwargs.assert_all_used()?;
+    let v = defined(v)?;
+    Ok(if convert_bool && v.as_str().is_some() {
+        ansible_bool(v)
+    } else {
+        v.is_true()
+    })
+}
+
+fn falsy(v: &Value, kwargs: Kwargs) -> Result<bool, Error> {
+    truthy(v, kwargs).map(|t| !t)
+}
+
+/// Registered results carry `failed` / `changed` / `skipped` flags.
+fn flag(result: &Value, name: &str) -> Result<bool, Error> {
+    let result = defined(result)?;
+    Ok(result.get_attr(name).is_ok_and(|f| ansible_bool(&f)))
+}
+
+fn failed(result: &Value) -> Result<bool, Error> {
+    flag(result, "failed")
+}
+
+fn succeeded(result: &Value) -> Result<bool, Error> {
+    flag(result, "failed").map(|f| !f)
+}
+
+fn changed(result: &Value) -> Result<bool, Error> {
+    flag(result, "changed")
+}
+
+fn skipped(result: &Value) -> Result<bool, Error> {
+    flag(result, "skipped")
+}
+
+/// `ansible_distribution_version is version('22.04', '>=')`: compares
+/// dotted versions numerically where both parts are numbers.
+fn version(v: &Value, other: &Value, op: Option<&str>) -> Result<bool, Error> {
+    let ord = compare_versions(&text(v)?, &text(other)?);
+    use std::cmp::Ordering::*;
+    Ok(match op.unwrap_or("eq") {
+        "<" | "lt" => ord == Less,
+        "<=" | "le" => ord != Greater,
+        ">" | "gt" => ord == Greater,
+        ">=" | "ge" => ord != Less,
+        "==" | "=" | "eq" => ord == Equal,
+        "!=" | "<>" | "ne" => ord != Equal,
+        op => return Err(invalid(format!("version: unknown operator {op:?}"))),
+    })
+}
+
+fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
+    let parts = |s: &str| {
+        s.split(['.', '-', '_'])
+            .map(str::to_string)
+            .collect::<Vec<_>>()
+    };
+    let (a, b) = (parts(a), parts(b));
+    for i in 0..a.len().max(b.len()) {
+        let x = a.get(i).map_or("0", String::as_str);
+        let y = b.get(i).map_or("0", String::as_str);
+        let ord = match (x.parse::<u64>(), y.parse::<u64>()) {
+            (Ok(x), Ok(y)) => x.cmp(&y),
+            _ => x.cmp(y),
+        };
+        if ord.is_ne() {
+            return ord;
+        }
+    }
+    std::cmp::Ordering::Equal
+}
+
+// ---- functions -----------------------------------------------------------
+
+/// `lookup('env', 'NAME', ...)`: unset variables read as empty, several
+/// names join with commas, as in Ansible.
+fn lookup(plugin: &str, terms: Rest<String>) -> Result<String, Error> {
+    if plugin != "env" {
+        return Err(invalid(format!(
+            "lookup plugin '{plugin}' is not supported (only 'env')"
+        )));
+    }
+    let values: Vec<String> = terms
+        .iter()
+        .map(|name| std::env::var(name).unwrap_or_default())
+        .collect();
+    Ok(values.join(","))
+}

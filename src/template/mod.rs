@@ -1,0 +1,332 @@
+//! Jinja templating with Ansible semantics: strict undefined variables, no
+//! auto-escaping, native types for single-expression parameters, `omit`,
+//! and the filters playbooks commonly use.
+
+mod filters;
+mod yaml_emit;
+
+use std::collections::BTreeSet;
+
+use minijinja::syntax::SyntaxConfig;
+use minijinja::value::Serde;
+use minijinja::{AutoEscape, Environment, Error, ErrorKind, UndefinedBehavior, Value};
+use serde_json::{Map, Value as Json};
+
+/// What `{{ omit }}` renders to; map entries carrying it are dropped by
+/// [`Templates::render_value`].  Unguessable so real data never collides.
+pub const OMIT: &str = "__nodeprov_omit_placeholder_5c1f0e9a__";
+
+/// One minijinja Environment, built once, strict undefined, no auto-escaping.
+pub struct Templates {
+    env: Environment<'static>,
+}
+
+#[derive(Debug, Clone, thiserror::Error)]
+#[error("{message}")]
+pub struct TemplateError {
+    /// One readable line, e.g. "undefined variable 'cuda_home'".
+    pub message: String,
+    /// 1-based line inside the template text, when known.
+    pub line: Option<usize>,
+    /// The undefined top-level variable, when that is the cause (best effort).
+    pub undefined: Option<String>,
+}
+
+impl Default for Templates {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Templates {
+    pub fn new() -> Self {
+        let mut env = Environment::new();
+        env.set_undefined_behavior(UndefinedBehavior::Strict);
+        // The default callback escapes by file extension (.html, .json, .yaml),
+        // which would corrupt config files rendered by the template module.
+        env.set_auto_escape_callback(|_| AutoEscape::None);
+        // Debug mode makes errors name the undefined expression.
+        env.set_debug(true);
+        env.set_syntax(ansible_syntax());
+        env.add_global("omit", OMIT);
+        filters::register(&mut env);
+        Templates { env }
+    }
+
+    /// Renders a template string (a task parameter or a file).
+    pub fn render_str(&self, text: &str, vars: &Json) -> Result<String, TemplateError> {
+        self.render_text(text, &context(vars))
+    }
+
+    /// Renders every string inside `v` (map keys too) with Ansible's rules:
+    /// a lone `{{ expr }}` keeps the expression's native type, strings with
+    /// no template markup pass through, and map entries equal to `omit`
+    /// disappear.
+    pub fn render_value(&self, v: &Json, vars: &Json) -> Result<Json, TemplateError> {
+        self.render_tree(v, &context(vars))
+    }
+
+    /// Evaluates `when:`-style conditions: an expression string, a bool, or
+    /// a list that must all hold.  Null (an empty `when:`) holds.
+    pub fn eval_condition(&self, cond: &Json, vars: &Json) -> Result<bool, TemplateError> {
+        self.condition(cond, &context(vars))
+    }
+
+    /// Syntax check without rendering.
+    pub fn check_template(&self, text: &str) -> Result<(), TemplateError> {
+        self.env
+            .template_from_str(text)
+            .map(|_| ())
+            .map_err(|e| self.convert(e, text, Source::Template, &Value::UNDEFINED))
+    }
+
+    pub fn check_expression(&self, expr: &str) -> Result<(), TemplateError> {
+        self.env
+            .compile_expression(expr)
+            .map(|_| ())
+            .map_err(|e| self.convert(e, expr, Source::Expression, &Value::UNDEFINED))
+    }
+
+    /// Top-level variables a template reads (globals such as `omit` and
+    /// `lookup` excluded); empty when the template does not parse.
+    pub fn template_vars(&self, text: &str) -> BTreeSet<String> {
+        match self.env.template_from_str(text) {
+            Ok(t) => self.without_globals(t.undeclared_variables(false)),
+            Err(_) => BTreeSet::new(),
+        }
+    }
+
+    pub fn expression_vars(&self, expr: &str) -> BTreeSet<String> {
+        match self.env.compile_expression(expr) {
+            Ok(e) => self.without_globals(e.undeclared_variables(false)),
+            Err(_) => BTreeSet::new(),
+        }
+    }
+
+    fn without_globals(&self, names: impl IntoIterator<Item = String>) -> BTreeSet<String> {
+        names
+            .into_iter()
+            .filter(|n| !self.env.globals().any(|(g, _)| g == n))
+            .collect()
+    }
+
+    fn render_text(&self, text: &str, ctx: &Value) -> Result<String, TemplateError> {
+        self.env
+            .render_str(text, ctx)
+            .map_err(|e| self.convert(e, text, Source::Template, ctx))
+    }
+
+    fn eval_expr(&self, expr: &str, ctx: &Value) -> Result<Value, TemplateError> {
+        let convert = |e| self.convert(e, expr, Source::Expression, ctx);
+        let value = self
+            .env
+            .compile_expression(expr)
+            .and_then(|e| e.eval(ctx))
+            .map_err(convert)?;
+        // A bare undefined name evaluates without error even in strict mode.
+        if value.is_undefined() {
+            return Err(convert(Error::from(ErrorKind::UndefinedError)));
+        }
+        Ok(value)
+    }
+
+    fn render_tree(&self, v: &Json, ctx: &Value) -> Result<Json, TemplateError> {
+        Ok(match v {
+            Json::String(s) => self.render_scalar(s, ctx)?,
+            Json::Array(items) => Json::Array(
+                items
+                    .iter()
+                    .map(|item| self.render_tree(item, ctx))
+                    .collect::<Result<_, _>>()?,
+            ),
+            Json::Object(map) => Json::Object(self.render_map(map, ctx)?),
+            other => other.clone(),
+        })
+    }
+
+    fn render_map(
+        &self,
+        map: &Map<String, Json>,
+        ctx: &Value,
+    ) -> Result<Map<String, Json>, TemplateError> {
+        let mut out = Map::with_capacity(map.len());
+        for (key, value) in map {
+            let value = self.render_tree(value, ctx)?;
+            if value.as_str() == Some(OMIT) {
+                continue;
+            }
+            let key = if is_templated(key) {
+                self.render_text(key, ctx)?
+            } else {
+                key.clone()
+            };
+            out.insert(key, value);
+        }
+        Ok(out)
+    }
+
+    fn render_scalar(&self, s: &str, ctx: &Value) -> Result<Json, TemplateError> {
+        if !is_templated(s) {
+            return Ok(Json::String(s.to_string()));
+        }
+        match single_expression(s) {
+            Some(expr) => {
+                let value = self.eval_expr(expr, ctx)?;
+                serde_json::to_value(&value).map_err(|e| TemplateError::plain(e.to_string()))
+            }
+            None => self.render_text(s, ctx).map(Json::String),
+        }
+    }
+
+    fn condition(&self, cond: &Json, ctx: &Value) -> Result<bool, TemplateError> {
+        match cond {
+            Json::Null => Ok(true),
+            Json::Bool(b) => Ok(*b),
+            Json::Number(n) => Ok(n.as_f64() != Some(0.0)),
+            Json::Array(all) => {
+                for c in all {
+                    if !self.condition(c, ctx)? {
+                        return Ok(false);
+                    }
+                }
+                Ok(true)
+            }
+            Json::String(s) => self.condition_str(s, ctx),
+            Json::Object(_) => Err(TemplateError::plain(
+                "a condition must be an expression, a bool or a list of them, not a mapping",
+            )),
+        }
+    }
+
+    /// Ansible accepts `when: "{{ x }}"` (deprecated) as well as bare
+    /// expressions; a templated condition is rendered first and the result
+    /// read as an expression, which is what older Ansible did.
+    fn condition_str(&self, s: &str, ctx: &Value) -> Result<bool, TemplateError> {
+        let value = match single_expression(s) {
+            Some(expr) => self.eval_expr(expr, ctx)?,
+            None if is_templated(s) => {
+                let rendered = self.render_text(s, ctx)?;
+                self.eval_expr(&rendered, ctx)?
+            }
+            None => self.eval_expr(s, ctx)?,
+        };
+        Ok(condition_truth(&value))
+    }
+
+    fn convert(&self, err: Error, source: &str, kind: Source, ctx: &Value) -> TemplateError {
+        let named = undefined_expr(&err);
+        let undefined = match &named {
+            Some(expr) => Some(top_level(expr)).filter(|n| !is_bound(ctx, n)),
+            None if err.kind() == ErrorKind::UndefinedError => {
+                self.first_unbound(source, kind, ctx)
+            }
+            None => None,
+        };
+        let message = match (&undefined, &named, err.detail()) {
+            (Some(name), None, Some(custom)) => format!("undefined variable '{name}': {custom}"),
+            (Some(name), _, _) => format!("undefined variable '{name}'"),
+            (None, Some(expr), _) => format!("'{expr}' is undefined"),
+            (None, None, Some(detail)) => format!("{}: {detail}", kind_text(&err)),
+            (None, None, None) => kind_text(&err),
+        };
+        TemplateError {
+            message: message.replace('\n', " "),
+            line: err.line(),
+            undefined,
+        }
+    }
+
+    /// Fallback when minijinja did not record which value was undefined:
+    /// the first variable the source reads that the context lacks.
+    fn first_unbound(&self, source: &str, kind: Source, ctx: &Value) -> Option<String> {
+        let names = match kind {
+            Source::Template => self.template_vars(source),
+            Source::Expression => self.expression_vars(source),
+        };
+        names.into_iter().find(|n| !is_bound(ctx, n))
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Source {
+    Template,
+    Expression,
+}
+
+impl TemplateError {
+    fn plain(message: impl Into<String>) -> Self {
+        TemplateError {
+            message: message.into(),
+            line: None,
+            undefined: None,
+        }
+    }
+}
+
+/// Ansible's template module settings: block tags eat their newline and a
+/// file's final newline survives.
+fn ansible_syntax() -> SyntaxConfig {
+    SyntaxConfig::builder()
+        .trim_blocks(true)
+        .keep_trailing_newline(true)
+        .build()
+        .expect("default delimiters are valid")
+}
+
+fn context(vars: &Json) -> Value {
+    Value::from(Serde(vars))
+}
+
+fn is_templated(s: &str) -> bool {
+    s.contains("{{") || s.contains("{%")
+}
+
+/// The inner expression when `s` is exactly one `{{ expr }}` (ignoring
+/// surrounding whitespace), so the result can keep its native type.
+fn single_expression(s: &str) -> Option<&str> {
+    let inner = s.trim().strip_prefix("{{")?.strip_suffix("}}")?;
+    let inner = inner.strip_prefix('-').unwrap_or(inner);
+    let inner = inner.strip_suffix('-').unwrap_or(inner);
+    let nested = ["{{", "}}", "{%", "%}", "{#"]
+        .iter()
+        .any(|m| inner.contains(m));
+    (!nested && !inner.trim().is_empty()).then_some(inner.trim())
+}
+
+/// Jinja truthiness, except that strings spelled like false ("false",
+/// "no", "off", "0") are false: a `-e flag=false` string must not enable a
+/// task, as it would not in Ansible.
+fn condition_truth(v: &Value) -> bool {
+    match v.as_str() {
+        Some(s) => !matches!(
+            s.trim().to_ascii_lowercase().as_str(),
+            "" | "false" | "no" | "off" | "0" | "n" | "f" | "none" | "null"
+        ),
+        None => v.is_true(),
+    }
+}
+
+/// minijinja's debug mode reports "`expr` is undefined" in the detail.
+fn undefined_expr(err: &Error) -> Option<String> {
+    let detail = err.detail()?;
+    let end = detail.find("` is undefined")?;
+    let start = detail[..end].rfind('`')? + 1;
+    Some(detail[start..end].to_string())
+}
+
+fn top_level(expr: &str) -> String {
+    expr.split(['.', '[']).next().unwrap_or(expr).to_string()
+}
+
+fn is_bound(ctx: &Value, name: &str) -> bool {
+    ctx.get_attr(name).is_ok_and(|v| !v.is_undefined())
+}
+
+/// The error kind as minijinja words it ("syntax error", "undefined value").
+fn kind_text(err: &Error) -> String {
+    let full = Error::from(err.kind()).to_string();
+    full.split(" (in ").next().unwrap_or(&full).to_string()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,524 @@
+use super::*;
+use serde_json::json;
+
+fn render(text: &str, vars: Json) -> String {
+    Templates::new().render_str(text, &vars).unwrap()
+}
+
+fn render_err(text: &str, vars: Json) -> TemplateError {
+    Templates::new().render_str(text, &vars).unwrap_err()
+}
+
+fn value(v: Json, vars: Json) -> Json {
+    Templates::new().render_value(&v, &vars).unwrap()
+}
+
+fn cond(c: Json, vars: Json) -> bool {
+    Templates::new().eval_condition(&c, &vars).unwrap()
+}
+
+fn set(names: &[&str]) -> BTreeSet<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
+// ---- rendering basics ----------------------------------------------------
+
+#[test]
+fn no_auto_escaping_for_any_content() {
+    let vars = json!({"x": "<a href=\"x\">&'"});
+    assert_eq!(render("{{ x }}", vars), "<a href=\"x\">&'");
+}
+
+#[test]
+fn keeps_trailing_newline_and_trims_blocks() {
+    let text = "{% for i in xs %}\n{{ i }}\n{% endfor %}\n";
+    assert_eq!(render(text, json!({"xs": [1, 2]})), "1\n2\n");
+}
+
+#[test]
+fn strict_undefined_names_the_variable() {
+    let err = render_err("path: {{ cuda_home }}/bin", json!({}));
+    assert_eq!(err.message, "undefined variable 'cuda_home'");
+    assert_eq!(err.undefined.as_deref(), Some("cuda_home"));
+    assert_eq!(err.line, Some(1));
+    let err = render_err("a\nb\n{{ x | upper }}", json!({}));
+    assert_eq!(err.undefined.as_deref(), Some("x"));
+    assert_eq!(err.line, Some(3));
+}
+
+#[test]
+fn missing_attribute_is_not_an_undefined_top_level_variable() {
+    let err = render_err("{{ result.foo }}", json!({"result": {"rc": 0}}));
+    assert_eq!(err.undefined, None);
+    assert!(err.message.contains("result.foo"), "{}", err.message);
+}
+
+#[test]
+fn default_works_on_undefined_under_strict_mode() {
+    assert_eq!(render("{{ x | default('fb') }}", json!({})), "fb");
+    assert_eq!(render("{{ x | d(3) }}", json!({})), "3");
+    assert_eq!(render("{{ x | default('fb') }}", json!({"x": ""})), "");
+    assert_eq!(
+        render("{{ x | default('fb', true) }}", json!({"x": ""})),
+        "fb"
+    );
+    assert_eq!(
+        render("{{ r.missing | default('z') }}", json!({"r": {}})),
+        "z"
+    );
+}
+
+#[test]
+fn syntax_errors_carry_a_line_number() {
+    let err = render_err("ok\nstill ok\n{{ a + }}", json!({"a": 1}));
+    assert_eq!(err.line, Some(3));
+    assert!(err.message.starts_with("syntax error:"), "{}", err.message);
+    let t = Templates::new();
+    let err = t.check_template("line1\n{% if x %}\nno end").unwrap_err();
+    assert!(err.message.contains("syntax error"), "{}", err.message);
+    assert!(err.line.is_some());
+    assert!(t.check_template("{% if x %}{{ x }}{% endif %}").is_ok());
+    assert!(t.check_expression("x is defined and x | bool").is_ok());
+    assert!(t.check_expression("x ==").is_err());
+}
+
+#[test]
+fn hostile_values_stay_data() {
+    let vars = json!({"x": "$(reboot)", "y": "a'b; rm -rf /"});
+    assert_eq!(render("{{ x | quote }}", vars.clone()), "'$(reboot)'");
+    assert_eq!(
+        render("echo {{ y | quote }}", vars.clone()),
+        r"echo 'a'\''b; rm -rf /'"
+    );
+    // A value that looks like a template is not rendered again.
+    assert_eq!(render("{{ z }}", json!({"z": "{{ x }}"})), "{{ x }}");
+}
+
+// ---- render_value --------------------------------------------------------
+
+#[test]
+fn single_expression_keeps_native_type() {
+    let vars = json!({"pkgs": ["a", "b"], "n": 3, "m": {"k": true}, "flag": false});
+    let out = value(
+        json!({"list": "{{ pkgs }}", "num": "{{ n + 1 }}", "map": "{{ m }}", "b": " {{ flag }} "}),
+        vars,
+    );
+    assert_eq!(
+        out,
+        json!({"list": ["a", "b"], "num": 4, "map": {"k": true}, "b": false})
+    );
+}
+
+#[test]
+fn mixed_text_renders_to_string_and_plain_strings_pass_through() {
+    let vars = json!({"n": 3});
+    let out = value(
+        json!([
+            "n={{ n }}",
+            "{{ n }} and {{ n }}",
+            "plain $HOME {x}",
+            7,
+            null
+        ]),
+        vars,
+    );
+    assert_eq!(out, json!(["n=3", "3 and 3", "plain $HOME {x}", 7, null]));
+}
+
+#[test]
+fn map_keys_are_rendered() {
+    let out = value(
+        json!({"{{ k }}": "v", "{{ k }}_2": 1}),
+        json!({"k": "name"}),
+    );
+    assert_eq!(out, json!({"name": "v", "name_2": 1}));
+}
+
+#[test]
+fn omit_removes_map_entries() {
+    let out = value(
+        json!({"a": "{{ x | default(omit) }}", "b": "{{ y | default(omit) }}", "c": {"d": "{{ omit }}"}}),
+        json!({"y": 2}),
+    );
+    assert_eq!(out, json!({"b": 2, "c": {}}));
+}
+
+#[test]
+fn render_value_reports_undefined() {
+    let err = Templates::new()
+        .render_value(&json!({"k": ["{{ nope }}"]}), &json!({}))
+        .unwrap_err();
+    assert_eq!(err.undefined.as_deref(), Some("nope"));
+}
+
+// ---- conditions ----------------------------------------------------------
+
+#[test]
+fn conditions_expressions_and_bools() {
+    let vars = json!({"x": "yes", "result": {"rc": 0, "stdout": "found x here"}, "n": 2});
+    assert!(cond(json!("x is defined and x | bool"), vars.clone()));
+    assert!(!cond(json!("y is defined and y | bool"), vars.clone()));
+    assert!(!cond(json!("result.rc != 0"), vars.clone()));
+    assert!(cond(json!("'x here' in result.stdout"), vars.clone()));
+    assert!(cond(json!(true), vars.clone()));
+    assert!(!cond(json!(false), vars.clone()));
+    assert!(cond(json!(null), vars.clone()));
+    assert!(cond(json!("{{ n > 1 }}"), vars.clone()));
+    assert!(cond(json!("n"), vars.clone()));
+}
+
+#[test]
+fn condition_lists_must_all_hold() {
+    let vars = json!({"a": 1, "b": 0});
+    assert!(cond(json!(["a == 1", true]), vars.clone()));
+    assert!(!cond(json!(["a == 1", "b == 1"]), vars.clone()));
+    assert!(cond(json!([]), vars));
+}
+
+#[test]
+fn condition_strings_spelled_false_are_false() {
+    let vars = json!({"f": "false", "no": "no", "t": "true", "e": ""});
+    assert!(!cond(json!("f"), vars.clone()));
+    assert!(!cond(json!("no"), vars.clone()));
+    assert!(!cond(json!("e"), vars.clone()));
+    assert!(cond(json!("t"), vars));
+}
+
+#[test]
+fn condition_on_undefined_is_an_error() {
+    let t = Templates::new();
+    let err = t.eval_condition(&json!("cuda_ok"), &json!({})).unwrap_err();
+    assert_eq!(err.undefined.as_deref(), Some("cuda_ok"));
+    let err = t
+        .eval_condition(&json!("result.rc == 0"), &json!({}))
+        .unwrap_err();
+    assert_eq!(err.undefined.as_deref(), Some("result"));
+    assert!(t.eval_condition(&json!({"a": 1}), &json!({})).is_err());
+}
+
+#[test]
+fn registered_result_tests() {
+    let vars = json!({"r": {"rc": 1, "failed": true, "changed": false}, "s": {"skipped": true}});
+    assert!(cond(json!("r is failed"), vars.clone()));
+    assert!(!cond(json!("r is succeeded"), vars.clone()));
+    assert!(!cond(json!("r is changed"), vars.clone()));
+    assert!(cond(json!("s is skipped"), vars.clone()));
+    assert!(cond(json!("s is success"), vars));
+}
+
+// ---- variable discovery --------------------------------------------------
+
+#[test]
+fn template_and_expression_vars() {
+    let t = Templates::new();
+    assert_eq!(
+        t.template_vars(
+            "{% for p in pkgs %}{{ p }}{{ prefix.x }}{% endfor %}{{ y | default(omit) }}"
+        ),
+        set(&["pkgs", "prefix", "y"])
+    );
+    assert_eq!(
+        t.expression_vars("result.rc != 0 and lookup('env', 'HOME') and x is defined"),
+        set(&["result", "x"])
+    );
+    assert!(t.template_vars("{{ broken").is_empty());
+}
+
+// ---- filters -------------------------------------------------------------
+
+#[test]
+fn booleans_print_like_python() {
+    assert_eq!(
+        render("{{ x }}/{{ not x }}", json!({"x": true})),
+        "True/False"
+    );
+}
+
+#[test]
+fn bool_filter_follows_ansible() {
+    for (input, want) in [
+        (json!("yes"), true),
+        (json!("On"), true),
+        (json!("1"), true),
+        (json!("TRUE"), true),
+        (json!("no"), false),
+        (json!("false"), false),
+        (json!("banana"), false),
+        (json!(1), true),
+        (json!(2), false),
+        (json!(true), true),
+        (json!(null), false),
+    ] {
+        let out = value(json!("{{ v | bool }}"), json!({"v": input}));
+        assert_eq!(out, json!(want), "{input}");
+    }
+}
+
+#[test]
+fn int_float_string() {
+    assert_eq!(render("{{ '42\n' | int + 1 }}", json!({})), "43");
+    assert_eq!(render("{{ 'abc' | int }}", json!({})), "0");
+    assert_eq!(render("{{ 'abc' | int(7) }}", json!({})), "7");
+    assert_eq!(render("{{ '2.5' | float * 2 }}", json!({})), "5.0");
+    assert_eq!(render("{{ 'x' | float }}", json!({})), "0.0");
+    assert_eq!(render("{{ (5 | string) ~ 'a' }}", json!({})), "5a");
+}
+
+#[test]
+fn join_and_unique() {
+    assert_eq!(
+        render("{{ xs | join(',') }}", json!({"xs": ["a", 1]})),
+        "a,1"
+    );
+    let out = value(
+        json!("{{ xs | unique }}"),
+        json!({"xs": ["a", "A", "a", 2, 2]}),
+    );
+    assert_eq!(out, json!(["a", "A", 2]));
+}
+
+#[test]
+fn regex_replace_converts_python_backrefs() {
+    let vars = json!({"v": "driver-535.104.05"});
+    assert_eq!(
+        render(
+            r"{{ v | regex_replace('^driver-(\\d+)\\..*$', 'nvidia-\\1') }}",
+            vars.clone()
+        ),
+        "nvidia-535"
+    );
+    assert_eq!(
+        render(
+            r"{{ v | regex_replace('(?P<maj>\\d+)\\.', '\\g<maj>:') }}",
+            vars.clone()
+        ),
+        "driver-535:104:05"
+    );
+    assert_eq!(
+        render("{{ v | regex_replace('-', '$') }}", vars.clone()),
+        "driver$535.104.05"
+    );
+    assert_eq!(
+        render(
+            "{{ 'ABC' | regex_replace('b', 'x', ignorecase=true) }}",
+            json!({})
+        ),
+        "AxC"
+    );
+}
+
+#[test]
+fn regex_search_and_tests() {
+    let vars = json!({"out": "CUDA Version: 12.4 ok"});
+    assert_eq!(
+        render(r"{{ out | regex_search('\\d+\\.\\d+') }}", vars.clone()),
+        "12.4"
+    );
+    let groups = value(
+        json!(r"{{ out | regex_search('Version: (\\d+)\\.(\\d+)', '\\1', '\\2') }}"),
+        vars.clone(),
+    );
+    assert_eq!(groups, json!(["12", "4"]));
+    assert_eq!(
+        value(json!("{{ out | regex_search('zzz') }}"), vars.clone()),
+        json!(null)
+    );
+    assert!(cond(json!("out is search('Version')"), vars.clone()));
+    assert!(!cond(json!("out is match('Version')"), vars.clone()));
+    assert!(cond(json!("out is match('CUDA')"), vars));
+}
+
+#[test]
+fn json_filters() {
+    let vars = json!({"m": {"b": 1, "a": [true, null]}});
+    assert_eq!(
+        render("{{ m | to_json }}", vars.clone()),
+        r#"{"b":1,"a":[true,null]}"#
+    );
+    assert_eq!(
+        render("{{ m | to_nice_json }}", vars.clone()),
+        "{\n    \"a\": [\n        true,\n        null\n    ],\n    \"b\": 1\n}"
+    );
+    let parsed = value(
+        json!("{{ s | from_json }}"),
+        json!({"s": "{\"k\": [1, 2]}"}),
+    );
+    assert_eq!(parsed, json!({"k": [1, 2]}));
+    assert!(Templates::new()
+        .render_str("{{ 'nope' | from_json }}", &json!({}))
+        .is_err());
+}
+
+#[test]
+fn yaml_filters() {
+    let vars = json!({"m": {
+        "name": "gpu",
+        "tags": ["a", "yes", "1.5"],
+        "nested": {"k": "v: w", "empty": [], "none": null},
+        "items": [{"x": 1, "y": 2}, ["p", "q"]],
+        "multi": "l1\nl2",
+    }});
+    let want = "\
+name: gpu
+tags:
+  - a
+  - 'yes'
+  - '1.5'
+nested:
+  k: 'v: w'
+  empty: []
+  none: null
+items:
+  - x: 1
+    'y': 2
+  - - p
+    - q
+multi: \"l1\\nl2\"
+";
+    assert_eq!(render("{{ m | to_yaml }}", vars.clone()), want);
+    assert_eq!(
+        render("{{ m.nested | to_nice_yaml }}", vars.clone()),
+        "k: 'v: w'\nempty: []\nnone: null\n"
+    );
+    assert_eq!(
+        render("{{ {'a': {'b': 1}} | to_nice_yaml }}", json!({})),
+        "a:\n    b: 1\n"
+    );
+    // `y` is a YAML 1.1 bool, so even a key needs quotes.
+    // The emitted YAML parses back to the same data.
+    let docs = yaml_rust2::YamlLoader::load_from_str(want).unwrap();
+    assert_eq!(docs[0]["tags"][1].as_str(), Some("yes"));
+    assert_eq!(docs[0]["multi"].as_str(), Some("l1\nl2"));
+    assert_eq!(docs[0]["items"][1][1].as_str(), Some("q"));
+}
+
+#[test]
+fn path_filters() {
+    for (input, base, dir) in [
+        ("/usr/local/cuda/bin", "bin", "/usr/local/cuda"),
+        ("/etc/", "", "/etc"),
+        ("file.txt", "file.txt", ""),
+        ("/root", "root", "/"),
+    ] {
+        let vars = json!({"p": input});
+        assert_eq!(render("{{ p | basename }}", vars.clone()), base, "{input}");
+        assert_eq!(render("{{ p | dirname }}", vars), dir, "{input}");
+    }
+}
+
+#[test]
+fn dict_items_round_trip() {
+    let items = value(
+        json!("{{ m | dict2items }}"),
+        json!({"m": {"a": 1, "b": 2}}),
+    );
+    assert_eq!(
+        items,
+        json!([{"key": "a", "value": 1}, {"key": "b", "value": 2}])
+    );
+    let named = value(
+        json!("{{ m | dict2items(key_name='k', value_name='v') }}"),
+        json!({"m": {"a": 1}}),
+    );
+    assert_eq!(named, json!([{"k": "a", "v": 1}]));
+    let back = value(
+        json!("{{ xs | items2dict(key_name='n', value_name='v') }}"),
+        json!({"xs": [{"n": "x", "v": 1}, {"n": "y", "v": [2]}]}),
+    );
+    assert_eq!(back, json!({"x": 1, "y": [2]}));
+    assert!(Templates::new()
+        .render_str("{{ [{'a': 1}] | items2dict }}", &json!({}))
+        .is_err());
+}
+
+#[test]
+fn mandatory_filter() {
+    assert_eq!(render("{{ x | mandatory }}", json!({"x": "ok"})), "ok");
+    let err = render_err("{{ x | mandatory }}", json!({}));
+    assert_eq!(err.undefined.as_deref(), Some("x"));
+    let err = render_err("{{ x | mandatory('set x in group_vars') }}", json!({}));
+    assert!(
+        err.message.contains("set x in group_vars"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn base64_filters() {
+    assert_eq!(render("{{ 'hello' | b64encode }}", json!({})), "aGVsbG8=");
+    assert_eq!(render("{{ 'aGVsbG8=' | b64decode }}", json!({})), "hello");
+    assert!(Templates::new()
+        .render_str("{{ '***' | b64decode }}", &json!({}))
+        .is_err());
+}
+
+#[test]
+fn list_and_dict_filters() {
+    let vars = json!({"a": [1, 2, 2, 3], "b": [2, 4], "n": [1, [2, [3, [4]]]]});
+    assert_eq!(
+        value(json!("{{ n | flatten }}"), vars.clone()),
+        json!([1, 2, 3, 4])
+    );
+    assert_eq!(
+        value(json!("{{ n | flatten(1) }}"), vars.clone()),
+        json!([1, 2, [3, [4]]])
+    );
+    assert_eq!(
+        value(json!("{{ a | difference(b) }}"), vars.clone()),
+        json!([1, 3])
+    );
+    assert_eq!(
+        value(json!("{{ a | union(b) }}"), vars.clone()),
+        json!([1, 2, 3, 4])
+    );
+    assert_eq!(
+        value(json!("{{ a | intersect(b) }}"), vars.clone()),
+        json!([2])
+    );
+    let dicts = json!({"x": {"a": 1, "s": {"p": 1}}, "y": {"b": 2, "s": {"q": 2}}});
+    assert_eq!(
+        value(json!("{{ x | combine(y) }}"), dicts.clone()),
+        json!({"a": 1, "s": {"q": 2}, "b": 2})
+    );
+    assert_eq!(
+        value(json!("{{ x | combine(y, recursive=true) }}"), dicts),
+        json!({"a": 1, "s": {"p": 1, "q": 2}, "b": 2})
+    );
+}
+
+#[test]
+fn truthy_and_version_tests() {
+    let vars = json!({"s": "no", "e": "", "v": "535.104.05"});
+    assert!(cond(json!("s is truthy"), vars.clone()));
+    assert!(cond(
+        json!("s is not truthy(convert_bool=true)"),
+        vars.clone()
+    ));
+    assert!(cond(json!("e is falsy"), vars.clone()));
+    assert!(cond(json!("v is version('535.86', '>=')"), vars.clone()));
+    assert!(cond(json!("v is version('550', 'lt')"), vars.clone()));
+    assert!(cond(json!("'22.04' is version('22.04.0', '==')"), vars));
+}
+
+#[test]
+fn lookup_env() {
+    std::env::set_var("NODEPROV_TEMPLATE_TEST", "from-env");
+    assert_eq!(
+        render("{{ lookup('env', 'NODEPROV_TEMPLATE_TEST') }}", json!({})),
+        "from-env"
+    );
+    assert_eq!(
+        render("{{ lookup('env', 'NODEPROV_SURELY_UNSET_X') }}", json!({})),
+        ""
+    );
+    assert!(Templates::new()
+        .render_str("{{ lookup('file', '/etc/passwd') }}", &json!({}))
+        .is_err());
+}
+
+#[test]
+fn templates_can_be_shared_across_host_threads() {
+    fn shareable<T: Send + Sync>() {}
+    shareable::<Templates>();
+}
