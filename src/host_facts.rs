@@ -22,6 +22,21 @@ true"#,
     )
 }
 
+/// Gathers facts in one round trip (for `nodeprov facts`).
+pub fn gather(t: &mut dyn crate::transport::Transport) -> Result<Map<String, Value>, crate::transport::TransportError> {
+    let p = probe();
+    let token = "facts";
+    let script = crate::transport::Script {
+        purpose: crate::transport::Purpose::Probe,
+        body: crate::probe::build_script(token, &[(p.key.clone(), p.script)], false, &[]),
+        become_user: None,
+    };
+    let out = t.run(&script)?;
+    let frames = crate::probe::parse_frames(token, &out.stdout, &[p.key.clone()])
+        .map_err(|e| crate::transport::TransportError::Io(e.0))?;
+    Ok(frames.get(KEY).map(parse).unwrap_or_default())
+}
+
 /// Turns the probe's `key=value` lines into `ansible_*` variables.
 pub fn parse(r: &ProbeResult) -> Map<String, Value> {
     let kv: std::collections::HashMap<&str, String> = r

@@ -9,16 +9,16 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::result::{HostReport, Status, TaskResult};
-use super::vars::{has_template, VarLayers, OMIT};
+use super::vars::{has_template, VarLayers};
 use crate::host_facts;
 use crate::modules::params::BuildCtx;
 use crate::modules::{Effect, Facts, Module, Params, Plan};
 use crate::playbook::{Play, Task};
 use crate::probe::{self, Probe, ProbeResult};
-use crate::template::Templates;
+use crate::template::{Templates, OMIT};
 use crate::transport::{Purpose, Script, Transport, TransportError};
 
 pub struct RunOptions {
@@ -693,9 +693,4 @@ fn new_token() -> String {
         .map(|d| d.as_nanos())
         .unwrap_or(0);
     format!("{:x}{:x}", nanos, std::process::id())
-}
-
-/// Extra vars parsed from `-e` are plain data.
-pub fn extra_vars_from(pairs: Map<String, Value>) -> Map<String, Value> {
-    pairs
 }

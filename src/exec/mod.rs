@@ -1,6 +1,208 @@
-//! Running a playbook: hosts in rolling batches, each host in its own
-//! worker, bounded by `--forks`.
+//! Running a playbook: hosts in rolling batches (`serial`), each host in
+//! its own worker, at most `--forks` at once; a batch that fails more than
+//! `max_fail_percentage` halts the rollout.
 
 pub mod host;
 pub mod result;
 pub mod vars;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde_json::{Map, Value};
+
+use crate::diag::Diagnostic;
+use crate::inventory::Inventory;
+use crate::playbook::{BatchSize, Play, Playbook};
+use crate::template::Templates;
+use crate::transport::{Transport, TransportError};
+use crate::yaml;
+use host::{HostRun, PlayCtx, RunOptions};
+use result::HostReport;
+use vars::VarLayers;
+
+/// Opens the transport to a host from its merged inventory variables.
+pub type Connector = dyn Fn(&str, &Map<String, Value>) -> Result<Box<dyn Transport>, TransportError> + Sync;
+
+pub struct RunRequest<'a> {
+    pub playbook: &'a Playbook,
+    pub inventory: &'a Inventory,
+    pub limit: Option<&'a str>,
+    pub opts: RunOptions,
+    pub extra_vars: Map<String, Value>,
+    pub forks: usize,
+    pub connect: &'a Connector,
+}
+
+#[derive(Default)]
+pub struct RunOutcome {
+    pub reports: Vec<HostReport>,
+    /// Hosts a halted rollout never reached.
+    pub never_touched: Vec<String>,
+    pub halted: Option<String>,
+}
+
+/// Runs every play; reports each host as soon as it finishes a play.
+pub fn run_playbook(req: &RunRequest, on_host: &(dyn Fn(&HostReport) + Sync)) -> Result<RunOutcome, Vec<Diagnostic>> {
+    let templates = Templates::new();
+    let base = req.playbook.path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let search_dirs = vec![base.join("templates"), base.join("files"), base.join("../templates"), base.clone()];
+    let mut outcome = RunOutcome::default();
+    let mut failed_hosts: Vec<String> = Vec::new();
+    for play in &req.playbook.plays {
+        let hosts = select_hosts(req, play, &failed_hosts)?;
+        let ctx = PlayCtx {
+            play,
+            templates: &templates,
+            search_dirs: &search_dirs,
+            opts: &req.opts,
+        };
+        let play_vars = play_vars(play, &base, &templates, &req.extra_vars)?;
+        let batches = batches(&hosts, &play.serial);
+        for (n, batch) in batches.iter().enumerate() {
+            let reports = run_batch(req, &ctx, &play_vars, batch, on_host);
+            let failed: Vec<String> = reports.iter().filter(|r| r.failed()).map(|r| r.host.clone()).collect();
+            failed_hosts.extend(failed.iter().cloned());
+            outcome.reports.extend(reports);
+            if let Some(why) = halt_reason(play, batch.len(), failed.len()) {
+                outcome.never_touched = batches[n + 1..].iter().flatten().cloned().collect();
+                outcome.halted = Some(format!("play '{}': {why}", play.name));
+                return Ok(outcome);
+            }
+        }
+    }
+    Ok(outcome)
+}
+
+fn select_hosts(req: &RunRequest, play: &Play, failed: &[String]) -> Result<Vec<String>, Vec<Diagnostic>> {
+    let pattern_error = |e: crate::inventory::PatternError| vec![Diagnostic::new(&play.span, e.to_string())];
+    let mut hosts = req.inventory.select(&play.hosts).map_err(pattern_error)?;
+    if let Some(limit) = req.limit {
+        let allowed = req.inventory.select(limit).map_err(pattern_error)?;
+        hosts.retain(|h| allowed.contains(h));
+    }
+    hosts.retain(|h| !failed.contains(h));
+    Ok(hosts)
+}
+
+/// Why the rollout stops after a batch, if it does.
+fn halt_reason(play: &Play, size: usize, failed: usize) -> Option<String> {
+    if failed == 0 {
+        return None;
+    }
+    if play.any_errors_fatal {
+        return Some(format!("{failed} host(s) failed and any_errors_fatal is set"));
+    }
+    let pct = 100.0 * failed as f64 / size as f64;
+    match play.max_fail_percentage {
+        Some(max) if pct > max => Some(format!("{pct:.0}% of the batch failed, more than max_fail_percentage {max}%")),
+        None if failed == size && !play.serial.is_empty() => Some("every host of the batch failed".into()),
+        _ => None,
+    }
+}
+
+/// Splits hosts as `serial` asks; the last size repeats, as in Ansible.
+pub fn batches(hosts: &[String], serial: &[BatchSize]) -> Vec<Vec<String>> {
+    if serial.is_empty() {
+        return vec![hosts.to_vec()];
+    }
+    let total = hosts.len();
+    let mut out = Vec::new();
+    let mut rest = hosts;
+    let mut i = 0;
+    while !rest.is_empty() {
+        let n = match &serial[i.min(serial.len() - 1)] {
+            BatchSize::Count(n) => *n,
+            BatchSize::Percent(p) => ((total as f64 * p / 100.0) as usize).max(1),
+        }
+        .clamp(1, rest.len());
+        out.push(rest[..n].to_vec());
+        rest = &rest[n..];
+        i += 1;
+    }
+    out
+}
+
+fn play_vars(play: &Play, base: &Path, templates: &Templates, extra: &Map<String, Value>) -> Result<Map<String, Value>, Vec<Diagnostic>> {
+    let mut vars = play.vars.clone();
+    for node in &play.vars_files {
+        let name = node.scalar_text().unwrap_or_default();
+        let ctx = Value::Object(vars.iter().chain(extra.iter()).map(|(k, v)| (k.clone(), v.clone())).collect());
+        let rendered = templates
+            .render_str(&name, &ctx)
+            .map_err(|e| vec![node.error(format!("vars_files: {e}"))])?;
+        let path: PathBuf = base.join(rendered);
+        let loaded = yaml::load_file(&path).map_err(|d| vec![d])?;
+        match loaded.to_json() {
+            Value::Object(m) => vars.extend(m),
+            Value::Null => {}
+            _ => return Err(vec![loaded.error(format!("{} must hold a mapping of variables", path.display()))]),
+        }
+    }
+    Ok(vars)
+}
+
+fn run_batch(
+    req: &RunRequest,
+    ctx: &PlayCtx,
+    play_vars: &Map<String, Value>,
+    batch: &[String],
+    on_host: &(dyn Fn(&HostReport) + Sync),
+) -> Vec<HostReport> {
+    let queue = Mutex::new(batch.iter().enumerate());
+    let reports = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..req.forks.clamp(1, batch.len().max(1)) {
+            s.spawn(|| loop {
+                let Some((i, host)) = queue.lock().unwrap().next() else {
+                    break;
+                };
+                let report = run_host(req, ctx, play_vars, host);
+                on_host(&report);
+                reports.lock().unwrap().push((i, report));
+            });
+        }
+    });
+    let mut reports = reports.into_inner().unwrap();
+    reports.sort_by_key(|(i, _)| *i);
+    reports.into_iter().map(|(_, r)| r).collect()
+}
+
+fn run_host(req: &RunRequest, ctx: &PlayCtx, play_vars: &Map<String, Value>, host: &str) -> HostReport {
+    let inventory = req.inventory.host_vars(host);
+    let layers = VarLayers {
+        inventory: inventory.clone(),
+        facts: Map::new(),
+        play: play_vars.clone(),
+        registered: Map::new(),
+        extra: req.extra_vars.clone(),
+    };
+    match (req.connect)(host, &inventory) {
+        Ok(mut transport) => HostRun::new(ctx, host, layers, transport.as_mut()).run(),
+        Err(e) => HostReport {
+            host: host.to_string(),
+            play: ctx.play.name.clone(),
+            unreachable: Some(e.to_string()),
+            tasks: Vec::new(),
+            round_trips: 0,
+            duration_ms: 0,
+        },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(n: usize) -> Vec<String> {
+        (1..=n).map(|i| format!("h{i}")).collect()
+    }
+
+    #[test]
+    fn serial_list_repeats_last_size() {
+        let b = batches(&names(10), &[BatchSize::Count(1), BatchSize::Percent(30.0)]);
+        let sizes: Vec<usize> = b.iter().map(Vec::len).collect();
+        assert_eq!(sizes, [1, 3, 3, 3]);
+        assert_eq!(batches(&names(3), &[]), vec![names(3)]);
+    }
+}

@@ -27,13 +27,9 @@ impl VarLayers {
             all.insert(name.to_string(), value.clone());
         }
         all.extend(self.extra.clone());
-        all.insert("omit".into(), Value::String(OMIT.into()));
         resolve(templates, all)
     }
 }
-
-/// What `default(omit)` renders to; parameters with this value are dropped.
-pub const OMIT: &str = "__nodeprov_omit_placeholder__";
 
 /// Variables may refer to other variables (`bin: "{{ home }}/bin"`); Ansible
 /// resolves them lazily. Re-rendering until nothing changes gives the same

@@ -1,0 +1,120 @@
+//! The command line: flags in, one exit code out.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+const EXIT_CODES: &str = "Exit codes:
+  0  success; in check mode: compliant
+  1  nothing ran: usage or configuration error
+  2  check mode found drift (or a result it could not predict)
+  4  at least one host failed or was unreachable
+  6  both 2 and 4";
+
+#[derive(Parser, Debug)]
+#[command(name = "nodeprov", version, about = "Agentless, Ansible-shaped provisioning for GPU server fleets", after_help = EXIT_CODES)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Apply a playbook (idempotent: a second run changes nothing).
+    #[command(after_help = EXIT_CODES)]
+    Apply(RunArgs),
+    /// Compliance dry-run: `apply --check --diff`; changes nothing, the exit code tells the result.
+    #[command(after_help = EXIT_CODES)]
+    Check(RunArgs),
+    /// Parse and type-check a playbook, its inventory, templates and conditions without touching a host.
+    Validate(ValidateArgs),
+    /// Show the inventory as nodeprov resolves it.
+    Inventory(InventoryArgs),
+    /// Show what the probe sees on hosts.
+    Facts(FactsArgs),
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Human,
+    Json,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Connection {
+    Ssh,
+    Local,
+}
+
+#[derive(Args, Debug)]
+pub struct Target {
+    /// Inventory file (INI or YAML), or a comma-separated host list ("a,b,").
+    #[arg(short = 'i', long)]
+    pub inventory: Option<String>,
+    /// Host pattern to restrict the run to (`gpu:!broken`, `@retry-file`).
+    #[arg(short = 'l', long)]
+    pub limit: Option<String>,
+    /// How to reach hosts (overrides `ansible_connection`).
+    #[arg(short = 'c', long, value_enum)]
+    pub connection: Option<Connection>,
+}
+
+#[derive(Args, Debug)]
+pub struct RunArgs {
+    pub playbook: PathBuf,
+    #[command(flatten)]
+    pub target: Target,
+    /// Only run tasks with these tags (comma-separated).
+    #[arg(short = 't', long, value_delimiter = ',')]
+    pub tags: Vec<String>,
+    /// Skip tasks with these tags (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub skip_tags: Vec<String>,
+    /// Extra variables: key=value, @file.yml, or inline YAML/JSON; highest precedence.
+    #[arg(short = 'e', long = "extra-vars")]
+    pub extra_vars: Vec<String>,
+    /// Change nothing; report what would change.
+    #[arg(short = 'C', long)]
+    pub check: bool,
+    /// Show file diffs and `key: actual → desired` for settings.
+    #[arg(short = 'D', long)]
+    pub diff: bool,
+    /// Hosts worked on in parallel.
+    #[arg(short = 'f', long, default_value_t = 50)]
+    pub forks: usize,
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
+}
+
+#[derive(Args, Debug)]
+pub struct ValidateArgs {
+    pub playbook: PathBuf,
+    #[arg(short = 'i', long)]
+    pub inventory: Option<String>,
+}
+
+#[derive(Args, Debug)]
+pub struct InventoryArgs {
+    #[arg(short = 'i', long)]
+    pub inventory: String,
+    /// All groups, hosts and host variables as JSON.
+    #[arg(long, conflicts_with_all = ["host", "graph"])]
+    pub list: bool,
+    /// One host's merged variables as JSON.
+    #[arg(long)]
+    pub host: Option<String>,
+    /// The group tree.
+    #[arg(long)]
+    pub graph: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct FactsArgs {
+    /// Host patterns.
+    #[arg(required = true)]
+    pub hosts: Vec<String>,
+    #[arg(short = 'i', long)]
+    pub inventory: Option<String>,
+    #[arg(short = 'c', long, value_enum)]
+    pub connection: Option<Connection>,
+}

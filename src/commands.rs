@@ -1,0 +1,162 @@
+//! The subcommands, wired from CLI flags to the layers below; errors become
+//! one readable message here and nowhere else.
+
+use std::io::Write;
+use std::path::Path;
+use std::sync::Mutex;
+
+use serde_json::{Map, Value};
+
+use crate::cli::{Cli, Command, FactsArgs, Format, InventoryArgs, RunArgs, ValidateArgs};
+use crate::diag::Diagnostic;
+use crate::exec::host::RunOptions;
+use crate::exec::{run_playbook, RunRequest};
+use crate::inventory::Inventory;
+use crate::report::{self, human, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use crate::{connect, playbook, validate, yaml};
+
+pub fn run(cli: Cli) -> u8 {
+    let result = match cli.command {
+        Command::Apply(args) => apply(args, false),
+        Command::Check(args) => apply(args, true),
+        Command::Validate(args) => validate_cmd(&args),
+        Command::Inventory(args) => inventory_cmd(&args),
+        Command::Facts(args) => facts_cmd(&args),
+    };
+    result.unwrap_or_else(|errors| {
+        let mut err = std::io::stderr().lock();
+        for e in &errors {
+            let _ = writeln!(err, "error: {e}");
+        }
+        EXIT_USAGE
+    })
+}
+
+fn load_inventory(spec: Option<&str>) -> Result<Inventory, Vec<Diagnostic>> {
+    match spec {
+        None => Ok(Inventory::localhost()),
+        Some(s) if s.contains(',') && !Path::new(s).exists() => Ok(Inventory::from_host_list(s)),
+        Some(path) => Inventory::load(Path::new(path)).map_err(|d| vec![d]),
+    }
+}
+
+/// `-e` values: `@file.yml`, inline YAML/JSON mappings, or `k=v` pairs.
+fn extra_vars(specs: &[String]) -> Result<Map<String, Value>, Vec<Diagnostic>> {
+    let mut vars = Map::new();
+    for spec in specs {
+        let node = if let Some(file) = spec.strip_prefix('@') {
+            yaml::load_file(Path::new(file)).map_err(|d| vec![d])?
+        } else if spec.trim_start().starts_with('{') {
+            yaml::load_str(spec, "--extra-vars").map_err(|d| vec![d])?
+        } else {
+            for word in crate::shell::split(spec) {
+                let Some((k, v)) = word.split_once('=') else {
+                    let span = crate::diag::Span::synthetic("--extra-vars");
+                    return Err(vec![Diagnostic::new(&span, format!("expected key=value, @file or a mapping, got '{word}'"))]);
+                };
+                vars.insert(k.to_string(), Value::String(v.to_string()));
+            }
+            continue;
+        };
+        match node.to_json() {
+            Value::Object(m) => vars.extend(m),
+            _ => return Err(vec![node.error("extra vars must be a mapping")]),
+        }
+    }
+    Ok(vars)
+}
+
+fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
+    let check = check_cmd || args.check;
+    let diff = check_cmd || args.diff;
+    let pb = playbook::load(&args.playbook)?;
+    validate::templates(&pb)?;
+    let inventory = load_inventory(args.target.inventory.as_deref())?;
+    let connection = args.target.connection;
+    let connect = move |host: &str, vars: &Map<String, Value>| connect::open(connection, host, vars);
+    let req = RunRequest {
+        playbook: &pb,
+        inventory: &inventory,
+        limit: args.target.limit.as_deref(),
+        opts: RunOptions {
+            check,
+            tags: args.tags.clone(),
+            skip_tags: args.skip_tags.clone(),
+        },
+        extra_vars: extra_vars(&args.extra_vars)?,
+        forks: args.forks,
+        connect: &connect,
+    };
+    let style = human::Style { diff };
+    let human_out = args.format == Format::Human;
+    let stdout = Mutex::new(std::io::stdout());
+    let outcome = run_playbook(&req, &|r| {
+        if human_out {
+            let _ = write!(stdout.lock().unwrap(), "{}", human::host_block(r, &style));
+        }
+    })?;
+    let code = report::exit_code(&outcome);
+    let mut out = stdout.lock().unwrap();
+    if human_out {
+        let _ = write!(out, "{}", human::recap(&outcome));
+    } else {
+        let mode = if check { "check" } else { "apply" };
+        let doc = report::json::document(&outcome, mode, &args.playbook.display().to_string(), code);
+        let _ = writeln!(out, "{}", serde_json::to_string_pretty(&doc).expect("json"));
+    }
+    Ok(code)
+}
+
+fn validate_cmd(args: &ValidateArgs) -> Result<u8, Vec<Diagnostic>> {
+    let pb = playbook::load(&args.playbook)?;
+    validate::templates(&pb)?;
+    let inventory = load_inventory(args.inventory.as_deref())?;
+    for play in &pb.plays {
+        inventory
+            .select(&play.hosts)
+            .map_err(|e| vec![Diagnostic::new(&play.span, format!("hosts: {e}"))])?;
+    }
+    let tasks: usize = pb.plays.iter().map(|p| p.tasks.len() + p.handlers.len() + p.validate.len()).sum();
+    println!("{}: ok ({} plays, {tasks} tasks)", args.playbook.display(), pb.plays.len());
+    Ok(EXIT_OK)
+}
+
+fn inventory_cmd(args: &InventoryArgs) -> Result<u8, Vec<Diagnostic>> {
+    let inv = load_inventory(Some(&args.inventory))?;
+    if args.graph {
+        print!("{}", inv.graph());
+    } else if let Some(host) = &args.host {
+        if !inv.hosts().contains(host) {
+            let span = crate::diag::Span::synthetic(&args.inventory);
+            return Err(vec![Diagnostic::new(&span, format!("host '{host}' is not in the inventory"))]);
+        }
+        println!("{}", serde_json::to_string_pretty(&Value::Object(inv.host_vars(host))).expect("json"));
+    } else {
+        println!("{}", serde_json::to_string_pretty(&inv.list_json()).expect("json"));
+    }
+    Ok(EXIT_OK)
+}
+
+fn facts_cmd(args: &FactsArgs) -> Result<u8, Vec<Diagnostic>> {
+    let inv = load_inventory(args.inventory.as_deref())?;
+    let mut hosts = Vec::new();
+    for pattern in &args.hosts {
+        let span = crate::diag::Span::synthetic("facts");
+        hosts.extend(inv.select(pattern).map_err(|e| vec![Diagnostic::new(&span, e.to_string())])?);
+    }
+    let mut out = Map::new();
+    let mut code = EXIT_OK;
+    for host in hosts {
+        let vars = inv.host_vars(&host);
+        let facts = connect::open(args.connection, &host, &vars).and_then(|mut t| crate::host_facts::gather(t.as_mut()));
+        match facts {
+            Ok(f) => out.insert(host, Value::Object(f)),
+            Err(e) => {
+                code = EXIT_FAILED;
+                out.insert(host, serde_json::json!({"unreachable": e.to_string()}))
+            }
+        };
+    }
+    println!("{}", serde_json::to_string_pretty(&Value::Object(out)).expect("json"));
+    Ok(code)
+}

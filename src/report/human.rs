@@ -1,0 +1,134 @@
+//! Output for people: one block per host and play, then a recap.
+
+use std::fmt::Write;
+
+use crate::exec::result::{HostReport, Status, TaskResult};
+use crate::exec::RunOutcome;
+
+pub struct Style {
+    pub diff: bool,
+}
+
+pub fn host_block(r: &HostReport, style: &Style) -> String {
+    let mut out = format!("PLAY [{}] {}\n", r.play, r.host);
+    if let Some(why) = &r.unreachable {
+        let _ = writeln!(out, "  unreachable  {why}");
+        return out;
+    }
+    for t in &r.tasks {
+        task_lines(&mut out, t, style);
+    }
+    out
+}
+
+fn task_lines(out: &mut String, t: &TaskResult, style: &Style) {
+    let word = if t.ignored { "ignored" } else { t.status.word() };
+    let name = match &t.item {
+        Some(item) => format!("{} ({item})", t.task),
+        None => t.task.clone(),
+    };
+    let _ = writeln!(out, "  {word:<8} {name}");
+    if let Some(msg) = &t.message {
+        let _ = writeln!(out, "           {msg}");
+        if t.status == Status::Failed {
+            let _ = writeln!(out, "           at {}", t.location);
+        }
+    }
+    let show_changes = matches!(t.status, Status::Drift | Status::Changed | Status::Unknown | Status::Failed);
+    for c in t.changes.iter().filter(|_| show_changes) {
+        let mut line = format!("           {}: {} → {}", c.subject, c.before.as_deref().unwrap_or("(none)"), c.after.as_deref().unwrap_or("(none)"));
+        if let Some(ev) = &c.evidence {
+            let _ = write!(line, "  [{ev}]");
+        }
+        let _ = writeln!(out, "{line}");
+        if let (true, Some(diff)) = (style.diff, &c.diff) {
+            for l in diff.lines() {
+                let _ = writeln!(out, "             {l}");
+            }
+        }
+    }
+    for n in &t.notes {
+        let _ = writeln!(out, "           note: {n}");
+    }
+}
+
+pub fn recap(outcome: &RunOutcome) -> String {
+    let mut out = String::from("RECAP\n");
+    let width = outcome.reports.iter().map(|r| r.host.len()).max().unwrap_or(0);
+    for r in &outcome.reports {
+        let c = r.recap();
+        let _ = writeln!(
+            out,
+            "  {:<width$}  ok={} changed={} drift={} unknown={} failed={} skipped={} unreachable={}  round_trips={}",
+            r.host,
+            c.ok,
+            c.changed,
+            c.drift,
+            c.unknown,
+            c.failed,
+            c.skipped,
+            u8::from(r.unreachable.is_some()),
+            r.round_trips
+        );
+    }
+    if let Some(why) = &outcome.halted {
+        let _ = writeln!(out, "HALTED: {why}");
+    }
+    if !outcome.never_touched.is_empty() {
+        let _ = writeln!(out, "never touched: {}", outcome.never_touched.join(", "));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modules::Change;
+
+    fn report() -> HostReport {
+        let mut change = Change::new("vm.swappiness", Some("60".into()), Some("10".into()));
+        change.evidence = Some("live value in /proc/sys/vm/swappiness".into());
+        let task = |name: &str, status, changes| TaskResult {
+            task: name.into(),
+            module: "sysctl",
+            location: "gpu-node.yml:9:7".into(),
+            item: None,
+            status,
+            changes,
+            notes: Vec::new(),
+            message: None,
+            ignored: false,
+            duration_ms: 1,
+        };
+        HostReport {
+            host: "gpu-01".into(),
+            play: "GPU node".into(),
+            unreachable: None,
+            tasks: vec![task("swappiness", Status::Drift, vec![change]), task("overcommit", Status::Ok, Vec::new())],
+            round_trips: 1,
+            duration_ms: 5,
+        }
+    }
+
+    #[test]
+    fn host_block_snapshot() {
+        let text = host_block(&report(), &Style { diff: true });
+        assert_eq!(
+            text,
+            "PLAY [GPU node] gpu-01\n  drift    swappiness\n           vm.swappiness: 60 → 10  [live value in /proc/sys/vm/swappiness]\n  ok       overcommit\n"
+        );
+    }
+
+    #[test]
+    fn recap_snapshot() {
+        let outcome = RunOutcome {
+            reports: vec![report()],
+            never_touched: vec!["gpu-02".into()],
+            halted: Some("play 'x': every host of the batch failed".into()),
+        };
+        assert_eq!(
+            recap(&outcome),
+            "RECAP\n  gpu-01  ok=1 changed=0 drift=1 unknown=0 failed=0 skipped=0 unreachable=0  round_trips=1\nHALTED: play 'x': every host of the batch failed\nnever touched: gpu-02\n"
+        );
+    }
+}

@@ -1,0 +1,94 @@
+//! Static checks of a loaded playbook: every template and condition must
+//! compile, every `src:` template must exist and compile. No host is touched.
+
+use std::path::Path;
+
+use serde_json::Value;
+
+use crate::diag::Diagnostic;
+use crate::playbook::{Playbook, Task};
+use crate::template::Templates;
+use crate::yaml::Node;
+
+pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
+    let t = Templates::new();
+    let base = pb.path.parent().unwrap_or(Path::new("."));
+    let mut errors = Vec::new();
+    for play in &pb.plays {
+        for task in play.tasks.iter().chain(&play.handlers).chain(&play.validate) {
+            check_task(&t, base, task, &mut errors);
+        }
+    }
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+fn check_task(t: &Templates, base: &Path, task: &Task, errors: &mut Vec<Diagnostic>) {
+    for (_, node) in &task.params {
+        check_strings(t, node, errors);
+    }
+    if let Some(items) = &task.loop_items {
+        check_strings(t, items, errors);
+    }
+    for cond in [&task.when, &task.changed_when, &task.failed_when].into_iter().flatten() {
+        check_condition(t, cond, errors);
+    }
+    if task.module.name == "template" {
+        check_template_src(t, base, task, errors);
+    }
+}
+
+fn check_strings(t: &Templates, node: &Node, errors: &mut Vec<Diagnostic>) {
+    match &node.value {
+        crate::yaml::Value::Str(s) if s.contains("{{") || s.contains("{%") => {
+            if let Err(e) = t.check_template(s) {
+                errors.push(node.error(format!("template error: {e}")));
+            }
+        }
+        crate::yaml::Value::Seq(items) => items.iter().for_each(|i| check_strings(t, i, errors)),
+        crate::yaml::Value::Map(entries) => entries.iter().for_each(|(_, v)| check_strings(t, v, errors)),
+        _ => {}
+    }
+}
+
+fn check_condition(t: &Templates, node: &Node, errors: &mut Vec<Diagnostic>) {
+    match &node.value {
+        crate::yaml::Value::Str(s) => {
+            let result = if s.contains("{{") { t.check_template(s) } else { t.check_expression(s) };
+            if let Err(e) = result {
+                errors.push(node.error(format!("invalid condition: {e}")));
+            }
+        }
+        crate::yaml::Value::Seq(items) => items.iter().for_each(|i| check_condition(t, i, errors)),
+        _ => {}
+    }
+}
+
+fn check_template_src(t: &Templates, base: &Path, task: &Task, errors: &mut Vec<Diagnostic>) {
+    let Some((_, node)) = task.params.iter().find(|(k, _)| k == "src") else {
+        return;
+    };
+    let Value::String(src) = node.to_json() else {
+        return;
+    };
+    if src.contains("{{") {
+        return;
+    }
+    let candidates = [base.join("templates").join(&src), base.join("../templates").join(&src), base.join(&src)];
+    let Some(path) = candidates.iter().find(|p| p.exists()) else {
+        errors.push(node.error(format!("template '{src}' not found in templates/ or beside the playbook")));
+        return;
+    };
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            if let Err(e) = t.check_template(&text) {
+                let line = e.line.map(|l| format!(":{l}")).unwrap_or_default();
+                errors.push(node.error(format!("template {}{line}: {e}", path.display())));
+            }
+        }
+        Err(e) => errors.push(node.error(format!("cannot read {}: {e}", path.display()))),
+    }
+}
