@@ -52,7 +52,10 @@ fn extra_vars(specs: &[String]) -> Result<Map<String, Value>, Vec<Diagnostic>> {
             for word in crate::shell::split(spec) {
                 let Some((k, v)) = word.split_once('=') else {
                     let span = crate::diag::Span::synthetic("--extra-vars");
-                    return Err(vec![Diagnostic::new(&span, format!("expected key=value, @file or a mapping, got '{word}'"))]);
+                    return Err(vec![Diagnostic::new(
+                        &span,
+                        format!("expected key=value, @file or a mapping, got '{word}'"),
+                    )]);
                 };
                 vars.insert(k.to_string(), Value::String(v.to_string()));
             }
@@ -73,7 +76,8 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
     validate::templates(&pb)?;
     let inventory = load_inventory(args.target.inventory.as_deref())?;
     let connection = args.target.connection;
-    let connect = move |host: &str, vars: &Map<String, Value>| connect::open(connection, host, vars);
+    let connect =
+        move |host: &str, vars: &Map<String, Value>| connect::open(connection, host, vars);
     let req = RunRequest {
         playbook: &pb,
         inventory: &inventory,
@@ -101,7 +105,8 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
         let _ = write!(out, "{}", human::recap(&outcome));
     } else {
         let mode = if check { "check" } else { "apply" };
-        let doc = report::json::document(&outcome, mode, &args.playbook.display().to_string(), code);
+        let doc =
+            report::json::document(&outcome, mode, &args.playbook.display().to_string(), code);
         let _ = writeln!(out, "{}", serde_json::to_string_pretty(&doc).expect("json"));
     }
     Ok(code)
@@ -116,8 +121,16 @@ fn validate_cmd(args: &ValidateArgs) -> Result<u8, Vec<Diagnostic>> {
             .select(&play.hosts)
             .map_err(|e| vec![Diagnostic::new(&play.span, format!("hosts: {e}"))])?;
     }
-    let tasks: usize = pb.plays.iter().map(|p| p.tasks.len() + p.handlers.len() + p.validate.len()).sum();
-    println!("{}: ok ({} plays, {tasks} tasks)", args.playbook.display(), pb.plays.len());
+    let tasks: usize = pb
+        .plays
+        .iter()
+        .map(|p| p.tasks.len() + p.handlers.len() + p.validate.len())
+        .sum();
+    println!(
+        "{}: ok ({} plays, {tasks} tasks)",
+        args.playbook.display(),
+        pb.plays.len()
+    );
     Ok(EXIT_OK)
 }
 
@@ -128,11 +141,20 @@ fn inventory_cmd(args: &InventoryArgs) -> Result<u8, Vec<Diagnostic>> {
     } else if let Some(host) = &args.host {
         if !inv.hosts().contains(host) {
             let span = crate::diag::Span::synthetic(&args.inventory);
-            return Err(vec![Diagnostic::new(&span, format!("host '{host}' is not in the inventory"))]);
+            return Err(vec![Diagnostic::new(
+                &span,
+                format!("host '{host}' is not in the inventory"),
+            )]);
         }
-        println!("{}", serde_json::to_string_pretty(&Value::Object(inv.host_vars(host))).expect("json"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&Value::Object(inv.host_vars(host))).expect("json")
+        );
     } else {
-        println!("{}", serde_json::to_string_pretty(&inv.list_json()).expect("json"));
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&inv.list_json()).expect("json")
+        );
     }
     Ok(EXIT_OK)
 }
@@ -142,13 +164,17 @@ fn facts_cmd(args: &FactsArgs) -> Result<u8, Vec<Diagnostic>> {
     let mut hosts = Vec::new();
     for pattern in &args.hosts {
         let span = crate::diag::Span::synthetic("facts");
-        hosts.extend(inv.select(pattern).map_err(|e| vec![Diagnostic::new(&span, e.to_string())])?);
+        hosts.extend(
+            inv.select(pattern)
+                .map_err(|e| vec![Diagnostic::new(&span, e.to_string())])?,
+        );
     }
     let mut out = Map::new();
     let mut code = EXIT_OK;
     for host in hosts {
         let vars = inv.host_vars(&host);
-        let facts = connect::open(args.connection, &host, &vars).and_then(|mut t| crate::host_facts::gather(t.as_mut()));
+        let facts = connect::open(args.connection, &host, &vars)
+            .and_then(|mut t| crate::host_facts::gather(t.as_mut()));
         match facts {
             Ok(f) => out.insert(host, Value::Object(f)),
             Err(e) => {
@@ -157,6 +183,9 @@ fn facts_cmd(args: &FactsArgs) -> Result<u8, Vec<Diagnostic>> {
             }
         };
     }
-    println!("{}", serde_json::to_string_pretty(&Value::Object(out)).expect("json"));
+    println!(
+        "{}",
+        serde_json::to_string_pretty(&Value::Object(out)).expect("json")
+    );
     Ok(code)
 }

@@ -7,13 +7,19 @@ use crate::transport::local::LocalTransport;
 use crate::transport::{Transport, TransportError};
 
 pub fn connection_for(cli: Option<Connection>, vars: &Map<String, Value>) -> Connection {
-    cli.unwrap_or_else(|| match vars.get("ansible_connection").and_then(Value::as_str) {
-        Some("local") => Connection::Local,
-        _ => Connection::Ssh,
-    })
+    cli.unwrap_or_else(
+        || match vars.get("ansible_connection").and_then(Value::as_str) {
+            Some("local") => Connection::Local,
+            _ => Connection::Ssh,
+        },
+    )
 }
 
-pub fn open(cli: Option<Connection>, host: &str, vars: &Map<String, Value>) -> Result<Box<dyn Transport>, TransportError> {
+pub fn open(
+    cli: Option<Connection>,
+    host: &str,
+    vars: &Map<String, Value>,
+) -> Result<Box<dyn Transport>, TransportError> {
     match connection_for(cli, vars) {
         Connection::Local => Ok(Box::new(LocalTransport)),
         Connection::Ssh => Err(TransportError::Unreachable(format!(

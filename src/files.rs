@@ -166,7 +166,10 @@ pub fn attr_commands(target: &str, opts: &WriteOpts, on_fail: &str) -> String {
         (None, None) => None,
     };
     if let Some(owner) = owner {
-        s.push_str(&format!("chown {} {target} || {{ {on_fail}; }}\n", quote(&owner)));
+        s.push_str(&format!(
+            "chown {} {target} || {{ {on_fail}; }}\n",
+            quote(&owner)
+        ));
     }
     s
 }
@@ -222,7 +225,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("conf");
         std::fs::write(&path, "old\n").unwrap();
-        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o640)).unwrap();
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o640))
+            .unwrap();
         let p = path.to_str().unwrap();
         let opts = WriteOpts {
             backup: true,
@@ -230,21 +234,34 @@ mod tests {
         };
         let out = run(write_step(p, "new $(reboot) 'q'\n", &opts));
         assert_eq!(out.status, 0, "{}", String::from_utf8_lossy(&out.stderr));
-        assert_eq!(std::fs::read_to_string(&path).unwrap(), "new $(reboot) 'q'\n");
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "new $(reboot) 'q'\n"
+        );
         let st = probe_local(p).unwrap();
         assert_eq!(st.mode, 0o640);
         let names: Vec<String> = std::fs::read_dir(dir.path())
             .unwrap()
             .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
             .collect();
-        let backup = names.iter().find(|n| n.ends_with(".bak")).expect("backup kept");
-        assert_eq!(std::fs::read_to_string(dir.path().join(backup)).unwrap(), "old\n");
+        let backup = names
+            .iter()
+            .find(|n| n.ends_with(".bak"))
+            .expect("backup kept");
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join(backup)).unwrap(),
+            "old\n"
+        );
         assert_eq!(names.len(), 2, "no temp file left: {names:?}");
     }
 
     #[test]
     fn write_into_missing_directory_fails_cleanly() {
-        let out = run(write_step("/nonexistent-dir-np/x", "a", &WriteOpts::default()));
+        let out = run(write_step(
+            "/nonexistent-dir-np/x",
+            "a",
+            &WriteOpts::default(),
+        ));
         assert_ne!(out.status, 0);
         assert!(String::from_utf8_lossy(&out.stderr).contains("does not exist"));
     }

@@ -23,7 +23,9 @@ true"#,
 }
 
 /// Gathers facts in one round trip (for `nodeprov facts`).
-pub fn gather(t: &mut dyn crate::transport::Transport) -> Result<Map<String, Value>, crate::transport::TransportError> {
+pub fn gather(
+    t: &mut dyn crate::transport::Transport,
+) -> Result<Map<String, Value>, crate::transport::TransportError> {
     let p = probe();
     let token = "facts";
     let script = crate::transport::Script {
@@ -74,7 +76,10 @@ pub fn parse(r: &ProbeResult) -> Map<String, Value> {
 /// Ansible's family names for the distributions GPU fleets run.
 fn os_family(id: &str, like: &str) -> &'static str {
     let all = format!("{id} {like}");
-    if ["rhel", "centos", "fedora", "rocky", "almalinux"].iter().any(|d| all.contains(d)) {
+    if ["rhel", "centos", "fedora", "rocky", "almalinux"]
+        .iter()
+        .any(|d| all.contains(d))
+    {
         "RedHat"
     } else if ["debian", "ubuntu"].iter().any(|d| all.contains(d)) {
         "Debian"
@@ -98,7 +103,9 @@ mod tests {
         assert_eq!(f["ansible_distribution_major_version"], "9");
         assert_eq!(f["ansible_memtotal_mb"], 2048);
         assert_eq!(f["ansible_service_mgr"], "systemd");
-        let u = parse(&ProbeResult::ok("os_ID=ubuntu\nos_ID_LIKE=debian\nsystemd=0\n"));
+        let u = parse(&ProbeResult::ok(
+            "os_ID=ubuntu\nos_ID_LIKE=debian\nsystemd=0\n",
+        ));
         assert_eq!(u["ansible_os_family"], "Debian");
         assert_eq!(u["ansible_service_mgr"], "other");
     }

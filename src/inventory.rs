@@ -16,13 +16,27 @@ impl Inventory {
         Ok(Self::localhost())
     }
     pub fn from_host_list(l: &str) -> Inventory {
-        Inventory { hosts: l.split(',').filter(|s| !s.is_empty()).map(String::from).collect() }
+        Inventory {
+            hosts: l
+                .split(',')
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect(),
+        }
     }
-    pub fn hosts(&self) -> Vec<String> { self.hosts.clone() }
-    pub fn graph(&self) -> String { String::new() }
-    pub fn list_json(&self) -> Value { Value::Null }
+    pub fn hosts(&self) -> Vec<String> {
+        self.hosts.clone()
+    }
+    pub fn graph(&self) -> String {
+        String::new()
+    }
+    pub fn list_json(&self) -> Value {
+        Value::Null
+    }
     pub fn localhost() -> Inventory {
-        Inventory { hosts: vec!["localhost".into()] }
+        Inventory {
+            hosts: vec!["localhost".into()],
+        }
     }
     pub fn select(&self, pattern: &str) -> Result<Vec<String>, PatternError> {
         if pattern == "all" || pattern == "localhost" {

@@ -9,15 +9,47 @@ use crate::modules::{self, ModuleSpec};
 use crate::yaml::{self, Node, Value};
 
 const PLAY_KEYS: &[&str] = &[
-    "name", "hosts", "vars", "vars_files", "become", "become_user", "become_method", "gather_facts", "serial",
-    "max_fail_percentage", "any_errors_fatal", "strategy", "tasks", "handlers", "validate", "tags", "remote_user",
+    "name",
+    "hosts",
+    "vars",
+    "vars_files",
+    "become",
+    "become_user",
+    "become_method",
+    "gather_facts",
+    "serial",
+    "max_fail_percentage",
+    "any_errors_fatal",
+    "strategy",
+    "tasks",
+    "handlers",
+    "validate",
+    "tags",
+    "remote_user",
     "connection",
 ];
 
 const TASK_KEYS: &[&str] = &[
-    "name", "when", "loop", "with_items", "loop_control", "register", "notify", "tags", "become", "become_user",
-    "become_method", "ignore_errors", "changed_when", "failed_when", "check_mode", "args", "listen", "vars",
-    "timeout", "no_log",
+    "name",
+    "when",
+    "loop",
+    "with_items",
+    "loop_control",
+    "register",
+    "notify",
+    "tags",
+    "become",
+    "become_user",
+    "become_method",
+    "ignore_errors",
+    "changed_when",
+    "failed_when",
+    "check_mode",
+    "args",
+    "listen",
+    "vars",
+    "timeout",
+    "no_log",
 ];
 
 #[derive(Debug)]
@@ -97,9 +129,15 @@ pub fn load(path: &Path) -> Result<Playbook, Vec<Diagnostic>> {
     let root = yaml::load_file(path).map_err(|d| vec![d])?;
     let mut errors = Errors::default();
     let plays = match &root.value {
-        Value::Seq(items) => items.iter().filter_map(|p| parse_play(p, &mut errors)).collect(),
+        Value::Seq(items) => items
+            .iter()
+            .filter_map(|p| parse_play(p, &mut errors))
+            .collect(),
         _ => {
-            errors.push(root.error(format!("a playbook must be a list of plays, found {}", root.kind())));
+            errors.push(root.error(format!(
+                "a playbook must be a list of plays, found {}",
+                root.kind()
+            )));
             Vec::new()
         }
     };
@@ -132,7 +170,9 @@ fn expect_map<'a>(node: &'a Node, what: &str, errors: &mut Errors) -> Option<&'a
 
 fn string(node: &Node, what: &str, errors: &mut Errors) -> String {
     match &node.value {
-        Value::Str(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) => node.scalar_text().unwrap_or_default(),
+        Value::Str(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) => {
+            node.scalar_text().unwrap_or_default()
+        }
         _ => {
             errors.push(node.error(format!("{what} must be a string, found {}", node.kind())));
             String::new()
@@ -148,7 +188,10 @@ fn boolean(node: &Node, what: &str, errors: &mut Errors) -> bool {
             false
         }),
         _ => {
-            errors.push(node.error(format!("{what} must be a boolean (yes/no), found {}", node.kind())));
+            errors.push(node.error(format!(
+                "{what} must be a boolean (yes/no), found {}",
+                node.kind()
+            )));
             false
         }
     }
@@ -158,7 +201,11 @@ fn boolean(node: &Node, what: &str, errors: &mut Errors) -> bool {
 fn string_list(node: &Node, what: &str, errors: &mut Errors) -> Vec<String> {
     match &node.value {
         Value::Seq(items) => items.iter().map(|i| string(i, what, errors)).collect(),
-        Value::Str(s) => s.split(',').map(|t| t.trim().to_string()).filter(|t| !t.is_empty()).collect(),
+        Value::Str(s) => s
+            .split(',')
+            .map(|t| t.trim().to_string())
+            .filter(|t| !t.is_empty())
+            .collect(),
         _ => vec![string(node, what, errors)],
     }
 }
@@ -203,7 +250,12 @@ fn parse_play(node: &Node, errors: &mut Errors) -> Option<Play> {
                 play.hosts = string_list(v, "hosts", errors).join(":");
             }
             "vars" => play.vars = vars_map(v, errors),
-            "vars_files" => play.vars_files = v.as_seq().map(<[Node]>::to_vec).unwrap_or_else(|| vec![v.clone()]),
+            "vars_files" => {
+                play.vars_files = v
+                    .as_seq()
+                    .map(<[Node]>::to_vec)
+                    .unwrap_or_else(|| vec![v.clone()])
+            }
             "become" => become_ = boolean(v, "become", errors),
             "become_user" => play.become_user = Some(string(v, "become_user", errors)),
             "gather_facts" => play.gather_facts = boolean(v, "gather_facts", errors),
@@ -246,7 +298,9 @@ fn parse_serial(v: &Node, errors: &mut Errors) -> Vec<BatchSize> {
         Value::Int(i) if *i > 0 => Some(BatchSize::Count(*i as usize)),
         Value::Str(s) if s.ends_with('%') => Some(BatchSize::Percent(percent(n, errors))),
         _ => {
-            errors.push(n.error("serial must be a positive number, a percentage like '25%', or a list of those"));
+            errors.push(n.error(
+                "serial must be a positive number, a percentage like '25%', or a list of those",
+            ));
             None
         }
     };
@@ -316,9 +370,13 @@ fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
             "become_method" | "timeout" | "no_log" => {}
             _ => match modules::find(key) {
                 Some(spec) if module.is_none() => module = Some((spec, k, v)),
-                Some(_) => errors.push(k.error(format!("a task runs one module; '{key}' is a second one"))),
+                Some(_) => {
+                    errors.push(k.error(format!("a task runs one module; '{key}' is a second one")))
+                }
                 None => {
-                    let known: Vec<&str> = modules::all_names().chain(TASK_KEYS.iter().copied()).collect();
+                    let known: Vec<&str> = modules::all_names()
+                        .chain(TASK_KEYS.iter().copied())
+                        .collect();
                     errors.push(unknown_key(k, "module or task keyword", &known));
                 }
             },
@@ -359,22 +417,37 @@ fn parse_loop_control(v: &Node, task: &mut Task, errors: &mut Errors) {
 
 /// The module's parameters from its mapping, its free-form string
 /// (`command: echo hi`, or `copy: src=a dest=b`), and `args:`.
-fn module_params(spec: &ModuleSpec, value: &Node, args: Option<&Node>, errors: &mut Errors) -> Vec<(String, Node)> {
+fn module_params(
+    spec: &ModuleSpec,
+    value: &Node,
+    args: Option<&Node>,
+    errors: &mut Errors,
+) -> Vec<(String, Node)> {
     let mut params: Vec<(String, Node)> = Vec::new();
     match &value.value {
-        Value::Map(entries) => {
-            params.extend(entries.iter().map(|(k, v)| (k.scalar_text().unwrap_or_default(), v.clone())))
-        }
+        Value::Map(entries) => params.extend(
+            entries
+                .iter()
+                .map(|(k, v)| (k.scalar_text().unwrap_or_default(), v.clone())),
+        ),
         Value::Null => {}
         Value::Str(s) => match spec.free_form {
             Some(name) => params.push((name.to_string(), value.clone())),
             None => params.extend(key_value_params(s, value, errors)),
         },
-        _ => errors.push(value.error(format!("parameters of '{}' must be a mapping, found {}", spec.name, value.kind()))),
+        _ => errors.push(value.error(format!(
+            "parameters of '{}' must be a mapping, found {}",
+            spec.name,
+            value.kind()
+        ))),
     }
     if let Some(args) = args {
         if let Some(entries) = expect_map(args, "args", errors) {
-            params.extend(entries.iter().map(|(k, v)| (k.scalar_text().unwrap_or_default(), v.clone())));
+            params.extend(
+                entries
+                    .iter()
+                    .map(|(k, v)| (k.scalar_text().unwrap_or_default(), v.clone())),
+            );
         }
     }
     params
@@ -384,7 +457,10 @@ fn key_value_params(s: &str, node: &Node, errors: &mut Errors) -> Vec<(String, N
     crate::shell::split(s)
         .into_iter()
         .filter_map(|word| match word.split_once('=') {
-            Some((k, v)) => Some((k.to_string(), Node::new(Value::Str(v.to_string()), node.span.clone()))),
+            Some((k, v)) => Some((
+                k.to_string(),
+                Node::new(Value::Str(v.to_string()), node.span.clone()),
+            )),
             None => {
                 errors.push(node.error(format!("expected key=value parameters, found '{word}'")));
                 None
@@ -396,7 +472,10 @@ fn key_value_params(s: &str, node: &Node, errors: &mut Errors) -> Vec<(String, N
 fn check_params(spec: &ModuleSpec, key: &Node, params: &[(String, Node)], errors: &mut Errors) {
     for (name, value) in params {
         if !spec.params.contains(&name.as_str()) {
-            let d = Diagnostic::new(&value.span, format!("unknown parameter '{name}' for module '{}'", spec.name));
+            let d = Diagnostic::new(
+                &value.span,
+                format!("unknown parameter '{name}' for module '{}'", spec.name),
+            );
             let hint = match suggest(name, spec.params.iter().copied()) {
                 Some(s) => format!("did you mean '{s}'?"),
                 None => format!("'{}' takes: {}", spec.name, spec.params.join(", ")),
@@ -406,7 +485,10 @@ fn check_params(spec: &ModuleSpec, key: &Node, params: &[(String, Node)], errors
     }
     for required in spec.required {
         if !params.iter().any(|(n, _)| n == required) {
-            errors.push(key.error(format!("module '{}' needs parameter '{required}'", spec.name)));
+            errors.push(key.error(format!(
+                "module '{}' needs parameter '{required}'",
+                spec.name
+            )));
         }
     }
 }
@@ -450,12 +532,16 @@ mod tests {
         assert_eq!(task.module_span.line, 6);
         assert_eq!(task.module_span.col, 7);
         assert_eq!(task.params[0].0, "name");
-        assert_eq!(task.params[1].1.span.location().rsplit('/').next().unwrap(), "site.yml:6:44");
+        assert_eq!(
+            task.params[1].1.span.location().rsplit('/').next().unwrap(),
+            "site.yml:6:44"
+        );
     }
 
     #[test]
     fn unknown_module_names_position_and_suggests() {
-        let errs = load_text("- hosts: all\n  tasks:\n    - sysctll: {name: a, value: 1}\n").unwrap_err();
+        let errs =
+            load_text("- hosts: all\n  tasks:\n    - sysctll: {name: a, value: 1}\n").unwrap_err();
         assert_eq!(errs[0].span.location(), "site.yml:3:7");
         assert_eq!(errs[0].message, "unknown module or task keyword 'sysctll'");
         assert_eq!(errs[0].hint.as_deref(), Some("did you mean 'sysctl'?"));
@@ -463,9 +549,15 @@ mod tests {
 
     #[test]
     fn unknown_parameter_suggests_nearest() {
-        let errs = load_text("- hosts: all\n  tasks:\n    - copy:\n        dest: /x\n        contnet: y\n").unwrap_err();
+        let errs = load_text(
+            "- hosts: all\n  tasks:\n    - copy:\n        dest: /x\n        contnet: y\n",
+        )
+        .unwrap_err();
         assert_eq!(errs[0].span.location(), "site.yml:5:18");
-        assert_eq!(errs[0].message, "unknown parameter 'contnet' for module 'copy'");
+        assert_eq!(
+            errs[0].message,
+            "unknown parameter 'contnet' for module 'copy'"
+        );
         assert_eq!(errs[0].hint.as_deref(), Some("did you mean 'content'?"));
     }
 
@@ -475,7 +567,11 @@ mod tests {
         let messages: Vec<&str> = errs.iter().map(|e| e.message.as_str()).collect();
         assert_eq!(
             messages,
-            ["this task names no module", "unknown parameter 'stat' for module 'file'", "unknown play keyword 'hanlders'"]
+            [
+                "this task names no module",
+                "unknown parameter 'stat' for module 'file'",
+                "unknown play keyword 'hanlders'"
+            ]
         );
         assert_eq!(errs[2].hint.as_deref(), Some("did you mean 'handlers'?"));
     }
@@ -485,15 +581,24 @@ mod tests {
         let pb = load_text("- hosts: all\n  tasks:\n    - command: echo hi\n    - file: path=/tmp/x state=directory\n").unwrap();
         let t = &pb.plays[0].tasks;
         assert_eq!(t[0].params[0].0, "cmd");
-        assert_eq!(t[1].params.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(), ["path", "state"]);
+        assert_eq!(
+            t[1].params.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(),
+            ["path", "state"]
+        );
     }
 
     #[test]
     fn wrong_shapes_are_explained() {
         let errs = load_text("hosts: all\n").unwrap_err();
-        assert_eq!(errs[0].message, "a playbook must be a list of plays, found a mapping");
+        assert_eq!(
+            errs[0].message,
+            "a playbook must be a list of plays, found a mapping"
+        );
         let errs = load_text("- hosts: all\n  become: maybe\n  tasks: {}\n").unwrap_err();
-        assert_eq!(errs[0].message, "become must be a boolean (yes/no), found 'maybe'");
+        assert_eq!(
+            errs[0].message,
+            "become must be a boolean (yes/no), found 'maybe'"
+        );
         assert_eq!(errs[1].message, "expected a list of tasks, found a mapping");
     }
 }

@@ -15,7 +15,12 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
     let base = pb.path.parent().unwrap_or(Path::new("."));
     let mut errors = Vec::new();
     for play in &pb.plays {
-        for task in play.tasks.iter().chain(&play.handlers).chain(&play.validate) {
+        for task in play
+            .tasks
+            .iter()
+            .chain(&play.handlers)
+            .chain(&play.validate)
+        {
             check_task(&t, base, task, &mut errors);
         }
     }
@@ -33,7 +38,10 @@ fn check_task(t: &Templates, base: &Path, task: &Task, errors: &mut Vec<Diagnost
     if let Some(items) = &task.loop_items {
         check_strings(t, items, errors);
     }
-    for cond in [&task.when, &task.changed_when, &task.failed_when].into_iter().flatten() {
+    for cond in [&task.when, &task.changed_when, &task.failed_when]
+        .into_iter()
+        .flatten()
+    {
         check_condition(t, cond, errors);
     }
     if task.module.name == "template" {
@@ -49,7 +57,9 @@ fn check_strings(t: &Templates, node: &Node, errors: &mut Vec<Diagnostic>) {
             }
         }
         crate::yaml::Value::Seq(items) => items.iter().for_each(|i| check_strings(t, i, errors)),
-        crate::yaml::Value::Map(entries) => entries.iter().for_each(|(_, v)| check_strings(t, v, errors)),
+        crate::yaml::Value::Map(entries) => entries
+            .iter()
+            .for_each(|(_, v)| check_strings(t, v, errors)),
         _ => {}
     }
 }
@@ -57,7 +67,11 @@ fn check_strings(t: &Templates, node: &Node, errors: &mut Vec<Diagnostic>) {
 fn check_condition(t: &Templates, node: &Node, errors: &mut Vec<Diagnostic>) {
     match &node.value {
         crate::yaml::Value::Str(s) => {
-            let result = if s.contains("{{") { t.check_template(s) } else { t.check_expression(s) };
+            let result = if s.contains("{{") {
+                t.check_template(s)
+            } else {
+                t.check_expression(s)
+            };
             if let Err(e) = result {
                 errors.push(node.error(format!("invalid condition: {e}")));
             }
@@ -77,9 +91,15 @@ fn check_template_src(t: &Templates, base: &Path, task: &Task, errors: &mut Vec<
     if src.contains("{{") {
         return;
     }
-    let candidates = [base.join("templates").join(&src), base.join("../templates").join(&src), base.join(&src)];
+    let candidates = [
+        base.join("templates").join(&src),
+        base.join("../templates").join(&src),
+        base.join(&src),
+    ];
     let Some(path) = candidates.iter().find(|p| p.exists()) else {
-        errors.push(node.error(format!("template '{src}' not found in templates/ or beside the playbook")));
+        errors.push(node.error(format!(
+            "template '{src}' not found in templates/ or beside the playbook"
+        )));
         return;
     };
     match std::fs::read_to_string(path) {

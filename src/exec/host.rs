@@ -81,7 +81,12 @@ pub struct HostRun<'a, 'p> {
 }
 
 impl<'a, 'p> HostRun<'a, 'p> {
-    pub fn new(ctx: &'a PlayCtx<'p>, host: &str, vars: VarLayers, transport: &'a mut dyn Transport) -> Self {
+    pub fn new(
+        ctx: &'a PlayCtx<'p>,
+        host: &str,
+        vars: VarLayers,
+        transport: &'a mut dyn Transport,
+    ) -> Self {
         HostRun {
             ctx,
             host: host.to_string(),
@@ -109,7 +114,10 @@ impl<'a, 'p> HostRun<'a, 'p> {
             let handlers: Vec<&Task> = play
                 .handlers
                 .iter()
-                .filter(|h| self.notified.contains(&h.name) || h.listen.iter().any(|l| self.notified.contains(l)))
+                .filter(|h| {
+                    self.notified.contains(&h.name)
+                        || h.listen.iter().any(|l| self.notified.contains(l))
+                })
                 .collect();
             self.run_list(&handlers);
         }
@@ -161,7 +169,12 @@ impl<'a, 'p> HostRun<'a, 'p> {
 
     fn selected(&self, task: &Task) -> bool {
         let opts = self.ctx.opts;
-        let tags: BTreeSet<&str> = task.tags.iter().chain(&self.ctx.play.tags).map(String::as_str).collect();
+        let tags: BTreeSet<&str> = task
+            .tags
+            .iter()
+            .chain(&self.ctx.play.tags)
+            .map(String::as_str)
+            .collect();
         if opts.skip_tags.iter().any(|t| tags.contains(t.as_str())) {
             return false;
         }
@@ -172,17 +185,29 @@ impl<'a, 'p> HostRun<'a, 'p> {
     }
 
     fn context(&self, task: &Task, item: Option<&Value>) -> Value {
-        self.vars.context(self.ctx.templates, &task.vars, item.map(|i| (task.loop_var.as_str(), i)))
+        self.vars.context(
+            self.ctx.templates,
+            &task.vars,
+            item.map(|i| (task.loop_var.as_str(), i)),
+        )
     }
 
     /// Names a task's templates and conditions read.
     fn referenced(&self, task: &Task) -> BTreeSet<String> {
         let t = self.ctx.templates;
         let mut names = BTreeSet::new();
-        for node in task.params.iter().map(|(_, n)| n).chain(task.loop_items.iter()) {
+        for node in task
+            .params
+            .iter()
+            .map(|(_, n)| n)
+            .chain(task.loop_items.iter())
+        {
             collect_template_vars(t, &node.to_json(), &mut names);
         }
-        for cond in [&task.when, &task.changed_when, &task.failed_when].into_iter().flatten() {
+        for cond in [&task.when, &task.changed_when, &task.failed_when]
+            .into_iter()
+            .flatten()
+        {
             collect_condition_vars(t, &cond.to_json(), &mut names);
         }
         names
@@ -267,7 +292,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
             Ok(out) => match probe::parse_frames(&self.token, &out.stdout, &ids) {
                 Ok(r) => Some(r),
                 Err(e) => {
-                    self.lost(format!("probe output unreadable ({}): {}", e.0, String::from_utf8_lossy(&out.stderr).trim()));
+                    self.lost(format!(
+                        "probe output unreadable ({}): {}",
+                        e.0,
+                        String::from_utf8_lossy(&out.stderr).trim()
+                    ));
                     None
                 }
             },
@@ -285,7 +314,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
 
     fn push_result(&mut self, task: &Task, item: Option<&Value>, status: Status) -> usize {
         let label = item.map(|i| match (&task.loop_label, i) {
-            (Some(l), _) => self.ctx.templates.render_str(l, &self.context(task, Some(i))).unwrap_or_else(|_| l.clone()),
+            (Some(l), _) => self
+                .ctx
+                .templates
+                .render_str(l, &self.context(task, Some(i)))
+                .unwrap_or_else(|_| l.clone()),
             (None, Value::String(s)) => s.clone(),
             (None, other) => other.to_string(),
         });
@@ -322,10 +355,15 @@ impl<'a, 'p> HostRun<'a, 'p> {
         if refs.iter().any(|r| self.pending_registers.contains(r)) {
             return Next::FlushBefore;
         }
-        let unknown = refs.iter().find_map(|r| self.unknown_vars.get_key_value(r)).map(|(n, o)| (n.clone(), o.clone()));
+        let unknown = refs
+            .iter()
+            .find_map(|r| self.unknown_vars.get_key_value(r))
+            .map(|(n, o)| (n.clone(), o.clone()));
         if let Some((name, origin)) = unknown {
             let i = self.push_result(task, None, Status::Unknown);
-            self.results[i].message = Some(format!("depends on '{name}', registered by '{origin}', which check mode does not run"));
+            self.results[i].message = Some(format!(
+                "depends on '{name}', registered by '{origin}', which check mode does not run"
+            ));
             if let Some(reg) = &task.register {
                 self.unknown_vars.insert(reg.clone(), display_name(task));
             }
@@ -353,7 +391,9 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 }
             }
             match self.build(task, &ctx) {
-                Ok(m) if m.probes().iter().all(|p| self.facts.contains(&p.key)) => planned.push((item, ctx, Some(m))),
+                Ok(m) if m.probes().iter().all(|p| self.facts.contains(&p.key)) => {
+                    planned.push((item, ctx, Some(m)))
+                }
                 Ok(_) => return Next::FlushBefore,
                 Err(msg) => {
                     self.fail_task(task, item.as_ref(), msg);
@@ -393,14 +433,24 @@ impl<'a, 'p> HostRun<'a, 'p> {
 
     /// Plans one instance; returns its registered result and whether the
     /// batch must be run before planning anything else.
-    fn plan_instance(&mut self, task: &'p Task, index: usize, item: Option<&Value>, ctx: Value, module: Box<dyn Module>) -> (Value, bool) {
+    fn plan_instance(
+        &mut self,
+        task: &'p Task,
+        index: usize,
+        item: Option<&Value>,
+        ctx: Value,
+        module: Box<dyn Module>,
+    ) -> (Value, bool) {
         let started = Instant::now();
         let is_command = module.is_command();
         let plan = match module.plan(&self.facts) {
             Ok(plan) => plan,
             Err(e) => {
                 self.fail_task(task, item, e.to_string());
-                return (json!({"changed": false, "failed": true, "msg": e.to_string()}), false);
+                return (
+                    json!({"changed": false, "failed": true, "msg": e.to_string()}),
+                    false,
+                );
             }
         };
         let check = task.check_mode.unwrap_or(self.ctx.opts.check);
@@ -413,7 +463,13 @@ impl<'a, 'p> HostRun<'a, 'p> {
             (false, false, None) => Status::Drift,
         };
         let i = self.push_result(task, item, status);
-        let Plan { changes, steps, effects, unknown, notes } = plan;
+        let Plan {
+            changes,
+            steps,
+            effects,
+            unknown,
+            notes,
+        } = plan;
         self.results[i].changes = changes;
         self.results[i].notes = notes;
         if status == Status::Unknown {
@@ -424,7 +480,8 @@ impl<'a, 'p> HostRun<'a, 'p> {
             match effect {
                 Effect::Predict(key, r) => self.facts.insert(key, r),
                 Effect::Invalidate(key) if runs => self.facts.remove(&key),
-                Effect::InvalidateAll if runs => flush = true,
+                // `changed_when: false` declares a command read-only: later facts stay valid.
+                Effect::InvalidateAll if runs && !declared_read_only(task) => flush = true,
                 _ => {}
             }
         }
@@ -432,7 +489,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             if let Some(reg) = &task.register {
                 self.pending_registers.insert(reg.clone());
             }
-            if task.failed_when.is_some() || task.changed_when.is_some() {
+            if task.failed_when.is_some() {
                 flush = true;
             }
         }
@@ -445,7 +502,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
         if status == Status::Changed {
             self.pending.push(Pending {
                 result: i,
-                body: steps.iter().map(|s| format!("{{\n{s}\n}}")).collect::<Vec<_>>().join(" &&\n"),
+                body: steps
+                    .iter()
+                    .map(|s| format!("{{\n{s}\n}}"))
+                    .collect::<Vec<_>>()
+                    .join(" &&\n"),
                 may_fail: task.ignore_errors || task.failed_when.is_some(),
                 is_command,
                 task: index,
@@ -470,7 +531,13 @@ impl<'a, 'p> HostRun<'a, 'p> {
 
     /// `changed_when` / `failed_when`, evaluated with the task's result bound
     /// to its `register` name (and as `result`), as Ansible does.
-    fn apply_conditions(&mut self, task: &Task, i: usize, result: &mut Value, ctx: &Value) -> Status {
+    fn apply_conditions(
+        &mut self,
+        task: &Task,
+        i: usize,
+        result: &mut Value,
+        ctx: &Value,
+    ) -> Status {
         let t = self.ctx.templates;
         let mut ctx = ctx.clone();
         if let (Some(reg), Some(obj)) = (&task.register, ctx.as_object_mut()) {
@@ -480,7 +547,8 @@ impl<'a, 'p> HostRun<'a, 'p> {
             match t.eval_condition(&cond.to_json(), &ctx) {
                 Ok(changed) => {
                     result["changed"] = json!(changed);
-                    if !changed && matches!(self.results[i].status, Status::Changed | Status::Drift) {
+                    if !changed && matches!(self.results[i].status, Status::Changed | Status::Drift)
+                    {
                         self.results[i].status = Status::Ok;
                     }
                 }
@@ -491,7 +559,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
             match t.eval_condition(&cond.to_json(), &ctx) {
                 Ok(true) => self.mark_failed(i, "failed_when condition is true".into()),
                 Ok(false) if self.results[i].status == Status::Failed => {
-                    self.results[i].status = if result["changed"] == json!(true) { Status::Changed } else { Status::Ok };
+                    self.results[i].status = if result["changed"] == json!(true) {
+                        Status::Changed
+                    } else {
+                        Status::Ok
+                    };
                 }
                 Ok(false) => {}
                 Err(e) => self.mark_failed(i, format!("failed_when: {e}")),
@@ -535,9 +607,16 @@ impl<'a, 'p> HostRun<'a, 'p> {
             return;
         }
         let pending = std::mem::take(&mut self.pending);
-        let units: Vec<(String, String)> = pending.iter().map(|p| (format!("t{}", p.result), p.body.clone())).collect();
+        let units: Vec<(String, String)> = pending
+            .iter()
+            .map(|p| (format!("t{}", p.result), p.body.clone()))
+            .collect();
         let ids: Vec<String> = units.iter().map(|u| u.0.clone()).collect();
-        let may_fail: Vec<String> = pending.iter().filter(|p| p.may_fail).map(|p| format!("t{}", p.result)).collect();
+        let may_fail: Vec<String> = pending
+            .iter()
+            .filter(|p| p.may_fail)
+            .map(|p| format!("t{}", p.result))
+            .collect();
         let script = Script {
             purpose: Purpose::Mutate,
             body: probe::build_script(&self.token, &units, true, &may_fail),
@@ -551,7 +630,9 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 return;
             }
         };
-        let ran_command = pending.iter().any(|p| p.is_command);
+        let ran_command = pending
+            .iter()
+            .any(|p| p.is_command && !declared_read_only(tasks[p.task]));
         for p in pending {
             let Some(r) = frames.get(&format!("t{}", p.result)) else {
                 // An earlier step failed: this one and everything planned after it never ran.
@@ -606,7 +687,10 @@ impl<'a, 'p> HostRun<'a, 'p> {
     /// means the module did not converge.
     fn verify(&mut self) {
         let applied = std::mem::take(&mut self.applied);
-        let live: Vec<&Applied> = applied.iter().filter(|a| self.results[a.result].status == Status::Changed).collect();
+        let live: Vec<&Applied> = applied
+            .iter()
+            .filter(|a| self.results[a.result].status == Status::Changed)
+            .collect();
         // A path later changed by another task is judged by that task alone.
         let mut seen = BTreeSet::new();
         let mut checks = Vec::new();
@@ -620,7 +704,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
         if checks.is_empty() {
             return;
         }
-        let probes: BTreeMap<String, Probe> = checks.iter().flat_map(|a| a.module.probes()).map(|p| (p.key.clone(), p)).collect();
+        let probes: BTreeMap<String, Probe> = checks
+            .iter()
+            .flat_map(|a| a.module.probes())
+            .map(|p| (p.key.clone(), p))
+            .collect();
         let Some(results) = self.probe(probes.into_values().collect()) else {
             return;
         };
@@ -632,7 +720,14 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 Ok(plan) => plan
                     .changes
                     .iter()
-                    .map(|c| format!("{}: {} → {}", c.subject, c.before.as_deref().unwrap_or("-"), c.after.as_deref().unwrap_or("-")))
+                    .map(|c| {
+                        format!(
+                            "{}: {} → {}",
+                            c.subject,
+                            c.before.as_deref().unwrap_or("-"),
+                            c.after.as_deref().unwrap_or("-")
+                        )
+                    })
                     .collect::<Vec<_>>()
                     .join("; "),
                 Err(e) => e.to_string(),
@@ -640,6 +735,12 @@ impl<'a, 'p> HostRun<'a, 'p> {
             self.mark_failed(a.result, format!("did not converge after apply: {problem}"));
         }
     }
+}
+
+fn declared_read_only(task: &Task) -> bool {
+    task.changed_when
+        .as_ref()
+        .is_some_and(|c| c.value == crate::yaml::Value::Bool(false))
 }
 
 fn ctx_for_conditions(ctx: &Value, result: &Value) -> Value {
@@ -677,10 +778,22 @@ fn display_name(task: &Task) -> String {
 
 /// The last lines of stderr (or stdout) of a failed step, one line.
 fn step_failure(r: &ProbeResult) -> String {
-    let text = if r.stderr.trim().is_empty() { &r.stdout } else { &r.stderr };
+    let text = if r.stderr.trim().is_empty() {
+        &r.stdout
+    } else {
+        &r.stderr
+    };
     let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
     let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
-    format!("exit status {}: {}", r.rc, if tail.is_empty() { "no output".into() } else { tail })
+    format!(
+        "exit status {}: {}",
+        r.rc,
+        if tail.is_empty() {
+            "no output".into()
+        } else {
+            tail
+        }
+    )
 }
 
 fn transport_message(e: TransportError) -> String {

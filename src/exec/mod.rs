@@ -22,7 +22,8 @@ use result::HostReport;
 use vars::VarLayers;
 
 /// Opens the transport to a host from its merged inventory variables.
-pub type Connector = dyn Fn(&str, &Map<String, Value>) -> Result<Box<dyn Transport>, TransportError> + Sync;
+pub type Connector =
+    dyn Fn(&str, &Map<String, Value>) -> Result<Box<dyn Transport>, TransportError> + Sync;
 
 pub struct RunRequest<'a> {
     pub playbook: &'a Playbook,
@@ -43,10 +44,23 @@ pub struct RunOutcome {
 }
 
 /// Runs every play; reports each host as soon as it finishes a play.
-pub fn run_playbook(req: &RunRequest, on_host: &(dyn Fn(&HostReport) + Sync)) -> Result<RunOutcome, Vec<Diagnostic>> {
+pub fn run_playbook(
+    req: &RunRequest,
+    on_host: &(dyn Fn(&HostReport) + Sync),
+) -> Result<RunOutcome, Vec<Diagnostic>> {
     let templates = Templates::new();
-    let base = req.playbook.path.parent().unwrap_or(Path::new(".")).to_path_buf();
-    let search_dirs = vec![base.join("templates"), base.join("files"), base.join("../templates"), base.clone()];
+    let base = req
+        .playbook
+        .path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .to_path_buf();
+    let search_dirs = vec![
+        base.join("templates"),
+        base.join("files"),
+        base.join("../templates"),
+        base.clone(),
+    ];
     let mut outcome = RunOutcome::default();
     let mut failed_hosts: Vec<String> = Vec::new();
     for play in &req.playbook.plays {
@@ -61,7 +75,11 @@ pub fn run_playbook(req: &RunRequest, on_host: &(dyn Fn(&HostReport) + Sync)) ->
         let batches = batches(&hosts, &play.serial);
         for (n, batch) in batches.iter().enumerate() {
             let reports = run_batch(req, &ctx, &play_vars, batch, on_host);
-            let failed: Vec<String> = reports.iter().filter(|r| r.failed()).map(|r| r.host.clone()).collect();
+            let failed: Vec<String> = reports
+                .iter()
+                .filter(|r| r.failed())
+                .map(|r| r.host.clone())
+                .collect();
             failed_hosts.extend(failed.iter().cloned());
             outcome.reports.extend(reports);
             if let Some(why) = halt_reason(play, batch.len(), failed.len()) {
@@ -74,8 +92,13 @@ pub fn run_playbook(req: &RunRequest, on_host: &(dyn Fn(&HostReport) + Sync)) ->
     Ok(outcome)
 }
 
-fn select_hosts(req: &RunRequest, play: &Play, failed: &[String]) -> Result<Vec<String>, Vec<Diagnostic>> {
-    let pattern_error = |e: crate::inventory::PatternError| vec![Diagnostic::new(&play.span, e.to_string())];
+fn select_hosts(
+    req: &RunRequest,
+    play: &Play,
+    failed: &[String],
+) -> Result<Vec<String>, Vec<Diagnostic>> {
+    let pattern_error =
+        |e: crate::inventory::PatternError| vec![Diagnostic::new(&play.span, e.to_string())];
     let mut hosts = req.inventory.select(&play.hosts).map_err(pattern_error)?;
     if let Some(limit) = req.limit {
         let allowed = req.inventory.select(limit).map_err(pattern_error)?;
@@ -91,12 +114,18 @@ fn halt_reason(play: &Play, size: usize, failed: usize) -> Option<String> {
         return None;
     }
     if play.any_errors_fatal {
-        return Some(format!("{failed} host(s) failed and any_errors_fatal is set"));
+        return Some(format!(
+            "{failed} host(s) failed and any_errors_fatal is set"
+        ));
     }
     let pct = 100.0 * failed as f64 / size as f64;
     match play.max_fail_percentage {
-        Some(max) if pct > max => Some(format!("{pct:.0}% of the batch failed, more than max_fail_percentage {max}%")),
-        None if failed == size && !play.serial.is_empty() => Some("every host of the batch failed".into()),
+        Some(max) if pct > max => Some(format!(
+            "{pct:.0}% of the batch failed, more than max_fail_percentage {max}%"
+        )),
+        None if failed == size && !play.serial.is_empty() => {
+            Some("every host of the batch failed".into())
+        }
         _ => None,
     }
 }
@@ -123,11 +152,21 @@ pub fn batches(hosts: &[String], serial: &[BatchSize]) -> Vec<Vec<String>> {
     out
 }
 
-fn play_vars(play: &Play, base: &Path, templates: &Templates, extra: &Map<String, Value>) -> Result<Map<String, Value>, Vec<Diagnostic>> {
+fn play_vars(
+    play: &Play,
+    base: &Path,
+    templates: &Templates,
+    extra: &Map<String, Value>,
+) -> Result<Map<String, Value>, Vec<Diagnostic>> {
     let mut vars = play.vars.clone();
     for node in &play.vars_files {
         let name = node.scalar_text().unwrap_or_default();
-        let ctx = Value::Object(vars.iter().chain(extra.iter()).map(|(k, v)| (k.clone(), v.clone())).collect());
+        let ctx = Value::Object(
+            vars.iter()
+                .chain(extra.iter())
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        );
         let rendered = templates
             .render_str(&name, &ctx)
             .map_err(|e| vec![node.error(format!("vars_files: {e}"))])?;
@@ -136,7 +175,12 @@ fn play_vars(play: &Play, base: &Path, templates: &Templates, extra: &Map<String
         match loaded.to_json() {
             Value::Object(m) => vars.extend(m),
             Value::Null => {}
-            _ => return Err(vec![loaded.error(format!("{} must hold a mapping of variables", path.display()))]),
+            _ => {
+                return Err(vec![loaded.error(format!(
+                    "{} must hold a mapping of variables",
+                    path.display()
+                ))])
+            }
         }
     }
     Ok(vars)
@@ -168,7 +212,12 @@ fn run_batch(
     reports.into_iter().map(|(_, r)| r).collect()
 }
 
-fn run_host(req: &RunRequest, ctx: &PlayCtx, play_vars: &Map<String, Value>, host: &str) -> HostReport {
+fn run_host(
+    req: &RunRequest,
+    ctx: &PlayCtx,
+    play_vars: &Map<String, Value>,
+    host: &str,
+) -> HostReport {
     let inventory = req.inventory.host_vars(host);
     let layers = VarLayers {
         inventory: inventory.clone(),

@@ -92,10 +92,16 @@ impl HostReport {
 
     /// The host failed: unreachable, or a task failed without `ignore_errors`.
     pub fn failed(&self) -> bool {
-        self.unreachable.is_some() || self.tasks.iter().any(|t| t.status == Status::Failed && !t.ignored)
+        self.unreachable.is_some()
+            || self
+                .tasks
+                .iter()
+                .any(|t| t.status == Status::Failed && !t.ignored)
     }
 
     pub fn drifted(&self) -> bool {
-        self.tasks.iter().any(|t| matches!(t.status, Status::Drift | Status::Unknown))
+        self.tasks
+            .iter()
+            .any(|t| matches!(t.status, Status::Drift | Status::Unknown))
     }
 }

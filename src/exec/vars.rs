@@ -18,7 +18,12 @@ pub struct VarLayers {
 
 impl VarLayers {
     /// The context a task renders in.
-    pub fn context(&self, templates: &Templates, task_vars: &Map<String, Value>, item: Option<(&str, &Value)>) -> Value {
+    pub fn context(
+        &self,
+        templates: &Templates,
+        task_vars: &Map<String, Value>,
+        item: Option<(&str, &Value)>,
+    ) -> Value {
         let mut all = self.inventory.clone();
         for layer in [&self.facts, &self.play, task_vars, &self.registered] {
             all.extend(layer.clone());

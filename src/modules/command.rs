@@ -38,7 +38,12 @@ fn build_command(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let argv = match (p.str("cmd")?, p.has("argv")) {
         (Some(cmd), false) => split(&cmd),
         (None, true) => p.str_list("argv")?,
-        _ => return Err(p.error("cmd", "give exactly one of 'cmd' (or the free-form command) and 'argv'")),
+        _ => {
+            return Err(p.error(
+                "cmd",
+                "give exactly one of 'cmd' (or the free-form command) and 'argv'",
+            ))
+        }
     };
     if argv.is_empty() {
         return Err(p.error("cmd", "the command is empty"));
@@ -94,7 +99,8 @@ impl Module for Command {
                 return Ok(plan);
             }
         }
-        plan.changes.push(Change::new("command", None, Some(self.display.clone())));
+        plan.changes
+            .push(Change::new("command", None, Some(self.display.clone())));
         plan.steps.push(self.step());
         plan.unknown = Some("a command's outcome is only known by running it".into());
         plan.effects.push(Effect::InvalidateAll);
@@ -113,7 +119,11 @@ impl Command {
             s.push_str(&format!("cd {} || exit 1\n", quote(dir)));
         }
         match &self.stdin {
-            Some(input) => s.push_str(&format!("printf '%s\\n' {} | {}", quote(input), self.script)),
+            Some(input) => s.push_str(&format!(
+                "printf '%s\\n' {} | {}",
+                quote(input),
+                self.script
+            )),
             None => s.push_str(&self.script),
         }
         s

@@ -7,7 +7,9 @@ use crate::probe::Probe;
 pub const COPY: ModuleSpec = ModuleSpec {
     name: "copy",
     aliases: &["ansible.builtin.copy"],
-    params: &["src", "content", "dest", "mode", "owner", "group", "backup", "force"],
+    params: &[
+        "src", "content", "dest", "mode", "owner", "group", "backup", "force",
+    ],
     required: &["dest"],
     free_form: None,
     build: build_copy,
@@ -46,11 +48,14 @@ fn common(p: &Params, content: String) -> Result<Box<dyn Module>, ParamError> {
 
 fn read_src(p: &Params) -> Result<(std::path::PathBuf, String), ParamError> {
     let src = p.required_str("src")?;
-    let path = p
-        .ctx
-        .find_file(&src)
-        .ok_or_else(|| p.error("src", format!("cannot find '{src}' (searched templates/, files/ and the playbook folder)")))?;
-    let text = std::fs::read_to_string(&path).map_err(|e| p.error("src", format!("cannot read {}: {e}", path.display())))?;
+    let path = p.ctx.find_file(&src).ok_or_else(|| {
+        p.error(
+            "src",
+            format!("cannot find '{src}' (searched templates/, files/ and the playbook folder)"),
+        )
+    })?;
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| p.error("src", format!("cannot read {}: {e}", path.display())))?;
     Ok((path, text))
 }
 
@@ -67,7 +72,10 @@ fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let (path, text) = read_src(p)?;
     let content = p.ctx.templates.render_str(&text, p.ctx.vars).map_err(|e| {
         let at = e.line.map(|l| format!(":{l}")).unwrap_or_default();
-        p.error("src", format!("template {}{at}: {}", path.display(), e.message))
+        p.error(
+            "src",
+            format!("template {}{at}: {}", path.display(), e.message),
+        )
     })?;
     common(p, content)
 }
@@ -79,7 +87,13 @@ impl Module for FileContent {
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let current = FileState::parse(&self.dest, facts.get(&files::probe_key(&self.dest))?)?;
-        plan_content(&self.dest, current.as_ref(), &self.content, &self.opts, self.force)
+        plan_content(
+            &self.dest,
+            current.as_ref(),
+            &self.content,
+            &self.opts,
+            self.force,
+        )
     }
 }
 
@@ -101,24 +115,46 @@ pub fn plan_content(
         None => None,
     };
     if before.as_deref() != Some(content) {
-        let mut change = Change::new(dest, before.as_ref().map(|_| "present".into()), Some("content".into()));
-        change.diff = Some(files::unified_diff(dest, before.as_deref().unwrap_or(""), content));
+        let was = if before.is_some() {
+            "old content"
+        } else {
+            "absent"
+        };
+        let mut change = Change::new(dest, Some(was.into()), Some("new content".into()));
+        change.diff = Some(files::unified_diff(
+            dest,
+            before.as_deref().unwrap_or(""),
+            content,
+        ));
         plan.changes.push(change);
         plan.steps.push(files::write_step(dest, content, opts));
     } else {
         let st = current.expect("content matched, so the file exists");
         let attr = attr_changes(dest, st, opts);
         if !attr.is_empty() {
-            plan.steps.push(files::attr_commands(&crate::shell::quote(dest), opts, "exit 1"));
+            plan.steps.push(files::attr_commands(
+                &crate::shell::quote(dest),
+                opts,
+                "exit 1",
+            ));
             plan.changes.extend(attr);
         }
     }
     if !plan.changes.is_empty() {
         let mode = opts.mode.or(current.map(|s| s.mode)).unwrap_or(0o644);
-        let owner = opts.owner.clone().or(current.map(|s| s.owner.clone())).unwrap_or_else(|| "root".into());
-        let group = opts.group.clone().or(current.map(|s| s.group.clone())).unwrap_or_else(|| "root".into());
+        let owner = opts
+            .owner
+            .clone()
+            .or(current.map(|s| s.owner.clone()))
+            .unwrap_or_else(|| "root".into());
+        let group = opts
+            .group
+            .clone()
+            .or(current.map(|s| s.group.clone()))
+            .unwrap_or_else(|| "root".into());
         let after = FileState::written(content, mode, &owner, &group);
-        plan.effects.push(Effect::Predict(files::probe_key(dest), after.to_result()));
+        plan.effects
+            .push(Effect::Predict(files::probe_key(dest), after.to_result()));
     }
     Ok(plan)
 }
@@ -127,13 +163,25 @@ pub fn plan_content(
 pub fn attr_changes(dest: &str, st: &FileState, opts: &WriteOpts) -> Vec<Change> {
     let mut out = Vec::new();
     if let Some(mode) = opts.mode.filter(|m| *m != st.mode) {
-        out.push(Change::new(format!("{dest} mode"), Some(format!("{:04o}", st.mode)), Some(format!("{mode:04o}"))));
+        out.push(Change::new(
+            format!("{dest} mode"),
+            Some(format!("{:04o}", st.mode)),
+            Some(format!("{mode:04o}")),
+        ));
     }
     if let Some(owner) = opts.owner.as_ref().filter(|o| **o != st.owner) {
-        out.push(Change::new(format!("{dest} owner"), Some(st.owner.clone()), Some(owner.clone())));
+        out.push(Change::new(
+            format!("{dest} owner"),
+            Some(st.owner.clone()),
+            Some(owner.clone()),
+        ));
     }
     if let Some(group) = opts.group.as_ref().filter(|g| **g != st.group) {
-        out.push(Change::new(format!("{dest} group"), Some(st.group.clone()), Some(group.clone())));
+        out.push(Change::new(
+            format!("{dest} group"),
+            Some(st.group.clone()),
+            Some(group.clone()),
+        ));
     }
     out
 }
@@ -144,7 +192,10 @@ mod tests {
 
     fn facts_with(path: &str, st: Option<FileState>) -> Facts {
         let mut f = Facts::default();
-        f.insert(files::probe_key(path), st.map_or_else(files::absent_result, |s| s.to_result()));
+        f.insert(
+            files::probe_key(path),
+            st.map_or_else(files::absent_result, |s| s.to_result()),
+        );
         f
     }
 
@@ -163,13 +214,17 @@ mod tests {
     #[test]
     fn noop_when_content_and_mode_match() {
         let st = FileState::written("a\n", 0o644, "root", "root");
-        let plan = module("a\n", Some(0o644)).plan(&facts_with("/etc/x.conf", Some(st))).unwrap();
+        let plan = module("a\n", Some(0o644))
+            .plan(&facts_with("/etc/x.conf", Some(st)))
+            .unwrap();
         assert_eq!(plan, Plan::noop());
     }
 
     #[test]
     fn missing_file_is_written_with_a_diff_and_predicted() {
-        let plan = module("a\n", None).plan(&facts_with("/etc/x.conf", None)).unwrap();
+        let plan = module("a\n", None)
+            .plan(&facts_with("/etc/x.conf", None))
+            .unwrap();
         assert_eq!(plan.changes.len(), 1);
         assert!(plan.changes[0].diff.as_ref().unwrap().contains("+a"));
         assert_eq!(plan.steps.len(), 1);
@@ -179,7 +234,9 @@ mod tests {
     #[test]
     fn mode_only_drift_is_a_chmod_not_a_rewrite() {
         let st = FileState::written("a\n", 0o600, "root", "root");
-        let plan = module("a\n", Some(0o644)).plan(&facts_with("/etc/x.conf", Some(st))).unwrap();
+        let plan = module("a\n", Some(0o644))
+            .plan(&facts_with("/etc/x.conf", Some(st)))
+            .unwrap();
         assert_eq!(plan.changes[0].subject, "/etc/x.conf mode");
         assert_eq!(plan.changes[0].before.as_deref(), Some("0600"));
         assert!(plan.steps[0].starts_with("chmod 644 /etc/x.conf"));
@@ -192,6 +249,10 @@ mod tests {
             ..module("a", None)
         };
         let plan = m.plan(&facts_with("/tmp/$(reboot) x", None)).unwrap();
-        assert!(plan.steps[0].contains("p='/tmp/$(reboot) x'"), "{}", plan.steps[0]);
+        assert!(
+            plan.steps[0].contains("p='/tmp/$(reboot) x'"),
+            "{}",
+            plan.steps[0]
+        );
     }
 }

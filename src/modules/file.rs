@@ -9,7 +9,9 @@ use crate::shell::quote;
 pub const FILE: ModuleSpec = ModuleSpec {
     name: "file",
     aliases: &["ansible.builtin.file"],
-    params: &["path", "dest", "name", "state", "mode", "owner", "group", "src", "force"],
+    params: &[
+        "path", "dest", "name", "state", "mode", "owner", "group", "src", "force",
+    ],
     required: &[],
     free_form: None,
     build,
@@ -61,20 +63,48 @@ impl Module for FileModule {
         match (self.state.as_str(), &current) {
             ("absent", None) => {}
             ("absent", Some(st)) => {
-                plan.changes.push(Change::new(&self.path, Some(describe(st)), Some("absent".into())));
+                plan.changes.push(Change::new(
+                    &self.path,
+                    Some(describe(st)),
+                    Some("absent".into()),
+                ));
                 plan.steps.push(format!("rm -rf -- {p}"));
-                plan.effects.push(Effect::Predict(files::probe_key(&self.path), files::absent_result()));
+                plan.effects.push(Effect::Predict(
+                    files::probe_key(&self.path),
+                    files::absent_result(),
+                ));
             }
-            ("file", None) => return Err(ModuleError::Host(format!("{} does not exist (use state: touch to create it)", self.path))),
+            ("file", None) => {
+                return Err(ModuleError::Host(format!(
+                    "{} does not exist (use state: touch to create it)",
+                    self.path
+                )))
+            }
             ("directory", None) => {
-                plan.changes.push(Change::new(&self.path, Some("absent".into()), Some("directory".into())));
-                plan.steps.push(format!("mkdir -p -- {p}\n{}", files::attr_commands(&p, &self.opts, "exit 1")));
-                plan.effects.push(Effect::Invalidate(files::probe_key(&self.path)));
+                plan.changes.push(Change::new(
+                    &self.path,
+                    Some("absent".into()),
+                    Some("directory".into()),
+                ));
+                plan.steps.push(format!(
+                    "mkdir -p -- {p}\n{}",
+                    files::attr_commands(&p, &self.opts, "exit 1")
+                ));
+                plan.effects
+                    .push(Effect::Invalidate(files::probe_key(&self.path)));
             }
             ("touch", None) => {
-                plan.changes.push(Change::new(&self.path, Some("absent".into()), Some("file".into())));
-                plan.steps.push(format!("touch -- {p}\n{}", files::attr_commands(&p, &self.opts, "exit 1")));
-                plan.effects.push(Effect::Invalidate(files::probe_key(&self.path)));
+                plan.changes.push(Change::new(
+                    &self.path,
+                    Some("absent".into()),
+                    Some("file".into()),
+                ));
+                plan.steps.push(format!(
+                    "touch -- {p}\n{}",
+                    files::attr_commands(&p, &self.opts, "exit 1")
+                ));
+                plan.effects
+                    .push(Effect::Invalidate(files::probe_key(&self.path)));
             }
             ("link", _) => self.plan_link(current.as_ref(), &mut plan),
             (want, Some(st)) => {
@@ -83,13 +113,19 @@ impl Module for FileModule {
                     _ => st.kind == Kind::Dir,
                 };
                 if wrong_kind {
-                    return Err(ModuleError::Host(format!("{} is a {}, not a {want}", self.path, describe(st))));
+                    return Err(ModuleError::Host(format!(
+                        "{} is a {}, not a {want}",
+                        self.path,
+                        describe(st)
+                    )));
                 }
                 let attr = attr_changes(&self.path, st, &self.opts);
                 if !attr.is_empty() {
-                    plan.steps.push(files::attr_commands(&p, &self.opts, "exit 1"));
+                    plan.steps
+                        .push(files::attr_commands(&p, &self.opts, "exit 1"));
                     plan.changes.extend(attr);
-                    plan.effects.push(Effect::Invalidate(files::probe_key(&self.path)));
+                    plan.effects
+                        .push(Effect::Invalidate(files::probe_key(&self.path)));
                 }
             }
             _ => unreachable!("state validated at build"),
@@ -105,9 +141,15 @@ impl FileModule {
         if have.as_deref() == Some(src) {
             return;
         }
-        plan.changes.push(Change::new(&self.path, have.or(current.map(|_| "not a link".into())), Some(format!("-> {src}"))));
-        plan.steps.push(format!("ln -sfn -- {} {}", quote(src), quote(&self.path)));
-        plan.effects.push(Effect::Invalidate(files::probe_key(&self.path)));
+        plan.changes.push(Change::new(
+            &self.path,
+            have.or(current.map(|_| "not a link".into())),
+            Some(format!("-> {src}")),
+        ));
+        plan.steps
+            .push(format!("ln -sfn -- {} {}", quote(src), quote(&self.path)));
+        plan.effects
+            .push(Effect::Invalidate(files::probe_key(&self.path)));
     }
 }
 
@@ -126,7 +168,10 @@ mod tests {
             },
         };
         let mut f = Facts::default();
-        f.insert(files::probe_key("/srv/d"), current.map_or_else(files::absent_result, |s| s.to_result()));
+        f.insert(
+            files::probe_key("/srv/d"),
+            current.map_or_else(files::absent_result, |s| s.to_result()),
+        );
         m.plan(&f)
     }
 
@@ -144,7 +189,10 @@ mod tests {
 
     #[test]
     fn directory_noop_and_change() {
-        assert!(run_plan("directory", Some(dir(0o755))).unwrap().changes.is_empty());
+        assert!(run_plan("directory", Some(dir(0o755)))
+            .unwrap()
+            .changes
+            .is_empty());
         let plan = run_plan("directory", Some(dir(0o700))).unwrap();
         assert_eq!(plan.changes[0].after.as_deref(), Some("0755"));
         let plan = run_plan("directory", None).unwrap();
@@ -154,7 +202,10 @@ mod tests {
     #[test]
     fn absent_removes_only_when_present() {
         assert!(run_plan("absent", None).unwrap().changes.is_empty());
-        assert_eq!(run_plan("absent", Some(dir(0o755))).unwrap().steps, ["rm -rf -- /srv/d"]);
+        assert_eq!(
+            run_plan("absent", Some(dir(0o755))).unwrap().steps,
+            ["rm -rf -- /srv/d"]
+        );
     }
 
     #[test]

@@ -11,8 +11,21 @@ pub const LINEINFILE: ModuleSpec = ModuleSpec {
     name: "lineinfile",
     aliases: &["ansible.builtin.lineinfile"],
     params: &[
-        "path", "dest", "name", "line", "regexp", "search_string", "state", "insertafter", "insertbefore",
-        "create", "backup", "backrefs", "mode", "owner", "group",
+        "path",
+        "dest",
+        "name",
+        "line",
+        "regexp",
+        "search_string",
+        "state",
+        "insertafter",
+        "insertbefore",
+        "create",
+        "backup",
+        "backrefs",
+        "mode",
+        "owner",
+        "group",
     ],
     required: &[],
     free_form: None,
@@ -53,7 +66,9 @@ struct LineInFile {
 
 fn regex_param(p: &Params, key: &str) -> Result<Option<Regex>, ParamError> {
     p.str(key)?
-        .map(|r| Regex::new(&r).map_err(|e| p.error(key, format!("invalid regular expression: {e}"))))
+        .map(|r| {
+            Regex::new(&r).map_err(|e| p.error(key, format!("invalid regular expression: {e}")))
+        })
         .transpose()
 }
 
@@ -68,21 +83,37 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         (Some(r), None) => Some(Matcher::Regex(r)),
         (None, Some(s)) => Some(Matcher::Literal(s)),
         (None, None) => None,
-        _ => return Err(p.error("search_string", "give only one of 'regexp' and 'search_string'")),
+        _ => {
+            return Err(p.error(
+                "search_string",
+                "give only one of 'regexp' and 'search_string'",
+            ))
+        }
     };
     let line = p.str("line")?;
     if present && line.is_none() {
         return Err(p.error("line", "state=present needs 'line'"));
     }
     if !present && line.is_none() && matcher.is_none() {
-        return Err(p.error("regexp", "state=absent needs 'regexp', 'search_string' or 'line'"));
+        return Err(p.error(
+            "regexp",
+            "state=absent needs 'regexp', 'search_string' or 'line'",
+        ));
     }
-    let anchor = match (p.str("insertafter")?.as_deref(), p.str("insertbefore")?.as_deref()) {
+    let anchor = match (
+        p.str("insertafter")?.as_deref(),
+        p.str("insertbefore")?.as_deref(),
+    ) {
         (Some("EOF") | None, None) => Anchor::Eof,
         (None, Some("BOF")) => Anchor::Bof,
         (Some(_), None) => Anchor::After(regex_param(p, "insertafter")?.expect("present")),
         (None, Some(_)) => Anchor::Before(regex_param(p, "insertbefore")?.expect("present")),
-        _ => return Err(p.error("insertbefore", "give only one of 'insertafter' and 'insertbefore'")),
+        _ => {
+            return Err(p.error(
+                "insertbefore",
+                "give only one of 'insertafter' and 'insertbefore'",
+            ))
+        }
     };
     Ok(Box::new(LineInFile {
         path,
@@ -109,13 +140,20 @@ impl Module for LineInFile {
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let current = FileState::parse(&self.path, facts.get(&files::probe_key(&self.path))?)?;
         let text = match &current {
-            Some(st) => st
-                .content
-                .clone()
-                .ok_or_else(|| ModuleError::Host(format!("{} is not a regular file of readable size", self.path)))?,
+            Some(st) => st.content.clone().ok_or_else(|| {
+                ModuleError::Host(format!(
+                    "{} is not a regular file of readable size",
+                    self.path
+                ))
+            })?,
             None if self.create && self.present => String::new(),
             None if !self.present => return Ok(Plan::noop()),
-            None => return Err(ModuleError::Host(format!("{} does not exist (set create: true to create it)", self.path))),
+            None => {
+                return Err(ModuleError::Host(format!(
+                    "{} does not exist (set create: true to create it)",
+                    self.path
+                )))
+            }
         };
         let new = self.edit(&text);
         plan_content(&self.path, current.as_ref(), &new, &self.opts, true)
@@ -149,7 +187,9 @@ impl LineInFile {
         if let Some(m) = &self.matcher {
             if let Some(i) = lines.iter().rposition(|l| m.matches(l)) {
                 lines[i] = match (&m, self.backrefs) {
-                    (Matcher::Regex(r), true) => r.replace(&lines[i], python_backrefs(&line).as_str()).into_owned(),
+                    (Matcher::Regex(r), true) => r
+                        .replace(&lines[i], python_backrefs(&line).as_str())
+                        .into_owned(),
                     _ => line,
                 };
                 return;
@@ -164,8 +204,14 @@ impl LineInFile {
         let at = match &self.anchor {
             Anchor::Bof => 0,
             Anchor::Eof => lines.len(),
-            Anchor::After(r) => lines.iter().rposition(|l| r.is_match(l)).map_or(lines.len(), |i| i + 1),
-            Anchor::Before(r) => lines.iter().rposition(|l| r.is_match(l)).unwrap_or(lines.len()),
+            Anchor::After(r) => lines
+                .iter()
+                .rposition(|l| r.is_match(l))
+                .map_or(lines.len(), |i| i + 1),
+            Anchor::Before(r) => lines
+                .iter()
+                .rposition(|l| r.is_match(l))
+                .unwrap_or(lines.len()),
         };
         lines.insert(at, line);
     }
@@ -196,9 +242,17 @@ mod tests {
 
     #[test]
     fn replaces_last_match_and_keeps_everything_else() {
-        let m = lif(Some("vm.swappiness = 10"), Some(r"^vm\.swappiness"), true, Anchor::Eof);
+        let m = lif(
+            Some("vm.swappiness = 10"),
+            Some(r"^vm\.swappiness"),
+            true,
+            Anchor::Eof,
+        );
         let text = "# tuning\nvm.swappiness = 60\nfoo = 1\nvm.swappiness=30\n";
-        assert_eq!(m.edit(text), "# tuning\nvm.swappiness = 60\nfoo = 1\nvm.swappiness = 10\n");
+        assert_eq!(
+            m.edit(text),
+            "# tuning\nvm.swappiness = 60\nfoo = 1\nvm.swappiness = 10\n"
+        );
     }
 
     #[test]
@@ -210,7 +264,12 @@ mod tests {
 
     #[test]
     fn inserts_after_anchor_or_at_bof() {
-        let m = lif(Some("new"), None, true, Anchor::After(Regex::new("^b").unwrap()));
+        let m = lif(
+            Some("new"),
+            None,
+            true,
+            Anchor::After(Regex::new("^b").unwrap()),
+        );
         assert_eq!(m.edit("a\nb\nc\n"), "a\nb\nnew\nc\n");
         let m = lif(Some("new"), None, true, Anchor::Bof);
         assert_eq!(m.edit("a\n"), "new\na\n");
@@ -224,7 +283,12 @@ mod tests {
 
     #[test]
     fn backrefs_use_python_syntax() {
-        let mut m = lif(Some(r"\1=10"), Some(r"^(vm\.\w+)\s*=.*$"), true, Anchor::Eof);
+        let mut m = lif(
+            Some(r"\1=10"),
+            Some(r"^(vm\.\w+)\s*=.*$"),
+            true,
+            Anchor::Eof,
+        );
         m.backrefs = true;
         assert_eq!(m.edit("vm.swappiness = 60\n"), "vm.swappiness=10\n");
     }

@@ -57,7 +57,12 @@ pub struct Params<'a> {
 }
 
 impl<'a> Params<'a> {
-    pub fn new(module: &'static str, span: Span, entries: Vec<(String, Value, Span)>, ctx: &'a BuildCtx<'a>) -> Self {
+    pub fn new(
+        module: &'static str,
+        span: Span,
+        entries: Vec<(String, Value, Span)>,
+        ctx: &'a BuildCtx<'a>,
+    ) -> Self {
         Params {
             module,
             span,
@@ -67,7 +72,9 @@ impl<'a> Params<'a> {
     }
 
     fn entry(&self, key: &str) -> Option<&(String, Value, Span)> {
-        self.entries.iter().find(|(k, v, _)| k == key && !v.is_null())
+        self.entries
+            .iter()
+            .find(|(k, v, _)| k == key && !v.is_null())
     }
 
     pub fn has(&self, key: &str) -> bool {
@@ -112,7 +119,9 @@ impl<'a> Params<'a> {
         match self.raw(key) {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(v) => parse_bool(&scalar_text(v)).map(Some).ok_or_else(|| self.type_error(key, "a boolean (yes/no)")),
+            Some(v) => parse_bool(&scalar_text(v))
+                .map(Some)
+                .ok_or_else(|| self.type_error(key, "a boolean (yes/no)")),
         }
     }
 
@@ -124,7 +133,11 @@ impl<'a> Params<'a> {
         match self.raw(key) {
             None => Ok(None),
             Some(Value::Number(n)) if n.is_i64() => Ok(n.as_i64()),
-            Some(Value::String(s)) => s.trim().parse().map(Some).map_err(|_| self.type_error(key, "an integer")),
+            Some(Value::String(s)) => s
+                .trim()
+                .parse()
+                .map(Some)
+                .map_err(|_| self.type_error(key, "an integer")),
             Some(_) => Err(self.type_error(key, "an integer")),
         }
     }
@@ -136,12 +149,18 @@ impl<'a> Params<'a> {
             Some(Value::Array(items)) => items
                 .iter()
                 .map(|v| match v {
-                    Value::Array(_) | Value::Object(_) | Value::Null => Err(self.type_error(key, "a list of strings")),
+                    Value::Array(_) | Value::Object(_) | Value::Null => {
+                        Err(self.type_error(key, "a list of strings"))
+                    }
                     v => Ok(scalar_text(v)),
                 })
                 .collect(),
-            Some(Value::String(s)) if s.contains(',') => Ok(s.split(',').map(|p| p.trim().to_string()).collect()),
-            Some(v @ (Value::String(_) | Value::Number(_) | Value::Bool(_))) => Ok(vec![scalar_text(v)]),
+            Some(Value::String(s)) if s.contains(',') => {
+                Ok(s.split(',').map(|p| p.trim().to_string()).collect())
+            }
+            Some(v @ (Value::String(_) | Value::Number(_) | Value::Bool(_))) => {
+                Ok(vec![scalar_text(v)])
+            }
             Some(_) => Err(self.type_error(key, "a string or a list of strings")),
         }
     }
@@ -160,8 +179,15 @@ impl<'a> Params<'a> {
         if choices.contains(&value.as_str()) {
             return Ok(value);
         }
-        let mut err = self.error(key, format!("'{value}' is not a valid {key}; expected one of: {}", choices.join(", ")));
-        err.hint = crate::diag::suggest(&value, choices.iter().copied()).map(|s| format!("did you mean '{s}'?"));
+        let mut err = self.error(
+            key,
+            format!(
+                "'{value}' is not a valid {key}; expected one of: {}",
+                choices.join(", ")
+            ),
+        );
+        err.hint = crate::diag::suggest(&value, choices.iter().copied())
+            .map(|s| format!("did you mean '{s}'?"));
         Err(err)
     }
 

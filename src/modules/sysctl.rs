@@ -14,7 +14,17 @@ use crate::shell::quote;
 pub const SYSCTL: ModuleSpec = ModuleSpec {
     name: "sysctl",
     aliases: &["ansible.posix.sysctl"],
-    params: &["name", "key", "value", "val", "state", "sysctl_file", "reload", "sysctl_set", "ignoreerrors"],
+    params: &[
+        "name",
+        "key",
+        "value",
+        "val",
+        "state",
+        "sysctl_file",
+        "reload",
+        "sysctl_set",
+        "ignoreerrors",
+    ],
     required: &[],
     free_form: None,
     build,
@@ -97,7 +107,9 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         key,
         value,
         present,
-        file: p.str("sysctl_file")?.unwrap_or_else(|| "/etc/sysctl.conf".into()),
+        file: p
+            .str("sysctl_file")?
+            .unwrap_or_else(|| "/etc/sysctl.conf".into()),
         live: p.bool_or("reload", true)? || p.bool_or("sysctl_set", false)?,
         ignore_errors: p.bool_or("ignoreerrors", false)?,
     }))
@@ -110,12 +122,21 @@ impl Module for Sysctl {
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let current = FileState::parse(&self.file, facts.get(&files::probe_key(&self.file))?)?;
-        let text = current.as_ref().and_then(|s| s.content.clone()).unwrap_or_default();
+        let text = current
+            .as_ref()
+            .and_then(|s| s.content.clone())
+            .unwrap_or_default();
         let new_text = self.edit(&text);
         let mut plan = if new_text == text && (current.is_some() || !self.present) {
             Plan::noop()
         } else {
-            plan_content(&self.file, current.as_ref(), &new_text, &WriteOpts::default(), true)?
+            plan_content(
+                &self.file,
+                current.as_ref(),
+                &new_text,
+                &WriteOpts::default(),
+                true,
+            )?
         };
         if self.present && self.live {
             self.plan_live(facts.get(&live_key(&self.key))?, &mut plan)?;
@@ -133,7 +154,9 @@ impl Sysctl {
                 Some((k, v)) if k == self.key => {
                     found = true;
                     match &self.value {
-                        Some(want) if self.present && same_value(v, want) => out.push(line.to_string()),
+                        Some(want) if self.present && same_value(v, want) => {
+                            out.push(line.to_string())
+                        }
                         Some(want) if self.present => out.push(format!("{} = {want}", self.key)),
                         _ => {}
                     }
@@ -142,7 +165,11 @@ impl Sysctl {
             }
         }
         if self.present && !found {
-            out.push(format!("{} = {}", self.key, self.value.as_deref().unwrap_or_default()));
+            out.push(format!(
+                "{} = {}",
+                self.key,
+                self.value.as_deref().unwrap_or_default()
+            ));
         }
         if out.iter().map(String::as_str).eq(text.lines()) {
             return text.to_string();
@@ -154,7 +181,10 @@ impl Sysctl {
         let want = self.value.as_deref().unwrap_or_default();
         if live.rc != 0 {
             if self.ignore_errors {
-                plan.notes.push(format!("{}: not available on this kernel (ignored)", self.key));
+                plan.notes.push(format!(
+                    "{}: not available on this kernel (ignored)",
+                    self.key
+                ));
                 return Ok(());
             }
             return Err(ModuleError::Host(format!(
@@ -166,10 +196,14 @@ impl Sysctl {
         let have = live.stdout.trim();
         if !same_value(have, want) {
             plan.changes.push(
-                Change::new(&self.key, Some(have.to_string()), Some(want.to_string())).with_evidence(format!("live value in {}", proc_path(&self.key))),
+                Change::new(&self.key, Some(have.to_string()), Some(want.to_string()))
+                    .with_evidence(format!("live value in {}", proc_path(&self.key))),
             );
             plan.steps.push(live_step(&self.key, want));
-            plan.effects.push(Effect::Predict(live_key(&self.key), ProbeResult::ok(format!("{want}\n"))));
+            plan.effects.push(Effect::Predict(
+                live_key(&self.key),
+                ProbeResult::ok(format!("{want}\n")),
+            ));
         }
         Ok(())
     }
@@ -193,7 +227,10 @@ mod tests {
     fn facts(file: Option<&str>, live: ProbeResult) -> Facts {
         let mut f = Facts::default();
         let st = file.map(|c| FileState::written(c, 0o644, "root", "root"));
-        f.insert(files::probe_key("/etc/sysctl.d/90-gpu.conf"), st.map_or_else(files::absent_result, |s| s.to_result()));
+        f.insert(
+            files::probe_key("/etc/sysctl.d/90-gpu.conf"),
+            st.map_or_else(files::absent_result, |s| s.to_result()),
+        );
         f.insert(live_key("vm.swappiness"), live);
         f
     }
@@ -201,20 +238,36 @@ mod tests {
     #[test]
     fn keys_and_values_normalize() {
         assert_eq!(normalize_key("vm/swappiness"), "vm.swappiness");
-        assert_eq!(normalize_key("net/ipv4/conf/eth0.100/rp_filter"), "net/ipv4/conf/eth0.100/rp_filter");
-        assert_eq!(proc_path("net.ipv4.tcp_rmem"), "/proc/sys/net/ipv4/tcp_rmem");
+        assert_eq!(
+            normalize_key("net/ipv4/conf/eth0.100/rp_filter"),
+            "net/ipv4/conf/eth0.100/rp_filter"
+        );
+        assert_eq!(
+            proc_path("net.ipv4.tcp_rmem"),
+            "/proc/sys/net/ipv4/tcp_rmem"
+        );
         assert!(same_value("4096\t87380  6291456", "4096 87380 6291456"));
     }
 
     #[test]
     fn noop_when_file_and_live_match() {
-        let plan = module("10").plan(&facts(Some("# gpu\nvm.swappiness=10\n"), ProbeResult::ok("10\n"))).unwrap();
+        let plan = module("10")
+            .plan(&facts(
+                Some("# gpu\nvm.swappiness=10\n"),
+                ProbeResult::ok("10\n"),
+            ))
+            .unwrap();
         assert_eq!(plan, Plan::noop());
     }
 
     #[test]
     fn live_only_drift_is_reported_and_fixed_live() {
-        let plan = module("10").plan(&facts(Some("vm.swappiness = 10\n"), ProbeResult::ok("60\n"))).unwrap();
+        let plan = module("10")
+            .plan(&facts(
+                Some("vm.swappiness = 10\n"),
+                ProbeResult::ok("60\n"),
+            ))
+            .unwrap();
         assert_eq!(plan.changes.len(), 1);
         assert_eq!(plan.changes[0].before.as_deref(), Some("60"));
         assert_eq!(plan.steps, ["printf '%s\\n' 10 > /proc/sys/vm/swappiness"]);
@@ -223,21 +276,34 @@ mod tests {
     #[test]
     fn edit_keeps_comments_and_other_keys_and_fixes_duplicates() {
         let text = "# keep me\nvm.swappiness = 60\nkernel.pid_max = 1\nvm/swappiness=30\n";
-        assert_eq!(module("10").edit(text), "# keep me\nvm.swappiness = 10\nkernel.pid_max = 1\nvm.swappiness = 10\n");
+        assert_eq!(
+            module("10").edit(text),
+            "# keep me\nvm.swappiness = 10\nkernel.pid_max = 1\nvm.swappiness = 10\n"
+        );
     }
 
     #[test]
     fn unknown_key_is_a_clear_error_unless_ignored() {
         let mut m = module("10");
-        let f = facts(Some("vm.swappiness=10\n"), ProbeResult { rc: 1, ..ProbeResult::default() });
-        assert!(matches!(m.plan(&f), Err(ModuleError::Host(msg)) if msg.contains("unknown sysctl key")));
+        let f = facts(
+            Some("vm.swappiness=10\n"),
+            ProbeResult {
+                rc: 1,
+                ..ProbeResult::default()
+            },
+        );
+        assert!(
+            matches!(m.plan(&f), Err(ModuleError::Host(msg)) if msg.contains("unknown sysctl key"))
+        );
         m.ignore_errors = true;
         assert!(m.plan(&f).unwrap().changes.is_empty());
     }
 
     #[test]
     fn hostile_value_is_quoted() {
-        let plan = module("$(reboot)").plan(&facts(None, ProbeResult::ok("60\n"))).unwrap();
+        let plan = module("$(reboot)")
+            .plan(&facts(None, ProbeResult::ok("60\n")))
+            .unwrap();
         assert!(plan.steps.iter().any(|s| s.contains("'$(reboot)'")));
     }
 }

@@ -22,7 +22,11 @@ pub fn host_block(r: &HostReport, style: &Style) -> String {
 }
 
 fn task_lines(out: &mut String, t: &TaskResult, style: &Style) {
-    let word = if t.ignored { "ignored" } else { t.status.word() };
+    let word = if t.ignored {
+        "ignored"
+    } else {
+        t.status.word()
+    };
     let name = match &t.item {
         Some(item) => format!("{} ({item})", t.task),
         None => t.task.clone(),
@@ -34,9 +38,17 @@ fn task_lines(out: &mut String, t: &TaskResult, style: &Style) {
             let _ = writeln!(out, "           at {}", t.location);
         }
     }
-    let show_changes = matches!(t.status, Status::Drift | Status::Changed | Status::Unknown | Status::Failed);
+    let show_changes = matches!(
+        t.status,
+        Status::Drift | Status::Changed | Status::Unknown | Status::Failed
+    );
     for c in t.changes.iter().filter(|_| show_changes) {
-        let mut line = format!("           {}: {} → {}", c.subject, c.before.as_deref().unwrap_or("(none)"), c.after.as_deref().unwrap_or("(none)"));
+        let mut line = format!(
+            "           {}: {} → {}",
+            c.subject,
+            c.before.as_deref().unwrap_or("(none)"),
+            c.after.as_deref().unwrap_or("(none)")
+        );
         if let Some(ev) = &c.evidence {
             let _ = write!(line, "  [{ev}]");
         }
@@ -54,7 +66,12 @@ fn task_lines(out: &mut String, t: &TaskResult, style: &Style) {
 
 pub fn recap(outcome: &RunOutcome) -> String {
     let mut out = String::from("RECAP\n");
-    let width = outcome.reports.iter().map(|r| r.host.len()).max().unwrap_or(0);
+    let width = outcome
+        .reports
+        .iter()
+        .map(|r| r.host.len())
+        .max()
+        .unwrap_or(0);
     for r in &outcome.reports {
         let c = r.recap();
         let _ = writeln!(
@@ -104,7 +121,10 @@ mod tests {
             host: "gpu-01".into(),
             play: "GPU node".into(),
             unreachable: None,
-            tasks: vec![task("swappiness", Status::Drift, vec![change]), task("overcommit", Status::Ok, Vec::new())],
+            tasks: vec![
+                task("swappiness", Status::Drift, vec![change]),
+                task("overcommit", Status::Ok, Vec::new()),
+            ],
             round_trips: 1,
             duration_ms: 5,
         }
