@@ -4,6 +4,8 @@
 
 pub mod host;
 pub mod result;
+#[cfg(test)]
+mod run_tests;
 pub mod vars;
 
 use std::path::{Path, PathBuf};

@@ -1,0 +1,156 @@
+//! The executor on a fake transport: the round-trip contract and check
+//! mode's promise never to send a mutating script.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use super::host::RunOptions;
+use super::*;
+use crate::files::FileState;
+use crate::inventory::Inventory;
+use crate::probe::{fake_answer, ProbeResult};
+use crate::transport::fake::{count, FakeTransport};
+use crate::transport::{Output, Purpose, Script};
+
+const CONTENT: &str = "managed\n";
+
+/// A playbook of `n` copy tasks, the first `missing` of whose files are absent.
+fn playbook(n: usize) -> (tempfile::TempDir, Playbook) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut text = String::from("- hosts: all\n  gather_facts: false\n  tasks:\n");
+    for i in 0..n {
+        text.push_str(&format!(
+            "    - copy: {{dest: /etc/f{i}, content: \"managed\\n\"}}\n"
+        ));
+    }
+    let path = dir.path().join("p.yml");
+    std::fs::write(&path, text).unwrap();
+    let pb = crate::playbook::load(&path).unwrap();
+    (dir, pb)
+}
+
+type Log = Arc<Mutex<Vec<Script>>>;
+
+/// Runs the playbook against one fake host whose first `missing` files are
+/// absent until a mutating script ran.
+fn run(pb: &Playbook, missing: usize, check: bool) -> (RunOutcome, Log) {
+    let log: Arc<Mutex<Option<Log>>> = Arc::new(Mutex::new(None));
+    let log2 = log.clone();
+    let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
+        let applied = Arc::new(AtomicBool::new(false));
+        let fake = FakeTransport::new(move |s: &Script| {
+            if s.purpose == Purpose::Mutate {
+                applied.store(true, Ordering::SeqCst);
+            }
+            let now_applied = applied.load(Ordering::SeqCst);
+            let stdout = fake_answer(&s.body, |key| answer(key, missing, now_applied));
+            Ok(Output {
+                status: 0,
+                stdout,
+                stderr: Vec::new(),
+            })
+        });
+        *log2.lock().unwrap() = Some(fake.log());
+        Ok(Box::new(fake) as Box<dyn crate::transport::Transport>)
+    };
+    let inventory = Inventory::localhost();
+    let req = RunRequest {
+        playbook: pb,
+        inventory: &inventory,
+        limit: None,
+        opts: RunOptions {
+            check,
+            tags: Vec::new(),
+            skip_tags: Vec::new(),
+        },
+        extra_vars: serde_json::Map::new(),
+        forks: 1,
+        connect: &connect,
+    };
+    let outcome = run_playbook(&req, &|_| {}).unwrap();
+    let log = log.lock().unwrap().clone().unwrap();
+    (outcome, log)
+}
+
+fn answer(key: &str, missing: usize, applied: bool) -> ProbeResult {
+    let Some(index) = key.strip_prefix("file:/etc/f") else {
+        return ProbeResult::ok(""); // an apply step: it succeeds
+    };
+    let index: usize = index.parse().unwrap();
+    if index < missing && !applied {
+        crate::files::absent_result()
+    } else {
+        FileState::written(CONTENT, 0o644, "root", "root").to_result()
+    }
+}
+
+#[test]
+fn noop_run_of_ten_tasks_is_one_probe() {
+    let (_d, pb) = playbook(10);
+    let (outcome, log) = run(&pb, 0, false);
+    assert_eq!(log.lock().unwrap().len(), 1);
+    assert_eq!(count(&log, Purpose::Probe), 1);
+    assert_eq!(outcome.reports[0].round_trips, 1);
+    assert_eq!(outcome.reports[0].recap().ok, 10);
+}
+
+#[test]
+fn three_changes_take_probe_apply_verify() {
+    let (_d, pb) = playbook(10);
+    let (outcome, log) = run(&pb, 3, false);
+    let kinds: Vec<Purpose> = log.lock().unwrap().iter().map(|s| s.purpose).collect();
+    assert_eq!(kinds, [Purpose::Probe, Purpose::Mutate, Purpose::Probe]);
+    let recap = outcome.reports[0].recap();
+    assert_eq!((recap.changed, recap.ok, recap.failed), (3, 7, 0));
+}
+
+#[test]
+fn check_mode_never_sends_a_mutating_script() {
+    let (_d, pb) = playbook(10);
+    let (outcome, log) = run(&pb, 3, true);
+    assert_eq!(count(&log, Purpose::Mutate), 0);
+    assert_eq!(count(&log, Purpose::Probe), 1);
+    assert_eq!(outcome.reports[0].recap().drift, 3);
+    assert_eq!(crate::report::exit_code(&outcome), 2);
+}
+
+#[test]
+fn round_trips_do_not_grow_with_task_count() {
+    let (_d, pb) = playbook(40);
+    let (outcome, _) = run(&pb, 20, false);
+    assert_eq!(outcome.reports[0].round_trips, 3);
+}
+
+#[test]
+fn unreachable_host_is_reported_not_fatal() {
+    let (_d, pb) = playbook(2);
+    let connect =
+        |h: &str,
+         _: &serde_json::Map<String, serde_json::Value>|
+         -> Result<Box<dyn crate::transport::Transport>, crate::transport::TransportError> {
+            Err(crate::transport::TransportError::Unreachable(format!(
+                "{h}: connection refused"
+            )))
+        };
+    let inventory = Inventory::localhost();
+    let req = RunRequest {
+        playbook: &pb,
+        inventory: &inventory,
+        limit: None,
+        opts: RunOptions {
+            check: true,
+            tags: Vec::new(),
+            skip_tags: Vec::new(),
+        },
+        extra_vars: serde_json::Map::new(),
+        forks: 4,
+        connect: &connect,
+    };
+    let outcome = run_playbook(&req, &|_| {}).unwrap();
+    assert!(outcome.reports[0]
+        .unreachable
+        .as_deref()
+        .unwrap()
+        .contains("connection refused"));
+    assert_eq!(crate::report::exit_code(&outcome), 4);
+}
