@@ -3,5 +3,6 @@
 pub mod diag;
 pub mod probe;
 pub mod shell;
+pub mod smoke;
 pub mod transport;
 pub mod yaml;
