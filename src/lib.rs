@@ -13,6 +13,7 @@ pub mod playbook;
 pub mod probe;
 pub mod report;
 pub mod shell;
+pub mod smoke;
 pub mod template;
 pub mod transport;
 pub mod validate;

@@ -1,0 +1,364 @@
+//! GPU smoke tests: is this node fit to run GPU jobs?
+//!
+//! Tier 0 reads inventory and health (nvidia-smi, kernel log), tier 1 checks
+//! the CUDA toolkit and runs compute through PyTorch or nvcc, tier 2 runs
+//! DCGM diagnostics. Each tier is one framed script, one round trip; all
+//! judging happens here, in pure functions over the captured output.
+
+mod checks;
+mod fleet;
+pub mod nvidia_smi;
+mod remote;
+mod report;
+
+use std::time::Instant;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::probe::parse_frames;
+use crate::transport::{Purpose, Script, Transport};
+pub use fleet::fleet_outliers;
+use remote::{TierOutput, TierScript};
+pub use report::{render_human, report_json};
+
+#[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
+#[serde(rename_all = "lowercase")]
+pub enum Verdict {
+    Pass,
+    Warn,
+    Fail,
+    Skip,
+}
+
+impl Verdict {
+    pub fn label(self) -> &'static str {
+        match self {
+            Verdict::Pass => "PASS",
+            Verdict::Warn => "WARN",
+            Verdict::Fail => "FAIL",
+            Verdict::Skip => "SKIP",
+        }
+    }
+
+    /// Orders verdicts by how much attention they need.
+    fn severity(self) -> u8 {
+        match self {
+            Verdict::Skip => 0,
+            Verdict::Pass => 1,
+            Verdict::Warn => 2,
+            Verdict::Fail => 3,
+        }
+    }
+
+    pub fn worst(self, other: Verdict) -> Verdict {
+        if other.severity() > self.severity() {
+            other
+        } else {
+            self
+        }
+    }
+}
+
+#[derive(Serialize, Clone, Debug)]
+pub struct Check {
+    pub name: String,
+    pub verdict: Verdict,
+    pub measured: String,
+    pub expected: String,
+    pub duration_ms: u64,
+    pub tier: u8,
+}
+
+impl Check {
+    fn new(
+        name: &str,
+        verdict: Verdict,
+        measured: impl Into<String>,
+        expected: impl Into<String>,
+    ) -> Self {
+        Check {
+            name: name.to_string(),
+            verdict,
+            measured: measured.into(),
+            expected: expected.into(),
+            duration_ms: 0,
+            tier: 0,
+        }
+    }
+
+    fn timed(mut self, ms: u64) -> Self {
+        self.duration_ms = ms;
+        self
+    }
+}
+
+#[derive(Serialize, Clone, Debug)]
+pub struct HostSmoke {
+    pub host: String,
+    pub model: Option<String>,
+    pub checks: Vec<Check>,
+    /// The slowest GPU's bf16 matmul throughput: one slow GPU stalls a
+    /// synchronous data-parallel job.
+    pub bf16_tflops: Option<f64>,
+}
+
+impl HostSmoke {
+    pub fn failed(&self) -> bool {
+        self.checks.iter().any(|c| c.verdict == Verdict::Fail)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct SmokeOptions {
+    /// Highest tier to run: 0 inventory, 1 toolkit and compute, 2 DCGM.
+    pub tier: u8,
+    pub expect_gpus: Option<usize>,
+    pub min_driver: Option<String>,
+    pub cuda_home: String,
+    pub torch: bool,
+    pub compile: bool,
+    pub alloc_gib: f64,
+    /// Takes precedence over `bf16_floors`.
+    pub bf16_tflops_floor: Option<f64>,
+    /// Floors keyed by a substring of the GPU model, e.g. ("H200", 600.0).
+    pub bf16_floors: Vec<(String, f64)>,
+    /// Interpreter with PyTorch: a name looked up on the host, or a path
+    /// such as a virtualenv's python3.
+    pub python: String,
+    /// `dcgmi diag -r` level for tier 2.
+    pub dcgm_level: u8,
+    /// Limit for each long-running remote command.
+    pub timeout_s: u64,
+}
+
+impl Default for SmokeOptions {
+    fn default() -> Self {
+        SmokeOptions {
+            tier: 0,
+            expect_gpus: None,
+            min_driver: None,
+            cuda_home: "/usr/local/cuda".into(),
+            torch: false,
+            compile: false,
+            alloc_gib: 8.0,
+            bf16_tflops_floor: None,
+            bf16_floors: Vec::new(),
+            python: "python3".into(),
+            dcgm_level: 1,
+            timeout_s: 300,
+        }
+    }
+}
+
+const PARAMS: &[&str] = &[
+    "tier",
+    "gpus",
+    "expect_gpus",
+    "min_driver",
+    "cuda_home",
+    "torch",
+    "compile",
+    "alloc_gib",
+    "bf16_tflops_floor",
+    "floors",
+    "python",
+    "dcgm_level",
+    "timeout",
+];
+
+impl SmokeOptions {
+    pub fn from_params(map: &Map<String, Value>) -> Result<Self, String> {
+        let mut o = SmokeOptions::default();
+        for (key, value) in map {
+            let bad = |what: &str| format!("parameter '{key}' must be {what}, got {value}");
+            match key.as_str() {
+                "tier" => o.tier = small_int(value, 0..=2).ok_or_else(|| bad("0, 1 or 2"))?,
+                "gpus" | "expect_gpus" => {
+                    o.expect_gpus =
+                        Some(value.as_u64().ok_or_else(|| bad("a whole number"))? as usize)
+                }
+                "min_driver" => {
+                    o.min_driver =
+                        Some(version_param(value).ok_or_else(|| bad("a version like 535.104"))?)
+                }
+                "cuda_home" => {
+                    o.cuda_home = absolute_path(value).ok_or_else(|| bad("an absolute path"))?
+                }
+                "python" => {
+                    o.python = value
+                        .as_str()
+                        .filter(|s| !s.is_empty())
+                        .ok_or_else(|| bad("a string"))?
+                        .into()
+                }
+                "torch" => o.torch = value.as_bool().ok_or_else(|| bad("true or false"))?,
+                "compile" => o.compile = value.as_bool().ok_or_else(|| bad("true or false"))?,
+                "alloc_gib" => {
+                    o.alloc_gib = positive(value).ok_or_else(|| bad("a positive number"))?
+                }
+                "bf16_tflops_floor" => {
+                    o.bf16_tflops_floor =
+                        Some(positive(value).ok_or_else(|| bad("a positive number"))?)
+                }
+                "floors" => {
+                    o.bf16_floors = floors(value).ok_or_else(|| bad("a map of model to TFLOP/s"))?
+                }
+                "dcgm_level" => {
+                    o.dcgm_level = small_int(value, 1..=2).ok_or_else(|| bad("1 or 2"))?
+                }
+                "timeout" => {
+                    o.timeout_s = value
+                        .as_u64()
+                        .filter(|&t| t > 0)
+                        .ok_or_else(|| bad("seconds > 0"))?
+                }
+                _ => return Err(unknown_param(key)),
+            }
+        }
+        if o.tier == 0 && (o.torch || o.compile) {
+            return Err("torch and compile checks run in tier 1: set tier: 1".into());
+        }
+        Ok(o)
+    }
+
+    /// The bf16 floor that applies to `model`, if any.
+    fn bf16_floor(&self, model: Option<&str>) -> Option<f64> {
+        self.bf16_tflops_floor.or_else(|| {
+            let model = model?;
+            self.bf16_floors
+                .iter()
+                .find(|(key, _)| model.contains(key.as_str()))
+                .map(|(_, floor)| *floor)
+        })
+    }
+}
+
+fn small_int(v: &Value, range: std::ops::RangeInclusive<u8>) -> Option<u8> {
+    let n = u8::try_from(v.as_u64()?).ok()?;
+    range.contains(&n).then_some(n)
+}
+
+fn positive(v: &Value) -> Option<f64> {
+    v.as_f64().filter(|f| *f > 0.0 && f.is_finite())
+}
+
+/// Accepts numbers too, because YAML reads `min_driver: 535` as one.
+fn version_param(v: &Value) -> Option<String> {
+    let s = match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        _ => return None,
+    };
+    checks::parse_version(&s).map(|_| s)
+}
+
+fn absolute_path(v: &Value) -> Option<String> {
+    v.as_str()
+        .filter(|s| s.starts_with('/'))
+        .map(str::to_string)
+}
+
+fn floors(v: &Value) -> Option<Vec<(String, f64)>> {
+    v.as_object()?
+        .iter()
+        .map(|(model, floor)| Some((model.clone(), positive(floor)?)))
+        .collect()
+}
+
+fn unknown_param(key: &str) -> String {
+    let best = PARAMS
+        .iter()
+        .max_by(|a, b| strsim::jaro_winkler(key, a).total_cmp(&strsim::jaro_winkler(key, b)))
+        .filter(|p| strsim::jaro_winkler(key, p) > 0.8);
+    match best {
+        Some(p) => format!("unknown parameter '{key}' (did you mean '{p}'?)"),
+        None => format!("unknown parameter '{key}' (known: {})", PARAMS.join(", ")),
+    }
+}
+
+/// Runs the configured tiers on one host. Nothing here panics on a bad host:
+/// transport and parse errors become failed checks.
+pub fn run_smoke(host: &str, transport: &mut dyn Transport, opts: &SmokeOptions) -> HostSmoke {
+    let mut smoke = HostSmoke {
+        host: host.to_string(),
+        model: None,
+        checks: Vec::new(),
+        bf16_tflops: None,
+    };
+    let t0 = match run_tier(transport, remote::tier0(opts), 0) {
+        Ok(out) => out,
+        Err(check) => {
+            smoke.checks.push(check);
+            return smoke;
+        }
+    };
+    let (checks, smi) = checks::tier0(&t0, opts);
+    smoke.checks.extend(checks);
+    // Without a working nvidia-smi every later check would only repeat that.
+    let Some(smi) = smi else {
+        return smoke;
+    };
+    smoke.model = smi.gpus.first().map(|g| g.name.clone());
+    if opts.tier >= 1 {
+        match run_tier(transport, remote::tier1(opts), 1) {
+            Ok(out) => {
+                let floor = opts.bf16_floor(smoke.model.as_deref());
+                let (checks, bf16) = checks::tier1(&out, opts, &smi, floor);
+                smoke
+                    .checks
+                    .extend(checks.into_iter().map(|c| with_tier(c, 1)));
+                smoke.bf16_tflops = bf16;
+            }
+            Err(check) => smoke.checks.push(check),
+        }
+    }
+    if opts.tier >= 2 {
+        match run_tier(transport, remote::tier2(opts), 2) {
+            Ok(out) => smoke.checks.push(with_tier(checks::tier2(&out, opts), 2)),
+            Err(check) => smoke.checks.push(check),
+        }
+    }
+    smoke
+}
+
+fn with_tier(mut check: Check, tier: u8) -> Check {
+    check.tier = tier;
+    check
+}
+
+/// Sends one tier's script; a failed round trip becomes a failed check.
+fn run_tier(
+    transport: &mut dyn Transport,
+    script: TierScript,
+    tier: u8,
+) -> Result<TierOutput, Check> {
+    let started = Instant::now();
+    let fail = |msg: String| {
+        let ms = started.elapsed().as_millis() as u64;
+        with_tier(
+            Check::new("remote", Verdict::Fail, msg, "tier script runs").timed(ms),
+            tier,
+        )
+    };
+    let out = transport
+        .run(&Script {
+            purpose: Purpose::Probe,
+            body: script.body,
+            become_user: None,
+        })
+        .map_err(|e| fail(e.to_string()))?;
+    let frames = parse_frames(&script.token, &out.stdout).map_err(|e| {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        fail(format!(
+            "unreadable output (rc {}): {} {}",
+            out.status,
+            e.0,
+            stderr.trim()
+        ))
+    })?;
+    Ok(TierOutput::new(&script.units, frames))
+}
+
+#[cfg(test)]
+mod tests;
