@@ -75,6 +75,8 @@ pub struct HostRun<'a, 'p> {
     notified: BTreeSet<String>,
     applied: Vec<Applied>,
     round_trips: usize,
+    /// A batch of changes ran since facts were last probed.
+    changed_since_probe: bool,
     unreachable: Option<String>,
     stopped: bool,
     token: String,
@@ -100,6 +102,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             notified: BTreeSet::new(),
             applied: Vec::new(),
             round_trips: 0,
+            changed_since_probe: false,
             unreachable: None,
             stopped: false,
             token: new_token(),
@@ -270,6 +273,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         if wanted.is_empty() {
             return;
         }
+        self.changed_since_probe = false;
         if let Some(results) = self.probe(wanted.into_values().collect()) {
             if let Some(r) = results.get(host_facts::KEY) {
                 self.vars.facts = host_facts::parse(r);
@@ -391,6 +395,13 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 }
             }
             match self.build(task, &ctx) {
+                Ok(m)
+                    if m.reads_everything()
+                        && (!self.pending.is_empty() || self.changed_since_probe) =>
+                {
+                    m.probes().iter().for_each(|p| self.facts.remove(&p.key));
+                    return Next::FlushBefore;
+                }
                 Ok(m) if m.probes().iter().all(|p| self.facts.contains(&p.key)) => {
                     planned.push((item, ctx, Some(m)))
                 }
@@ -633,6 +644,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         let ran_command = pending
             .iter()
             .any(|p| p.is_command && !declared_read_only(tasks[p.task]));
+        self.changed_since_probe = true;
         for p in pending {
             let Some(r) = frames.get(&format!("t{}", p.result)) else {
                 // An earlier step failed: this one and everything planned after it never ran.

@@ -5,6 +5,7 @@
 pub mod command;
 pub mod copy;
 pub mod file;
+pub mod gpu_smoke;
 pub mod lineinfile;
 pub mod params;
 pub mod sysctl;
@@ -134,6 +135,10 @@ pub trait Module: Send + Sync {
     fn is_command(&self) -> bool {
         false
     }
+    /// Validations whose probe must see every earlier change of the run.
+    fn reads_everything(&self) -> bool {
+        false
+    }
 }
 
 pub type BuildFn = fn(&Params) -> Result<Box<dyn Module>, ParamError>;
@@ -169,6 +174,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         copy::COPY,
         copy::TEMPLATE,
         file::FILE,
+        gpu_smoke::GPU_SMOKE,
         lineinfile::LINEINFILE,
         sysctl::SYSCTL,
     ];

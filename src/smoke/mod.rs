@@ -19,7 +19,7 @@ use serde_json::{Map, Value};
 use crate::probe::parse_frames;
 use crate::transport::{Purpose, Script, Transport};
 pub use fleet::fleet_outliers;
-use remote::{TierOutput, TierScript};
+pub use remote::{TierOutput, TierScript};
 pub use report::{render_human, report_json};
 
 #[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,7 +71,7 @@ pub struct Check {
 }
 
 impl Check {
-    fn new(
+    pub fn new(
         name: &str,
         verdict: Verdict,
         measured: impl Into<String>,
@@ -151,7 +151,7 @@ impl Default for SmokeOptions {
     }
 }
 
-const PARAMS: &[&str] = &[
+pub const PARAMS: &[&str] = &[
     "tier",
     "gpus",
     "expect_gpus",
@@ -277,16 +277,74 @@ fn unknown_param(key: &str) -> String {
     }
 }
 
-/// Runs the configured tiers on one host. Nothing here panics on a bad host:
-/// transport and parse errors become failed checks.
+/// Runs the configured tiers on one host, one round trip per tier. Nothing
+/// here panics on a bad host: transport and parse errors become failed checks.
 pub fn run_smoke(host: &str, transport: &mut dyn Transport, opts: &SmokeOptions) -> HostSmoke {
+    evaluate(host, opts, |tier| {
+        let script = tier_script(tier, opts);
+        let started = Instant::now();
+        let out = transport
+            .run(&Script {
+                purpose: Purpose::Probe,
+                body: script.body.clone(),
+                become_user: None,
+            })
+            .map_err(|e| remote_failure(tier, started, e.to_string()))?;
+        decode_tier(
+            &script,
+            tier,
+            &out.stdout,
+            &String::from_utf8_lossy(&out.stderr),
+            out.status,
+        )
+        .map_err(|msg| remote_failure(tier, started, msg))
+    })
+}
+
+/// The remote script of one tier.
+pub fn tier_script(tier: u8, opts: &SmokeOptions) -> TierScript {
+    match tier {
+        0 => remote::tier0(opts),
+        1 => remote::tier1(opts),
+        _ => remote::tier2(opts),
+    }
+}
+
+/// Splits a tier script's output into its units.
+pub fn decode_tier(
+    script: &TierScript,
+    _tier: u8,
+    stdout: &[u8],
+    stderr: &str,
+    status: i32,
+) -> Result<TierOutput, String> {
+    let frames = parse_frames(&script.token, stdout, &script.framed_ids)
+        .map_err(|e| format!("unreadable output (rc {status}): {} {}", e.0, stderr.trim()))?;
+    Ok(TierOutput::new(&script.units, frames))
+}
+
+fn remote_failure(tier: u8, started: Instant, msg: String) -> Check {
+    let ms = started.elapsed().as_millis() as u64;
+    with_tier(
+        Check::new("remote", Verdict::Fail, msg, "tier script runs").timed(ms),
+        tier,
+    )
+}
+
+/// Turns tier outputs into checks; `tier_output` is asked for each tier in
+/// turn, and later tiers are skipped when there is no working driver.
+pub fn evaluate(
+    host: &str,
+    opts: &SmokeOptions,
+    mut tier_output: impl FnMut(u8) -> Result<TierOutput, Check>,
+) -> HostSmoke {
     let mut smoke = HostSmoke {
         host: host.to_string(),
         model: None,
         checks: Vec::new(),
         bf16_tflops: None,
     };
-    let t0 = match run_tier(transport, remote::tier0(opts), 0) {
+    let t0 = match tier_output(0) {
         Ok(out) => out,
         Err(check) => {
             smoke.checks.push(check);
@@ -301,7 +359,7 @@ pub fn run_smoke(host: &str, transport: &mut dyn Transport, opts: &SmokeOptions)
     };
     smoke.model = smi.gpus.first().map(|g| g.name.clone());
     if opts.tier >= 1 {
-        match run_tier(transport, remote::tier1(opts), 1) {
+        match tier_output(1) {
             Ok(out) => {
                 let floor = opts.bf16_floor(smoke.model.as_deref());
                 let (checks, bf16) = checks::tier1(&out, opts, &smi, floor);
@@ -314,7 +372,7 @@ pub fn run_smoke(host: &str, transport: &mut dyn Transport, opts: &SmokeOptions)
         }
     }
     if opts.tier >= 2 {
-        match run_tier(transport, remote::tier2(opts), 2) {
+        match tier_output(2) {
             Ok(out) => smoke.checks.push(with_tier(checks::tier2(&out, opts), 2)),
             Err(check) => smoke.checks.push(check),
         }
@@ -325,39 +383,6 @@ pub fn run_smoke(host: &str, transport: &mut dyn Transport, opts: &SmokeOptions)
 fn with_tier(mut check: Check, tier: u8) -> Check {
     check.tier = tier;
     check
-}
-
-/// Sends one tier's script; a failed round trip becomes a failed check.
-fn run_tier(
-    transport: &mut dyn Transport,
-    script: TierScript,
-    tier: u8,
-) -> Result<TierOutput, Check> {
-    let started = Instant::now();
-    let fail = |msg: String| {
-        let ms = started.elapsed().as_millis() as u64;
-        with_tier(
-            Check::new("remote", Verdict::Fail, msg, "tier script runs").timed(ms),
-            tier,
-        )
-    };
-    let out = transport
-        .run(&Script {
-            purpose: Purpose::Probe,
-            body: script.body,
-            become_user: None,
-        })
-        .map_err(|e| fail(e.to_string()))?;
-    let frames = parse_frames(&script.token, &out.stdout).map_err(|e| {
-        let stderr = String::from_utf8_lossy(&out.stderr);
-        fail(format!(
-            "unreadable output (rc {}): {} {}",
-            out.status,
-            e.0,
-            stderr.trim()
-        ))
-    })?;
-    Ok(TierOutput::new(&script.units, frames))
 }
 
 #[cfg(test)]

@@ -24,6 +24,8 @@ pub struct TierScript {
     pub body: String,
     /// Unit ids in execution order, clock units excluded.
     pub units: Vec<String>,
+    /// Every unit id as framed, clock units included.
+    pub framed_ids: Vec<String>,
 }
 
 pub fn tier0(opts: &SmokeOptions) -> TierScript {
@@ -137,6 +139,7 @@ fn tier_script(units: Vec<(&str, String)>) -> TierScript {
     }
     TierScript {
         body: build_script(&token, &framed, false, &[]),
+        framed_ids: framed.iter().map(|(id, _)| id.clone()).collect(),
         token,
         units: units.into_iter().map(|(id, _)| id.to_string()).collect(),
     }
@@ -209,7 +212,7 @@ mod tests {
             .unwrap();
         TierOutput::new(
             &script.units,
-            parse_frames(&script.token, &out.stdout).unwrap(),
+            parse_frames(&script.token, &out.stdout, &script.framed_ids).unwrap(),
         )
     }
 
