@@ -1,0 +1,166 @@
+//! Reading inventory sources from disk, with their `group_vars/` and
+//! `host_vars/` folders.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{extend, ini, yaml, Inventory, Vars};
+use crate::diag::{Diagnostic, Source, Span};
+use crate::yaml::{load_file, load_str, Node};
+
+/// Files in an inventory folder that are not inventories: editor and
+/// packaging leftovers, Ansible's `INVENTORY_IGNORE_EXTS` less `.ini`.
+const IGNORED_SUFFIXES: [&str; 12] = [
+    "~", ".orig", ".bak", ".swp", ".retry", ".cfg", ".pyc", ".pyo", ".rpm", ".md", ".txt", ".rst",
+];
+
+/// Extensions tried for a `group_vars/NAME` file, in Ansible's order.
+const VARS_EXTENSIONS: [&str; 4] = ["", ".yml", ".yaml", ".json"];
+
+impl Inventory {
+    /// Loads an Ansible inventory: INI or YAML (detect by content/extension), plus
+    /// `group_vars/` and `host_vars/` folders beside the file (files `NAME`,
+    /// `NAME.yml`, `NAME.yaml`, or a folder `NAME/` of yaml files). A folder
+    /// is read as Ansible does: every inventory file in it, by name, with its
+    /// own `group_vars/` and `host_vars/`.
+    pub fn load(path: &Path) -> Result<Inventory, Diagnostic> {
+        let mut inv = Inventory::empty();
+        let base = if path.is_dir() {
+            for file in inventory_files(path)? {
+                read_source(&mut inv, &file)?;
+            }
+            path.to_path_buf()
+        } else {
+            read_source(&mut inv, path)?;
+            path.parent()
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+        };
+        inv.finish();
+        inv.load_vars_files(&base)?;
+        Ok(inv)
+    }
+
+    fn load_vars_files(&mut self, base: &Path) -> Result<(), Diagnostic> {
+        let group_dir = base.join("group_vars");
+        for g in 0..self.groups.len() {
+            let vars = read_vars(&group_dir, &self.groups[g].name)?;
+            extend(&mut self.groups[g].file_vars, &vars);
+        }
+        let host_dir = base.join("host_vars");
+        for h in 0..self.hosts.len() {
+            let vars = read_vars(&host_dir, &self.hosts[h].name)?;
+            extend(&mut self.hosts[h].file_vars, &vars);
+        }
+        Ok(())
+    }
+}
+
+fn io_error(path: &Path, what: &str, err: std::io::Error) -> Diagnostic {
+    let name = path.display().to_string();
+    Diagnostic::new(
+        &Span::synthetic(&name),
+        format!("cannot read {what} {name}: {err}"),
+    )
+}
+
+fn read_source(inv: &mut Inventory, path: &Path) -> Result<(), Diagnostic> {
+    let text = std::fs::read_to_string(path).map_err(|e| io_error(path, "inventory", e))?;
+    let name = path.display().to_string();
+    match yaml_document(path, &text, &name)? {
+        Some(doc) => yaml::parse(inv, &doc),
+        None => ini::parse(inv, Arc::new(Source { name, text })),
+    }
+}
+
+/// The YAML document when the source is YAML: by extension, or for other
+/// names when it parses as a YAML mapping (INI text never does).
+fn yaml_document(path: &Path, text: &str, name: &str) -> Result<Option<Node>, Diagnostic> {
+    let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
+    match ext {
+        "yml" | "yaml" | "json" => load_str(text, name).map(Some),
+        "ini" => Ok(None),
+        _ => Ok(load_str(text, name)
+            .ok()
+            .filter(|doc| doc.as_map().is_some())),
+    }
+}
+
+fn inventory_files(dir: &Path) -> Result<Vec<PathBuf>, Diagnostic> {
+    let files = sorted_entries(dir)?
+        .into_iter()
+        .filter(|p| p.is_file() && !is_hidden(p))
+        .filter(|p| {
+            let name = p.to_string_lossy();
+            !IGNORED_SUFFIXES.iter().any(|s| name.ends_with(s))
+        })
+        .collect();
+    Ok(files)
+}
+
+/// Variables for one group or host from `dir`: the first of `NAME`,
+/// `NAME.yml`, `NAME.yaml`, `NAME.json` that exists (as Ansible's
+/// `find_vars_files`), a folder being read file by file in name order.
+fn read_vars(dir: &Path, name: &str) -> Result<Vars, Diagnostic> {
+    let mut vars = Vars::new();
+    if !dir.is_dir() {
+        return Ok(vars);
+    }
+    let Some(found) = VARS_EXTENSIONS
+        .iter()
+        .map(|ext| dir.join(format!("{name}{ext}")))
+        .find(|p| p.exists())
+    else {
+        return Ok(vars);
+    };
+    let files = if found.is_dir() {
+        vars_dir_files(&found)?
+    } else {
+        vec![found]
+    };
+    for file in files {
+        extend(&mut vars, &vars_file(&file)?);
+    }
+    Ok(vars)
+}
+
+fn vars_dir_files(dir: &Path) -> Result<Vec<PathBuf>, Diagnostic> {
+    let mut files = Vec::new();
+    for path in sorted_entries(dir)? {
+        if is_hidden(&path) {
+            continue;
+        }
+        if path.is_dir() {
+            files.extend(vars_dir_files(&path)?);
+            continue;
+        }
+        let ext = path.extension().and_then(|e| e.to_str());
+        if matches!(ext, None | Some("yml" | "yaml" | "json")) {
+            files.push(path);
+        }
+    }
+    Ok(files)
+}
+
+fn vars_file(path: &Path) -> Result<Vars, Diagnostic> {
+    let doc = load_file(path)?;
+    match doc.to_json() {
+        serde_json::Value::Null => Ok(Vars::new()),
+        serde_json::Value::Object(map) => Ok(map),
+        _ => Err(doc.error(format!(
+            "a variables file maps names to values, found {}",
+            doc.kind()
+        ))),
+    }
+}
+
+fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>, Diagnostic> {
+    let entries = std::fs::read_dir(dir).map_err(|e| io_error(dir, "folder", e))?;
+    let mut paths: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    paths.sort();
+    Ok(paths)
+}
+
+fn is_hidden(path: &Path) -> bool {
+    path.file_name()
+        .is_some_and(|n| n.to_string_lossy().starts_with('.'))
+}

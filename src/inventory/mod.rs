@@ -1,0 +1,385 @@
+//! Ansible inventories: INI and YAML sources, `group_vars/` and `host_vars/`
+//! folders, host patterns, and the merged variables of each host.
+//!
+//! Hosts keep the order in which the inventory first names them ("inventory
+//! order"); every list this module returns uses it unless it says otherwise.
+
+mod ini;
+mod load;
+mod pattern;
+mod pylit;
+mod range;
+mod yaml;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use serde_json::{Map, Value};
+
+pub use pattern::PatternError;
+
+type Vars = Map<String, Value>;
+
+/// `all` and `ungrouped` exist in every inventory, created first, at these indices.
+const ALL: usize = 0;
+const UNGROUPED: usize = 1;
+
+#[derive(Clone, Debug)]
+pub struct Inventory {
+    hosts: Vec<Host>,
+    host_index: HashMap<String, usize>,
+    groups: Vec<Group>,
+    group_index: HashMap<String, usize>,
+    /// The `groups` magic variable, the same for every host; set by `finish`.
+    groups_var: Value,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Host {
+    name: String,
+    /// Groups that list the host directly.
+    groups: Vec<usize>,
+    /// Variables set in the inventory source itself.
+    vars: Vars,
+    /// Variables from `host_vars/` files.
+    file_vars: Vars,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Group {
+    name: String,
+    hosts: Vec<usize>,
+    children: Vec<usize>,
+    parents: Vec<usize>,
+    /// Longest path from `all`; deeper groups' variables win.
+    depth: usize,
+    vars: Vars,
+    file_vars: Vars,
+}
+
+impl Group {
+    /// `ansible_group_priority` breaks ties between groups of equal depth.
+    fn priority(&self) -> i64 {
+        self.vars
+            .get("ansible_group_priority")
+            .and_then(Value::as_i64)
+            .unwrap_or(1)
+    }
+}
+
+impl Inventory {
+    /// The implicit inventory used when none is given: just `localhost` with `ansible_connection: local`.
+    pub fn localhost() -> Inventory {
+        let mut inv = Inventory::empty();
+        let vars = Vars::from_iter([("ansible_connection".into(), "local".into())]);
+        inv.add_host_to(UNGROUPED, "localhost", vars);
+        inv.finish();
+        inv
+    }
+
+    /// Ansible's comma form, e.g. "host1,host2," (-i "a,b,"). As in Ansible's
+    /// `host_list` plugin, `name:port` sets `ansible_port` and ranges are not expanded.
+    pub fn from_host_list(list: &str) -> Inventory {
+        let mut inv = Inventory::empty();
+        for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (name, port) = range::split_port(entry);
+            inv.add_host_to(UNGROUPED, name, port_vars(port));
+        }
+        inv.finish();
+        inv
+    }
+
+    pub fn hosts(&self) -> Vec<String> {
+        self.hosts.iter().map(|h| h.name.clone()).collect()
+    }
+
+    /// Every group with its hosts, direct and via children, including `all` and `ungrouped`.
+    pub fn groups(&self) -> BTreeMap<String, Vec<String>> {
+        self.groups
+            .iter()
+            .enumerate()
+            .map(|(g, group)| (group.name.clone(), self.names(self.members(g))))
+            .collect()
+    }
+
+    /// Merged variables for a host, following Ansible's `VariableManager.get_vars`:
+    /// inventory-source vars of `all` < `group_vars/all` < inventory-source vars
+    /// of the host's other groups < their `group_vars/` files < inventory-source
+    /// host vars < `host_vars/` files. Groups are applied by depth (children
+    /// after parents), then `ansible_group_priority`, then name, later winning.
+    /// A host missing from the inventory gets what Ansible gives its implicit
+    /// `localhost`: the `all` variables only. Adds the magic variables
+    /// `inventory_hostname`, `inventory_hostname_short`, `group_names` and `groups`.
+    pub fn host_vars(&self, host: &str) -> Vars {
+        let mut vars = self.merged_vars(host);
+        let groups = self.host_index.get(host).map(|&h| self.groups_of(h));
+        let mut names: Vec<&str> = groups
+            .iter()
+            .flatten()
+            .map(|&g| self.groups[g].name.as_str())
+            .collect();
+        names.sort_unstable();
+        let short = host.split('.').next().unwrap_or(host);
+        vars.insert("inventory_hostname".into(), host.into());
+        vars.insert("inventory_hostname_short".into(), short.into());
+        vars.insert("group_names".into(), names.into());
+        vars.insert("groups".into(), self.groups_var.clone());
+        vars
+    }
+
+    /// The host's variables without the magic ones.
+    fn merged_vars(&self, host: &str) -> Vars {
+        let mut vars = Vars::new();
+        let all = &self.groups[ALL];
+        extend(&mut vars, &all.vars);
+        extend(&mut vars, &all.file_vars);
+        let index = self.host_index.get(host).copied();
+        let groups = index.map(|h| self.groups_of(h)).unwrap_or_default();
+        for &g in &groups {
+            extend(&mut vars, &self.groups[g].vars);
+        }
+        for &g in &groups {
+            extend(&mut vars, &self.groups[g].file_vars);
+        }
+        if let Some(h) = index {
+            extend(&mut vars, &self.hosts[h].vars);
+            extend(&mut vars, &self.hosts[h].file_vars);
+        }
+        if host == "localhost" {
+            vars.entry("ansible_connection").or_insert("local".into());
+        }
+        vars
+    }
+
+    /// `ansible-inventory --list` shape. Keys are sorted as that command's
+    /// `sort_keys=True` output is; groups with neither hosts nor children get
+    /// no entry of their own but stay listed as children.
+    pub fn list_json(&self) -> Value {
+        let mut hostvars = BTreeMap::new();
+        for host in &self.hosts {
+            let vars = self.merged_vars(&host.name);
+            if !vars.is_empty() {
+                hostvars.insert(host.name.clone(), Value::Object(vars));
+            }
+        }
+        let mut groups = BTreeMap::new();
+        for (g, group) in self.groups.iter().enumerate() {
+            let mut entry = Vars::new();
+            if g != ALL && !group.hosts.is_empty() {
+                entry.insert(
+                    "hosts".into(),
+                    self.names(group.hosts.iter().copied()).into(),
+                );
+            }
+            if !group.children.is_empty() {
+                entry.insert("children".into(), self.group_names(&group.children).into());
+            }
+            if !entry.is_empty() {
+                groups.insert(group.name.clone(), Value::Object(entry));
+            }
+        }
+        let mut out = Vars::new();
+        out.insert("_meta".into(), serde_json::json!({ "hostvars": hostvars }));
+        out.extend(groups);
+        Value::Object(out)
+    }
+
+    /// `ansible-inventory --graph` text, children and hosts sorted by name.
+    pub fn graph(&self) -> String {
+        let mut out = String::new();
+        self.graph_group(ALL, 0, &mut out);
+        out
+    }
+
+    fn graph_group(&self, g: usize, depth: usize, out: &mut String) {
+        let group = &self.groups[g];
+        out.push_str(&graph_line(&format!("@{}:", group.name), depth));
+        let mut children = group.children.clone();
+        children.sort_by(|a, b| self.groups[*a].name.cmp(&self.groups[*b].name));
+        for child in children {
+            self.graph_group(child, depth + 1, out);
+        }
+        if g != ALL {
+            let mut hosts = self.names(group.hosts.iter().copied());
+            hosts.sort();
+            for host in hosts {
+                out.push_str(&graph_line(&host, depth + 1));
+            }
+        }
+    }
+
+    fn empty() -> Inventory {
+        let mut inv = Inventory {
+            hosts: Vec::new(),
+            host_index: HashMap::new(),
+            groups: Vec::new(),
+            group_index: HashMap::new(),
+            groups_var: Value::Null,
+        };
+        inv.group("all");
+        inv.group("ungrouped");
+        // Linked now, as Ansible does, so that it is the first child of `all`.
+        inv.groups[ALL].children.push(UNGROUPED);
+        inv.groups[UNGROUPED].parents.push(ALL);
+        inv
+    }
+
+    /// The group's index, creating it on first mention.
+    fn group(&mut self, name: &str) -> usize {
+        if let Some(&g) = self.group_index.get(name) {
+            return g;
+        }
+        self.groups.push(Group {
+            name: name.to_string(),
+            ..Group::default()
+        });
+        self.group_index
+            .insert(name.to_string(), self.groups.len() - 1);
+        self.groups.len() - 1
+    }
+
+    /// Adds a host (once) to a group; a host named again merges its variables.
+    fn add_host_to(&mut self, group: usize, name: &str, vars: Vars) {
+        let h = match self.host_index.get(name) {
+            Some(&h) => h,
+            None => {
+                self.hosts.push(Host {
+                    name: name.to_string(),
+                    ..Host::default()
+                });
+                self.host_index
+                    .insert(name.to_string(), self.hosts.len() - 1);
+                self.hosts.len() - 1
+            }
+        };
+        if !self.hosts[h].groups.contains(&group) {
+            self.hosts[h].groups.push(group);
+            self.groups[group].hosts.push(h);
+        }
+        extend(&mut self.hosts[h].vars, &vars);
+    }
+
+    /// Makes `child` a child of `parent`; the message says why it cannot be.
+    fn add_child(&mut self, parent: usize, child: usize) -> Result<(), String> {
+        if self.is_ancestor_or_self(child, parent) {
+            return Err(format!(
+                "adding group '{}' as a child of '{}' creates a cycle",
+                self.groups[child].name, self.groups[parent].name
+            ));
+        }
+        if !self.groups[parent].children.contains(&child) {
+            self.groups[parent].children.push(child);
+            self.groups[child].parents.push(parent);
+        }
+        Ok(())
+    }
+
+    fn is_ancestor_or_self(&self, ancestor: usize, g: usize) -> bool {
+        ancestor == g
+            || self.groups[g]
+                .parents
+                .iter()
+                .any(|&p| self.is_ancestor_or_self(ancestor, p))
+    }
+
+    /// Completes the group tree as Ansible's `reconcile_inventory` does:
+    /// top-level groups become children of `all`, and `ungrouped` holds
+    /// exactly the hosts that no other group lists.
+    fn finish(&mut self) {
+        for g in 0..self.groups.len() {
+            if g != ALL && self.groups[g].parents.is_empty() {
+                self.groups[ALL].children.push(g);
+                self.groups[g].parents.push(ALL);
+            }
+        }
+        self.groups[UNGROUPED].hosts.clear();
+        for (h, host) in self.hosts.iter_mut().enumerate() {
+            host.groups.retain(|&g| g != UNGROUPED);
+            if host.groups.iter().all(|&g| g == ALL) {
+                host.groups.push(UNGROUPED);
+                self.groups[UNGROUPED].hosts.push(h);
+            }
+        }
+        for g in 0..self.groups.len() {
+            self.groups[g].depth = self.depth(g);
+        }
+        self.groups_var = serde_json::to_value(self.groups()).unwrap_or_default();
+    }
+
+    fn depth(&self, g: usize) -> usize {
+        let parents = &self.groups[g].parents;
+        parents
+            .iter()
+            .map(|&p| self.depth(p) + 1)
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Hosts of a group and of its descendants.
+    fn members(&self, g: usize) -> BTreeSet<usize> {
+        if g == ALL {
+            return (0..self.hosts.len()).collect();
+        }
+        let group = &self.groups[g];
+        let mut set: BTreeSet<usize> = group.hosts.iter().copied().collect();
+        for &child in &group.children {
+            set.extend(self.members(child));
+        }
+        set
+    }
+
+    /// The host's groups and their ancestors, except `all`, in the order
+    /// their variables apply.
+    fn groups_of(&self, h: usize) -> Vec<usize> {
+        let mut found = BTreeSet::new();
+        let mut todo = self.hosts[h].groups.clone();
+        while let Some(g) = todo.pop() {
+            if g != ALL && found.insert(g) {
+                todo.extend(&self.groups[g].parents);
+            }
+        }
+        let mut groups: Vec<usize> = found.into_iter().collect();
+        groups.sort_by_key(|&g| {
+            let group = &self.groups[g];
+            (group.depth, group.priority(), group.name.clone())
+        });
+        groups
+    }
+
+    fn names(&self, hosts: impl IntoIterator<Item = usize>) -> Vec<String> {
+        hosts
+            .into_iter()
+            .map(|h| self.hosts[h].name.clone())
+            .collect()
+    }
+
+    fn group_names(&self, groups: &[usize]) -> Vec<String> {
+        groups
+            .iter()
+            .map(|&g| self.groups[g].name.clone())
+            .collect()
+    }
+}
+
+/// Top-level replacement, as Ansible's default `hash_behaviour = replace`.
+fn extend(into: &mut Vars, from: &Vars) {
+    for (k, v) in from {
+        into.insert(k.clone(), v.clone());
+    }
+}
+
+fn port_vars(port: Option<u16>) -> Vars {
+    port.map(|p| ("ansible_port".to_string(), Value::from(p)))
+        .into_iter()
+        .collect()
+}
+
+fn graph_line(text: &str, depth: usize) -> String {
+    if depth == 0 {
+        format!("{text}\n")
+    } else {
+        format!("{}--{text}\n", "  |".repeat(depth))
+    }
+}
+
+#[cfg(test)]
+mod tests;
