@@ -32,6 +32,9 @@ pub enum Command {
     Inventory(InventoryArgs),
     /// Show what the probe sees on hosts.
     Facts(FactsArgs),
+    /// GPU smoke test: prove each node really computes (exit 4 when a host fails it).
+    #[command(after_help = EXIT_CODES)]
+    Smoke(SmokeArgs),
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -117,4 +120,34 @@ pub struct FactsArgs {
     pub inventory: Option<String>,
     #[arg(short = 'c', long, value_enum)]
     pub connection: Option<Connection>,
+}
+
+#[derive(Args, Debug)]
+pub struct SmokeArgs {
+    #[command(flatten)]
+    pub target: Target,
+    /// 0: inventory and health (<2 s); 1: toolkit and compute; 2: DCGM diagnostics.
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u8).range(0..=2))]
+    pub tier: u8,
+    /// Number of GPUs each host must have.
+    #[arg(long)]
+    pub expect_gpus: Option<usize>,
+    /// Minimum driver version, e.g. 550.54.
+    #[arg(long)]
+    pub min_driver: Option<String>,
+    #[arg(long, default_value = "/usr/local/cuda")]
+    pub cuda_home: String,
+    /// Run the PyTorch compute checks (tier 1).
+    #[arg(long)]
+    pub torch: bool,
+    /// Python interpreter that has PyTorch.
+    #[arg(long, default_value = "python3")]
+    pub python: String,
+    /// Minimum bf16 matmul throughput in TFLOP/s.
+    #[arg(long)]
+    pub bf16_floor: Option<f64>,
+    #[arg(short = 'f', long, default_value_t = 50)]
+    pub forks: usize,
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }

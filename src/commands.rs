@@ -7,7 +7,9 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 
-use crate::cli::{Cli, Command, FactsArgs, Format, InventoryArgs, RunArgs, ValidateArgs};
+use crate::cli::{
+    Cli, Command, FactsArgs, Format, InventoryArgs, RunArgs, SmokeArgs, ValidateArgs,
+};
 use crate::diag::Diagnostic;
 use crate::exec::host::RunOptions;
 use crate::exec::{run_playbook, RunRequest};
@@ -22,6 +24,7 @@ pub fn run(cli: Cli) -> u8 {
         Command::Validate(args) => validate_cmd(&args),
         Command::Inventory(args) => inventory_cmd(&args),
         Command::Facts(args) => facts_cmd(&args),
+        Command::Smoke(args) => smoke_cmd(&args),
     };
     result.unwrap_or_else(|errors| {
         let mut err = std::io::stderr().lock();
@@ -188,4 +191,57 @@ fn facts_cmd(args: &FactsArgs) -> Result<u8, Vec<Diagnostic>> {
         serde_json::to_string_pretty(&Value::Object(out)).expect("json")
     );
     Ok(code)
+}
+
+fn smoke_cmd(args: &SmokeArgs) -> Result<u8, Vec<Diagnostic>> {
+    let inv = load_inventory(args.target.inventory.as_deref())?;
+    let span = crate::diag::Span::synthetic("smoke");
+    let mut hosts = inv
+        .select(args.target.limit.as_deref().unwrap_or("all"))
+        .map_err(|e| vec![Diagnostic::new(&span, e.to_string())])?;
+    if hosts.is_empty() && args.target.inventory.is_none() {
+        hosts.push("localhost".into());
+    }
+    let opts = crate::smoke::SmokeOptions {
+        tier: args.tier,
+        expect_gpus: args.expect_gpus,
+        min_driver: args.min_driver.clone(),
+        cuda_home: args.cuda_home.clone(),
+        torch: args.torch,
+        python: args.python.clone(),
+        bf16_tflops_floor: args.bf16_floor,
+        ..crate::smoke::SmokeOptions::default()
+    };
+    let queue = Mutex::new(hosts.iter().enumerate());
+    let results = Mutex::new(Vec::new());
+    std::thread::scope(|s| {
+        for _ in 0..args.forks.clamp(1, hosts.len().max(1)) {
+            s.spawn(|| loop {
+                let Some((i, host)) = queue.lock().unwrap().next() else {
+                    break;
+                };
+                let vars = inv.host_vars(host);
+                let smoke = match connect::open(args.target.connection, host, &vars) {
+                    Ok(mut t) => crate::smoke::run_smoke(host, t.as_mut(), &opts),
+                    Err(e) => crate::smoke::unreachable(host, &e.to_string()),
+                };
+                results.lock().unwrap().push((i, smoke));
+            });
+        }
+    });
+    let mut results = results.into_inner().unwrap();
+    results.sort_by_key(|(i, _)| *i);
+    let results: Vec<_> = results.into_iter().map(|(_, r)| r).collect();
+    match args.format {
+        Format::Human => print!("{}", crate::smoke::render_human(&results)),
+        Format::Json => println!(
+            "{}",
+            serde_json::to_string_pretty(&crate::smoke::report_json(&results)).expect("json")
+        ),
+    }
+    Ok(if results.iter().any(|r| r.failed()) {
+        EXIT_FAILED
+    } else {
+        EXIT_OK
+    })
 }

@@ -301,6 +301,21 @@ pub fn run_smoke(host: &str, transport: &mut dyn Transport, opts: &SmokeOptions)
     })
 }
 
+/// The result for a host that could not be reached at all.
+pub fn unreachable(host: &str, why: &str) -> HostSmoke {
+    HostSmoke {
+        host: host.to_string(),
+        model: None,
+        checks: vec![Check::new(
+            "remote",
+            Verdict::Fail,
+            why.to_string(),
+            "host reachable",
+        )],
+        bf16_tflops: None,
+    }
+}
+
 /// The remote script of one tier.
 pub fn tier_script(tier: u8, opts: &SmokeOptions) -> TierScript {
     match tier {
