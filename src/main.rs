@@ -6,7 +6,11 @@ fn main() -> std::process::ExitCode {
         Err(e) => {
             let _ = e.print();
             // Usage errors are exit 1, not clap's 2: 2 means drift here.
-            let code = if e.use_stderr() { nodeprov::report::EXIT_USAGE } else { 0 };
+            let code = if e.use_stderr() {
+                nodeprov::report::EXIT_USAGE
+            } else {
+                0
+            };
             return std::process::ExitCode::from(code);
         }
     };

@@ -182,7 +182,15 @@ impl MapFrame {
                 }
             }
         }
-        (Node::new(Value::Map(self.entries), self.span), self.anchor)
+        // A block mapping's start event is reported after its first key was
+        // scanned; the first key is where a reader sees the mapping begin.
+        let span = match self.entries.first() {
+            Some((k, _)) if (k.span.line, k.span.col) < (self.span.line, self.span.col) => {
+                k.span.clone()
+            }
+            _ => self.span,
+        };
+        (Node::new(Value::Map(self.entries), span), self.anchor)
     }
 }
 
@@ -346,6 +354,7 @@ mod tests {
     fn every_node_has_a_position() {
         let doc = load_str("- name: x\n  sysctl:\n    key: vm.swappiness\n", "p.yml").unwrap();
         let task = &doc.as_seq().unwrap()[0];
+        assert_eq!(task.span.location(), "p.yml:1:3");
         let key = task.get("sysctl").unwrap().get("key").unwrap();
         assert_eq!(key.span.location(), "p.yml:3:10");
         assert_eq!(key.as_str(), Some("vm.swappiness"));

@@ -1,0 +1,134 @@
+//! The binary's contract where no host is involved: validation errors with
+//! positions, exit codes, help text, and the JSON report's shape (on a
+//! playbook confined to a temporary folder).
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn nodeprov(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_nodeprov"))
+        .args(args)
+        .output()
+        .expect("binary runs")
+}
+
+fn text(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+fn write(dir: &Path, name: &str, body: &str) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, body).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn shipped_playbooks_validate() {
+    for pb in [
+        "playbooks/gpu-node.yml",
+        "playbooks/sysctl-rollout.yml",
+        "playbooks/compliance.yml",
+    ] {
+        let out = nodeprov(&["validate", pb, "-i", "playbooks/inventory.example.ini"]);
+        assert_eq!(out.status.code(), Some(0), "{pb}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stdout).contains(": ok ("),
+            "{}",
+            text(&out.stdout)
+        );
+    }
+}
+
+#[test]
+fn validate_names_file_line_column_with_caret_and_hint() {
+    let dir = tempfile::tempdir().unwrap();
+    let pb = write(dir.path(), "bad.yml", "- hosts: all\n  tasks:\n    - name: tune\n      sysctll: {name: vm.swappiness, value: 10}\n");
+    let out = nodeprov(&["validate", &pb]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("error: unknown module or task keyword 'sysctll'"),
+        "{err}"
+    );
+    assert!(err.contains(&format!("--> {pb}:4:7")), "{err}");
+    assert!(
+        err.contains(" 4 |       sysctll: {name: vm.swappiness, value: 10}\n   |       ^"),
+        "{err}"
+    );
+    assert!(err.contains("hint: did you mean 'sysctl'?"), "{err}");
+}
+
+#[test]
+fn validate_catches_bad_templates_and_conditions() {
+    let dir = tempfile::tempdir().unwrap();
+    let pb = write(
+        dir.path(),
+        "t.yml",
+        "- hosts: all\n  tasks:\n    - copy: {dest: /x, content: \"{{ a }\"}\n    - file: {path: /y}\n      when: a ==\n",
+    );
+    let out = nodeprov(&["validate", &pb]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains(&format!("{pb}:3:33")) && err.contains("template error"),
+        "{err}"
+    );
+    assert!(
+        err.contains(&format!("{pb}:5:13")) && err.contains("invalid condition"),
+        "{err}"
+    );
+}
+
+#[test]
+fn yaml_syntax_error_has_position() {
+    let dir = tempfile::tempdir().unwrap();
+    let pb = write(dir.path(), "s.yml", "- hosts: all\n  tasks: [\n");
+    let out = nodeprov(&["check", &pb]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        text(&out.stderr).contains(&format!("{pb}:3:")),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn usage_errors_exit_1_and_help_documents_exit_codes() {
+    assert_eq!(nodeprov(&["apply"]).status.code(), Some(1));
+    let help = nodeprov(&["check", "--help"]);
+    assert_eq!(help.status.code(), Some(0));
+    assert!(text(&help.stdout).contains("2  check mode found drift"));
+}
+
+#[test]
+fn unknown_host_pattern_is_a_config_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let pb = write(dir.path(), "p.yml", "- hosts: gpuu\n  tasks: []\n");
+    let inv = write(dir.path(), "inv.ini", "[gpu]\ngpu-01\n");
+    let out = nodeprov(&["check", &pb, "-i", &inv]);
+    assert_eq!(out.status.code(), Some(1), "{}", text(&out.stderr));
+    assert!(text(&out.stderr).contains("gpuu"), "{}", text(&out.stderr));
+}
+
+#[test]
+fn json_report_is_one_versioned_document() {
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("managed.conf");
+    let pb = write(
+        dir.path(),
+        "j.yml",
+        &format!("- hosts: all\n  gather_facts: false\n  tasks:\n    - name: conf\n      copy: {{dest: {}, content: \"a = 1\\n\"}}\n", target.display()),
+    );
+    let out = nodeprov(&["check", &pb, "-c", "local", "--format", "json"]);
+    assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
+    let doc: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
+    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["mode"], "check");
+    assert_eq!(doc["exit_code"], 2);
+    let task = &doc["hosts"][0]["tasks"][0];
+    assert_eq!(task["status"], "drift");
+    assert_eq!(task["changes"][0]["subject"], target.display().to_string());
+    assert_eq!(task["location"], format!("{pb}:4:7"));
+    assert!(!target.exists(), "check must not write");
+}
