@@ -57,7 +57,12 @@ np_unit() {
 /// Builds a script that runs each `(id, body)` unit and frames its output.
 /// With `stop_on_failure`, the first failing unit ends the script (the rest
 /// never run), except units whose id is listed in `may_fail`.
-pub fn build_script(token: &str, units: &[(String, String)], stop_on_failure: bool, may_fail: &[String]) -> String {
+pub fn build_script(
+    token: &str,
+    units: &[(String, String)],
+    stop_on_failure: bool,
+    may_fail: &[String],
+) -> String {
     let mut out = format!("np_tok={}\n{PRELUDE}", quote(token));
     for (id, body) in units {
         let call = format!("np_unit {} {}", quote(id), quote(body));
@@ -74,7 +79,10 @@ pub fn build_script(token: &str, units: &[(String, String)], stop_on_failure: bo
 pub struct FrameError(pub String);
 
 /// Splits framed output back into results by unit id.
-pub fn parse_frames(token: &str, stdout: &[u8]) -> Result<BTreeMap<String, ProbeResult>, FrameError> {
+pub fn parse_frames(
+    token: &str,
+    stdout: &[u8],
+) -> Result<BTreeMap<String, ProbeResult>, FrameError> {
     let mut results = BTreeMap::new();
     let mut rest = stdout;
     let marker = format!("@@NP {token} ");
@@ -126,10 +134,19 @@ pub fn fake_answer(script: &str, mut answer: impl FnMut(&str) -> ProbeResult) ->
         .to_string();
     let mut out = Vec::new();
     for line in script.lines().filter_map(|l| l.strip_prefix("np_unit ")) {
-        let id = crate::shell::split(line).into_iter().next().unwrap_or_default();
+        let id = crate::shell::split(line)
+            .into_iter()
+            .next()
+            .unwrap_or_default();
         let r = answer(&id);
         out.extend(
-            format!("@@NP {token} {id} {} {} {}\n", r.rc, r.stdout.len(), r.stderr.len()).as_bytes(),
+            format!(
+                "@@NP {token} {id} {} {} {}\n",
+                r.rc,
+                r.stdout.len(),
+                r.stderr.len()
+            )
+            .as_bytes(),
         );
         out.extend(r.stdout.as_bytes());
         out.extend(r.stderr.as_bytes());
@@ -155,8 +172,14 @@ mod tests {
     #[test]
     fn frames_survive_hostile_output() {
         let units = vec![
-            ("a".to_string(), "printf '@@NP fake 1 2 3\\nx'; echo e >&2; exit 4".to_string()),
-            ("b".to_string(), "echo \"$(printf '%s' \"it's\")\"".to_string()),
+            (
+                "a".to_string(),
+                "printf '@@NP fake 1 2 3\\nx'; echo e >&2; exit 4".to_string(),
+            ),
+            (
+                "b".to_string(),
+                "echo \"$(printf '%s' \"it's\")\"".to_string(),
+            ),
         ];
         let out = run(build_script("tok1", &units, false, &[]));
         let res = parse_frames("tok1", &out).unwrap();
@@ -183,6 +206,9 @@ mod tests {
         let units = vec![("k:1".to_string(), "anything".to_string())];
         let script = build_script("zz", &units, false, &[]);
         let out = fake_answer(&script, |id| ProbeResult::ok(format!("answer {id}")));
-        assert_eq!(parse_frames("zz", &out).unwrap()["k:1"].stdout, "answer k:1");
+        assert_eq!(
+            parse_frames("zz", &out).unwrap()["k:1"].stdout,
+            "answer k:1"
+        );
     }
 }

@@ -67,7 +67,10 @@ mod tests {
         assert_eq!(quote("it's"), r"'it'\''s'");
         assert_eq!(quote("a b"), "'a b'");
         assert_eq!(quote(""), "''");
-        assert_eq!(quote("/etc/sysctl.d/90-gpu.conf"), "/etc/sysctl.d/90-gpu.conf");
+        assert_eq!(
+            quote("/etc/sysctl.d/90-gpu.conf"),
+            "/etc/sysctl.d/90-gpu.conf"
+        );
     }
 
     #[test]
@@ -75,6 +78,9 @@ mod tests {
         for s in ["$(reboot)", "it's", "a b", "", "x\"y", "back\\slash"] {
             assert_eq!(split(&quote(s)), vec![s.to_string()], "{s}");
         }
-        assert_eq!(split("echo 'a b' c\\ d \"e f\""), ["echo", "a b", "c d", "e f"]);
+        assert_eq!(
+            split("echo 'a b' c\\ d \"e f\""),
+            ["echo", "a b", "c d", "e f"]
+        );
     }
 }

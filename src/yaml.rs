@@ -245,7 +245,9 @@ impl MarkedEventReceiver for Builder {
                 };
                 self.push_node(Node::new(value, span), anchor);
             }
-            Event::SequenceStart(anchor, _) => self.stack.push(Frame::Seq(Vec::new(), span, anchor)),
+            Event::SequenceStart(anchor, _) => {
+                self.stack.push(Frame::Seq(Vec::new(), span, anchor))
+            }
             Event::MappingStart(anchor, _) => self.stack.push(Frame::Map(MapFrame {
                 entries: Vec::new(),
                 pending_key: None,
@@ -313,7 +315,10 @@ fn parse_int(text: &str) -> Option<i64> {
         i64::from_str_radix(hex, 16).ok()?
     } else if let Some(oct) = digits.strip_prefix("0o") {
         i64::from_str_radix(oct, 8).ok()?
-    } else if digits.len() > 1 && digits.starts_with('0') && digits.bytes().all(|b| b.is_ascii_digit()) {
+    } else if digits.len() > 1
+        && digits.starts_with('0')
+        && digits.bytes().all(|b| b.is_ascii_digit())
+    {
         // YAML 1.1 octal, as in Ansible's `mode: 0644`.
         i64::from_str_radix(digits, 8).ok()?
     } else if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) {
@@ -348,7 +353,11 @@ mod tests {
 
     #[test]
     fn plain_scalars_resolve_like_yaml_1_1() {
-        let doc = load_str("a: yes\nb: 'yes'\nc: 10\nd: 0.5\ne: ~\nf: 0644\ng: 1.2.3\n", "x").unwrap();
+        let doc = load_str(
+            "a: yes\nb: 'yes'\nc: 10\nd: 0.5\ne: ~\nf: 0644\ng: 1.2.3\n",
+            "x",
+        )
+        .unwrap();
         assert_eq!(doc.get("a").unwrap().value, Value::Bool(true));
         assert_eq!(doc.get("b").unwrap().value, Value::Str("yes".into()));
         assert_eq!(doc.get("c").unwrap().value, Value::Int(10));
