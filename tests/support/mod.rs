@@ -1,0 +1,298 @@
+//! Isolated test hosts for integration tests.
+//!
+//! An `IsolatedHost` is a private tree (copies of /etc, /root, /tmp, /run and a
+//! fake /proc/sys/vm) that `run` lays over the real machine inside fresh mount,
+//! pid and uts namespaces. Commands, including the real `nodeprov` binary, can
+//! then provision "the host" as root without touching the developer machine.
+//! Each `run` is a new namespace over the same tree, so state carries over
+//! between calls just as it would on a real server.
+//!
+//! Requires root (or equivalent capabilities) and util-linux `unshare`/`mount`.
+
+// Every test crate includes this module with `mod support;` and uses a different
+// subset of it; the rest would otherwise warn as dead code in that crate.
+#![allow(dead_code)]
+
+use std::collections::{BTreeSet, HashSet};
+use std::fs;
+use std::hash::{DefaultHasher, Hasher};
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use tempfile::TempDir;
+
+const ENTER_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/enter-host.sh");
+
+/// The directories a host gets private copies of, with the modes a real system has.
+const PRIVATE_DIRS: [(&str, u32); 4] = [
+    ("/etc", 0o755),
+    ("/root", 0o700),
+    ("/tmp", 0o1777),
+    ("/run", 0o755),
+];
+
+/// Pinned so tests see the same starting point on every machine, whatever the
+/// developer machine itself is tuned to.
+const VM_DEFAULTS: [(&str, &str); 4] = [
+    ("swappiness", "60"),
+    ("overcommit_memory", "0"),
+    ("dirty_ratio", "20"),
+    ("min_free_kbytes", "67584"),
+];
+
+const FAKE_VM: &str = "/proc/sys/vm";
+
+/// enter-host.sh's exit status when it could not build the namespace.
+const SETUP_FAILED: i32 = 125;
+
+pub struct IsolatedHost {
+    root: TempDir,
+    vm: TempDir,
+    hostname: String,
+}
+
+impl IsolatedHost {
+    /// A fresh host with a generated, process-unique hostname.
+    pub fn new() -> Self {
+        static NEXT: AtomicUsize = AtomicUsize::new(1);
+        Self::with_hostname(&format!("node{:02}", NEXT.fetch_add(1, Ordering::Relaxed)))
+    }
+
+    pub fn with_hostname(hostname: &str) -> Self {
+        let root = tempfile::Builder::new()
+            .prefix("nodeprov-host-")
+            .tempdir()
+            .expect("create host tree");
+        populate_private_dirs(root.path(), hostname);
+        let vm = fake_vm_dir();
+        IsolatedHost {
+            root,
+            vm,
+            hostname: hostname.to_string(),
+        }
+    }
+
+    pub fn hostname(&self) -> &str {
+        &self.hostname
+    }
+
+    /// Runs `argv` as root inside the host and returns what it did. `argv[0]` may
+    /// be any path on the machine, e.g. `env!("CARGO_BIN_EXE_nodeprov")`: its
+    /// directory stays visible even when it lies under /tmp or /root. Panics if
+    /// the host itself could not be entered, so a broken harness never looks like
+    /// a failing command.
+    pub fn run(&self, argv: &[&str]) -> Output {
+        let (program, _) = argv
+            .split_first()
+            .expect("IsolatedHost::run needs a command");
+        let mut cmd = Command::new("unshare");
+        cmd.args(["--mount", "--propagation", "private", "--pid", "--fork"])
+            .args(["--uts", "--mount-proc", "/bin/sh", ENTER_SCRIPT])
+            .arg(self.root.path())
+            .arg(self.vm.path())
+            .arg(&self.hostname);
+        for keep in dirs_to_keep_visible(program) {
+            cmd.arg("--keep").arg(keep);
+        }
+        cmd.arg("--").args(argv);
+        cmd.env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("LC_ALL", "C")
+            .env("HOME", "/root")
+            .stdin(Stdio::null());
+        let out = cmd.output().expect("spawn unshare");
+        panic_if_not_entered(&out);
+        out
+    }
+
+    /// The machine-side path of `inside`, which must lie in the host's private
+    /// state (/etc, /root, /tmp, /run or /proc/sys/vm). Anything else would be
+    /// the real machine, so it panics instead.
+    pub fn path(&self, inside: &str) -> PathBuf {
+        let inside = Path::new(inside);
+        if let Ok(rest) = inside.strip_prefix(FAKE_VM) {
+            return self.vm.path().join(rest);
+        }
+        let private = PRIVATE_DIRS.iter().any(|(dir, _)| inside.starts_with(dir));
+        assert!(private, "{} is not private to the host", inside.display());
+        self.root
+            .path()
+            .join(inside.strip_prefix("/").expect("absolute path"))
+    }
+
+    /// The host's current value of a vm sysctl such as "vm.swappiness".
+    pub fn sysctl(&self, key: &str) -> String {
+        let path = self.sysctl_path(key);
+        let value = fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {key}: {e}"));
+        value.trim_end().to_string()
+    }
+
+    pub fn set_sysctl(&self, key: &str, value: &str) {
+        fs::write(self.sysctl_path(key), format!("{value}\n"))
+            .unwrap_or_else(|e| panic!("set {key}: {e}"));
+    }
+
+    fn sysctl_path(&self, key: &str) -> PathBuf {
+        let name = key
+            .strip_prefix("vm.")
+            .unwrap_or_else(|| panic!("only vm.* sysctls are private to a host, not {key}"));
+        self.vm.path().join(name)
+    }
+}
+
+impl Default for IsolatedHost {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+fn populate_private_dirs(root: &Path, hostname: &str) {
+    let etc = root.join("etc");
+    let copied = Command::new("cp")
+        .args(["-a", "/etc"])
+        .arg(&etc)
+        .status()
+        .expect("spawn cp");
+    assert!(copied.success(), "cp -a /etc failed: {copied}");
+    for (dir, mode) in PRIVATE_DIRS {
+        let path = root.join(&dir[1..]);
+        fs::create_dir_all(&path).expect("create private dir");
+        fs::set_permissions(&path, fs::Permissions::from_mode(mode)).expect("chmod private dir");
+    }
+    // A real host's /etc/hostname agrees with its kernel hostname.
+    fs::write(etc.join("hostname"), format!("{hostname}\n")).expect("write /etc/hostname");
+}
+
+/// Plain files named like the real /proc/sys/vm, holding its current values.
+///
+/// They live on tmpfs (/dev/shm) when it exists: procps `sysctl -a` walks
+/// directories assuming "." and ".." come first, as on procfs and tmpfs, but ext4
+/// returns them in hash order and sysctl then recurses forever through "..".
+fn fake_vm_dir() -> TempDir {
+    let builder = tempfile::Builder::new().prefix("nodeprov-vm-").clone();
+    let shm = Path::new("/dev/shm");
+    let vm = if shm.is_dir() {
+        builder.tempdir_in(shm)
+    } else {
+        builder.tempdir()
+    }
+    .expect("create fake vm dir");
+    for entry in fs::read_dir(FAKE_VM).expect("list /proc/sys/vm") {
+        let entry = entry.expect("read /proc/sys/vm");
+        // Write-only knobs such as drop_caches cannot be read; they start empty.
+        let value = fs::read_to_string(entry.path()).unwrap_or_default();
+        fs::write(vm.path().join(entry.file_name()), value).expect("write fake vm file");
+    }
+    for (name, value) in VM_DEFAULTS {
+        fs::write(vm.path().join(name), format!("{value}\n")).expect("write fake vm default");
+    }
+    vm
+}
+
+/// Real directories the command needs that the private dirs would hide: the
+/// program's own directory (a cargo target dir may live under /root or /tmp)
+/// and the caller's working directory. A private dir itself is never kept,
+/// since that would expose all of the real one.
+fn dirs_to_keep_visible(program: &str) -> BTreeSet<PathBuf> {
+    let program = Path::new(program);
+    let program_dir = program
+        .is_absolute()
+        .then(|| program.parent().map(Path::to_path_buf))
+        .flatten();
+    let cwd = std::env::current_dir().ok();
+    program_dir
+        .into_iter()
+        .chain(cwd)
+        .map(|p| fs::canonicalize(&p).unwrap_or(p))
+        .filter(|p| {
+            PRIVATE_DIRS
+                .iter()
+                .any(|(dir, _)| p.starts_with(dir) && p != Path::new(dir))
+        })
+        .collect()
+}
+
+fn panic_if_not_entered(out: &Output) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let entered = out.status.code() != Some(SETUP_FAILED) && !stderr.starts_with("unshare: ");
+    assert!(entered, "could not enter isolated host: {stderr}");
+}
+
+/// Files whose change would mean the suite touched the developer machine.
+const MACHINE_STATE_FILES: [&str; 3] = [
+    "/proc/sys/vm/swappiness",
+    "/proc/sys/vm/overcommit_memory",
+    "/proc/swaps",
+];
+
+/// What the developer machine must never see changed: every entry of /etc
+/// (path, mode, owner, file size and content hash or link target) plus live swap and vm
+/// settings, one line each so a difference names its culprit.
+pub fn machine_digest() -> String {
+    let mut lines = tree_digest(Path::new("/etc"));
+    for file in MACHINE_STATE_FILES {
+        let value = fs::read_to_string(file).unwrap_or_else(|e| panic!("read {file}: {e}"));
+        lines.push(format!("{file} = {}", value.trim_end()));
+    }
+    lines.join("\n")
+}
+
+/// Panics with the differing lines if the machine no longer matches `before`.
+pub fn assert_machine_unchanged(before: &str) {
+    let after = machine_digest();
+    if before == after {
+        return;
+    }
+    let old: HashSet<&str> = before.lines().collect();
+    let new: HashSet<&str> = after.lines().collect();
+    let gone = old.difference(&new).map(|l| format!("- {l}"));
+    let came = new.difference(&old).map(|l| format!("+ {l}"));
+    let diff: Vec<String> = gone.chain(came).collect();
+    panic!("the developer machine changed:\n{}", diff.join("\n"));
+}
+
+/// One line per entry under `root`, sorted, not descending into other filesystems.
+pub fn tree_digest(root: &Path) -> Vec<String> {
+    let dev = fs::symlink_metadata(root).expect("stat digest root").dev();
+    let mut lines = Vec::new();
+    walk(root, dev, &mut lines);
+    lines
+}
+
+fn walk(dir: &Path, dev: u64, lines: &mut Vec<String>) {
+    let mut paths: Vec<PathBuf> = fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("list {}: {e}", dir.display()))
+        .map(|entry| entry.expect("read dir entry").path())
+        .collect();
+    paths.sort();
+    for path in paths {
+        let meta = fs::symlink_metadata(&path).expect("stat");
+        lines.push(describe(&path, &meta));
+        if meta.is_dir() && meta.dev() == dev {
+            walk(&path, dev, lines);
+        }
+    }
+}
+
+fn describe(path: &Path, meta: &fs::Metadata) -> String {
+    let content = if meta.is_symlink() {
+        format!("-> {}", fs::read_link(path).expect("readlink").display())
+    } else if meta.is_file() {
+        format!("{} {:016x}", meta.len(), content_hash(path))
+    } else {
+        // A directory's own size depends on its history, not its entries, which
+        // are listed on their own lines anyway.
+        String::new()
+    };
+    let (mode, uid, gid) = (meta.mode(), meta.uid(), meta.gid());
+    format!("{} {mode:o} {uid}:{gid} {content}", path.display())
+}
+
+fn content_hash(path: &Path) -> u64 {
+    let bytes = fs::read(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let mut hasher = DefaultHasher::new();
+    hasher.write(&bytes);
+    hasher.finish()
+}
