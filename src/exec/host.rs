@@ -36,12 +36,12 @@ pub struct PlayCtx<'a> {
 }
 
 /// A planned task instance whose steps wait in the current batch.
-struct Pending {
+struct Pending<'p> {
     result: usize,
     body: String,
     may_fail: bool,
     is_command: bool,
-    task: usize,
+    task: &'p Task,
     ctx: Value,
 }
 
@@ -67,7 +67,7 @@ pub struct HostRun<'a, 'p> {
     vars: VarLayers,
     facts: Facts,
     results: Vec<TaskResult>,
-    pending: Vec<Pending>,
+    pending: Vec<Pending<'p>>,
     /// Registered names whose command is in `pending`.
     pending_registers: BTreeSet<String>,
     /// Check mode: registered names whose command did not run.
@@ -113,22 +113,14 @@ impl<'a, 'p> HostRun<'a, 'p> {
         let started = Instant::now();
         let play = self.ctx.play;
         self.run_list(&play.tasks.iter().collect::<Vec<_>>());
-        if !self.stopped {
-            let handlers: Vec<&Task> = play
-                .handlers
-                .iter()
-                .filter(|h| {
-                    self.notified.contains(&h.name)
-                        || h.listen.iter().any(|l| self.notified.contains(l))
-                })
-                .collect();
-            self.run_list(&handlers);
-        }
+        self.run_handlers();
+        self.flush();
         if !self.stopped && !self.ctx.opts.check {
             self.verify();
         }
         if !self.stopped {
             self.run_list(&play.validate.iter().collect::<Vec<_>>());
+            self.flush();
         }
         HostReport {
             host: self.host,
@@ -140,32 +132,70 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }
     }
 
+    /// Handlers join the last batch of task steps; a handler notified by a
+    /// command that only just ran gets another pass.
+    fn run_handlers(&mut self) {
+        let mut done = BTreeSet::new();
+        while !self.stopped {
+            let due: Vec<(usize, &'p Task)> = self
+                .ctx
+                .play
+                .handlers
+                .iter()
+                .enumerate()
+                .filter(|(i, h)| !done.contains(i) && self.is_notified(h))
+                .collect();
+            if due.is_empty() {
+                if self.pending.is_empty() {
+                    break;
+                }
+                self.flush();
+                continue;
+            }
+            done.extend(due.iter().map(|(i, _)| *i));
+            self.run_list(&due.into_iter().map(|(_, h)| h).collect::<Vec<_>>());
+        }
+    }
+
+    fn is_notified(&self, handler: &Task) -> bool {
+        self.notified.contains(&handler.name) || handler.listen.iter().any(|l| self.notified.contains(l))
+    }
+
+    /// Plans the tasks in order, running the pending steps only where a
+    /// task needs their results; what is still pending at the end waits for
+    /// the caller's flush, so later lists can join the same batch.
     fn run_list(&mut self, tasks: &[&'p Task]) {
         let mut pos = 0;
         let mut stalled = false;
         while pos < tasks.len() && !self.stopped {
             self.probe_ahead(&tasks[pos..]);
             let start = pos;
+            let mut must_flush = false;
             while pos < tasks.len() && !self.stopped {
-                match self.plan_task(tasks[pos], pos) {
+                match self.plan_task(tasks[pos]) {
                     Next::Continue => pos += 1,
-                    Next::FlushBefore => break,
+                    Next::FlushBefore => {
+                        must_flush = true;
+                        break;
+                    }
                     Next::FlushAfter => {
                         pos += 1;
+                        must_flush = true;
                         break;
                     }
                 }
             }
             let progressed = pos > start || !self.pending.is_empty();
-            self.flush(tasks);
-            if !progressed {
-                if stalled {
-                    self.fail_task(tasks[pos], None, "its probes could not be gathered".into());
-                    pos += 1;
-                }
-                stalled = true;
-            } else {
+            if must_flush {
+                self.flush();
+            }
+            if progressed {
                 stalled = false;
+            } else if stalled {
+                self.fail_task(tasks[pos], None, "its probes could not be gathered".into());
+                pos += 1;
+            } else {
+                stalled = true;
             }
         }
     }
@@ -258,7 +288,14 @@ impl<'a, 'p> HostRun<'a, 'p> {
             let p = host_facts::probe();
             wanted.insert(p.key.clone(), p);
         }
-        for task in tasks.iter().filter(|t| self.selected(t)) {
+        let mut ahead: Vec<&Task> = tasks.to_vec();
+        // The first probe also asks what handlers and validations will need:
+        // when nothing changes (a compliant host), that was the only trip.
+        if self.round_trips == 0 {
+            let play = self.ctx.play;
+            ahead.extend(play.handlers.iter().chain(&play.validate));
+        }
+        for task in ahead.into_iter().filter(|t| self.selected(t)) {
             for item in self.items(task).unwrap_or_default() {
                 let ctx = self.context(task, item.as_ref());
                 if let Ok(module) = self.build(task, &ctx) {
@@ -351,7 +388,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }
     }
 
-    fn plan_task(&mut self, task: &'p Task, index: usize) -> Next {
+    fn plan_task(&mut self, task: &'p Task) -> Next {
         if !self.selected(task) {
             return Next::Continue;
         }
@@ -417,7 +454,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         for (item, ctx, module) in planned {
             let (result, flush) = match module {
                 None => (json!({"changed": false, "skipped": true}), false),
-                Some(m) => self.plan_instance(task, index, item.as_ref(), ctx, m),
+                Some(m) => self.plan_instance(task, item.as_ref(), ctx, m),
             };
             if flush {
                 next = Next::FlushAfter;
@@ -447,7 +484,6 @@ impl<'a, 'p> HostRun<'a, 'p> {
     fn plan_instance(
         &mut self,
         task: &'p Task,
-        index: usize,
         item: Option<&Value>,
         ctx: Value,
         module: Box<dyn Module>,
@@ -520,7 +556,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
                     .join(" &&\n"),
                 may_fail: task.ignore_errors || task.failed_when.is_some(),
                 is_command,
-                task: index,
+                task,
                 ctx,
             });
             if !is_command {
@@ -613,7 +649,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
     }
 
     /// Runs the pending steps as one script that stops at the first failure.
-    fn flush(&mut self, tasks: &[&'p Task]) {
+    fn flush(&mut self) {
         if self.pending.is_empty() {
             return;
         }
@@ -643,7 +679,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         };
         let ran_command = pending
             .iter()
-            .any(|p| p.is_command && !declared_read_only(tasks[p.task]));
+            .any(|p| p.is_command && !declared_read_only(p.task));
         self.changed_since_probe = true;
         for p in pending {
             let Some(r) = frames.get(&format!("t{}", p.result)) else {
@@ -652,7 +688,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 self.stopped = true;
                 break;
             };
-            self.settle(tasks[p.task], p, r);
+            self.settle(p.task, p, r);
         }
         self.pending_registers.clear();
         if ran_command {
@@ -665,7 +701,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
     }
 
     /// Records what a step really did.
-    fn settle(&mut self, task: &Task, p: Pending, r: &ProbeResult) {
+    fn settle(&mut self, task: &Task, p: Pending<'p>, r: &ProbeResult) {
         let i = p.result;
         if r.rc != 0 {
             self.results[i].status = Status::Failed;

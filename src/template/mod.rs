@@ -281,10 +281,11 @@ fn is_templated(s: &str) -> bool {
     s.contains("{{") || s.contains("{%")
 }
 
-/// The inner expression when `s` is exactly one `{{ expr }}` (ignoring
-/// surrounding whitespace), so the result can keep its native type.
+/// The inner expression when `s` is exactly one `{{ expr }}`, so the result
+/// can keep its native type. Only an exact `{{ expr }}` keeps a native type: text around it (even a
+/// trailing newline) makes the result a string.
 fn single_expression(s: &str) -> Option<&str> {
-    let inner = s.trim().strip_prefix("{{")?.strip_suffix("}}")?;
+    let inner = s.strip_prefix("{{")?.strip_suffix("}}")?;
     let inner = inner.strip_prefix('-').unwrap_or(inner);
     let inner = inner.strip_suffix('-').unwrap_or(inner);
     let nested = ["{{", "}}", "{%", "%}", "{#"]

@@ -100,12 +100,12 @@ fn hostile_values_stay_data() {
 fn single_expression_keeps_native_type() {
     let vars = json!({"pkgs": ["a", "b"], "n": 3, "m": {"k": true}, "flag": false});
     let out = value(
-        json!({"list": "{{ pkgs }}", "num": "{{ n + 1 }}", "map": "{{ m }}", "b": " {{ flag }} "}),
+        json!({"list": "{{ pkgs }}", "num": "{{ n + 1 }}", "map": "{{ m }}", "b": "{{ flag }}", "line": "{{ n }}\n"}),
         vars,
     );
     assert_eq!(
         out,
-        json!({"list": ["a", "b"], "num": 4, "map": {"k": true}, "b": false})
+        json!({"list": ["a", "b"], "num": 4, "map": {"k": true}, "b": false, "line": "3\n"})
     );
 }
 

@@ -1,0 +1,108 @@
+//! The real binary with `-c local` inside isolated hosts (private /etc and a
+//! fake /proc/sys/vm): apply twice, check compliant and drifted hosts.
+
+mod support;
+
+use std::process::Output;
+
+use support::{assert_machine_unchanged, machine_digest, IsolatedHost};
+
+const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
+
+/// A host with the fixture playbook copied into its /root.
+fn host_with_playbook() -> IsolatedHost {
+    let host = IsolatedHost::new();
+    let src = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/local");
+    std::fs::create_dir_all(host.path("/root/templates")).unwrap();
+    for f in ["site.yml", "templates/settings.conf.j2"] {
+        std::fs::copy(format!("{src}/{f}"), host.path(&format!("/root/{f}"))).unwrap();
+    }
+    host
+}
+
+fn nodeprov(host: &IsolatedHost, args: &[&str]) -> Output {
+    let mut argv = vec![BIN];
+    argv.extend_from_slice(args);
+    host.run(&argv)
+}
+
+fn json(host: &IsolatedHost, cmd: &str) -> (i32, serde_json::Value) {
+    let out = nodeprov(host, &[cmd, "/root/site.yml", "-c", "local", "--format", "json"]);
+    let doc = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)));
+    (out.status.code().unwrap(), doc)
+}
+
+fn recap(doc: &serde_json::Value, field: &str) -> u64 {
+    doc["hosts"][0]["recap"][field].as_u64().unwrap()
+}
+
+fn statuses(doc: &serde_json::Value) -> Vec<(String, String)> {
+    doc["hosts"][0]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| (t["task"].as_str().unwrap().to_string(), t["status"].as_str().unwrap().to_string()))
+        .collect()
+}
+
+#[test]
+fn apply_twice_then_check_is_compliant() {
+    let before = machine_digest();
+    let host = host_with_playbook();
+    let (code, first) = json(&host, "apply");
+    assert_eq!(code, 0, "{first:#}");
+    assert_eq!(recap(&first, "failed"), 0, "{first:#}");
+    assert_eq!(recap(&first, "changed"), 8, "{:?}", statuses(&first));
+    assert_eq!(first["hosts"][0]["round_trips"], 5, "probe, apply up to the command, probe, apply, verify... {first:#}");
+
+    assert_eq!(host.sysctl("vm.swappiness"), "10");
+    assert_eq!(host.sysctl("vm.overcommit_memory"), "1");
+    let read = |p: &str| std::fs::read_to_string(host.path(p)).unwrap();
+    assert_eq!(read("/etc/sysctl.d/90-gpu-node.conf"), "vm.swappiness = 10\nvm.overcommit_memory = 1\n");
+    assert_eq!(read("/etc/nodeprov-test/limits.conf"), "# limits\nnofile = 65536\n");
+    assert_eq!(read("/etc/nodeprov-test/hostname"), format!("{}\n", host.hostname()));
+    assert_eq!(read("/etc/nodeprov-test/reloaded"), "yes\n");
+    assert!(read("/etc/nodeprov-test/settings.conf").contains("swappiness = 10\nkey_a = A\nkey_b = B\n"));
+
+    let (code, second) = json(&host, "apply");
+    assert_eq!(code, 0);
+    assert_eq!(recap(&second, "changed"), 0, "second run must change nothing: {:?}", statuses(&second));
+
+    let (code, check) = json(&host, "check");
+    assert_eq!(code, 0, "{:?}", statuses(&check));
+    assert_eq!(check["hosts"][0]["round_trips"], 1);
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn check_on_a_drifted_host_lists_exact_drift_and_changes_nothing() {
+    let before = machine_digest();
+    let host = host_with_playbook();
+    assert_eq!(json(&host, "apply").0, 0);
+    host.set_sysctl("vm.swappiness", "60");
+    let limits = host.path("/etc/nodeprov-test/limits.conf");
+    std::fs::write(&limits, "# limits\nnofile = 1024\n").unwrap();
+
+    let (code, doc) = json(&host, "check");
+    assert_eq!(code, 2);
+    let drift: Vec<(String, String)> = statuses(&doc).into_iter().filter(|(_, s)| s != "ok" && s != "skipped").collect();
+    assert_eq!(
+        drift,
+        [
+            ("raise nofile in the file just written".to_string(), "drift".to_string()),
+            ("vm.swappiness".to_string(), "drift".to_string()),
+        ]
+    );
+    let sw = doc["hosts"][0]["tasks"].as_array().unwrap().iter().find(|t| t["task"] == "vm.swappiness").unwrap();
+    assert_eq!(sw["changes"][0]["before"], "60");
+    assert_eq!(sw["changes"][0]["after"], "10");
+    assert_eq!(host.sysctl("vm.swappiness"), "60", "check must not fix anything");
+    assert_eq!(std::fs::read_to_string(&limits).unwrap(), "# limits\nnofile = 1024\n");
+
+    let human = nodeprov(&host, &["check", "/root/site.yml", "-c", "local"]);
+    let text = String::from_utf8_lossy(&human.stdout);
+    assert!(text.contains("vm.swappiness: 60 → 10"), "{text}");
+    assert!(text.contains("-nofile = 1024") || text.contains("+nofile = 65536"), "{text}");
+    assert_machine_unchanged(&before);
+}
