@@ -1,0 +1,582 @@
+//! `sysctl`: kernel parameters, live and at the next boot.
+//!
+//! Two forms. Ansible's (`name`, `value`, `sysctl_file`) edits only the
+//! lines of one key in a file, keeping comments, order and other keys. The
+//! map form (`settings`, `file`) owns one drop-in and writes all of it.
+//!
+//! Either way a key complies only when its live value and the value it gets
+//! at the next boot both match. The boot value follows systemd-sysctl's
+//! precedence over every sysctl.d folder, the `99-sysctl.conf` link to
+//! `/etc/sysctl.conf`, globs and `-` prefixes, and the active tuned profile,
+//! so a drop-in that a later file shadows is reported instead of trusted.
+
+mod config;
+mod tuned;
+
+use serde_json::Value;
+
+use super::copy::plan_content;
+use super::params::scalar_text;
+use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
+use crate::files::{self, FileState, WriteOpts};
+use crate::probe::{Probe, ProbeResult};
+use crate::shell::quote;
+use config::{ConfFile, Winner, CONFIG_KEY};
+use tuned::{Tuned, TUNED_KEY};
+
+pub const SYSCTL: ModuleSpec = ModuleSpec {
+    name: "sysctl",
+    aliases: &["ansible.posix.sysctl"],
+    params: &[
+        "name",
+        "key",
+        "value",
+        "val",
+        "state",
+        "sysctl_file",
+        "reload",
+        "sysctl_set",
+        "ignoreerrors",
+        "settings",
+        "file",
+    ],
+    required: &[],
+    free_form: None,
+    build,
+};
+
+const HEADER: &str =
+    "# Managed by nodeprov: this file is rewritten as a whole, edits here are lost.\n";
+
+/// The parts of a key. sysctl.d(5): the first separator decides; in a
+/// dotted key a `/` stands for a dot inside one part (VLAN `eth0.100`).
+fn components(key: &str) -> Vec<String> {
+    let key = key.trim().trim_start_matches('-');
+    match key.find(['.', '/']) {
+        Some(i) if key.as_bytes()[i] == b'/' => key.split('/').map(String::from).collect(),
+        _ => key.split('.').map(|c| c.replace('/', ".")).collect(),
+    }
+}
+
+/// `vm/swappiness` → `vm.swappiness`; a key whose parts contain dots (VLAN
+/// interfaces) keeps the slash form, which is unambiguous.
+pub fn normalize_key(key: &str) -> String {
+    let parts = components(key);
+    if parts.iter().any(|p| p.contains('.')) {
+        parts.join("/")
+    } else {
+        parts.join(".")
+    }
+}
+
+/// The file under /proc/sys that holds a key.
+pub fn proc_path(key: &str) -> String {
+    format!("/proc/sys/{}", components(key).join("/"))
+}
+
+/// Values are lists of whitespace-separated tokens.
+pub fn same_value(a: &str, b: &str) -> bool {
+    a.split_whitespace().eq(b.split_whitespace())
+}
+
+pub fn live_key(key: &str) -> String {
+    format!("sysctl:{}", normalize_key(key))
+}
+
+pub fn live_probe(key: &str) -> Probe {
+    live_probe_at("", key)
+}
+
+fn live_probe_at(root: &str, key: &str) -> Probe {
+    Probe::new(
+        live_key(key),
+        format!("cat {}", quote(&format!("{root}{}", proc_path(key)))),
+    )
+}
+
+/// The step that sets one key live, without reloading anything else.
+pub fn live_step(key: &str, value: &str) -> String {
+    let v = value.split_whitespace().collect::<Vec<_>>().join(" ");
+    format!("printf '%s\\n' {} > {}", quote(&v), quote(&proc_path(key)))
+}
+
+/// The key a `key = value` line of a sysctl file assigns, if any.
+pub fn line_key(line: &str) -> Option<(String, &str)> {
+    let t = line.trim();
+    if t.is_empty() || t.starts_with('#') || t.starts_with(';') {
+        return None;
+    }
+    let (k, v) = t.split_once('=')?;
+    Some((normalize_key(k), v.trim()))
+}
+
+/// Applies every sysctl file, as `reload: system` asks.
+const SYSTEM_RELOAD: &str =
+    "if [ -x /usr/sbin/sysctl ]; then s=/usr/sbin/sysctl; else s=/sbin/sysctl; fi; \"$s\" --system";
+
+#[derive(Clone, Debug, PartialEq)]
+enum Form {
+    /// nodeprov writes the whole file.
+    Owned,
+    /// Only the lines of this key change; no `settings` means state=absent.
+    Lines { key: String },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Reload {
+    None,
+    /// Write the changed keys to /proc/sys.
+    Keys,
+    /// Also run `sysctl --system`.
+    System,
+}
+
+struct Sysctl {
+    file: String,
+    form: Form,
+    /// Wanted values in the order given.
+    settings: Vec<(String, String)>,
+    reload: Reload,
+    ignore_errors: bool,
+    /// Prefix for every host path; only tests point it at a temp folder.
+    root: String,
+}
+
+fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    Ok(Box::new(from_params(p)?))
+}
+
+fn from_params(p: &Params) -> Result<Sysctl, ParamError> {
+    if p.has("settings") {
+        build_map(p)
+    } else {
+        build_ansible(p)
+    }
+}
+
+fn build_map(p: &Params) -> Result<Sysctl, ParamError> {
+    for other in [
+        "name",
+        "key",
+        "value",
+        "val",
+        "state",
+        "sysctl_file",
+        "sysctl_set",
+    ] {
+        if p.has(other) {
+            return Err(p.error(
+                other,
+                format!("'{other}' cannot be combined with 'settings'"),
+            ));
+        }
+    }
+    let map = p.map("settings")?.expect("checked by has()");
+    if map.is_empty() {
+        return Err(p.error("settings", "'settings' must name at least one key"));
+    }
+    let mut settings: Vec<(String, String)> = Vec::new();
+    for (k, v) in map {
+        let key = checked_key(p, "settings", k)?;
+        if settings.iter().any(|(s, _)| *s == key) {
+            return Err(p.error("settings", format!("key {key} is given twice")));
+        }
+        settings.push((key, checked_value(p, "settings", v)?));
+    }
+    let file = p.str("file")?.ok_or_else(|| {
+        let mut e = p.error(
+            "file",
+            "the 'settings' form needs 'file', the drop-in nodeprov owns",
+        );
+        e.hint = Some("e.g. file: /etc/sysctl.d/99-zz-nodeprov.conf".into());
+        e
+    })?;
+    Ok(Sysctl {
+        file: checked_path(p, "file", file)?,
+        form: Form::Owned,
+        settings,
+        reload: reload(p, Reload::Keys)?,
+        ignore_errors: p.bool_or("ignoreerrors", false)?,
+        root: String::new(),
+    })
+}
+
+fn build_ansible(p: &Params) -> Result<Sysctl, ParamError> {
+    if p.has("file") {
+        return Err(p.error(
+            "file",
+            "'file' goes with 'settings'; with 'name' use 'sysctl_file'",
+        ));
+    }
+    let (param, raw) = match (p.str("name")?, p.str("key")?) {
+        (Some(k), _) => ("name", k),
+        (None, Some(k)) => ("key", k),
+        (None, None) => {
+            return Err(p.error("name", "missing required parameter 'name' (or 'settings')"))
+        }
+    };
+    let key = checked_key(p, param, &raw)?;
+    let present = p.choice("state", &["present", "absent"], "present")? == "present";
+    let value = match (p.raw("value"), p.raw("val")) {
+        (Some(v), _) => Some(checked_value(p, "value", v)?),
+        (None, Some(v)) => Some(checked_value(p, "val", v)?),
+        (None, None) => None,
+    };
+    let settings = match value {
+        Some(v) if present => vec![(key.clone(), v)],
+        None if present => return Err(p.error("value", "state=present needs 'value'")),
+        _ => Vec::new(),
+    };
+    // Ansible sets the live value on `reload` (default) or `sysctl_set`.
+    let keys = p.bool_or("sysctl_set", false)?;
+    let reload = match reload(p, Reload::Keys)? {
+        Reload::None if keys => Reload::Keys,
+        r => r,
+    };
+    let file = p
+        .str("sysctl_file")?
+        .unwrap_or_else(|| config::SYSCTL_CONF.into());
+    Ok(Sysctl {
+        file: checked_path(p, "sysctl_file", file)?,
+        form: Form::Lines { key },
+        settings,
+        reload,
+        ignore_errors: p.bool_or("ignoreerrors", false)?,
+        root: String::new(),
+    })
+}
+
+/// `reload`: a boolean, or `system` for `sysctl --system`.
+fn reload(p: &Params, default: Reload) -> Result<Reload, ParamError> {
+    if matches!(p.raw("reload"), Some(Value::String(s)) if s == "system") {
+        return Ok(Reload::System);
+    }
+    Ok(match p.bool("reload") {
+        Ok(None) => default,
+        Ok(Some(true)) => Reload::Keys,
+        Ok(Some(false)) => Reload::None,
+        Err(_) => return Err(p.error("reload", "parameter 'reload' must be a boolean or 'system'")),
+    })
+}
+
+/// A key that names one file under /proc/sys: no globs (they cannot be set
+/// live), no `..`, nothing that would break a `key = value` line.
+fn checked_key(p: &Params, param: &str, raw: &str) -> Result<String, ParamError> {
+    let key = normalize_key(raw);
+    let bad = |why: &str| Err(p.error(param, format!("invalid sysctl key '{raw}': {why}")));
+    if key.contains(['*', '?', '[']) {
+        return bad("glob keys can only be written to files by hand");
+    }
+    if key.contains(|c: char| c.is_whitespace() || c.is_control() || c == '=') {
+        return bad("it contains whitespace or '='");
+    }
+    if components(&key)
+        .iter()
+        .any(|c| c.is_empty() || c == "." || c == "..")
+    {
+        return bad("it has an empty, '.' or '..' part");
+    }
+    Ok(key)
+}
+
+/// Text as `/proc` prints it: booleans as 1/0, lists joined by spaces; one line.
+fn checked_value(p: &Params, param: &str, v: &Value) -> Result<String, ParamError> {
+    let text = match v {
+        Value::Bool(b) => if *b { "1" } else { "0" }.to_string(),
+        Value::Array(items) if items.iter().all(|i| i.is_string() || i.is_number()) => {
+            items.iter().map(scalar_text).collect::<Vec<_>>().join(" ")
+        }
+        Value::String(_) | Value::Number(_) => scalar_text(v),
+        _ => return Err(p.error(param, format!("parameter '{param}' needs scalar values"))),
+    };
+    if text.contains(['\n', '\r']) || text.trim().is_empty() {
+        return Err(p.error(
+            param,
+            format!("invalid sysctl value {text:?}: must be one non-empty line"),
+        ));
+    }
+    Ok(text.trim().to_string())
+}
+
+fn checked_path(p: &Params, param: &str, path: String) -> Result<String, ParamError> {
+    if !path.starts_with('/') || path.ends_with('/') {
+        return Err(p.error(param, format!("'{path}' must be an absolute file path")));
+    }
+    Ok(path)
+}
+
+impl Module for Sysctl {
+    fn probes(&self) -> Vec<Probe> {
+        let mut probes = vec![files::probe(&self.host_path(&self.file))];
+        if !self.settings.is_empty() {
+            probes.push(config::probe(&self.root));
+            probes.push(tuned::probe(&self.root));
+            probes.extend(
+                self.settings
+                    .iter()
+                    .map(|(k, _)| live_probe_at(&self.root, k)),
+            );
+        }
+        probes
+    }
+
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        let path = self.host_path(&self.file);
+        let current = FileState::parse(&path, facts.get(&files::probe_key(&path))?)?;
+        if let Some(link) = current.as_ref().and_then(|s| s.link_target.as_ref()) {
+            return Err(ModuleError::Host(format!(
+                "{} is a symlink to {link}; writing it would replace the link (and whatever reads through it), so name the target file instead",
+                self.file
+            )));
+        }
+        let text = current
+            .as_ref()
+            .and_then(|s| s.content.clone())
+            .unwrap_or_default();
+        let new_text = self.render(&text);
+        let mut plan = if current.is_none() && new_text.is_empty() {
+            Plan::noop()
+        } else {
+            plan_content(
+                &path,
+                current.as_ref(),
+                &new_text,
+                &WriteOpts::default(),
+                true,
+            )?
+        };
+        if !self.settings.is_empty() {
+            self.plan_keys(facts, &text, &new_text, &mut plan)?;
+        }
+        Ok(plan)
+    }
+}
+
+/// The sysctl configuration now, after this task's file is written, and
+/// the active tuned profile.
+struct Host {
+    now: Vec<ConfFile>,
+    after: Vec<ConfFile>,
+    tuned: Option<Tuned>,
+}
+
+/// What is known about one key, for evidence and notes.
+struct KeyFacts<'a> {
+    live: &'a str,
+    boot: Option<&'a Winner>,
+    tuned: Option<&'a Tuned>,
+    key: &'a str,
+}
+
+impl std::fmt::Display for KeyFacts<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "live {}; ", self.live)?;
+        match self.boot {
+            Some(w) => write!(f, "at boot {} from {}", w.value, w.origin)?,
+            None => write!(f, "at boot unset (kernel default)")?,
+        }
+        let Some(t) = self.tuned else {
+            return write!(f, "; no tuned profile active");
+        };
+        match (t.value(self.key), t.reapply) {
+            (None, _) => write!(f, "; tuned profile '{}' does not set it", t.profile),
+            (Some(v), true) => write!(
+                f,
+                "; tuned profile '{}' sets {v}, /etc and /run files win (reapply_sysctl=1)",
+                t.profile
+            ),
+            (Some(v), false) => write!(
+                f,
+                "; tuned profile '{}' sets {v} and wins over files (reapply_sysctl=0)",
+                t.profile
+            ),
+        }
+    }
+}
+
+impl Sysctl {
+    fn host_path(&self, path: &str) -> String {
+        format!("{}{path}", self.root)
+    }
+
+    /// The file as it should be.
+    fn render(&self, text: &str) -> String {
+        match &self.form {
+            Form::Owned => {
+                let lines: String = self
+                    .settings
+                    .iter()
+                    .map(|(k, v)| format!("{k} = {v}\n"))
+                    .collect();
+                format!("{HEADER}{lines}")
+            }
+            Form::Lines { key } => edit(text, key, self.settings.first().map(|(_, v)| v.as_str())),
+        }
+    }
+
+    fn plan_keys(
+        &self,
+        facts: &Facts,
+        text: &str,
+        new_text: &str,
+        plan: &mut Plan,
+    ) -> Result<(), ModuleError> {
+        let now = config::parse(facts.get(CONFIG_KEY)?).map_err(|d| fact_error(CONFIG_KEY, d))?;
+        let host = Host {
+            after: config::with_file(&now, &self.file, new_text),
+            now,
+            tuned: tuned::parse(facts.get(TUNED_KEY)?).map_err(|d| fact_error(TUNED_KEY, d))?,
+        };
+        let mut live_steps = Vec::new();
+        for (key, want) in &self.settings {
+            if let Some(live) = self.live_value(facts, key, plan)? {
+                live_steps.extend(self.plan_key(key, want, &live, &host, plan));
+            }
+        }
+        if self.reload == Reload::System && !plan.changes.is_empty() {
+            plan.steps.push(SYSTEM_RELOAD.to_string());
+        }
+        plan.steps.extend(live_steps);
+        if new_text != text {
+            plan.effects.push(Effect::Predict(
+                CONFIG_KEY.into(),
+                config::render(&host.after),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Drift, evidence and notes for one key; returns its live step, if any.
+    fn plan_key(
+        &self,
+        key: &str,
+        want: &str,
+        live: &str,
+        host: &Host,
+        plan: &mut Plan,
+    ) -> Option<String> {
+        let tuned = host.tuned.as_ref();
+        let now = config::boot(key, &host.now, tuned);
+        let next = config::boot(key, &host.after, tuned);
+        let known = KeyFacts {
+            live,
+            boot: now.as_ref(),
+            tuned,
+            key,
+        }
+        .to_string();
+        let mut evidence = known.clone();
+        if !next.as_ref().is_some_and(|w| same_value(&w.value, want)) {
+            let why = self.shadowed(key, next.as_ref(), &host.after);
+            evidence.push_str(&format!("; after this change {why}"));
+            plan.notes.push(format!("{key}: {why}"));
+        } else if let Some(w) = config::procps_override(key, &host.after, next.as_ref()) {
+            plan.notes.push(format!(
+                "{key}: {} sets {}; systemd-sysctl does not read it at boot, but `sysctl --system` applies it last",
+                w.origin, w.value
+            ));
+        }
+        let live_drift = self.reload != Reload::None && !same_value(live, want);
+        let boot_drift = !now.as_ref().is_some_and(|w| same_value(&w.value, want));
+        if live_drift {
+            plan.changes.push(
+                Change::new(key, Some(live.into()), Some(want.into())).with_evidence(&evidence),
+            );
+            plan.effects.push(Effect::Predict(
+                live_key(key),
+                ProbeResult::ok(format!("{want}\n")),
+            ));
+        }
+        if boot_drift {
+            let before = now.map_or("unset".to_string(), |w| w.value);
+            plan.changes.push(
+                Change::new(format!("{key} at boot"), Some(before), Some(want.into()))
+                    .with_evidence(evidence),
+            );
+        }
+        if !live_drift && !boot_drift {
+            plan.notes.push(format!("{key} = {want} ({known})"));
+        }
+        live_drift.then(|| live_step(key, want))
+    }
+
+    /// The live value, or `None` for a key this kernel lacks (when ignored).
+    fn live_value(
+        &self,
+        facts: &Facts,
+        key: &str,
+        plan: &mut Plan,
+    ) -> Result<Option<String>, ModuleError> {
+        let live = facts.get(&live_key(key))?;
+        if live.rc == 0 {
+            return Ok(Some(live.stdout.trim().to_string()));
+        }
+        if self.ignore_errors {
+            plan.notes
+                .push(format!("{key}: not available on this kernel (ignored)"));
+            return Ok(None);
+        }
+        Err(ModuleError::Host(format!(
+            "unknown sysctl key {key} on this kernel ({} missing; its module may not be loaded); set ignoreerrors: true to skip it",
+            proc_path(key)
+        )))
+    }
+
+    /// Why our file does not decide `key` at boot, and what would.
+    fn shadowed(&self, key: &str, w: Option<&Winner>, after: &[ConfFile]) -> String {
+        let later = config::later_name(key, after);
+        let Some(w) = w else {
+            return format!(
+                "{} is not read at boot (systemd-sysctl reads only sysctl.d folders); use /etc/sysctl.d/{later}",
+                self.file
+            );
+        };
+        match &w.origin {
+            config::Origin::Tuned { profile } => format!(
+                "tuned profile '{profile}' still sets {} at boot and wins over files (reapply_sysctl=0); set the value in the profile or reapply_sysctl=1 in /etc/tuned/tuned-main.conf",
+                w.value
+            ),
+            origin => format!(
+                "{} is shadowed: {origin} still sets {} at boot; name the drop-in /etc/sysctl.d/{later} so that it sorts last",
+                self.file, w.value
+            ),
+        }
+    }
+}
+
+fn fact_error(key: &str, detail: String) -> ModuleError {
+    ModuleError::Fact {
+        key: key.into(),
+        detail,
+    }
+}
+
+/// `text` with `key` set to `value` (or removed): its lines are replaced in
+/// place, everything else stays.
+fn edit(text: &str, key: &str, value: Option<&str>) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut found = false;
+    for line in text.lines() {
+        match line_key(line) {
+            Some((k, v)) if k == key => {
+                found = true;
+                match value {
+                    Some(want) if same_value(v, want) => out.push(line.to_string()),
+                    Some(want) => out.push(format!("{key} = {want}")),
+                    None => {}
+                }
+            }
+            _ => out.push(line.to_string()),
+        }
+    }
+    if let (Some(want), false) = (value, found) {
+        out.push(format!("{key} = {want}"));
+    }
+    if out.iter().map(String::as_str).eq(text.lines()) {
+        return text.to_string();
+    }
+    out.iter().map(|l| format!("{l}\n")).collect()
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,743 @@
+use serde_json::json;
+
+use super::*;
+use crate::diag::Span;
+use crate::modules::params::BuildCtx;
+use crate::template::Templates;
+
+const OURS: &str = "/etc/sysctl.d/90-gpu-node.conf";
+
+fn parse_params(v: Value) -> Result<Sysctl, ParamError> {
+    let templates = Templates::new();
+    let ctx = BuildCtx {
+        templates: &templates,
+        vars: &Value::Null,
+        search_dirs: &[],
+    };
+    let entries = v
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone(), Span::synthetic("play.yml")))
+        .collect();
+    from_params(&Params::new(
+        "sysctl",
+        Span::synthetic("play.yml"),
+        entries,
+        &ctx,
+    ))
+}
+
+fn map_form(settings: Value) -> Sysctl {
+    parse_params(json!({"settings": settings, "file": OURS})).unwrap()
+}
+
+fn owned(lines: &str) -> String {
+    format!("{HEADER}{lines}")
+}
+
+fn file(path: &str, content: &str) -> ConfFile {
+    ConfFile::new(path, None, Some(content))
+}
+
+fn sysctl_conf_link(content: &str) -> Vec<ConfFile> {
+    vec![
+        ConfFile::new(
+            "/etc/sysctl.d/99-sysctl.conf",
+            Some("../sysctl.conf"),
+            Some(content),
+        ),
+        file(config::SYSCTL_CONF, content),
+    ]
+}
+
+/// Facts for a host with these sysctl files, tuned files and live values;
+/// a key missing from `live` is one the kernel lacks.
+fn facts(m: &Sysctl, conf: &[ConfFile], tuned: &[ConfFile], live: &[(&str, &str)]) -> Facts {
+    let mut f = Facts::default();
+    let ours = conf.iter().find(|c| c.path == m.file && c.link.is_none());
+    f.insert(
+        files::probe_key(&m.file),
+        ours.map_or_else(files::absent_result, |c| {
+            FileState::written(c.content.as_deref().unwrap(), 0o644, "root", "root").to_result()
+        }),
+    );
+    f.insert(CONFIG_KEY.into(), config::render(conf));
+    f.insert(TUNED_KEY.into(), config::render(tuned));
+    for (k, _) in &m.settings {
+        let r = live.iter().find(|(l, _)| l == k).map_or(
+            ProbeResult {
+                rc: 1,
+                stderr: "No such file or directory\n".into(),
+                ..ProbeResult::default()
+            },
+            |(_, v)| ProbeResult::ok(format!("{v}\n")),
+        );
+        f.insert(live_key(k), r);
+    }
+    f
+}
+
+fn tuned_profile(profile: &str, sysctl: &str, reapply: &str) -> Vec<ConfFile> {
+    vec![
+        file("/etc/tuned/active_profile", &format!("{profile}\n")),
+        file(
+            "/etc/tuned/tuned-main.conf",
+            &format!("reapply_sysctl = {reapply}\n"),
+        ),
+        file(
+            &format!("/usr/lib/tuned/{profile}/tuned.conf"),
+            &format!("[main]\nsummary=x\n\n[sysctl]\n{sysctl}"),
+        ),
+    ]
+}
+
+fn subjects(plan: &Plan) -> Vec<&str> {
+    plan.changes.iter().map(|c| c.subject.as_str()).collect()
+}
+
+fn predicted(plan: &Plan, key: &str) -> ProbeResult {
+    plan.effects
+        .iter()
+        .find_map(|e| match e {
+            Effect::Predict(k, r) if k == key => Some(r.clone()),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no prediction for {key}: {:?}", plan.effects))
+}
+
+#[test]
+fn keys_and_values_normalize() {
+    assert_eq!(normalize_key("vm/swappiness"), "vm.swappiness");
+    assert_eq!(normalize_key("-vm.swappiness"), "vm.swappiness");
+    assert_eq!(
+        normalize_key("net/ipv4/conf/eth0.100/rp_filter"),
+        "net/ipv4/conf/eth0.100/rp_filter"
+    );
+    assert_eq!(
+        normalize_key("net.ipv4.conf.eth0/100.rp_filter"),
+        "net/ipv4/conf/eth0.100/rp_filter"
+    );
+    assert_eq!(
+        proc_path("net.ipv4.conf.eth0/100.rp_filter"),
+        "/proc/sys/net/ipv4/conf/eth0.100/rp_filter"
+    );
+    assert_eq!(
+        proc_path("net.ipv4.tcp_rmem"),
+        "/proc/sys/net/ipv4/tcp_rmem"
+    );
+    assert!(same_value("4096\t87380  6291456", "4096 87380 6291456"));
+}
+
+#[test]
+fn map_form_writes_the_whole_file_in_the_given_order() {
+    let m = map_form(
+        json!({"vm.swappiness": 10, "vm/overcommit_memory": 1, "net.ipv4.tcp_rmem": [4096, 87380, 6291456]}),
+    );
+    let plan = m
+        .plan(&facts(
+            &m,
+            &[],
+            &[],
+            &[
+                ("vm.swappiness", "10"),
+                ("vm.overcommit_memory", "1"),
+                ("net.ipv4.tcp_rmem", "4096\t87380\t6291456"),
+            ],
+        ))
+        .unwrap();
+    let st = FileState::parse(OURS, &predicted(&plan, &files::probe_key(OURS)))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        st.content.as_deref().unwrap(),
+        "# Managed by nodeprov: this file is rewritten as a whole, edits here are lost.\n\
+         vm.swappiness = 10\nvm.overcommit_memory = 1\nnet.ipv4.tcp_rmem = 4096 87380 6291456\n"
+    );
+    // Live values already match: only the file and the boot values change.
+    assert_eq!(
+        subjects(&plan),
+        [
+            OURS,
+            "vm.swappiness at boot",
+            "vm.overcommit_memory at boot",
+            "net.ipv4.tcp_rmem at boot"
+        ]
+    );
+    assert_eq!(plan.steps.len(), 1);
+}
+
+#[test]
+fn noop_reports_the_three_facts() {
+    let m = map_form(json!({"vm.swappiness": 10}));
+    let conf = [file(OURS, &owned("vm.swappiness = 10\n"))];
+    let tuned = tuned_profile("throughput-performance", "vm.swappiness=10\n", "1");
+    let plan = m
+        .plan(&facts(&m, &conf, &tuned, &[("vm.swappiness", "10")]))
+        .unwrap();
+    assert!(plan.changes.is_empty() && plan.steps.is_empty() && plan.effects.is_empty());
+    assert_eq!(
+        plan.notes,
+        ["vm.swappiness = 10 (live 10; at boot 10 from /etc/sysctl.d/90-gpu-node.conf:2; \
+          tuned profile 'throughput-performance' sets 10, /etc and /run files win (reapply_sysctl=1))"]
+    );
+}
+
+#[test]
+fn change_writes_file_sets_live_and_predicts_everything() {
+    let m = map_form(json!({"vm.swappiness": 10, "vm.overcommit_memory": 1}));
+    let f = facts(
+        &m,
+        &[],
+        &[],
+        &[("vm.swappiness", "60"), ("vm.overcommit_memory", "1")],
+    );
+    let plan = m.plan(&f).unwrap();
+    assert_eq!(
+        subjects(&plan),
+        [
+            OURS,
+            "vm.swappiness",
+            "vm.swappiness at boot",
+            "vm.overcommit_memory at boot"
+        ]
+    );
+    assert_eq!(
+        plan.changes[1].evidence.as_deref(),
+        Some("live 60; at boot unset (kernel default); no tuned profile active")
+    );
+    assert_eq!(plan.steps.len(), 2);
+    assert!(plan.steps[0].contains("mv -f"));
+    // Only the key that differs live is written live; nothing is reloaded.
+    assert_eq!(plan.steps[1], "printf '%s\\n' 10 > /proc/sys/vm/swappiness");
+    assert_eq!(
+        predicted(&plan, "sysctl:vm.swappiness"),
+        ProbeResult::ok("10\n")
+    );
+
+    // A later task planning against the predictions sees a compliant host.
+    let mut after = f.clone();
+    for e in &plan.effects {
+        if let Effect::Predict(k, r) = e {
+            after.insert(k.clone(), r.clone());
+        }
+    }
+    let again = m.plan(&after).unwrap();
+    assert!(again.changes.is_empty(), "{:?}", again.changes);
+    assert!(again.notes[0].contains("at boot 10 from /etc/sysctl.d/90-gpu-node.conf:2"));
+}
+
+#[test]
+fn live_only_drift_is_fixed_live_only() {
+    let m = map_form(json!({"vm.swappiness": 10}));
+    let conf = [file(OURS, &owned("vm.swappiness = 10\n"))];
+    let plan = m
+        .plan(&facts(&m, &conf, &[], &[("vm.swappiness", "60")]))
+        .unwrap();
+    assert_eq!(subjects(&plan), ["vm.swappiness"]);
+    assert_eq!(plan.changes[0].before.as_deref(), Some("60"));
+    assert_eq!(plan.steps, ["printf '%s\\n' 10 > /proc/sys/vm/swappiness"]);
+}
+
+#[test]
+fn boot_only_drift_rewrites_the_file_without_live_steps() {
+    let m = map_form(json!({"vm.swappiness": 10}));
+    let conf = [file(OURS, &owned("vm.swappiness = 30\n"))];
+    let plan = m
+        .plan(&facts(&m, &conf, &[], &[("vm.swappiness", "10")]))
+        .unwrap();
+    assert_eq!(subjects(&plan), [OURS, "vm.swappiness at boot"]);
+    assert_eq!(plan.changes[1].before.as_deref(), Some("30"));
+    assert_eq!(
+        plan.changes[1].evidence.as_deref(),
+        Some("live 10; at boot 30 from /etc/sysctl.d/90-gpu-node.conf:2; no tuned profile active")
+    );
+    assert_eq!(plan.steps.len(), 1);
+    let conf = config::parse(&predicted(&plan, CONFIG_KEY)).unwrap();
+    assert_eq!(
+        config::boot("vm.swappiness", &conf, None).unwrap().value,
+        "10"
+    );
+}
+
+#[test]
+fn shadowed_by_sysctl_conf_link_stays_drift_and_suggests_a_later_name() {
+    let m = map_form(json!({"vm.swappiness": 10}));
+    let mut conf = sysctl_conf_link("# admin\nvm.swappiness = 60\n");
+    conf.push(file(OURS, &owned("vm.swappiness = 10\n")));
+    let plan = m
+        .plan(&facts(&m, &conf, &[], &[("vm.swappiness", "10")]))
+        .unwrap();
+    assert_eq!(subjects(&plan), ["vm.swappiness at boot"]);
+    assert!(
+        plan.steps.is_empty(),
+        "no step can fix it: {:?}",
+        plan.steps
+    );
+    let why = "/etc/sysctl.d/90-gpu-node.conf is shadowed: /etc/sysctl.conf:2 (via /etc/sysctl.d/99-sysctl.conf) \
+               still sets 60 at boot; name the drop-in /etc/sysctl.d/99-zz-nodeprov.conf so that it sorts last";
+    assert_eq!(plan.notes, [format!("vm.swappiness: {why}")]);
+    assert!(plan.changes[0]
+        .evidence
+        .as_deref()
+        .unwrap()
+        .ends_with(&format!("after this change {why}")));
+}
+
+#[test]
+fn etc_beats_run_for_one_basename_and_later_basenames_win() {
+    let m = map_form(json!({"vm.swappiness": 10}));
+    let conf = [
+        file(OURS, &owned("vm.swappiness = 10\n")),
+        file("/run/sysctl.d/90-gpu-node.conf", "vm.swappiness = 1\n"),
+        file("/usr/lib/sysctl.d/50-default.conf", "vm.swappiness = 60\n"),
+    ];
+    let plan = m
+        .plan(&facts(&m, &conf, &[], &[("vm.swappiness", "10")]))
+        .unwrap();
+    assert!(plan.changes.is_empty());
+    assert!(
+        plan.notes[0].contains("at boot 10 from /etc/sysctl.d/90-gpu-node.conf:2"),
+        "{:?}",
+        plan.notes
+    );
+
+    let m = map_form(json!({"vm.swappiness": 10}));
+    let conf = [
+        file(OURS, &owned("vm.swappiness = 10\n")),
+        file("/run/sysctl.d/95-x.conf", "vm.swappiness = 1\n"),
+    ];
+    let plan = m
+        .plan(&facts(&m, &conf, &[], &[("vm.swappiness", "10")]))
+        .unwrap();
+    assert!(
+        plan.notes[0].contains("/run/sysctl.d/95-x.conf:1 still sets 1"),
+        "{:?}",
+        plan.notes
+    );
+}
+
+#[test]
+fn link_to_dev_null_masks_a_shipped_file() {
+    let m = map_form(json!({"vm.swappiness": 10}));
+    let conf = [
+        file("/usr/lib/sysctl.d/99-vendor.conf", "vm.swappiness = 60\n"),
+        file(OURS, &owned("vm.swappiness = 10\n")),
+    ];
+    let plan = m
+        .plan(&facts(&m, &conf, &[], &[("vm.swappiness", "10")]))
+        .unwrap();
+    assert_eq!(subjects(&plan), ["vm.swappiness at boot"]);
+
+    let mut masked = conf.to_vec();
+    masked.push(ConfFile::new(
+        "/etc/sysctl.d/99-vendor.conf",
+        Some("/dev/null"),
+        Some(""),
+    ));
+    let plan = m
+        .plan(&facts(&m, &masked, &[], &[("vm.swappiness", "10")]))
+        .unwrap();
+    assert!(plan.changes.is_empty(), "{:?}", plan.changes);
+}
+
+#[test]
+fn tuned_loses_to_etc_files_with_reapply_and_wins_without() {
+    let m = map_form(json!({"vm.swappiness": 10}));
+    let conf = [file(OURS, &owned("vm.swappiness = 10\n"))];
+    let tuned = tuned_profile("virtual-guest", "vm.swappiness = 30\n", "1");
+    let plan = m
+        .plan(&facts(&m, &conf, &tuned, &[("vm.swappiness", "10")]))
+        .unwrap();
+    assert!(plan.changes.is_empty());
+    assert!(plan.notes[0].ends_with(
+        "tuned profile 'virtual-guest' sets 30, /etc and /run files win (reapply_sysctl=1))"
+    ));
+
+    let tuned = tuned_profile("virtual-guest", "vm.swappiness = 30\n", "0");
+    let plan = m
+        .plan(&facts(&m, &conf, &tuned, &[("vm.swappiness", "10")]))
+        .unwrap();
+    assert_eq!(subjects(&plan), ["vm.swappiness at boot"]);
+    assert_eq!(plan.changes[0].before.as_deref(), Some("30"));
+    assert!(plan.notes[0]
+        .contains("tuned profile 'virtual-guest' still sets 30 at boot and wins over files"));
+}
+
+#[test]
+fn tuned_reapply_skips_usr_lib_files() {
+    let m = map_form(json!({"vm.swappiness": 10}));
+    let m = Sysctl {
+        file: "/usr/lib/sysctl.d/90-gpu.conf".into(),
+        ..m
+    };
+    let conf = [file(
+        "/usr/lib/sysctl.d/90-gpu.conf",
+        &owned("vm.swappiness = 10\n"),
+    )];
+    let tuned = tuned_profile("throughput-performance", "vm.swappiness=5\n", "1");
+    let plan = m
+        .plan(&facts(&m, &conf, &tuned, &[("vm.swappiness", "10")]))
+        .unwrap();
+    assert_eq!(plan.changes[0].before.as_deref(), Some("5"));
+}
+
+#[test]
+fn duplicate_keys_in_one_file_last_wins() {
+    let m =
+        parse_params(json!({"name": "vm.swappiness", "value": 10, "sysctl_file": OURS})).unwrap();
+    let conf = [file(OURS, "vm.swappiness = 10\nvm.swappiness = 60\n")];
+    let plan = m
+        .plan(&facts(&m, &conf, &[], &[("vm.swappiness", "10")]))
+        .unwrap();
+    assert_eq!(subjects(&plan), [OURS, "vm.swappiness at boot"]);
+    assert!(plan.changes[1]
+        .evidence
+        .as_deref()
+        .unwrap()
+        .contains("at boot 60 from /etc/sysctl.d/90-gpu-node.conf:2"));
+    let st = FileState::parse(OURS, &predicted(&plan, &files::probe_key(OURS)))
+        .unwrap()
+        .unwrap();
+    assert_eq!(
+        st.content.as_deref(),
+        Some("vm.swappiness = 10\nvm.swappiness = 10\n")
+    );
+}
+
+#[test]
+fn slash_form_is_the_same_key_everywhere() {
+    let m =
+        parse_params(json!({"name": "vm/swappiness", "value": 10, "sysctl_file": OURS})).unwrap();
+    assert_eq!(
+        m.settings,
+        [("vm.swappiness".to_string(), "10".to_string())]
+    );
+    let conf = [file(OURS, "# keep\nvm/swappiness=10\n")];
+    let plan = m
+        .plan(&facts(&m, &conf, &[], &[("vm.swappiness", "10")]))
+        .unwrap();
+    assert!(plan.changes.is_empty(), "{:?}", plan.changes);
+}
+
+#[test]
+fn tabs_in_tcp_rmem_are_not_drift() {
+    let m = parse_params(
+        json!({"name": "net.ipv4.tcp_rmem", "value": "4096 87380 6291456", "sysctl_file": OURS}),
+    )
+    .unwrap();
+    let conf = [file(OURS, "net.ipv4.tcp_rmem =\t4096\t87380  6291456\n")];
+    let plan = m
+        .plan(&facts(
+            &m,
+            &conf,
+            &[],
+            &[("net.ipv4.tcp_rmem", "4096\t87380\t6291456")],
+        ))
+        .unwrap();
+    assert!(plan.changes.is_empty(), "{:?}", plan.changes);
+}
+
+#[test]
+fn ansible_form_edits_only_its_lines() {
+    let text = "# keep me\nvm.swappiness = 60\nkernel.pid_max = 1\nvm/swappiness=30\n";
+    assert_eq!(
+        edit(text, "vm.swappiness", Some("10")),
+        "# keep me\nvm.swappiness = 10\nkernel.pid_max = 1\nvm.swappiness = 10\n"
+    );
+    assert_eq!(
+        edit(text, "vm.swappiness", None),
+        "# keep me\nkernel.pid_max = 1\n"
+    );
+    assert_eq!(edit("a = 1", "b", Some("2")), "a = 1\nb = 2\n");
+
+    let m = parse_params(json!({"name": "vm.swappiness", "state": "absent", "sysctl_file": OURS}))
+        .unwrap();
+    assert!(m.probes().len() == 1 && m.settings.is_empty());
+    let plan = m.plan(&facts(&m, &[file(OURS, text)], &[], &[])).unwrap();
+    assert_eq!(subjects(&plan), [OURS]);
+}
+
+#[test]
+fn ansible_form_defaults_to_sysctl_conf_read_through_the_link() {
+    let m = parse_params(json!({"name": "vm.swappiness", "value": "10"})).unwrap();
+    assert_eq!(m.file, "/etc/sysctl.conf");
+    let conf = sysctl_conf_link("vm.swappiness = 60\n");
+    let plan = m
+        .plan(&facts(&m, &conf, &[], &[("vm.swappiness", "10")]))
+        .unwrap();
+    assert_eq!(
+        subjects(&plan),
+        ["/etc/sysctl.conf", "vm.swappiness at boot"]
+    );
+    assert!(plan.notes.is_empty(), "{:?}", plan.notes);
+    let after = config::parse(&predicted(&plan, CONFIG_KEY)).unwrap();
+    assert_eq!(after[0].content.as_deref(), Some("vm.swappiness = 10\n"));
+}
+
+#[test]
+fn sysctl_conf_unread_at_boot_is_explained() {
+    let m = parse_params(json!({"name": "vm.swappiness", "value": "10"})).unwrap();
+    let conf = [file(config::SYSCTL_CONF, "vm.swappiness = 10\n")];
+    let plan = m
+        .plan(&facts(&m, &conf, &[], &[("vm.swappiness", "10")]))
+        .unwrap();
+    assert_eq!(subjects(&plan), ["vm.swappiness at boot"]);
+    assert!(
+        plan.notes[0].contains("/etc/sysctl.conf is not read at boot"),
+        "{:?}",
+        plan.notes
+    );
+}
+
+#[test]
+fn unknown_key_is_a_clear_error_unless_ignored() {
+    let m = map_form(json!({"net.bridge.bridge-nf-call-iptables": 1}));
+    let f = facts(&m, &[], &[], &[]);
+    let err = m.plan(&f).unwrap_err();
+    assert!(
+        matches!(&err, ModuleError::Host(msg) if msg.contains("unknown sysctl key net.bridge.bridge-nf-call-iptables")),
+        "{err:?}"
+    );
+    let m = parse_params(json!({"settings": {"net.bridge.bridge-nf-call-iptables": 1}, "file": OURS, "ignoreerrors": true})).unwrap();
+    let plan = m.plan(&f).unwrap();
+    assert_eq!(subjects(&plan), [OURS]);
+    assert_eq!(
+        plan.notes,
+        ["net.bridge.bridge-nf-call-iptables: not available on this kernel (ignored)"]
+    );
+}
+
+#[test]
+fn invalid_params_are_param_errors() {
+    let cases = [
+        (
+            json!({"settings": ["vm.swappiness=10"], "file": OURS}),
+            "must be a mapping",
+        ),
+        (json!({"settings": {}, "file": OURS}), "at least one key"),
+        (json!({"settings": {"vm.swappiness": 10}}), "needs 'file'"),
+        (
+            json!({"settings": {"vm.swappiness": 10}, "file": OURS, "name": "x"}),
+            "cannot be combined",
+        ),
+        (
+            json!({"settings": {"net.ipv4.conf.*.rp_filter": 1}, "file": OURS}),
+            "glob keys",
+        ),
+        (
+            json!({"settings": {"../../etc/passwd": 1}, "file": OURS}),
+            "'..' part",
+        ),
+        (
+            json!({"settings": {"vm.swappiness": "10\nkernel.x = 1"}, "file": OURS}),
+            "one non-empty line",
+        ),
+        (
+            json!({"settings": {"vm.swappiness": {"a": 1}}, "file": OURS}),
+            "scalar values",
+        ),
+        (
+            json!({"settings": {"vm.swappiness": 1}, "file": "rel.conf"}),
+            "absolute",
+        ),
+        (
+            json!({"settings": {"vm.swappiness": 1}, "file": OURS, "reload": "sometimes"}),
+            "boolean or 'system'",
+        ),
+        (json!({"value": 1}), "missing required parameter 'name'"),
+        (json!({"name": "vm.swappiness"}), "needs 'value'"),
+        (
+            json!({"name": "vm.swappiness", "value": 1, "file": OURS}),
+            "use 'sysctl_file'",
+        ),
+    ];
+    for (params, want) in cases {
+        let err = parse_params(params.clone())
+            .err()
+            .unwrap_or_else(|| panic!("{params} accepted"));
+        assert!(err.message.contains(want), "{params}: {}", err.message);
+    }
+}
+
+#[test]
+fn reload_system_runs_once_after_the_file_and_before_live_keys() {
+    let m =
+        parse_params(json!({"settings": {"vm.swappiness": 10}, "file": OURS, "reload": "system"}))
+            .unwrap();
+    let plan = m
+        .plan(&facts(&m, &[], &[], &[("vm.swappiness", "60")]))
+        .unwrap();
+    assert_eq!(plan.steps.len(), 3);
+    assert_eq!(plan.steps[1], SYSTEM_RELOAD);
+    let noop = m.plan(&facts(
+        &m,
+        &[file(OURS, &owned("vm.swappiness = 10\n"))],
+        &[],
+        &[("vm.swappiness", "10")],
+    ));
+    assert!(noop.unwrap().steps.is_empty());
+
+    let m = parse_params(
+        json!({"name": "vm.swappiness", "value": 10, "reload": false, "sysctl_file": OURS}),
+    )
+    .unwrap();
+    assert_eq!(m.reload, Reload::None);
+    let plan = m
+        .plan(&facts(
+            &m,
+            &[file(OURS, "vm.swappiness = 10\n")],
+            &[],
+            &[("vm.swappiness", "60")],
+        ))
+        .unwrap();
+    assert!(
+        plan.changes.is_empty() && plan.notes[0].contains("live 60"),
+        "{:?}",
+        plan
+    );
+}
+
+#[test]
+fn hostile_values_are_quoted() {
+    let m = map_form(json!({"kernel.core_pattern": "|/bin/x '$(reboot)' a  b"}));
+    let plan = m
+        .plan(&facts(&m, &[], &[], &[("kernel.core_pattern", "core")]))
+        .unwrap();
+    assert_eq!(
+        plan.steps[1],
+        r"printf '%s\n' '|/bin/x '\''$(reboot)'\'' a b' > /proc/sys/kernel/core_pattern"
+    );
+    assert_eq!(
+        crate::shell::split(&plan.steps[1])[2],
+        "|/bin/x '$(reboot)' a b"
+    );
+}
+
+#[test]
+fn symlinked_target_file_is_refused() {
+    let m = parse_params(json!({"name": "vm.swappiness", "value": 10, "sysctl_file": "/etc/sysctl.d/99-sysctl.conf"})).unwrap();
+    let mut f = facts(&m, &[], &[], &[("vm.swappiness", "10")]);
+    let link = FileState {
+        kind: files::Kind::Link,
+        link_target: Some("../sysctl.conf".into()),
+        content: None,
+        ..FileState::written("", 0o777, "root", "root")
+    };
+    f.insert(files::probe_key(&m.file), link.to_result());
+    let err = m.plan(&f).unwrap_err();
+    assert!(
+        matches!(&err, ModuleError::Host(msg) if msg.contains("is a symlink to ../sysctl.conf")),
+        "{err:?}"
+    );
+}
+
+/// The real probe scripts, run by /bin/sh against a temp folder standing in for `/`.
+#[test]
+fn probes_read_a_host_tree() {
+    use crate::probe::{build_script, parse_frames};
+    use crate::transport::{local::LocalTransport, Purpose, Script, Transport};
+    use std::fs;
+    use std::os::unix::fs::symlink;
+
+    let root = tempfile::tempdir().unwrap();
+    let r = |p: &str| root.path().join(p.trim_start_matches('/'));
+    for d in [
+        "etc/sysctl.d",
+        "usr/lib/sysctl.d",
+        "run/sysctl.d",
+        "proc/sys/vm",
+        "etc/tuned",
+        "usr/lib/tuned/virtual-guest",
+        "usr/lib/tuned/throughput-performance",
+    ] {
+        fs::create_dir_all(r(d)).unwrap();
+    }
+    fs::write(r("/etc/sysctl.conf"), "vm.swappiness = 60\n").unwrap();
+    symlink("../sysctl.conf", r("/etc/sysctl.d/99-sysctl.conf")).unwrap();
+    symlink("/dev/null", r("/etc/sysctl.d/50-masked.conf")).unwrap();
+    fs::write(r("/usr/lib/sysctl.d/50-masked.conf"), "vm.swappiness = 1\n").unwrap();
+    fs::write(r("/run/sysctl.d/a b.conf"), "@@SYSCTL f 1 1 1\n").unwrap();
+    fs::write(r("/usr/lib/sysctl.d/ignored.txt"), "vm.swappiness = 2\n").unwrap();
+    fs::write(r("/proc/sys/vm/swappiness"), "60\n").unwrap();
+    fs::write(r("/etc/tuned/active_profile"), "virtual-guest\n").unwrap();
+    fs::write(r("/etc/tuned/tuned-main.conf"), "reapply_sysctl = 0\n").unwrap();
+    fs::write(
+        r("/usr/lib/tuned/virtual-guest/tuned.conf"),
+        "[main]\ninclude=throughput-performance\n",
+    )
+    .unwrap();
+    fs::write(
+        r("/usr/lib/tuned/throughput-performance/tuned.conf"),
+        "[sysctl]\nvm.swappiness=10\n",
+    )
+    .unwrap();
+
+    let mut m = map_form(json!({"vm.swappiness": 10}));
+    m.root = root.path().to_str().unwrap().to_string();
+    let units: Vec<(String, String)> = m.probes().into_iter().map(|p| (p.key, p.script)).collect();
+    let ids: Vec<String> = units.iter().map(|u| u.0.clone()).collect();
+    let out = LocalTransport
+        .run(&Script {
+            purpose: Purpose::Probe,
+            body: build_script("t", &units, false, &[]),
+            become_user: None,
+        })
+        .unwrap();
+    let results = parse_frames("t", &out.stdout, &ids).unwrap();
+
+    let conf = config::parse(&results[CONFIG_KEY]).unwrap();
+    let paths: Vec<&str> = conf.iter().map(|c| c.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "/etc/sysctl.d/50-masked.conf",
+            "/etc/sysctl.d/99-sysctl.conf",
+            "/run/sysctl.d/a b.conf",
+            "/usr/lib/sysctl.d/50-masked.conf",
+            "/etc/sysctl.conf"
+        ]
+    );
+    assert_eq!(conf[1].link.as_deref(), Some("../sysctl.conf"));
+    assert_eq!(conf[2].content.as_deref(), Some("@@SYSCTL f 1 1 1\n"));
+    let t = tuned::parse(&results[TUNED_KEY]).unwrap().unwrap();
+    assert_eq!((t.value("vm.swappiness"), t.reapply), (Some("10"), false));
+
+    let facts = Facts::new(results);
+    let plan = m.plan(&facts).unwrap();
+    assert_eq!(
+        subjects(&plan),
+        [r(OURS).to_str().unwrap(), "vm.swappiness"]
+    );
+    assert!(plan.changes[1].evidence.as_deref().unwrap().starts_with(
+        "live 60; at boot 10 from tuned profile 'virtual-guest'; tuned profile 'virtual-guest' sets 10 and wins"
+    ));
+
+    // The write step, run for real into the temp tree, yields the predicted file.
+    let out = LocalTransport
+        .run(&Script {
+            purpose: Purpose::Mutate,
+            body: plan.steps[0].clone(),
+            become_user: None,
+        })
+        .unwrap();
+    assert_eq!(out.status, 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        fs::read_to_string(r(OURS)).unwrap(),
+        owned("vm.swappiness = 10\n")
+    );
+    let p = config::probe(&m.root);
+    let out = LocalTransport
+        .run(&Script {
+            purpose: Purpose::Probe,
+            body: build_script("u", &[(p.key.clone(), p.script)], false, &[]),
+            become_user: None,
+        })
+        .unwrap();
+    let reprobed = parse_frames("u", &out.stdout, std::slice::from_ref(&p.key)).unwrap();
+    let mut want = config::parse(&predicted(&plan, CONFIG_KEY)).unwrap();
+    let mut got = config::parse(&reprobed[CONFIG_KEY]).unwrap();
+    want.sort_by(|a, b| a.path.cmp(&b.path));
+    got.sort_by(|a, b| a.path.cmp(&b.path));
+    assert_eq!(got, want);
+}

@@ -1,0 +1,203 @@
+//! The active tuned profile's `[sysctl]` settings, which tuned applies at
+//! every start and which beat sysctl files unless `reapply_sysctl` is on.
+
+use std::collections::BTreeMap;
+
+use super::config::{self, ConfFile, FRAME_FN};
+use super::normalize_key;
+use crate::modules::params::parse_bool;
+use crate::probe::{Probe, ProbeResult};
+use crate::shell::quote;
+
+pub const TUNED_KEY: &str = "sysctl:tuned";
+
+const ACTIVE: &str = "/etc/tuned/active_profile";
+const MAIN: &str = "/etc/tuned/tuned-main.conf";
+
+/// Where tuned looks for a profile, user folders first (newer tuned keeps
+/// them under `profiles/`).
+const PROFILE_DIRS: &[&str] = &[
+    "/etc/tuned/profiles",
+    "/etc/tuned",
+    "/usr/lib/tuned/profiles",
+    "/usr/lib/tuned",
+];
+
+/// Profiles followed through `include=`, against include loops.
+const MAX_PROFILES: usize = 32;
+
+/// Prints the active profile, tuned-main.conf and every profile file the
+/// active ones include, framed like the sysctl config probe.
+pub fn probe(root: &str) -> Probe {
+    let dirs = PROFILE_DIRS.join(" ");
+    let script = format!(
+        r#"R={root}
+{FRAME_FN}for f in {ACTIVE} {MAIN}; do if [ -e "$R$f" ]; then np_sf "$R$f"; fi; done
+set -f
+q=$(cat "$R{ACTIVE}" 2>/dev/null); seen=' '; n=0
+while set -- $q && [ "$#" -gt 0 ] && [ "$n" -lt {MAX_PROFILES} ]; do
+  p=$1; shift; q="$*"; n=$((n+1))
+  case "$seen" in *" $p "*) continue ;; esac
+  seen="$seen$p "
+  for d in {dirs}; do
+    f="$R$d/$p/tuned.conf"
+    if [ -f "$f" ]; then
+      np_sf "$f"
+      q="$q $(sed -n 's/^[[:space:]]*include[[:space:]]*=//p' "$f" | tr ',;' '  ')"
+      break
+    fi
+  done
+done
+exit 0"#,
+        root = quote(root)
+    );
+    Probe::new(TUNED_KEY, script)
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tuned {
+    /// As `active_profile` names it (several merge left to right).
+    pub profile: String,
+    /// `[sysctl]` of the profile and everything it includes, merged.
+    pub sysctl: BTreeMap<String, String>,
+    /// `reapply_sysctl` (default on): /etc and /run sysctl files win.
+    pub reapply: bool,
+}
+
+impl Tuned {
+    pub fn value(&self, key: &str) -> Option<&str> {
+        self.sysctl.get(key).map(String::as_str)
+    }
+}
+
+/// `None` when no profile is active.
+pub fn parse(r: &ProbeResult) -> Result<Option<Tuned>, String> {
+    let files = config::parse(r)?;
+    let read = |path: &str| {
+        files
+            .iter()
+            .find(|f| f.path == path)
+            .and_then(|f| f.content.as_deref())
+    };
+    let profile = read(ACTIVE)
+        .unwrap_or("")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    if profile.is_empty() {
+        return Ok(None);
+    }
+    let reapply = read(MAIN)
+        .and_then(|t| ini(t).into_iter().find(|(_, k, _)| k == "reapply_sysctl"))
+        .and_then(|(_, _, v)| parse_bool(&v))
+        .unwrap_or(true);
+    let mut sysctl = BTreeMap::new();
+    let mut seen = Vec::new();
+    for name in profile.split_whitespace() {
+        merge(name, &files, &mut seen, &mut sysctl);
+    }
+    Ok(Some(Tuned {
+        profile,
+        sysctl,
+        reapply,
+    }))
+}
+
+/// Included profiles first, then the profile's own settings over them.
+fn merge(
+    name: &str,
+    files: &[ConfFile],
+    seen: &mut Vec<String>,
+    out: &mut BTreeMap<String, String>,
+) {
+    if seen.iter().any(|s| s == name) || seen.len() >= MAX_PROFILES {
+        return;
+    }
+    seen.push(name.to_string());
+    let Some(text) = PROFILE_DIRS.iter().find_map(|d| {
+        let path = format!("{d}/{name}/tuned.conf");
+        files.iter().find(|f| f.path == path)?.content.as_deref()
+    }) else {
+        return;
+    };
+    let entries = ini(text);
+    for (_, _, v) in entries
+        .iter()
+        .filter(|(s, k, _)| s == "main" && k == "include")
+    {
+        for inc in v.split([',', ';', ' ', '\t']).filter(|s| !s.is_empty()) {
+            merge(inc, files, seen, out);
+        }
+    }
+    for (_, k, v) in entries.into_iter().filter(|(s, _, _)| s == "sysctl") {
+        out.insert(normalize_key(&k), v);
+    }
+}
+
+/// `(section, key, value)` of an ini file as tuned writes them.
+fn ini(text: &str) -> Vec<(String, String, String)> {
+    let mut section = String::new();
+    let mut out = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if let Some(s) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = s.trim().to_string();
+        } else if let Some((k, v)) = line.split_once('=').filter(|_| !line.starts_with('#')) {
+            out.push((section.clone(), k.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe_output(active: &str, main: Option<&str>, profiles: &[(&str, &str)]) -> ProbeResult {
+        let mut files = vec![ConfFile::new(ACTIVE, None, Some(active))];
+        files.extend(main.map(|m| ConfFile::new(MAIN, None, Some(m))));
+        files.extend(
+            profiles
+                .iter()
+                .map(|(p, c)| ConfFile::new(p, None, Some(c))),
+        );
+        config::render(&files)
+    }
+
+    #[test]
+    fn profile_merges_includes_and_reads_reapply() {
+        let r = probe_output(
+            "virtual-guest\n",
+            Some("[main]\nreapply_sysctl = 0\n"),
+            &[
+                (
+                    "/usr/lib/tuned/virtual-guest/tuned.conf",
+                    "[main]\ninclude=throughput-performance\n[sysctl]\nvm.swappiness = 30\n",
+                ),
+                (
+                    "/usr/lib/tuned/throughput-performance/tuned.conf",
+                    "[sysctl]\nvm.swappiness=10\nvm/dirty_ratio = 40\n",
+                ),
+            ],
+        );
+        let t = parse(&r).unwrap().unwrap();
+        assert_eq!(t.profile, "virtual-guest");
+        assert_eq!(t.value("vm.swappiness"), Some("30"));
+        assert_eq!(t.value("vm.dirty_ratio"), Some("40"));
+        assert!(!t.reapply);
+    }
+
+    #[test]
+    fn user_profile_overrides_shipped_and_default_reapplies() {
+        let r = probe_output(
+            "p",
+            None,
+            &[
+                ("/usr/lib/tuned/p/tuned.conf", "[sysctl]\nvm.x=1\n"),
+                ("/etc/tuned/p/tuned.conf", "[sysctl]\nvm.x=2\n"),
+            ],
+        );
+        let t = parse(&r).unwrap().unwrap();
+        assert_eq!((t.value("vm.x"), t.reapply), (Some("2"), true));
+        assert_eq!(parse(&probe_output("", None, &[])).unwrap(), None);
+    }
+}
