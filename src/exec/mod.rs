@@ -51,6 +51,7 @@ pub fn run_playbook(
     on_host: &(dyn Fn(&HostReport) + Sync),
 ) -> Result<RunOutcome, Vec<Diagnostic>> {
     let templates = Templates::new();
+    let lenient = Templates::lenient();
     let base = req
         .playbook
         .path
@@ -70,6 +71,7 @@ pub fn run_playbook(
         let ctx = PlayCtx {
             play,
             templates: &templates,
+            lenient: &lenient,
             search_dirs: &search_dirs,
             opts: &req.opts,
         };

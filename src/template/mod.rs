@@ -53,6 +53,15 @@ impl Templates {
         Templates { env }
     }
 
+    /// An environment where undefined values render empty instead of
+    /// failing: for guessing which probes a task will need before the
+    /// values it depends on (registered results, facts) are known.
+    pub fn lenient() -> Self {
+        let mut t = Templates::new();
+        t.env.set_undefined_behavior(UndefinedBehavior::Chainable);
+        t
+    }
+
     /// Renders a template string (a task parameter or a file).
     pub fn render_str(&self, text: &str, vars: &Json) -> Result<String, TemplateError> {
         self.render_text(text, &context(vars))
