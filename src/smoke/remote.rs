@@ -5,7 +5,6 @@
 //! found by `command -v` with absolute fallbacks, never by a login PATH.
 
 use std::collections::BTreeMap;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use super::SmokeOptions;
 use crate::probe::{build_script, ProbeResult};
@@ -131,12 +130,12 @@ fn at_path(path: &str) -> String {
 /// Wraps every unit between clock units so each one's duration can be read
 /// from the host's own clock, not from the single round trip.
 fn tier_script(units: Vec<(&str, String)>) -> TierScript {
-    let token = token();
     let mut framed = vec![clock(0)];
     for (i, (id, body)) in units.iter().enumerate() {
         framed.push((id.to_string(), body.clone()));
         framed.push(clock(i + 1));
     }
+    let token = token(&framed);
     TierScript {
         body: build_script(&token, &framed, false, &[]),
         framed_ids: framed.iter().map(|(id, _)| id.clone()).collect(),
@@ -149,11 +148,14 @@ fn clock(i: usize) -> (String, String) {
     (format!("clock.{i}"), "date +%s%N".into())
 }
 
-fn token() -> String {
-    let nanos = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    format!("smoke{:x}{:x}", std::process::id(), nanos)
+/// Derived from the script itself, so the same checks always make the same
+/// script (a task's probe is recognised when the task is planned), while no
+/// output can guess it.
+fn token(units: &[(String, String)]) -> String {
+    use std::hash::{Hash, Hasher};
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    units.hash(&mut h);
+    format!("smoke{:016x}", h.finish())
 }
 
 /// A tier's answers by unit id, with each unit's duration in ms.
