@@ -1,7 +1,7 @@
 //! The subcommands, wired from CLI flags to the layers below; errors become
 //! one readable message here and nowhere else.
 
-use std::io::Write;
+use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -14,6 +14,7 @@ use crate::diag::Diagnostic;
 use crate::exec::host::RunOptions;
 use crate::exec::{run_playbook, RunRequest};
 use crate::inventory::Inventory;
+use crate::report::progress::Progress;
 use crate::report::{self, human, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 use crate::{connect, playbook, validate, yaml};
 
@@ -94,18 +95,26 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
         forks: args.forks,
         connect: &connect,
     };
-    let style = human::Style { diff };
     let human_out = args.format == Format::Human;
+    let progress = Progress::new(
+        human_out && std::io::stderr().is_terminal(),
+        human::Style { diff },
+    );
     let stdout = Mutex::new(std::io::stdout());
-    let outcome = run_playbook(&req, &|r| {
+    let outcome = run_playbook(&req, &|e| {
         if human_out {
-            let _ = write!(stdout.lock().unwrap(), "{}", human::host_block(r, &style));
+            progress.event(&e, &mut *stdout.lock().unwrap());
         }
     })?;
+    progress.clear_line();
     let code = report::exit_code(&outcome);
+    let retry = write_retry_file(&args.playbook, &outcome);
     let mut out = stdout.lock().unwrap();
     if human_out {
         let _ = write!(out, "{}", human::recap(&outcome));
+        if let Some(line) = retry {
+            let _ = writeln!(out, "{line}");
+        }
     } else {
         let mode = if check { "check" } else { "apply" };
         let doc =
@@ -243,5 +252,27 @@ fn smoke_cmd(args: &SmokeArgs) -> Result<u8, Vec<Diagnostic>> {
         EXIT_FAILED
     } else {
         EXIT_OK
+    })
+}
+
+/// Like Ansible, failed and never-reached hosts go to `<playbook>.retry`
+/// beside the playbook, for `--limit @<file>`; returns the line to show.
+fn write_retry_file(playbook: &Path, outcome: &crate::exec::RunOutcome) -> Option<String> {
+    let mut hosts: Vec<&str> = outcome
+        .reports
+        .iter()
+        .filter(|r| r.failed())
+        .map(|r| r.host.as_str())
+        .collect();
+    hosts.extend(outcome.never_touched.iter().map(String::as_str));
+    if hosts.is_empty() {
+        return None;
+    }
+    hosts.dedup();
+    let path = playbook.with_extension("retry");
+    let body: String = hosts.iter().map(|h| format!("{h}\n")).collect();
+    Some(match std::fs::write(&path, body) {
+        Ok(()) => format!("to retry: --limit @{}", path.display()),
+        Err(e) => format!("note: cannot write retry file {}: {e}", path.display()),
     })
 }

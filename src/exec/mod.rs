@@ -45,10 +45,23 @@ pub struct RunOutcome {
     pub halted: Option<String>,
 }
 
+/// What a run tells its reporter while it goes.
+pub enum Event<'a> {
+    /// A rolling batch starts: `number` of `of`, with these hosts.
+    Batch {
+        play: &'a str,
+        number: usize,
+        of: usize,
+        hosts: &'a [String],
+    },
+    /// A host finished a play.
+    Host(&'a HostReport),
+}
+
 /// Runs every play; reports each host as soon as it finishes a play.
 pub fn run_playbook(
     req: &RunRequest,
-    on_host: &(dyn Fn(&HostReport) + Sync),
+    on_event: &(dyn Fn(Event) + Sync),
 ) -> Result<RunOutcome, Vec<Diagnostic>> {
     let templates = Templates::new();
     let lenient = Templates::lenient();
@@ -78,7 +91,13 @@ pub fn run_playbook(
         let play_vars = play_vars(play, &base, &templates, &req.extra_vars)?;
         let batches = batches(&hosts, &play.serial);
         for (n, batch) in batches.iter().enumerate() {
-            let reports = run_batch(req, &ctx, &play_vars, batch, on_host);
+            on_event(Event::Batch {
+                play: &play.name,
+                number: n + 1,
+                of: batches.len(),
+                hosts: batch,
+            });
+            let reports = run_batch(req, &ctx, &play_vars, batch, on_event);
             let failed: Vec<String> = reports
                 .iter()
                 .filter(|r| r.failed())
@@ -195,7 +214,7 @@ fn run_batch(
     ctx: &PlayCtx,
     play_vars: &Map<String, Value>,
     batch: &[String],
-    on_host: &(dyn Fn(&HostReport) + Sync),
+    on_event: &(dyn Fn(Event) + Sync),
 ) -> Vec<HostReport> {
     let queue = Mutex::new(batch.iter().enumerate());
     let reports = Mutex::new(Vec::new());
@@ -206,7 +225,7 @@ fn run_batch(
                     break;
                 };
                 let report = run_host(req, ctx, play_vars, host);
-                on_host(&report);
+                on_event(Event::Host(&report));
                 reports.lock().unwrap().push((i, report));
             });
         }
