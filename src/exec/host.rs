@@ -315,7 +315,8 @@ impl<'a, 'p> HostRun<'a, 'p> {
                     .build(task, &ctx)
                     .or_else(|_| self.build_with(self.ctx.lenient, task, &ctx));
                 if let Ok(module) = module {
-                    for p in module.probes() {
+                    let query = module.query_probe().filter(|_| self.may_query(task));
+                    for p in module.probes().into_iter().chain(query) {
                         if !self.facts.contains(&p.key) {
                             wanted.insert(p.key.clone(), p);
                         }
@@ -333,6 +334,10 @@ impl<'a, 'p> HostRun<'a, 'p> {
             }
             self.facts.extend(results);
         }
+    }
+
+    fn may_query(&self, task: &Task) -> bool {
+        declared_read_only(task) && (!self.ctx.opts.check || task.check_mode == Some(false))
     }
 
     /// Sends probes; on failure the host is marked unreachable.
@@ -516,6 +521,18 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 );
             }
         };
+        if let Some(r) = self.query_answer(task, module.as_ref(), &plan) {
+            let i = self.push_result(task, item, Status::Changed);
+            let p = Pending {
+                result: i,
+                body: String::new(),
+                may_fail: false,
+                is_command: true,
+                task,
+                ctx,
+            };
+            return (self.settle(task, p, &r), false);
+        }
         let check = task.check_mode.unwrap_or(self.ctx.opts.check);
         // A command marked `check_mode: false` runs even in check mode, as in Ansible.
         let runs = !check || (is_command && task.check_mode == Some(false));
@@ -590,6 +607,18 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }
         self.results[i].duration_ms = started.elapsed().as_millis() as u64;
         (result, flush)
+    }
+
+    /// A declared query (a command with `changed_when: false`; in check
+    /// mode also `check_mode: false`) rides in the probe batch; its early
+    /// answer stands when nothing changed on the host since that probe.
+    fn query_answer(&self, task: &Task, module: &dyn Module, plan: &Plan) -> Option<ProbeResult> {
+        let probe = module.query_probe()?;
+        let quiet = self.pending.is_empty() && !self.changed_since_probe;
+        if !(self.may_query(task) && quiet && !plan.steps.is_empty()) {
+            return None;
+        }
+        self.facts.get(&probe.key).ok().cloned()
     }
 
     /// `changed_when` / `failed_when`, evaluated with the task's result bound
@@ -716,9 +745,10 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }
     }
 
-    /// Records what a step really did.
-    fn settle(&mut self, task: &Task, p: Pending<'p>, r: &ProbeResult) {
+    /// Records what a step really did; for a command, returns its result.
+    fn settle(&mut self, task: &Task, p: Pending<'p>, r: &ProbeResult) -> Value {
         let i = p.result;
+        let mut registered = Value::Null;
         if r.rc != 0 {
             self.results[i].status = Status::Failed;
             self.results[i].message = Some(step_failure(r));
@@ -735,8 +765,9 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 self.notify(task);
             }
             if let Some(reg) = &task.register {
-                self.vars.registered.insert(reg.clone(), result);
+                self.vars.registered.insert(reg.clone(), result.clone());
             }
+            registered = result;
         }
         if self.results[i].status == Status::Failed {
             if task.ignore_errors {
@@ -745,6 +776,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 self.stopped = true;
             }
         }
+        registered
     }
 
     /// Re-probes what changed and re-plans it: anything still to change

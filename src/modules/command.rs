@@ -110,6 +110,11 @@ impl Module for Command {
     fn is_command(&self) -> bool {
         true
     }
+
+    fn query_probe(&self) -> Option<Probe> {
+        let step = self.step();
+        Some(Probe::new(format!("query:{step}"), step))
+    }
 }
 
 impl Command {

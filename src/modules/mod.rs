@@ -135,6 +135,10 @@ pub trait Module: Send + Sync {
     fn is_command(&self) -> bool {
         false
     }
+    /// The command itself as a probe, for tasks that declare it read-only.
+    fn query_probe(&self) -> Option<Probe> {
+        None
+    }
     /// Validations whose probe must see every earlier change of the run.
     fn reads_everything(&self) -> bool {
         false
