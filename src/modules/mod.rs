@@ -6,7 +6,12 @@ pub mod command;
 pub mod copy;
 pub mod file;
 pub mod lineinfile;
+// pub mod cuda_env;
+// pub mod mount;
+// pub mod package;
 pub mod params;
+// pub mod service;
+pub mod swapfile;
 pub mod sysctl;
 
 use std::collections::BTreeMap;
@@ -171,6 +176,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         file::FILE,
         lineinfile::LINEINFILE,
         sysctl::SYSCTL,
+        swapfile::SWAPFILE,
     ];
     SPECS
 }
@@ -183,4 +189,46 @@ pub fn find(key: &str) -> Option<&'static ModuleSpec> {
 /// Every key that selects a module, for "did you mean" hints.
 pub fn all_names() -> impl Iterator<Item = &'static str> {
     registry().iter().flat_map(ModuleSpec::names)
+}
+
+/// Builds a module from JSON parameters the way the executor does, for tests.
+#[cfg(test)]
+pub(crate) fn build_test(
+    spec: &ModuleSpec,
+    params: serde_json::Value,
+) -> Result<Box<dyn Module>, ParamError> {
+    let templates = crate::template::Templates::new();
+    let vars = serde_json::json!({});
+    let ctx = params::BuildCtx {
+        templates: &templates,
+        vars: &vars,
+        search_dirs: &[],
+    };
+    let span = crate::diag::Span::synthetic("test");
+    let entries = params
+        .as_object()
+        .expect("params are a mapping")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone(), span.clone()))
+        .collect();
+    (spec.build)(&Params::new(spec.name, span, entries, &ctx))
+}
+
+/// The message of a parameter error, for tests.
+#[cfg(test)]
+pub(crate) fn build_error(spec: &ModuleSpec, params: serde_json::Value) -> String {
+    match build_test(spec, params) {
+        Ok(_) => panic!("expected a parameter error"),
+        Err(e) => e.message,
+    }
+}
+
+/// Facts from `(key, stdout)` pairs, for tests.
+#[cfg(test)]
+pub(crate) fn facts_of(answers: &[(&str, &str)]) -> Facts {
+    let mut f = Facts::default();
+    for (k, v) in answers {
+        f.insert(k.to_string(), ProbeResult::ok(*v));
+    }
+    f
 }
