@@ -10,7 +10,7 @@ pub mod lineinfile;
 // pub mod mount;
 // pub mod package;
 pub mod params;
-// pub mod service;
+pub mod service;
 pub mod swapfile;
 pub mod sysctl;
 
@@ -177,6 +177,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         lineinfile::LINEINFILE,
         sysctl::SYSCTL,
         swapfile::SWAPFILE,
+        service::SERVICE,
     ];
     SPECS
 }
