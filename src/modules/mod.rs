@@ -6,7 +6,7 @@ pub mod command;
 pub mod copy;
 pub mod file;
 pub mod lineinfile;
-// pub mod cuda_env;
+pub mod cuda_env;
 // pub mod mount;
 // pub mod package;
 pub mod params;
@@ -178,6 +178,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         sysctl::SYSCTL,
         swapfile::SWAPFILE,
         service::SERVICE,
+        cuda_env::CUDA_ENV,
     ];
     SPECS
 }
