@@ -4,11 +4,11 @@
 
 pub mod command;
 pub mod copy;
+pub mod cuda_env;
 pub mod file;
 pub mod lineinfile;
-pub mod cuda_env;
-// pub mod mount;
-// pub mod package;
+pub mod mount;
+pub mod package;
 pub mod params;
 pub mod service;
 pub mod swapfile;
@@ -179,6 +179,8 @@ pub fn registry() -> &'static [ModuleSpec] {
         swapfile::SWAPFILE,
         service::SERVICE,
         cuda_env::CUDA_ENV,
+        package::PACKAGE,
+        mount::MOUNT,
     ];
     SPECS
 }
