@@ -202,7 +202,7 @@ mod tests {
     fn probe_local(path: &str) -> Option<FileState> {
         let p = probe(path);
         let out = run(build_script("t", &[(p.key.clone(), p.script)], false, &[]));
-        let res = parse_frames("t", &out.stdout, &[p.key.clone()]).unwrap();
+        let res = parse_frames("t", &out.stdout, std::slice::from_ref(&p.key)).unwrap();
         FileState::parse(path, &res[&p.key]).unwrap()
     }
 

@@ -99,7 +99,7 @@ pub fn unescape(field: &str) -> String {
 }
 
 /// The first line holding an entry selected by `is_target`.
-pub fn find<'t>(text: &'t str, is_target: impl Fn(&Entry) -> bool) -> Option<&'t str> {
+pub fn find(text: &str, is_target: impl Fn(&Entry) -> bool) -> Option<&str> {
     text.lines()
         .find(|l| Entry::parse(l).is_some_and(|e| is_target(&e)))
 }

@@ -34,7 +34,7 @@ pub fn gather(
         become_user: None,
     };
     let out = t.run(&script)?;
-    let frames = crate::probe::parse_frames(token, &out.stdout, &[p.key.clone()])
+    let frames = crate::probe::parse_frames(token, &out.stdout, std::slice::from_ref(&p.key))
         .map_err(|e| crate::transport::TransportError::Io(e.0))?;
     Ok(frames.get(KEY).map(parse).unwrap_or_default())
 }

@@ -6,6 +6,8 @@
 //! `988_cuda-12.conf` beside CUDA 13) are reported, since they make programs
 //! load a libcudart that does not match the toolkit.
 
+use std::sync::LazyLock;
+
 use regex::Regex;
 use serde_json::json;
 
@@ -32,6 +34,12 @@ pub const CUDA_ENV: ModuleSpec = ModuleSpec {
 
 const PROFILE_TEMPLATE: &str = include_str!("../../templates/cuda.sh.j2");
 const LD_CONF_DIR: &str = "/etc/ld.so.conf.d";
+
+static NVCC_RELEASE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"release (\d+(?:\.\d+)*)").expect("valid"));
+static CUDA_DIR: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"/cuda-(\d+)").expect("valid"));
+static LIBCUDART: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"libcudart\.so\.(\d+)").expect("valid"));
 
 struct CudaEnv {
     cuda_home: String,
@@ -161,12 +169,7 @@ impl CudaFacts {
                         .ok()
                         .and_then(|v| v["cuda"]["version"].as_str().map(str::to_string))
                 }
-                "nvcc" => {
-                    nvcc = Regex::new(r"release (\d+(?:\.\d+)*)")
-                        .expect("valid")
-                        .captures(&body)
-                        .map(|c| c[1].to_string())
-                }
+                "nvcc" => nvcc = NVCC_RELEASE.captures(&body).map(|c| c[1].to_string()),
                 "libdirs" => f.libdirs = body.lines().map(str::to_string).collect(),
                 "ldconf" => f.ldconf = split_files(&body),
                 "ldcache" => f.ldcache = body,
@@ -208,12 +211,12 @@ fn split_files(body: &str) -> Vec<(String, String)> {
 
 /// CUDA majors named by versioned toolkit paths (`/usr/local/cuda-12.4/…`).
 fn path_majors(text: &str) -> Vec<u32> {
-    let re = Regex::new(r"/cuda-(\d+)").expect("valid");
     let mut majors: Vec<u32> = text
         .lines()
         .filter(|l| !l.trim_start().starts_with('#'))
         .flat_map(|l| {
-            re.captures_iter(l)
+            CUDA_DIR
+                .captures_iter(l)
                 .filter_map(|c| c[1].parse().ok())
                 .collect::<Vec<_>>()
         })
@@ -283,8 +286,7 @@ fn merge(plan: &mut Plan, other: Plan) {
 /// Two libcudart majors in the cache: which one a program gets depends on
 /// its link order, the classic "multiple libcudart" failure.
 fn mixed_cache_note(f: &CudaFacts, plan: &mut Plan) {
-    let re = Regex::new(r"libcudart\.so\.(\d+)").expect("valid");
-    let mut majors: Vec<&str> = re
+    let mut majors: Vec<&str> = LIBCUDART
         .captures_iter(&f.ldcache)
         .map(|c| c.get(1).expect("group").as_str())
         .collect();

@@ -88,15 +88,12 @@ pub fn mountinfo_probe() -> Probe {
 
 /// The filesystem type mounted on `path` (the topmost mount), if any.
 fn mounted_fstype(mountinfo: &str, path: &str) -> Option<String> {
-    mountinfo
-        .lines()
-        .filter_map(|l| {
-            let (left, right) = l.split_once(" - ")?;
-            let point = left.split_whitespace().nth(4)?;
-            (fstab::unescape(point) == path)
-                .then(|| right.split_whitespace().next().unwrap_or("").to_string())
-        })
-        .last()
+    mountinfo.lines().rev().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        let point = left.split_whitespace().nth(4)?;
+        (fstab::unescape(point) == path)
+            .then(|| right.split_whitespace().next().unwrap_or("").to_string())
+    })
 }
 
 impl Module for Mount {

@@ -108,13 +108,13 @@ fn parse_size(s: &str) -> Option<u64> {
         _ => return None,
     };
     let bytes = n.checked_mul(1 << shift)?;
-    (bytes >= MIB && bytes % MIB == 0).then_some(bytes)
+    (bytes >= MIB && bytes.is_multiple_of(MIB)).then_some(bytes)
 }
 
 fn human(bytes: u64) -> String {
     [(40, "T"), (30, "G"), (20, "M"), (10, "K")]
         .iter()
-        .find(|(shift, _)| bytes % (1u64 << shift) == 0)
+        .find(|(shift, _)| bytes.is_multiple_of(1u64 << shift))
         .map_or(bytes.to_string(), |(shift, u)| {
             format!("{}{u}", bytes >> shift)
         })
