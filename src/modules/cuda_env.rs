@@ -395,7 +395,7 @@ impl CudaEnv {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::{build_error, build_test};
+    use crate::modules::{assert_sh_syntax, build_error, build_test};
     use crate::probe::ProbeResult;
 
     /// The H200 fixture's toolkit, in this module's probe format.
@@ -423,7 +423,11 @@ mod tests {
             };
             f.insert(p.key, r);
         }
-        m.plan(&f)
+        let plan = m.plan(&f);
+        if let Ok(p) = &plan {
+            assert_sh_syntax(&*m, p);
+        }
+        plan
     }
 
     /// The profile script as the module writes it.

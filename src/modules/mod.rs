@@ -227,6 +227,23 @@ pub(crate) fn build_error(spec: &ModuleSpec, params: serde_json::Value) -> Strin
     }
 }
 
+/// Asserts that every step and probe parses as POSIX sh (`sh -n`: nothing runs).
+#[cfg(test)]
+pub(crate) fn assert_sh_syntax(module: &dyn Module, plan: &Plan) {
+    let probes = module.probes().into_iter().map(|p| p.script);
+    for script in probes.chain(plan.steps.iter().cloned()) {
+        let out = std::process::Command::new("sh")
+            .args(["-n", "-c", &script])
+            .output()
+            .expect("sh runs");
+        assert!(
+            out.status.success(),
+            "{script}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
 /// Facts from `(key, stdout)` pairs, for tests.
 #[cfg(test)]
 pub(crate) fn facts_of(answers: &[(&str, &str)]) -> Facts {

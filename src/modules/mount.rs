@@ -220,7 +220,7 @@ impl Mount {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::{build_error, build_test, facts_of};
+    use crate::modules::{assert_sh_syntax, build_error, build_test, facts_of};
     use serde_json::json;
 
     const FSTAB: &str = "# static\nUUID=1 / xfs defaults 0 0\n/dev/nvme1n1 /data xfs defaults,noatime 0 0\n/swapfile none swap sw 0 0\n";
@@ -237,7 +237,11 @@ mod tests {
             files::probe_key(fstab::PATH),
             FileState::written(fstab, 0o644, "root", "root").to_result(),
         );
-        m.plan(&f)
+        let plan = m.plan(&f);
+        if let Ok(p) = &plan {
+            assert_sh_syntax(&*m, p);
+        }
+        plan
     }
 
     fn data(state: &str, opts: &str) -> serde_json::Value {

@@ -200,13 +200,17 @@ impl Package {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::{build_error, build_test, facts_of};
+    use crate::modules::{assert_sh_syntax, build_error, build_test, facts_of};
     use serde_json::json;
 
     fn plan_on(params: serde_json::Value, answer: &str) -> Result<Plan, ModuleError> {
         let m = build_test(&PACKAGE, params).unwrap();
         let key = m.probes()[0].key.clone();
-        m.plan(&facts_of(&[(&key, answer)]))
+        let plan = m.plan(&facts_of(&[(&key, answer)]));
+        if let Ok(p) = &plan {
+            assert_sh_syntax(&*m, p);
+        }
+        plan
     }
 
     #[test]

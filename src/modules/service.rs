@@ -317,7 +317,7 @@ impl Service {
         }
         let mut plan = Plan::noop();
         plan.notes.push(format!(
-            "no systemd on this host (PID 1 is not systemd): {what} cannot run, so it counts as stopped and disabled"
+            "no systemd on this host (PID 1 is not systemd): {what} cannot run here and counts as stopped and disabled"
         ));
         Ok(plan)
     }
@@ -467,7 +467,7 @@ impl Service {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::{build_error, build_test, facts_of};
+    use crate::modules::{assert_sh_syntax, build_error, build_test, facts_of};
     use serde_json::json;
 
     fn block(id: &str, load: &str, fs: &str, active: &str, triggered_by: &str) -> String {
@@ -483,7 +483,11 @@ mod tests {
             .into_iter()
             .find(|p| p.key.starts_with("systemd:show:"))
             .unwrap();
-        m.plan(&facts_of(&[(SYSTEMD_KEY, "yes\n"), (&units.key, show)]))
+        let plan = m.plan(&facts_of(&[(SYSTEMD_KEY, "yes\n"), (&units.key, show)]));
+        if let Ok(p) = &plan {
+            assert_sh_syntax(&*m, p);
+        }
+        plan
     }
 
     fn summary(plan: &Plan) -> Vec<String> {

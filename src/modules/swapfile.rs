@@ -125,7 +125,10 @@ pub fn swaps_probe() -> Probe {
 }
 
 pub fn meminfo_probe() -> Probe {
-    Probe::new(MEMINFO_KEY, "cat /proc/meminfo")
+    Probe::new(
+        MEMINFO_KEY,
+        "grep -E '^(MemAvailable|SwapTotal|SwapFree):' /proc/meminfo",
+    )
 }
 
 pub fn kernel_probe() -> Probe {
@@ -447,7 +450,7 @@ impl Swapfile {
         }
         let toggled = match active {
             None => {
-                let mut before = "inactive".to_string();
+                let mut before = self.describe(file, None);
                 if file.signature != Some(true) {
                     before.push_str(", no swap signature");
                     plan.steps.push(self.mkswap_step());
@@ -721,7 +724,7 @@ fi"#,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::{build_error, build_test, facts_of};
+    use crate::modules::{assert_sh_syntax, build_error, build_test, facts_of};
     use serde_json::json;
 
     const SWAPS_EMPTY: &str = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n";
@@ -785,7 +788,11 @@ mod tests {
             files::probe_key(fstab::PATH),
             FileState::written(&h.fstab, 0o644, "root", "root").to_result(),
         );
-        m.plan(&f)
+        let plan = m.plan(&f);
+        if let Ok(p) = &plan {
+            assert_sh_syntax(&*m, p);
+        }
+        plan
     }
 
     fn p8() -> serde_json::Value {
@@ -927,7 +934,7 @@ mod tests {
             ..Host::default()
         };
         let plan = plan(p8(), &h).unwrap();
-        assert_eq!(summary(&plan), ["swap /swapfile: inactive → 8G active"]);
+        assert_eq!(summary(&plan), ["swap /swapfile: 8G inactive → 8G active"]);
         assert_eq!(plan.steps.len(), 1);
         assert!(plan.steps[0].contains("swapon") && !plan.steps[0].contains("mkswap"));
         let h = Host {
