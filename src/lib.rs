@@ -6,6 +6,7 @@ pub mod connect;
 pub mod diag;
 pub mod exec;
 pub mod files;
+pub mod fstab;
 pub mod host_facts;
 pub mod inventory;
 pub mod modules;

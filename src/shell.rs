@@ -12,6 +12,15 @@ pub fn quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }
 
+/// A system binary by absolute path when `PATH` lacks the sbin folders
+/// (`sudo` without `secure_path`, a plain user's login): `name` must be a
+/// constant word, it is not quoted.
+pub fn sbin(name: &str) -> String {
+    format!(
+        "\"$(command -v {name} 2>/dev/null || {{ [ -x /usr/sbin/{name} ] && echo /usr/sbin/{name}; }} || echo /sbin/{name})\""
+    )
+}
+
 /// Splits a command line into words the way `sh` would for quoting purposes
 /// (single and double quotes, backslash escapes; no expansion).
 pub fn split(line: &str) -> Vec<String> {
@@ -71,6 +80,13 @@ mod tests {
             quote("/etc/sysctl.d/90-gpu.conf"),
             "/etc/sysctl.d/90-gpu.conf"
         );
+    }
+
+    #[test]
+    fn sbin_finds_binaries_outside_path() {
+        let s = sbin("mkswap");
+        assert!(s.starts_with("\"$(command -v mkswap"), "{s}");
+        assert!(s.contains("/usr/sbin/mkswap") && s.contains("/sbin/mkswap"));
     }
 
     #[test]

@@ -4,10 +4,15 @@
 
 pub mod command;
 pub mod copy;
+pub mod cuda_env;
 pub mod file;
 pub mod gpu_smoke;
 pub mod lineinfile;
+pub mod mount;
+pub mod package;
 pub mod params;
+pub mod service;
+pub mod swapfile;
 pub mod sysctl;
 
 use std::collections::BTreeMap;
@@ -181,6 +186,11 @@ pub fn registry() -> &'static [ModuleSpec] {
         gpu_smoke::GPU_SMOKE,
         lineinfile::LINEINFILE,
         sysctl::SYSCTL,
+        swapfile::SWAPFILE,
+        service::SERVICE,
+        cuda_env::CUDA_ENV,
+        package::PACKAGE,
+        mount::MOUNT,
     ];
     SPECS
 }
@@ -193,4 +203,63 @@ pub fn find(key: &str) -> Option<&'static ModuleSpec> {
 /// Every key that selects a module, for "did you mean" hints.
 pub fn all_names() -> impl Iterator<Item = &'static str> {
     registry().iter().flat_map(ModuleSpec::names)
+}
+
+/// Builds a module from JSON parameters the way the executor does, for tests.
+#[cfg(test)]
+pub(crate) fn build_test(
+    spec: &ModuleSpec,
+    params: serde_json::Value,
+) -> Result<Box<dyn Module>, ParamError> {
+    let templates = crate::template::Templates::new();
+    let vars = serde_json::json!({});
+    let ctx = params::BuildCtx {
+        templates: &templates,
+        vars: &vars,
+        search_dirs: &[],
+    };
+    let span = crate::diag::Span::synthetic("test");
+    let entries = params
+        .as_object()
+        .expect("params are a mapping")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone(), span.clone()))
+        .collect();
+    (spec.build)(&Params::new(spec.name, span, entries, &ctx))
+}
+
+/// The message of a parameter error, for tests.
+#[cfg(test)]
+pub(crate) fn build_error(spec: &ModuleSpec, params: serde_json::Value) -> String {
+    match build_test(spec, params) {
+        Ok(_) => panic!("expected a parameter error"),
+        Err(e) => e.message,
+    }
+}
+
+/// Asserts that every step and probe parses as POSIX sh (`sh -n`: nothing runs).
+#[cfg(test)]
+pub(crate) fn assert_sh_syntax(module: &dyn Module, plan: &Plan) {
+    let probes = module.probes().into_iter().map(|p| p.script);
+    for script in probes.chain(plan.steps.iter().cloned()) {
+        let out = std::process::Command::new("sh")
+            .args(["-n", "-c", &script])
+            .output()
+            .expect("sh runs");
+        assert!(
+            out.status.success(),
+            "{script}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Facts from `(key, stdout)` pairs, for tests.
+#[cfg(test)]
+pub(crate) fn facts_of(answers: &[(&str, &str)]) -> Facts {
+    let mut f = Facts::default();
+    for (k, v) in answers {
+        f.insert(k.to_string(), ProbeResult::ok(*v));
+    }
+    f
 }

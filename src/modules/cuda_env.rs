@@ -1,0 +1,574 @@
+//! `cuda_env`: a CUDA toolkit usable by every process, not just login shells.
+//!
+//! Libraries are made findable through an ld.so.conf.d file and ldconfig
+//! (profile.d is not read by `ssh host cmd`); the profile script only adds
+//! PATH and CUDA_HOME for people. Entries left by another CUDA major (a
+//! `988_cuda-12.conf` beside CUDA 13) are reported, since they make programs
+//! load a libcudart that does not match the toolkit.
+
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde_json::json;
+
+use super::copy::plan_content;
+use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
+use crate::files::{self, FileState, WriteOpts};
+use crate::probe::Probe;
+use crate::shell::{quote, sbin};
+
+pub const CUDA_ENV: ModuleSpec = ModuleSpec {
+    name: "cuda_env",
+    aliases: &[],
+    params: &[
+        "cuda_home",
+        "version",
+        "profile",
+        "ldconfig_file",
+        "remove_stale",
+    ],
+    required: &[],
+    free_form: None,
+    build,
+};
+
+const PROFILE_TEMPLATE: &str = include_str!("../../templates/cuda.sh.j2");
+const LD_CONF_DIR: &str = "/etc/ld.so.conf.d";
+
+static NVCC_RELEASE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"release (\d+(?:\.\d+)*)").expect("valid"));
+static CUDA_DIR: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"/cuda-(\d+)").expect("valid"));
+static LIBCUDART: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"libcudart\.so\.(\d+)").expect("valid"));
+
+struct CudaEnv {
+    cuda_home: String,
+    version: Option<String>,
+    profile: String,
+    profile_text: String,
+    ldconfig_file: String,
+    remove_stale: bool,
+}
+
+/// ld.so.conf splits on blanks, `:` and `,`; a newline would end a comment
+/// in the profile script.
+fn path_param(p: &Params, key: &str, default: &str) -> Result<String, ParamError> {
+    let v = p.str(key)?.unwrap_or_else(|| default.to_string());
+    if !v.starts_with('/') || v.chars().any(|c| c.is_whitespace() || ":,#".contains(c)) {
+        return Err(p.error(
+            key,
+            format!("'{v}' must be an absolute path without blanks, ':', ',' or '#'"),
+        ));
+    }
+    Ok(v.trim_end_matches('/').to_string())
+}
+
+fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let cuda_home = path_param(p, "cuda_home", "/usr/local/cuda")?;
+    let ldconfig_file = path_param(p, "ldconfig_file", "/etc/ld.so.conf.d/cuda.conf")?;
+    if !ldconfig_file.starts_with("/etc/ld.so.conf.d/") || !ldconfig_file.ends_with(".conf") {
+        return Err(p.error(
+            "ldconfig_file",
+            "ldconfig only reads /etc/ld.so.conf.d/*.conf",
+        ));
+    }
+    let version = p.str("version")?;
+    if version
+        .as_deref()
+        .is_some_and(|v| v.is_empty() || !v.split('.').all(|n| n.parse::<u32>().is_ok()))
+    {
+        return Err(p.error("version", "version must look like 13 or 13.0"));
+    }
+    let vars = json!({"cuda_home": cuda_home, "ldconfig_file": ldconfig_file});
+    let profile_text = p
+        .ctx
+        .templates
+        .render_str(PROFILE_TEMPLATE, &vars)
+        .map_err(|e| p.error("cuda_home", format!("cuda.sh template: {e}")))?;
+    Ok(Box::new(CudaEnv {
+        profile: path_param(p, "profile", "/etc/profile.d/cuda.sh")?,
+        profile_text: format!("{}\n", profile_text.trim_end()),
+        cuda_home,
+        version,
+        ldconfig_file,
+        remove_stale: p.bool_or("remove_stale", false)?,
+    }))
+}
+
+fn facts_key(home: &str) -> String {
+    format!("cuda:{home}")
+}
+
+/// Toolkits, the version of `home`, its library folders, every
+/// ld.so.conf.d file and the CUDA entries of the ld cache, in sections.
+fn facts_probe(home: &str) -> Probe {
+    Probe::new(
+        facts_key(home),
+        format!(
+            r###"h={h}
+echo @@home; [ -d "$h" ] && readlink -f -- "$h"
+echo @@toolkits; for d in /usr/local/cuda /usr/local/cuda-*; do [ -e "$d" ] && echo "$d $(readlink -f -- "$d")"; done
+echo @@version; [ -r "$h/version.json" ] && head -c 65536 -- "$h/version.json"
+echo; echo @@nvcc; [ -x "$h/bin/nvcc" ] && "$h/bin/nvcc" --version 2>&1
+echo @@libdirs; for d in "$h/lib64" "$h"/targets/*/lib; do [ -d "$d" ] && echo "$d"; done
+echo @@ldconf; for f in {dir}/*.conf; do [ -f "$f" ] && {{ echo "## $f"; cat -- "$f"; echo; }}; done
+echo @@ldcache; {ldconfig} -p 2>/dev/null | grep -E 'libcudart|libcuda\.'
+true"###,
+            h = quote(home),
+            dir = LD_CONF_DIR,
+            ldconfig = sbin("ldconfig"),
+        ),
+    )
+}
+
+#[derive(Debug, Default)]
+struct CudaFacts {
+    /// The resolved toolkit folder, `None` when `cuda_home` is missing.
+    home: Option<String>,
+    toolkits: Vec<String>,
+    version: Option<String>,
+    libdirs: Vec<String>,
+    /// `(file, content)` of every ld.so.conf.d file.
+    ldconf: Vec<(String, String)>,
+    ldcache: String,
+}
+
+fn sections(text: &str) -> Vec<(&str, String)> {
+    let mut out: Vec<(&str, String)> = Vec::new();
+    for line in text.lines() {
+        match line.strip_prefix("@@") {
+            Some(name) => out.push((name, String::new())),
+            None => {
+                if let Some((_, body)) = out.last_mut() {
+                    body.push_str(line);
+                    body.push('\n');
+                }
+            }
+        }
+    }
+    out
+}
+
+impl CudaFacts {
+    fn parse(text: &str) -> CudaFacts {
+        let mut f = CudaFacts::default();
+        let mut nvcc = None;
+        for (name, body) in sections(text) {
+            match name {
+                "home" => f.home = body.lines().next().map(str::to_string),
+                "toolkits" => {
+                    f.toolkits = body
+                        .lines()
+                        .filter_map(|l| l.split_once(' ').map(|(_, real)| real.to_string()))
+                        .collect();
+                    f.toolkits.sort();
+                    f.toolkits.dedup();
+                }
+                "version" => {
+                    f.version = serde_json::from_str::<serde_json::Value>(&body)
+                        .ok()
+                        .and_then(|v| v["cuda"]["version"].as_str().map(str::to_string))
+                }
+                "nvcc" => nvcc = NVCC_RELEASE.captures(&body).map(|c| c[1].to_string()),
+                "libdirs" => f.libdirs = body.lines().map(str::to_string).collect(),
+                "ldconf" => f.ldconf = split_files(&body),
+                "ldcache" => f.ldcache = body,
+                _ => {}
+            }
+        }
+        f.version = f.version.or(nvcc);
+        f
+    }
+
+    /// The toolkit's major version, from its version or its folder name.
+    fn major(&self) -> Option<u32> {
+        self.version
+            .as_deref()
+            .and_then(|v| v.split('.').next()?.parse().ok())
+            .or_else(|| {
+                self.home
+                    .as_deref()
+                    .and_then(|h| path_majors(h).first().copied())
+            })
+    }
+}
+
+fn split_files(body: &str) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for line in body.lines() {
+        match line.strip_prefix("## ") {
+            Some(path) => out.push((path.to_string(), String::new())),
+            None => {
+                if let Some((_, text)) = out.last_mut() {
+                    text.push_str(line);
+                    text.push('\n');
+                }
+            }
+        }
+    }
+    out
+}
+
+/// CUDA majors named by versioned toolkit paths (`/usr/local/cuda-12.4/…`).
+fn path_majors(text: &str) -> Vec<u32> {
+    let mut majors: Vec<u32> = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with('#'))
+        .flat_map(|l| {
+            CUDA_DIR
+                .captures_iter(l)
+                .filter_map(|c| c[1].parse().ok())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    majors.sort_unstable();
+    majors.dedup();
+    majors
+}
+
+/// `13.0.88` satisfies a pin of `13` or `13.0`.
+fn version_matches(have: &str, pin: &str) -> bool {
+    have == pin || have.starts_with(&format!("{pin}."))
+}
+
+impl Module for CudaEnv {
+    fn probes(&self) -> Vec<Probe> {
+        vec![
+            facts_probe(&self.cuda_home),
+            files::probe(&self.profile),
+            files::probe(&self.ldconfig_file),
+        ]
+    }
+
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        let f = CudaFacts::parse(&facts.get(&facts_key(&self.cuda_home))?.stdout);
+        let home = f.home.as_deref().ok_or_else(|| {
+            ModuleError::Host(format!(
+                "no CUDA toolkit at {} (installed: {})",
+                self.cuda_home,
+                installed(&f)
+            ))
+        })?;
+        self.check_version(&f, home)?;
+        let mut plan = self.write(&self.profile, &self.profile_text, facts)?;
+        let ld = self.write(&self.ldconfig_file, &self.ld_conf(&f)?, facts)?;
+        let mut reload = !ld.steps.is_empty();
+        merge(&mut plan, ld);
+        reload |= self.plan_stale(&f, &mut plan);
+        mixed_cache_note(&f, &mut plan);
+        if reload {
+            plan.steps.push(format!(
+                "{} || {{ echo 'ldconfig failed' >&2; exit 1; }}",
+                sbin("ldconfig")
+            ));
+            plan.effects
+                .push(Effect::Invalidate(facts_key(&self.cuda_home)));
+        }
+        Ok(plan)
+    }
+}
+
+fn installed(f: &CudaFacts) -> String {
+    if f.toolkits.is_empty() {
+        "none under /usr/local".into()
+    } else {
+        f.toolkits.join(", ")
+    }
+}
+
+fn merge(plan: &mut Plan, other: Plan) {
+    plan.changes.extend(other.changes);
+    plan.steps.extend(other.steps);
+    plan.effects.extend(other.effects);
+    plan.notes.extend(other.notes);
+}
+
+/// Two libcudart majors in the cache: which one a program gets depends on
+/// its link order, the classic "multiple libcudart" failure.
+fn mixed_cache_note(f: &CudaFacts, plan: &mut Plan) {
+    let mut majors: Vec<&str> = LIBCUDART
+        .captures_iter(&f.ldcache)
+        .map(|c| c.get(1).expect("group").as_str())
+        .collect();
+    majors.sort_unstable();
+    majors.dedup();
+    if majors.len() > 1 {
+        plan.notes.push(format!(
+            "the ld cache holds libcudart of CUDA {}: programs may load a runtime that does not match the toolkit",
+            majors.join(" and ")
+        ));
+    }
+}
+
+impl CudaEnv {
+    fn check_version(&self, f: &CudaFacts, home: &str) -> Result<(), ModuleError> {
+        let Some(pin) = &self.version else {
+            return Ok(());
+        };
+        match f.version.as_deref() {
+            Some(v) if version_matches(v, pin) => Ok(()),
+            Some(v) => Err(ModuleError::Host(format!(
+                "CUDA at {} ({home}) is {v}, not {pin}; installed toolkits: {}. Point cuda_home at the right one or switch the cuda alternative",
+                self.cuda_home,
+                installed(f)
+            ))),
+            None => Err(ModuleError::Host(format!(
+                "cannot tell the CUDA version at {home}: no version.json and no bin/nvcc"
+            ))),
+        }
+    }
+
+    fn ld_conf(&self, f: &CudaFacts) -> Result<String, ModuleError> {
+        let real = f.home.as_deref().unwrap_or(&self.cuda_home);
+        // Entries name `cuda_home`, not its resolved folder, so a switch of
+        // the alternative takes effect with one ldconfig.
+        let dirs: Vec<String> = f
+            .libdirs
+            .iter()
+            .map(|d| d.replacen(real, &self.cuda_home, 1))
+            .collect();
+        if dirs.is_empty() {
+            return Err(ModuleError::Host(format!(
+                "{} has no lib64 or targets/*/lib folder",
+                self.cuda_home
+            )));
+        }
+        Ok(format!(
+            "# Managed by nodeprov (cuda_env)\n{}\n",
+            dirs.join("\n")
+        ))
+    }
+
+    fn write(&self, path: &str, content: &str, facts: &Facts) -> Result<Plan, ModuleError> {
+        let current = FileState::parse(path, facts.get(&files::probe_key(path))?)?;
+        let opts = WriteOpts {
+            mode: Some(0o644),
+            ..WriteOpts::default()
+        };
+        plan_content(path, current.as_ref(), content, &opts, true)
+    }
+
+    /// ld.so.conf.d files naming another CUDA major; returns whether any
+    /// is removed.
+    fn plan_stale(&self, f: &CudaFacts, plan: &mut Plan) -> bool {
+        let Some(major) = f.major() else {
+            plan.notes.push(
+                "cannot tell the CUDA major version: stale ld.so.conf.d entries not checked".into(),
+            );
+            return false;
+        };
+        let mut removed = false;
+        for (file, text) in f.ldconf.iter().filter(|(p, _)| *p != self.ldconfig_file) {
+            let others: Vec<String> = path_majors(text)
+                .into_iter()
+                .filter(|m| *m != major)
+                .map(|m| m.to_string())
+                .collect();
+            if others.is_empty() {
+                continue;
+            }
+            let why = format!(
+                "{file} adds libraries of CUDA {} beside CUDA {major}: programs can load a mismatched libcudart (\"multiple libcudart libraries found\")",
+                others.join(", ")
+            );
+            if self.remove_stale {
+                plan.changes.push(
+                    Change::new(
+                        file,
+                        Some(format!("CUDA {} entries", others.join(", "))),
+                        Some("absent".into()),
+                    )
+                    .with_evidence(why),
+                );
+                plan.steps
+                    .push(format!("rm -f -- {} || exit 1", quote(file)));
+                removed = true;
+            } else {
+                plan.notes
+                    .push(format!("{why}; set remove_stale: true to delete it"));
+            }
+        }
+        removed
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modules::{assert_sh_syntax, build_error, build_test};
+    use crate::probe::ProbeResult;
+
+    /// The H200 fixture's toolkit, in this module's probe format.
+    const H200: &str = include_str!("../../tests/fixtures/gpu-h200/cuda_env.probe");
+    const CUDA_CONF: &str = "# Managed by nodeprov (cuda_env)\n/usr/local/cuda/lib64\n/usr/local/cuda/targets/x86_64-linux/lib\n";
+
+    fn plan_with(
+        params: serde_json::Value,
+        probe: &str,
+        existing: &[(&str, &str)],
+    ) -> Result<Plan, ModuleError> {
+        let m = build_test(&CUDA_ENV, params).unwrap();
+        let mut f = Facts::default();
+        for p in m.probes() {
+            let r = if p.key.starts_with("cuda:") {
+                ProbeResult::ok(probe)
+            } else {
+                let path = p.key.trim_start_matches("file:");
+                existing
+                    .iter()
+                    .find(|(k, _)| *k == path)
+                    .map_or_else(files::absent_result, |(_, c)| {
+                        FileState::written(c, 0o644, "root", "root").to_result()
+                    })
+            };
+            f.insert(p.key, r);
+        }
+        let plan = m.plan(&f);
+        if let Ok(p) = &plan {
+            assert_sh_syntax(&*m, p);
+        }
+        plan
+    }
+
+    /// The profile script as the module writes it.
+    fn profile() -> String {
+        let plan = plan_with(json!({}), H200, &[]).unwrap();
+        let Some(Effect::Predict(_, r)) = plan
+            .effects
+            .iter()
+            .find(|e| matches!(e, Effect::Predict(k, _) if k == "file:/etc/profile.d/cuda.sh"))
+        else {
+            panic!("profile predicted")
+        };
+        FileState::parse("/etc/profile.d/cuda.sh", r)
+            .unwrap()
+            .unwrap()
+            .content
+            .unwrap()
+    }
+
+    #[test]
+    fn h200_fresh_host_gets_profile_and_ld_conf_then_ldconfig() {
+        let plan = plan_with(json!({"version": "13.0"}), H200, &[]).unwrap();
+        let subjects: Vec<&str> = plan.changes.iter().map(|c| c.subject.as_str()).collect();
+        assert_eq!(
+            subjects,
+            ["/etc/profile.d/cuda.sh", "/etc/ld.so.conf.d/cuda.conf"]
+        );
+        assert!(plan.changes[1]
+            .diff
+            .as_deref()
+            .unwrap()
+            .contains("+/usr/local/cuda/targets/x86_64-linux/lib"));
+        assert!(plan.steps.last().unwrap().contains("ldconfig"));
+        assert!(
+            plan.notes.is_empty(),
+            "987_cuda-13 and gds-13-0 are not stale: {:?}",
+            plan.notes
+        );
+    }
+
+    #[test]
+    fn h200_compliant_host_is_a_noop() {
+        let text = profile();
+        assert!(text.contains("CUDA_HOME=/usr/local/cuda\n") && text.contains("$CUDA_HOME/lib64"));
+        let plan = plan_with(
+            json!({}),
+            H200,
+            &[
+                ("/etc/profile.d/cuda.sh", &text),
+                ("/etc/ld.so.conf.d/cuda.conf", CUDA_CONF),
+            ],
+        )
+        .unwrap();
+        assert_eq!(plan, Plan::noop());
+    }
+
+    #[test]
+    fn profile_change_alone_does_not_run_ldconfig() {
+        let plan = plan_with(
+            json!({}),
+            H200,
+            &[("/etc/ld.so.conf.d/cuda.conf", CUDA_CONF)],
+        )
+        .unwrap();
+        assert_eq!(plan.changes.len(), 1);
+        assert!(!plan.steps.iter().any(|s| s.contains("ldconfig")));
+    }
+
+    #[test]
+    fn stale_cuda_12_entry_is_noted_or_removed() {
+        let probe = H200.replace(
+            "## /etc/ld.so.conf.d/987_cuda-13.conf",
+            "## /etc/ld.so.conf.d/988_cuda-12.conf\n/usr/local/cuda-12/targets/x86_64-linux/lib\n\n## /etc/ld.so.conf.d/987_cuda-13.conf",
+        ) + "\tlibcudart.so.12 (libc6,x86-64) => /usr/local/cuda-12/targets/x86_64-linux/lib/libcudart.so.12\n";
+        let existing = [
+            ("/etc/profile.d/cuda.sh", profile()),
+            ("/etc/ld.so.conf.d/cuda.conf", CUDA_CONF.to_string()),
+        ];
+        let existing: Vec<(&str, &str)> = existing.iter().map(|(a, b)| (*a, b.as_str())).collect();
+        let plan = plan_with(json!({}), &probe, &existing).unwrap();
+        assert!(plan.changes.is_empty());
+        assert!(plan
+            .notes
+            .iter()
+            .any(|n| n.contains("988_cuda-12.conf adds libraries of CUDA 12 beside CUDA 13")));
+        assert!(plan
+            .notes
+            .iter()
+            .any(|n| n.contains("libcudart of CUDA 12 and 13")));
+        let plan = plan_with(json!({"remove_stale": true}), &probe, &existing).unwrap();
+        assert_eq!(
+            plan.changes[0].subject,
+            "/etc/ld.so.conf.d/988_cuda-12.conf"
+        );
+        assert_eq!(
+            plan.steps[0],
+            "rm -f -- /etc/ld.so.conf.d/988_cuda-12.conf || exit 1"
+        );
+        assert!(plan.steps[1].contains("ldconfig"));
+    }
+
+    #[test]
+    fn missing_toolkit_and_version_mismatch_are_host_errors() {
+        let err = plan_with(
+            json!({"cuda_home": "/usr/local/cuda-12.4"}),
+            "@@home\n@@toolkits\n/usr/local/cuda-13.0 /usr/local/cuda-13.0\n",
+            &[],
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&err, ModuleError::Host(m) if m == "no CUDA toolkit at /usr/local/cuda-12.4 (installed: /usr/local/cuda-13.0)"),
+            "{err}"
+        );
+        let err = plan_with(json!({"version": "12.4"}), H200, &[]).unwrap_err();
+        assert!(
+            matches!(&err, ModuleError::Host(m) if m.contains("is 13.0, not 12.4")),
+            "{err}"
+        );
+        let with_json = H200.replace(
+            "@@version\n",
+            "@@version\n{\"cuda\": {\"name\": \"CUDA SDK\", \"version\": \"13.0.1\"}}\n",
+        );
+        assert!(plan_with(json!({"version": "13"}), &with_json, &[]).is_ok());
+    }
+
+    #[test]
+    fn invalid_and_hostile_params() {
+        assert!(build_error(&CUDA_ENV, json!({"cuda_home": "cuda"})).contains("absolute"));
+        assert!(build_error(&CUDA_ENV, json!({"cuda_home": "/opt/cuda x"})).contains("blanks"));
+        assert!(
+            build_error(&CUDA_ENV, json!({"ldconfig_file": "/etc/cuda.conf"}))
+                .contains("ld.so.conf.d")
+        );
+        assert!(build_error(&CUDA_ENV, json!({"version": "thirteen"})).contains("version"));
+        let home = "/opt/$(reboot)'";
+        let probe = format!("@@home\n{home}\n@@libdirs\n{home}/lib64\n");
+        let plan = plan_with(json!({"cuda_home": home}), &probe, &[]).unwrap();
+        let diff = plan.changes[0].diff.as_deref().unwrap();
+        assert!(diff.contains("+CUDA_HOME='/opt/$(reboot)'\\'''"), "{diff}");
+        assert!(facts_probe(home)
+            .script
+            .starts_with("h='/opt/$(reboot)'\\'''\n"));
+    }
+}

@@ -1,0 +1,340 @@
+//! `mount` (`ansible.posix.mount`): an fstab entry, and the mount itself.
+//!
+//! Entries are keyed by mount point, except swap entries, which all share
+//! the mount point `none` and are keyed by their source (the bug that made
+//! Ansible's second swap line replace the first). fstab is rewritten
+//! atomically, touching only the entry's lines.
+
+use super::copy::plan_content;
+use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
+use crate::files::{self, FileState, WriteOpts};
+use crate::fstab::{self, Entry};
+use crate::probe::Probe;
+use crate::shell::quote;
+
+pub const MOUNT: ModuleSpec = ModuleSpec {
+    name: "mount",
+    aliases: &["ansible.posix.mount"],
+    params: &[
+        "path", "name", "src", "fstype", "opts", "dump", "passno", "state",
+    ],
+    required: &["state"],
+    free_form: None,
+    build,
+};
+
+pub const MOUNTINFO_KEY: &str = "proc:mountinfo";
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum State {
+    Mounted,
+    Present,
+    Unmounted,
+    Absent,
+}
+
+struct Mount {
+    path: String,
+    entry: Option<Entry>,
+    state: State,
+}
+
+fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let path = match (p.str("path")?, p.str("name")?) {
+        (Some(x), _) | (None, Some(x)) => x,
+        (None, None) => return Err(p.error("path", "missing required parameter 'path'")),
+    };
+    let states = ["mounted", "present", "unmounted", "absent"];
+    let state = match p.choice("state", &states, "")?.as_str() {
+        "mounted" => State::Mounted,
+        "present" => State::Present,
+        "unmounted" => State::Unmounted,
+        _ => State::Absent,
+    };
+    let fstype = p.str("fstype")?;
+    let swap = fstype.as_deref() == Some("swap");
+    if !swap && !path.starts_with('/') {
+        return Err(p.error("path", format!("'{path}' must be an absolute path")));
+    }
+    if swap && matches!(state, State::Mounted | State::Unmounted) {
+        return Err(p.error(
+            "state",
+            "swap entries take state present or absent; the swapfile module turns swap on",
+        ));
+    }
+    let entry = match (p.str("src")?, fstype) {
+        (Some(src), Some(fstype)) => Some(Entry {
+            src,
+            target: path.clone(),
+            fstype,
+            opts: p.str("opts")?.unwrap_or_else(|| "defaults".into()),
+            dump: p.str("dump")?.unwrap_or_else(|| "0".into()),
+            pass: p.str("passno")?.unwrap_or_else(|| "0".into()),
+        }),
+        _ if matches!(state, State::Mounted | State::Present) => {
+            return Err(p.error("src", "state mounted and present need 'src' and 'fstype'"))
+        }
+        _ => None,
+    };
+    if swap && entry.is_none() {
+        return Err(p.error("src", "swap entries are keyed by 'src'; give it"));
+    }
+    Ok(Box::new(Mount { path, entry, state }))
+}
+
+pub fn mountinfo_probe() -> Probe {
+    Probe::new(MOUNTINFO_KEY, "cat /proc/self/mountinfo")
+}
+
+/// The filesystem type mounted on `path` (the topmost mount), if any.
+fn mounted_fstype(mountinfo: &str, path: &str) -> Option<String> {
+    mountinfo.lines().rev().find_map(|l| {
+        let (left, right) = l.split_once(" - ")?;
+        let point = left.split_whitespace().nth(4)?;
+        (fstab::unescape(point) == path)
+            .then(|| right.split_whitespace().next().unwrap_or("").to_string())
+    })
+}
+
+impl Module for Mount {
+    fn probes(&self) -> Vec<Probe> {
+        vec![files::probe(fstab::PATH), mountinfo_probe()]
+    }
+
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        let current = FileState::parse(fstab::PATH, facts.get(&files::probe_key(fstab::PATH))?)?;
+        let text = current
+            .as_ref()
+            .and_then(|s| s.content.clone())
+            .unwrap_or_default();
+        let mut plan = match self.state {
+            State::Unmounted => Plan::noop(),
+            _ => self.plan_fstab(&text, current.as_ref())?,
+        };
+        let fstab_changed = !plan.steps.is_empty();
+        if self.is_swap() {
+            return Ok(plan);
+        }
+        let mounted = mounted_fstype(&facts.get(MOUNTINFO_KEY)?.stdout, &self.path);
+        let p = quote(&self.path);
+        let step = match (self.state, &mounted) {
+            (State::Mounted, None) => Some((
+                "not mounted",
+                "mounted",
+                format!(
+                    "mkdir -p -- {p} && mount -- {p} || {{ echo {} >&2; exit 1; }}",
+                    quote(&format!("cannot mount {}", self.path))
+                ),
+            )),
+            (State::Mounted, Some(t)) if fstab_changed => {
+                let want = self.entry.as_ref().map(|e| e.fstype.as_str());
+                // Options change in place; another filesystem needs a fresh mount.
+                let cmd = if want == Some(t.as_str()) {
+                    format!("mount -o remount -- {p}")
+                } else {
+                    format!("umount -- {p} && mount -- {p}")
+                };
+                Some((
+                    "mounted with old entry",
+                    "remounted",
+                    format!(
+                        "{cmd} || {{ echo {} >&2; exit 1; }}",
+                        quote(&format!("cannot remount {}", self.path))
+                    ),
+                ))
+            }
+            (State::Unmounted | State::Absent, Some(_)) => Some((
+                "mounted",
+                "not mounted",
+                format!(
+                    "umount -- {p} || {{ echo {} >&2; exit 1; }}",
+                    quote(&format!("cannot unmount {} (busy?)", self.path))
+                ),
+            )),
+            _ => None,
+        };
+        if let Some((before, after, cmd)) = step {
+            plan.changes.push(
+                Change::new(&self.path, Some(before.into()), Some(after.into()))
+                    .with_evidence("/proc/self/mountinfo"),
+            );
+            // Unmount before the entry goes, mount after it is written.
+            if self.state == State::Absent {
+                plan.steps.insert(0, cmd);
+            } else {
+                plan.steps.push(cmd);
+            }
+            plan.effects.push(Effect::Invalidate(MOUNTINFO_KEY.into()));
+        }
+        Ok(plan)
+    }
+}
+
+impl Mount {
+    fn is_swap(&self) -> bool {
+        self.entry.as_ref().is_some_and(Entry::is_swap)
+    }
+
+    fn is_ours(&self, e: &Entry) -> bool {
+        match &self.entry {
+            Some(w) if w.is_swap() => e.is_swap() && e.src == w.src,
+            _ => !e.is_swap() && e.target == self.path,
+        }
+    }
+
+    fn plan_fstab(&self, text: &str, current: Option<&FileState>) -> Result<Plan, ModuleError> {
+        let want = match self.state {
+            State::Absent => None,
+            _ => self.entry.as_ref(),
+        };
+        let new = fstab::edit(
+            text,
+            |e| self.is_ours(e),
+            want,
+            |e| {
+                want.is_some_and(|w| {
+                    e.src == w.src
+                        && e.fstype == w.fstype
+                        && e.opts == w.opts
+                        && e.dump == w.dump
+                        && e.pass == w.pass
+                })
+            },
+        );
+        if new == text {
+            return Ok(Plan::noop());
+        }
+        let mut plan = plan_content(fstab::PATH, current, &new, &WriteOpts::default(), true)?;
+        for c in &mut plan.changes {
+            c.before = Some(
+                fstab::find(text, |e| self.is_ours(e))
+                    .unwrap_or("no line")
+                    .to_string(),
+            );
+            c.after = Some(want.map_or("no line".into(), Entry::render));
+        }
+        Ok(plan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modules::{assert_sh_syntax, build_error, build_test, facts_of};
+    use serde_json::json;
+
+    const FSTAB: &str = "# static\nUUID=1 / xfs defaults 0 0\n/dev/nvme1n1 /data xfs defaults,noatime 0 0\n/swapfile none swap sw 0 0\n";
+    const MOUNTINFO: &str = "22 1 259:2 / / rw,relatime shared:1 - xfs /dev/nvme0n1p2 rw\n90 22 259:5 / /data rw,noatime shared:40 - xfs /dev/nvme1n1 rw\n";
+
+    fn plan_on(
+        params: serde_json::Value,
+        fstab: &str,
+        mountinfo: &str,
+    ) -> Result<Plan, ModuleError> {
+        let m = build_test(&MOUNT, params).unwrap();
+        let mut f = facts_of(&[(MOUNTINFO_KEY, mountinfo)]);
+        f.insert(
+            files::probe_key(fstab::PATH),
+            FileState::written(fstab, 0o644, "root", "root").to_result(),
+        );
+        let plan = m.plan(&f);
+        if let Ok(p) = &plan {
+            assert_sh_syntax(&*m, p);
+        }
+        plan
+    }
+
+    fn data(state: &str, opts: &str) -> serde_json::Value {
+        json!({"path": "/data", "src": "/dev/nvme1n1", "fstype": "xfs", "opts": opts, "state": state})
+    }
+
+    #[test]
+    fn mounted_entry_is_a_noop() {
+        assert_eq!(
+            plan_on(data("mounted", "defaults,noatime"), FSTAB, MOUNTINFO).unwrap(),
+            Plan::noop()
+        );
+    }
+
+    #[test]
+    fn new_mount_writes_fstab_then_mounts() {
+        let plan = plan_on(
+            json!({"path": "/scratch space", "src": "/dev/nvme2n1", "fstype": "ext4", "state": "mounted"}),
+            FSTAB,
+            MOUNTINFO,
+        )
+        .unwrap();
+        assert_eq!(
+            plan.changes[0].after.as_deref(),
+            Some("/dev/nvme2n1 /scratch\\040space ext4 defaults 0 0")
+        );
+        assert!(plan.steps[0].contains("mv -f"));
+        assert_eq!(plan.steps[1], "mkdir -p -- '/scratch space' && mount -- '/scratch space' || { echo 'cannot mount /scratch space' >&2; exit 1; }");
+    }
+
+    #[test]
+    fn option_drift_remounts_and_unmounted_only_unmounts() {
+        let plan = plan_on(data("mounted", "defaults"), FSTAB, MOUNTINFO).unwrap();
+        assert_eq!(
+            plan.changes[0].before.as_deref(),
+            Some("/dev/nvme1n1 /data xfs defaults,noatime 0 0")
+        );
+        assert!(plan.steps[1].starts_with("mount -o remount -- /data"));
+        let plan = plan_on(
+            json!({"path": "/data", "state": "unmounted"}),
+            FSTAB,
+            MOUNTINFO,
+        )
+        .unwrap();
+        assert_eq!(plan.steps.len(), 1);
+        assert!(plan.steps[0].starts_with("umount -- /data"));
+    }
+
+    #[test]
+    fn absent_unmounts_first_and_keeps_swap_lines() {
+        let plan = plan_on(
+            json!({"path": "/data", "state": "absent"}),
+            FSTAB,
+            MOUNTINFO,
+        )
+        .unwrap();
+        assert!(plan.steps[0].starts_with("umount"));
+        let diff = plan.changes.iter().find_map(|c| c.diff.as_deref()).unwrap();
+        assert!(diff.contains("-/dev/nvme1n1") && !diff.contains("-/swapfile"));
+    }
+
+    #[test]
+    fn swap_entries_are_keyed_by_src() {
+        let plan = plan_on(json!({"path": "none", "src": "/swap2", "fstype": "swap", "opts": "sw", "state": "present"}), FSTAB, MOUNTINFO).unwrap();
+        let diff = plan.changes[0].diff.as_deref().unwrap();
+        assert!(diff.contains("+/swap2 none swap sw 0 0") && !diff.contains("-/swapfile"));
+        assert!(build_error(
+            &MOUNT,
+            json!({"path": "none", "src": "/s", "fstype": "swap", "state": "mounted"})
+        )
+        .contains("swapfile"));
+    }
+
+    #[test]
+    fn invalid_and_hostile_params() {
+        assert!(
+            build_error(&MOUNT, json!({"path": "/x", "state": "mounted"}))
+                .contains("'src' and 'fstype'")
+        );
+        assert!(build_error(&MOUNT, json!({"path": "x", "state": "absent"})).contains("absolute"));
+        assert!(
+            build_error(&MOUNT, json!({"path": "/x", "state": "up"})).contains("not a valid state")
+        );
+        let plan = plan_on(
+            json!({"path": "/mnt/$(reboot)", "src": "a'b", "fstype": "nfs", "state": "mounted"}),
+            FSTAB,
+            MOUNTINFO,
+        )
+        .unwrap();
+        assert!(
+            plan.steps[1].starts_with("mkdir -p -- '/mnt/$(reboot)' && mount -- '/mnt/$(reboot)'"),
+            "{}",
+            plan.steps[1]
+        );
+    }
+}

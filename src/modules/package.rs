@@ -1,0 +1,288 @@
+//! `package` (and `dnf`, `yum`, `apt`): packages installed or removed with
+//! whichever of dnf, yum or apt-get the host has.
+
+use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
+use crate::probe::Probe;
+use crate::shell::quote;
+
+pub const PACKAGE: ModuleSpec = ModuleSpec {
+    name: "package",
+    aliases: &[
+        "ansible.builtin.package",
+        "dnf",
+        "ansible.builtin.dnf",
+        "yum",
+        "ansible.builtin.yum",
+        "apt",
+        "ansible.builtin.apt",
+    ],
+    params: &["name", "state", "update_cache"],
+    required: &["name"],
+    free_form: None,
+    build,
+};
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Want {
+    Present,
+    Absent,
+    Latest,
+}
+
+struct Package {
+    names: Vec<String>,
+    want: Want,
+    update_cache: bool,
+}
+
+/// Package names as rpm and dpkg spell them (`name`, `name.arch`, `lib:amd64`).
+fn valid_name(n: &str) -> bool {
+    !n.is_empty()
+        && !n.starts_with('-')
+        && n.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"._+:~@-".contains(&b))
+}
+
+fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let names = p.str_list("name")?;
+    if names.is_empty() {
+        return Err(p.error("name", "missing required parameter 'name'"));
+    }
+    if let Some(bad) = names.iter().find(|n| !valid_name(n)) {
+        return Err(p.error("name", format!("'{bad}' is not a package name")));
+    }
+    let states = ["present", "installed", "absent", "removed", "latest"];
+    let want = match p.choice("state", &states, "present")?.as_str() {
+        "present" | "installed" => Want::Present,
+        "absent" | "removed" => Want::Absent,
+        _ => Want::Latest,
+    };
+    Ok(Box::new(Package {
+        names,
+        want,
+        update_cache: p.bool_or("update_cache", false)?,
+    }))
+}
+
+fn probe_key(names: &[String]) -> String {
+    format!("pkg:{}", names.join(" "))
+}
+
+/// The package manager, then `name installed VERSION` or `name absent`
+/// for each name, in order.
+fn probe(names: &[String]) -> Probe {
+    let args = names.iter().map(|n| quote(n)).collect::<Vec<_>>().join(" ");
+    Probe::new(
+        probe_key(names),
+        format!(
+            r#"if command -v dnf >/dev/null 2>&1; then m=dnf; elif command -v yum >/dev/null 2>&1; then m=yum; elif command -v apt-get >/dev/null 2>&1; then m=apt; else echo none; exit 0; fi
+echo "$m"
+for n in {args}; do
+  if [ "$m" = apt ]; then
+    s=$(dpkg-query -W -f='${{Status}} ${{Version}}' "$n" 2>/dev/null)
+    case "$s" in "install ok installed "*) echo "$n installed ${{s#install ok installed }}" ;; *) echo "$n absent" ;; esac
+  elif v=$(rpm -q --qf '%{{VERSION}}-%{{RELEASE}} ' "$n" 2>/dev/null); then echo "$n installed $v"
+  else echo "$n absent"; fi
+done"#
+        ),
+    )
+}
+
+impl Module for Package {
+    fn probes(&self) -> Vec<Probe> {
+        vec![probe(&self.names)]
+    }
+
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        let key = probe_key(&self.names);
+        let out = &facts.get(&key)?.stdout;
+        let mut lines = out.lines();
+        let manager = lines.next().unwrap_or("none");
+        if manager == "none" {
+            return Err(ModuleError::Host(
+                "no supported package manager on this host (dnf, yum or apt-get)".into(),
+            ));
+        }
+        let installed: Vec<(String, Option<String>)> = lines
+            .filter_map(|l| {
+                let mut f = l.splitn(3, ' ');
+                let name = f.next()?.to_string();
+                let version =
+                    (f.next()? == "installed").then(|| f.next().unwrap_or("").trim().to_string());
+                Some((name, version))
+            })
+            .collect();
+        if installed.len() != self.names.len() {
+            return Err(ModuleError::Fact {
+                key,
+                detail: format!("expected {} packages in: {out}", self.names.len()),
+            });
+        }
+        let mut plan = Plan::noop();
+        let mut todo = Vec::new();
+        for (name, version) in &installed {
+            let (before, after) = match (self.want, version) {
+                (Want::Present, Some(_)) | (Want::Absent, None) => continue,
+                (Want::Present | Want::Latest, None) => ("absent".to_string(), "installed"),
+                (Want::Absent, Some(v)) => (v.clone(), "absent"),
+                (Want::Latest, Some(v)) => (v.clone(), "latest"),
+            };
+            plan.changes.push(
+                Change::new(format!("package {name}"), Some(before), Some(after.into()))
+                    .with_evidence(if manager == "apt" {
+                        "dpkg-query -W"
+                    } else {
+                        "rpm -q"
+                    }),
+            );
+            todo.push(name.as_str());
+        }
+        if !todo.is_empty() {
+            plan.steps.push(self.step(manager, &todo));
+            plan.effects.push(Effect::Invalidate(key));
+        }
+        Ok(plan)
+    }
+
+    /// Whether `latest` holds is only known by asking the repositories, so
+    /// it runs like a command instead of being verified.
+    fn is_command(&self) -> bool {
+        self.want == Want::Latest
+    }
+}
+
+impl Package {
+    fn step(&self, manager: &str, names: &[&str]) -> String {
+        let args = names.iter().map(|n| quote(n)).collect::<Vec<_>>().join(" ");
+        let what = quote(&format!(
+            "package {} failed for: {}",
+            self.verb(),
+            names.join(" ")
+        ));
+        let cmd = if manager == "apt" {
+            let update = if self.update_cache && self.want != Want::Absent {
+                "apt-get update -q || exit 1\n"
+            } else {
+                ""
+            };
+            let verb = match self.want {
+                Want::Absent => "remove",
+                _ => "install",
+            };
+            let upgrade = if self.want == Want::Latest {
+                " --only-upgrade"
+            } else {
+                ""
+            };
+            format!(
+                "{update}DEBIAN_FRONTEND=noninteractive apt-get {verb} -y -q{upgrade} -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold -- {args}"
+            )
+        } else {
+            let verb = match self.want {
+                Want::Absent => "remove",
+                Want::Present => "install",
+                Want::Latest => "upgrade",
+            };
+            format!("{manager} -y {verb} -- {args}")
+        };
+        format!("{cmd} || {{ echo {what} >&2; exit 1; }}")
+    }
+
+    fn verb(&self) -> &'static str {
+        match self.want {
+            Want::Absent => "removal",
+            Want::Present => "installation",
+            Want::Latest => "upgrade",
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modules::{assert_sh_syntax, build_error, build_test, facts_of};
+    use serde_json::json;
+
+    fn plan_on(params: serde_json::Value, answer: &str) -> Result<Plan, ModuleError> {
+        let m = build_test(&PACKAGE, params).unwrap();
+        let key = m.probes()[0].key.clone();
+        let plan = m.plan(&facts_of(&[(&key, answer)]));
+        if let Ok(p) = &plan {
+            assert_sh_syntax(&*m, p);
+        }
+        plan
+    }
+
+    #[test]
+    fn installed_packages_are_a_noop() {
+        let plan = plan_on(
+            json!({"name": ["nvidia-driver", "dcgm"]}),
+            "dnf\nnvidia-driver installed 580.159.04-1.el9 \ndcgm installed 4.2.3-1 \n",
+        )
+        .unwrap();
+        assert_eq!(plan, Plan::noop());
+    }
+
+    #[test]
+    fn missing_packages_are_installed_with_the_hosts_manager() {
+        let plan = plan_on(
+            json!({"name": "tmux, htop"}),
+            "dnf\ntmux installed 3.2a-4.el9 \nhtop absent\n",
+        )
+        .unwrap();
+        assert_eq!(plan.changes.len(), 1);
+        assert_eq!(plan.changes[0].subject, "package htop");
+        assert!(plan.steps[0].starts_with("dnf -y install -- htop ||"));
+        let plan = plan_on(
+            json!({"name": "htop", "update_cache": true}),
+            "apt\nhtop absent\n",
+        )
+        .unwrap();
+        assert!(plan.steps[0].starts_with(
+            "apt-get update -q || exit 1\nDEBIAN_FRONTEND=noninteractive apt-get install -y -q"
+        ));
+    }
+
+    #[test]
+    fn removal_and_latest() {
+        let plan = plan_on(
+            json!({"name": "telnet", "state": "absent"}),
+            "yum\ntelnet installed 0.17-65 \n",
+        )
+        .unwrap();
+        assert_eq!(plan.changes[0].before.as_deref(), Some("0.17-65"));
+        assert!(plan.steps[0].starts_with("yum -y remove -- telnet"));
+        let latest = build_test(&PACKAGE, json!({"name": "x", "state": "latest"})).unwrap();
+        assert!(latest.is_command());
+        let plan = plan_on(
+            json!({"name": "x", "state": "latest"}),
+            "apt\nx installed 1.0\n",
+        )
+        .unwrap();
+        assert!(plan.steps[0].contains("install -y -q --only-upgrade"));
+    }
+
+    #[test]
+    fn errors_are_clear() {
+        assert!(build_error(&PACKAGE, json!({"name": "$(reboot)"})).contains("not a package name"));
+        assert!(build_error(&PACKAGE, json!({"name": "-y"})).contains("not a package name"));
+        assert!(
+            build_error(&PACKAGE, json!({"name": "x", "state": "newest"}))
+                .contains("not a valid state")
+        );
+        let err = plan_on(json!({"name": "x"}), "none\n").unwrap_err();
+        assert!(matches!(err, ModuleError::Host(m) if m.contains("no supported package manager")));
+    }
+
+    #[test]
+    fn probe_quotes_names() {
+        let p = probe(&["lib+x:amd64".into()]);
+        assert!(
+            p.script.contains("for n in lib+x:amd64; do"),
+            "{}",
+            p.script
+        );
+        let p = probe(&["a~b".into()]);
+        assert!(p.script.contains("for n in 'a~b'; do"), "{}", p.script);
+    }
+}

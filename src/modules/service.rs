@@ -1,0 +1,754 @@
+//! `systemd_service` (and `systemd`, `service`): units started or stopped,
+//! enabled or disabled, masked or not.
+//!
+//! Compliance follows what systemd does rather than what `is-enabled`
+//! returns: `static` and `generated` units cannot be disabled (only masked),
+//! `indirect` is not enabled, an alias is acted on through its real unit,
+//! and a socket, timer or path unit that can start a "disabled" service is
+//! drift. Everything comes from one `systemctl show` for all named units.
+
+use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
+use crate::probe::Probe;
+use crate::shell::quote;
+
+pub const SERVICE: ModuleSpec = ModuleSpec {
+    name: "systemd_service",
+    aliases: &[
+        "ansible.builtin.systemd_service",
+        "systemd",
+        "ansible.builtin.systemd",
+        "service",
+        "ansible.builtin.service",
+    ],
+    params: &[
+        "name",
+        "state",
+        "enabled",
+        "masked",
+        "daemon_reload",
+        "missing_ok",
+    ],
+    required: &[],
+    free_form: None,
+    build,
+};
+
+pub const SYSTEMD_KEY: &str = "init:systemd";
+const PROPS: &str = "Id,LoadState,UnitFileState,ActiveState,TriggeredBy,NeedDaemonReload";
+const TRIGGERS_MARK: &str = "@@triggers";
+const UNIT_TYPES: &[&str] = &[
+    "service",
+    "socket",
+    "device",
+    "mount",
+    "automount",
+    "swap",
+    "target",
+    "path",
+    "timer",
+    "slice",
+    "scope",
+];
+
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum State {
+    Started,
+    Stopped,
+    Restarted,
+    Reloaded,
+}
+
+struct Service {
+    units: Vec<String>,
+    state: Option<State>,
+    enabled: Option<bool>,
+    masked: Option<bool>,
+    daemon_reload: bool,
+    missing_ok: bool,
+}
+
+/// `nginx` → `nginx.service`, as systemctl completes it.
+fn unit_name(name: &str) -> String {
+    match name.rsplit_once('.') {
+        Some((_, t)) if UNIT_TYPES.contains(&t) => name.to_string(),
+        _ => format!("{name}.service"),
+    }
+}
+
+/// systemd.unit(5): names are ASCII letters, digits and `:-_.\@`.
+fn valid_unit(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b":-_.\\@".contains(&b))
+}
+
+fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let names = p.str_list("name")?;
+    if let Some(bad) = names.iter().find(|n| !valid_unit(n)) {
+        return Err(p.error("name", format!("'{bad}' is not a valid systemd unit name")));
+    }
+    let state = match p.str("state")?.as_deref() {
+        None => None,
+        Some(_) => Some(
+            match p
+                .choice(
+                    "state",
+                    &["started", "stopped", "restarted", "reloaded"],
+                    "",
+                )?
+                .as_str()
+            {
+                "started" => State::Started,
+                "stopped" => State::Stopped,
+                "restarted" => State::Restarted,
+                _ => State::Reloaded,
+            },
+        ),
+    };
+    let enabled = p.bool("enabled")?;
+    let masked = p.bool("masked")?;
+    let daemon_reload = p.bool_or("daemon_reload", false)?;
+    if names.is_empty()
+        && !(daemon_reload && state.is_none() && enabled.is_none() && masked.is_none())
+    {
+        return Err(p.error("name", "missing required parameter 'name'"));
+    }
+    if !names.is_empty()
+        && state.is_none()
+        && enabled.is_none()
+        && masked.is_none()
+        && !daemon_reload
+    {
+        return Err(p.error(
+            "state",
+            "give at least one of 'state', 'enabled', 'masked' or 'daemon_reload'",
+        ));
+    }
+    if masked == Some(true) && (enabled == Some(true) || state.is_some_and(|s| s != State::Stopped))
+    {
+        return Err(p.error(
+            "masked",
+            "a masked unit cannot be enabled or started; drop 'masked: true' or the other setting",
+        ));
+    }
+    Ok(Box::new(Service {
+        units: names.iter().map(|n| unit_name(n)).collect(),
+        state,
+        enabled,
+        masked,
+        daemon_reload,
+        missing_ok: p.bool_or("missing_ok", true)?,
+    }))
+}
+
+pub fn systemd_probe() -> Probe {
+    Probe::new(
+        SYSTEMD_KEY,
+        "[ -d /run/systemd/system ] && echo yes || echo no",
+    )
+}
+
+fn show_key(units: &[String]) -> String {
+    format!("systemd:show:{}", units.join(" "))
+}
+
+/// The named units, then the units that can trigger them.
+fn show_probe(units: &[String]) -> Probe {
+    let args = units.iter().map(|u| quote(u)).collect::<Vec<_>>().join(" ");
+    Probe::new(
+        show_key(units),
+        format!(
+            "[ -d /run/systemd/system ] || exit 0\n\
+             systemctl show -p {PROPS} --no-pager -- {args} || exit 1\n\
+             t=$(systemctl show -p TriggeredBy --no-pager -- {args} | sed -n 's/^TriggeredBy=//p' | tr ' ' '\\n' | sort -u | grep .)\n\
+             [ -z \"$t\" ] || {{ echo; echo {TRIGGERS_MARK}; systemctl show -p {PROPS} --no-pager -- $t; }}"
+        ),
+    )
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Unit {
+    id: String,
+    load: String,
+    file_state: String,
+    active: String,
+    triggered_by: Vec<String>,
+    need_reload: bool,
+}
+
+impl Unit {
+    fn parse(block: &str) -> Unit {
+        let mut u = Unit::default();
+        for (k, v) in block.lines().filter_map(|l| l.split_once('=')) {
+            match k {
+                "Id" => u.id = v.to_string(),
+                "LoadState" => u.load = v.to_string(),
+                "UnitFileState" => u.file_state = v.to_string(),
+                "ActiveState" => u.active = v.to_string(),
+                "TriggeredBy" => {
+                    u.triggered_by = v.split_whitespace().map(str::to_string).collect()
+                }
+                "NeedDaemonReload" => u.need_reload = v == "yes",
+                _ => {}
+            }
+        }
+        u
+    }
+
+    fn running(&self) -> bool {
+        matches!(self.active.as_str(), "active" | "reloading" | "activating")
+    }
+
+    fn masked(&self) -> bool {
+        self.load == "masked" || self.file_state.starts_with("masked")
+    }
+
+    /// Enabled in some way that `systemctl disable` undoes.
+    fn enabled(&self) -> bool {
+        matches!(
+            self.file_state.as_str(),
+            "enabled" | "enabled-runtime" | "linked" | "linked-runtime" | "alias"
+        )
+    }
+}
+
+fn blocks(text: &str) -> Vec<Unit> {
+    text.split("\n\n")
+        .filter(|b| !b.trim().is_empty())
+        .map(Unit::parse)
+        .collect()
+}
+
+/// A systemctl call that says what failed.
+fn systemctl(verb: &str, unit: &str) -> String {
+    format!(
+        "systemctl {verb} -- {} || {{ echo {} >&2; exit 1; }}",
+        quote(unit),
+        quote(&format!("systemctl {verb} {unit} failed"))
+    )
+}
+
+fn change(subject: String, before: &str, after: &str) -> Change {
+    Change::new(subject, Some(before.to_string()), Some(after.to_string()))
+        .with_evidence("systemctl show")
+}
+
+impl Module for Service {
+    fn probes(&self) -> Vec<Probe> {
+        let mut probes = vec![systemd_probe()];
+        if !self.units.is_empty() {
+            probes.push(show_probe(&self.units));
+        }
+        probes
+    }
+
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        if facts.get(SYSTEMD_KEY)?.stdout.trim() != "yes" {
+            return self.plan_without_systemd();
+        }
+        let mut plan = Plan::noop();
+        if self.units.is_empty() {
+            plan.changes
+                .push(Change::new("systemd", None, Some("daemon-reload".into())));
+            plan.steps.push("systemctl daemon-reload || exit 1".into());
+            return Ok(plan);
+        }
+        let key = show_key(&self.units);
+        let r = facts.get(&key)?;
+        let (named, triggers) = r
+            .stdout
+            .split_once(TRIGGERS_MARK)
+            .unwrap_or((&r.stdout, ""));
+        let named = blocks(named);
+        if r.rc != 0 || named.len() != self.units.len() {
+            return Err(ModuleError::Fact {
+                key,
+                detail: format!("expected {} units: {}", self.units.len(), r.stderr.trim()),
+            });
+        }
+        let triggers = blocks(triggers);
+        for (name, unit) in self.units.iter().zip(&named) {
+            self.plan_unit(name, unit, &triggers, &mut plan)?;
+        }
+        let stale = named.iter().any(|u| u.need_reload);
+        if self.daemon_reload && (stale || !plan.steps.is_empty()) {
+            if stale && plan.changes.is_empty() {
+                plan.changes.push(change(
+                    "systemd".into(),
+                    "unit files changed on disk",
+                    "daemon-reload",
+                ));
+            }
+            plan.steps
+                .insert(0, "systemctl daemon-reload || exit 1".into());
+        }
+        if !plan.steps.is_empty() {
+            plan.effects.push(Effect::Invalidate(key));
+        }
+        Ok(plan)
+    }
+
+    /// A restart or reload is an action, not a state: nothing can show
+    /// afterwards that it happened, so it is run and reported like a
+    /// command rather than verified (verify would re-plan the restart and
+    /// call it non-convergence). Other settings of the same task are then
+    /// not verified either.
+    fn is_command(&self) -> bool {
+        matches!(self.state, Some(State::Restarted | State::Reloaded))
+            || (self.units.is_empty() && self.daemon_reload)
+    }
+}
+
+impl Service {
+    /// Nothing runs units here: stopped and disabled hold, started cannot.
+    fn plan_without_systemd(&self) -> Result<Plan, ModuleError> {
+        let wants_running =
+            self.state.is_some_and(|s| s != State::Stopped) || self.enabled == Some(true);
+        let what = if self.units.is_empty() {
+            "systemd".to_string()
+        } else {
+            self.units.join(", ")
+        };
+        if wants_running {
+            return Err(ModuleError::Host(format!(
+                "no systemd on this host (PID 1 is not systemd, /run/systemd/system is absent): cannot start or enable {what}"
+            )));
+        }
+        let mut plan = Plan::noop();
+        plan.notes.push(format!(
+            "no systemd on this host (PID 1 is not systemd): {what} cannot run here and counts as stopped and disabled"
+        ));
+        Ok(plan)
+    }
+
+    fn plan_unit(
+        &self,
+        name: &str,
+        u: &Unit,
+        triggers: &[Unit],
+        plan: &mut Plan,
+    ) -> Result<(), ModuleError> {
+        let id = if u.id.is_empty() { name } else { &u.id };
+        if u.load == "not-found" && self.masked != Some(true) {
+            return self.plan_missing(id, plan);
+        }
+        if self.masked == Some(false) && u.masked() {
+            plan.changes
+                .push(change(format!("{id} masked"), &u.file_state, "unmasked"));
+            plan.steps.push(systemctl("unmask", id));
+        }
+        let masked_after = (u.masked() && self.masked != Some(false)) || self.masked == Some(true);
+        if masked_after
+            && (self.enabled == Some(true) || self.state.is_some_and(|s| s != State::Stopped))
+        {
+            return Err(ModuleError::Host(format!(
+                "{id} is masked; set masked: false to enable or start it"
+            )));
+        }
+        if self.masked != Some(true) {
+            self.plan_triggers(id, u, triggers, plan);
+        }
+        if let Some(want) = self.enabled.filter(|_| !masked_after) {
+            self.plan_enabled(id, u, want, plan)?;
+        }
+        self.plan_state(id, u, plan);
+        if self.masked == Some(true) && u.file_state != "masked" {
+            let before = if u.load == "not-found" {
+                "not-found"
+            } else {
+                &u.file_state
+            };
+            plan.changes
+                .push(change(format!("{id} masked"), before, "masked"));
+            plan.steps.push(systemctl("mask", id));
+        }
+        Ok(())
+    }
+
+    fn plan_missing(&self, id: &str, plan: &mut Plan) -> Result<(), ModuleError> {
+        let needs_unit =
+            self.enabled == Some(true) || self.state.is_some_and(|s| s != State::Stopped);
+        if needs_unit || !self.missing_ok {
+            return Err(ModuleError::Host(format!(
+                "unit {id} not found on this host{}",
+                if needs_unit {
+                    ""
+                } else {
+                    " (set missing_ok: true to accept that)"
+                }
+            )));
+        }
+        plan.notes.push(format!(
+            "{id} is not installed: it counts as stopped and disabled"
+        ));
+        Ok(())
+    }
+
+    /// Sockets, timers and paths that would start a unit meant to be off.
+    fn plan_triggers(&self, id: &str, u: &Unit, triggers: &[Unit], plan: &mut Plan) {
+        let stop = self.state == Some(State::Stopped);
+        let disable = self.enabled == Some(false);
+        for t in triggers.iter().filter(|t| u.triggered_by.contains(&t.id)) {
+            let subject = format!("{} (starts {id})", t.id);
+            if stop && t.running() {
+                plan.changes
+                    .push(change(subject.clone(), &t.active, "stopped"));
+                plan.steps.push(systemctl("stop", &t.id));
+            }
+            if disable && t.enabled() {
+                plan.changes
+                    .push(change(subject, &t.file_state, "disabled"));
+                plan.steps.push(systemctl("disable", &t.id));
+            }
+        }
+    }
+
+    fn plan_enabled(
+        &self,
+        id: &str,
+        u: &Unit,
+        want: bool,
+        plan: &mut Plan,
+    ) -> Result<(), ModuleError> {
+        let fs = u.file_state.as_str();
+        match (fs, want) {
+            ("enabled" | "alias", true) | ("disabled" | "masked" | "masked-runtime", false) => {}
+            ("enabled-runtime" | "linked" | "linked-runtime" | "disabled", true) => {
+                plan.changes.push(change(format!("{id} enabled"), fs, "enabled"));
+                plan.steps.push(systemctl("enable", id));
+            }
+            (_, false) if u.enabled() => {
+                plan.changes.push(change(format!("{id} enabled"), fs, "disabled"));
+                plan.steps.push(systemctl("disable", id));
+            }
+            ("static" | "generated" | "transient", true) => plan.notes.push(format!(
+                "{id} is {fs}: it has no [Install] section to enable; it starts when another unit pulls it in"
+            )),
+            ("static" | "generated" | "transient", false) => {
+                plan.notes.push(format!(
+                    "{id} is {fs}: systemctl disable does nothing to it; only masked: true stops it from being started"
+                ));
+                plan.changes.push(change(format!("{id} enabled"), fs, "disabled (needs masked: true)"));
+                plan.steps.push(format!(
+                    "echo {} >&2; exit 1",
+                    quote(&format!("{id} is {fs} and cannot be disabled; set masked: true"))
+                ));
+            }
+            ("indirect", _) => plan.notes.push(format!(
+                "{id} is indirect: not enabled itself, it is started through the units naming it in Also= or as a template instance"
+            )),
+            _ => {
+                return Err(ModuleError::Host(format!(
+                    "{id}: cannot {} a unit whose file state is '{fs}'",
+                    if want { "enable" } else { "disable" }
+                )))
+            }
+        }
+        Ok(())
+    }
+
+    fn plan_state(&self, id: &str, u: &Unit, plan: &mut Plan) {
+        let (verb, after) = match (self.state, u.running()) {
+            (Some(State::Started), false) => ("start", "started"),
+            (Some(State::Stopped), true) => ("stop", "stopped"),
+            (Some(State::Restarted), _) => ("restart", "restarted"),
+            (Some(State::Reloaded), true) => ("reload", "reloaded"),
+            // Ansible's `reloaded` starts a unit that is not running.
+            (Some(State::Reloaded), false) => ("start", "started"),
+            _ => return,
+        };
+        plan.changes
+            .push(change(format!("{id} state"), &u.active, after));
+        plan.steps.push(systemctl(verb, id));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modules::{assert_sh_syntax, build_error, build_test, facts_of};
+    use serde_json::json;
+
+    fn block(id: &str, load: &str, fs: &str, active: &str, triggered_by: &str) -> String {
+        format!(
+            "Id={id}\nLoadState={load}\nActiveState={active}\nUnitFileState={fs}\nTriggeredBy={triggered_by}\nNeedDaemonReload=no\n"
+        )
+    }
+
+    fn plan_on(params: serde_json::Value, show: &str) -> Result<Plan, ModuleError> {
+        let m = build_test(&SERVICE, params).unwrap();
+        let units = m
+            .probes()
+            .into_iter()
+            .find(|p| p.key.starts_with("systemd:show:"))
+            .unwrap();
+        let plan = m.plan(&facts_of(&[(SYSTEMD_KEY, "yes\n"), (&units.key, show)]));
+        if let Ok(p) = &plan {
+            assert_sh_syntax(&*m, p);
+        }
+        plan
+    }
+
+    fn summary(plan: &Plan) -> Vec<String> {
+        plan.changes
+            .iter()
+            .map(|c| {
+                format!(
+                    "{}: {} → {}",
+                    c.subject,
+                    c.before.as_deref().unwrap_or("-"),
+                    c.after.as_deref().unwrap_or("-")
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn names_and_params_are_checked() {
+        assert_eq!(unit_name("nginx"), "nginx.service");
+        assert_eq!(unit_name("cockpit.socket"), "cockpit.socket");
+        assert_eq!(unit_name("getty@tty1"), "getty@tty1.service");
+        assert!(
+            build_error(&SERVICE, json!({"name": "$(reboot)", "state": "stopped"}))
+                .contains("not a valid")
+        );
+        assert!(
+            build_error(&SERVICE, json!({"name": "x", "state": "running"}))
+                .contains("not a valid state")
+        );
+        assert!(build_error(&SERVICE, json!({"name": "x"})).contains("at least one"));
+        assert!(build_error(
+            &SERVICE,
+            json!({"name": "x", "masked": true, "enabled": true})
+        )
+        .contains("masked"));
+        assert!(build_error(&SERVICE, json!({"state": "started"})).contains("'name'"));
+        assert!(build_test(&SERVICE, json!({"daemon_reload": true})).is_ok());
+    }
+
+    #[test]
+    fn one_probe_reads_all_units_quoted() {
+        let m = build_test(
+            &SERVICE,
+            json!({"name": ["a", "b\\x2dc@1"], "state": "stopped"}),
+        )
+        .unwrap();
+        let p = show_probe(&["a.service".into(), "b\\x2dc@1.service".into()]);
+        assert!(m.probes().contains(&p));
+        assert!(
+            p.script
+                .contains("--no-pager -- a.service 'b\\x2dc@1.service'"),
+            "{}",
+            p.script
+        );
+    }
+
+    #[test]
+    fn compliant_units_are_a_noop() {
+        let show = format!(
+            "{}\n{}",
+            block("nginx.service", "loaded", "enabled", "active", ""),
+            block("cups.service", "loaded", "enabled", "active", "")
+        );
+        let plan = plan_on(
+            json!({"name": ["nginx", "cups"], "state": "started", "enabled": true}),
+            &show,
+        )
+        .unwrap();
+        assert_eq!(plan, Plan::noop());
+    }
+
+    #[test]
+    fn start_and_enable_in_order() {
+        let show = block("nginx.service", "loaded", "disabled", "inactive", "");
+        let plan = plan_on(
+            json!({"name": "nginx", "state": "started", "enabled": true, "daemon_reload": true}),
+            &show,
+        )
+        .unwrap();
+        assert_eq!(
+            summary(&plan),
+            [
+                "nginx.service enabled: disabled → enabled",
+                "nginx.service state: inactive → started"
+            ]
+        );
+        assert_eq!(plan.steps[0], "systemctl daemon-reload || exit 1");
+        assert!(plan.steps[1].starts_with("systemctl enable -- nginx.service ||"));
+        assert!(plan.steps[2].starts_with("systemctl start -- nginx.service ||"));
+    }
+
+    #[test]
+    fn daemon_reload_is_drift_only_when_unit_files_changed() {
+        let show = block("nginx.service", "loaded", "enabled", "active", "");
+        let params = json!({"name": "nginx", "enabled": true, "daemon_reload": true});
+        assert_eq!(plan_on(params.clone(), &show).unwrap(), Plan::noop());
+        let stale = show.replace("NeedDaemonReload=no", "NeedDaemonReload=yes");
+        assert_eq!(
+            plan_on(params, &stale).unwrap().steps,
+            ["systemctl daemon-reload || exit 1"]
+        );
+    }
+
+    #[test]
+    fn static_unit_needs_mask_to_be_disabled() {
+        let show = block("systemd-x.service", "loaded", "static", "inactive", "");
+        let plan = plan_on(json!({"name": "systemd-x", "enabled": false}), &show).unwrap();
+        assert_eq!(
+            summary(&plan),
+            ["systemd-x.service enabled: static → disabled (needs masked: true)"]
+        );
+        assert!(plan.notes[0].contains("only masked: true"));
+        assert!(plan.steps[0].ends_with("exit 1") && plan.steps[0].contains("set masked: true"));
+        let plan = plan_on(
+            json!({"name": "systemd-x", "enabled": false, "masked": true}),
+            &show,
+        )
+        .unwrap();
+        assert_eq!(
+            summary(&plan),
+            ["systemd-x.service masked: static → masked"]
+        );
+        assert!(plan.steps[0].starts_with("systemctl mask -- systemd-x.service"));
+        let masked = block("systemd-x.service", "masked", "masked", "inactive", "");
+        assert_eq!(
+            plan_on(
+                json!({"name": "systemd-x", "enabled": false, "masked": true}),
+                &masked
+            )
+            .unwrap(),
+            Plan::noop()
+        );
+    }
+
+    #[test]
+    fn indirect_is_not_enabled() {
+        let show = block("x.service", "loaded", "indirect", "inactive", "");
+        let plan = plan_on(json!({"name": "x", "enabled": false}), &show).unwrap();
+        assert!(plan.changes.is_empty());
+        assert!(plan.notes[0].contains("indirect: not enabled"));
+    }
+
+    #[test]
+    fn masked_unit_cannot_be_started_unless_unmasked() {
+        let show = block("x.service", "masked", "masked", "inactive", "");
+        let err = plan_on(json!({"name": "x", "state": "started"}), &show).unwrap_err();
+        assert!(matches!(err, ModuleError::Host(m) if m.contains("set masked: false")));
+        let plan = plan_on(
+            json!({"name": "x", "state": "started", "masked": false}),
+            &show,
+        )
+        .unwrap();
+        assert_eq!(
+            summary(&plan),
+            [
+                "x.service masked: masked → unmasked",
+                "x.service state: inactive → started"
+            ]
+        );
+    }
+
+    #[test]
+    fn missing_unit_is_compliant_when_off_and_an_error_when_needed() {
+        let show = block("telnet.service", "not-found", "", "inactive", "");
+        let plan = plan_on(
+            json!({"name": "telnet", "state": "stopped", "enabled": false}),
+            &show,
+        )
+        .unwrap();
+        assert!(plan.changes.is_empty());
+        assert!(plan.notes[0].contains("not installed"));
+        let err = plan_on(
+            json!({"name": "telnet", "enabled": false, "missing_ok": false}),
+            &show,
+        )
+        .unwrap_err();
+        assert!(matches!(err, ModuleError::Host(m) if m.contains("not found")));
+        assert!(plan_on(json!({"name": "telnet", "state": "started"}), &show).is_err());
+        let plan = plan_on(json!({"name": "telnet", "masked": true}), &show).unwrap();
+        assert_eq!(
+            summary(&plan),
+            ["telnet.service masked: not-found → masked"]
+        );
+    }
+
+    #[test]
+    fn active_socket_trigger_is_drift_and_stopped_first() {
+        let show = format!(
+            "{}\n{TRIGGERS_MARK}\n{}",
+            block(
+                "cockpit.service",
+                "loaded",
+                "static",
+                "inactive",
+                "cockpit.socket"
+            ),
+            block("cockpit.socket", "loaded", "enabled", "active", "")
+        );
+        let plan = plan_on(json!({"name": "cockpit", "state": "stopped"}), &show).unwrap();
+        assert_eq!(
+            summary(&plan),
+            ["cockpit.socket (starts cockpit.service): active → stopped"]
+        );
+        assert!(plan.steps[0].starts_with("systemctl stop -- cockpit.socket"));
+        let show = show.replace("static", "disabled");
+        let plan = plan_on(
+            json!({"name": "cockpit", "state": "stopped", "enabled": false}),
+            &show,
+        )
+        .unwrap();
+        assert_eq!(
+            summary(&plan),
+            [
+                "cockpit.socket (starts cockpit.service): active → stopped",
+                "cockpit.socket (starts cockpit.service): enabled → disabled"
+            ]
+        );
+    }
+
+    #[test]
+    fn alias_is_acted_on_through_its_real_unit() {
+        let show = block("ssh.service", "loaded", "enabled", "active", "");
+        let plan = plan_on(
+            json!({"name": "sshd", "state": "stopped", "enabled": false}),
+            &show,
+        )
+        .unwrap();
+        assert!(plan.steps[0].starts_with("systemctl disable -- ssh.service"));
+        assert!(plan.steps[1].starts_with("systemctl stop -- ssh.service"));
+    }
+
+    #[test]
+    fn restart_is_always_a_change_run_like_a_command() {
+        let show = block("nginx.service", "loaded", "enabled", "active", "");
+        let params = json!({"name": "nginx", "state": "restarted"});
+        let plan = plan_on(params.clone(), &show).unwrap();
+        assert_eq!(summary(&plan), ["nginx.service state: active → restarted"]);
+        assert!(plan.unknown.is_none());
+        assert!(build_test(&SERVICE, params).unwrap().is_command());
+        let stopped = block("nginx.service", "loaded", "enabled", "inactive", "");
+        let plan = plan_on(json!({"name": "nginx", "state": "reloaded"}), &stopped).unwrap();
+        assert!(
+            plan.steps[0].starts_with("systemctl start --"),
+            "reloaded starts a stopped unit"
+        );
+    }
+
+    #[test]
+    fn no_systemd_host_is_compliant_for_off_and_fails_for_on() {
+        let facts = facts_of(&[(SYSTEMD_KEY, "no\n")]);
+        let off = build_test(
+            &SERVICE,
+            json!({"name": "nginx", "state": "stopped", "enabled": false}),
+        )
+        .unwrap();
+        let plan = off.plan(&facts).unwrap();
+        assert!(plan.changes.is_empty());
+        assert!(plan.notes[0].starts_with("no systemd on this host"));
+        let on = build_test(&SERVICE, json!({"name": "nginx", "state": "started"})).unwrap();
+        assert!(
+            matches!(on.plan(&facts), Err(ModuleError::Host(m)) if m.starts_with("no systemd on this host"))
+        );
+    }
+}
