@@ -60,6 +60,41 @@ pub struct Target {
     /// How to reach hosts (overrides `ansible_connection`).
     #[arg(short = 'c', long, value_enum)]
     pub connection: Option<Connection>,
+    #[command(flatten)]
+    pub ssh: SshArgs,
+}
+
+/// SSH connection flags. Inventory variables (`ansible_user`,
+/// `ansible_ssh_private_key_file`, ...) win over these, as in Ansible.
+#[derive(Args, Debug)]
+pub struct SshArgs {
+    /// Remote user to log in as.
+    #[arg(short = 'u', long)]
+    pub user: Option<String>,
+    /// Private key file to authenticate with.
+    #[arg(long, visible_alias = "key-file")]
+    pub private_key: Option<PathBuf>,
+    /// Prompt for the SSH password (or set NODEPROV_SSH_PASSWORD).
+    #[arg(short = 'k', long)]
+    pub ask_pass: bool,
+    /// Prompt for the sudo password (or set NODEPROV_BECOME_PASSWORD).
+    #[arg(short = 'K', long)]
+    pub ask_become_pass: bool,
+    /// known_hosts file to use instead of ~/.ssh/known_hosts.
+    #[arg(long)]
+    pub known_hosts: Option<PathBuf>,
+    /// Record the keys of hosts not yet known (like StrictHostKeyChecking=accept-new); changed keys are still refused.
+    #[arg(long)]
+    pub accept_new_host_keys: bool,
+    /// ssh_config file to read instead of ~/.ssh/config and /etc/ssh/ssh_config.
+    #[arg(long)]
+    pub ssh_config: Option<PathBuf>,
+    /// SSH connect timeout in seconds [default: ConnectTimeout from ssh_config, else 10].
+    #[arg(short = 'T', long)]
+    pub timeout: Option<u64>,
+    /// Seconds one script may run before its host counts as unreachable.
+    #[arg(long, default_value_t = 3600)]
+    pub command_timeout: u64,
 }
 
 #[derive(Args, Debug)]
@@ -120,6 +155,8 @@ pub struct FactsArgs {
     pub inventory: Option<String>,
     #[arg(short = 'c', long, value_enum)]
     pub connection: Option<Connection>,
+    #[command(flatten)]
+    pub ssh: SshArgs,
 }
 
 #[derive(Args, Debug)]

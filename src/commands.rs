@@ -79,9 +79,8 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
     let pb = playbook::load(&args.playbook)?;
     validate::templates(&pb)?;
     let inventory = load_inventory(args.target.inventory.as_deref())?;
-    let connection = args.target.connection;
-    let connect =
-        move |host: &str, vars: &Map<String, Value>| connect::open(connection, host, vars);
+    let conn = connect_options(args.target.connection, &args.target.ssh)?;
+    let connect = move |host: &str, vars: &Map<String, Value>| connect::open(&conn, host, vars);
     let req = RunRequest {
         playbook: &pb,
         inventory: &inventory,
@@ -122,6 +121,14 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
         let _ = writeln!(out, "{}", serde_json::to_string_pretty(&doc).expect("json"));
     }
     Ok(code)
+}
+
+fn connect_options(
+    connection: Option<crate::cli::Connection>,
+    ssh: &crate::cli::SshArgs,
+) -> Result<connect::ConnectOptions, Vec<Diagnostic>> {
+    connect::ConnectOptions::from_cli(connection, ssh)
+        .map_err(|e| vec![Diagnostic::new(&crate::diag::Span::synthetic("ssh"), e)])
 }
 
 fn validate_cmd(args: &ValidateArgs) -> Result<u8, Vec<Diagnostic>> {
@@ -181,11 +188,12 @@ fn facts_cmd(args: &FactsArgs) -> Result<u8, Vec<Diagnostic>> {
                 .map_err(|e| vec![Diagnostic::new(&span, e.to_string())])?,
         );
     }
+    let conn = connect_options(args.connection, &args.ssh)?;
     let mut out = Map::new();
     let mut code = EXIT_OK;
     for host in hosts {
         let vars = inv.host_vars(&host);
-        let facts = connect::open(args.connection, &host, &vars)
+        let facts = connect::open(&conn, &host, &vars)
             .and_then(|mut t| crate::host_facts::gather(t.as_mut()));
         match facts {
             Ok(f) => out.insert(host, Value::Object(f)),
@@ -221,6 +229,7 @@ fn smoke_cmd(args: &SmokeArgs) -> Result<u8, Vec<Diagnostic>> {
         bf16_tflops_floor: args.bf16_floor,
         ..crate::smoke::SmokeOptions::default()
     };
+    let conn = connect_options(args.target.connection, &args.target.ssh)?;
     let queue = Mutex::new(hosts.iter().enumerate());
     let results = Mutex::new(Vec::new());
     std::thread::scope(|s| {
@@ -230,7 +239,7 @@ fn smoke_cmd(args: &SmokeArgs) -> Result<u8, Vec<Diagnostic>> {
                     break;
                 };
                 let vars = inv.host_vars(host);
-                let smoke = match connect::open(args.target.connection, host, &vars) {
+                let smoke = match connect::open(&conn, host, &vars) {
                     Ok(mut t) => crate::smoke::run_smoke(host, t.as_mut(), &opts),
                     Err(e) => crate::smoke::unreachable(host, &e.to_string()),
                 };

@@ -3,6 +3,7 @@
 
 pub mod fake;
 pub mod local;
+pub mod ssh;
 
 use thiserror::Error;
 

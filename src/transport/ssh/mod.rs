@@ -1,0 +1,348 @@
+//! Runs scripts over SSH (libssh2): one session per host, one channel per
+//! script, the script fed on stdin to `/bin/sh -s`.
+
+mod auth;
+mod channel;
+pub mod config;
+pub mod endpoint;
+mod escalate;
+mod jump;
+pub mod known_hosts;
+
+use std::net::{TcpStream, ToSocketAddrs};
+use std::os::fd::{AsRawFd, RawFd};
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use ssh2::{MethodType, Session};
+
+use super::{Output, Script, Transport, TransportError};
+use channel::{Feed, Limits, PumpError};
+use config::SshConfig;
+use endpoint::{Endpoint, Route};
+use escalate::{BecomeCtx, SudoMarkers};
+use known_hosts::{KnownHostsDb, PresentedKey, Verdict};
+
+pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(3600);
+const KEEPALIVE: Duration = Duration::from_secs(15);
+
+/// A password or passphrase; never printed.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    pub fn new(s: String) -> Secret {
+        Secret(s)
+    }
+
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("***")
+    }
+}
+
+/// Run-wide SSH settings from the command line and the environment;
+/// per-host inventory variables are applied on top in [`endpoint::resolve`].
+#[derive(Clone, Debug)]
+pub struct SshOptions {
+    pub config: SshConfig,
+    pub user: Option<String>,
+    pub private_key: Option<PathBuf>,
+    pub password: Option<Secret>,
+    pub become_password: Option<Secret>,
+    pub key_passphrase: Option<Secret>,
+    pub known_hosts: Option<PathBuf>,
+    /// `/etc/ssh/ssh_known_hosts`, consulted read-only.
+    pub system_known_hosts: Option<PathBuf>,
+    pub accept_new_host_keys: bool,
+    pub connect_timeout: Option<Duration>,
+    pub command_timeout: Duration,
+    pub keepalive: Duration,
+    pub use_agent: bool,
+    /// Where `~` points, for keys and known_hosts.
+    pub home: PathBuf,
+    pub local_user: String,
+}
+
+impl Default for SshOptions {
+    fn default() -> SshOptions {
+        SshOptions {
+            config: SshConfig::default(),
+            user: None,
+            private_key: None,
+            password: None,
+            become_password: None,
+            key_passphrase: None,
+            known_hosts: None,
+            system_known_hosts: None,
+            accept_new_host_keys: false,
+            connect_timeout: None,
+            command_timeout: DEFAULT_COMMAND_TIMEOUT,
+            keepalive: KEEPALIVE,
+            use_agent: true,
+            home: std::env::var_os("HOME")
+                .map(PathBuf::from)
+                .unwrap_or_default(),
+            local_user: std::env::var("USER").unwrap_or_else(|_| "root".into()),
+        }
+    }
+}
+
+pub struct SshTransport {
+    target: Endpoint,
+    session: Session,
+    fd: RawFd,
+    become_password: Option<Secret>,
+    become_method: String,
+    limits: Limits,
+    /// Set once the session is unusable; later scripts fail fast with it.
+    broken: Option<String>,
+}
+
+impl SshTransport {
+    /// Connects (through any jump hosts), verifies the host key and logs in.
+    pub fn connect(
+        opts: &SshOptions,
+        name: &str,
+        vars: &Map<String, Value>,
+    ) -> Result<SshTransport, TransportError> {
+        let route = endpoint::resolve(opts, name, vars).map_err(TransportError::Unreachable)?;
+        let (session, fd) = open_route(opts, &route).map_err(TransportError::Unreachable)?;
+        Ok(SshTransport {
+            target: route.target,
+            session,
+            fd,
+            become_password: route.become_password,
+            become_method: route.become_method,
+            limits: Limits {
+                command: opts.command_timeout,
+                keepalive: opts.keepalive,
+            },
+            broken: None,
+        })
+    }
+
+    fn exec(&mut self, script: &Script) -> Result<Output, TransportError> {
+        let display = self.target.display();
+        let escalate_to = script
+            .become_user
+            .as_deref()
+            .filter(|u| *u != self.target.user);
+        if escalate_to.is_some() && self.become_method != "sudo" {
+            return Err(TransportError::Become(format!(
+                "{display}: become_method '{}' is not supported over ssh; use sudo",
+                self.become_method
+            )));
+        }
+        let markers = SudoMarkers::random();
+        let command = match escalate_to {
+            Some(user) => escalate::sudo_command(user, &markers),
+            None => "env LC_ALL=C /bin/sh -s".to_string(),
+        };
+        let mut channel = self
+            .session
+            .channel_session()
+            .and_then(|mut c| c.exec(&command).map(|()| c))
+            .map_err(|e| self.fail(format!("cannot start a shell: {e}")))?;
+        let feed = match escalate_to {
+            Some(user) => Feed::Sudo {
+                body: script.body.as_bytes(),
+                markers,
+                ctx: BecomeCtx {
+                    host: &self.target.name,
+                    login_user: &self.target.user,
+                    become_user: user,
+                },
+                password: self.become_password.as_ref(),
+            },
+            None => Feed::Script(script.body.as_bytes()),
+        };
+        let collected = match channel::pump(&self.session, self.fd, &mut channel, feed, self.limits)
+        {
+            Ok(c) => c,
+            Err(PumpError::Become(msg)) => return Err(TransportError::Become(msg)),
+            Err(PumpError::Stalled(msg) | PumpError::Io(msg)) => return Err(self.fail(msg)),
+        };
+        channel
+            .wait_close()
+            .map_err(|e| self.fail(format!("waiting for the script to end: {e}")))?;
+        Ok(Output {
+            status: exit_status(&channel),
+            stdout: collected.stdout,
+            stderr: collected.stderr,
+        })
+    }
+
+    /// Marks the session dead: the host counts as unreachable from now on.
+    fn fail(&mut self, why: String) -> TransportError {
+        let msg = format!("{}: {why}", self.target.display());
+        self.broken = Some(msg.clone());
+        TransportError::Unreachable(msg)
+    }
+}
+
+impl Transport for SshTransport {
+    fn run(&mut self, script: &Script) -> Result<Output, TransportError> {
+        if let Some(why) = &self.broken {
+            return Err(TransportError::Unreachable(why.clone()));
+        }
+        self.exec(script)
+    }
+}
+
+/// The exit status, or 128 + signal number as a shell reports a killed
+/// command (libssh2 reports status 0 for those).
+fn exit_status(channel: &ssh2::Channel) -> i32 {
+    let signal = channel.exit_signal().ok().and_then(|s| s.exit_signal);
+    match signal.as_deref() {
+        None => channel.exit_status().unwrap_or(-1),
+        Some(sig) => {
+            let n = [
+                "HUP", "INT", "QUIT", "ILL", "TRAP", "ABRT", "BUS", "FPE", "KILL", "USR1", "SEGV",
+                "USR2", "PIPE", "ALRM", "TERM",
+            ]
+            .iter()
+            .position(|s| *s == sig)
+            .map_or(127, |i| i as i32 + 1);
+            128 + n
+        }
+    }
+}
+
+/// Logs in to each jump host in turn, tunnels through it to the next hop,
+/// and finally to the target.
+fn open_route(opts: &SshOptions, route: &Route) -> Result<(Session, RawFd), String> {
+    let mut hops = route.jumps.iter().chain([&route.target]);
+    let first = hops.next().expect("the target is always there");
+    let tcp = tcp_connect(first)?;
+    let fd = tcp.as_raw_fd();
+    let mut current = (establish(opts, first, tcp)?, fd, first);
+    for next in hops {
+        let (session, _, via) = current;
+        let sock = jump::tunnel(session, current.1, &next.host, next.port)
+            .map_err(|e| format!("{} via {}: {e}", next.display(), via.display()))?;
+        let fd = sock.as_raw_fd();
+        current = (
+            establish(opts, next, sock).map_err(|e| format!("{e} (via {})", via.name))?,
+            fd,
+            next,
+        );
+    }
+    Ok((current.0, current.1))
+}
+
+fn tcp_connect(ep: &Endpoint) -> Result<TcpStream, String> {
+    let display = ep.display();
+    let addrs = (ep.host.as_str(), ep.port)
+        .to_socket_addrs()
+        .map_err(|e| format!("{display}: cannot resolve host: {e}"))?;
+    let mut last = None;
+    for addr in addrs {
+        match TcpStream::connect_timeout(&addr, ep.connect_timeout) {
+            Ok(s) => {
+                let _ = s.set_nodelay(true);
+                return Ok(s);
+            }
+            Err(e) => last = Some(e),
+        }
+    }
+    Err(match last {
+        Some(e) if e.kind() == std::io::ErrorKind::TimedOut => format!(
+            "{display}: connection timed out after {} s",
+            ep.connect_timeout.as_secs()
+        ),
+        Some(e) => format!("{display}: cannot connect: {e}"),
+        None => format!("{display}: host name resolved to no address"),
+    })
+}
+
+/// Handshake, host key check and login on an open socket.
+fn establish<S: AsRawFd + 'static>(
+    opts: &SshOptions,
+    ep: &Endpoint,
+    socket: S,
+) -> Result<Session, String> {
+    let display = ep.display();
+    let mut session = Session::new().map_err(|e| format!("{display}: {e}"))?;
+    session.set_timeout(millis(ep.connect_timeout));
+    let db = KnownHostsDb::load(&session, &ep.host_keys).map_err(|e| format!("{display}: {e}"))?;
+    // Unsupported names are dropped by libssh2; failing here only loses
+    // the preference.
+    let _ = session.method_pref(
+        MethodType::HostKey,
+        &db.algorithm_preference(&ep.host, ep.port),
+    );
+    session.set_tcp_stream(socket);
+    session
+        .handshake()
+        .map_err(|e| format!("{display}: SSH handshake failed: {}", timeout_word(&e)))?;
+    check_host_key(&session, &db, ep)?;
+    let plan = auth::AuthPlan {
+        user: &ep.user,
+        use_agent: opts.use_agent,
+        keys: &ep.keys,
+        key_passphrase: opts.key_passphrase.as_ref(),
+        password: ep.password.as_ref(),
+        home: &opts.home,
+    };
+    auth::authenticate(&session, &plan).map_err(|tried| {
+        format!(
+            "{display}: authentication failed for user {} (tried: {tried})",
+            ep.user
+        )
+    })?;
+    session.set_keepalive(true, opts.keepalive.as_secs().max(1) as u32);
+    Ok(session)
+}
+
+fn check_host_key(session: &Session, db: &KnownHostsDb, ep: &Endpoint) -> Result<(), String> {
+    let display = ep.display();
+    let (blob, kind) = session
+        .host_key()
+        .ok_or_else(|| format!("{display}: the server sent no host key"))?;
+    let presented = PresentedKey {
+        blob,
+        kind,
+        fingerprint: known_hosts::fingerprint(session),
+    };
+    match db.verify(&ep.host, ep.port, &presented, &display) {
+        Verdict::Trusted => Ok(()),
+        Verdict::Record(line) => known_hosts::record(&ep.host_keys.files[0], &line),
+        Verdict::Refused(msg) => Err(msg),
+    }
+}
+
+fn timeout_word(e: &ssh2::Error) -> String {
+    // LIBSSH2_ERROR_TIMEOUT
+    if e.code() == ssh2::ErrorCode::Session(-9) {
+        "timed out (the host does not answer)".into()
+    } else {
+        e.to_string()
+    }
+}
+
+fn millis(d: Duration) -> u32 {
+    d.as_millis().min(u32::MAX as u128) as u32
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secrets_never_print() {
+        let s = Secret::new("hunter2".into());
+        assert_eq!(format!("{s:?}"), "***");
+        let opts = SshOptions {
+            become_password: Some(s),
+            ..SshOptions::default()
+        };
+        assert!(!format!("{opts:?}").contains("hunter2"));
+    }
+}

@@ -1,0 +1,326 @@
+//! The SSH transport against a throwaway `sshd` on 127.0.0.1.
+//!
+//! Everything lives in a temp dir (host key, authorized key, known_hosts,
+//! config): the real `~/.ssh` and `/etc/ssh` are never read or written.
+//! The tests skip (with a note) when no `sshd` binary is available; set
+//! `NODEPROV_TEST_SSHD` to point at one. As root, sshd would need the
+//! `sshd` privilege-separation account, so it is run unprivileged as the
+//! account named by `NODEPROV_TEST_SSH_USER` (default: the first account
+//! with uid >= 1000 and a login shell), and the tests log in as that user.
+
+use std::net::TcpStream;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use nodeprov::transport::ssh::{SshOptions, SshTransport};
+use nodeprov::transport::{Purpose, Script, Transport, TransportError};
+use serde_json::Map;
+
+struct Sshd {
+    child: Child,
+    dir: tempfile::TempDir,
+    port: u16,
+    user: String,
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn sshd_binary() -> Option<PathBuf> {
+    let path = std::env::var_os("NODEPROV_TEST_SSHD")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from("/usr/sbin/sshd"));
+    path.exists().then_some(path)
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// (name, uid, gid) of the account sshd runs as and tests log in as.
+fn account() -> Option<(String, u32, u32)> {
+    let wanted = std::env::var("NODEPROV_TEST_SSH_USER").ok();
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let f: Vec<&str> = line.split(':').collect();
+        let (uid, gid) = (f.get(2)?.parse().ok()?, f.get(3)?.parse().ok()?);
+        let fits = match &wanted {
+            Some(w) => f[0] == w,
+            None if !is_root() => uid == unsafe { libc::geteuid() },
+            None => (1000..65534).contains(&uid) && f.get(6)?.ends_with("sh"),
+        };
+        fits.then(|| (f[0].to_string(), uid, gid))
+    })
+}
+
+fn keygen(path: &Path) {
+    let ok = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(path)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "ssh-keygen failed");
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn start() -> Option<Sshd> {
+    let Some(sshd) = sshd_binary() else {
+        eprintln!("no sshd (set NODEPROV_TEST_SSHD); skipped");
+        return None;
+    };
+    let (user, uid, gid) = account()?;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    keygen(&d.join("host_key"));
+    keygen(&d.join("client_key"));
+    std::fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
+    let port = free_port();
+    let config = format!(
+        "ListenAddress 127.0.0.1:{port}\nHostKey {0}/host_key\nAuthorizedKeysFile {0}/authorized_keys\n\
+         PidFile none\nStrictModes no\nUsePAM no\nPasswordAuthentication no\nLogLevel FATAL\n",
+        d.display()
+    );
+    std::fs::write(d.join("sshd_config"), config).unwrap();
+    let mut cmd = Command::new(&sshd);
+    cmd.args(["-D", "-e", "-f"])
+        .arg(d.join("sshd_config"))
+        .stdin(Stdio::null());
+    if is_root() {
+        for f in [
+            "host_key",
+            "host_key.pub",
+            "sshd_config",
+            "authorized_keys",
+            "",
+        ] {
+            std::os::unix::fs::chown(d.join(f), Some(uid), Some(gid)).unwrap();
+        }
+        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
+        use std::os::unix::process::CommandExt;
+        cmd.uid(uid).gid(gid);
+    }
+    let child = cmd.spawn().unwrap();
+    let server = Sshd {
+        child,
+        dir,
+        port,
+        user,
+    };
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(Instant::now() < deadline, "sshd did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    Some(server)
+}
+
+impl Sshd {
+    fn path(&self, name: &str) -> PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn options(&self, accept_new: bool) -> SshOptions {
+        SshOptions {
+            user: Some(self.user.clone()),
+            private_key: Some(self.path("client_key")),
+            known_hosts: Some(self.path("known_hosts")),
+            accept_new_host_keys: accept_new,
+            use_agent: false,
+            home: self.dir.path().to_path_buf(),
+            connect_timeout: Some(Duration::from_secs(5)),
+            ..SshOptions::default()
+        }
+    }
+
+    fn vars(&self) -> Map<String, serde_json::Value> {
+        serde_json::json!({"ansible_host": "127.0.0.1", "ansible_port": self.port})
+            .as_object()
+            .unwrap()
+            .clone()
+    }
+
+    fn connect(&self, opts: &SshOptions) -> Result<SshTransport, TransportError> {
+        SshTransport::connect(opts, "testhost", &self.vars())
+    }
+}
+
+fn script(body: impl Into<String>) -> Script {
+    Script {
+        purpose: Purpose::Probe,
+        body: body.into(),
+        become_user: None,
+    }
+}
+
+fn unreachable_message(r: Result<SshTransport, TransportError>) -> String {
+    match r {
+        Err(TransportError::Unreachable(m)) => m,
+        Err(e) => panic!("expected unreachable, got {e}"),
+        Ok(_) => panic!("expected the connection to be refused"),
+    }
+}
+
+#[test]
+fn key_auth_runs_scripts_and_keeps_exit_status_and_streams_apart() {
+    let Some(sshd) = start() else { return };
+    let mut t = sshd.connect(&sshd.options(true)).unwrap();
+    let out = t
+        .run(&script(
+            "echo out; echo err >&2; echo \"$LC_ALL\"; exit 3\n",
+        ))
+        .unwrap();
+    assert_eq!(out.status, 3);
+    assert_eq!(out.stdout, b"out\nC\n");
+    assert_eq!(out.stderr, b"err\n");
+    // The same session serves the next script.
+    assert_eq!(
+        t.run(&script("id -un\n")).unwrap().stdout,
+        format!("{}\n", sshd.user).as_bytes()
+    );
+    let recorded = std::fs::read_to_string(sshd.path("known_hosts")).unwrap();
+    assert!(
+        recorded.starts_with(&format!("[127.0.0.1]:{} ssh-ed25519 ", sshd.port)),
+        "{recorded}"
+    );
+    // Now known: accepted without the flag.
+    sshd.connect(&sshd.options(false)).unwrap();
+}
+
+#[test]
+fn unknown_host_is_refused_without_accept_new() {
+    let Some(sshd) = start() else { return };
+    let msg = unreachable_message(sshd.connect(&sshd.options(false)));
+    assert!(
+        msg.contains("not known") && msg.contains("SHA256:"),
+        "{msg}"
+    );
+    assert!(!sshd.path("known_hosts").exists());
+}
+
+#[test]
+fn changed_host_key_is_refused_with_fingerprint() {
+    let Some(sshd) = start() else { return };
+    keygen(&sshd.path("other_key"));
+    let other = std::fs::read_to_string(sshd.path("other_key.pub")).unwrap();
+    let line = format!("[127.0.0.1]:{} {}", sshd.port, other);
+    std::fs::write(sshd.path("known_hosts"), &line).unwrap();
+    let msg = unreachable_message(sshd.connect(&sshd.options(true)));
+    assert!(msg.contains("man-in-the-middle"), "{msg}");
+    assert!(
+        msg.contains("ssh-ed25519") && msg.contains("SHA256:"),
+        "{msg}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(sshd.path("known_hosts")).unwrap(),
+        line
+    );
+}
+
+#[test]
+fn wrong_key_names_what_was_tried() {
+    let Some(sshd) = start() else { return };
+    keygen(&sshd.path("stranger"));
+    let mut opts = sshd.options(true);
+    opts.private_key = Some(sshd.path("stranger"));
+    let msg = unreachable_message(sshd.connect(&opts));
+    assert!(
+        msg.contains(&format!("authentication failed for user {}", sshd.user)),
+        "{msg}"
+    );
+    assert!(msg.contains("tried: key ~/stranger"), "{msg}");
+}
+
+#[test]
+fn ten_megabytes_of_stderr_while_stdin_is_still_being_sent() {
+    let Some(sshd) = start() else { return };
+    let mut t = sshd.connect(&sshd.options(true)).unwrap();
+    // The shell floods stderr before reading the rest of a large script,
+    // so neither side may wait for the other.
+    let mut body = String::from("head -c 10485760 /dev/zero | tr '\\0' x >&2\n");
+    body.push_str(&format!("# {}\n", "y".repeat(4 << 20)));
+    body.push_str("echo done\n");
+    let out = t.run(&script(body)).unwrap();
+    assert_eq!(out.status, 0);
+    assert_eq!(out.stderr.len(), 10 << 20);
+    assert_eq!(out.stdout, b"done\n");
+}
+
+#[test]
+fn a_script_over_its_time_makes_the_host_unreachable() {
+    let Some(sshd) = start() else { return };
+    let mut opts = sshd.options(true);
+    opts.command_timeout = Duration::from_secs(1);
+    let mut t = sshd.connect(&opts).unwrap();
+    let started = Instant::now();
+    let err = t.run(&script("sleep 30\n")).unwrap_err();
+    assert!(started.elapsed() < Duration::from_secs(10));
+    assert!(
+        matches!(&err, TransportError::Unreachable(m) if m.contains("within 1 s")),
+        "{err}"
+    );
+    assert!(matches!(
+        t.run(&script("true\n")),
+        Err(TransportError::Unreachable(_))
+    ));
+}
+
+#[test]
+fn proxy_jump_tunnels_through_the_jump_host() {
+    let Some(sshd) = start() else { return };
+    let mut vars = sshd.vars();
+    let jump = format!("-J {}@127.0.0.1:{}", sshd.user, sshd.port);
+    vars.insert("ansible_ssh_common_args".into(), jump.into());
+    let mut t = SshTransport::connect(&sshd.options(true), "testhost", &vars).unwrap();
+    let out = t.run(&script("echo through; exit 7\n")).unwrap();
+    assert_eq!((out.status, out.stdout.as_slice()), (7, &b"through\n"[..]));
+}
+
+/// Per-connection sshd processes, children of the listening one.
+fn session_processes(sshd: &Sshd) -> Vec<i32> {
+    let pid = sshd.child.id();
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
+}
+
+#[test]
+fn a_frozen_host_is_noticed_by_keepalives() {
+    let Some(sshd) = start() else { return };
+    let mut opts = sshd.options(true);
+    opts.keepalive = Duration::from_secs(1);
+    let mut t = sshd.connect(&opts).unwrap();
+    let frozen = session_processes(&sshd);
+    assert!(!frozen.is_empty(), "no per-connection sshd found");
+    for pid in &frozen {
+        // SAFETY: signals only processes this test's sshd started.
+        unsafe { libc::kill(*pid, libc::SIGSTOP) };
+    }
+    let started = Instant::now();
+    let err = t.run(&script("echo never\n")).unwrap_err();
+    for pid in &frozen {
+        unsafe { libc::kill(*pid, libc::SIGCONT) };
+    }
+    assert!(
+        started.elapsed() < Duration::from_secs(15),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(matches!(err, TransportError::Unreachable(_)), "{err}");
+}
