@@ -8,6 +8,7 @@ pub mod result;
 mod run_tests;
 pub mod vars;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -77,6 +78,7 @@ pub fn run_playbook(
         base.join("../templates"),
         base.clone(),
     ];
+    let sessions = Sessions::default();
     let mut outcome = RunOutcome::default();
     let mut failed_hosts: Vec<String> = Vec::new();
     for play in &req.playbook.plays {
@@ -97,7 +99,7 @@ pub fn run_playbook(
                 of: batches.len(),
                 hosts: batch,
             });
-            let reports = run_batch(req, &ctx, &play_vars, batch, on_event);
+            let reports = run_batch(req, &ctx, &play_vars, batch, &sessions, on_event);
             let failed: Vec<String> = reports
                 .iter()
                 .filter(|r| r.failed())
@@ -214,6 +216,7 @@ fn run_batch(
     ctx: &PlayCtx,
     play_vars: &Map<String, Value>,
     batch: &[String],
+    sessions: &Sessions,
     on_event: &(dyn Fn(Event) + Sync),
 ) -> Vec<HostReport> {
     let queue = Mutex::new(batch.iter().enumerate());
@@ -224,7 +227,7 @@ fn run_batch(
                 let Some((i, host)) = queue.lock().unwrap().next() else {
                     break;
                 };
-                let report = run_host(req, ctx, play_vars, host);
+                let report = run_host(req, ctx, play_vars, host, sessions);
                 on_event(Event::Host(&report));
                 reports.lock().unwrap().push((i, report));
             });
@@ -235,11 +238,27 @@ fn run_batch(
     reports.into_iter().map(|(_, r)| r).collect()
 }
 
+/// Open connections, kept for the whole run: one session per host, reused
+/// by every play.
+#[derive(Default)]
+struct Sessions(Mutex<HashMap<String, Box<dyn Transport>>>);
+
+impl Sessions {
+    fn take(&self, host: &str) -> Option<Box<dyn Transport>> {
+        self.0.lock().unwrap().remove(host)
+    }
+
+    fn keep(&self, host: &str, transport: Box<dyn Transport>) {
+        self.0.lock().unwrap().insert(host.to_string(), transport);
+    }
+}
+
 fn run_host(
     req: &RunRequest,
     ctx: &PlayCtx,
     play_vars: &Map<String, Value>,
     host: &str,
+    sessions: &Sessions,
 ) -> HostReport {
     let inventory = req.inventory.host_vars(host);
     let layers = VarLayers {
@@ -249,8 +268,18 @@ fn run_host(
         registered: Map::new(),
         extra: req.extra_vars.clone(),
     };
-    match (req.connect)(host, &inventory) {
-        Ok(mut transport) => HostRun::new(ctx, host, layers, transport.as_mut()).run(),
+    let transport = match sessions.take(host) {
+        Some(t) => Ok(t),
+        None => (req.connect)(host, &inventory),
+    };
+    match transport {
+        Ok(mut transport) => {
+            let report = HostRun::new(ctx, host, layers, transport.as_mut()).run();
+            if report.unreachable.is_none() {
+                sessions.keep(host, transport);
+            }
+            report
+        }
         Err(e) => HostReport {
             host: host.to_string(),
             play: ctx.play.name.clone(),

@@ -154,3 +154,43 @@ fn unreachable_host_is_reported_not_fatal() {
         .contains("connection refused"));
     assert_eq!(crate::report::exit_code(&outcome), 4);
 }
+
+#[test]
+fn one_session_per_host_for_the_whole_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two.yml");
+    let play = "- hosts: all\n  gather_facts: false\n  tasks:\n    - copy: {dest: /etc/f0, content: \"managed\\n\"}\n";
+    std::fs::write(&path, format!("{play}{play}")).unwrap();
+    let pb = crate::playbook::load(&path).unwrap();
+    let connects = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c2 = connects.clone();
+    let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
+        c2.fetch_add(1, Ordering::SeqCst);
+        let fake = FakeTransport::new(|s: &Script| {
+            let stdout = fake_answer(&s.body, |key| answer(key, 0, false));
+            Ok(Output {
+                status: 0,
+                stdout,
+                stderr: Vec::new(),
+            })
+        });
+        Ok(Box::new(fake) as Box<dyn crate::transport::Transport>)
+    };
+    let inventory = Inventory::localhost();
+    let req = RunRequest {
+        playbook: &pb,
+        inventory: &inventory,
+        limit: None,
+        opts: RunOptions {
+            check: true,
+            tags: Vec::new(),
+            skip_tags: Vec::new(),
+        },
+        extra_vars: serde_json::Map::new(),
+        forks: 2,
+        connect: &connect,
+    };
+    let outcome = run_playbook(&req, &|_| {}).unwrap();
+    assert_eq!(outcome.reports.len(), 2);
+    assert_eq!(connects.load(Ordering::SeqCst), 1);
+}
