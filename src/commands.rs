@@ -107,7 +107,9 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
     })?;
     progress.clear_line();
     let code = report::exit_code(&outcome);
-    let retry = write_retry_file(&args.playbook, &outcome);
+    let retry = (!check)
+        .then(|| write_retry_file(&args.playbook, &outcome))
+        .flatten();
     let mut out = stdout.lock().unwrap();
     if human_out {
         let _ = write!(out, "{}", human::recap(&outcome));

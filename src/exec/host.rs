@@ -369,6 +369,14 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }
     }
 
+    /// A failed task stops the host in apply mode, as in Ansible; check mode
+    /// changes nothing, so it goes on and reports every task.
+    fn task_failed(&mut self) {
+        if !self.ctx.opts.check {
+            self.stopped = true;
+        }
+    }
+
     fn lost(&mut self, why: String) {
         self.unreachable = Some(why);
         self.stopped = true;
@@ -405,7 +413,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         if task.ignore_errors {
             self.results[i].ignored = true;
         } else {
-            self.stopped = true;
+            self.task_failed();
         }
     }
 
@@ -599,7 +607,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             let cctx = ctx_for_conditions(&self.context(task, item), &result);
             status = self.apply_conditions(task, i, &mut result, &cctx);
             if status == Status::Failed && !task.ignore_errors {
-                self.stopped = true;
+                self.task_failed();
             }
         }
         if matches!(status, Status::Changed | Status::Drift) && !is_command {
@@ -773,7 +781,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             if task.ignore_errors {
                 self.results[i].ignored = true;
             } else {
-                self.stopped = true;
+                self.task_failed();
             }
         }
         registered

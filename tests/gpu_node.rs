@@ -1,0 +1,149 @@
+//! `playbooks/gpu-node.yml` itself, with `-c local` inside isolated hosts:
+//! the compliance report of a bare host, then apply, apply again, check.
+//! Swap is global to the kernel, so these hosts skip the `swap` tag; the
+//! swap file is proven on real VMs (`tests/vm_e2e.rs`).
+
+mod support;
+
+use support::{assert_machine_unchanged, machine_digest, IsolatedHost};
+
+const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
+const PLAYBOOK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/playbooks/gpu-node.yml");
+
+/// A host with a toolkit laid out like CUDA 13 under /root/cuda (nvcc
+/// answers with the real H200 host's version text).
+fn host_with_toolkit() -> IsolatedHost {
+    let host = IsolatedHost::new();
+    for dir in [
+        "/root/cuda/bin",
+        "/root/cuda/lib64",
+        "/root/cuda/targets/x86_64-linux/lib",
+    ] {
+        std::fs::create_dir_all(host.path(dir)).unwrap();
+    }
+    let version = include_str!("fixtures/gpu-h200/nvcc-version.txt");
+    let nvcc = host.path("/root/cuda/bin/nvcc");
+    std::fs::write(&nvcc, format!("#!/bin/sh\ncat <<'EOF'\n{version}EOF\n")).unwrap();
+    std::fs::set_permissions(&nvcc, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    host
+}
+
+fn run(host: &IsolatedHost, cmd: &str, extra: &[&str]) -> (i32, serde_json::Value) {
+    let mut argv = vec![
+        BIN,
+        cmd,
+        PLAYBOOK,
+        "-c",
+        "local",
+        "--format",
+        "json",
+        "-e",
+        "cuda_home=/root/cuda",
+    ];
+    argv.extend_from_slice(extra);
+    let out = host.run(&argv);
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap(), doc)
+}
+
+fn task<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    doc["hosts"][0]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["task"] == name)
+        .unwrap_or_else(|| panic!("no task {name}: {doc:#}"))
+}
+
+#[test]
+fn bare_host_check_reports_every_drift_and_the_gpu_failure() {
+    let before = machine_digest();
+    let host = host_with_toolkit();
+    let etc_before = std::fs::read_dir(host.path("/etc/sysctl.d"))
+        .map(|d| d.count())
+        .unwrap_or(0);
+    let (code, doc) = run(&host, "check", &[]);
+    assert_eq!(code, 6, "drift and a failed smoke test: {doc:#}");
+    assert_eq!(
+        task(&doc, "CUDA toolkit on PATH and in the linker cache")["status"],
+        "drift"
+    );
+    assert_eq!(task(&doc, "Swap file")["status"], "drift");
+    let sysctl = task(&doc, "Memory sysctls, live and at boot");
+    assert_eq!(sysctl["status"], "drift");
+    let subjects: Vec<&str> = sysctl["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["subject"].as_str().unwrap())
+        .collect();
+    for s in [
+        "vm.swappiness",
+        "vm.swappiness at boot",
+        "vm.overcommit_memory",
+        "vm.overcommit_memory at boot",
+    ] {
+        assert!(subjects.contains(&s), "{subjects:?}");
+    }
+    assert_eq!(
+        task(&doc, "Redundant services disabled and stopped")["status"],
+        "ok",
+        "no systemd here"
+    );
+    let smoke = task(&doc, "GPUs answer and compute");
+    assert_eq!(smoke["status"], "failed");
+    assert!(smoke["message"]
+        .as_str()
+        .unwrap()
+        .contains("no NVIDIA driver"));
+    assert_eq!(
+        doc["hosts"][0]["round_trips"], 1,
+        "a compliance check is one probe"
+    );
+    assert_eq!(host.sysctl("vm.swappiness"), "60");
+    assert_eq!(
+        std::fs::read_dir(host.path("/etc/sysctl.d"))
+            .map(|d| d.count())
+            .unwrap_or(0),
+        etc_before
+    );
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn apply_converges_and_check_is_clean() {
+    let before = machine_digest();
+    let host = host_with_toolkit();
+    let skip = ["--skip-tags", "swap", "-e", "gpu_validate=false"];
+    let (code, first) = run(&host, "apply", &skip);
+    assert_eq!(code, 0, "{first:#}");
+    assert_eq!(first["hosts"][0]["recap"]["changed"], 2, "{first:#}");
+    assert_eq!(host.sysctl("vm.swappiness"), "10");
+    assert_eq!(host.sysctl("vm.overcommit_memory"), "1");
+    let profile = std::fs::read_to_string(host.path("/etc/profile.d/cuda.sh")).unwrap();
+    assert!(
+        profile.contains("CUDA_HOME=/root/cuda\n") && profile.contains("$CUDA_HOME/bin"),
+        "{profile}"
+    );
+    let ld = std::fs::read_to_string(host.path("/etc/ld.so.conf.d/cuda.conf")).unwrap();
+    assert!(ld.contains("/root/cuda/lib64"), "{ld}");
+    let conf = std::fs::read_to_string(host.path("/etc/sysctl.d/90-gpu-node.conf")).unwrap();
+    assert!(
+        conf.contains("vm.swappiness = 10\nvm.overcommit_memory = 1\n"),
+        "{conf}"
+    );
+
+    let (code, second) = run(&host, "apply", &skip);
+    assert_eq!(code, 0);
+    assert_eq!(second["hosts"][0]["recap"]["changed"], 0, "{second:#}");
+    assert_eq!(second["hosts"][0]["round_trips"], 1);
+    let (code, check) = run(&host, "check", &skip);
+    assert_eq!(code, 0, "{check:#}");
+    assert_machine_unchanged(&before);
+}
