@@ -824,14 +824,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
                     .changes
                     .iter()
                     .filter(|c| !later.contains(c.subject.as_str()))
-                    .map(|c| {
-                        format!(
-                            "{}: {} → {}",
-                            c.subject,
-                            c.before.as_deref().unwrap_or("-"),
-                            c.after.as_deref().unwrap_or("-")
-                        )
-                    })
+                    .map(ToString::to_string)
                     .collect::<Vec<_>>()
                     .join("; "),
                 Err(e) => e.to_string(),

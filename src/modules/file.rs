@@ -27,11 +27,7 @@ struct FileModule {
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
-    let path = ["path", "dest", "name"]
-        .iter()
-        .find_map(|k| p.str(k).transpose())
-        .transpose()?
-        .ok_or_else(|| p.error("path", "missing required parameter 'path'"))?;
+    let path = p.first_str(&["path", "dest", "name"])?;
     let state = p.choice("state", STATES, "file")?;
     let src = p.str("src")?;
     if state == "link" && src.is_none() {

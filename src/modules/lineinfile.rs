@@ -73,11 +73,7 @@ fn regex_param(p: &Params, key: &str) -> Result<Option<Regex>, ParamError> {
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
-    let path = ["path", "dest", "name"]
-        .iter()
-        .find_map(|k| p.str(k).transpose())
-        .transpose()?
-        .ok_or_else(|| p.error("path", "missing required parameter 'path'"))?;
+    let path = p.first_str(&["path", "dest", "name"])?;
     let present = p.choice("state", &["present", "absent"], "present")? == "present";
     let matcher = match (regex_param(p, "regexp")?, p.str("search_string")?) {
         (Some(r), None) => Some(Matcher::Regex(r)),

@@ -38,6 +38,20 @@ pub struct Change {
     pub evidence: Option<String>,
 }
 
+/// `subject: before → after`, the one-line form reports and errors use.
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(none)".into());
+        write!(
+            f,
+            "{}: {} → {}",
+            self.subject,
+            show(&self.before),
+            show(&self.after)
+        )
+    }
+}
+
 impl Change {
     pub fn new(subject: impl Into<String>, before: Option<String>, after: Option<String>) -> Self {
         Change {

@@ -109,6 +109,16 @@ impl<'a> Params<'a> {
         }
     }
 
+    /// The first of several alias keys that is set (`path`, `dest`, `name`).
+    pub fn first_str(&self, keys: &[&str]) -> Result<String, ParamError> {
+        for key in keys {
+            if let Some(v) = self.str(key)? {
+                return Ok(v);
+            }
+        }
+        Err(self.error(keys[0], format!("missing required parameter '{}'", keys[0])))
+    }
+
     pub fn required_str(&self, key: &str) -> Result<String, ParamError> {
         self.str(key)?
             .ok_or_else(|| self.error(key, format!("missing required parameter '{key}'")))

@@ -800,17 +800,7 @@ mod tests {
     }
 
     fn summary(plan: &Plan) -> Vec<String> {
-        plan.changes
-            .iter()
-            .map(|c| {
-                format!(
-                    "{}: {} → {}",
-                    c.subject,
-                    c.before.as_deref().unwrap_or("-"),
-                    c.after.as_deref().unwrap_or("-")
-                )
-            })
-            .collect()
+        plan.changes.iter().map(ToString::to_string).collect()
     }
 
     #[test]

@@ -43,12 +43,7 @@ fn task_lines(out: &mut String, t: &TaskResult, style: &Style) {
         Status::Drift | Status::Changed | Status::Unknown | Status::Failed
     );
     for c in t.changes.iter().filter(|_| show_changes) {
-        let mut line = format!(
-            "           {}: {} → {}",
-            c.subject,
-            c.before.as_deref().unwrap_or("(none)"),
-            c.after.as_deref().unwrap_or("(none)")
-        );
+        let mut line = format!("           {c}");
         if let Some(ev) = &c.evidence {
             let _ = write!(line, "  [{ev}]");
         }

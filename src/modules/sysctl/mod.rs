@@ -24,6 +24,17 @@ use crate::shell::quote;
 use config::{ConfFile, Winner, CONFIG_KEY};
 use tuned::{Tuned, TUNED_KEY};
 
+/// Parameters of Ansible's single-key form that the map form does not take.
+const SINGLE_KEY_ONLY: &[&str] = &[
+    "name",
+    "key",
+    "value",
+    "val",
+    "state",
+    "sysctl_file",
+    "sysctl_set",
+];
+
 pub const SYSCTL: ModuleSpec = ModuleSpec {
     name: "sysctl",
     aliases: &["ansible.posix.sysctl"],
@@ -34,8 +45,8 @@ pub const SYSCTL: ModuleSpec = ModuleSpec {
         "val",
         "state",
         "sysctl_file",
-        "reload",
         "sysctl_set",
+        "reload",
         "ignoreerrors",
         "settings",
         "file",
@@ -155,15 +166,7 @@ fn from_params(p: &Params) -> Result<Sysctl, ParamError> {
 }
 
 fn build_map(p: &Params) -> Result<Sysctl, ParamError> {
-    for other in [
-        "name",
-        "key",
-        "value",
-        "val",
-        "state",
-        "sysctl_file",
-        "sysctl_set",
-    ] {
+    for other in SINGLE_KEY_ONLY {
         if p.has(other) {
             return Err(p.error(
                 other,
