@@ -5,7 +5,7 @@
 
 mod support;
 
-use support::{assert_machine_unchanged, machine_digest, IsolatedHost};
+use support::{assert_machine_unchanged, machine_digest, run_json, IsolatedHost};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 const PLAYBOOK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/playbooks/gpu-node.yml");
@@ -41,15 +41,7 @@ fn run(host: &IsolatedHost, cmd: &str, extra: &[&str]) -> (i32, serde_json::Valu
         "cuda_home=/root/cuda",
     ];
     argv.extend_from_slice(extra);
-    let out = host.run(&argv);
-    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code().unwrap(), doc)
+    run_json(host, &argv)
 }
 
 fn task<'a>(doc: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {

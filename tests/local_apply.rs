@@ -5,7 +5,7 @@ mod support;
 
 use std::process::Output;
 
-use support::{assert_machine_unchanged, machine_digest, IsolatedHost};
+use support::{assert_machine_unchanged, machine_digest, run_json, IsolatedHost};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 
@@ -27,18 +27,18 @@ fn nodeprov(host: &IsolatedHost, args: &[&str]) -> Output {
 }
 
 fn json(host: &IsolatedHost, cmd: &str) -> (i32, serde_json::Value) {
-    let out = nodeprov(
+    run_json(
         host,
-        &[cmd, "/root/site.yml", "-c", "local", "--format", "json"],
-    );
-    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
-        panic!(
-            "{e}: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code().unwrap(), doc)
+        &[
+            BIN,
+            cmd,
+            "/root/site.yml",
+            "-c",
+            "local",
+            "--format",
+            "json",
+        ],
+    )
 }
 
 fn recap(doc: &serde_json::Value, field: &str) -> u64 {

@@ -37,22 +37,17 @@ fn run(pb: &Playbook, missing: usize, check: bool) -> (RunOutcome, Log) {
     let log: Arc<Mutex<Option<Log>>> = Arc::new(Mutex::new(None));
     let log2 = log.clone();
     let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
-        let applied = Arc::new(AtomicBool::new(false));
-        let fake = FakeTransport::new(move |s: &Script| {
-            if s.purpose == Purpose::Mutate {
-                applied.store(true, Ordering::SeqCst);
-            }
-            let now_applied = applied.load(Ordering::SeqCst);
-            let stdout = fake_answer(&s.body, |key| answer(key, missing, now_applied));
-            Ok(Output {
-                status: 0,
-                stdout,
-                stderr: Vec::new(),
-            })
-        });
+        let fake = fake_host(missing);
         *log2.lock().unwrap() = Some(fake.log());
         Ok(Box::new(fake) as Box<dyn crate::transport::Transport>)
     };
+    let outcome = execute(pb, check, 1, &connect);
+    let log = log.lock().unwrap().clone().unwrap();
+    (outcome, log)
+}
+
+/// Runs `pb` against the implicit localhost through `connect`.
+fn execute(pb: &Playbook, check: bool, forks: usize, connect: &Connector) -> RunOutcome {
     let inventory = Inventory::localhost();
     let req = RunRequest {
         playbook: pb,
@@ -64,12 +59,27 @@ fn run(pb: &Playbook, missing: usize, check: bool) -> (RunOutcome, Log) {
             skip_tags: Vec::new(),
         },
         extra_vars: serde_json::Map::new(),
-        forks: 1,
-        connect: &connect,
+        forks,
+        connect,
     };
-    let outcome = run_playbook(&req, &|_| {}).unwrap();
-    let log = log.lock().unwrap().clone().unwrap();
-    (outcome, log)
+    run_playbook(&req, &|_| {}).unwrap()
+}
+
+/// A host whose first `missing` files are absent until a mutating script ran.
+fn fake_host(missing: usize) -> FakeTransport {
+    let applied = Arc::new(AtomicBool::new(false));
+    FakeTransport::new(move |s: &Script| {
+        if s.purpose == Purpose::Mutate {
+            applied.store(true, Ordering::SeqCst);
+        }
+        let now_applied = applied.load(Ordering::SeqCst);
+        let stdout = fake_answer(&s.body, |key| answer(key, missing, now_applied));
+        Ok(Output {
+            status: 0,
+            stdout,
+            stderr: Vec::new(),
+        })
+    })
 }
 
 fn answer(key: &str, missing: usize, applied: bool) -> ProbeResult {
@@ -124,34 +134,14 @@ fn round_trips_do_not_grow_with_task_count() {
 #[test]
 fn unreachable_host_is_reported_not_fatal() {
     let (_d, pb) = playbook(2);
-    let connect =
-        |h: &str,
-         _: &serde_json::Map<String, serde_json::Value>|
-         -> Result<Box<dyn crate::transport::Transport>, crate::transport::TransportError> {
-            Err(crate::transport::TransportError::Unreachable(format!(
-                "{h}: connection refused"
-            )))
-        };
-    let inventory = Inventory::localhost();
-    let req = RunRequest {
-        playbook: &pb,
-        inventory: &inventory,
-        limit: None,
-        opts: RunOptions {
-            check: true,
-            tags: Vec::new(),
-            skip_tags: Vec::new(),
-        },
-        extra_vars: serde_json::Map::new(),
-        forks: 4,
-        connect: &connect,
+    let connect = |h: &str, _: &serde_json::Map<String, serde_json::Value>| {
+        Err(crate::transport::TransportError::Unreachable(format!(
+            "{h}: connection refused"
+        )))
     };
-    let outcome = run_playbook(&req, &|_| {}).unwrap();
-    assert!(outcome.reports[0]
-        .unreachable
-        .as_deref()
-        .unwrap()
-        .contains("connection refused"));
+    let outcome = execute(&pb, true, 4, &connect);
+    let why = outcome.reports[0].unreachable.as_deref().unwrap();
+    assert!(why.contains("connection refused"), "{why}");
     assert_eq!(crate::report::exit_code(&outcome), 4);
 }
 
@@ -166,31 +156,9 @@ fn one_session_per_host_for_the_whole_run() {
     let c2 = connects.clone();
     let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
         c2.fetch_add(1, Ordering::SeqCst);
-        let fake = FakeTransport::new(|s: &Script| {
-            let stdout = fake_answer(&s.body, |key| answer(key, 0, false));
-            Ok(Output {
-                status: 0,
-                stdout,
-                stderr: Vec::new(),
-            })
-        });
-        Ok(Box::new(fake) as Box<dyn crate::transport::Transport>)
+        Ok(Box::new(fake_host(0)) as Box<dyn crate::transport::Transport>)
     };
-    let inventory = Inventory::localhost();
-    let req = RunRequest {
-        playbook: &pb,
-        inventory: &inventory,
-        limit: None,
-        opts: RunOptions {
-            check: true,
-            tags: Vec::new(),
-            skip_tags: Vec::new(),
-        },
-        extra_vars: serde_json::Map::new(),
-        forks: 2,
-        connect: &connect,
-    };
-    let outcome = run_playbook(&req, &|_| {}).unwrap();
+    let outcome = execute(&pb, true, 2, &connect);
     assert_eq!(outcome.reports.len(), 2);
     assert_eq!(connects.load(Ordering::SeqCst), 1);
 }

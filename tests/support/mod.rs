@@ -296,3 +296,17 @@ fn content_hash(path: &Path) -> u64 {
     hasher.write(&bytes);
     hasher.finish()
 }
+
+/// Runs argv inside the host and reads its stdout as one JSON document
+/// (nodeprov's `--format json`); returns the exit code with it.
+pub fn run_json(host: &IsolatedHost, argv: &[&str]) -> (i32, serde_json::Value) {
+    let out = host.run(argv);
+    let doc = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{e}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    });
+    (out.status.code().unwrap_or(-1), doc)
+}

@@ -24,8 +24,8 @@ use crate::shell::quote;
 use config::{ConfFile, Winner, CONFIG_KEY};
 use tuned::{Tuned, TUNED_KEY};
 
-/// Parameters of Ansible's single-key form that the map form does not take.
-const SINGLE_KEY_ONLY: &[&str] = &[
+/// Every parameter; the first seven belong to Ansible's single-key form only.
+const PARAMS: &[&str] = &[
     "name",
     "key",
     "value",
@@ -33,24 +33,17 @@ const SINGLE_KEY_ONLY: &[&str] = &[
     "state",
     "sysctl_file",
     "sysctl_set",
+    "reload",
+    "ignoreerrors",
+    "settings",
+    "file",
 ];
+const SINGLE_KEY_ONLY: &[&str] = PARAMS.split_at(7).0;
 
 pub const SYSCTL: ModuleSpec = ModuleSpec {
     name: "sysctl",
     aliases: &["ansible.posix.sysctl"],
-    params: &[
-        "name",
-        "key",
-        "value",
-        "val",
-        "state",
-        "sysctl_file",
-        "sysctl_set",
-        "reload",
-        "ignoreerrors",
-        "settings",
-        "file",
-    ],
+    params: PARAMS,
     required: &[],
     free_form: None,
     build,
