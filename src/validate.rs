@@ -6,6 +6,8 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::diag::Diagnostic;
+use crate::modules::params::BuildCtx;
+use crate::modules::Params;
 use crate::playbook::{Playbook, Task};
 use crate::template::Templates;
 use crate::yaml::Node;
@@ -46,6 +48,40 @@ fn check_task(t: &Templates, base: &Path, task: &Task, errors: &mut Vec<Diagnost
     }
     if task.module.name == "template" {
         check_template_src(t, base, task, errors);
+    } else {
+        check_literal_params(t, base, task, errors);
+    }
+}
+
+/// A task whose parameters hold no template can be built now, so a wrong
+/// choice (`state: presnt`), mode or regular expression is reported before
+/// any host is touched.
+fn check_literal_params(t: &Templates, base: &Path, task: &Task, errors: &mut Vec<Diagnostic>) {
+    let params: Vec<(String, Value, crate::diag::Span)> = task
+        .params
+        .iter()
+        .map(|(k, n)| (k.clone(), n.to_json(), n.span.clone()))
+        .collect();
+    if params
+        .iter()
+        .any(|(_, v, _)| crate::exec::vars::has_template(v))
+    {
+        return;
+    }
+    let vars = Value::Object(serde_json::Map::new());
+    let search_dirs = [
+        base.join("templates"),
+        base.join("files"),
+        base.to_path_buf(),
+    ];
+    let ctx = BuildCtx {
+        templates: t,
+        vars: &vars,
+        search_dirs: &search_dirs,
+    };
+    let p = Params::new(task.module.name, task.module_span.clone(), params, &ctx);
+    if let Err(e) = (task.module.build)(&p) {
+        errors.push(e.to_diagnostic());
     }
 }
 

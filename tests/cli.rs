@@ -132,3 +132,19 @@ fn json_report_is_one_versioned_document() {
     assert_eq!(task["location"], format!("{pb}:4:7"));
     assert!(!target.exists(), "check must not write");
 }
+
+#[test]
+fn validate_checks_literal_parameter_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let pb = write(
+        dir.path(),
+        "v.yml",
+        "- hosts: all\n  tasks:\n    - file: {path: /x, state: directry}\n",
+    );
+    let out = nodeprov(&["validate", &pb]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(err.contains("'directry' is not a valid state"), "{err}");
+    assert!(err.contains(&format!("--> {pb}:3:31")), "{err}");
+    assert!(err.contains("hint: did you mean 'directory'?"), "{err}");
+}
