@@ -187,7 +187,10 @@ fn key_auth_as_root_provisions_the_hosts_private_etc() {
     let run = Run::json(control.nodeprov(&["apply", &playbook, "-i", &inventory]));
     assert_eq!(run.code, 0, "{run}");
     for h in &fleet.hosts {
-        assert_eq!(read_inside(h, "/etc/nodeprov-marker"), format!("{}\n", h.name()));
+        assert_eq!(
+            read_inside(h, "/etc/nodeprov-marker"),
+            format!("{}\n", h.name())
+        );
     }
     assert!(!std::path::Path::new("/etc/nodeprov-marker").exists());
     assert_machine_unchanged(&before);
@@ -241,7 +244,11 @@ fn agent_auth_logs_in_without_a_key_file() {
     let control = Control::new(&fleet);
     let inventory = control.write(
         "inventory.ini",
-        &format!("{} ansible_host={} ansible_user=ops\n", host.name(), host.ip()),
+        &format!(
+            "{} ansible_host={} ansible_user=ops\n",
+            host.name(),
+            host.ip()
+        ),
     );
     let playbook = control.write("whoami.yml", WHOAMI_PLAYBOOK);
     let args = ["apply", playbook.as_str(), "-i", inventory.as_str()];
@@ -249,7 +256,9 @@ fn agent_auth_logs_in_without_a_key_file() {
     let without = Run::json(control.nodeprov(&args));
     assert_eq!(without.code, 4, "{without}");
     assert!(
-        without.unreachable(host.name()).contains("authentication failed"),
+        without
+            .unreachable(host.name())
+            .contains("authentication failed"),
         "{without}"
     );
 
@@ -270,7 +279,11 @@ fn password_auth_from_inventory_or_environment() {
     let control = Control::new(&fleet);
     let playbook = control.write("whoami.yml", WHOAMI_PLAYBOOK);
     let line = |h: &SshHost, extra: &str| {
-        format!("{} ansible_host={} ansible_user=deploy {extra}\n", h.name(), h.ip())
+        format!(
+            "{} ansible_host={} ansible_user=deploy {extra}\n",
+            h.name(),
+            h.ip()
+        )
     };
     // a: ansible_password; b: nothing, so it needs NODEPROV_SSH_PASSWORD.
     let inventory = control.write(
@@ -333,7 +346,11 @@ fn host_keys_unknown_refused_changed_refused_new_accepted_on_request() {
         msg.contains("HOST KEY MISMATCH") && msg.contains(&real),
         "{msg}"
     );
-    assert_eq!(control.read("known_hosts"), stale, "a changed key is never replaced");
+    assert_eq!(
+        control.read("known_hosts"),
+        stale,
+        "a changed key is never replaced"
+    );
     assert_eq!(read_inside(host, "/tmp/whoami"), "", "no script ran");
 
     control.write("known_hosts", "");
@@ -366,7 +383,11 @@ fn proxy_jump_from_ssh_config_goes_through_the_jump_host() {
     );
     let inventory = control.write(
         "inventory.ini",
-        &format!("{} ansible_host={} ansible_user=root\n", target.name(), target.ip()),
+        &format!(
+            "{} ansible_host={} ansible_user=root\n",
+            target.name(),
+            target.ip()
+        ),
     );
     let playbook = control.write("whoami.yml", WHOAMI_PLAYBOOK);
     let (target_name, jump_ip) = (target.name().to_string(), jump.ip());
@@ -434,7 +455,10 @@ fn become_with_sudo_nopasswd_and_with_password() {
     assert_eq!(right.code, 0, "{right}");
     for h in [ops, deploy] {
         let marker = h.host.path("/etc/nodeprov-marker");
-        assert_eq!(std::fs::read_to_string(&marker).unwrap(), format!("{}\n", h.name()));
+        assert_eq!(
+            std::fs::read_to_string(&marker).unwrap(),
+            format!("{}\n", h.name())
+        );
         assert_eq!(std::fs::metadata(&marker).unwrap().uid(), 0, "{}", h.name());
     }
     assert_machine_unchanged(&before);
@@ -516,7 +540,12 @@ fn a_failed_canary_halts_the_rollout_and_lists_hosts_never_touched() {
     assert_eq!(run.doc["never_touched"], serde_json::json!(rest), "{run}");
     assert!(run.doc["halted"].as_str().is_some(), "{run}");
     for h in &fleet.hosts[1..] {
-        assert_eq!(h.host.sysctl("vm.swappiness"), "60", "{} was touched", h.name());
+        assert_eq!(
+            h.host.sysctl("vm.swappiness"),
+            "60",
+            "{} was touched",
+            h.name()
+        );
     }
 
     let human = Run::of(control.nodeprov(&args));
@@ -560,7 +589,11 @@ fn twenty_hosts_converge_stay_idempotent_and_check_names_only_the_drifted_one() 
     let check = run("check");
     assert_eq!(check.code, 2, "{check}");
     assert_eq!(check.hosts_with("drift"), [drifted.name()], "{check}");
-    assert_eq!(drifted.host.sysctl("vm.swappiness"), "60", "check changes nothing");
+    assert_eq!(
+        drifted.host.sysctl("vm.swappiness"),
+        "60",
+        "check changes nothing"
+    );
     eprintln!("20-host rollout test took {:?}", started.elapsed());
     assert_machine_unchanged(&before);
 }

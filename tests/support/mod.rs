@@ -108,7 +108,8 @@ impl IsolatedHost {
             .open(self.path(SPAWN_LOG))
             .expect("open spawn log");
         let mut cmd = self.command(argv);
-        cmd.stdout(log.try_clone().expect("dup spawn log")).stderr(log);
+        cmd.stdout(log.try_clone().expect("dup spawn log"))
+            .stderr(log);
         cmd.spawn().expect("spawn unshare")
     }
 
@@ -118,12 +119,16 @@ impl IsolatedHost {
     }
 
     fn command(&self, argv: &[&str]) -> Command {
-        let (program, _) = argv
-            .split_first()
-            .expect("IsolatedHost needs a command");
+        let (program, _) = argv.split_first().expect("IsolatedHost needs a command");
         let mut cmd = Command::new("unshare");
         cmd.args(["--mount", "--propagation", "private", "--pid", "--fork"])
-            .args(["--kill-child", "--uts", "--mount-proc", "/bin/sh", ENTER_SCRIPT])
+            .args([
+                "--kill-child",
+                "--uts",
+                "--mount-proc",
+                "/bin/sh",
+                ENTER_SCRIPT,
+            ])
             .arg(self.root.path())
             .arg(self.vm.path())
             .arg(&self.hostname);

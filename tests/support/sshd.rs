@@ -14,8 +14,6 @@ use std::sync::atomic::{AtomicU8, Ordering};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use tempfile::TempDir;
-
 use super::IsolatedHost;
 
 pub const DEPLOY_PASSWORD: &str = "deploy-pass";
@@ -37,6 +35,9 @@ for user in deploy ops; do
 	useradd --no-log-init -m -d "/run/home/$user" -s /bin/sh "$user"
 done
 echo "deploy:deploy-pass" | chpasswd
+# useradd leaves ops locked ("!"), and without PAM sshd then refuses even its
+# key; "*" means "no password" but not locked.
+usermod -p '*' ops
 cat >/etc/sudoers.d/nodeprov-test <<'EOF'
 Defaults !syslog, lecture=never
 deploy ALL=(ALL:ALL) ALL
@@ -66,29 +67,44 @@ printf '%s %s\n' "$addr" "$(hostname)" >>/etc/hosts
 
 /// The client key every test host authorizes for root, deploy and ops.
 pub struct TestKey {
-    dir: TempDir,
+    dir: PathBuf,
 }
 
 impl TestKey {
-    /// Generated once per test process, in cargo's per-target temp dir.
+    /// Made once, in cargo's per-target temp dir, and reused by later runs so
+    /// that no run leaves a key behind.
     pub fn get() -> &'static TestKey {
         static KEY: OnceLock<TestKey> = OnceLock::new();
         KEY.get_or_init(|| {
-            let dir = tempfile::Builder::new()
-                .prefix("ssh-key-")
-                .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-                .expect("create key dir");
-            keygen(&dir.path().join("id_ed25519"));
+            let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("ssh-test-key");
+            if !dir.join("id_ed25519.pub").exists() {
+                make_key_dir(&dir);
+            }
             TestKey { dir }
         })
     }
 
     pub fn path(&self) -> PathBuf {
-        self.dir.path().join("id_ed25519")
+        self.dir.join("id_ed25519")
     }
 
     pub fn public(&self) -> String {
-        read_trimmed(&self.dir.path().join("id_ed25519.pub"))
+        read_trimmed(&self.dir.join("id_ed25519.pub"))
+    }
+}
+
+/// Generates the key pair beside `dir` and renames it into place, so test
+/// processes racing to make it all end up with the same, complete one.
+fn make_key_dir(dir: &Path) {
+    let parent = dir.parent().expect("key dir has a parent");
+    let fresh = tempfile::Builder::new()
+        .prefix("ssh-key-")
+        .tempdir_in(parent)
+        .expect("create key dir");
+    keygen(&fresh.path().join("id_ed25519"));
+    // Losing the race leaves `fresh` to be removed on drop.
+    if std::fs::rename(fresh.path(), dir).is_ok() {
+        let _ = fresh.keep();
     }
 }
 
@@ -146,7 +162,11 @@ impl SshHost {
         self.server = Some(sshd);
         let deadline = Instant::now() + START_TIMEOUT;
         while TcpStream::connect_timeout(&self.addr(), Duration::from_secs(1)).is_err() {
-            let exited = self.server.as_mut().and_then(|c| c.try_wait().ok()).flatten();
+            let exited = self
+                .server
+                .as_mut()
+                .and_then(|c| c.try_wait().ok())
+                .flatten();
             assert!(
                 exited.is_none() && Instant::now() < deadline,
                 "sshd of {} did not start ({exited:?}): {}",
@@ -287,7 +307,7 @@ fn namespace_init(unshare: u32) -> i32 {
 }
 
 fn read_trimmed(path: &Path) -> String {
-    let text = std::fs::read_to_string(path)
-        .unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
     text.trim_end().to_string()
 }
