@@ -411,7 +411,7 @@ fn proxy_jump_from_ssh_config_goes_through_the_jump_host() {
     let cut_off = Run::json(control.nodeprov(&args));
     assert_eq!(cut_off.code, 4, "{cut_off}");
     let msg = cut_off.unreachable(&target_name);
-    assert!(msg.contains(&jump_ip), "{msg}");
+    assert!(msg.contains(&jump_ip) && msg.contains("jump host"), "{msg}");
     assert_machine_unchanged(&before);
 }
 

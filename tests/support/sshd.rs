@@ -27,6 +27,7 @@ const START_TIMEOUT: Duration = Duration::from_secs(30);
 /// so each host has its own and the machine's private keys never linger in a
 /// temp dir. Homes live under /run because /home is the real one.
 const SETUP_SCRIPT: &str = r#"set -eu
+PATH=$PATH:/usr/sbin:/sbin
 key=$1 addr=$2
 rm -f /etc/ssh/ssh_host_*
 ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key
