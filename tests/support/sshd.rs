@@ -30,6 +30,8 @@ const SETUP_SCRIPT: &str = r#"set -eu
 PATH=$PATH:/usr/sbin:/sbin
 key=$1 addr=$2
 rm -f /etc/ssh/ssh_host_*
+# One ed25519 key rather than `ssh-keygen -A`: RSA keys take long to make
+# for 20 hosts at once, and known_hosts lines name this one.
 ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key
 mkdir -p /run/home /run/sshd
 for user in deploy ops; do
@@ -39,6 +41,8 @@ echo "deploy:deploy-pass" | chpasswd
 # useradd leaves ops locked ("!"), and without PAM sshd then refuses even its
 # key; "*" means "no password" but not locked.
 usermod -p '*' ops
+# Without a lecture sudo writes nothing under /var/lib/sudo, which is the
+# machine's; without syslog it leaves the machine's logs alone.
 cat >/etc/sudoers.d/nodeprov-test <<'EOF'
 Defaults !syslog, lecture=never
 deploy ALL=(ALL:ALL) ALL
@@ -63,7 +67,8 @@ PidFile none
 MaxStartups 100
 LogLevel VERBOSE
 EOF
-printf '%s %s\n' "$addr" "$(hostname)" >>/etc/hosts
+# sudo resolves the host's own name and complains on stderr when it cannot.
+printf '%s %s\n' "$addr" "$(uname -n)" >>/etc/hosts
 "#;
 
 /// The client key every test host authorizes for root, deploy and ops.
