@@ -15,6 +15,11 @@ REQUIRED_COMMANDS=(
 	"sysctl procps"
 	"unshare util-linux"
 	"mount mount"
+	"sshd openssh-server"
+	"ssh-keygen openssh-client"
+	"ssh-agent openssh-client"
+	"sudo sudo"
+	"useradd passwd"
 )
 
 missing_packages() {
@@ -35,9 +40,30 @@ install_missing_packages() {
 	fi
 	echo "test.sh: installing $missing"
 	export DEBIAN_FRONTEND=noninteractive
+	forbid_service_starts
 	apt-get update -qq </dev/null
 	# shellcheck disable=SC2086 # one word per package
 	apt-get install -y -qq --no-install-recommends $missing </dev/null
+	restore_service_policy
+}
+
+# Installing openssh-server must not start a real sshd on this machine (the
+# tests start their own, in namespaces): invoke-rc.d asks policy-rc.d, and 101
+# means "not allowed". A policy already in place is left as it is.
+POLICY_RC_D=/usr/sbin/policy-rc.d
+created_policy=
+forbid_service_starts() {
+	[ -e "$POLICY_RC_D" ] && return 0
+	created_policy=1
+	trap restore_service_policy EXIT
+	printf '#!/bin/sh\nexit 101\n' >"$POLICY_RC_D"
+	chmod 755 "$POLICY_RC_D"
+}
+
+restore_service_policy() {
+	[ -n "$created_policy" ] || return 0
+	rm -f "$POLICY_RC_D"
+	created_policy=
 }
 
 # Everything of the machine's own state that the tests must never change: all

@@ -2,11 +2,13 @@
 //!
 //! Everything lives in a temp dir (host key, authorized key, known_hosts,
 //! config): the real `~/.ssh` and `/etc/ssh` are never read or written.
-//! The tests skip (with a note) when no `sshd` binary is available; set
-//! `NODEPROV_TEST_SSHD` to point at one. As root, sshd would need the
-//! `sshd` privilege-separation account, so it is run unprivileged as the
-//! account named by `NODEPROV_TEST_SSH_USER` (default: the first account
-//! with uid >= 1000 and a login shell), and the tests log in as that user.
+//! They need an `sshd` binary (`scripts/test.sh` installs openssh-server;
+//! `NODEPROV_TEST_SSHD` points at another) and fail rather than skip without
+//! one, so a green run always means the transport really spoke SSH. As root,
+//! sshd would need the `sshd` privilege-separation account and /run/sshd, so
+//! it is run unprivileged as the account named by `NODEPROV_TEST_SSH_USER`
+//! (default: the first account with uid >= 1000 and a login shell), and the
+//! tests log in as that user.
 
 use std::net::TcpStream;
 use std::os::unix::fs::PermissionsExt;
@@ -32,11 +34,16 @@ impl Drop for Sshd {
     }
 }
 
-fn sshd_binary() -> Option<PathBuf> {
+fn sshd_binary() -> PathBuf {
     let path = std::env::var_os("NODEPROV_TEST_SSHD")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/usr/sbin/sshd"));
-    path.exists().then_some(path)
+    assert!(
+        path.exists(),
+        "no sshd at {}: install openssh-server (scripts/test.sh does) or set NODEPROV_TEST_SSHD",
+        path.display()
+    );
+    path
 }
 
 fn is_root() -> bool {
@@ -78,12 +85,11 @@ fn free_port() -> u16 {
         .port()
 }
 
-fn start() -> Option<Sshd> {
-    let Some(sshd) = sshd_binary() else {
-        eprintln!("no sshd (set NODEPROV_TEST_SSHD); skipped");
-        return None;
-    };
-    let (user, uid, gid) = account()?;
+fn start() -> Sshd {
+    let sshd = sshd_binary();
+    let (user, uid, gid) = account().expect(
+        "no account for the unprivileged sshd: set NODEPROV_TEST_SSH_USER to a user with a login shell",
+    );
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     keygen(&d.join("host_key"));
@@ -126,7 +132,7 @@ fn start() -> Option<Sshd> {
         assert!(Instant::now() < deadline, "sshd did not start");
         std::thread::sleep(Duration::from_millis(50));
     }
-    Some(server)
+    server
 }
 
 impl Sshd {
@@ -177,7 +183,7 @@ fn unreachable_message(r: Result<SshTransport, TransportError>) -> String {
 
 #[test]
 fn key_auth_runs_scripts_and_keeps_exit_status_and_streams_apart() {
-    let Some(sshd) = start() else { return };
+    let sshd = start();
     let mut t = sshd.connect(&sshd.options(true)).unwrap();
     let out = t
         .run(&script(
@@ -203,7 +209,7 @@ fn key_auth_runs_scripts_and_keeps_exit_status_and_streams_apart() {
 
 #[test]
 fn unknown_host_is_refused_without_accept_new() {
-    let Some(sshd) = start() else { return };
+    let sshd = start();
     let msg = unreachable_message(sshd.connect(&sshd.options(false)));
     assert!(
         msg.contains("not known") && msg.contains("SHA256:"),
@@ -214,7 +220,7 @@ fn unknown_host_is_refused_without_accept_new() {
 
 #[test]
 fn changed_host_key_is_refused_with_fingerprint() {
-    let Some(sshd) = start() else { return };
+    let sshd = start();
     keygen(&sshd.path("other_key"));
     let other = std::fs::read_to_string(sshd.path("other_key.pub")).unwrap();
     let line = format!("[127.0.0.1]:{} {}", sshd.port, other);
@@ -233,7 +239,7 @@ fn changed_host_key_is_refused_with_fingerprint() {
 
 #[test]
 fn wrong_key_names_what_was_tried() {
-    let Some(sshd) = start() else { return };
+    let sshd = start();
     keygen(&sshd.path("stranger"));
     let mut opts = sshd.options(true);
     opts.private_key = Some(sshd.path("stranger"));
@@ -247,7 +253,7 @@ fn wrong_key_names_what_was_tried() {
 
 #[test]
 fn ten_megabytes_of_stderr_while_stdin_is_still_being_sent() {
-    let Some(sshd) = start() else { return };
+    let sshd = start();
     let mut t = sshd.connect(&sshd.options(true)).unwrap();
     // The shell floods stderr before reading the rest of a large script,
     // so neither side may wait for the other.
@@ -262,7 +268,7 @@ fn ten_megabytes_of_stderr_while_stdin_is_still_being_sent() {
 
 #[test]
 fn a_script_over_its_time_makes_the_host_unreachable() {
-    let Some(sshd) = start() else { return };
+    let sshd = start();
     let mut opts = sshd.options(true);
     opts.command_timeout = Duration::from_secs(1);
     let mut t = sshd.connect(&opts).unwrap();
@@ -281,7 +287,7 @@ fn a_script_over_its_time_makes_the_host_unreachable() {
 
 #[test]
 fn proxy_jump_tunnels_through_the_jump_host() {
-    let Some(sshd) = start() else { return };
+    let sshd = start();
     let mut vars = sshd.vars();
     let jump = format!("-J {}@127.0.0.1:{}", sshd.user, sshd.port);
     vars.insert("ansible_ssh_common_args".into(), jump.into());
@@ -302,7 +308,7 @@ fn session_processes(sshd: &Sshd) -> Vec<i32> {
 
 #[test]
 fn a_frozen_host_is_noticed_by_keepalives() {
-    let Some(sshd) = start() else { return };
+    let sshd = start();
     let mut opts = sshd.options(true);
     opts.keepalive = Duration::from_secs(1);
     let mut t = sshd.connect(&opts).unwrap();

@@ -2,10 +2,10 @@
 # Runs as PID 1 of the fresh mount/pid/uts namespaces that IsolatedHost::run makes
 # with `unshare` (see mod.rs). It lays the host's private tree over the machine's
 # mutable state, then execs the command, so nothing the command does can reach the
-# real /etc, /root, /tmp, /run or kernel settings.
+# real /etc, /root, /tmp, /run, /var/log or kernel settings.
 #
 # usage: enter-host.sh ROOT VMDIR HOSTNAME [--keep PATH]... -- COMMAND [ARG]...
-#   ROOT   host tree holding etc/ root/ tmp/ run/
+#   ROOT   host tree holding etc/ root/ tmp/ run/ var/log/
 #   VMDIR  plain files standing in for /proc/sys/vm
 #   --keep a real directory under /etc, /root, /tmp or /run that must stay visible
 #          (the binary under test, the caller's working directory)
@@ -45,7 +45,7 @@ printf '%s\n' "$name" >/proc/sys/kernel/hostname || fail "cannot set hostname"
 mount -n --bind /proc/sys /proc/sys && mount -n -o remount,bind,ro /proc/sys || fail "cannot make /proc/sys read-only"
 mount -n --bind "$vmdir" /proc/sys/vm || fail "cannot bind fake vm dir $vmdir"
 
-for dir in etc root run tmp; do
+for dir in etc root run tmp var/log; do
 	mount -n --rbind "./$dir" "/$dir" || fail "cannot cover /$dir"
 done
 

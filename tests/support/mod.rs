@@ -8,17 +8,21 @@
 //! between calls just as it would on a real server.
 //!
 //! Requires root (or equivalent capabilities) and util-linux `unshare`/`mount`.
+//!
+//! `sshd` (a submodule) turns hosts into SSH servers for transport tests.
 
 // Every test crate includes this module with `mod support;` and uses a different
 // subset of it; the rest would otherwise warn as dead code in that crate.
 #![allow(dead_code)]
+
+pub mod sshd;
 
 use std::collections::{BTreeSet, HashSet};
 use std::fs;
 use std::hash::{DefaultHasher, Hasher};
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+use std::process::{Child, Command, Output, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use tempfile::TempDir;
@@ -26,11 +30,13 @@ use tempfile::TempDir;
 const ENTER_SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/enter-host.sh");
 
 /// The directories a host gets private copies of, with the modes a real system has.
-const PRIVATE_DIRS: [(&str, u32); 4] = [
+/// /var/log is among them because sshd and sudo record logins and failures there.
+const PRIVATE_DIRS: [(&str, u32); 5] = [
     ("/etc", 0o755),
     ("/root", 0o700),
     ("/tmp", 0o1777),
     ("/run", 0o755),
+    ("/var/log", 0o755),
 ];
 
 /// Pinned so tests see the same starting point on every machine, whatever the
@@ -43,6 +49,8 @@ const VM_DEFAULTS: [(&str, &str); 4] = [
 ];
 
 const FAKE_VM: &str = "/proc/sys/vm";
+
+const SPAWN_LOG: &str = "/var/log/spawned.log";
 
 /// enter-host.sh's exit status when it could not build the namespace.
 const SETUP_FAILED: i32 = 125;
@@ -84,12 +92,43 @@ impl IsolatedHost {
     /// the host itself could not be entered, so a broken harness never looks like
     /// a failing command.
     pub fn run(&self, argv: &[&str]) -> Output {
-        let (program, _) = argv
-            .split_first()
-            .expect("IsolatedHost::run needs a command");
+        let out = self.command(argv).output().expect("spawn unshare");
+        panic_if_not_entered(&out);
+        out
+    }
+
+    /// Starts `argv` inside a fresh namespace over the host's tree and returns at
+    /// once, for servers. `argv` runs as PID 1 of that namespace, as the child of
+    /// the returned `unshare`; killing `unshare` kills it and all it started.
+    /// Its stdout and stderr are appended to the host's `/var/log/spawned.log`.
+    pub fn spawn(&self, argv: &[&str]) -> Child {
+        let log = fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.path(SPAWN_LOG))
+            .expect("open spawn log");
+        let mut cmd = self.command(argv);
+        cmd.stdout(log.try_clone().expect("dup spawn log"))
+            .stderr(log);
+        cmd.spawn().expect("spawn unshare")
+    }
+
+    /// What spawned commands (and enter-host.sh, when entering failed) printed.
+    pub fn spawn_log(&self) -> String {
+        fs::read_to_string(self.path(SPAWN_LOG)).unwrap_or_default()
+    }
+
+    fn command(&self, argv: &[&str]) -> Command {
+        let (program, _) = argv.split_first().expect("IsolatedHost needs a command");
         let mut cmd = Command::new("unshare");
         cmd.args(["--mount", "--propagation", "private", "--pid", "--fork"])
-            .args(["--uts", "--mount-proc", "/bin/sh", ENTER_SCRIPT])
+            .args([
+                "--kill-child",
+                "--uts",
+                "--mount-proc",
+                "/bin/sh",
+                ENTER_SCRIPT,
+            ])
             .arg(self.root.path())
             .arg(self.vm.path())
             .arg(&self.hostname);
@@ -102,9 +141,7 @@ impl IsolatedHost {
             .env("LC_ALL", "C")
             .env("HOME", "/root")
             .stdin(Stdio::null());
-        let out = cmd.output().expect("spawn unshare");
-        panic_if_not_entered(&out);
-        out
+        cmd
     }
 
     /// The machine-side path of `inside`, which must lie in the host's private

@@ -220,9 +220,14 @@ fn exit_status(channel: &ssh2::Channel) -> i32 {
 fn open_route(opts: &SshOptions, route: &Route) -> Result<(Session, RawFd), String> {
     let mut hops = route.jumps.iter().chain([&route.target]);
     let first = hops.next().expect("the target is always there");
-    let tcp = tcp_connect(first)?;
+    // Reported under the target's name, so say whose failure it really is.
+    let first_hop = |e: String| match route.jumps.is_empty() {
+        true => e,
+        false => format!("{e} (jump host to {})", route.target.display()),
+    };
+    let tcp = tcp_connect(first).map_err(first_hop)?;
     let fd = tcp.as_raw_fd();
-    let mut current = (establish(opts, first, tcp)?, fd, first);
+    let mut current = (establish(opts, first, tcp).map_err(first_hop)?, fd, first);
     for next in hops {
         let (session, _, via) = current;
         let sock = jump::tunnel(session, current.1, &next.host, next.port)
