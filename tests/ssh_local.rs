@@ -1,138 +1,32 @@
-//! The SSH transport against a throwaway `sshd` on 127.0.0.1.
+//! The SSH transport itself against one real OpenSSH host (a namespaced
+//! `sshd` from the test harness, root login with the test key).
 //!
-//! Everything lives in a temp dir (host key, authorized key, known_hosts,
-//! config): the real `~/.ssh` and `/etc/ssh` are never read or written.
-//! They need an `sshd` binary (`scripts/test.sh` installs openssh-server;
-//! `NODEPROV_TEST_SSHD` points at another) and fail rather than skip without
-//! one, so a green run always means the transport really spoke SSH. As root,
-//! sshd would need the `sshd` privilege-separation account and /run/sshd, so
-//! it is run unprivileged as the account named by `NODEPROV_TEST_SSH_USER`
-//! (default: the first account with uid >= 1000 and a login shell), and the
-//! tests log in as that user.
+//! Client-side files (known_hosts, extra keys) live in a temp dir: the real
+//! `~/.ssh` and `/etc/ssh` are never read or written.
 
-use std::net::TcpStream;
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+mod support;
+
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nodeprov::transport::ssh::{SshOptions, SshTransport};
 use nodeprov::transport::{Purpose, Script, Transport, TransportError};
 use serde_json::Map;
+use support::sshd::{keygen, SshFleet, SshHost};
 
 struct Sshd {
-    child: Child,
+    server: SshHost,
     dir: tempfile::TempDir,
-    port: u16,
     user: String,
 }
 
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-fn sshd_binary() -> PathBuf {
-    let path = std::env::var_os("NODEPROV_TEST_SSHD")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/usr/sbin/sshd"));
-    assert!(
-        path.exists(),
-        "no sshd at {}: install openssh-server (scripts/test.sh does) or set NODEPROV_TEST_SSHD",
-        path.display()
-    );
-    path
-}
-
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
-}
-
-/// (name, uid, gid) of the account sshd runs as and tests log in as.
-fn account() -> Option<(String, u32, u32)> {
-    let wanted = std::env::var("NODEPROV_TEST_SSH_USER").ok();
-    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
-    passwd.lines().find_map(|line| {
-        let f: Vec<&str> = line.split(':').collect();
-        let (uid, gid) = (f.get(2)?.parse().ok()?, f.get(3)?.parse().ok()?);
-        let fits = match &wanted {
-            Some(w) => f[0] == w,
-            None if !is_root() => uid == unsafe { libc::geteuid() },
-            None => (1000..65534).contains(&uid) && f.get(6)?.ends_with("sh"),
-        };
-        fits.then(|| (f[0].to_string(), uid, gid))
-    })
-}
-
-fn keygen(path: &Path) {
-    let ok = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-        .arg(path)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "ssh-keygen failed");
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 fn start() -> Sshd {
-    let sshd = sshd_binary();
-    let (user, uid, gid) = account().expect(
-        "no account for the unprivileged sshd: set NODEPROV_TEST_SSH_USER to a user with a login shell",
-    );
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
-    keygen(&d.join("host_key"));
-    keygen(&d.join("client_key"));
-    std::fs::copy(d.join("client_key.pub"), d.join("authorized_keys")).unwrap();
-    let port = free_port();
-    let config = format!(
-        "ListenAddress 127.0.0.1:{port}\nHostKey {0}/host_key\nAuthorizedKeysFile {0}/authorized_keys\n\
-         PidFile none\nStrictModes no\nUsePAM no\nPasswordAuthentication no\nLogLevel FATAL\n",
-        d.display()
-    );
-    std::fs::write(d.join("sshd_config"), config).unwrap();
-    let mut cmd = Command::new(&sshd);
-    cmd.args(["-D", "-e", "-f"])
-        .arg(d.join("sshd_config"))
-        .stdin(Stdio::null());
-    if is_root() {
-        for f in [
-            "host_key",
-            "host_key.pub",
-            "sshd_config",
-            "authorized_keys",
-            "",
-        ] {
-            std::os::unix::fs::chown(d.join(f), Some(uid), Some(gid)).unwrap();
-        }
-        std::fs::set_permissions(d, std::fs::Permissions::from_mode(0o755)).unwrap();
-        use std::os::unix::process::CommandExt;
-        cmd.uid(uid).gid(gid);
+    let server = SshFleet::start(1).hosts.pop().expect("one host");
+    Sshd {
+        server,
+        dir: tempfile::tempdir().unwrap(),
+        user: "root".into(),
     }
-    let child = cmd.spawn().unwrap();
-    let server = Sshd {
-        child,
-        dir,
-        port,
-        user,
-    };
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(Instant::now() < deadline, "sshd did not start");
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    server
 }
 
 impl Sshd {
@@ -140,10 +34,14 @@ impl Sshd {
         self.dir.path().join(name)
     }
 
+    fn ip(&self) -> String {
+        self.server.ip()
+    }
+
     fn options(&self, accept_new: bool) -> SshOptions {
         SshOptions {
             user: Some(self.user.clone()),
-            private_key: Some(self.path("client_key")),
+            private_key: Some(self.server.key_path()),
             known_hosts: Some(self.path("known_hosts")),
             accept_new_host_keys: accept_new,
             use_agent: false,
@@ -154,7 +52,7 @@ impl Sshd {
     }
 
     fn vars(&self) -> Map<String, serde_json::Value> {
-        serde_json::json!({"ansible_host": "127.0.0.1", "ansible_port": self.port})
+        serde_json::json!({"ansible_host": self.ip(), "ansible_port": 22})
             .as_object()
             .unwrap()
             .clone()
@@ -200,7 +98,7 @@ fn key_auth_runs_scripts_and_keeps_exit_status_and_streams_apart() {
     );
     let recorded = std::fs::read_to_string(sshd.path("known_hosts")).unwrap();
     assert!(
-        recorded.starts_with(&format!("[127.0.0.1]:{} ssh-ed25519 ", sshd.port)),
+        recorded.starts_with(&format!("{} ssh-ed25519 ", sshd.ip())),
         "{recorded}"
     );
     // Now known: accepted without the flag.
@@ -223,7 +121,7 @@ fn changed_host_key_is_refused_with_fingerprint() {
     let sshd = start();
     keygen(&sshd.path("other_key"));
     let other = std::fs::read_to_string(sshd.path("other_key.pub")).unwrap();
-    let line = format!("[127.0.0.1]:{} {}", sshd.port, other);
+    let line = format!("{} {}", sshd.ip(), other);
     std::fs::write(sshd.path("known_hosts"), &line).unwrap();
     let msg = unreachable_message(sshd.connect(&sshd.options(true)));
     assert!(msg.contains("man-in-the-middle"), "{msg}");
@@ -289,7 +187,7 @@ fn a_script_over_its_time_makes_the_host_unreachable() {
 fn proxy_jump_tunnels_through_the_jump_host() {
     let sshd = start();
     let mut vars = sshd.vars();
-    let jump = format!("-J {}@127.0.0.1:{}", sshd.user, sshd.port);
+    let jump = format!("-J {}@{}:22", sshd.user, sshd.ip());
     vars.insert("ansible_ssh_common_args".into(), jump.into());
     let mut t = SshTransport::connect(&sshd.options(true), "testhost", &vars).unwrap();
     let out = t.run(&script("echo through; exit 7\n")).unwrap();
@@ -298,7 +196,7 @@ fn proxy_jump_tunnels_through_the_jump_host() {
 
 /// Per-connection sshd processes, children of the listening one.
 fn session_processes(sshd: &Sshd) -> Vec<i32> {
-    let pid = sshd.child.id();
+    let pid = sshd.server.sshd_pid();
     std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
         .unwrap_or_default()
         .split_whitespace()

@@ -208,6 +208,11 @@ impl SshHost {
         format!("{} {kind} {blob}", self.ip())
     }
 
+    /// The listening sshd's process id, as seen from outside its namespace.
+    pub fn sshd_pid(&self) -> i32 {
+        self.sshd_pid
+    }
+
     /// What sshd logged, for failure messages.
     pub fn log(&self) -> String {
         self.host.spawn_log()
