@@ -518,7 +518,6 @@ impl<'a, 'p> HostRun<'a, 'p> {
         module: Box<dyn Module>,
     ) -> (Value, bool) {
         let started = Instant::now();
-        let is_command = module.is_command();
         let plan = match module.plan(&self.facts) {
             Ok(plan) => plan,
             Err(e) => {
@@ -541,16 +540,26 @@ impl<'a, 'p> HostRun<'a, 'p> {
             };
             return (self.settle(task, p, &r), false);
         }
-        let check = task.check_mode.unwrap_or(self.ctx.opts.check);
         // A command marked `check_mode: false` runs even in check mode, as in Ansible.
-        let runs = !check || (is_command && task.check_mode == Some(false));
-        let mut status = match (plan.changes.is_empty(), runs, &plan.unknown) {
-            (true, _, _) => Status::Ok,
-            (false, true, _) => Status::Changed,
-            (false, false, Some(_)) => Status::Unknown,
-            (false, false, None) => Status::Drift,
-        };
-        let i = self.push_result(task, item, status);
+        let check = task.check_mode.unwrap_or(self.ctx.opts.check);
+        let runs = !check || (module.is_command() && task.check_mode == Some(false));
+        let (i, steps, mut flush) = self.record(task, item, plan, runs);
+        flush |= self.track_command(task, module.is_command(), runs, self.results[i].status);
+        let result = self.finish(task, i, steps, module, ctx);
+        self.results[i].duration_ms = started.elapsed().as_millis() as u64;
+        (result, flush)
+    }
+
+    /// Records a plan as the instance's result and applies its predicted
+    /// effects; returns the result index, the steps, and whether the batch
+    /// must run before anything else is planned.
+    fn record(
+        &mut self,
+        task: &Task,
+        item: Option<&Value>,
+        plan: Plan,
+        runs: bool,
+    ) -> (usize, Vec<String>, bool) {
         let Plan {
             changes,
             steps,
@@ -558,6 +567,13 @@ impl<'a, 'p> HostRun<'a, 'p> {
             unknown,
             notes,
         } = plan;
+        let status = match (changes.is_empty(), runs, &unknown) {
+            (true, _, _) => Status::Ok,
+            (false, true, _) => Status::Changed,
+            (false, false, Some(_)) => Status::Unknown,
+            (false, false, None) => Status::Drift,
+        };
+        let i = self.push_result(task, item, status);
         self.results[i].changes = changes;
         self.results[i].notes = notes;
         if status == Status::Unknown {
@@ -573,48 +589,70 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 _ => {}
             }
         }
-        if is_command && runs {
-            if let Some(reg) = &task.register {
-                self.pending_registers.insert(reg.clone());
+        (i, steps, flush)
+    }
+
+    /// Where a command's result will come from; true when the batch must
+    /// run right after it (its `failed_when` decides whether to go on).
+    fn track_command(&mut self, task: &Task, is_command: bool, runs: bool, status: Status) -> bool {
+        let (Some(reg), true) = (&task.register, is_command) else {
+            return is_command && runs && task.failed_when.is_some();
+        };
+        if runs {
+            self.pending_registers.insert(reg.clone());
+        } else if status != Status::Ok {
+            self.unknown_vars.insert(reg.clone(), display_name(task));
+        }
+        runs && task.failed_when.is_some()
+    }
+
+    /// Evaluates a module's `changed_when`/`failed_when` on its predicted
+    /// result, notifies handlers, and queues the steps to run.
+    fn finish(
+        &mut self,
+        task: &'p Task,
+        i: usize,
+        steps: Vec<String>,
+        module: Box<dyn Module>,
+        ctx: Value,
+    ) -> Value {
+        let planned = self.results[i].status;
+        let is_command = module.is_command();
+        let mut result =
+            json!({"changed": matches!(planned, Status::Changed | Status::Drift), "failed": false});
+        if !is_command {
+            let cctx = ctx_for_conditions(&ctx, &result);
+            let status = self.apply_conditions(task, i, &mut result, &cctx);
+            if status == Status::Failed {
+                if !task.ignore_errors {
+                    self.task_failed();
+                }
+                return result;
             }
-            if task.failed_when.is_some() {
-                flush = true;
+            if matches!(status, Status::Changed | Status::Drift) {
+                self.notify(task);
             }
         }
-        if is_command && !runs && status != Status::Ok {
-            if let Some(reg) = &task.register {
-                self.unknown_vars.insert(reg.clone(), display_name(task));
-            }
-        }
-        let mut result = json!({"changed": status == Status::Changed || status == Status::Drift, "failed": false});
-        if status == Status::Changed {
+        if planned == Status::Changed {
+            let body = steps
+                .iter()
+                .map(|s| format!("{{\n{s}\n}}"))
+                .collect::<Vec<_>>()
+                .join(" &&\n");
+            let may_fail = task.ignore_errors || task.failed_when.is_some();
             self.pending.push(Pending {
                 result: i,
-                body: steps
-                    .iter()
-                    .map(|s| format!("{{\n{s}\n}}"))
-                    .collect::<Vec<_>>()
-                    .join(" &&\n"),
-                may_fail: task.ignore_errors || task.failed_when.is_some(),
+                body,
+                may_fail,
                 is_command,
                 task,
                 ctx,
             });
-            if !is_command {
+            if !is_command && self.results[i].status == Status::Changed {
                 self.applied.push(Applied { result: i, module });
             }
-        } else if !is_command {
-            let cctx = ctx_for_conditions(&self.context(task, item), &result);
-            status = self.apply_conditions(task, i, &mut result, &cctx);
-            if status == Status::Failed && !task.ignore_errors {
-                self.task_failed();
-            }
         }
-        if matches!(status, Status::Changed | Status::Drift) && !is_command {
-            self.notify(task);
-        }
-        self.results[i].duration_ms = started.elapsed().as_millis() as u64;
-        (result, flush)
+        result
     }
 
     /// A declared query (a command with `changed_when: false`; in check

@@ -5,6 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use super::host::RunOptions;
+use super::result::Status;
 use super::*;
 use crate::files::FileState;
 use crate::inventory::Inventory;
@@ -161,4 +162,36 @@ fn one_session_per_host_for_the_whole_run() {
     let outcome = execute(&pb, true, 2, &connect);
     assert_eq!(outcome.reports.len(), 2);
     assert_eq!(connects.load(Ordering::SeqCst), 1);
+}
+
+fn load(text: &str) -> (tempfile::TempDir, Playbook) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.yml");
+    std::fs::write(&path, text).unwrap();
+    let pb = crate::playbook::load(&path).unwrap();
+    (dir, pb)
+}
+
+#[test]
+fn changed_when_false_runs_the_step_but_reports_ok() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - copy: {dest: /etc/f0, content: \"managed\\n\"}\n      changed_when: false\n      notify: h\n  handlers:\n    - name: h\n      copy: {dest: /etc/f1, content: \"managed\\n\"}\n");
+    let (outcome, log) = run(&pb, 2, false);
+    let statuses: Vec<Status> = outcome.reports[0].tasks.iter().map(|t| t.status).collect();
+    assert_eq!(
+        statuses,
+        [Status::Ok],
+        "not changed, so the handler is not notified"
+    );
+    assert_eq!(count(&log, Purpose::Mutate), 1, "the step still ran");
+}
+
+#[test]
+fn failed_when_on_a_module_fails_the_host_before_anything_runs() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - copy: {dest: /etc/f0, content: \"managed\\n\"}\n      failed_when: result.changed\n    - copy: {dest: /etc/f1, content: \"managed\\n\"}\n");
+    let (outcome, log) = run(&pb, 2, false);
+    let tasks = &outcome.reports[0].tasks;
+    assert_eq!(tasks.len(), 1, "the host stops at the failed task");
+    assert_eq!(tasks[0].status, Status::Failed);
+    assert_eq!(count(&log, Purpose::Mutate), 0);
+    assert_eq!(crate::report::exit_code(&outcome), 4);
 }
