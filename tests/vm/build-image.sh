@@ -180,7 +180,8 @@ configure_users() {
 # that really listen (the playbook's redundant services), a static unit pulled
 # in by a .wants link, and a socket-activated service.
 configure_services() {
-	local root=$1 units="$root/etc/systemd/system"
+	local root=$1
+	local units="$root/etc/systemd/system"
 	listener_unit httpd 80 >"$units/httpd.service"
 	listener_unit mysqld 3306 >"$units/mysqld.service"
 	cat >"$units/nodeprov-static.service" <<-'EOF'
@@ -208,8 +209,11 @@ configure_services() {
 		[Service]
 		ExecStart=/bin/sleep infinity
 	EOF
-	mkdir -p "$units/multi-user.target.wants"
-	ln -sf ../nodeprov-static.service "$units/multi-user.target.wants/nodeprov-static.service"
+	# Pulled in by a drop-in rather than a .wants link: systemctl calls a unit
+	# with links in /etc "enabled" even without [Install], and this one must
+	# read "static" like the distribution's own static units.
+	mkdir -p "$units/multi-user.target.d"
+	printf '[Unit]\nWants=nodeprov-static.service\n' >"$units/multi-user.target.d/nodeprov-static.conf"
 	chroot "$root" systemctl enable httpd.service mysqld.service foo.socket >&2
 }
 
@@ -282,6 +286,14 @@ make_data_disk() {
 	rm -f "$out.raw"
 }
 
+# Images of older recipes are never booted again; each is about 1 GiB.
+remove_stale_images() {
+	local keep=$1 f
+	for f in "$CACHE"/debian12-*; do
+		case $f in "$keep".* | "$keep"-*) ;; *) rm -f "$f" ;; esac
+	done
+}
+
 main() {
 	if [ "${1:-}" = --bootstrap ]; then
 		bootstrap "$2" "$3"
@@ -298,6 +310,7 @@ main() {
 		local start=$SECONDS
 		build "$prefix"
 		log "built $prefix.qcow2 in $((SECONDS - start))s"
+		remove_stale_images "$prefix"
 	fi
 	echo "$prefix"
 }

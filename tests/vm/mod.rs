@@ -67,10 +67,10 @@ impl Image {
         PathBuf::from(name)
     }
 
-    /// The cached accelerator probe result, per image since it is the image's
-    /// kernel that stalls or boots.
+    /// The cached accelerator probe result. Kept across image rebuilds: the
+    /// probe costs a long boot, and whether KVM works is the machine's trait.
     fn accel_file(&self) -> PathBuf {
-        self.file(".accel")
+        self.prefix.with_file_name("accel")
     }
 }
 
@@ -207,6 +207,7 @@ impl TestVm {
                 self.port,
                 start.elapsed()
             );
+            self.settle();
         }
         up
     }
@@ -342,7 +343,24 @@ impl TestVm {
             "VM did not come back from reboot; serial console:\n{}",
             self.serial_tail()
         );
+        self.settle();
         eprintln!("vm: rebooted in {:.0?}", start.elapsed());
+    }
+
+    /// Waits for the boot to finish (sshd starts before tuned and the test
+    /// services), so tests compare settled states rather than a boot in flight.
+    fn settle(&self) {
+        let start = Instant::now();
+        let state = self.ssh("systemctl is-system-running --wait");
+        let state = String::from_utf8_lossy(&state.stdout);
+        if state.trim() != "running" {
+            eprintln!(
+                "vm: system is {}; failed units:\n{}",
+                state.trim(),
+                String::from_utf8_lossy(&self.ssh("systemctl --failed --no-legend").stdout)
+            );
+        }
+        eprintln!("vm: boot settled after {:.0?} more", start.elapsed());
     }
 
     /// Pulls the plug: kills qemu without letting the guest sync or unmount.
