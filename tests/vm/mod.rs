@@ -146,33 +146,34 @@ impl TestVm {
         vm
     }
 
-    /// The first boot on a machine with /dev/kvm doubles as the probe: if it
-    /// reaches SSH the VM is kept, otherwise it is killed and TCG remembered.
     fn boot_with_probe(&mut self) {
         let cached = fs::read_to_string(self.image.accel_file()).unwrap_or_default();
-        self.accel = match cached.trim() {
-            "kvm" => Accel::Kvm,
-            "tcg" => Accel::Tcg,
-            _ if Path::new("/dev/kvm").exists() => {
-                self.accel = Accel::Kvm;
-                let found = if self.try_boot() {
-                    Accel::Kvm
-                } else {
-                    eprintln!("vm: KVM guest did not boot; using TCG from now on");
-                    self.power_off_hard();
-                    // Whatever the stalled boot wrote must not leak into this VM.
-                    self.create_overlays();
-                    Accel::Tcg
-                };
-                fs::write(self.image.accel_file(), found.name()).expect("cache accel probe");
-                if found == Accel::Kvm {
-                    return;
-                }
-                found
-            }
-            _ => Accel::Tcg,
-        };
+        match cached.trim() {
+            "kvm" => self.accel = Accel::Kvm,
+            "tcg" => self.accel = Accel::Tcg,
+            _ if Path::new("/dev/kvm").exists() => return self.probe_kvm(),
+            _ => self.accel = Accel::Tcg,
+        }
         self.boot();
+    }
+
+    /// The first boot on a machine with /dev/kvm doubles as the probe: if it
+    /// reaches SSH the VM is kept, otherwise it is killed and the VM boots
+    /// again under TCG. Either way the answer is cached for later VMs.
+    fn probe_kvm(&mut self) {
+        self.accel = Accel::Kvm;
+        let kvm_works = self.try_boot();
+        if !kvm_works {
+            eprintln!("vm: KVM guest did not boot; using TCG from now on");
+            self.power_off_hard();
+            // Whatever the stalled boot wrote must not leak into this VM.
+            self.create_overlays();
+            self.accel = Accel::Tcg;
+        }
+        fs::write(self.image.accel_file(), self.accel.name()).expect("cache accel probe");
+        if !kvm_works {
+            self.boot();
+        }
     }
 
     /// Fresh copy-on-write layers over the cached disks.
