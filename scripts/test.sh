@@ -3,6 +3,10 @@
 # the integration tests that provision isolated hosts (tests/support). Those run
 # as root in private namespaces; this script proves afterwards that the machine
 # running them was left alone, and fails loudly if it was not.
+#
+# Then the end-to-end tests on real VMs (tests/vm, tests/vm_e2e.rs), which
+# build a cached Debian image and boot it under qemu; they take minutes.
+# NODEPROV_SKIP_VM_TESTS=1 skips them and the packages only they need.
 set -euo pipefail
 
 cd "$(dirname "$0")/.."
@@ -22,9 +26,30 @@ REQUIRED_COMMANDS=(
 	"useradd passwd"
 )
 
+# What the real-VM tests add.
+VM_COMMANDS=(
+	"qemu-system-x86_64 qemu-system-x86"
+	"qemu-img qemu-utils"
+	"debootstrap debootstrap"
+	"mkfs.ext4 e2fsprogs"
+	"mkfs.xfs xfsprogs"
+	"mkfs.btrfs btrfs-progs"
+	"flock util-linux"
+	"ssh openssh-client"
+	"ssh-keyscan openssh-client"
+	"ssh-keygen openssh-client"
+)
+
+vm_tests_wanted() {
+	[ "${NODEPROV_SKIP_VM_TESTS:-}" != 1 ]
+}
+
 missing_packages() {
-	local entry cmd package
-	for entry in "${REQUIRED_COMMANDS[@]}"; do
+	local entry cmd package commands=("${REQUIRED_COMMANDS[@]}")
+	if vm_tests_wanted; then
+		commands+=("${VM_COMMANDS[@]}")
+	fi
+	for entry in "${commands[@]}"; do
 		read -r cmd package <<<"$entry"
 		command -v "$cmd" >/dev/null || echo "$package"
 	done
@@ -42,9 +67,22 @@ install_missing_packages() {
 	export DEBIAN_FRONTEND=noninteractive
 	forbid_service_starts
 	apt-get update -qq </dev/null
-	# shellcheck disable=SC2086 # one word per package
-	apt-get install -y -qq --no-install-recommends $missing </dev/null
+	# shellcheck disable=SC2086,SC2046 # one word per package
+	apt-get install -y -qq --no-install-recommends --allow-downgrades \
+		$missing $(matching_qemu_utils "$missing") </dev/null
 	restore_service_policy
+}
+
+# The distribution's qemu-system-x86 breaks with a newer qemu-utils (from
+# backports, say), and apt would rather give up than pick the older one: name
+# the release's own qemu-utils alongside it.
+matching_qemu_utils() {
+	case " $1 " in
+	*" qemu-system-x86 "*)
+		# shellcheck disable=SC1091 # the machine's own release file
+		echo "qemu-utils/$(. /etc/os-release && echo "$VERSION_CODENAME")"
+		;;
+	esac
 }
 
 # Installing openssh-server must not start a real sshd on this machine (the
@@ -90,6 +128,11 @@ machine_state >"$before"
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
 cargo test
+if vm_tests_wanted; then
+	# One VM at a time: each takes a core and a GiB, and they boot under TCG
+	# where KVM is unusable.
+	NODEPROV_VM_TESTS=1 cargo test --test vm_e2e -- --test-threads=1
+fi
 
 machine_state >"$after"
 if ! diff -u "$before" "$after"; then
