@@ -134,10 +134,10 @@ fn sysctl_problem(host: &SshHost) -> Option<String> {
 /// `key = value` line wins, whatever the spacing.
 fn last_assignment(text: &str, key: &str) -> Option<String> {
     text.lines()
+        .rev()
         .filter_map(|line| line.split_once('='))
-        .filter(|(k, _)| k.trim().replace('/', ".") == key)
+        .find(|(k, _)| k.trim().replace('/', ".") == key)
         .map(|(_, v)| v.trim().to_string())
-        .last()
 }
 
 fn files_problem(host: &SshHost) -> Option<String> {
