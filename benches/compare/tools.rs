@@ -1,5 +1,6 @@
 //! How each tool is invoked for a phase, and what is read back from its run.
 
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
@@ -9,6 +10,8 @@ use serde_json::Value;
 
 use crate::control::Control;
 use crate::scenario::Scenario;
+
+const NODEPROV: &str = env!("CARGO_BIN_EXE_nodeprov");
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 pub enum Tool {
@@ -102,18 +105,16 @@ impl Tool {
             Tool::Pyinfra => pyinfra(control, phase),
         };
         cmd.arg(source);
-        isolate(&mut cmd, control);
         cmd
     }
 
     pub fn version(self, control: &Control) -> String {
         let mut cmd = match self {
-            Tool::Nodeprov => Command::new(env!("CARGO_BIN_EXE_nodeprov")),
-            Tool::Ansible => Command::new(control.venv.bin("ansible-playbook")),
-            Tool::Pyinfra => Command::new(control.venv.bin("pyinfra")),
+            Tool::Nodeprov => program(control, NODEPROV.as_ref()),
+            Tool::Ansible => program(control, &control.venv.bin("ansible-playbook")),
+            Tool::Pyinfra => program(control, &control.venv.bin("pyinfra")),
         };
         cmd.arg("--version");
-        isolate(&mut cmd, control);
         let out = cmd.output().expect("spawn --version");
         let text = String::from_utf8_lossy(&out.stdout);
         text.lines().next().unwrap_or("?").trim().to_string()
@@ -121,7 +122,7 @@ impl Tool {
 }
 
 fn nodeprov(control: &Control, phase: Phase) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_nodeprov"));
+    let mut cmd = program(control, NODEPROV.as_ref());
     cmd.arg(if phase == Phase::Check {
         "check"
     } else {
@@ -136,7 +137,7 @@ fn nodeprov(control: &Control, phase: Phase) -> Command {
 }
 
 fn ansible(control: &Control, phase: Phase) -> Command {
-    let mut cmd = Command::new(control.venv.bin("ansible-playbook"));
+    let mut cmd = program(control, &control.venv.bin("ansible-playbook"));
     cmd.arg("-i").arg(control.path("inventory.ini"));
     if phase == Phase::Check {
         cmd.arg("--check");
@@ -151,7 +152,7 @@ fn ansible(control: &Control, phase: Phase) -> Command {
 /// A control-socket dir no earlier run used: ControlPersist would otherwise
 /// hand Ansible the previous run's open connections, and every tool is
 /// measured starting cold.
-fn fresh_dir(control: &Control) -> std::path::PathBuf {
+fn fresh_dir(control: &Control) -> PathBuf {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     let dir = control.path(&format!("cp-{}", NEXT.fetch_add(1, Ordering::Relaxed)));
     std::fs::create_dir(&dir).expect("create control path dir");
@@ -159,26 +160,28 @@ fn fresh_dir(control: &Control) -> std::path::PathBuf {
 }
 
 fn pyinfra(control: &Control, phase: Phase) -> Command {
-    let mut cmd = Command::new(control.venv.bin("pyinfra"));
+    let mut cmd = program(control, &control.venv.bin("pyinfra"));
     cmd.args(["--parallel", &control.forks.to_string()])
         .arg(if phase == Phase::Check { "--dry" } else { "-y" })
         .arg(control.path("inventory.py"));
     cmd
 }
 
-/// Every tool sees the same bare environment: the venv first on PATH, HOME
-/// in the control dir (no ~/.ssh/config, agent or user settings) and a UTF-8
-/// locale, which ansible-core insists on.
-fn isolate(cmd: &mut Command, control: &Control) {
-    let path = std::env::var("PATH").unwrap_or_default();
+/// Every tool starts from the same bare environment: the venv first on
+/// PATH, HOME in the control dir (no ~/.ssh/config, agent or user settings)
+/// and a UTF-8 locale, which ansible-core insists on.
+fn program(control: &Control, path: &Path) -> Command {
+    let inherited = std::env::var("PATH").unwrap_or_default();
     let venv_bin = control.venv.bin("");
+    let mut cmd = Command::new(path);
     cmd.env_clear()
-        .env("PATH", format!("{}:{path}", venv_bin.display()))
+        .env("PATH", format!("{}:{inherited}", venv_bin.display()))
         .env("HOME", control.path("home"))
         .env("USER", "root")
         .env("LC_ALL", "C.UTF-8")
         .current_dir(control.dir())
         .stdin(Stdio::null());
+    cmd
 }
 
 /// Sum of changed (and drift) over hosts, and each host's round trips.
