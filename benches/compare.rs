@@ -170,7 +170,9 @@ fn machine_facts(control: &Control, hosts: usize, reps: usize, load_before: &str
          - hosts: {hosts} namespaced OpenSSH servers on this machine's loopback\n\
          - nodeprov: {}; ansible-core: {}; pyinfra: {}; controller Python: {}; {}\n\
          - Ansible's sysctl scenario uses {sysctl_flavour}\n\
-         - ratios: the other tool's median over nodeprov's; above 1× means nodeprov is faster\n",
+         - ratios: the other tool's median over nodeprov's; above 1× means nodeprov is faster\n\
+         - nodeprov round trips/host: from its JSON report; an apply that changes something \
+         is probe + apply script + verify probe, a no-op or check run the probe alone\n",
         first_line(Command::new("date").args(["-u", "+%Y-%m-%d %H:%M UTC"])),
         cpu_model(),
         load_average(),

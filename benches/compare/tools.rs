@@ -11,8 +11,6 @@ use serde_json::Value;
 use crate::control::Control;
 use crate::scenario::Scenario;
 
-const NODEPROV: &str = env!("CARGO_BIN_EXE_nodeprov");
-
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 pub enum Tool {
     Nodeprov,
@@ -98,22 +96,26 @@ impl Tool {
     }
 
     fn command(self, control: &Control, scenario: Scenario, phase: Phase) -> Command {
-        let source = control.source(scenario, self);
-        let mut cmd = match self {
-            Tool::Nodeprov => nodeprov(control, phase),
-            Tool::Ansible => ansible(control, phase),
-            Tool::Pyinfra => pyinfra(control, phase),
-        };
-        cmd.arg(source);
+        let mut cmd = program(control, &self.binary(control));
+        match self {
+            Tool::Nodeprov => nodeprov_args(&mut cmd, control, phase),
+            Tool::Ansible => ansible_args(&mut cmd, control, phase),
+            Tool::Pyinfra => pyinfra_args(&mut cmd, control, phase),
+        }
+        cmd.arg(control.source(scenario, self));
         cmd
     }
 
+    fn binary(self, control: &Control) -> PathBuf {
+        match self {
+            Tool::Nodeprov => PathBuf::from(env!("CARGO_BIN_EXE_nodeprov")),
+            Tool::Ansible => control.venv.bin("ansible-playbook"),
+            Tool::Pyinfra => control.venv.bin("pyinfra"),
+        }
+    }
+
     pub fn version(self, control: &Control) -> String {
-        let mut cmd = match self {
-            Tool::Nodeprov => program(control, NODEPROV.as_ref()),
-            Tool::Ansible => program(control, &control.venv.bin("ansible-playbook")),
-            Tool::Pyinfra => program(control, &control.venv.bin("pyinfra")),
-        };
+        let mut cmd = program(control, &self.binary(control));
         cmd.arg("--version");
         let out = cmd.output().expect("spawn --version");
         let text = String::from_utf8_lossy(&out.stdout);
@@ -121,8 +123,7 @@ impl Tool {
     }
 }
 
-fn nodeprov(control: &Control, phase: Phase) -> Command {
-    let mut cmd = program(control, NODEPROV.as_ref());
+fn nodeprov_args(cmd: &mut Command, control: &Control, phase: Phase) {
     cmd.arg(if phase == Phase::Check {
         "check"
     } else {
@@ -133,11 +134,9 @@ fn nodeprov(control: &Control, phase: Phase) -> Command {
     .arg("--known-hosts")
     .arg(control.path("known_hosts"))
     .args(["-f", &control.forks.to_string(), "--format", "json"]);
-    cmd
 }
 
-fn ansible(control: &Control, phase: Phase) -> Command {
-    let mut cmd = program(control, &control.venv.bin("ansible-playbook"));
+fn ansible_args(cmd: &mut Command, control: &Control, phase: Phase) {
     cmd.arg("-i").arg(control.path("inventory.ini"));
     if phase == Phase::Check {
         cmd.arg("--check");
@@ -146,7 +145,6 @@ fn ansible(control: &Control, phase: Phase) -> Command {
         .env("ANSIBLE_HOST_KEY_CHECKING", "True")
         .env("ANSIBLE_COLLECTIONS_PATH", control.venv.collections())
         .env("ANSIBLE_SSH_CONTROL_PATH_DIR", fresh_dir(control));
-    cmd
 }
 
 /// A control-socket dir no earlier run used: ControlPersist would otherwise
@@ -159,12 +157,10 @@ fn fresh_dir(control: &Control) -> PathBuf {
     dir
 }
 
-fn pyinfra(control: &Control, phase: Phase) -> Command {
-    let mut cmd = program(control, &control.venv.bin("pyinfra"));
+fn pyinfra_args(cmd: &mut Command, control: &Control, phase: Phase) {
     cmd.args(["--parallel", &control.forks.to_string()])
         .arg(if phase == Phase::Check { "--dry" } else { "-y" })
         .arg(control.path("inventory.py"));
-    cmd
 }
 
 /// Every tool starts from the same bare environment: the venv first on
