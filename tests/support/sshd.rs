@@ -66,6 +66,9 @@ StrictModes no
 PidFile none
 MaxStartups 100
 LogLevel VERBOSE
+# As on a stock server: Ansible and pyinfra upload files over SFTP. The
+# in-process server needs no sftp-server binary inside the host.
+Subsystem sftp internal-sftp
 EOF
 # sudo resolves the host's own name and complains on stderr when it cannot.
 printf '%s %s\n' "$addr" "$(uname -n)" >>/etc/hosts

@@ -1,0 +1,167 @@
+//! The desired states being compared: each scenario carries one playbook or
+//! deploy file per tool (kept readable in benches/scenarios/), puts a host
+//! back to its initial state from outside, and checks from outside that a
+//! host really reached the desired state, whatever the tool reported.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use crate::support::sshd::SshHost;
+use crate::tools::Tool;
+
+const SYSCTL_FILE: &str = "/etc/sysctl.d/90-gpu-node.conf";
+
+const SYSCTLS: [(&str, &str); 2] = [("vm.swappiness", "10"), ("vm.overcommit_memory", "1")];
+
+/// The values support/mod.rs pins every fresh host to.
+const INITIAL_SYSCTLS: [(&str, &str); 2] = [("vm.swappiness", "60"), ("vm.overcommit_memory", "0")];
+
+const FILES_DIR: &str = "/etc/nodeprov-bench";
+
+/// Must match the loops in benches/scenarios/files/*.
+const FILE_COUNT: usize = 20;
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Scenario {
+    Sysctl,
+    Files,
+}
+
+impl Scenario {
+    pub const ALL: [Scenario; 2] = [Scenario::Sysctl, Scenario::Files];
+
+    /// Also the scenario's directory under benches/scenarios/.
+    pub fn name(self) -> &'static str {
+        match self {
+            Scenario::Sysctl => "sysctl",
+            Scenario::Files => "files",
+        }
+    }
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Scenario::Sysctl => "sysctl rollout (2 keys)",
+            Scenario::Files => "20 files",
+        }
+    }
+
+    /// The file `tool` runs, as (file name, text). `posix` says whether
+    /// Ansible has the ansible.posix collection.
+    pub fn source(self, tool: Tool, posix: bool) -> (&'static str, &'static str) {
+        match (self, tool) {
+            (Scenario::Sysctl, Tool::Nodeprov) => (
+                "nodeprov.yml",
+                include_str!("../scenarios/sysctl/nodeprov.yml"),
+            ),
+            (Scenario::Sysctl, Tool::Ansible) if posix => (
+                "ansible.yml",
+                include_str!("../scenarios/sysctl/ansible-posix.yml"),
+            ),
+            (Scenario::Sysctl, Tool::Ansible) => (
+                "ansible.yml",
+                include_str!("../scenarios/sysctl/ansible.yml"),
+            ),
+            (Scenario::Sysctl, Tool::Pyinfra) => {
+                ("pyinfra.py", include_str!("../scenarios/sysctl/pyinfra.py"))
+            }
+            (Scenario::Files, Tool::Nodeprov) => (
+                "nodeprov.yml",
+                include_str!("../scenarios/files/nodeprov.yml"),
+            ),
+            (Scenario::Files, Tool::Ansible) => (
+                "ansible.yml",
+                include_str!("../scenarios/files/ansible.yml"),
+            ),
+            (Scenario::Files, Tool::Pyinfra) => {
+                ("pyinfra.py", include_str!("../scenarios/files/pyinfra.py"))
+            }
+        }
+    }
+
+    pub fn reset(self, host: &SshHost) {
+        match self {
+            Scenario::Sysctl => {
+                remove(&host.host.path(SYSCTL_FILE));
+                for (key, value) in INITIAL_SYSCTLS {
+                    host.host.set_sysctl(key, value);
+                }
+            }
+            Scenario::Files => remove(&host.host.path(FILES_DIR)),
+        }
+    }
+
+    /// Err names what is not as desired on `host`.
+    pub fn verify(self, host: &SshHost) -> Result<(), String> {
+        let problem = match self {
+            Scenario::Sysctl => sysctl_problem(host),
+            Scenario::Files => files_problem(host),
+        };
+        problem.map_or(Ok(()), |p| Err(format!("{}: {p}", host.name())))
+    }
+}
+
+fn remove(path: &Path) {
+    let gone = if path.is_dir() {
+        fs::remove_dir_all(path)
+    } else {
+        fs::remove_file(path)
+    };
+    if let Err(e) = gone {
+        assert!(
+            e.kind() == std::io::ErrorKind::NotFound,
+            "remove {path:?}: {e}"
+        );
+    }
+}
+
+fn sysctl_problem(host: &SshHost) -> Option<String> {
+    let persisted = fs::read_to_string(host.host.path(SYSCTL_FILE)).unwrap_or_default();
+    SYSCTLS.iter().find_map(|&(key, want)| {
+        let live = host.host.sysctl(key);
+        let boot = last_assignment(&persisted, key);
+        if live != want {
+            Some(format!("{key} is {live} live, want {want}"))
+        } else if boot.as_deref() != Some(want) {
+            Some(format!("{key} is {boot:?} in {SYSCTL_FILE}, want {want}"))
+        } else {
+            None
+        }
+    })
+}
+
+/// The value sysctl.d would apply for `key` from `text`: the last
+/// `key = value` line wins, whatever the spacing.
+fn last_assignment(text: &str, key: &str) -> Option<String> {
+    text.lines()
+        .rev()
+        .filter_map(|line| line.split_once('='))
+        .find(|(k, _)| k.trim().replace('/', ".") == key)
+        .map(|(_, v)| v.trim().to_string())
+}
+
+fn files_problem(host: &SshHost) -> Option<String> {
+    let dir = host.host.path(FILES_DIR);
+    if mode(&dir) != "755" {
+        return Some(format!("{FILES_DIR} has mode {}", mode(&dir)));
+    }
+    (1..=FILE_COUNT).find_map(|i| {
+        let path = dir.join(format!("file-{i}.conf"));
+        let text = fs::read_to_string(&path).unwrap_or_default();
+        if text != format!("setting_{i} = {i}\n") {
+            Some(format!("file-{i}.conf holds {text:?}"))
+        } else if mode(&path) != "640" {
+            Some(format!("file-{i}.conf has mode {}", mode(&path)))
+        } else {
+            None
+        }
+    })
+}
+
+/// The permission bits in octal, or "missing".
+fn mode(path: &Path) -> String {
+    match fs::metadata(path) {
+        Ok(meta) => format!("{:o}", meta.permissions().mode() & 0o7777),
+        Err(_) => "missing".into(),
+    }
+}

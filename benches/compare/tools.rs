@@ -1,0 +1,212 @@
+//! How each tool is invoked for a phase, and what is read back from its run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use regex::Regex;
+use serde_json::Value;
+
+use crate::control::Control;
+use crate::scenario::Scenario;
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum Tool {
+    Nodeprov,
+    Ansible,
+    Pyinfra,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
+pub enum Phase {
+    /// Everything differs from the desired state.
+    Apply,
+    /// Everything is already as desired.
+    Noop,
+    /// Dry run on converged hosts.
+    Check,
+}
+
+impl Phase {
+    pub const ALL: [Phase; 3] = [Phase::Apply, Phase::Noop, Phase::Check];
+
+    pub fn label(self) -> &'static str {
+        match self {
+            Phase::Apply => "first apply",
+            Phase::Noop => "no-op re-run",
+            Phase::Check => "check mode",
+        }
+    }
+}
+
+/// What a successful run told about itself.
+pub struct Outcome {
+    pub secs: f64,
+    /// Changes (or, in check mode, drift) the tool reported, where its output
+    /// says so in a form worth parsing.
+    pub changed: Option<u64>,
+    /// nodeprov's round trips of each host.
+    pub round_trips: Vec<u64>,
+}
+
+impl Tool {
+    pub const ALL: [Tool; 3] = [Tool::Nodeprov, Tool::Ansible, Tool::Pyinfra];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Tool::Nodeprov => "nodeprov",
+            Tool::Ansible => "ansible-core",
+            Tool::Pyinfra => "pyinfra",
+        }
+    }
+
+    /// Runs the phase and times the whole process, start-up included, as an
+    /// operator would wait for it. Err holds the tail of its output when it
+    /// did not exit 0.
+    pub fn run(
+        self,
+        control: &Control,
+        scenario: Scenario,
+        phase: Phase,
+    ) -> Result<Outcome, String> {
+        let mut cmd = self.command(control, scenario, phase);
+        let started = Instant::now();
+        let out = cmd.output().expect("spawn tool");
+        let secs = started.elapsed().as_secs_f64();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() {
+            let stderr = String::from_utf8_lossy(&out.stderr);
+            return Err(format!(
+                "{}: {}",
+                out.status,
+                tail(&format!("{stdout}{stderr}"))
+            ));
+        }
+        let (changed, round_trips) = match self {
+            Tool::Nodeprov => nodeprov_summary(&stdout),
+            Tool::Ansible => (ansible_changed(&stdout), Vec::new()),
+            Tool::Pyinfra => (None, Vec::new()),
+        };
+        Ok(Outcome {
+            secs,
+            changed,
+            round_trips,
+        })
+    }
+
+    fn command(self, control: &Control, scenario: Scenario, phase: Phase) -> Command {
+        let mut cmd = program(control, &self.binary(control));
+        match self {
+            Tool::Nodeprov => nodeprov_args(&mut cmd, control, phase),
+            Tool::Ansible => ansible_args(&mut cmd, control, phase),
+            Tool::Pyinfra => pyinfra_args(&mut cmd, control, phase),
+        }
+        cmd.arg(control.source(scenario, self));
+        cmd
+    }
+
+    fn binary(self, control: &Control) -> PathBuf {
+        match self {
+            Tool::Nodeprov => PathBuf::from(env!("CARGO_BIN_EXE_nodeprov")),
+            Tool::Ansible => control.venv.bin("ansible-playbook"),
+            Tool::Pyinfra => control.venv.bin("pyinfra"),
+        }
+    }
+
+    pub fn version(self, control: &Control) -> String {
+        let mut cmd = program(control, &self.binary(control));
+        cmd.arg("--version");
+        let out = cmd.output().expect("spawn --version");
+        let text = String::from_utf8_lossy(&out.stdout);
+        text.lines().next().unwrap_or("?").trim().to_string()
+    }
+}
+
+fn nodeprov_args(cmd: &mut Command, control: &Control, phase: Phase) {
+    cmd.arg(if phase == Phase::Check {
+        "check"
+    } else {
+        "apply"
+    })
+    .arg("-i")
+    .arg(control.path("inventory.ini"))
+    .arg("--known-hosts")
+    .arg(control.path("known_hosts"))
+    .args(["-f", &control.forks.to_string(), "--format", "json"]);
+}
+
+fn ansible_args(cmd: &mut Command, control: &Control, phase: Phase) {
+    cmd.arg("-i").arg(control.path("inventory.ini"));
+    if phase == Phase::Check {
+        cmd.arg("--check");
+    }
+    cmd.env("ANSIBLE_CONFIG", control.path("ansible.cfg"))
+        .env("ANSIBLE_HOST_KEY_CHECKING", "True")
+        .env("ANSIBLE_COLLECTIONS_PATH", control.venv.collections())
+        .env("ANSIBLE_SSH_CONTROL_PATH_DIR", fresh_dir(control));
+}
+
+/// A control-socket dir no earlier run used: ControlPersist would otherwise
+/// hand Ansible the previous run's open connections, and every tool is
+/// measured starting cold.
+fn fresh_dir(control: &Control) -> PathBuf {
+    static NEXT: AtomicUsize = AtomicUsize::new(0);
+    let dir = control.path(&format!("cp-{}", NEXT.fetch_add(1, Ordering::Relaxed)));
+    std::fs::create_dir(&dir).expect("create control path dir");
+    dir
+}
+
+fn pyinfra_args(cmd: &mut Command, control: &Control, phase: Phase) {
+    cmd.args(["--parallel", &control.forks.to_string()])
+        .arg(if phase == Phase::Check { "--dry" } else { "-y" })
+        .arg(control.path("inventory.py"));
+}
+
+/// Every tool starts from the same bare environment: the venv first on
+/// PATH, HOME in the control dir (no ~/.ssh/config, agent or user settings)
+/// and a UTF-8 locale, which ansible-core insists on.
+fn program(control: &Control, path: &Path) -> Command {
+    let inherited = std::env::var("PATH").unwrap_or_default();
+    let venv_bin = control.venv.bin("");
+    let mut cmd = Command::new(path);
+    cmd.env_clear()
+        .env("PATH", format!("{}:{inherited}", venv_bin.display()))
+        .env("HOME", control.path("home"))
+        .env("USER", "root")
+        .env("LC_ALL", "C.UTF-8")
+        .current_dir(control.dir())
+        .stdin(Stdio::null());
+    cmd
+}
+
+/// Sum of changed (and drift) over hosts, and each host's round trips.
+fn nodeprov_summary(stdout: &str) -> (Option<u64>, Vec<u64>) {
+    let doc: Value = serde_json::from_str(stdout).unwrap_or(Value::Null);
+    let hosts = doc["hosts"].as_array().cloned().unwrap_or_default();
+    let count = |h: &Value, field: &str| h["recap"][field].as_u64().unwrap_or(0);
+    let changed = hosts
+        .iter()
+        .map(|h| count(h, "changed") + count(h, "drift"))
+        .sum();
+    let trips = hosts
+        .iter()
+        .filter_map(|h| h["round_trips"].as_u64())
+        .collect();
+    (Some(changed), trips)
+}
+
+/// Sum of `changed=N` over the PLAY RECAP lines.
+fn ansible_changed(stdout: &str) -> Option<u64> {
+    let re = Regex::new(r"\bchanged=(\d+)").expect("regex");
+    let counts: Vec<u64> = re
+        .captures_iter(stdout)
+        .map(|c| c[1].parse().expect("digits"))
+        .collect();
+    (!counts.is_empty()).then(|| counts.iter().sum())
+}
+
+fn tail(text: &str) -> String {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(15)..].join("\n")
+}
