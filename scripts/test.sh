@@ -131,7 +131,7 @@ cargo test
 if vm_tests_wanted; then
 	# One VM at a time: each takes a core and a GiB, and they boot under TCG
 	# where KVM is unusable.
-	NODEPROV_VM_TESTS=1 cargo test --test vm_e2e -- --test-threads=1
+	cargo test --test vm_e2e -- --ignored --test-threads=1
 fi
 
 machine_state >"$after"

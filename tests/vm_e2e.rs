@@ -1,13 +1,12 @@
 //! End-to-end proof on real Linux VMs (see tests/vm): a real kernel, systemd,
 //! tuned, XFS and btrfs, reached over SSH on a forwarded port.
 //!
-//! Booting VMs takes minutes, so these tests run only with
-//! `NODEPROV_VM_TESTS=1`, one at a time and after the other tests:
+//! Booting VMs takes minutes, so these tests are ignored by a plain
+//! `cargo test` and run one at a time after the other tests:
 //!
-//!   NODEPROV_VM_TESTS=1 cargo test --test vm_e2e -- --test-threads=1
+//!   cargo test --test vm_e2e -- --ignored --test-threads=1
 //!
-//! (scripts/test.sh does exactly that). Without the variable each test says it
-//! was skipped and passes.
+//! (scripts/test.sh does exactly that).
 
 mod vm;
 
@@ -30,22 +29,12 @@ const SWAP_BYTES: u64 = 256 << 20;
 /// tuned applies its profile some seconds after sshd is up.
 const TUNED_DEADLINE: Duration = Duration::from_secs(180);
 
-fn vm_tests_enabled(test: &str) -> bool {
-    let on = std::env::var("NODEPROV_VM_TESTS").is_ok_and(|v| v == "1");
-    if !on {
-        println!("{test}: skipped (set NODEPROV_VM_TESTS=1 to run the real-VM tests)");
-    }
-    on
-}
-
 // ---------------------------------------------------------------------------
 // The VM itself: what every nodeprov test below takes for granted.
 
 #[test]
+#[ignore = "boots a VM; scripts/test.sh runs it after the other tests"]
 fn vm_boots_with_the_baseline_and_survives_reboot_and_power_loss() {
-    if !vm_tests_enabled("vm_boots_with_the_baseline_and_survives_reboot_and_power_loss") {
-        return;
-    }
     let vm = TestVm::start();
     assert_baseline(&vm);
     assert_accounts(&vm);
@@ -280,11 +269,8 @@ fn assert_swap_file_allocated(vm: &TestVm, path: &str, bytes: u64) {
 }
 
 #[test]
+#[ignore = "boots a VM; scripts/test.sh runs it after the other tests"]
 fn gpu_node_converges_on_a_real_vm_and_survives_reboot_drift_and_power_loss() {
-    if !vm_tests_enabled("gpu_node_converges_on_a_real_vm_and_survives_reboot_drift_and_power_loss")
-    {
-        return;
-    }
     let vm = TestVm::start();
     install_toolkit_layout(&vm);
     let np = Nodeprov::new(&vm);
@@ -471,10 +457,8 @@ const SWAP_PLAYBOOK: &str = "\
 const DATA_SWAP_FILES: [&str; 2] = ["/mnt/xfs/swapfile", "/mnt/btrfs/swapfile"];
 
 #[test]
+#[ignore = "boots a VM; scripts/test.sh runs it after the other tests"]
 fn swapfile_module_on_xfs_and_btrfs() {
-    if !vm_tests_enabled("swapfile_module_on_xfs_and_btrfs") {
-        return;
-    }
     let vm = TestVm::start();
     let np = Nodeprov::new(&vm);
     let dir = tempfile::tempdir().unwrap();
