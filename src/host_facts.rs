@@ -16,8 +16,18 @@ echo "arch=$(uname -m)"
 echo "user=$(id -un)"
 [ -d /run/systemd/system ] && echo "systemd=1" || echo "systemd=0"
 echo "nproc=$(nproc 2>/dev/null || echo 0)"
-awk '/^MemTotal:/ {print "memtotal_kb=" $2}' /proc/meminfo 2>/dev/null
+awk '/^MemTotal:/ {print "memtotal_kb=" $2} /^SwapTotal:/ {print "swaptotal_kb=" $2}' /proc/meminfo 2>/dev/null
 [ -r /etc/os-release ] && sed -n 's/^\(ID\|ID_LIKE\|VERSION_ID\|NAME\|PRETTY_NAME\)=/os_\1=/p' /etc/os-release
+if [ -r /sys/fs/selinux/enforce ]; then
+  [ "$(cat /sys/fs/selinux/enforce)" = 1 ] && echo "selinux=enforcing" || echo "selinux=permissive"
+else echo "selinux=disabled"; fi
+echo "rootfs=$(stat -f -c %T / 2>/dev/null)"
+[ -r /etc/tuned/active_profile ] && echo "tuned=$(cat /etc/tuned/active_profile)"
+smi=$(command -v nvidia-smi || { [ -x /usr/bin/nvidia-smi ] && echo /usr/bin/nvidia-smi; })
+if [ -n "$smi" ]; then
+  echo "gpu_driver=$("$smi" --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
+  echo "gpu_count=$("$smi" -L 2>/dev/null | grep -c '^GPU ')"
+fi
 true"#,
     )
 }
@@ -66,10 +76,27 @@ pub fn parse(r: &ProbeResult) -> Map<String, Value> {
         "ansible_distribution_version": version,
         "ansible_distribution_major_version": version.split('.').next().unwrap_or_default(),
         "ansible_os_family": os_family(&id, &like),
+        "ansible_swaptotal_mb": num("swaptotal_kb") / 1024,
+        "ansible_selinux": selinux(&get("selinux")),
+        "nodeprov_root_fstype": get("rootfs"),
+        "nodeprov_tuned_profile": kv.get("tuned").cloned(),
+        "nodeprov_gpu": {
+            "present": kv.contains_key("gpu_driver") && num("gpu_count") > 0,
+            "count": num("gpu_count"),
+            "driver": kv.get("gpu_driver").filter(|d| !d.is_empty()).cloned(),
+        },
     });
     match facts {
         Value::Object(m) => m,
         _ => unreachable!("built as an object"),
+    }
+}
+
+/// Ansible's shape: `{status: disabled}` or `{status: enabled, mode: …}`.
+fn selinux(mode: &str) -> Value {
+    match mode {
+        "enforcing" | "permissive" => json!({"status": "enabled", "mode": mode}),
+        _ => json!({"status": "disabled"}),
     }
 }
 
@@ -103,6 +130,19 @@ mod tests {
         assert_eq!(f["ansible_distribution_major_version"], "9");
         assert_eq!(f["ansible_memtotal_mb"], 2048);
         assert_eq!(f["ansible_service_mgr"], "systemd");
+        assert_eq!(f["ansible_selinux"], json!({"status": "disabled"}));
+        assert_eq!(f["nodeprov_gpu"]["present"], false);
+        let gpu = parse(&ProbeResult::ok(
+            "selinux=enforcing\nrootfs=xfs\ntuned=throughput-performance\nswaptotal_kb=8388608\ngpu_driver=580.159.04\ngpu_count=8\n",
+        ));
+        assert_eq!(gpu["ansible_selinux"]["mode"], "enforcing");
+        assert_eq!(gpu["nodeprov_root_fstype"], "xfs");
+        assert_eq!(gpu["nodeprov_tuned_profile"], "throughput-performance");
+        assert_eq!(gpu["ansible_swaptotal_mb"], 8192);
+        assert_eq!(
+            gpu["nodeprov_gpu"],
+            json!({"present": true, "count": 8, "driver": "580.159.04"})
+        );
         let u = parse(&ProbeResult::ok(
             "os_ID=ubuntu\nos_ID_LIKE=debian\nsystemd=0\n",
         ));
