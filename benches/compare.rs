@@ -31,7 +31,7 @@ use std::process::Command;
 use control::Control;
 use report::Samples;
 use scenario::Scenario;
-use support::sshd::{SshFleet, SshHost};
+use support::sshd::SshFleet;
 use tools::{Outcome, Phase, Tool};
 use venv::Venv;
 
@@ -74,19 +74,12 @@ fn env_number(name: &str, default: usize) -> usize {
 }
 
 fn start_fleet(count: usize) -> SshFleet {
-    let last = usize::from(FIRST_ADDRESS) + count;
-    assert!(last <= 255, "at most {} hosts", 255 - FIRST_ADDRESS);
+    let count = u8::try_from(count)
+        .ok()
+        .filter(|c| u16::from(FIRST_ADDRESS) + u16::from(*c) <= 255)
+        .unwrap_or_else(|| panic!("at most {} hosts", 255 - FIRST_ADDRESS));
     eprintln!("starting {count} SSH hosts");
-    let hosts = std::thread::scope(|s| {
-        let starting: Vec<_> = (FIRST_ADDRESS..last as u8)
-            .map(|n| s.spawn(move || SshHost::start(n)))
-            .collect();
-        starting
-            .into_iter()
-            .map(|t| t.join().unwrap_or_else(|e| std::panic::resume_unwind(e)))
-            .collect()
-    });
-    SshFleet { hosts }
+    SshFleet::start_at(FIRST_ADDRESS, count)
 }
 
 /// One repetition of the three phases for one tool, from the initial state.

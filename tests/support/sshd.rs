@@ -264,6 +264,11 @@ impl SshFleet {
     pub fn start(count: u8) -> SshFleet {
         static NEXT: AtomicU8 = AtomicU8::new(1);
         let first = NEXT.fetch_add(count, Ordering::Relaxed);
+        Self::start_at(first, count)
+    }
+
+    /// `count` hosts on 127.0.1.`first` and up, started in parallel.
+    pub fn start_at(first: u8, count: u8) -> SshFleet {
         assert!(
             u16::from(first) + u16::from(count) <= 255,
             "out of 127.0.1.x addresses"
