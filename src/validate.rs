@@ -1,12 +1,12 @@
 //! Static checks of a loaded playbook: every template and condition must
 //! compile, every `src:` template must exist and compile. No host is touched.
 
-use std::path::Path;
+use std::path::PathBuf;
 
 use serde_json::Value;
 
 use crate::diag::Diagnostic;
-use crate::modules::params::BuildCtx;
+use crate::modules::params::{find_file, search_dirs, BuildCtx};
 use crate::modules::Params;
 use crate::playbook::{Playbook, Task};
 use crate::template::Templates;
@@ -14,7 +14,7 @@ use crate::yaml::Node;
 
 pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
     let t = Templates::new();
-    let base = pb.path.parent().unwrap_or(Path::new("."));
+    let dirs = search_dirs(&pb.path);
     let mut errors = Vec::new();
     for play in &pb.plays {
         for task in play
@@ -23,7 +23,7 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
             .chain(&play.handlers)
             .chain(&play.validate)
         {
-            check_task(&t, base, task, &mut errors);
+            check_task(&t, &dirs, task, &mut errors);
         }
     }
     if errors.is_empty() {
@@ -33,7 +33,7 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
     }
 }
 
-fn check_task(t: &Templates, base: &Path, task: &Task, errors: &mut Vec<Diagnostic>) {
+fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Diagnostic>) {
     for (_, node) in &task.params {
         check_strings(t, node, errors);
     }
@@ -47,16 +47,21 @@ fn check_task(t: &Templates, base: &Path, task: &Task, errors: &mut Vec<Diagnost
         check_condition(t, cond, errors);
     }
     if task.module.name == "template" {
-        check_template_src(t, base, task, errors);
+        check_template_src(t, dirs, task, errors);
     } else {
-        check_literal_params(t, base, task, errors);
+        check_literal_params(t, dirs, task, errors);
     }
 }
 
 /// A task whose parameters hold no template can be built now, so a wrong
 /// choice (`state: presnt`), mode or regular expression is reported before
 /// any host is touched.
-fn check_literal_params(t: &Templates, base: &Path, task: &Task, errors: &mut Vec<Diagnostic>) {
+fn check_literal_params(
+    t: &Templates,
+    dirs: &[PathBuf],
+    task: &Task,
+    errors: &mut Vec<Diagnostic>,
+) {
     let params: Vec<(String, Value, crate::diag::Span)> = task
         .params
         .iter()
@@ -69,15 +74,10 @@ fn check_literal_params(t: &Templates, base: &Path, task: &Task, errors: &mut Ve
         return;
     }
     let vars = Value::Object(serde_json::Map::new());
-    let search_dirs = [
-        base.join("templates"),
-        base.join("files"),
-        base.to_path_buf(),
-    ];
     let ctx = BuildCtx {
         templates: t,
         vars: &vars,
-        search_dirs: &search_dirs,
+        search_dirs: dirs,
     };
     let p = Params::new(task.module.name, task.module_span.clone(), params, &ctx);
     if let Err(e) = (task.module.build)(&p) {
@@ -117,7 +117,7 @@ fn check_condition(t: &Templates, node: &Node, errors: &mut Vec<Diagnostic>) {
     }
 }
 
-fn check_template_src(t: &Templates, base: &Path, task: &Task, errors: &mut Vec<Diagnostic>) {
+fn check_template_src(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Diagnostic>) {
     let Some((_, node)) = task.params.iter().find(|(k, _)| k == "src") else {
         return;
     };
@@ -127,18 +127,13 @@ fn check_template_src(t: &Templates, base: &Path, task: &Task, errors: &mut Vec<
     if src.contains("{{") {
         return;
     }
-    let candidates = [
-        base.join("templates").join(&src),
-        base.join("../templates").join(&src),
-        base.join(&src),
-    ];
-    let Some(path) = candidates.iter().find(|p| p.exists()) else {
+    let Some(path) = find_file(dirs, &src) else {
         errors.push(node.error(format!(
-            "template '{src}' not found in templates/ or beside the playbook"
+            "template '{src}' not found in templates/, files/ or beside the playbook"
         )));
         return;
     };
-    match std::fs::read_to_string(path) {
+    match std::fs::read_to_string(&path) {
         Ok(text) => {
             if let Err(e) = t.check_template(&text) {
                 let line = e.line.map(|l| format!(":{l}")).unwrap_or_default();

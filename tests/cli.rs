@@ -148,3 +148,28 @@ fn validate_checks_literal_parameter_values() {
     assert!(err.contains(&format!("--> {pb}:3:31")), "{err}");
     assert!(err.contains("hint: did you mean 'directory'?"), "{err}");
 }
+
+#[test]
+fn validate_finds_template_sources_where_apply_does() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("files")).unwrap();
+    std::fs::write(dir.path().join("files/motd.j2"), "{{ greeting }}\n").unwrap();
+    let ok = write(
+        dir.path(),
+        "ok.yml",
+        "- hosts: all\n  tasks:\n    - template: {src: motd.j2, dest: /etc/motd}\n",
+    );
+    assert_eq!(nodeprov(&["validate", &ok]).status.code(), Some(0));
+    let bad = write(
+        dir.path(),
+        "bad.yml",
+        "- hosts: all\n  tasks:\n    - template: {src: nope.j2, dest: /etc/motd}\n",
+    );
+    let out = nodeprov(&["validate", &bad]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = text(&out.stderr);
+    assert!(
+        err.contains("template 'nope.j2' not found") && err.contains(&format!("{bad}:3:23")),
+        "{err}"
+    );
+}

@@ -19,7 +19,7 @@ use crate::modules::{Effect, Facts, Module, Params, Plan};
 use crate::playbook::{Play, Task};
 use crate::probe::{self, Probe, ProbeResult};
 use crate::template::{Templates, OMIT};
-use crate::transport::{Purpose, Script, Transport, TransportError};
+use crate::transport::{Purpose, Script, Transport};
 
 pub struct RunOptions {
     pub check: bool,
@@ -363,7 +363,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 }
             },
             Err(e) => {
-                self.lost(transport_message(e));
+                self.lost(e.to_string());
                 None
             }
         }
@@ -764,7 +764,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         let frames = match self.transport.run(&script) {
             Ok(out) => probe::parse_frames(&self.token, &out.stdout, &ids).unwrap_or_default(),
             Err(e) => {
-                self.lost(transport_message(e));
+                self.lost(e.to_string());
                 return;
             }
         };
@@ -931,10 +931,6 @@ fn step_failure(r: &ProbeResult) -> String {
             tail
         }
     )
-}
-
-fn transport_message(e: TransportError) -> String {
-    e.to_string()
 }
 
 fn new_token() -> String {

@@ -72,12 +72,7 @@ pub fn run_playbook(
         .parent()
         .unwrap_or(Path::new("."))
         .to_path_buf();
-    let search_dirs = vec![
-        base.join("templates"),
-        base.join("files"),
-        base.join("../templates"),
-        base.clone(),
-    ];
+    let search_dirs = crate::modules::params::search_dirs(&req.playbook.path);
     let sessions = Sessions::default();
     let mut outcome = RunOutcome::default();
     let mut failed_hosts: Vec<String> = Vec::new();

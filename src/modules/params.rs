@@ -12,23 +12,37 @@ use crate::template::Templates;
 pub struct BuildCtx<'a> {
     pub templates: &'a Templates,
     pub vars: &'a Value,
-    /// Folders searched for `src:` files, in order (the playbook's
-    /// `templates/` and `files/`, then the playbook's folder).
+    /// Folders searched for `src:` files, in order (see [`search_dirs`]).
     pub search_dirs: &'a [PathBuf],
 }
 
 impl BuildCtx<'_> {
     /// Finds a controller-side file named by `src:`.
     pub fn find_file(&self, name: &str) -> Option<PathBuf> {
-        let path = Path::new(name);
-        if path.is_absolute() {
-            return path.exists().then(|| path.to_path_buf());
-        }
-        self.search_dirs
-            .iter()
-            .map(|d| d.join(path))
-            .find(|p| p.exists())
+        find_file(self.search_dirs, name)
     }
+}
+
+/// The folders `src:` files are looked up in, for a playbook at `playbook`:
+/// its `templates/` and `files/`, the project's `templates/` beside the
+/// playbooks folder, then the playbook's own folder.
+pub fn search_dirs(playbook: &Path) -> Vec<PathBuf> {
+    let base = playbook.parent().unwrap_or(Path::new("."));
+    vec![
+        base.join("templates"),
+        base.join("files"),
+        base.join("../templates"),
+        base.to_path_buf(),
+    ]
+}
+
+/// The first `dirs/name` that exists; an absolute `name` as it is.
+pub fn find_file(dirs: &[PathBuf], name: &str) -> Option<PathBuf> {
+    let path = Path::new(name);
+    if path.is_absolute() {
+        return path.exists().then(|| path.to_path_buf());
+    }
+    dirs.iter().map(|d| d.join(path)).find(|p| p.exists())
 }
 
 #[derive(Clone, Debug, PartialEq)]
