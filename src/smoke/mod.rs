@@ -267,11 +267,7 @@ fn floors(v: &Value) -> Option<Vec<(String, f64)>> {
 }
 
 fn unknown_param(key: &str) -> String {
-    let best = PARAMS
-        .iter()
-        .max_by(|a, b| strsim::jaro_winkler(key, a).total_cmp(&strsim::jaro_winkler(key, b)))
-        .filter(|p| strsim::jaro_winkler(key, p) > 0.8);
-    match best {
+    match crate::diag::suggest(key, PARAMS.iter().copied()) {
         Some(p) => format!("unknown parameter '{key}' (did you mean '{p}'?)"),
         None => format!("unknown parameter '{key}' (known: {})", PARAMS.join(", ")),
     }
