@@ -87,7 +87,7 @@ fn check_literal_params(
 
 fn check_strings(t: &Templates, node: &Node, errors: &mut Vec<Diagnostic>) {
     match &node.value {
-        crate::yaml::Value::Str(s) if s.contains("{{") || s.contains("{%") => {
+        crate::yaml::Value::Str(s) if crate::template::is_templated(s) => {
             if let Err(e) = t.check_template(s) {
                 errors.push(node.error(format!("template error: {e}")));
             }

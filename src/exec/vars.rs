@@ -61,7 +61,7 @@ fn resolve(templates: &Templates, mut vars: Map<String, Value>) -> Value {
 
 pub fn has_template(v: &Value) -> bool {
     match v {
-        Value::String(s) => s.contains("{{") || s.contains("{%"),
+        Value::String(s) => crate::template::is_templated(s),
         Value::Array(a) => a.iter().any(has_template),
         Value::Object(m) => m.values().any(has_template),
         _ => false,

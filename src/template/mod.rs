@@ -286,7 +286,8 @@ fn context(vars: &Json) -> Value {
     Value::from(Serde(vars))
 }
 
-fn is_templated(s: &str) -> bool {
+/// Whether a string holds template markup at all.
+pub fn is_templated(s: &str) -> bool {
     s.contains("{{") || s.contains("{%")
 }
 
