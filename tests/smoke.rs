@@ -72,3 +72,29 @@ fn validate_step_fails_the_host_but_keeps_task_results() {
         "gpu node\n"
     );
 }
+
+#[test]
+fn templated_tier_from_extra_vars_reaches_the_smoke_test() {
+    // `-e smoke_tier=1` is a string; the shipped playbook templates it into
+    // `tier:`, which must run tier 1 rather than fail as a bad parameter.
+    let host = IsolatedHost::new();
+    let out = host.run(&[
+        BIN,
+        "check",
+        concat!(env!("CARGO_MANIFEST_DIR"), "/playbooks/gpu-node.yml"),
+        "-c",
+        "local",
+        "--tags",
+        "gpu",
+        "-e",
+        "smoke_tier=1",
+        "--format",
+        "json",
+    ]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let task = &doc["hosts"][0]["tasks"][0];
+    assert_eq!(task["task"], "GPUs answer and compute", "{doc:#}");
+    let message = task["message"].as_str().unwrap();
+    assert!(message.contains("no NVIDIA driver"), "{message}");
+    assert!(!message.contains("parameter"), "{message}");
+}

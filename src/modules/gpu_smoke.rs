@@ -27,7 +27,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             map.insert(key.to_string(), v.clone());
         }
     }
-    let opts = SmokeOptions::from_params(&map).map_err(|e| p.error("tier", e))?;
+    let opts = SmokeOptions::from_params(&map).map_err(|e| p.error(&e.key, e.message))?;
     let scripts = (0..=opts.tier.min(2))
         .map(|t| smoke::tier_script(t, &opts))
         .collect();

@@ -167,16 +167,30 @@ pub const PARAMS: &[&str] = &[
     "timeout",
 ];
 
+/// A `gpu_smoke` parameter that cannot be used, named so the caller can point
+/// at that parameter's position.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{message}")]
+pub struct ParamProblem {
+    pub key: String,
+    pub message: String,
+}
+
 impl SmokeOptions {
-    pub fn from_params(map: &Map<String, Value>) -> Result<Self, String> {
+    /// Values may arrive as text: a templated `tier: "{{ smoke_tier }}"` renders
+    /// to `"1"`, and `-e torch=yes` is a string, so numbers and Ansible's
+    /// boolean spellings are read from strings as the other modules read them.
+    pub fn from_params(map: &Map<String, Value>) -> Result<Self, ParamProblem> {
         let mut o = SmokeOptions::default();
         for (key, value) in map {
-            let bad = |what: &str| format!("parameter '{key}' must be {what}, got {value}");
+            let bad = |what: &str| ParamProblem {
+                key: key.clone(),
+                message: format!("parameter '{key}' must be {what}, got {value}"),
+            };
             match key.as_str() {
                 "tier" => o.tier = small_int(value, 0..=2).ok_or_else(|| bad("0, 1 or 2"))?,
                 "gpus" | "expect_gpus" => {
-                    o.expect_gpus =
-                        Some(value.as_u64().ok_or_else(|| bad("a whole number"))? as usize)
+                    o.expect_gpus = Some(whole(value).ok_or_else(|| bad("a whole number"))?)
                 }
                 "min_driver" => {
                     o.min_driver =
@@ -192,8 +206,8 @@ impl SmokeOptions {
                         .ok_or_else(|| bad("a string"))?
                         .into()
                 }
-                "torch" => o.torch = value.as_bool().ok_or_else(|| bad("true or false"))?,
-                "compile" => o.compile = value.as_bool().ok_or_else(|| bad("true or false"))?,
+                "torch" => o.torch = boolean(value).ok_or_else(|| bad("true or false"))?,
+                "compile" => o.compile = boolean(value).ok_or_else(|| bad("true or false"))?,
                 "alloc_gib" => {
                     o.alloc_gib = positive(value).ok_or_else(|| bad("a positive number"))?
                 }
@@ -208,16 +222,24 @@ impl SmokeOptions {
                     o.dcgm_level = small_int(value, 1..=2).ok_or_else(|| bad("1 or 2"))?
                 }
                 "timeout" => {
-                    o.timeout_s = value
-                        .as_u64()
+                    o.timeout_s = whole(value)
                         .filter(|&t| t > 0)
-                        .ok_or_else(|| bad("seconds > 0"))?
+                        .ok_or_else(|| bad("seconds > 0"))? as u64
                 }
-                _ => return Err(unknown_param(key)),
+                _ => {
+                    return Err(ParamProblem {
+                        key: key.clone(),
+                        message: unknown_param(key),
+                    })
+                }
             }
         }
         if o.tier == 0 && (o.torch || o.compile) {
-            return Err("torch and compile checks run in tier 1: set tier: 1".into());
+            let key = if o.torch { "torch" } else { "compile" };
+            return Err(ParamProblem {
+                key: key.into(),
+                message: format!("{key} checks run in tier 1: set tier: 1"),
+            });
         }
         Ok(o)
     }
@@ -235,12 +257,35 @@ impl SmokeOptions {
 }
 
 fn small_int(v: &Value, range: std::ops::RangeInclusive<u8>) -> Option<u8> {
-    let n = u8::try_from(v.as_u64()?).ok()?;
+    let n = u8::try_from(whole(v)?).ok()?;
     range.contains(&n).then_some(n)
 }
 
+fn whole(v: &Value) -> Option<usize> {
+    match v {
+        Value::Number(n) => usize::try_from(n.as_u64()?).ok(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn number(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    }
+}
+
+fn boolean(v: &Value) -> Option<bool> {
+    match v {
+        Value::Bool(b) => Some(*b),
+        v => crate::modules::params::parse_bool(&crate::modules::params::scalar_text(v)),
+    }
+}
+
 fn positive(v: &Value) -> Option<f64> {
-    v.as_f64().filter(|f| *f > 0.0 && f.is_finite())
+    number(v).filter(|f| *f > 0.0 && f.is_finite())
 }
 
 /// Accepts numbers too, because YAML reads `min_driver: 535` as one.

@@ -404,16 +404,16 @@ fn smoke_tier1_h200_passes_with_torch_numbers() {
     );
     assert_eq!(
         measured("matmul_accuracy"),
-        "fp32 1.1e-6, fp16 3.6e-4, bf16 2.9e-3"
+        "fp32 5.7e-7, fp16 3.6e-4, bf16 2.9e-3"
     );
-    assert_eq!(measured("amp_step"), "loss 2.33 -> 1.39");
+    assert_eq!(measured("amp_step"), "loss 2.33 -> 1.81");
     assert_eq!(measured("alloc"), "8.0 GiB");
-    assert_eq!(measured("d2d_bandwidth"), "3790 GB/s");
-    assert_eq!(measured("bf16_throughput"), "790.5 TFLOP/s");
+    assert_eq!(measured("d2d_bandwidth"), "3785 GB/s");
+    assert_eq!(measured("bf16_throughput"), "730.8 TFLOP/s");
     assert_eq!(check(&smoke, "bf16_throughput").expected, ">= 600 TFLOP/s");
-    assert_eq!(check(&smoke, "amp_step").duration_ms, 1207);
+    assert_eq!(check(&smoke, "amp_step").duration_ms, 4291);
     assert_eq!(check(&smoke, "nvcc_compile").tier, 1);
-    assert_eq!(smoke.bf16_tflops, Some(790.5));
+    assert_eq!(smoke.bf16_tflops, Some(730.8));
 }
 
 #[test]
@@ -586,7 +586,7 @@ fn smoke_dcgmi_diag_results() {
 // ------------------------------------------------------------ options
 
 fn params(v: Value) -> Result<SmokeOptions, String> {
-    SmokeOptions::from_params(v.as_object().unwrap())
+    SmokeOptions::from_params(v.as_object().unwrap()).map_err(|e| e.message)
 }
 
 #[test]
@@ -628,6 +628,36 @@ fn smoke_options_reject_bad_params() {
         .unwrap_err()
         .contains("absolute path"));
     assert!(params(json!({"min_driver": "r550"})).is_err());
+    assert!(params(json!({"tier": "one"})).is_err());
+    assert!(params(json!({"torch": "maybe", "tier": 1})).is_err());
+}
+
+#[test]
+fn smoke_options_read_rendered_text_like_other_modules() {
+    // `tier: "{{ smoke_tier }}"` with `-e smoke_tier=1` arrives as "1".
+    let o = params(json!({
+        "tier": "1", "gpus": " 8 ", "torch": "yes", "compile": "no",
+        "alloc_gib": "2.5", "timeout": "90", "dcgm_level": "2"
+    }))
+    .unwrap();
+    assert_eq!(
+        (o.tier, o.expect_gpus, o.torch, o.compile),
+        (1, Some(8), true, false)
+    );
+    assert_eq!((o.alloc_gib, o.timeout_s, o.dcgm_level), (2.5, 90, 2));
+}
+
+#[test]
+fn smoke_param_errors_name_the_parameter_at_fault() {
+    let key = |v: Value| {
+        SmokeOptions::from_params(v.as_object().unwrap())
+            .unwrap_err()
+            .key
+    };
+    assert_eq!(key(json!({"alloc_gib": -1})), "alloc_gib");
+    assert_eq!(key(json!({"torch": true})), "torch");
+    assert_eq!(key(json!({"tier": 0, "compile": "yes"})), "compile");
+    assert_eq!(key(json!({"tire": 1})), "tire");
 }
 
 // ------------------------------------------------------------ fleet and reports
