@@ -17,11 +17,13 @@ echo "user=$(id -un)"
 [ -d /run/systemd/system ] && echo "systemd=1" || echo "systemd=0"
 echo "nproc=$(nproc 2>/dev/null || echo 0)"
 awk '/^MemTotal:/ {print "memtotal_kb=" $2} /^SwapTotal:/ {print "swaptotal_kb=" $2}' /proc/meminfo 2>/dev/null
-[ -r /etc/os-release ] && sed -n 's/^\(ID\|ID_LIKE\|VERSION_ID\|NAME\|PRETTY_NAME\)=/os_\1=/p' /etc/os-release
+[ -r /etc/os-release ] && sed -n 's/^\(ID\|ID_LIKE\|VERSION_ID\|VERSION_CODENAME\|NAME\|PRETTY_NAME\)=/os_\1=/p' /etc/os-release
+[ -r /etc/debian_version ] && echo "debian_version=$(head -n 1 /etc/debian_version)"
+[ -r /etc/redhat-release ] && echo "redhat_release=$(head -n 1 /etc/redhat-release)"
 if [ -r /sys/fs/selinux/enforce ]; then
   [ "$(cat /sys/fs/selinux/enforce)" = 1 ] && echo "selinux=enforcing" || echo "selinux=permissive"
 else echo "selinux=disabled"; fi
-echo "rootfs=$(stat -f -c %T / 2>/dev/null)"
+echo "rootfs=$(findmnt -n -o FSTYPE / 2>/dev/null || stat -f -c %T / 2>/dev/null)"
 [ -r /etc/tuned/active_profile ] && echo "tuned=$(cat /etc/tuned/active_profile)"
 smi=$(command -v nvidia-smi || { [ -x /usr/bin/nvidia-smi ] && echo /usr/bin/nvidia-smi; })
 if [ -n "$smi" ]; then
@@ -60,7 +62,9 @@ pub fn parse(r: &ProbeResult) -> Map<String, Value> {
     let get = |k: &str| kv.get(k).cloned().unwrap_or_default();
     let id = get("os_ID");
     let like = get("os_ID_LIKE");
-    let version = get("os_VERSION_ID");
+    let family = os_family(&id, &like);
+    let version = distribution_version(&id, &get("os_VERSION_ID"), &kv);
+    let major = version.split('.').next().unwrap_or_default().to_string();
     let hostname = get("hostname");
     let num = |k: &str| get(k).parse::<u64>().unwrap_or(0);
     let facts = json!({
@@ -72,10 +76,12 @@ pub fn parse(r: &ProbeResult) -> Map<String, Value> {
         "ansible_service_mgr": if get("systemd") == "1" { "systemd" } else { "other" },
         "ansible_processor_vcpus": num("nproc"),
         "ansible_memtotal_mb": num("memtotal_kb") / 1024,
-        "ansible_distribution": get("os_NAME"),
+        "ansible_distribution": distribution(&id, &get("os_NAME")),
         "ansible_distribution_version": version,
-        "ansible_distribution_major_version": version.split('.').next().unwrap_or_default(),
-        "ansible_os_family": os_family(&id, &like),
+        "ansible_distribution_major_version": major,
+        "ansible_distribution_release": get("os_VERSION_CODENAME"),
+        "ansible_os_family": family,
+        "ansible_pkg_mgr": pkg_mgr(family, &id, &major),
         "ansible_swaptotal_mb": num("swaptotal_kb") / 1024,
         "ansible_selinux": selinux(&get("selinux")),
         "nodeprov_root_fstype": get("rootfs"),
@@ -89,6 +95,71 @@ pub fn parse(r: &ProbeResult) -> Map<String, Value> {
     match facts {
         Value::Object(m) => m,
         _ => unreachable!("built as an object"),
+    }
+}
+
+/// Ansible's names, not os-release's `NAME` ("Debian GNU/Linux", "Rocky
+/// Linux"), so `when: ansible_distribution == 'CentOS'` means what it says.
+fn distribution(id: &str, name: &str) -> String {
+    let known = match id {
+        "debian" => "Debian",
+        "ubuntu" => "Ubuntu",
+        "centos" => "CentOS",
+        "rhel" => "RedHat",
+        "rocky" => "Rocky",
+        "almalinux" => "AlmaLinux",
+        "ol" => "OracleLinux",
+        "fedora" => "Fedora",
+        "amzn" => "Amazon",
+        "sles" => "SLES",
+        "opensuse-leap" => "openSUSE Leap",
+        _ => return name.to_string(),
+    };
+    known.to_string()
+}
+
+/// Ansible's version: Debian's point release from /etc/debian_version
+/// ("12.11", where os-release says "12"), and on EL the release file's
+/// "7.9" for CentOS 7 (os-release: "7"); elsewhere os-release's VERSION_ID.
+fn distribution_version(
+    id: &str,
+    os_release: &str,
+    kv: &std::collections::HashMap<&str, String>,
+) -> String {
+    let point = |text: Option<&String>| {
+        let text = text?;
+        let start = text.find(|c: char| c.is_ascii_digit())?;
+        let digits: String = text[start..]
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == '.')
+            .collect();
+        let mut parts = digits.split('.').filter(|p| !p.is_empty());
+        let major = parts.next()?;
+        Some(match parts.next() {
+            Some(minor) => format!("{major}.{minor}"),
+            None => major.to_string(),
+        })
+    };
+    let from_file = match id {
+        "debian" => point(kv.get("debian_version")),
+        "centos" => point(kv.get("redhat_release")),
+        _ => None,
+    };
+    from_file
+        .filter(|v| v.starts_with(os_release) || os_release.is_empty())
+        .unwrap_or_else(|| os_release.to_string())
+}
+
+/// The package manager Ansible's `package` module would pick: yum up to EL7,
+/// dnf from EL8 and on Fedora.
+fn pkg_mgr(family: &str, id: &str, major: &str) -> &'static str {
+    let major: u32 = major.parse().unwrap_or(0);
+    match family {
+        "Debian" => "apt",
+        "RedHat" if id == "fedora" || id == "amzn" && major >= 2023 || major >= 8 => "dnf",
+        "RedHat" => "yum",
+        "Suse" => "zypper",
+        _ => "unknown",
     }
 }
 
@@ -148,5 +219,46 @@ mod tests {
         ));
         assert_eq!(u["ansible_os_family"], "Debian");
         assert_eq!(u["ansible_service_mgr"], "other");
+    }
+
+    fn os(release: &str) -> Map<String, Value> {
+        parse(&ProbeResult::ok(release))
+    }
+
+    fn dist(f: &Map<String, Value>) -> [&str; 5] {
+        [
+            "ansible_distribution",
+            "ansible_distribution_version",
+            "ansible_distribution_major_version",
+            "ansible_os_family",
+            "ansible_pkg_mgr",
+        ]
+        .map(|k| f[k].as_str().unwrap())
+    }
+
+    #[test]
+    fn distribution_facts_are_ansibles() {
+        // os-release and release-file lines as these distributions ship them.
+        let debian = os("os_NAME=\"Debian GNU/Linux\"\nos_ID=debian\nos_VERSION_ID=\"12\"\nos_VERSION_CODENAME=bookworm\ndebian_version=12.11\n");
+        assert_eq!(dist(&debian), ["Debian", "12.11", "12", "Debian", "apt"]);
+        assert_eq!(debian["ansible_distribution_release"], "bookworm");
+        let sid = os("os_ID=debian\nos_VERSION_ID=\"13\"\ndebian_version=trixie/sid\n");
+        assert_eq!(dist(&sid)[1], "13");
+        let ubuntu = os("os_NAME=\"Ubuntu\"\nos_ID=ubuntu\nos_ID_LIKE=debian\nos_VERSION_ID=\"24.04\"\ndebian_version=trixie/sid\n");
+        assert_eq!(dist(&ubuntu), ["Ubuntu", "24.04", "24", "Debian", "apt"]);
+        let centos7 = os("os_NAME=\"CentOS Linux\"\nos_ID=\"centos\"\nos_ID_LIKE=\"rhel fedora\"\nos_VERSION_ID=\"7\"\nredhat_release=CentOS Linux release 7.9.2009 (Core)\n");
+        assert_eq!(dist(&centos7), ["CentOS", "7.9", "7", "RedHat", "yum"]);
+        let stream9 = os("os_NAME=\"CentOS Stream\"\nos_ID=\"centos\"\nos_ID_LIKE=\"rhel fedora\"\nos_VERSION_ID=\"9\"\nredhat_release=CentOS Stream release 9\n");
+        assert_eq!(dist(&stream9), ["CentOS", "9", "9", "RedHat", "dnf"]);
+        let rhel = os("os_NAME=\"Red Hat Enterprise Linux\"\nos_ID=\"rhel\"\nos_ID_LIKE=\"fedora\"\nos_VERSION_ID=\"8.10\"\n");
+        assert_eq!(dist(&rhel), ["RedHat", "8.10", "8", "RedHat", "dnf"]);
+        let rocky = os("os_NAME=\"Rocky Linux\"\nos_ID=\"rocky\"\nos_ID_LIKE=\"rhel centos fedora\"\nos_VERSION_ID=\"9.4\"\n");
+        assert_eq!(dist(&rocky), ["Rocky", "9.4", "9", "RedHat", "dnf"]);
+        let alma = os("os_NAME=\"AlmaLinux\"\nos_ID=\"almalinux\"\nos_ID_LIKE=\"rhel centos fedora\"\nos_VERSION_ID=\"9.5\"\n");
+        assert_eq!(dist(&alma), ["AlmaLinux", "9.5", "9", "RedHat", "dnf"]);
+        let oracle = os("os_NAME=\"Oracle Linux Server\"\nos_ID=\"ol\"\nos_ID_LIKE=\"fedora\"\nos_VERSION_ID=\"7.9\"\n");
+        assert_eq!(dist(&oracle), ["OracleLinux", "7.9", "7", "RedHat", "yum"]);
+        let unknown = os("os_NAME=\"Gentoo\"\nos_ID=gentoo\nos_VERSION_ID=2.15\n");
+        assert_eq!(dist(&unknown), ["Gentoo", "2.15", "2", "Linux", "unknown"]);
     }
 }
