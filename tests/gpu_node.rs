@@ -135,6 +135,10 @@ fn apply_converges_and_check_is_clean() {
     assert_eq!(code, 0);
     assert_eq!(second["hosts"][0]["recap"]["changed"], 0, "{second:#}");
     assert_eq!(second["hosts"][0]["round_trips"], 1);
+    assert_eq!(
+        second["hosts"][0]["recap"]["skipped"], 1,
+        "the smoke step is skipped by its when: {second:#}"
+    );
     let (code, check) = run(&host, "check", &skip);
     assert_eq!(code, 0, "{check:#}");
     assert_machine_unchanged(&before);

@@ -482,7 +482,10 @@ impl<'a, 'p> HostRun<'a, 'p> {
         let mut loop_results = Vec::new();
         for (item, ctx, module) in planned {
             let (result, flush) = match module {
-                None => (json!({"changed": false, "skipped": true}), false),
+                None => {
+                    self.push_result(task, item.as_ref(), Status::Skipped);
+                    (json!({"changed": false, "skipped": true}), false)
+                }
                 Some(m) => self.plan_instance(task, item.as_ref(), ctx, m),
             };
             if flush {

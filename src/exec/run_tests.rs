@@ -195,3 +195,27 @@ fn failed_when_on_a_module_fails_the_host_before_anything_runs() {
     assert_eq!(count(&log, Purpose::Mutate), 0);
     assert_eq!(crate::report::exit_code(&outcome), 4);
 }
+
+#[test]
+fn when_false_is_reported_and_counted_as_skipped() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - copy: {dest: /etc/f0, content: \"managed\\n\"}\n      when: false\n    - copy: {dest: /etc/f1, content: \"managed\\n\"}\n      loop: [a, b]\n      when: item == 'b'\n");
+    let (outcome, log) = run(&pb, 0, false);
+    let report = &outcome.reports[0];
+    let statuses: Vec<(Status, Option<&str>)> = report
+        .tasks
+        .iter()
+        .map(|t| (t.status, t.item.as_deref()))
+        .collect();
+    assert_eq!(
+        statuses,
+        [
+            (Status::Skipped, None),
+            (Status::Skipped, Some("a")),
+            (Status::Ok, Some("b"))
+        ]
+    );
+    let recap = report.recap();
+    assert_eq!((recap.skipped, recap.ok), (2, 1));
+    assert_eq!(count(&log, Purpose::Probe), 1);
+    assert_eq!(crate::report::exit_code(&outcome), 0);
+}
