@@ -14,5 +14,6 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(code);
         }
     };
+    nodeprov::transport::fd_limit::raise();
     std::process::ExitCode::from(nodeprov::commands::run(cli))
 }
