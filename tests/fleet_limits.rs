@@ -207,3 +207,95 @@ fn open_files_grow_with_forks_not_with_the_fleet() {
         assert!(!report.contains("known_hosts"), "{host}: {report}");
     }
 }
+
+/// Size of each of the files copied to every host: as large as is still
+/// compared by content (larger ones are compared by checksum).
+const PAYLOAD_BYTES: usize = 1 << 20;
+const PAYLOAD_FILES: usize = 3;
+
+/// Copies every payload file to each host, under a name of its own.
+const PAYLOAD_PLAY: &str = "
+- name: payload
+  hosts: all
+  gather_facts: false
+  tasks:
+    - copy: {src: \"payload{{ item }}.txt\", dest: \"/tmp/payload-{{ inventory_hostname }}-{{ item }}\"}
+      loop: [0, 1, 2]
+";
+
+/// Text that no encoding shrinks, `PAYLOAD_BYTES` long.
+fn payload(seed: u64) -> String {
+    let mut x = seed.wrapping_mul(6364136223846793005).wrapping_add(1);
+    (0..PAYLOAD_BYTES)
+        .map(|i| {
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            if i % 64 == 63 {
+                '\n'
+            } else {
+                char::from(b'a' + (x >> 60) as u8)
+            }
+        })
+        .collect()
+}
+
+/// Peak memory of an apply of the payload to `hosts` hosts, `forks` at once.
+fn payload_run(fleet: &SshFleet, hosts: usize, forks: &str) -> i64 {
+    let control = Control::new(fleet, hosts);
+    for i in 0..PAYLOAD_FILES {
+        std::fs::write(control.path(&format!("payload{i}.txt")), payload(i as u64)).unwrap();
+    }
+    let run = control.apply("-n 1024", PAYLOAD_PLAY, &["--forks", forks]);
+    assert_eq!(run.code, 0, "{:?}\n{run}", run.failures());
+    for r in run.hosts() {
+        assert_eq!(r["recap"]["changed"], PAYLOAD_FILES, "{r}");
+    }
+    for server in &fleet.hosts {
+        // Each server holds the files of a quarter of the hosts; remove
+        // them so the next run writes again.
+        for entry in std::fs::read_dir(server.host.path("/tmp")).unwrap() {
+            let path = entry.unwrap().path();
+            if path
+                .file_name()
+                .unwrap()
+                .to_string_lossy()
+                .starts_with("payload-")
+            {
+                std::fs::remove_file(path).unwrap();
+            }
+        }
+    }
+    eprintln!(
+        "{hosts} hosts, --forks {forks}: peak RSS {} KiB",
+        run.max_rss_kib
+    );
+    run.max_rss_kib
+}
+
+#[test]
+fn controller_memory_does_not_grow_with_the_fleet() {
+    let fleet = SshFleet::start(4);
+    let n = 8;
+    let payload_kib = (PAYLOAD_FILES * PAYLOAD_BYTES / 1024) as i64;
+    let few = payload_run(&fleet, n, "4");
+    let many = payload_run(&fleet, 2 * n, "4");
+    // Twice the hosts, as many at once: what a finished host leaves behind
+    // is a report line, not its payload.
+    let per_host_kib = 256;
+    let slack_kib = 16 * 1024;
+    assert!(
+        many - few < n as i64 * per_host_kib + slack_kib,
+        "{n} more hosts took {} KiB more (peak {few} KiB, then {many} KiB)",
+        many - few
+    );
+    // Each host in flight holds its script and what it reads back, a small
+    // multiple of the payload, never one copy per step of the way.
+    let all_at_once = payload_run(&fleet, 2 * n, "16");
+    let in_flight = (2 * n - 4) as i64;
+    assert!(
+        all_at_once - many < in_flight * 4 * payload_kib,
+        "{in_flight} more hosts in flight took {} KiB more (payload {payload_kib} KiB)",
+        all_at_once - many
+    );
+}

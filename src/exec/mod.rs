@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::diag::Diagnostic;
 use crate::inventory::Inventory;
+use crate::modules::params::Sources;
 use crate::playbook::{BatchSize, Play, Playbook};
 use crate::template::Templates;
 use crate::transport::{fd_limit, Transport, TransportError};
@@ -73,6 +74,7 @@ pub fn run_playbook(
         .unwrap_or(Path::new("."))
         .to_path_buf();
     let search_dirs = crate::modules::params::search_dirs(&req.playbook.path);
+    let sources = Sources::default();
     let sessions = Sessions::default();
     let mut outcome = RunOutcome::default();
     let mut failed_hosts: Vec<String> = Vec::new();
@@ -84,6 +86,7 @@ pub fn run_playbook(
             templates: &templates,
             lenient: &lenient,
             search_dirs: &search_dirs,
+            sources: &sources,
             opts: &req.opts,
         };
         let play_vars = play_vars(play, &base, &templates, &req.extra_vars)?;
