@@ -87,6 +87,7 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
         limit: args.target.limit.as_deref(),
         opts: RunOptions {
             check,
+            diff,
             tags: args.tags.clone(),
             skip_tags: args.skip_tags.clone(),
         },

@@ -135,14 +135,20 @@ pub struct WriteOpts {
 /// otherwise, and is renamed over the old one. A failure at any point (a
 /// full disk) leaves the old file untouched and removes the temp file.
 pub fn write_step(path: &str, content: &str, opts: &WriteOpts) -> String {
-    let data = base64::engine::general_purpose::STANDARD.encode(content);
     let p = quote(path);
-    let mut s = format!(
+    // The content is encoded straight into the step: one buffer, however
+    // large the file.
+    let mut s = String::with_capacity(content.len() / 3 * 4 + 1024);
+    s.push_str(&format!(
         "p={p}; d=$(dirname -- \"$p\")\n\
          [ -d \"$d\" ] || {{ echo \"directory $d does not exist\" >&2; exit 1; }}\n\
          t=$(mktemp \"$d/.nodeprov.XXXXXX\") || exit 1\n\
-         if ! printf '%s' '{data}' | base64 -d > \"$t\"; then rm -f \"$t\"; echo \"cannot write $p\" >&2; exit 1; fi\n\
-         if [ -e \"$p\" ]; then chown --reference=\"$p\" \"$t\" && chmod --reference=\"$p\" \"$t\" || {{ rm -f \"$t\"; exit 1; }}; \
+         if ! printf '%s' '"
+    ));
+    base64::engine::general_purpose::STANDARD.encode_string(content, &mut s);
+    s.push_str(
+        "' | base64 -d > \"$t\"; then rm -f \"$t\"; echo \"cannot write $p\" >&2; exit 1; fi\n\
+         if [ -e \"$p\" ]; then chown --reference=\"$p\" \"$t\" && chmod --reference=\"$p\" \"$t\" || { rm -f \"$t\"; exit 1; }; \
          chcon --reference=\"$p\" \"$t\" 2>/dev/null; else chmod 644 \"$t\"; fi\n"
     );
     if opts.backup {

@@ -14,5 +14,21 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(code);
         }
     };
+    nodeprov::transport::fd_limit::raise();
+    return_large_buffers();
     std::process::ExitCode::from(nodeprov::commands::run(cli))
+}
+
+/// Scripts and file contents of several MiB per host come and go on many
+/// worker threads. glibc would keep them in per-thread heaps once freed
+/// (its mmap threshold grows with every large free); a fixed threshold maps
+/// each one on its own and gives it back to the system when freed, so the
+/// process holds what its hosts in flight need, not its high-water mark.
+fn return_large_buffers() {
+    #[cfg(target_env = "gnu")]
+    // SAFETY: mallopt only changes allocator tuning; called before any
+    // worker thread exists.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 * 1024);
+    }
 }

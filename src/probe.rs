@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::shell::quote;
+use crate::shell::{quote, quote_into};
 
 /// One read-only question for the host, identified by a canonical key so
 /// that tasks asking the same question share one answer.
@@ -63,17 +63,49 @@ pub fn build_script(
     stop_on_failure: bool,
     may_fail: &[String],
 ) -> String {
-    let mut out = format!("np_tok={}\n{PRELUDE}", quote(token));
-    for (index, (id, body)) in units.iter().enumerate() {
-        // The id rides along unused by the shell, for readers and fakes.
-        let call = format!("np_unit {index} {} {}", quote(id), quote(body));
-        if stop_on_failure && !may_fail.contains(id) {
-            out.push_str(&format!("{call} || exit 91\n"));
-        } else {
-            out.push_str(&format!("{call}\n"));
+    let size = units.iter().map(|(id, body)| id.len() + body.len()).sum();
+    let mut script = ScriptBuilder::new(token, stop_on_failure, size);
+    for (id, body) in units {
+        script.unit(id, body, may_fail.contains(id));
+    }
+    script.finish()
+}
+
+/// A script built unit by unit into one buffer, so that a caller holding
+/// large bodies (whole files) can drop each one as soon as it is in.
+pub struct ScriptBuilder {
+    out: String,
+    stop_on_failure: bool,
+    next: usize,
+}
+
+impl ScriptBuilder {
+    /// `size` is what the units will roughly add, to allocate once.
+    pub fn new(token: &str, stop_on_failure: bool, size: usize) -> ScriptBuilder {
+        let mut out = String::with_capacity(PRELUDE.len() + token.len() + size + 256);
+        out.push_str(&format!("np_tok={}\n{PRELUDE}", quote(token)));
+        ScriptBuilder {
+            out,
+            stop_on_failure,
+            next: 0,
         }
     }
-    out
+
+    pub fn unit(&mut self, id: &str, body: &str, may_fail: bool) {
+        // The id rides along unused by the shell, for readers and fakes.
+        self.out
+            .push_str(&format!("np_unit {} {} ", self.next, quote(id)));
+        quote_into(&mut self.out, body);
+        if self.stop_on_failure && !may_fail {
+            self.out.push_str(" || exit 91");
+        }
+        self.out.push('\n');
+        self.next += 1;
+    }
+
+    pub fn finish(self) -> String {
+        self.out
+    }
 }
 
 #[derive(Debug, PartialEq, Eq)]

@@ -3,13 +3,30 @@
 
 /// Quotes `s` as one shell word.
 pub fn quote(s: &str) -> String {
+    let mut out = String::new();
+    quote_into(&mut out, s);
+    out
+}
+
+/// Appends `s` quoted as one shell word, with no copy in between (a word
+/// may hold a whole file).
+pub fn quote_into(out: &mut String, s: &str) {
     if !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@%+".contains(&b))
     {
-        return s.to_string();
+        out.push_str(s);
+        return;
     }
-    format!("'{}'", s.replace('\'', r"'\''"))
+    out.reserve(s.len() + 2);
+    out.push('\'');
+    for (n, part) in s.split('\'').enumerate() {
+        if n > 0 {
+            out.push_str(r"'\''");
+        }
+        out.push_str(part);
+    }
+    out.push('\'');
 }
 
 /// A system binary by absolute path when `PATH` lacks the sbin folders

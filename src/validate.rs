@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use serde_json::Value;
 
 use crate::diag::Diagnostic;
-use crate::modules::params::{find_file, search_dirs, BuildCtx};
+use crate::modules::params::{find_file, search_dirs, BuildCtx, Sources};
 use crate::modules::Params;
 use crate::playbook::{Playbook, Task};
 use crate::template::Templates;
@@ -78,6 +78,7 @@ fn check_literal_params(
         templates: t,
         vars: &vars,
         search_dirs: dirs,
+        sources: &Sources::default(),
     };
     let p = Params::new(task.module.name, task.module_span.clone(), params, &ctx);
     if let Err(e) = (task.module.build)(&p) {

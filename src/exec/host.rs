@@ -14,7 +14,7 @@ use serde_json::{json, Value};
 use super::result::{HostReport, Status, TaskResult};
 use super::vars::{has_template, VarLayers};
 use crate::host_facts;
-use crate::modules::params::BuildCtx;
+use crate::modules::params::{BuildCtx, Sources};
 use crate::modules::{Effect, Facts, Module, Params, Plan};
 use crate::playbook::{Play, Task};
 use crate::probe::{self, Probe, ProbeResult};
@@ -23,6 +23,9 @@ use crate::transport::{Purpose, Script, Transport};
 
 pub struct RunOptions {
     pub check: bool,
+    /// Keep file diffs in the reports; without it they are dropped as soon
+    /// as planned, since a fleet's worth of them would stay in memory.
+    pub diff: bool,
     pub tags: Vec<String>,
     pub skip_tags: Vec<String>,
 }
@@ -34,6 +37,7 @@ pub struct PlayCtx<'a> {
     /// Renders undefined values as empty, to guess probes early.
     pub lenient: &'a Templates,
     pub search_dirs: &'a [std::path::PathBuf],
+    pub sources: &'a Sources,
     pub opts: &'a RunOptions,
 }
 
@@ -286,6 +290,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             templates: t,
             vars: ctx,
             search_dirs: self.ctx.search_dirs,
+            sources: self.ctx.sources,
         };
         let params = Params::new(task.module.name, task.module_span.clone(), entries, &bctx);
         (task.module.build)(&params).map_err(|e| e.to_diagnostic().to_string())
@@ -578,6 +583,12 @@ impl<'a, 'p> HostRun<'a, 'p> {
         };
         let i = self.push_result(task, item, status);
         self.results[i].changes = changes;
+        if !self.ctx.opts.diff {
+            self.results[i]
+                .changes
+                .iter_mut()
+                .for_each(|c| c.diff = None);
+        }
         self.results[i].notes = notes;
         if status == Status::Unknown {
             self.results[i].message = unknown;
@@ -637,11 +648,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             }
         }
         if planned == Status::Changed {
-            let body = steps
-                .iter()
-                .map(|s| format!("{{\n{s}\n}}"))
-                .collect::<Vec<_>>()
-                .join(" &&\n");
+            let body = join_steps(steps);
             let may_fail = task.ignore_errors || task.failed_when.is_some();
             self.pending.push(Pending {
                 result: i,
@@ -747,20 +754,18 @@ impl<'a, 'p> HostRun<'a, 'p> {
         if self.pending.is_empty() {
             return;
         }
-        let pending = std::mem::take(&mut self.pending);
-        let units: Vec<(String, String)> = pending
-            .iter()
-            .map(|p| (format!("t{}", p.result), p.body.clone()))
-            .collect();
-        let ids: Vec<String> = units.iter().map(|u| u.0.clone()).collect();
-        let may_fail: Vec<String> = pending
-            .iter()
-            .filter(|p| p.may_fail)
-            .map(|p| format!("t{}", p.result))
-            .collect();
+        let mut pending = std::mem::take(&mut self.pending);
+        let ids: Vec<String> = pending.iter().map(|p| format!("t{}", p.result)).collect();
+        let size = pending.iter().map(|p| p.body.len()).sum();
+        let mut body = probe::ScriptBuilder::new(&self.token, true, size);
+        for (p, id) in pending.iter_mut().zip(&ids) {
+            // Each body (it may hold whole files) is freed once it is in
+            // the script.
+            body.unit(id, &std::mem::take(&mut p.body), p.may_fail);
+        }
         let script = Script {
             purpose: Purpose::Mutate,
-            body: probe::build_script(&self.token, &units, true, &may_fail),
+            body: body.finish(),
             become_user: self.ctx.play.become_user.clone(),
         };
         self.round_trips += 1;
@@ -875,6 +880,21 @@ impl<'a, 'p> HostRun<'a, 'p> {
             }
         }
     }
+}
+
+/// The steps of one task as one guarded block, built in one buffer: a
+/// step may carry a whole file.
+fn join_steps(steps: Vec<String>) -> String {
+    let mut body = String::with_capacity(steps.iter().map(|s| s.len() + 8).sum());
+    for (n, step) in steps.into_iter().enumerate() {
+        if n > 0 {
+            body.push_str(" &&\n");
+        }
+        body.push_str("{\n");
+        body.push_str(&step);
+        body.push_str("\n}");
+    }
+    body
 }
 
 fn declared_read_only(task: &Task) -> bool {

@@ -8,7 +8,7 @@ pub mod result;
 mod run_tests;
 pub mod vars;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -16,9 +16,10 @@ use serde_json::{Map, Value};
 
 use crate::diag::Diagnostic;
 use crate::inventory::Inventory;
+use crate::modules::params::Sources;
 use crate::playbook::{BatchSize, Play, Playbook};
 use crate::template::Templates;
-use crate::transport::{Transport, TransportError};
+use crate::transport::{fd_limit, Transport, TransportError};
 use crate::yaml;
 use host::{HostRun, PlayCtx, RunOptions};
 use result::HostReport;
@@ -73,16 +74,19 @@ pub fn run_playbook(
         .unwrap_or(Path::new("."))
         .to_path_buf();
     let search_dirs = crate::modules::params::search_dirs(&req.playbook.path);
+    let sources = Sources::default();
     let sessions = Sessions::default();
     let mut outcome = RunOutcome::default();
     let mut failed_hosts: Vec<String> = Vec::new();
-    for play in &req.playbook.plays {
+    for (p, play) in req.playbook.plays.iter().enumerate() {
         let hosts = select_hosts(req, play, &failed_hosts)?;
+        let later = hosts_of_later_plays(req, p);
         let ctx = PlayCtx {
             play,
             templates: &templates,
             lenient: &lenient,
             search_dirs: &search_dirs,
+            sources: &sources,
             opts: &req.opts,
         };
         let play_vars = play_vars(play, &base, &templates, &req.extra_vars)?;
@@ -94,7 +98,11 @@ pub fn run_playbook(
                 of: batches.len(),
                 hosts: batch,
             });
-            let reports = run_batch(req, &ctx, &play_vars, batch, &sessions, on_event);
+            let keep = Keep {
+                sessions: &sessions,
+                later: &later,
+            };
+            let reports = run_batch(req, &ctx, &play_vars, batch, &keep, on_event);
             let failed: Vec<String> = reports
                 .iter()
                 .filter(|r| r.failed())
@@ -110,6 +118,15 @@ pub fn run_playbook(
         }
     }
     Ok(outcome)
+}
+
+/// Every host a play after `p` may select (before failures narrow it):
+/// only their connections are worth keeping open.
+fn hosts_of_later_plays(req: &RunRequest, p: usize) -> HashSet<String> {
+    req.playbook.plays[p + 1..]
+        .iter()
+        .flat_map(|play| req.inventory.select(&play.hosts).unwrap_or_default())
+        .collect()
 }
 
 fn select_hosts(
@@ -211,7 +228,7 @@ fn run_batch(
     ctx: &PlayCtx,
     play_vars: &Map<String, Value>,
     batch: &[String],
-    sessions: &Sessions,
+    keep: &Keep,
     on_event: &(dyn Fn(Event) + Sync),
 ) -> Vec<HostReport> {
     let queue = Mutex::new(batch.iter().enumerate());
@@ -222,7 +239,7 @@ fn run_batch(
                 let Some((i, host)) = queue.lock().unwrap().next() else {
                     break;
                 };
-                let report = run_host(req, ctx, play_vars, host, sessions);
+                let report = run_host(req, ctx, play_vars, host, keep);
                 on_event(Event::Host(&report));
                 reports.lock().unwrap().push((i, report));
             });
@@ -233,18 +250,32 @@ fn run_batch(
     reports.into_iter().map(|(_, r)| r).collect()
 }
 
-/// Open connections, kept for the whole run: one session per host, reused
-/// by every play.
+/// Connections kept open between plays for hosts a later play selects.
+/// A host's connection is otherwise closed as soon as it is done with the
+/// play, so open files grow with `--forks`, not with the fleet.
 #[derive(Default)]
 struct Sessions(Mutex<HashMap<String, Box<dyn Transport>>>);
 
-impl Sessions {
+/// How one play treats the connections of its hosts.
+struct Keep<'a> {
+    sessions: &'a Sessions,
+    later: &'a HashSet<String>,
+}
+
+impl Keep<'_> {
     fn take(&self, host: &str) -> Option<Box<dyn Transport>> {
-        self.0.lock().unwrap().remove(host)
+        self.sessions.0.lock().unwrap().remove(host)
     }
 
+    /// Keeps the connection while kept ones use at most half the open-file
+    /// limit, leaving the rest to the workers; beyond that a later play
+    /// connects again.
     fn keep(&self, host: &str, transport: Box<dyn Transport>) {
-        self.0.lock().unwrap().insert(host.to_string(), transport);
+        let mut open = self.sessions.0.lock().unwrap();
+        let room = fd_limit::soft() / 2 > fd_limit::in_use();
+        if self.later.contains(host) && room {
+            open.insert(host.to_string(), transport);
+        }
     }
 }
 
@@ -253,7 +284,7 @@ fn run_host(
     ctx: &PlayCtx,
     play_vars: &Map<String, Value>,
     host: &str,
-    sessions: &Sessions,
+    keep: &Keep,
 ) -> HostReport {
     let inventory = req.inventory.host_vars(host);
     let layers = VarLayers {
@@ -263,7 +294,7 @@ fn run_host(
         registered: Map::new(),
         extra: req.extra_vars.clone(),
     };
-    let transport = match sessions.take(host) {
+    let transport = match keep.take(host) {
         Some(t) => Ok(t),
         None => (req.connect)(host, &inventory),
     };
@@ -271,7 +302,7 @@ fn run_host(
         Ok(mut transport) => {
             let report = HostRun::new(ctx, host, layers, transport.as_mut()).run();
             if report.unreachable.is_none() {
-                sessions.keep(host, transport);
+                keep.keep(host, transport);
             }
             report
         }

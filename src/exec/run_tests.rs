@@ -47,8 +47,19 @@ fn run(pb: &Playbook, missing: usize, check: bool) -> (RunOutcome, Log) {
     (outcome, log)
 }
 
-/// Runs `pb` against the implicit localhost through `connect`.
+/// Runs `pb` against the implicit localhost through `connect`; check mode
+/// keeps diffs, as `nodeprov check` does.
 fn execute(pb: &Playbook, check: bool, forks: usize, connect: &Connector) -> RunOutcome {
+    execute_with(pb, check, forks, connect, &|_| {})
+}
+
+fn execute_with(
+    pb: &Playbook,
+    check: bool,
+    forks: usize,
+    connect: &Connector,
+    on_event: &(dyn Fn(Event) + Sync),
+) -> RunOutcome {
     let inventory = Inventory::localhost();
     let req = RunRequest {
         playbook: pb,
@@ -56,6 +67,7 @@ fn execute(pb: &Playbook, check: bool, forks: usize, connect: &Connector) -> Run
         limit: None,
         opts: RunOptions {
             check,
+            diff: check,
             tags: Vec::new(),
             skip_tags: Vec::new(),
         },
@@ -63,7 +75,7 @@ fn execute(pb: &Playbook, check: bool, forks: usize, connect: &Connector) -> Run
         forks,
         connect,
     };
-    run_playbook(&req, &|_| {}).unwrap()
+    run_playbook(&req, on_event).unwrap()
 }
 
 /// A host whose first `missing` files are absent until a mutating script ran.
@@ -162,6 +174,56 @@ fn one_session_per_host_for_the_whole_run() {
     let outcome = execute(&pb, true, 2, &connect);
     assert_eq!(outcome.reports.len(), 2);
     assert_eq!(connects.load(Ordering::SeqCst), 1);
+}
+
+/// A fake host that counts how many of its connections were closed.
+struct Counted(FakeTransport, Arc<std::sync::atomic::AtomicUsize>);
+
+impl crate::transport::Transport for Counted {
+    fn run(&mut self, script: &Script) -> Result<Output, crate::transport::TransportError> {
+        self.0.run(script)
+    }
+}
+
+impl Drop for Counted {
+    fn drop(&mut self) {
+        self.1.fetch_add(1, Ordering::SeqCst);
+    }
+}
+
+#[test]
+fn a_connection_closes_when_no_later_play_needs_the_host() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("two.yml");
+    let play = "- hosts: all\n  gather_facts: false\n  tasks:\n    - copy: {dest: /etc/f0, content: \"managed\\n\"}\n";
+    std::fs::write(&path, format!("{play}{play}")).unwrap();
+    let pb = crate::playbook::load(&path).unwrap();
+    let closed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let c2 = closed.clone();
+    let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
+        Ok(Box::new(Counted(fake_host(0), c2.clone())) as Box<dyn crate::transport::Transport>)
+    };
+    // Closed connections when each play reported the host: the first play
+    // keeps it for the second, which closes it before reporting.
+    let seen = Mutex::new(Vec::new());
+    execute_with(&pb, false, 1, &connect, &|e| {
+        if let Event::Host(_) = e {
+            seen.lock().unwrap().push(closed.load(Ordering::SeqCst));
+        }
+    });
+    assert_eq!(*seen.lock().unwrap(), [0, 1]);
+}
+
+#[test]
+fn diffs_stay_in_reports_only_when_asked_for() {
+    let (_d, pb) = playbook(1);
+    let diffs = |check: bool| {
+        let (outcome, _) = run(&pb, 1, check);
+        let change = &outcome.reports[0].tasks[0].changes[0];
+        change.diff.is_some()
+    };
+    assert!(diffs(true), "check mode keeps the diff");
+    assert!(!diffs(false), "apply without --diff drops it");
 }
 
 fn load(text: &str) -> (tempfile::TempDir, Playbook) {

@@ -1,5 +1,7 @@
 //! `copy` and `template`: a file on the host with exactly this content.
 
+use std::sync::Arc;
+
 use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
 use crate::files::{self, FileState, WriteOpts};
 use crate::probe::Probe;
@@ -26,13 +28,14 @@ pub const TEMPLATE: ModuleSpec = ModuleSpec {
 
 pub struct FileContent {
     pub dest: String,
-    pub content: String,
+    /// Shared by every host when it comes from a `src:` file.
+    pub content: Arc<str>,
     pub opts: WriteOpts,
     /// `force: no` only creates a missing file.
     pub force: bool,
 }
 
-fn common(p: &Params, content: String) -> Result<Box<dyn Module>, ParamError> {
+fn common(p: &Params, content: Arc<str>) -> Result<Box<dyn Module>, ParamError> {
     Ok(Box::new(FileContent {
         dest: p.required_str("dest")?,
         content,
@@ -46,7 +49,7 @@ fn common(p: &Params, content: String) -> Result<Box<dyn Module>, ParamError> {
     }))
 }
 
-fn read_src(p: &Params) -> Result<(std::path::PathBuf, String), ParamError> {
+fn read_src(p: &Params) -> Result<(std::path::PathBuf, Arc<str>), ParamError> {
     let src = p.required_str("src")?;
     let path = p.ctx.find_file(&src).ok_or_else(|| {
         p.error(
@@ -54,14 +57,17 @@ fn read_src(p: &Params) -> Result<(std::path::PathBuf, String), ParamError> {
             format!("cannot find '{src}' (searched templates/, files/ and the playbook folder)"),
         )
     })?;
-    let text = std::fs::read_to_string(&path)
+    let text = p
+        .ctx
+        .sources
+        .read(&path)
         .map_err(|e| p.error("src", format!("cannot read {}: {e}", path.display())))?;
     Ok((path, text))
 }
 
 fn build_copy(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let content = match (p.str("content")?, p.has("src")) {
-        (Some(c), false) => c,
+        (Some(c), false) => c.into(),
         (None, true) => read_src(p)?.1,
         _ => return Err(p.error("content", "give exactly one of 'src' or 'content'")),
     };
@@ -77,7 +83,7 @@ fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             format!("template {}{at}: {}", path.display(), e.message),
         )
     })?;
-    common(p, content)
+    common(p, content.into())
 }
 
 impl Module for FileContent {

@@ -231,6 +231,7 @@ pub(crate) fn build_test(
         templates: &templates,
         vars: &vars,
         search_dirs: &[],
+        sources: &params::Sources::default(),
     };
     let span = crate::diag::Span::synthetic("test");
     let entries = params

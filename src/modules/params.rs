@@ -1,7 +1,9 @@
 //! Typed access to a task's rendered parameters, with errors that point at
 //! the parameter in the playbook.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
@@ -14,6 +16,24 @@ pub struct BuildCtx<'a> {
     pub vars: &'a Value,
     /// Folders searched for `src:` files, in order (see [`search_dirs`]).
     pub search_dirs: &'a [PathBuf],
+    pub sources: &'a Sources,
+}
+
+/// `src:` files as read once per run: every host (and every rebuild of a
+/// task while planning) shares one copy of the content.
+#[derive(Default)]
+pub struct Sources(Mutex<HashMap<PathBuf, Arc<str>>>);
+
+impl Sources {
+    pub fn read(&self, path: &Path) -> std::io::Result<Arc<str>> {
+        if let Some(text) = self.0.lock().unwrap().get(path) {
+            return Ok(text.clone());
+        }
+        // Read without the lock; of two threads racing, the first stored wins.
+        let text: Arc<str> = std::fs::read_to_string(path)?.into();
+        let mut cache = self.0.lock().unwrap();
+        Ok(cache.entry(path.to_path_buf()).or_insert(text).clone())
+    }
 }
 
 impl BuildCtx<'_> {

@@ -30,14 +30,14 @@ impl Transport for LocalTransport {
             .spawn()
             .map_err(|e| TransportError::Io(format!("cannot start /bin/sh: {e}")))?;
         let mut stdin = child.stdin.take().expect("stdin is piped");
-        let body = script.body.clone();
         // Written from a thread so a script that prints a lot before reading
-        // all of its input cannot deadlock against us.
-        let writer = std::thread::spawn(move || stdin.write_all(body.as_bytes()));
-        let out = child
-            .wait_with_output()
-            .map_err(|e| TransportError::Io(format!("waiting for /bin/sh: {e}")))?;
-        let _ = writer.join();
+        // all of its input cannot deadlock against us; scoped, so it writes
+        // the script itself rather than a copy.
+        let out = std::thread::scope(|s| {
+            s.spawn(move || stdin.write_all(script.body.as_bytes()));
+            child.wait_with_output()
+        })
+        .map_err(|e| TransportError::Io(format!("waiting for /bin/sh: {e}")))?;
         Ok(Output {
             status: out.status.code().unwrap_or(-1),
             stdout: out.stdout,

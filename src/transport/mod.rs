@@ -2,6 +2,7 @@
 //! trip; the executor keeps that number constant per host.
 
 pub mod fake;
+pub mod fd_limit;
 pub mod local;
 pub mod ssh;
 

@@ -2,7 +2,7 @@ use serde_json::json;
 
 use super::*;
 use crate::diag::Span;
-use crate::modules::params::BuildCtx;
+use crate::modules::params::{BuildCtx, Sources};
 use crate::template::Templates;
 
 const OURS: &str = "/etc/sysctl.d/90-gpu-node.conf";
@@ -13,6 +13,7 @@ fn parse_params(v: Value) -> Result<Sysctl, ParamError> {
         templates: &templates,
         vars: &Value::Null,
         search_dirs: &[],
+        sources: &Sources::default(),
     };
     let entries = v
         .as_object()

@@ -7,6 +7,7 @@ use base64::Engine;
 use ssh2::{KeyboardInteractivePrompt, Prompt, Session};
 
 use super::Secret;
+use crate::transport::fd_limit;
 
 pub struct AuthPlan<'a> {
     pub user: &'a str,
@@ -71,11 +72,20 @@ fn try_agent(session: &Session, user: &str, tried: &mut Vec<String>) -> bool {
     ok
 }
 
+/// Key files are read here, not by libssh2, so that a failure to open one
+/// keeps its cause (out of file descriptors is not a bad key).
 fn try_key(session: &Session, plan: &AuthPlan, key: &Path, tried: &mut Vec<String>) -> bool {
     let shown = tilde(key, plan.home);
-    let Ok(text) = std::fs::read_to_string(key) else {
-        tried.push(format!("key {shown} (unreadable)"));
-        return false;
+    let unreadable = |e: std::io::Error| {
+        let why = fd_limit::explain(&e).unwrap_or_else(|| "unreadable".into());
+        format!("key {shown} ({why})")
+    };
+    let text = match std::fs::read_to_string(key) {
+        Ok(text) => text,
+        Err(e) => {
+            tried.push(unreadable(e));
+            return false;
+        }
     };
     let encrypted = is_encrypted(&text);
     if encrypted && plan.key_passphrase.is_none() {
@@ -90,16 +100,22 @@ fn try_key(session: &Session, plan: &AuthPlan, key: &Path, tried: &mut Vec<Strin
         Some(ext) => format!("{}.pub", ext.to_string_lossy()),
         None => "pub".into(),
     });
-    let public = public.exists().then_some(public);
+    let public = match std::fs::read_to_string(public) {
+        Ok(text) => Some(text),
+        Err(e) if fd_limit::explain(&e).is_some() => {
+            tried.push(unreadable(e));
+            return false;
+        }
+        Err(_) => None,
+    };
     let passphrase = plan
         .key_passphrase
         .filter(|_| encrypted)
         .map(Secret::expose);
-    let ok = session
-        .userauth_pubkey_file(plan.user, public.as_deref(), key, passphrase)
-        .is_ok();
     tried.push(format!("key {shown}"));
-    ok
+    session
+        .userauth_pubkey_memory(plan.user, public.as_deref(), &text, passphrase)
+        .is_ok()
 }
 
 fn try_password(

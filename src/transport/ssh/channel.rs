@@ -3,6 +3,7 @@
 //! still write its stdin cannot deadlock us), and a host that stops
 //! answering is noticed by keepalives instead of hanging the worker.
 
+use std::borrow::Cow;
 use std::io::{ErrorKind, Read, Write};
 use std::os::fd::RawFd;
 use std::time::{Duration, Instant};
@@ -64,7 +65,8 @@ struct Exchange<'a> {
     feed: Feed<'a>,
     stdout: Vec<u8>,
     stderr: Vec<u8>,
-    pending: Vec<u8>,
+    /// The script is written from where it lies, never copied.
+    pending: Cow<'a, [u8]>,
     written: usize,
     /// The script body is queued (at once without sudo; after sudo's
     /// success marker with it).
@@ -76,8 +78,8 @@ struct Exchange<'a> {
 impl<'a> Exchange<'a> {
     fn new(feed: Feed<'a>) -> Exchange<'a> {
         let (pending, escalated) = match &feed {
-            Feed::Script(body) => (body.to_vec(), true),
-            Feed::Sudo { .. } => (Vec::new(), false),
+            Feed::Script(body) => (Cow::Borrowed(*body), true),
+            Feed::Sudo { .. } => (Cow::Borrowed(&[][..]), false),
         };
         Exchange {
             feed,
@@ -144,13 +146,13 @@ impl<'a> Exchange<'a> {
             Step::Wait => {}
             Step::SendPassword => {
                 let pw = password.expect("classify asks only when there is one");
-                self.pending = format!("{}\n", pw.expose()).into_bytes();
+                self.pending = Cow::Owned(format!("{}\n", pw.expose()).into_bytes());
                 self.written = 0;
                 self.password_sent = true;
             }
             Step::Ready(marker_len) => {
                 self.stdout.drain(..marker_len);
-                self.pending = body.to_vec();
+                self.pending = Cow::Borrowed(*body);
                 self.written = 0;
                 self.escalated = true;
             }

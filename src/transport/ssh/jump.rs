@@ -10,6 +10,8 @@ use std::time::Duration;
 
 use ssh2::{BlockDirections, Channel, Session};
 
+use crate::transport::fd_limit;
+
 /// Opens a tunnel to `host:port` through `jump`; the returned socket speaks
 /// directly to the target.
 /// `jump_fd` is the socket the jump session runs on.
@@ -17,8 +19,10 @@ pub fn tunnel(jump: Session, jump_fd: RawFd, host: &str, port: u16) -> Result<Un
     let channel = jump
         .channel_direct_tcpip(host, port, None)
         .map_err(|e| format!("the jump host could not reach {host}:{port}: {e}"))?;
-    let (ours, theirs) =
-        UnixStream::pair().map_err(|e| format!("cannot create a socket pair: {e}"))?;
+    let (ours, theirs) = UnixStream::pair().map_err(|e| {
+        let why = fd_limit::explain(&e).unwrap_or_else(|| e.to_string());
+        format!("cannot create a socket pair: {why}")
+    })?;
     theirs
         .set_nonblocking(true)
         .map_err(|e| format!("socket pair: {e}"))?;

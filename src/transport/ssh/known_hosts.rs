@@ -8,6 +8,8 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use ssh2::{CheckResult, HashType, HostKeyType, KnownHostFileKind, KnownHosts, Session};
 
+use crate::transport::fd_limit;
+
 /// OpenSSH's host key algorithm order. libssh2's default prefers ECDSA, so
 /// a host recorded by `ssh` with its Ed25519 key would look changed.
 const OPENSSH_ORDER: [&str; 7] = [
@@ -49,13 +51,25 @@ pub struct KnownHostsDb {
 
 impl KnownHostsDb {
     /// Loads every existing file of the policy; missing files are empty.
+    /// The files are read here rather than by libssh2 so that a failure to
+    /// open one keeps its cause (out of file descriptors is not a bad file).
     pub fn load(session: &Session, policy: &HostKeyPolicy) -> Result<KnownHostsDb, String> {
         let mut db = session
             .known_hosts()
             .map_err(|e| format!("known_hosts: {e}"))?;
-        for file in policy.files.iter().filter(|f| f.exists()) {
-            db.read_file(file, KnownHostFileKind::OpenSSH)
-                .map_err(|e| format!("{}: {e}", file.display()))?;
+        for file in &policy.files {
+            let text = match std::fs::read_to_string(file) {
+                Ok(text) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(e) => {
+                    return Err(fd_limit::explain(&e)
+                        .unwrap_or_else(|| format!("cannot read {}: {e}", file.display())))
+                }
+            };
+            for line in text.lines() {
+                db.read_str(line, KnownHostFileKind::OpenSSH)
+                    .map_err(|e| format!("{}: {e}", file.display()))?;
+            }
         }
         Ok(KnownHostsDb {
             db,
@@ -138,7 +152,10 @@ pub fn verdict(
 
 /// Appends a recorded key, creating the file (and `~/.ssh`) if needed.
 pub fn record(file: &Path, line: &str) -> Result<(), String> {
-    let fail = |e: std::io::Error| format!("cannot record host key in {}: {e}", file.display());
+    let fail = |e: std::io::Error| {
+        let why = fd_limit::explain(&e).unwrap_or_else(|| e.to_string());
+        format!("cannot record host key in {}: {why}", file.display())
+    };
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(fail)?;
     }

@@ -17,7 +17,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use ssh2::{MethodType, Session};
 
-use super::{Output, Script, Transport, TransportError};
+use super::{fd_limit, Output, Script, Transport, TransportError};
 use channel::{Feed, Limits, PumpError};
 use config::SshConfig;
 use endpoint::{Endpoint, Route};
@@ -254,7 +254,10 @@ fn tcp_connect(ep: &Endpoint) -> Result<TcpStream, String> {
                 let _ = s.set_nodelay(true);
                 return Ok(s);
             }
-            Err(e) => last = Some(e),
+            Err(e) => match fd_limit::explain(&e) {
+                Some(why) => return Err(format!("{display}: {why}")),
+                None => last = Some(e),
+            },
         }
     }
     Err(match last {
