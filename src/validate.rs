@@ -1,15 +1,16 @@
 //! Static checks of a loaded playbook: every template and condition must
-//! compile, every `src:` template must exist and compile. No host is touched.
+//! compile, every `src:` template must exist and compile, every `notify`
+//! must reach a handler. No host is touched.
 
 use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::diag::Diagnostic;
+use crate::diag::{suggest, Diagnostic};
 use crate::modules::params::{find_file, search_dirs, BuildCtx};
 use crate::modules::Params;
-use crate::playbook::{Playbook, Task};
-use crate::template::Templates;
+use crate::playbook::{Play, Playbook, Task};
+use crate::template::{is_templated, Templates};
 use crate::yaml::Node;
 
 pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
@@ -17,6 +18,10 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
     let dirs = search_dirs(&pb.path);
     let mut errors = Vec::new();
     for play in &pb.plays {
+        play.vars_node
+            .iter()
+            .chain(&play.vars_files)
+            .for_each(|n| check_strings(&t, n, &mut errors));
         for task in play
             .tasks
             .iter()
@@ -24,6 +29,7 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
             .chain(&play.validate)
         {
             check_task(&t, &dirs, task, &mut errors);
+            check_notify(play, task, &mut errors);
         }
     }
     if errors.is_empty() {
@@ -34,11 +40,9 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
 }
 
 fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Diagnostic>) {
-    for (_, node) in &task.params {
+    let params = task.params.iter().map(|(_, node)| node);
+    for node in params.chain(&task.loop_items).chain(&task.vars_node) {
         check_strings(t, node, errors);
-    }
-    if let Some(items) = &task.loop_items {
-        check_strings(t, items, errors);
     }
     for cond in [&task.when, &task.changed_when, &task.failed_when]
         .into_iter()
@@ -50,6 +54,31 @@ fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Dia
         check_template_src(t, dirs, task, errors);
     } else {
         check_literal_params(t, dirs, task, errors);
+    }
+}
+
+/// Ansible fails a run whose `notify` reaches no handler; a typo here would
+/// otherwise leave a service running with its old configuration.
+fn check_notify(play: &Play, task: &Task, errors: &mut Vec<Diagnostic>) {
+    let names = || {
+        play.handlers
+            .iter()
+            .flat_map(|h| std::iter::once(&h.name).chain(&h.listen))
+    };
+    if names().any(|n| is_templated(n)) {
+        return;
+    }
+    for (name, span) in &task.notify {
+        if !is_templated(name) && !names().any(|n| n == name) {
+            let d = Diagnostic::new(
+                span,
+                format!("notify: no handler named '{name}' in this play"),
+            );
+            errors.push(match suggest(name, names().map(String::as_str)) {
+                Some(s) => d.with_hint(format!("did you mean '{s}'?")),
+                None => d.with_hint("a handler is found by its 'name' or a 'listen' topic"),
+            });
+        }
     }
 }
 
@@ -87,7 +116,7 @@ fn check_literal_params(
 
 fn check_strings(t: &Templates, node: &Node, errors: &mut Vec<Diagnostic>) {
     match &node.value {
-        crate::yaml::Value::Str(s) if crate::template::is_templated(s) => {
+        crate::yaml::Value::Str(s) if is_templated(s) => {
             if let Err(e) = t.check_template(s) {
                 errors.push(node.error(format!("template error: {e}")));
             }

@@ -720,7 +720,8 @@ impl<'a, 'p> HostRun<'a, 'p> {
     }
 
     fn notify(&mut self, task: &Task) {
-        self.notified.extend(task.notify.iter().cloned());
+        self.notified
+            .extend(task.notify.iter().map(|(n, _)| n.clone()));
     }
 
     fn register(&mut self, task: &Task, mut results: Vec<Value>) {

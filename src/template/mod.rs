@@ -7,6 +7,7 @@ mod yaml_emit;
 
 use std::collections::BTreeSet;
 
+use minijinja::machinery;
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::Serde;
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, UndefinedBehavior, Value};
@@ -81,19 +82,58 @@ impl Templates {
         self.condition(cond, &context(vars))
     }
 
-    /// Syntax check without rendering.
+    /// Syntax check without rendering; unknown filters and tests count too.
     pub fn check_template(&self, text: &str) -> Result<(), TemplateError> {
-        self.env
+        let tmpl = self
+            .env
             .template_from_str(text)
-            .map(|_| ())
-            .map_err(|e| self.convert(e, text, Source::Template, &Value::UNDEFINED))
+            .map_err(|e| self.convert(e, text, Source::Template, &Value::UNDEFINED))?;
+        let compiled = machinery::get_compiled_template(&tmpl);
+        std::iter::once(&compiled.instructions)
+            .chain(compiled.blocks.values())
+            .try_for_each(|i| self.check_callables(i))
     }
 
     pub fn check_expression(&self, expr: &str) -> Result<(), TemplateError> {
         self.env
             .compile_expression(expr)
-            .map(|_| ())
-            .map_err(|e| self.convert(e, expr, Source::Expression, &Value::UNDEFINED))
+            .map_err(|e| self.convert(e, expr, Source::Expression, &Value::UNDEFINED))?;
+        // Expressions do not expose their instructions; the same expression
+        // as a template compiles to the same filter and test calls.
+        match self.env.template_from_str(&format!("{{{{ {expr} }}}}")) {
+            Ok(t) => self.check_callables(&machinery::get_compiled_template(&t).instructions),
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// minijinja looks filters and tests up only when they run, so a typo
+    /// in a branch not taken would pass every run until the day it is taken.
+    fn check_callables(&self, code: &machinery::Instructions) -> Result<(), TemplateError> {
+        let probe = self.env.template_from_str("").expect("empty template");
+        let mut state = probe.new_state();
+        let mut idx = 0;
+        while let Some(instr) = code.get(idx) {
+            let unknown = match instr {
+                machinery::Instruction::ApplyFilter(name, ..) => state
+                    .apply_filter(name, &[])
+                    .is_err_and(|e| e.kind() == ErrorKind::UnknownFilter)
+                    .then(|| format!("unknown filter '{name}'")),
+                machinery::Instruction::PerformTest(name, ..) => state
+                    .perform_test(name, &[])
+                    .is_err_and(|e| e.kind() == ErrorKind::UnknownTest)
+                    .then(|| format!("unknown test '{name}'")),
+                _ => None,
+            };
+            if let Some(message) = unknown {
+                return Err(TemplateError {
+                    message,
+                    line: code.get_line(idx),
+                    undefined: None,
+                });
+            }
+            idx += 1;
+        }
+        Ok(())
     }
 
     /// Top-level variables a template reads (globals such as `omit` and
