@@ -195,3 +195,22 @@ fn failed_when_on_a_module_fails_the_host_before_anything_runs() {
     assert_eq!(count(&log, Purpose::Mutate), 0);
     assert_eq!(crate::report::exit_code(&outcome), 4);
 }
+
+#[test]
+fn a_templated_path_that_renders_to_the_root_is_never_removed() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  vars:\n    target: /tmp/..\n  tasks:\n    - file: {path: \"{{ target }}\", state: absent}\n");
+    let (outcome, log) = run(&pb, 0, false);
+    let task = &outcome.reports[0].tasks[0];
+    assert_eq!(task.status, Status::Failed);
+    let why = task.message.as_deref().unwrap();
+    assert!(
+        why.contains("refusing to remove or replace '/tmp/..'"),
+        "{why}"
+    );
+    assert_eq!(count(&log, Purpose::Mutate), 0);
+    assert!(log
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|s| !s.body.contains("rm -rf")));
+}
