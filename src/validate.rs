@@ -2,11 +2,13 @@
 //! compile, every `src:` template must exist and compile, every `notify`
 //! must reach a handler. No host is touched.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use serde_json::Value;
 
 use crate::diag::{suggest, Diagnostic};
+use crate::exec::vars;
 use crate::modules::params::{find_file, search_dirs, BuildCtx};
 use crate::modules::Params;
 use crate::playbook::{Play, Playbook, Task};
@@ -22,6 +24,7 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
             .iter()
             .chain(&play.vars_files)
             .for_each(|n| check_strings(&t, n, &mut errors));
+        check_var_cycles(&t, play, &mut errors);
         for task in play
             .tasks
             .iter()
@@ -54,6 +57,61 @@ fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Dia
         check_template_src(t, dirs, task, errors);
     } else {
         check_literal_params(t, dirs, task, errors);
+    }
+}
+
+/// A variable that refers to itself, directly or through others, can never
+/// be rendered: reported at its position here rather than when a task
+/// first reads it.
+fn check_var_cycles(t: &Templates, play: &Play, errors: &mut Vec<Diagnostic>) {
+    let entries = |node: &Option<Node>| -> Vec<(Node, Node)> {
+        node.as_ref()
+            .and_then(Node::as_map)
+            .unwrap_or_default()
+            .to_vec()
+    };
+    let play_vars = entries(&play.vars_node);
+    report_cycles(t, &play_vars, &play_vars, errors);
+    for task in play
+        .tasks
+        .iter()
+        .chain(&play.handlers)
+        .chain(&play.validate)
+    {
+        let own = entries(&task.vars_node);
+        let mut all = play_vars.clone();
+        all.retain(|(k, _)| !own.iter().any(|(o, _)| o.value == k.value));
+        all.extend(own.iter().cloned());
+        report_cycles(t, &all, &own, errors);
+    }
+}
+
+/// Reports, at their keys in `report`, the variables of `all` that cannot
+/// be resolved.
+fn report_cycles(
+    t: &Templates,
+    all: &[(Node, Node)],
+    report: &[(Node, Node)],
+    errors: &mut Vec<Diagnostic>,
+) {
+    let deps: BTreeMap<String, BTreeSet<String>> = all
+        .iter()
+        .map(|(k, n)| (k.scalar_text().unwrap_or_default(), n.to_json()))
+        .filter(|(_, v)| vars::has_template(v))
+        .map(|(k, v)| {
+            let mut names = BTreeSet::new();
+            vars::template_vars(t, &v, &mut names);
+            (k, names)
+        })
+        .collect();
+    for (name, depth) in vars::depths(&deps) {
+        let key = report
+            .iter()
+            .map(|(k, _)| k)
+            .find(|k| k.scalar_text().as_deref() == Some(name.as_str()));
+        if let (Err(why), Some(key)) = (depth, key) {
+            errors.push(key.error(format!("variable '{name}' cannot be rendered: {why}")));
+        }
     }
 }
 

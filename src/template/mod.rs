@@ -17,6 +17,10 @@ use serde_json::{Map, Value as Json};
 /// [`Templates::render_value`].  Unguessable so real data never collides.
 pub const OMIT: &str = "__nodeprov_omit_placeholder_5c1f0e9a__";
 
+/// The largest value a template may render to (16 MiB): far above any
+/// configuration file, far below what would exhaust the controller.
+pub const MAX_RENDERED: usize = 16 << 20;
+
 /// One minijinja Environment, built once, strict undefined, no auto-escaping.
 pub struct Templates {
     env: Environment<'static>,
@@ -159,10 +163,18 @@ impl Templates {
             .collect()
     }
 
+    /// Renders into a buffer that refuses to grow past [`MAX_RENDERED`], so
+    /// a runaway template fails instead of taking the controller's memory.
     fn render_text(&self, text: &str, ctx: &Value) -> Result<String, TemplateError> {
-        self.env
-            .render_str(text, ctx)
-            .map_err(|e| self.convert(e, text, Source::Template, ctx))
+        let convert = |e| self.convert(e, text, Source::Template, ctx);
+        let tmpl = self.env.template_from_str(text).map_err(convert)?;
+        let mut out = Capped::default();
+        match tmpl.render_captured_to(ctx.clone(), &mut out) {
+            Ok(_) => String::from_utf8(out.buf)
+                .map_err(|_| TemplateError::plain("the rendered text is not UTF-8")),
+            Err(_) if out.over => Err(too_large()),
+            Err(e) => Err(convert(e)),
+        }
     }
 
     fn eval_expr(&self, expr: &str, ctx: &Value) -> Result<Value, TemplateError> {
@@ -221,7 +233,12 @@ impl Templates {
         match single_expression(s) {
             Some(expr) => {
                 let value = self.eval_expr(expr, ctx)?;
-                serde_json::to_value(&value).map_err(|e| TemplateError::plain(e.to_string()))
+                let json = serde_json::to_value(&value)
+                    .map_err(|e| TemplateError::plain(e.to_string()))?;
+                if json_size(&json) > MAX_RENDERED {
+                    return Err(too_large());
+                }
+                Ok(json)
             }
             None => self.render_text(s, ctx).map(Json::String),
         }
@@ -309,6 +326,51 @@ impl TemplateError {
             line: None,
             undefined: None,
         }
+    }
+}
+
+/// An output buffer that fails the write that would take it past
+/// [`MAX_RENDERED`].
+#[derive(Default)]
+struct Capped {
+    buf: Vec<u8>,
+    over: bool,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len() + data.len() > MAX_RENDERED {
+            self.over = true;
+            return Err(std::io::Error::other("rendered text too large"));
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn too_large() -> TemplateError {
+    TemplateError::plain(format!(
+        "the rendered value is larger than the {} MiB limit",
+        MAX_RENDERED >> 20
+    ))
+}
+
+/// Roughly the bytes a value takes as JSON text.
+fn json_size(v: &Json) -> usize {
+    match v {
+        Json::String(s) => s.len() + 2,
+        Json::Array(items) => items.iter().map(|i| json_size(i) + 1).sum::<usize>() + 2,
+        Json::Object(m) => {
+            m.iter()
+                .map(|(k, v)| k.len() + 4 + json_size(v))
+                .sum::<usize>()
+                + 2
+        }
+        _ => 8,
     }
 }
 

@@ -546,3 +546,25 @@ fn unknown_filters_and_tests_fail_the_check_even_in_branches_not_taken() {
     t.check_expression("x is defined and x is version('1.2', '>=')")
         .unwrap();
 }
+
+#[test]
+fn rendered_values_stop_at_the_size_limit() {
+    let t = Templates::new();
+    let vars = json!({"big": "x".repeat(1 << 20)});
+    let err = t
+        .render_str("{% for i in range(20) %}{{ big }}{% endfor %}", &vars)
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "the rendered value is larger than the 16 MiB limit"
+    );
+    let err = t
+        .render_value(&json!("{{ [big] * 20 }}"), &vars)
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "the rendered value is larger than the 16 MiB limit"
+    );
+    let ok = t.render_str("{% for i in range(15) %}{{ big }}{% endfor %}", &vars);
+    assert_eq!(ok.unwrap().len(), 15 << 20);
+}
