@@ -424,7 +424,15 @@ fn percent(v: &Node, errors: &mut Errors) -> f64 {
 fn parse_serial(v: &Node, errors: &mut Errors) -> Vec<BatchSize> {
     let one = |n: &Node, errors: &mut Errors| match &n.value {
         Value::Int(i) if *i > 0 => Some(BatchSize::Count(*i as usize)),
-        Value::Str(s) if s.ends_with('%') => Some(BatchSize::Percent(percent(n, errors))),
+        Value::Str(s) if s.ends_with('%') => match s.trim_end_matches('%').trim().parse::<f64>() {
+            Ok(p) if p > 0.0 && p <= 100.0 => Some(BatchSize::Percent(p)),
+            _ => {
+                errors.push(n.error(format!(
+                    "serial '{s}' must be a percentage above 0% and at most 100%"
+                )));
+                None
+            }
+        },
         _ => {
             errors.push(n.error(
                 "serial must be a positive number, a percentage like '25%', or a list of those",
@@ -787,6 +795,16 @@ mod tests {
         assert_eq!(
             messages("- hosts: all\n  max_fail_percentage: -5\n")[0].1,
             "max_fail_percentage must be between 0 and 100, found -5"
+        );
+        assert_eq!(
+            messages("- hosts: all\n  serial: ['-10%', '150%']\n")
+                .into_iter()
+                .map(|(_, m)| m)
+                .collect::<Vec<_>>(),
+            [
+                "serial '-10%' must be a percentage above 0% and at most 100%",
+                "serial '150%' must be a percentage above 0% and at most 100%"
+            ]
         );
         load_text(
             "- hosts: all\n  strategy: free\n  vars_files: [a.yml]\n  max_fail_percentage: 0\n",
