@@ -95,7 +95,7 @@ pub struct Task {
     pub when: Option<Node>,
     pub loop_items: Option<Node>,
     pub loop_var: String,
-    pub loop_label: Option<String>,
+    pub loop_label: Option<Node>,
     pub register: Option<String>,
     /// Handler names or `listen` topics, each where it was written.
     pub notify: Vec<(String, Span)>,
@@ -557,7 +557,10 @@ fn parse_loop_control(v: &Node, task: &mut Task, errors: &mut Errors) {
     for (k, v) in entries {
         match k.as_str().unwrap_or_default() {
             "loop_var" => task.loop_var = identifier(v, "loop_var", errors),
-            "label" => task.loop_label = Some(string(v, "label", errors)),
+            "label" => {
+                string(v, "label", errors);
+                task.loop_label = Some(v.clone());
+            }
             _ => errors.push(unknown_key(k, "loop_control key", &["loop_var", "label"])),
         }
     }

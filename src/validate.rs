@@ -25,6 +25,7 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
             .chain(&play.vars_files)
             .for_each(|n| check_strings(&t, n, &mut errors));
         check_var_cycles(&t, play, &mut errors);
+        check_vars_files(pb, play, &mut errors);
         for task in play
             .tasks
             .iter()
@@ -44,7 +45,11 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
 
 fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Diagnostic>) {
     let params = task.params.iter().map(|(_, node)| node);
-    for node in params.chain(&task.loop_items).chain(&task.vars_node) {
+    let nodes = params
+        .chain(&task.loop_items)
+        .chain(&task.loop_label)
+        .chain(&task.vars_node);
+    for node in nodes {
         check_strings(t, node, errors);
     }
     for cond in [&task.when, &task.changed_when, &task.failed_when]
@@ -57,6 +62,22 @@ fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Dia
         check_template_src(t, dirs, task, errors);
     } else {
         check_literal_params(t, dirs, task, errors);
+    }
+}
+
+/// A `vars_files` entry without templates names one file: it must exist
+/// and hold a mapping, or apply would stop at the play.
+fn check_vars_files(pb: &Playbook, play: &Play, errors: &mut Vec<Diagnostic>) {
+    let base = pb.path.parent().unwrap_or(std::path::Path::new("."));
+    for entry in &play.vars_files {
+        match entry.as_str() {
+            Some(name) if !is_templated(name) => {
+                if let Err(d) = crate::exec::load_vars_file(entry, &base.join(name)) {
+                    errors.push(d);
+                }
+            }
+            _ => {}
+        }
     }
 }
 
@@ -123,20 +144,21 @@ fn check_notify(play: &Play, task: &Task, errors: &mut Vec<Diagnostic>) {
             .iter()
             .flat_map(|h| std::iter::once(&h.name).chain(&h.listen))
     };
-    if names().any(|n| is_templated(n)) {
-        return;
-    }
     for (name, span) in &task.notify {
-        if !is_templated(name) && !names().any(|n| n == name) {
-            let d = Diagnostic::new(
-                span,
-                format!("notify: no handler named '{name}' in this play"),
-            );
-            errors.push(match suggest(name, names().map(String::as_str)) {
-                Some(s) => d.with_hint(format!("did you mean '{s}'?")),
-                None => d.with_hint("a handler is found by its 'name' or a 'listen' topic"),
-            });
+        if names().any(|n| n == name) {
+            continue;
         }
+        let d = Diagnostic::new(
+            span,
+            format!("notify: no handler named '{name}' in this play"),
+        );
+        errors.push(match suggest(name, names().map(String::as_str)) {
+            Some(s) => d.with_hint(format!("did you mean '{s}'?")),
+            None if is_templated(name) => {
+                d.with_hint("notify names are matched as written, not rendered as templates")
+            }
+            None => d.with_hint("a handler is found by its 'name' or a 'listen' topic"),
+        });
     }
 }
 

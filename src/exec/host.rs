@@ -408,11 +408,13 @@ impl<'a, 'p> HostRun<'a, 'p> {
 
     fn push_result(&mut self, task: &Task, item: Option<&Value>, status: Status) -> usize {
         let label = item.map(|i| match (&task.loop_label, i) {
-            (Some(l), _) => self
-                .ctx
-                .templates
-                .render_str(l, &self.resolved(task, Some(i)).vars)
-                .unwrap_or_else(|_| l.clone()),
+            (Some(l), _) => {
+                let text = l.scalar_text().unwrap_or_default();
+                self.ctx
+                    .templates
+                    .render_str(&text, &self.resolved(task, Some(i)).vars)
+                    .unwrap_or(text)
+            }
             (None, Value::String(s)) => s.clone(),
             (None, other) => other.to_string(),
         });
