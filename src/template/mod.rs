@@ -21,6 +21,12 @@ pub const OMIT: &str = "__nodeprov_omit_placeholder_5c1f0e9a__";
 /// configuration file, far below what would exhaust the controller.
 pub const MAX_RENDERED: usize = 16 << 20;
 
+/// The work one render may do: about one unit per instruction and per 64
+/// bytes of data it creates, so at most some 2 million steps or 128 MiB.
+/// A loop that would run for hours, or build gigabytes of intermediate
+/// strings, stops with an error instead.
+pub const RENDER_FUEL: u64 = 2_000_000;
+
 /// One minijinja Environment, built once, strict undefined, no auto-escaping.
 pub struct Templates {
     env: Environment<'static>,
@@ -53,6 +59,7 @@ impl Templates {
         // Debug mode makes errors name the undefined expression.
         env.set_debug(true);
         env.set_syntax(ansible_syntax());
+        env.set_fuel(Some(RENDER_FUEL));
         env.add_global("omit", OMIT);
         filters::register(&mut env);
         Templates { env }
@@ -288,6 +295,12 @@ impl Templates {
             }
             None => None,
         };
+        if err.kind() == ErrorKind::OutOfFuel {
+            return TemplateError::plain(format!(
+                "the template does too much work: over {RENDER_FUEL} steps or about {} MiB of data",
+                RENDER_FUEL * 64 >> 20
+            ));
+        }
         let message = match (&undefined, &named, err.detail()) {
             (Some(name), None, Some(custom)) => format!("undefined variable '{name}': {custom}"),
             (Some(name), _, _) => format!("undefined variable '{name}'"),

@@ -568,3 +568,25 @@ fn rendered_values_stop_at_the_size_limit() {
     let ok = t.render_str("{% for i in range(15) %}{{ big }}{% endfor %}", &vars);
     assert_eq!(ok.unwrap().len(), 15 << 20);
 }
+
+#[test]
+fn endless_loops_and_runaway_concatenation_stop_with_an_error() {
+    let t = Templates::new();
+    let vars = json!({"a": "x".repeat(1 << 20)});
+    let hang = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}";
+    let concat = format!("{{{{ {} }}}}", vec!["a"; 1000].join(" ~ "));
+    for text in [hang, concat.as_str()] {
+        let err = t.render_str(text, &vars).unwrap_err();
+        assert!(
+            err.message.starts_with("the template does too much work"),
+            "{}",
+            err.message
+        );
+    }
+    let err = t.render_value(&json!(concat), &vars).unwrap_err();
+    assert!(
+        err.message.starts_with("the template does too much work"),
+        "{}",
+        err.message
+    );
+}
