@@ -298,7 +298,7 @@ impl Templates {
         if err.kind() == ErrorKind::OutOfFuel {
             return TemplateError::plain(format!(
                 "the template does too much work: over {RENDER_FUEL} steps or about {} MiB of data",
-                RENDER_FUEL * 64 >> 20
+                (RENDER_FUEL * 64) >> 20
             ));
         }
         let message = match (&undefined, &named, err.detail()) {
