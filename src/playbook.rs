@@ -228,7 +228,7 @@ fn names(node: &Node, what: &str, errors: &mut Errors) -> Vec<(String, Span)> {
 
 fn vars_map(node: &Node, errors: &mut Errors) -> serde_json::Map<String, serde_json::Value> {
     for (k, _) in node.as_map().unwrap_or_default() {
-        identifier(k, "a variable name", errors);
+        identifier(k, "variable", errors);
     }
     match node.to_json() {
         serde_json::Value::Object(m) => m,
@@ -787,7 +787,7 @@ mod tests {
             ),
             (
                 "site.yml:5:10",
-                "a variable name 'a b' is not a valid variable name",
+                "variable 'a b' is not a valid variable name",
             ),
             (
                 "site.yml:6:3",
