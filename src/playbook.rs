@@ -378,6 +378,12 @@ fn parse_play(node: &Node, errors: &mut Errors) -> Option<Play> {
             "hosts" => {
                 hosts_seen = true;
                 play.hosts = string_list(v, "hosts", errors).join(":");
+                if crate::template::is_templated(&play.hosts) {
+                    errors.push(
+                        v.error(format!("hosts: '{}' is a template", play.hosts))
+                            .with_hint("hosts: takes a pattern as written; choose hosts with --limit or an inventory group"),
+                    );
+                }
             }
             "vars" => {
                 play.vars = vars_map(v, errors);

@@ -25,6 +25,7 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
             .chain(&play.vars_files)
             .for_each(|n| check_strings(&t, n, &mut errors));
         check_var_cycles(&t, play, &mut errors);
+        check_handlers(play, &mut errors);
         check_vars_files(pb, play, &mut errors);
         for task in play
             .tasks
@@ -132,6 +133,31 @@ fn report_cycles(
             .find(|k| k.scalar_text().as_deref() == Some(name.as_str()));
         if let (Err(why), Some(key)) = (depth, key) {
             errors.push(key.error(format!("variable '{name}' cannot be rendered: {why}")));
+        }
+    }
+}
+
+/// A handler nothing can notify, or one whose name another handler already
+/// takes, would silently never run.
+fn check_handlers(play: &Play, errors: &mut Vec<Diagnostic>) {
+    for (i, h) in play.handlers.iter().enumerate() {
+        if h.name.is_empty() && h.listen.is_empty() {
+            errors.push(
+                Diagnostic::new(
+                    &h.span,
+                    "this handler has no 'name' or 'listen', so nothing can notify it",
+                )
+                .with_hint("give it a name and notify that name from a task"),
+            );
+        }
+        let first = play.handlers[..i]
+            .iter()
+            .find(|o| !h.name.is_empty() && o.name == h.name);
+        if let Some(first) = first {
+            errors.push(
+                Diagnostic::new(&h.span, format!("a second handler named '{}'", h.name))
+                    .with_hint(format!("the first is at {}", first.location())),
+            );
         }
     }
 }
