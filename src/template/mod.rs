@@ -287,6 +287,12 @@ impl Templates {
     }
 
     fn convert(&self, err: Error, source: &str, kind: Source, ctx: &Value) -> TemplateError {
+        if err.kind() == ErrorKind::OutOfFuel {
+            return TemplateError::plain(format!(
+                "the template does too much work: over {RENDER_FUEL} steps or about {} MiB of data",
+                (RENDER_FUEL * 64) >> 20
+            ));
+        }
         let named = undefined_expr(&err);
         let undefined = match &named {
             Some(expr) => Some(top_level(expr)).filter(|n| !is_bound(ctx, n)),
@@ -295,12 +301,6 @@ impl Templates {
             }
             None => None,
         };
-        if err.kind() == ErrorKind::OutOfFuel {
-            return TemplateError::plain(format!(
-                "the template does too much work: over {RENDER_FUEL} steps or about {} MiB of data",
-                (RENDER_FUEL * 64) >> 20
-            ));
-        }
         let message = match (&undefined, &named, err.detail()) {
             (Some(name), None, Some(custom)) => format!("undefined variable '{name}': {custom}"),
             (Some(name), _, _) => format!("undefined variable '{name}'"),
