@@ -25,8 +25,6 @@ const PLAY_KEYS: &[&str] = &[
     "handlers",
     "validate",
     "tags",
-    "remote_user",
-    "connection",
 ];
 
 const TASK_KEYS: &[&str] = &[
@@ -48,8 +46,6 @@ const TASK_KEYS: &[&str] = &[
     "args",
     "listen",
     "vars",
-    "timeout",
-    "no_log",
 ];
 
 #[derive(Debug)]
@@ -324,6 +320,30 @@ fn vars_files(node: &Node, errors: &mut Errors) -> Vec<Node> {
         .collect()
 }
 
+/// Keywords Ansible has and nodeprov does not honour: refused, so that a
+/// playbook never runs differently from what it says.
+fn unsupported(key: &Node) -> Diagnostic {
+    let name = key.scalar_text().unwrap_or_default();
+    let hint = match name.as_str() {
+        "remote_user" => "set ansible_user in the inventory",
+        "connection" => "use -c local or ansible_connection in the inventory",
+        "timeout" => "use --command-timeout",
+        _ => "remove it",
+    };
+    key.error(format!("'{name}' is not supported"))
+        .with_hint(hint)
+}
+
+fn become_method(node: &Node, errors: &mut Errors) {
+    let method = string(node, "become_method", errors);
+    if node.scalar_text().is_some() && method != "sudo" {
+        errors.push(
+            node.error(format!("become_method '{method}' is not supported"))
+                .with_hint("only sudo is supported"),
+        );
+    }
+}
+
 /// Hosts always proceed independently: the batched design has no per-task
 /// barrier, so Ansible's `linear` cannot be honoured and is refused rather
 /// than silently run as `free`.
@@ -401,7 +421,8 @@ fn parse_play(node: &Node, errors: &mut Errors) -> Option<Play> {
             "tasks" => play.tasks = parse_tasks(v, errors),
             "handlers" => play.handlers = parse_tasks(v, errors),
             "validate" => play.validate = parse_tasks(v, errors),
-            "become_method" | "remote_user" | "connection" => {}
+            "become_method" => become_method(v, errors),
+            "remote_user" | "connection" => errors.push(unsupported(k)),
             _ => errors.push(unknown_key(k, "play keyword", PLAY_KEYS)),
         }
     }
@@ -409,6 +430,20 @@ fn parse_play(node: &Node, errors: &mut Errors) -> Option<Play> {
         errors.push(node.error("a play needs 'hosts:' (a host pattern such as 'all' or 'gpu')"));
     }
     play.become_user = become_.then(|| play.become_user.clone().unwrap_or_else(|| "root".into()));
+    for task in play
+        .tasks
+        .iter()
+        .chain(&play.handlers)
+        .chain(&play.validate)
+    {
+        match &task.become_user {
+            Some(user) if *user != play.become_user => errors.push(
+                Diagnostic::new(&task.span, "a task's become/become_user must match its play's")
+                    .with_hint("every task of a play runs as one user; set become and become_user on the play, or split the play"),
+            ),
+            _ => {}
+        }
+    }
     Some(play)
 }
 
@@ -521,7 +556,8 @@ fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
                 task.vars_node = Some(v.clone());
             }
             "args" => args = Some(v),
-            "become_method" | "timeout" | "no_log" => {}
+            "become_method" => become_method(v, errors),
+            "timeout" | "no_log" => errors.push(unsupported(k)),
             _ => match modules::find(key) {
                 Some(spec) if module.is_none() => module = Some((spec, k, v)),
                 Some(_) => {
@@ -819,6 +855,21 @@ mod tests {
             "- hosts: all\n  strategy: free\n  vars_files: [a.yml]\n  max_fail_percentage: 0\n",
         )
         .unwrap();
+    }
+
+    #[test]
+    fn keywords_that_would_be_ignored_are_refused() {
+        load_text("- hosts: all\n  become: true\n  become_method: sudo\n  tasks:\n    - command: a\n      become: yes\n      become_user: root\n").unwrap();
+        let errs = messages("- hosts: all\n  become: true\n  remote_user: x\n  tasks:\n    - command: a\n      become_user: ops\n      no_log: true\n");
+        let messages: Vec<&str> = errs.iter().map(|(_, m)| m.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "'remote_user' is not supported",
+                "'no_log' is not supported",
+                "a task's become/become_user must match its play's"
+            ]
+        );
     }
 
     #[test]
