@@ -25,8 +25,6 @@ const PLAY_KEYS: &[&str] = &[
     "handlers",
     "validate",
     "tags",
-    "remote_user",
-    "connection",
 ];
 
 const TASK_KEYS: &[&str] = &[
@@ -48,8 +46,6 @@ const TASK_KEYS: &[&str] = &[
     "args",
     "listen",
     "vars",
-    "timeout",
-    "no_log",
 ];
 
 #[derive(Debug)]
@@ -70,13 +66,14 @@ pub struct Play {
     pub name: String,
     pub hosts: String,
     pub vars: serde_json::Map<String, serde_json::Value>,
+    /// `vars:` as written, for template checks and positions.
+    pub vars_node: Option<Node>,
     pub vars_files: Vec<Node>,
     pub become_user: Option<String>,
     pub gather_facts: bool,
     pub serial: Vec<BatchSize>,
     pub max_fail_percentage: Option<f64>,
     pub any_errors_fatal: bool,
-    pub linear: bool,
     pub tags: Vec<String>,
     pub tasks: Vec<Task>,
     pub handlers: Vec<Task>,
@@ -94,9 +91,10 @@ pub struct Task {
     pub when: Option<Node>,
     pub loop_items: Option<Node>,
     pub loop_var: String,
-    pub loop_label: Option<String>,
+    pub loop_label: Option<Node>,
     pub register: Option<String>,
-    pub notify: Vec<String>,
+    /// Handler names or `listen` topics, each where it was written.
+    pub notify: Vec<(String, Span)>,
     pub listen: Vec<String>,
     pub tags: Vec<String>,
     /// `Some(user)` to escalate, `Some(None)`-like cases folded: `None` = inherit.
@@ -106,6 +104,8 @@ pub struct Task {
     pub failed_when: Option<Node>,
     pub check_mode: Option<bool>,
     pub vars: serde_json::Map<String, serde_json::Value>,
+    /// `vars:` as written, for template checks and positions.
+    pub vars_node: Option<Node>,
     pub span: Span,
 }
 
@@ -210,7 +210,22 @@ fn string_list(node: &Node, what: &str, errors: &mut Errors) -> Vec<String> {
     }
 }
 
+/// A name or a list of names; unlike tags, handler names may hold commas.
+fn names(node: &Node, what: &str, errors: &mut Errors) -> Vec<(String, Span)> {
+    let items = match &node.value {
+        Value::Seq(items) => items.as_slice(),
+        _ => std::slice::from_ref(node),
+    };
+    items
+        .iter()
+        .map(|n| (string(n, what, errors), n.span.clone()))
+        .collect()
+}
+
 fn vars_map(node: &Node, errors: &mut Errors) -> serde_json::Map<String, serde_json::Value> {
+    for (k, _) in node.as_map().unwrap_or_default() {
+        identifier(k, "variable", errors);
+    }
     match node.to_json() {
         serde_json::Value::Object(m) => m,
         serde_json::Value::Null => serde_json::Map::new(),
@@ -221,19 +236,151 @@ fn vars_map(node: &Node, errors: &mut Errors) -> serde_json::Map<String, serde_j
     }
 }
 
+/// A mapping key as text; a list or mapping used as a key is an error.
+fn key_name(key: &Node, what: &str, errors: &mut Errors) -> Option<String> {
+    let name = key.scalar_text();
+    if name.is_none() {
+        errors.push(key.error(format!("{what} must be a plain name, found {}", key.kind())));
+    }
+    name
+}
+
+/// Names that templates read back (`register`, `loop_var`, variable
+/// names) must be Jinja identifiers, or no template could refer to them.
+fn identifier(node: &Node, what: &str, errors: &mut Errors) -> String {
+    let name = string(node, what, errors);
+    if !name.is_empty() && !is_identifier(&name) {
+        errors.push(
+            node.error(format!("{what} '{name}' is not a valid variable name"))
+                .with_hint("use letters, digits and '_', not starting with a digit"),
+        );
+    }
+    name
+}
+
+pub fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// `when:`-style conditions: an expression, a boolean, or a list of them.
+fn condition(node: &Node, what: &str, errors: &mut Errors) -> Option<Node> {
+    let items = match &node.value {
+        Value::Seq(items) => items.as_slice(),
+        _ => std::slice::from_ref(node),
+    };
+    for bad in items
+        .iter()
+        .filter(|n| matches!(n.value, Value::Seq(_) | Value::Map(_)))
+    {
+        errors.push(bad.error(format!(
+            "{what} must be an expression, a boolean or a list of them, found {}",
+            bad.kind()
+        )));
+    }
+    Some(node.clone())
+}
+
+/// `loop:` is a list, or a template that renders to one.
+fn loop_items(node: &Node, what: &str, errors: &mut Errors) -> Option<Node> {
+    match &node.value {
+        Value::Seq(_) => Some(node.clone()),
+        Value::Str(s) if crate::template::is_templated(s) => Some(node.clone()),
+        _ => {
+            errors.push(
+                node.error(format!("{what} must be a list, found {}", node.kind()))
+                    .with_hint("write a YAML list, or an expression such as \"{{ hosts_list }}\""),
+            );
+            None
+        }
+    }
+}
+
+/// `vars_files:` is a file name or a list of them.
+fn vars_files(node: &Node, errors: &mut Errors) -> Vec<Node> {
+    let files = match &node.value {
+        Value::Seq(items) => items.to_vec(),
+        _ => vec![node.clone()],
+    };
+    files
+        .into_iter()
+        .filter(|f| match &f.value {
+            Value::Str(_) => true,
+            _ => {
+                errors.push(f.error(format!(
+                    "vars_files must be a file name or a list of file names, found {}",
+                    f.kind()
+                )));
+                false
+            }
+        })
+        .collect()
+}
+
+/// Keywords Ansible has and nodeprov does not honour: refused, so that a
+/// playbook never runs differently from what it says.
+fn unsupported(key: &Node) -> Diagnostic {
+    let name = key.scalar_text().unwrap_or_default();
+    let hint = match name.as_str() {
+        "remote_user" => "set ansible_user in the inventory",
+        "connection" => "use -c local or ansible_connection in the inventory",
+        "timeout" => "use --command-timeout",
+        _ => "remove it",
+    };
+    key.error(format!("'{name}' is not supported"))
+        .with_hint(hint)
+}
+
+fn become_method(node: &Node, errors: &mut Errors) {
+    let method = string(node, "become_method", errors);
+    if node.scalar_text().is_some() && method != "sudo" {
+        errors.push(
+            node.error(format!("become_method '{method}' is not supported"))
+                .with_hint("only sudo is supported"),
+        );
+    }
+}
+
+/// Hosts always proceed independently: the batched design has no per-task
+/// barrier, so Ansible's `linear` cannot be honoured and is refused rather
+/// than silently run as `free`.
+fn strategy(node: &Node, errors: &mut Errors) {
+    let name = string(node, "strategy", errors);
+    let scalar = !matches!(node.value, Value::Seq(_) | Value::Map(_) | Value::Null);
+    if scalar && name != "free" {
+        errors.push(
+            node.error(format!("unsupported strategy '{name}'"))
+                .with_hint("only 'free' is supported: each host runs its tasks independently"),
+        );
+    }
+}
+
+fn fail_percentage(node: &Node, errors: &mut Errors) -> f64 {
+    let pct = percent(node, errors);
+    if !(0.0..=100.0).contains(&pct) {
+        errors.push(node.error(format!(
+            "max_fail_percentage must be between 0 and 100, found {pct}"
+        )));
+    }
+    pct
+}
+
 fn parse_play(node: &Node, errors: &mut Errors) -> Option<Play> {
     let entries = expect_map(node, "a play", errors)?;
     let mut play = Play {
         name: String::new(),
         hosts: String::new(),
         vars: serde_json::Map::new(),
+        vars_node: None,
         vars_files: Vec::new(),
         become_user: None,
         gather_facts: true,
         serial: Vec::new(),
         max_fail_percentage: None,
         any_errors_fatal: false,
-        linear: false,
         tags: Vec::new(),
         tasks: Vec::new(),
         handlers: Vec::new(),
@@ -243,31 +390,39 @@ fn parse_play(node: &Node, errors: &mut Errors) -> Option<Play> {
     let mut become_ = false;
     let mut hosts_seen = false;
     for (k, v) in entries {
-        match k.as_str().unwrap_or_default() {
+        let Some(key) = key_name(k, "a play keyword", errors) else {
+            continue;
+        };
+        match key.as_str() {
             "name" => play.name = string(v, "name", errors),
             "hosts" => {
                 hosts_seen = true;
                 play.hosts = string_list(v, "hosts", errors).join(":");
+                if crate::template::is_templated(&play.hosts) {
+                    errors.push(
+                        v.error(format!("hosts: '{}' is a template", play.hosts))
+                            .with_hint("hosts: takes a pattern as written; choose hosts with --limit or an inventory group"),
+                    );
+                }
             }
-            "vars" => play.vars = vars_map(v, errors),
-            "vars_files" => {
-                play.vars_files = v
-                    .as_seq()
-                    .map(<[Node]>::to_vec)
-                    .unwrap_or_else(|| vec![v.clone()])
+            "vars" => {
+                play.vars = vars_map(v, errors);
+                play.vars_node = Some(v.clone());
             }
+            "vars_files" => play.vars_files = vars_files(v, errors),
             "become" => become_ = boolean(v, "become", errors),
             "become_user" => play.become_user = Some(string(v, "become_user", errors)),
             "gather_facts" => play.gather_facts = boolean(v, "gather_facts", errors),
             "serial" => play.serial = parse_serial(v, errors),
-            "max_fail_percentage" => play.max_fail_percentage = Some(percent(v, errors)),
+            "max_fail_percentage" => play.max_fail_percentage = Some(fail_percentage(v, errors)),
             "any_errors_fatal" => play.any_errors_fatal = boolean(v, "any_errors_fatal", errors),
-            "strategy" => play.linear = string(v, "strategy", errors) == "linear",
+            "strategy" => strategy(v, errors),
             "tags" => play.tags = string_list(v, "tags", errors),
             "tasks" => play.tasks = parse_tasks(v, errors),
             "handlers" => play.handlers = parse_tasks(v, errors),
             "validate" => play.validate = parse_tasks(v, errors),
-            "become_method" | "remote_user" | "connection" => {}
+            "become_method" => become_method(v, errors),
+            "remote_user" | "connection" => errors.push(unsupported(k)),
             _ => errors.push(unknown_key(k, "play keyword", PLAY_KEYS)),
         }
     }
@@ -275,6 +430,20 @@ fn parse_play(node: &Node, errors: &mut Errors) -> Option<Play> {
         errors.push(node.error("a play needs 'hosts:' (a host pattern such as 'all' or 'gpu')"));
     }
     play.become_user = become_.then(|| play.become_user.clone().unwrap_or_else(|| "root".into()));
+    for task in play
+        .tasks
+        .iter()
+        .chain(&play.handlers)
+        .chain(&play.validate)
+    {
+        match &task.become_user {
+            Some(user) if *user != play.become_user => errors.push(
+                Diagnostic::new(&task.span, "a task's become/become_user must match its play's")
+                    .with_hint("every task of a play runs as one user; set become and become_user on the play, or split the play"),
+            ),
+            _ => {}
+        }
+    }
     Some(play)
 }
 
@@ -296,7 +465,15 @@ fn percent(v: &Node, errors: &mut Errors) -> f64 {
 fn parse_serial(v: &Node, errors: &mut Errors) -> Vec<BatchSize> {
     let one = |n: &Node, errors: &mut Errors| match &n.value {
         Value::Int(i) if *i > 0 => Some(BatchSize::Count(*i as usize)),
-        Value::Str(s) if s.ends_with('%') => Some(BatchSize::Percent(percent(n, errors))),
+        Value::Str(s) if s.ends_with('%') => match s.trim_end_matches('%').trim().parse::<f64>() {
+            Ok(p) if p > 0.0 && p <= 100.0 => Some(BatchSize::Percent(p)),
+            _ => {
+                errors.push(n.error(format!(
+                    "serial '{s}' must be a percentage above 0% and at most 100%"
+                )));
+                None
+            }
+        },
         _ => {
             errors.push(n.error(
                 "serial must be a positive number, a percentage like '25%', or a list of those",
@@ -344,30 +521,43 @@ fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
         failed_when: None,
         check_mode: None,
         vars: serde_json::Map::new(),
+        vars_node: None,
         span: node.span.clone(),
     };
     let mut become_: Option<bool> = None;
     let mut become_user: Option<String> = None;
     for (k, v) in entries {
-        let key = k.as_str().unwrap_or_default();
+        let Some(key) = key_name(k, "a task keyword", errors) else {
+            continue;
+        };
+        let key = key.as_str();
         match key {
             "name" => task.name = string(v, "name", errors),
-            "when" => task.when = Some(v.clone()),
-            "loop" | "with_items" => task.loop_items = Some(v.clone()),
+            "when" => task.when = condition(v, key, errors),
+            "loop" | "with_items" => task.loop_items = loop_items(v, key, errors),
             "loop_control" => parse_loop_control(v, &mut task, errors),
-            "register" => task.register = Some(string(v, "register", errors)),
-            "notify" => task.notify = string_list(v, "notify", errors),
-            "listen" => task.listen = string_list(v, "listen", errors),
+            "register" => task.register = Some(identifier(v, "register", errors)),
+            "notify" => task.notify = names(v, "notify", errors),
+            "listen" => {
+                task.listen = names(v, "listen", errors)
+                    .into_iter()
+                    .map(|n| n.0)
+                    .collect()
+            }
             "tags" => task.tags = string_list(v, "tags", errors),
             "become" => become_ = Some(boolean(v, "become", errors)),
             "become_user" => become_user = Some(string(v, "become_user", errors)),
             "ignore_errors" => task.ignore_errors = boolean(v, "ignore_errors", errors),
-            "changed_when" => task.changed_when = Some(v.clone()),
-            "failed_when" => task.failed_when = Some(v.clone()),
+            "changed_when" => task.changed_when = condition(v, key, errors),
+            "failed_when" => task.failed_when = condition(v, key, errors),
             "check_mode" => task.check_mode = Some(boolean(v, "check_mode", errors)),
-            "vars" => task.vars = vars_map(v, errors),
+            "vars" => {
+                task.vars = vars_map(v, errors);
+                task.vars_node = Some(v.clone());
+            }
             "args" => args = Some(v),
-            "become_method" | "timeout" | "no_log" => {}
+            "become_method" => become_method(v, errors),
+            "timeout" | "no_log" => errors.push(unsupported(k)),
             _ => match modules::find(key) {
                 Some(spec) if module.is_none() => module = Some((spec, k, v)),
                 Some(_) => {
@@ -408,8 +598,11 @@ fn parse_loop_control(v: &Node, task: &mut Task, errors: &mut Errors) {
     };
     for (k, v) in entries {
         match k.as_str().unwrap_or_default() {
-            "loop_var" => task.loop_var = string(v, "loop_var", errors),
-            "label" => task.loop_label = Some(string(v, "label", errors)),
+            "loop_var" => task.loop_var = identifier(v, "loop_var", errors),
+            "label" => {
+                string(v, "label", errors);
+                task.loop_label = Some(v.clone());
+            }
             _ => errors.push(unknown_key(k, "loop_control key", &["loop_var", "label"])),
         }
     }
@@ -585,6 +778,109 @@ mod tests {
             t[1].params.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(),
             ["path", "state"]
         );
+    }
+
+    fn messages(text: &str) -> Vec<(String, String)> {
+        load_text(text)
+            .unwrap_err()
+            .into_iter()
+            .map(|d| (d.span.location(), d.message))
+            .collect()
+    }
+
+    #[test]
+    fn task_keywords_of_the_wrong_type_are_refused() {
+        let errs = messages("- hosts: all\n  tasks:\n    - command: a\n      loop: 5\n    - command: b\n      with_items: true\n    - command: c\n      when: {a: 1}\n    - command: d\n      register: not an identifier\n      loop: [1]\n      loop_control: {loop_var: 'a b'}\n");
+        let want = [
+            ("site.yml:4:13", "loop must be a list, found a number"),
+            (
+                "site.yml:6:19",
+                "with_items must be a list, found a boolean",
+            ),
+            (
+                "site.yml:8:13",
+                "when must be an expression, a boolean or a list of them, found a mapping",
+            ),
+            (
+                "site.yml:10:17",
+                "register 'not an identifier' is not a valid variable name",
+            ),
+            (
+                "site.yml:12:32",
+                "loop_var 'a b' is not a valid variable name",
+            ),
+        ];
+        assert_eq!(errs, want.map(|(l, m)| (l.to_string(), m.to_string())));
+        load_text("- hosts: all\n  tasks:\n    - command: a\n      loop: \"{{ xs }}\"\n      when: [x, true]\n").unwrap();
+    }
+
+    #[test]
+    fn play_keywords_of_the_wrong_type_are_refused() {
+        let errs = messages("- hosts: all\n  vars_files: {a: 1}\n  strategy: linear\n  max_fail_percentage: 101\n  vars: {'a b': 1}\n  [x]: 1\n");
+        let want = [
+            (
+                "site.yml:2:15",
+                "vars_files must be a file name or a list of file names, found a mapping",
+            ),
+            ("site.yml:3:13", "unsupported strategy 'linear'"),
+            (
+                "site.yml:4:24",
+                "max_fail_percentage must be between 0 and 100, found 101",
+            ),
+            (
+                "site.yml:5:10",
+                "variable 'a b' is not a valid variable name",
+            ),
+            (
+                "site.yml:6:3",
+                "a play keyword must be a plain name, found a list",
+            ),
+        ];
+        assert_eq!(errs, want.map(|(l, m)| (l.to_string(), m.to_string())));
+        assert_eq!(
+            messages("- hosts: all\n  max_fail_percentage: -5\n")[0].1,
+            "max_fail_percentage must be between 0 and 100, found -5"
+        );
+        assert_eq!(
+            messages("- hosts: all\n  serial: ['-10%', '150%']\n")
+                .into_iter()
+                .map(|(_, m)| m)
+                .collect::<Vec<_>>(),
+            [
+                "serial '-10%' must be a percentage above 0% and at most 100%",
+                "serial '150%' must be a percentage above 0% and at most 100%"
+            ]
+        );
+        load_text(
+            "- hosts: all\n  strategy: free\n  vars_files: [a.yml]\n  max_fail_percentage: 0\n",
+        )
+        .unwrap();
+    }
+
+    #[test]
+    fn keywords_that_would_be_ignored_are_refused() {
+        load_text("- hosts: all\n  become: true\n  become_method: sudo\n  tasks:\n    - command: a\n      become: yes\n      become_user: root\n").unwrap();
+        let errs = messages("- hosts: all\n  become: true\n  remote_user: x\n  tasks:\n    - command: a\n      become_user: ops\n      no_log: true\n");
+        let messages: Vec<&str> = errs.iter().map(|(_, m)| m.as_str()).collect();
+        assert_eq!(
+            messages,
+            [
+                "'remote_user' is not supported",
+                "'no_log' is not supported",
+                "a task's become/become_user must match its play's"
+            ]
+        );
+    }
+
+    #[test]
+    fn notify_names_keep_their_commas_and_positions() {
+        let pb = load_text("- hosts: all\n  tasks:\n    - command: a\n      notify: 'restart a, b'\n    - command: b\n      notify: [x, y]\n").unwrap();
+        let tasks = &pb.plays[0].tasks;
+        assert_eq!(tasks[0].notify.len(), 1);
+        assert_eq!(tasks[0].notify[0].0, "restart a, b");
+        assert_eq!(tasks[1].notify[1].0, "y");
+        assert_eq!(tasks[1].notify[1].1.line, 6);
+        assert_eq!(tasks[1].notify[1].1.col, 19);
     }
 
     #[test]

@@ -1,15 +1,18 @@
 //! Static checks of a loaded playbook: every template and condition must
-//! compile, every `src:` template must exist and compile. No host is touched.
+//! compile, every `src:` template must exist and compile, every `notify`
+//! must reach a handler. No host is touched.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::diag::Diagnostic;
+use crate::diag::{suggest, Diagnostic};
+use crate::exec::vars;
 use crate::modules::params::{find_file, search_dirs, BuildCtx, Sources};
 use crate::modules::Params;
-use crate::playbook::{Playbook, Task};
-use crate::template::Templates;
+use crate::playbook::{Play, Playbook, Task};
+use crate::template::{is_templated, Templates};
 use crate::yaml::Node;
 
 pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
@@ -17,6 +20,13 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
     let dirs = search_dirs(&pb.path);
     let mut errors = Vec::new();
     for play in &pb.plays {
+        play.vars_node
+            .iter()
+            .chain(&play.vars_files)
+            .for_each(|n| check_strings(&t, n, &mut errors));
+        check_var_cycles(&t, play, &mut errors);
+        check_handlers(play, &mut errors);
+        check_vars_files(pb, play, &mut errors);
         for task in play
             .tasks
             .iter()
@@ -24,6 +34,7 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
             .chain(&play.validate)
         {
             check_task(&t, &dirs, task, &mut errors);
+            check_notify(play, task, &mut errors);
         }
     }
     if errors.is_empty() {
@@ -34,11 +45,13 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
 }
 
 fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Diagnostic>) {
-    for (_, node) in &task.params {
+    let params = task.params.iter().map(|(_, node)| node);
+    let nodes = params
+        .chain(&task.loop_items)
+        .chain(&task.loop_label)
+        .chain(&task.vars_node);
+    for node in nodes {
         check_strings(t, node, errors);
-    }
-    if let Some(items) = &task.loop_items {
-        check_strings(t, items, errors);
     }
     for cond in [&task.when, &task.changed_when, &task.failed_when]
         .into_iter()
@@ -50,6 +63,128 @@ fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Dia
         check_template_src(t, dirs, task, errors);
     } else {
         check_literal_params(t, dirs, task, errors);
+    }
+}
+
+/// A `vars_files` entry without templates names one file: it must exist
+/// and hold a mapping, or apply would stop at the play.
+fn check_vars_files(pb: &Playbook, play: &Play, errors: &mut Vec<Diagnostic>) {
+    let base = pb.path.parent().unwrap_or(std::path::Path::new("."));
+    for entry in &play.vars_files {
+        match entry.as_str() {
+            Some(name) if !is_templated(name) => {
+                if let Err(d) = crate::exec::load_vars_file(entry, &base.join(name)) {
+                    errors.push(d);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// A variable that refers to itself, directly or through others, can never
+/// be rendered: reported at its position here rather than when a task
+/// first reads it.
+fn check_var_cycles(t: &Templates, play: &Play, errors: &mut Vec<Diagnostic>) {
+    let entries = |node: &Option<Node>| -> Vec<(Node, Node)> {
+        node.as_ref()
+            .and_then(Node::as_map)
+            .unwrap_or_default()
+            .to_vec()
+    };
+    let play_vars = entries(&play.vars_node);
+    report_cycles(t, &play_vars, &play_vars, errors);
+    for task in play
+        .tasks
+        .iter()
+        .chain(&play.handlers)
+        .chain(&play.validate)
+    {
+        let own = entries(&task.vars_node);
+        let mut all = play_vars.clone();
+        all.retain(|(k, _)| !own.iter().any(|(o, _)| o.value == k.value));
+        all.extend(own.iter().cloned());
+        report_cycles(t, &all, &own, errors);
+    }
+}
+
+/// Reports, at their keys in `report`, the variables of `all` that cannot
+/// be resolved.
+fn report_cycles(
+    t: &Templates,
+    all: &[(Node, Node)],
+    report: &[(Node, Node)],
+    errors: &mut Vec<Diagnostic>,
+) {
+    let deps: BTreeMap<String, BTreeSet<String>> = all
+        .iter()
+        .map(|(k, n)| (k.scalar_text().unwrap_or_default(), n.to_json()))
+        .filter(|(_, v)| vars::has_template(v))
+        .map(|(k, v)| {
+            let mut names = BTreeSet::new();
+            vars::template_vars(t, &v, &mut names);
+            (k, names)
+        })
+        .collect();
+    for (name, depth) in vars::depths(&deps) {
+        let key = report
+            .iter()
+            .map(|(k, _)| k)
+            .find(|k| k.scalar_text().as_deref() == Some(name.as_str()));
+        if let (Err(why), Some(key)) = (depth, key) {
+            errors.push(key.error(format!("variable '{name}' cannot be rendered: {why}")));
+        }
+    }
+}
+
+/// A handler nothing can notify, or one whose name another handler already
+/// takes, would silently never run.
+fn check_handlers(play: &Play, errors: &mut Vec<Diagnostic>) {
+    for (i, h) in play.handlers.iter().enumerate() {
+        if h.name.is_empty() && h.listen.is_empty() {
+            errors.push(
+                Diagnostic::new(
+                    &h.span,
+                    "this handler has no 'name' or 'listen', so nothing can notify it",
+                )
+                .with_hint("give it a name and notify that name from a task"),
+            );
+        }
+        let first = play.handlers[..i]
+            .iter()
+            .find(|o| !h.name.is_empty() && o.name == h.name);
+        if let Some(first) = first {
+            errors.push(
+                Diagnostic::new(&h.span, format!("a second handler named '{}'", h.name))
+                    .with_hint(format!("the first is at {}", first.location())),
+            );
+        }
+    }
+}
+
+/// Ansible fails a run whose `notify` reaches no handler; a typo here would
+/// otherwise leave a service running with its old configuration.
+fn check_notify(play: &Play, task: &Task, errors: &mut Vec<Diagnostic>) {
+    let names = || {
+        play.handlers
+            .iter()
+            .flat_map(|h| std::iter::once(&h.name).chain(&h.listen))
+    };
+    for (name, span) in &task.notify {
+        if names().any(|n| n == name) {
+            continue;
+        }
+        let d = Diagnostic::new(
+            span,
+            format!("notify: no handler named '{name}' in this play"),
+        );
+        errors.push(match suggest(name, names().map(String::as_str)) {
+            Some(s) => d.with_hint(format!("did you mean '{s}'?")),
+            None if is_templated(name) => {
+                d.with_hint("notify names are matched as written, not rendered as templates")
+            }
+            None => d.with_hint("a handler is found by its 'name' or a 'listen' topic"),
+        });
     }
 }
 
@@ -88,7 +223,7 @@ fn check_literal_params(
 
 fn check_strings(t: &Templates, node: &Node, errors: &mut Vec<Diagnostic>) {
     match &node.value {
-        crate::yaml::Value::Str(s) if crate::template::is_templated(s) => {
+        crate::yaml::Value::Str(s) if is_templated(s) => {
             if let Err(e) = t.check_template(s) {
                 errors.push(node.error(format!("template error: {e}")));
             }

@@ -115,7 +115,9 @@ impl Node {
     }
 }
 
-/// Loads the first document of `text`; an empty document is `Null`.
+/// Loads the one document of `text`; an empty document is `Null`, and a
+/// second document is an error rather than silently dropped (as PyYAML's
+/// `safe_load` does for Ansible).
 pub fn load_str(text: &str, name: &str) -> Result<Node, Diagnostic> {
     let source = Arc::new(Source {
         name: name.to_string(),
@@ -129,7 +131,7 @@ pub fn load_str(text: &str, name: &str) -> Result<Node, Diagnostic> {
         error: None,
     };
     Parser::new_from_str(text)
-        .load(&mut builder, false)
+        .load(&mut builder, true)
         .map_err(|e| {
             let span = span_at(&source, e.marker());
             Diagnostic::new(&span, format!("invalid YAML: {}", e.info()))
@@ -274,6 +276,13 @@ impl MarkedEventReceiver for Builder {
                     self.push_node(node, anchor);
                 }
             }
+            Event::DocumentStart if self.root.is_some() => {
+                self.error.get_or_insert_with(|| {
+                    Diagnostic::new(&span, "a second YAML document ('---') in one file").with_hint(
+                        "nodeprov reads one document per file; merge them or split the file",
+                    )
+                });
+            }
             Event::Alias(id) => {
                 let node = self.anchors.get(&id).cloned();
                 match node {
@@ -388,6 +397,14 @@ mod tests {
         let err = load_str("a: 1\nb: 2\na: 3\n", "d.yml").unwrap_err();
         assert_eq!(err.span.location(), "d.yml:3:1");
         assert_eq!(err.hint.as_deref(), Some("first defined at d.yml:1:1"));
+    }
+
+    #[test]
+    fn a_second_document_is_an_error() {
+        let err = load_str("- a\n---\n- b\n", "two.yml").unwrap_err();
+        assert_eq!(err.span.location(), "two.yml:2:1");
+        assert!(err.message.contains("second YAML document"), "{err}");
+        assert!(load_str("---\n- a\n...\n", "one.yml").is_ok());
     }
 
     #[test]

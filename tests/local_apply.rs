@@ -158,3 +158,34 @@ fn check_on_a_drifted_host_lists_exact_drift_and_changes_nothing() {
     );
     assert_machine_unchanged(&before);
 }
+
+/// Extra variables exist only at run time: one that refers to itself fails
+/// the task that reads it with its name and the reason, never reaching the
+/// host as the text `{{ motd }}`.
+#[test]
+fn a_self_referencing_extra_var_fails_the_task_that_reads_it() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let pb = "- hosts: all\n  gather_facts: false\n  tasks:\n    - copy: {dest: /etc/nodeprov-motd, content: \"{{ motd }}\"}\n";
+    std::fs::write(host.path("/root/pb.yml"), pb).unwrap();
+    let out = nodeprov(
+        &host,
+        &[
+            "apply",
+            "/root/pb.yml",
+            "-c",
+            "local",
+            "-e",
+            r#"{"motd": "{{ motd }}!"}"#,
+        ],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(4), "{text}{err}");
+    assert!(
+        text.contains("variable 'motd' cannot be rendered: it refers to itself"),
+        "{text}"
+    );
+    assert!(!host.path("/etc/nodeprov-motd").exists());
+    assert_machine_unchanged(&before);
+}

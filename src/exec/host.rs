@@ -12,7 +12,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use super::result::{HostReport, Status, TaskResult};
-use super::vars::{has_template, VarLayers};
+use super::vars::{template_vars, Resolved, VarLayers};
 use crate::host_facts;
 use crate::modules::params::{BuildCtx, Sources};
 use crate::modules::{Effect, Facts, Module, Params, Plan};
@@ -224,12 +224,34 @@ impl<'a, 'p> HostRun<'a, 'p> {
         tags.contains("always") || opts.tags.iter().any(|t| tags.contains(t.as_str()))
     }
 
-    fn context(&self, task: &Task, item: Option<&Value>) -> Value {
+    fn resolved(&self, task: &Task, item: Option<&Value>) -> Resolved {
         self.vars.context(
             self.ctx.templates,
             &task.vars,
             item.map(|i| (task.loop_var.as_str(), i)),
         )
+    }
+
+    /// The context a task renders in; an error when the task reads a
+    /// variable that could not be rendered (a cycle, an undefined
+    /// reference, a value over the size limit).
+    fn context(&self, task: &Task, item: Option<&Value>) -> Result<Value, String> {
+        let r = self.resolved(task, item);
+        let refs = self.referenced(task);
+        match r.broken.iter().find(|(name, _)| refs.contains(*name)) {
+            None => Ok(r.vars),
+            Some((name, why)) => {
+                let at = [&task.vars_node, &self.ctx.play.vars_node]
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|n| n.as_map())
+                    .flatten()
+                    .find(|(k, _)| k.as_str() == Some(name))
+                    .map(|(k, _)| format!(" ({})", k.span.location()))
+                    .unwrap_or_default();
+                Err(format!("variable '{name}'{at} cannot be rendered: {why}"))
+            }
+        }
     }
 
     /// Names a task's templates and conditions read.
@@ -242,7 +264,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             .map(|(_, n)| n)
             .chain(task.loop_items.iter())
         {
-            collect_template_vars(t, &node.to_json(), &mut names);
+            template_vars(t, &node.to_json(), &mut names);
         }
         for cond in [&task.when, &task.changed_when, &task.failed_when]
             .into_iter()
@@ -258,7 +280,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         let Some(node) = &task.loop_items else {
             return Ok(vec![None]);
         };
-        let ctx = self.context(task, None);
+        let ctx = self.context(task, None)?;
         match self.ctx.templates.render_value(&node.to_json(), &ctx) {
             Ok(Value::Array(items)) => Ok(items.into_iter().map(Some).collect()),
             Ok(other) => Err(format!("loop must be a list, got {other}")),
@@ -313,7 +335,9 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }
         for task in ahead.into_iter().filter(|t| self.selected(t)) {
             for item in self.items(task).unwrap_or_default() {
-                let ctx = self.context(task, item.as_ref());
+                // A guess: a variable that cannot be rendered yet is left
+                // out and fails the task when it is planned.
+                let ctx = self.resolved(task, item.as_ref()).vars;
                 // A task whose values are not known yet (a registered result)
                 // usually still reads the same path: probe it now, leniently.
                 let module = self
@@ -389,11 +413,13 @@ impl<'a, 'p> HostRun<'a, 'p> {
 
     fn push_result(&mut self, task: &Task, item: Option<&Value>, status: Status) -> usize {
         let label = item.map(|i| match (&task.loop_label, i) {
-            (Some(l), _) => self
-                .ctx
-                .templates
-                .render_str(l, &self.context(task, Some(i)))
-                .unwrap_or_else(|_| l.clone()),
+            (Some(l), _) => {
+                let text = l.scalar_text().unwrap_or_default();
+                self.ctx
+                    .templates
+                    .render_str(&text, &self.resolved(task, Some(i)).vars)
+                    .unwrap_or(text)
+            }
             (None, Value::String(s)) => s.clone(),
             (None, other) => other.to_string(),
         });
@@ -453,7 +479,13 @@ impl<'a, 'p> HostRun<'a, 'p> {
         };
         let mut planned = Vec::new();
         for item in items {
-            let ctx = self.context(task, item.as_ref());
+            let ctx = match self.context(task, item.as_ref()) {
+                Ok(ctx) => ctx,
+                Err(msg) => {
+                    self.fail_task(task, item.as_ref(), msg);
+                    return Next::Continue;
+                }
+            };
             match self.when_holds(task, &ctx) {
                 Ok(true) => {}
                 Ok(false) => {
@@ -730,7 +762,8 @@ impl<'a, 'p> HostRun<'a, 'p> {
     }
 
     fn notify(&mut self, task: &Task) {
-        self.notified.extend(task.notify.iter().cloned());
+        self.notified
+            .extend(task.notify.iter().map(|(n, _)| n.clone()));
     }
 
     fn register(&mut self, task: &Task, mut results: Vec<Value>) {
@@ -909,15 +942,6 @@ fn ctx_for_conditions(ctx: &Value, result: &Value) -> Value {
         obj.insert("result".into(), result.clone());
     }
     ctx
-}
-
-fn collect_template_vars(t: &Templates, v: &Value, out: &mut BTreeSet<String>) {
-    match v {
-        Value::String(s) if has_template(v) => out.extend(t.template_vars(s)),
-        Value::Array(a) => a.iter().for_each(|x| collect_template_vars(t, x, out)),
-        Value::Object(m) => m.values().for_each(|x| collect_template_vars(t, x, out)),
-        _ => {}
-    }
 }
 
 fn collect_condition_vars(t: &Templates, v: &Value, out: &mut BTreeSet<String>) {

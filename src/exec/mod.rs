@@ -9,7 +9,7 @@ mod run_tests;
 pub mod vars;
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Mutex;
 
 use serde_json::{Map, Value};
@@ -20,7 +20,7 @@ use crate::modules::params::Sources;
 use crate::playbook::{BatchSize, Play, Playbook};
 use crate::template::Templates;
 use crate::transport::{fd_limit, Transport, TransportError};
-use crate::yaml;
+use crate::yaml::{self, Node};
 use host::{HostRun, PlayCtx, RunOptions};
 use result::HostReport;
 use vars::VarLayers;
@@ -207,20 +207,27 @@ fn play_vars(
         let rendered = templates
             .render_str(&name, &ctx)
             .map_err(|e| vec![node.error(format!("vars_files: {e}"))])?;
-        let path: PathBuf = base.join(rendered);
-        let loaded = yaml::load_file(&path).map_err(|d| vec![d])?;
-        match loaded.to_json() {
-            Value::Object(m) => vars.extend(m),
-            Value::Null => {}
-            _ => {
-                return Err(vec![loaded.error(format!(
-                    "{} must hold a mapping of variables",
-                    path.display()
-                ))])
-            }
-        }
+        vars.extend(load_vars_file(node, &base.join(rendered)).map_err(|d| vec![d])?);
     }
     Ok(vars)
+}
+
+/// One `vars_files` entry: a missing file is reported at the entry that
+/// names it, a bad one inside the file.
+pub fn load_vars_file(entry: &Node, path: &Path) -> Result<Map<String, Value>, Diagnostic> {
+    if let Err(e) = std::fs::metadata(path) {
+        return Err(entry.error(format!("vars_files: cannot read {}: {e}", path.display())));
+    }
+    let loaded = yaml::load_file(path)?;
+    match loaded.to_json() {
+        Value::Object(m) => Ok(m),
+        Value::Null => Ok(Map::new()),
+        _ => Err(loaded.error(format!(
+            "{} must hold a mapping of variables, found {}",
+            path.display(),
+            loaded.kind()
+        ))),
+    }
 }
 
 fn run_batch(

@@ -281,3 +281,42 @@ fn when_false_is_reported_and_counted_as_skipped() {
     assert_eq!(count(&log, Purpose::Probe), 1);
     assert_eq!(crate::report::exit_code(&outcome), 0);
 }
+
+#[test]
+fn a_templated_path_that_renders_to_the_root_is_never_removed() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  vars:\n    target: /tmp/..\n  tasks:\n    - file: {path: \"{{ target }}\", state: absent}\n");
+    let (outcome, log) = run(&pb, 0, false);
+    let task = &outcome.reports[0].tasks[0];
+    assert_eq!(task.status, Status::Failed);
+    let why = task.message.as_deref().unwrap();
+    assert!(
+        why.contains("refusing to remove or replace '/tmp/..'"),
+        "{why}"
+    );
+    assert_eq!(count(&log, Purpose::Mutate), 0);
+    assert!(log
+        .lock()
+        .unwrap()
+        .iter()
+        .all(|s| !s.body.contains("rm -rf")));
+}
+
+#[test]
+fn a_task_reading_a_self_referencing_variable_fails_with_its_position() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  vars:\n    a: \"{{ a }}\"\n    unused: \"{{ unused }}\"\n  tasks:\n    - copy: {dest: /etc/f0, content: \"managed\\n\"}\n    - copy: {dest: /etc/f1, content: \"{{ a }}\"}\n");
+    let (outcome, log) = run(&pb, 0, false);
+    let tasks = &outcome.reports[0].tasks;
+    assert_eq!(
+        tasks[0].status,
+        Status::Ok,
+        "a broken variable it does not read"
+    );
+    assert_eq!(tasks[1].status, Status::Failed);
+    let why = tasks[1].message.as_deref().unwrap();
+    assert!(
+        why.starts_with("variable 'a' (")
+            && why.ends_with("p.yml:4:5) cannot be rendered: it refers to itself"),
+        "{why}"
+    );
+    assert_eq!(count(&log, Purpose::Mutate), 0);
+}

@@ -3,9 +3,15 @@
 //! `vars` < `vars_files` < task `vars` < registered results < loop item <
 //! extra vars (`-e`).
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use serde_json::{Map, Value};
 
 use crate::template::Templates;
+
+/// The longest chain of variables referring to variables (`a` uses `b`
+/// uses `c`...) that is resolved; each link costs one render pass.
+pub const MAX_CHAIN: usize = 64;
 
 #[derive(Clone, Default)]
 pub struct VarLayers {
@@ -16,6 +22,14 @@ pub struct VarLayers {
     pub extra: Map<String, Value>,
 }
 
+/// A task's variables, rendered; those that could not be rendered are
+/// left out and named in `broken` with the reason, so that only a task
+/// that uses one fails (Ansible resolves variables lazily).
+pub struct Resolved {
+    pub vars: Value,
+    pub broken: BTreeMap<String, String>,
+}
+
 impl VarLayers {
     /// The context a task renders in.
     pub fn context(
@@ -23,40 +37,188 @@ impl VarLayers {
         templates: &Templates,
         task_vars: &Map<String, Value>,
         item: Option<(&str, &Value)>,
-    ) -> Value {
-        let mut all = self.inventory.clone();
-        for layer in [&self.facts, &self.play, task_vars, &self.registered] {
-            all.extend(layer.clone());
+    ) -> Resolved {
+        // Facts, registered results and loop items are data: a command's
+        // output that happens to hold `{{ }}` must not be evaluated.
+        let mut all = Map::new();
+        let mut data = BTreeSet::new();
+        let layers = [
+            (&self.inventory, false),
+            (&self.facts, true),
+            (&self.play, false),
+            (task_vars, false),
+            (&self.registered, true),
+        ];
+        for (layer, is_data) in layers {
+            for (k, v) in layer {
+                all.insert(k.clone(), v.clone());
+                mark(&mut data, k, is_data);
+            }
         }
         if let Some((name, value)) = item {
             all.insert(name.to_string(), value.clone());
+            mark(&mut data, name, true);
         }
-        all.extend(self.extra.clone());
-        resolve(templates, all)
+        for (k, v) in &self.extra {
+            all.insert(k.clone(), v.clone());
+            mark(&mut data, k, false);
+        }
+        resolve(templates, all, &data)
     }
 }
 
-/// Variables may refer to other variables (`bin: "{{ home }}/bin"`); Ansible
-/// resolves them lazily. Re-rendering until nothing changes gives the same
-/// answer for any chain shorter than the pass limit.
-fn resolve(templates: &Templates, mut vars: Map<String, Value>) -> Value {
-    for _ in 0..4 {
-        let ctx = Value::Object(vars.clone());
-        let mut changed = false;
-        for (_, v) in vars.iter_mut() {
-            if !has_template(v) {
-                continue;
+fn mark(data: &mut BTreeSet<String>, name: &str, is_data: bool) {
+    if is_data {
+        data.insert(name.to_string());
+    } else {
+        data.remove(name);
+    }
+}
+
+/// Variables may refer to other variables (`bin: "{{ home }}/bin"`); each
+/// is rendered once, after the ones it reads, so a chain resolves in as
+/// many passes as it is long and a cycle is found instead of rendered.
+fn resolve(
+    templates: &Templates,
+    mut vars: Map<String, Value>,
+    data: &BTreeSet<String>,
+) -> Resolved {
+    let deps: BTreeMap<String, BTreeSet<String>> = vars
+        .iter()
+        .filter(|(k, v)| !data.contains(*k) && has_template(v))
+        .map(|(k, v)| {
+            let mut names = BTreeSet::new();
+            template_vars(templates, v, &mut names);
+            (k.clone(), names)
+        })
+        .collect();
+    let mut broken = BTreeMap::new();
+    let mut levels: BTreeMap<usize, Vec<String>> = BTreeMap::new();
+    for (name, depth) in depths(&deps) {
+        match depth {
+            Ok(d) => levels.entry(d).or_default().push(name),
+            Err(why) => {
+                vars.remove(&name);
+                broken.insert(name, why);
             }
-            if let Ok(r) = templates.render_value(v, &ctx) {
-                changed |= r != *v;
-                *v = r;
-            }
-        }
-        if !changed {
-            break;
         }
     }
-    Value::Object(vars)
+    for names in levels.into_values() {
+        let ctx = Value::Object(vars.clone());
+        for name in names {
+            let uses_broken = deps[&name].iter().find(|d| broken.contains_key(*d));
+            let rendered = match uses_broken {
+                Some(dep) => Err(format!("it uses '{dep}': {}", broken[dep])),
+                None => templates
+                    .render_value(&vars[&name], &ctx)
+                    .map_err(|e| e.message),
+            };
+            match rendered {
+                Ok(v) => {
+                    vars.insert(name, v);
+                }
+                Err(why) => {
+                    vars.remove(&name);
+                    broken.insert(name, why);
+                }
+            }
+        }
+    }
+    Resolved {
+        vars: Value::Object(vars),
+        broken,
+    }
+}
+
+/// For each templated variable, how many render passes it needs (1 when
+/// it reads no other templated variable), or why it cannot be rendered:
+/// it is part of a cycle, uses one, or ends a chain longer than
+/// [`MAX_CHAIN`]. Iterative, so a hostile chain cannot exhaust the stack.
+pub fn depths(
+    deps: &BTreeMap<String, BTreeSet<String>>,
+) -> BTreeMap<String, Result<usize, String>> {
+    let inner = |name: &String| deps[name].iter().filter(|d| deps.contains_key(*d));
+    let mut waiting: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut users: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for name in deps.keys() {
+        waiting.insert(name, inner(name).count());
+        for dep in inner(name) {
+            users.entry(dep).or_default().push(name);
+        }
+    }
+    let mut depth: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut ready: Vec<&str> = waiting
+        .iter()
+        .filter(|(_, n)| **n == 0)
+        .map(|(k, _)| *k)
+        .collect();
+    while let Some(name) = ready.pop() {
+        let d = *depth.entry(name).or_insert(1);
+        for user in users.get(name).into_iter().flatten() {
+            let du = depth.entry(user).or_insert(1);
+            *du = (*du).max(d + 1);
+            let left = waiting.get_mut(user).expect("every user is a variable");
+            *left -= 1;
+            if *left == 0 {
+                ready.push(user);
+            }
+        }
+    }
+    let mut out: BTreeMap<String, Result<usize, String>> = BTreeMap::new();
+    for (name, d) in &depth {
+        let result = if *d > MAX_CHAIN {
+            Err(format!(
+                "it ends a chain of variables more than {MAX_CHAIN} deep"
+            ))
+        } else {
+            Ok(*d)
+        };
+        out.insert(name.to_string(), result);
+    }
+    // What is left waits on a cycle: walk its references to find it.
+    let mut cycles: BTreeMap<&str, String> = BTreeMap::new();
+    for start in deps.keys().filter(|k| !depth.contains_key(k.as_str())) {
+        let mut path: Vec<&String> = Vec::new();
+        let mut on_path: BTreeMap<&str, usize> = BTreeMap::new();
+        let mut at = start;
+        let (on_cycle, cycle) = loop {
+            if let Some(known) = cycles.get(at.as_str()) {
+                break (path.len(), known.clone());
+            }
+            if let Some(&pos) = on_path.get(at.as_str()) {
+                break (pos, chain_text(&path[pos..], at));
+            }
+            on_path.insert(at, path.len());
+            path.push(at);
+            at = inner(at)
+                .find(|d| !depth.contains_key(d.as_str()))
+                .expect("a variable left waiting waits on another one");
+        };
+        for (i, name) in path.into_iter().enumerate() {
+            let why = match (i >= on_cycle, cycle.matches('→').count()) {
+                (true, 1) => "it refers to itself".to_string(),
+                (true, _) => format!("it refers back to itself through {cycle}"),
+                (false, _) => format!("it depends on a cycle of variables: {cycle}"),
+            };
+            cycles.insert(name, cycle.clone());
+            out.insert(name.clone(), Err(why));
+        }
+    }
+    out
+}
+
+/// `a → b → a`; a long cycle shows its ends, so a message stays one line.
+fn chain_text(chain: &[&String], back_to: &str) -> String {
+    let names: Vec<&str> = chain.iter().map(|s| s.as_str()).collect();
+    let shown = match names.len() {
+        n if n > 6 => format!(
+            "{} → … → {}",
+            names[..3].join(" → "),
+            names[n - 2..].join(" → ")
+        ),
+        _ => names.join(" → "),
+    };
+    format!("{shown} → {back_to}")
 }
 
 pub fn has_template(v: &Value) -> bool {
@@ -65,6 +227,16 @@ pub fn has_template(v: &Value) -> bool {
         Value::Array(a) => a.iter().any(has_template),
         Value::Object(m) => m.values().any(has_template),
         _ => false,
+    }
+}
+
+/// Top-level names the templates inside `v` read.
+pub fn template_vars(t: &Templates, v: &Value, out: &mut BTreeSet<String>) {
+    match v {
+        Value::String(s) if has_template(v) => out.extend(t.template_vars(s)),
+        Value::Array(a) => a.iter().for_each(|x| template_vars(t, x, out)),
+        Value::Object(m) => m.values().for_each(|x| template_vars(t, x, out)),
+        _ => {}
     }
 }
 
@@ -87,12 +259,139 @@ mod tests {
             extra: map(json!({"c": "extra"})),
         };
         let t = Templates::new();
-        let ctx = layers.context(&t, &map(json!({"d": "task"})), Some(("item", &json!(1))));
+        let ctx = layers
+            .context(&t, &map(json!({"d": "task"})), Some(("item", &json!(1))))
+            .vars;
         assert_eq!(ctx["a"], "inv");
         assert_eq!(ctx["b"], "play");
         assert_eq!(ctx["c"], "extra");
         assert_eq!(ctx["d"], "task");
         assert_eq!(ctx["item"], 1);
         assert_eq!(ctx["bin"], "/usr/local/cuda/bin");
+    }
+
+    fn resolve_play(play: Value) -> Resolved {
+        let layers = VarLayers {
+            play: map(play),
+            ..VarLayers::default()
+        };
+        layers.context(&Templates::new(), &Map::new(), None)
+    }
+
+    #[test]
+    fn self_reference_and_cycles_are_named_not_rendered_as_text() {
+        let r = resolve_play(json!({
+            "a": "{{ a }}",
+            "b": "{{ c }}/x",
+            "c": "{{ b }}",
+            "d": "{{ b }}",
+            "ok": "{{ base }}/bin",
+            "base": "/opt",
+        }));
+        assert_eq!(r.broken["a"], "it refers to itself");
+        assert_eq!(r.broken["b"], "it refers back to itself through b → c → b");
+        assert_eq!(
+            r.broken["d"],
+            "it depends on a cycle of variables: b → c → b"
+        );
+        assert!(r.vars.get("a").is_none(), "never the text '{{{{ a }}}}'");
+        assert_eq!(r.vars["ok"], "/opt/bin");
+        assert_eq!(r.broken.len(), 4);
+    }
+
+    #[test]
+    fn growth_by_self_reference_is_a_cycle_not_gigabytes() {
+        let r = resolve_play(json!({"a": "{{ a ~ a ~ a ~ a }}"}));
+        assert_eq!(r.broken["a"], "it refers to itself");
+    }
+
+    #[test]
+    fn a_value_over_the_size_limit_is_refused_and_its_users_say_why() {
+        let mut vars = json!({"a": "x".repeat(1 << 20)});
+        let mut prev = "a".to_string();
+        for i in 0..5 {
+            let name = format!("v{i}");
+            vars[&name] = json!(format!("{{{{ {prev} ~ {prev} ~ {prev} ~ {prev} }}}}"));
+            prev = name;
+        }
+        vars["user"] = json!("{{ v4 | length }}");
+        let r = resolve_play(vars);
+        assert_eq!(r.vars["v0"].as_str().unwrap().len(), 4 << 20);
+        assert!(
+            r.broken["v1"].contains("larger than the 16 MiB limit"),
+            "{}",
+            r.broken["v1"]
+        );
+        assert!(
+            r.broken["user"].starts_with("it uses 'v4': it uses 'v3'"),
+            "{}",
+            r.broken["user"]
+        );
+    }
+
+    #[test]
+    fn chains_resolve_in_order_up_to_the_limit() {
+        let chain = |n: usize| {
+            let mut vars = json!({"v0": "end"});
+            for i in 1..=n {
+                vars[format!("v{i}")] = json!(format!("{{{{ v{} }}}}", i - 1));
+            }
+            resolve_play(vars)
+        };
+        let r = chain(MAX_CHAIN);
+        assert_eq!(r.vars[format!("v{MAX_CHAIN}")], "end");
+        assert!(r.broken.is_empty());
+        let r = chain(MAX_CHAIN + 1);
+        assert_eq!(
+            r.broken[&format!("v{}", MAX_CHAIN + 1)],
+            format!("it ends a chain of variables more than {MAX_CHAIN} deep")
+        );
+        assert_eq!(r.vars[format!("v{MAX_CHAIN}")], "end");
+    }
+
+    #[test]
+    fn a_cycle_through_ten_thousand_variables_does_not_exhaust_the_stack() {
+        let n = 10_000;
+        let vars: Map<String, Value> = (0..n)
+            .map(|i| {
+                (
+                    format!("v{i}"),
+                    json!(format!("{{{{ v{} }}}}", (i + 1) % n)),
+                )
+            })
+            .collect();
+        let r = resolve_play(Value::Object(vars));
+        assert_eq!(r.broken.len(), n);
+        assert_eq!(
+            r.broken["v0"],
+            "it refers back to itself through v0 → v1 → v2 → … → v9998 → v9999 → v0"
+        );
+    }
+
+    #[test]
+    fn facts_registered_results_and_items_are_data_not_templates() {
+        let layers = VarLayers {
+            facts: map(json!({"motd": "{{ secret }}"})),
+            registered: map(json!({"out": {"stdout": "{{ secret }}"}})),
+            play: map(json!({"secret": "s3cret", "shown": "{{ out.stdout }}"})),
+            ..VarLayers::default()
+        };
+        let item = json!("{{ secret }}");
+        let r = layers.context(&Templates::new(), &Map::new(), Some(("item", &item)));
+        assert_eq!(r.vars["motd"], "{{ secret }}");
+        assert_eq!(r.vars["out"]["stdout"], "{{ secret }}");
+        assert_eq!(r.vars["item"], "{{ secret }}");
+        assert_eq!(r.vars["shown"], "{{ secret }}");
+    }
+
+    #[test]
+    fn an_undefined_reference_breaks_only_that_variable() {
+        let r = resolve_play(json!({"bin": "{{ cuda_home }}/bin", "x": "{{ bin }}", "y": "1"}));
+        assert_eq!(r.broken["bin"], "undefined variable 'cuda_home'");
+        assert_eq!(
+            r.broken["x"],
+            "it uses 'bin': undefined variable 'cuda_home'"
+        );
+        assert_eq!(r.vars["y"], "1");
     }
 }

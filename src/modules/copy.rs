@@ -36,8 +36,10 @@ pub struct FileContent {
 }
 
 fn common(p: &Params, content: Arc<str>) -> Result<Box<dyn Module>, ParamError> {
+    let dest = p.required_str("dest")?;
+    p.destructive_path("dest", &dest)?;
     Ok(Box::new(FileContent {
-        dest: p.required_str("dest")?,
+        dest,
         content,
         opts: WriteOpts {
             mode: p.mode("mode")?,
@@ -214,6 +216,20 @@ mod tests {
                 ..WriteOpts::default()
             },
             force: true,
+        }
+    }
+
+    #[test]
+    fn dest_may_not_be_the_root_or_empty() {
+        for dest in ["/", "", "/etc/.."] {
+            let err = crate::modules::build_error(
+                &COPY,
+                serde_json::json!({"dest": dest, "content": "x"}),
+            );
+            assert!(
+                err.contains("refusing to remove or replace"),
+                "{dest}: {err}"
+            );
         }
     }
 

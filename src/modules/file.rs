@@ -27,8 +27,13 @@ struct FileModule {
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
-    let path = p.first_str(&["path", "dest", "name"])?;
+    let keys = ["path", "dest", "name"];
+    let path = p.first_str(&keys)?;
     let state = p.choice("state", STATES, "file")?;
+    if state == "absent" {
+        let key = keys.into_iter().find(|k| p.has(k)).unwrap_or(keys[0]);
+        p.destructive_path(key, &path)?;
+    }
     let src = p.str("src")?;
     if state == "link" && src.is_none() {
         return Err(p.error("src", "state=link needs 'src' (the link target)"));
@@ -152,6 +157,24 @@ impl FileModule {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn absent_refuses_the_root_and_empty_paths_in_any_spelling() {
+        for path in ["/", "//", "/.", "/tmp/..", "", ".", "a/.."] {
+            let err = crate::modules::build_error(
+                &FILE,
+                serde_json::json!({"path": path, "state": "absent"}),
+            );
+            assert!(
+                err.contains("refusing to remove or replace"),
+                "{path}: {err}"
+            );
+        }
+        let ok = serde_json::json!({"path": "/tmp/x/..", "state": "absent"});
+        assert!(crate::modules::build_test(&FILE, ok).is_ok());
+        let dir = serde_json::json!({"path": "/", "state": "directory"});
+        assert!(crate::modules::build_test(&FILE, dir).is_ok());
+    }
 
     fn run_plan(state: &str, current: Option<FileState>) -> Result<Plan, ModuleError> {
         let m = FileModule {

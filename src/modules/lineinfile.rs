@@ -67,7 +67,14 @@ struct LineInFile {
 fn regex_param(p: &Params, key: &str) -> Result<Option<Regex>, ParamError> {
     p.str(key)?
         .map(|r| {
-            Regex::new(&r).map_err(|e| p.error(key, format!("invalid regular expression: {e}")))
+            Regex::new(&r).map_err(|e| {
+                // The regex crate draws a multi-line picture; its last line
+                // says what is wrong, and an error here is one line.
+                let text = e.to_string();
+                let why = text.lines().last().unwrap_or_default();
+                let why = why.trim_start_matches("error: ");
+                p.error(key, format!("invalid regular expression '{r}': {why}"))
+            })
         })
         .transpose()
 }
@@ -234,6 +241,18 @@ mod tests {
             backrefs: false,
             opts: WriteOpts::default(),
         }
+    }
+
+    #[test]
+    fn a_bad_regular_expression_is_one_line_naming_the_problem() {
+        let err = crate::modules::build_error(
+            &LINEINFILE,
+            serde_json::json!({"path": "/etc/x", "regexp": "^(a", "line": "a"}),
+        );
+        assert_eq!(
+            err,
+            "lineinfile: invalid regular expression '^(a': unclosed group"
+        );
     }
 
     #[test]

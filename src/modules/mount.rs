@@ -56,6 +56,11 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     if !swap && !path.starts_with('/') {
         return Err(p.error("path", format!("'{path}' must be an absolute path")));
     }
+    if matches!(state, State::Absent | State::Unmounted) && !swap {
+        // Unmounting `/` and dropping its fstab line leaves a host that
+        // does not boot.
+        p.destructive_path("path", &path)?;
+    }
     if swap && matches!(state, State::Mounted | State::Unmounted) {
         return Err(p.error(
             "state",
@@ -322,6 +327,10 @@ mod tests {
                 .contains("'src' and 'fstype'")
         );
         assert!(build_error(&MOUNT, json!({"path": "x", "state": "absent"})).contains("absolute"));
+        for state in ["absent", "unmounted"] {
+            let err = build_error(&MOUNT, json!({"path": "/.", "state": state}));
+            assert!(err.contains("refusing to remove or replace '/.'"), "{err}");
+        }
         assert!(
             build_error(&MOUNT, json!({"path": "/x", "state": "up"})).contains("not a valid state")
         );

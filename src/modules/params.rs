@@ -153,6 +153,35 @@ impl<'a> Params<'a> {
         Err(self.error(keys[0], format!("missing required parameter '{}'", keys[0])))
     }
 
+    /// A path the module deletes or replaces. Empty, `/` and any other
+    /// spelling of the root or of the working folder (`//`, `/tmp/..`,
+    /// `.`) are refused here rather than left to GNU rm's own refusal; a
+    /// templated path is checked again once rendered, as every build is.
+    pub fn destructive_path(&self, key: &str, path: &str) -> Result<(), ParamError> {
+        let mut depth = 0usize;
+        for part in path.split('/') {
+            match part {
+                "" | "." => {}
+                ".." => depth = depth.saturating_sub(1),
+                _ => depth += 1,
+            }
+        }
+        if depth > 0 {
+            return Ok(());
+        }
+        let shown = if path.is_empty() {
+            "an empty path"
+        } else {
+            path
+        };
+        Err(self.error(
+            key,
+            format!(
+                "refusing to remove or replace '{shown}': it names the root or the working folder"
+            ),
+        ))
+    }
+
     pub fn required_str(&self, key: &str) -> Result<String, ParamError> {
         self.str(key)?
             .ok_or_else(|| self.error(key, format!("missing required parameter '{key}'")))

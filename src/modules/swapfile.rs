@@ -64,6 +64,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     if !path.starts_with('/') || path.ends_with('/') {
         return Err(p.error("path", format!("'{path}' must be an absolute file path")));
     }
+    p.destructive_path("path", &path)?;
     let present = p.choice("state", &["present", "absent"], "present")? == "present";
     let size = p
         .str("size")?
@@ -834,6 +835,11 @@ mod tests {
         )
         .contains("state"));
         assert!(build_test(&SWAPFILE, json!({"path": "/s", "state": "absent"})).is_ok());
+        let err = build_error(&SWAPFILE, json!({"path": "/tmp/..", "state": "absent"}));
+        assert!(
+            err.contains("refusing to remove or replace '/tmp/..'"),
+            "{err}"
+        );
     }
 
     #[test]

@@ -7,6 +7,7 @@ mod yaml_emit;
 
 use std::collections::BTreeSet;
 
+use minijinja::machinery;
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::Serde;
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, UndefinedBehavior, Value};
@@ -15,6 +16,16 @@ use serde_json::{Map, Value as Json};
 /// What `{{ omit }}` renders to; map entries carrying it are dropped by
 /// [`Templates::render_value`].  Unguessable so real data never collides.
 pub const OMIT: &str = "__nodeprov_omit_placeholder_5c1f0e9a__";
+
+/// The largest value a template may render to (16 MiB): far above any
+/// configuration file, far below what would exhaust the controller.
+pub const MAX_RENDERED: usize = 16 << 20;
+
+/// The work one render may do: about one unit per instruction and per 64
+/// bytes of data it creates, so at most some 2 million steps or 128 MiB.
+/// A loop that would run for hours, or build gigabytes of intermediate
+/// strings, stops with an error instead.
+pub const RENDER_FUEL: u64 = 2_000_000;
 
 /// One minijinja Environment, built once, strict undefined, no auto-escaping.
 pub struct Templates {
@@ -48,6 +59,7 @@ impl Templates {
         // Debug mode makes errors name the undefined expression.
         env.set_debug(true);
         env.set_syntax(ansible_syntax());
+        env.set_fuel(Some(RENDER_FUEL));
         env.add_global("omit", OMIT);
         filters::register(&mut env);
         Templates { env }
@@ -81,19 +93,58 @@ impl Templates {
         self.condition(cond, &context(vars))
     }
 
-    /// Syntax check without rendering.
+    /// Syntax check without rendering; unknown filters and tests count too.
     pub fn check_template(&self, text: &str) -> Result<(), TemplateError> {
-        self.env
+        let tmpl = self
+            .env
             .template_from_str(text)
-            .map(|_| ())
-            .map_err(|e| self.convert(e, text, Source::Template, &Value::UNDEFINED))
+            .map_err(|e| self.convert(e, text, Source::Template, &Value::UNDEFINED))?;
+        let compiled = machinery::get_compiled_template(&tmpl);
+        std::iter::once(&compiled.instructions)
+            .chain(compiled.blocks.values())
+            .try_for_each(|i| self.check_callables(i))
     }
 
     pub fn check_expression(&self, expr: &str) -> Result<(), TemplateError> {
         self.env
             .compile_expression(expr)
-            .map(|_| ())
-            .map_err(|e| self.convert(e, expr, Source::Expression, &Value::UNDEFINED))
+            .map_err(|e| self.convert(e, expr, Source::Expression, &Value::UNDEFINED))?;
+        // Expressions do not expose their instructions; the same expression
+        // as a template compiles to the same filter and test calls.
+        match self.env.template_from_str(&format!("{{{{ {expr} }}}}")) {
+            Ok(t) => self.check_callables(&machinery::get_compiled_template(&t).instructions),
+            Err(_) => Ok(()),
+        }
+    }
+
+    /// minijinja looks filters and tests up only when they run, so a typo
+    /// in a branch not taken would pass every run until the day it is taken.
+    fn check_callables(&self, code: &machinery::Instructions) -> Result<(), TemplateError> {
+        let probe = self.env.template_from_str("").expect("empty template");
+        let mut state = probe.new_state();
+        let mut idx = 0;
+        while let Some(instr) = code.get(idx) {
+            let unknown = match instr {
+                machinery::Instruction::ApplyFilter(name, ..) => state
+                    .apply_filter(name, &[])
+                    .is_err_and(|e| e.kind() == ErrorKind::UnknownFilter)
+                    .then(|| format!("unknown filter '{name}'")),
+                machinery::Instruction::PerformTest(name, ..) => state
+                    .perform_test(name, &[])
+                    .is_err_and(|e| e.kind() == ErrorKind::UnknownTest)
+                    .then(|| format!("unknown test '{name}'")),
+                _ => None,
+            };
+            if let Some(message) = unknown {
+                return Err(TemplateError {
+                    message,
+                    line: code.get_line(idx),
+                    undefined: None,
+                });
+            }
+            idx += 1;
+        }
+        Ok(())
     }
 
     /// Top-level variables a template reads (globals such as `omit` and
@@ -119,10 +170,18 @@ impl Templates {
             .collect()
     }
 
+    /// Renders into a buffer that refuses to grow past [`MAX_RENDERED`], so
+    /// a runaway template fails instead of taking the controller's memory.
     fn render_text(&self, text: &str, ctx: &Value) -> Result<String, TemplateError> {
-        self.env
-            .render_str(text, ctx)
-            .map_err(|e| self.convert(e, text, Source::Template, ctx))
+        let convert = |e| self.convert(e, text, Source::Template, ctx);
+        let tmpl = self.env.template_from_str(text).map_err(convert)?;
+        let mut out = Capped::default();
+        match tmpl.render_captured_to(ctx.clone(), &mut out) {
+            Ok(_) => String::from_utf8(out.buf)
+                .map_err(|_| TemplateError::plain("the rendered text is not UTF-8")),
+            Err(_) if out.over => Err(too_large()),
+            Err(e) => Err(convert(e)),
+        }
     }
 
     fn eval_expr(&self, expr: &str, ctx: &Value) -> Result<Value, TemplateError> {
@@ -181,7 +240,12 @@ impl Templates {
         match single_expression(s) {
             Some(expr) => {
                 let value = self.eval_expr(expr, ctx)?;
-                serde_json::to_value(&value).map_err(|e| TemplateError::plain(e.to_string()))
+                let json = serde_json::to_value(&value)
+                    .map_err(|e| TemplateError::plain(e.to_string()))?;
+                if json_size(&json) > MAX_RENDERED {
+                    return Err(too_large());
+                }
+                Ok(json)
             }
             None => self.render_text(s, ctx).map(Json::String),
         }
@@ -223,6 +287,12 @@ impl Templates {
     }
 
     fn convert(&self, err: Error, source: &str, kind: Source, ctx: &Value) -> TemplateError {
+        if err.kind() == ErrorKind::OutOfFuel {
+            return TemplateError::plain(format!(
+                "the template does too much work: over {RENDER_FUEL} steps or about {} MiB of data",
+                (RENDER_FUEL * 64) >> 20
+            ));
+        }
         let named = undefined_expr(&err);
         let undefined = match &named {
             Some(expr) => Some(top_level(expr)).filter(|n| !is_bound(ctx, n)),
@@ -269,6 +339,51 @@ impl TemplateError {
             line: None,
             undefined: None,
         }
+    }
+}
+
+/// An output buffer that fails the write that would take it past
+/// [`MAX_RENDERED`].
+#[derive(Default)]
+struct Capped {
+    buf: Vec<u8>,
+    over: bool,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, data: &[u8]) -> std::io::Result<usize> {
+        if self.buf.len() + data.len() > MAX_RENDERED {
+            self.over = true;
+            return Err(std::io::Error::other("rendered text too large"));
+        }
+        self.buf.extend_from_slice(data);
+        Ok(data.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn too_large() -> TemplateError {
+    TemplateError::plain(format!(
+        "the rendered value is larger than the {} MiB limit",
+        MAX_RENDERED >> 20
+    ))
+}
+
+/// Roughly the bytes a value takes as JSON text.
+fn json_size(v: &Json) -> usize {
+    match v {
+        Json::String(s) => s.len() + 2,
+        Json::Array(items) => items.iter().map(|i| json_size(i) + 1).sum::<usize>() + 2,
+        Json::Object(m) => {
+            m.iter()
+                .map(|(k, v)| k.len() + 4 + json_size(v))
+                .sum::<usize>()
+                + 2
+        }
+        _ => 8,
     }
 }
 

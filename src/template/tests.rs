@@ -522,3 +522,71 @@ fn templates_can_be_shared_across_host_threads() {
     fn shareable<T: Send + Sync>() {}
     shareable::<Templates>();
 }
+
+// ---- static checks -------------------------------------------------------
+
+#[test]
+fn unknown_filters_and_tests_fail_the_check_even_in_branches_not_taken() {
+    let t = Templates::new();
+    let err = t
+        .check_template("a\n{% if false %}{{ x | to_jsno }}{% endif %}")
+        .unwrap_err();
+    assert_eq!(err.message, "unknown filter 'to_jsno'");
+    assert_eq!(err.line, Some(2));
+    let err = t.check_expression("x is definedd").unwrap_err();
+    assert_eq!(err.message, "unknown test 'definedd'");
+    assert_eq!(
+        t.check_expression("x | bogus(1) | int > 2")
+            .unwrap_err()
+            .message,
+        "unknown filter 'bogus'"
+    );
+    t.check_template("{{ x | default('a') | regex_replace('a', 'b') | to_nice_yaml }}")
+        .unwrap();
+    t.check_expression("x is defined and x is version('1.2', '>=')")
+        .unwrap();
+}
+
+#[test]
+fn rendered_values_stop_at_the_size_limit() {
+    let t = Templates::new();
+    let vars = json!({"big": "x".repeat(1 << 20)});
+    let err = t
+        .render_str("{% for i in range(20) %}{{ big }}{% endfor %}", &vars)
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "the rendered value is larger than the 16 MiB limit"
+    );
+    let err = t
+        .render_value(&json!("{{ [big] * 20 }}"), &vars)
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "the rendered value is larger than the 16 MiB limit"
+    );
+    let ok = t.render_str("{% for i in range(15) %}{{ big }}{% endfor %}", &vars);
+    assert_eq!(ok.unwrap().len(), 15 << 20);
+}
+
+#[test]
+fn endless_loops_and_runaway_concatenation_stop_with_an_error() {
+    let t = Templates::new();
+    let vars = json!({"a": "x".repeat(1 << 20)});
+    let hang = "{% for i in range(100000) %}{% for j in range(100000) %}{% endfor %}{% endfor %}";
+    let concat = format!("{{{{ {} }}}}", vec!["a"; 1000].join(" ~ "));
+    for text in [hang, concat.as_str()] {
+        let err = t.render_str(text, &vars).unwrap_err();
+        assert!(
+            err.message.starts_with("the template does too much work"),
+            "{}",
+            err.message
+        );
+    }
+    let err = t.render_value(&json!(concat), &vars).unwrap_err();
+    assert!(
+        err.message.starts_with("the template does too much work"),
+        "{}",
+        err.message
+    );
+}
