@@ -41,6 +41,25 @@ impl Secret {
     }
 }
 
+/// sudo reads its password up to the first newline or carriage return and
+/// leaves the rest on stdin, where the escalated shell would run it as a
+/// command; such a password can never be the right one, so it is refused
+/// before any host is contacted. NUL would cut it short the same way.
+pub fn check_become_password(password: &Secret, origin: &str) -> Result<(), String> {
+    match password.0.chars().find(|c| matches!(c, '\n' | '\r' | '\0')) {
+        None => Ok(()),
+        Some(c) => Err(format!(
+            "{origin}: the become password contains a {} character; sudo reads only up to \
+             the first line break, so it cannot be sent safely",
+            match c {
+                '\n' => "newline",
+                '\r' => "carriage return",
+                _ => "NUL",
+            }
+        )),
+    }
+}
+
 impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("***")
