@@ -87,6 +87,27 @@ pub fn parse_frames(
     ids: &[String],
 ) -> Result<BTreeMap<String, ProbeResult>, FrameError> {
     let mut results = BTreeMap::new();
+    read_frames(token, stdout, ids, &mut results).map(|()| results)
+}
+
+/// The units whose frames arrived whole, for output that may have been cut
+/// off (a host lost mid-script): a unit without a frame did not finish.
+pub fn complete_frames(
+    token: &str,
+    stdout: &[u8],
+    ids: &[String],
+) -> BTreeMap<String, ProbeResult> {
+    let mut results = BTreeMap::new();
+    let _ = read_frames(token, stdout, ids, &mut results);
+    results
+}
+
+fn read_frames(
+    token: &str,
+    stdout: &[u8],
+    ids: &[String],
+    results: &mut BTreeMap<String, ProbeResult>,
+) -> Result<(), FrameError> {
     let mut rest = stdout;
     let marker = format!("@@NP {token} ");
     while !rest.is_empty() {
@@ -127,7 +148,7 @@ pub fn parse_frames(
         );
         rest = &body[outlen + errlen..];
     }
-    Ok(results)
+    Ok(())
 }
 
 /// Answers a script built by [`build_script`] the way a host would, from a
@@ -209,6 +230,20 @@ mod tests {
         let res = parse_frames("t", &out, &ids(&units)).unwrap();
         assert_eq!(res["1"].rc, 1);
         assert!(!res.contains_key("2"));
+    }
+
+    #[test]
+    fn output_cut_off_mid_frame_keeps_the_frames_that_arrived_whole() {
+        let units = vec![
+            ("1".to_string(), "echo one".to_string()),
+            ("2".to_string(), "echo two".to_string()),
+        ];
+        let out = run(build_script("t", &units, true, &[]));
+        let cut = &out[..out.len() - 2];
+        assert!(parse_frames("t", cut, &ids(&units)).is_err());
+        let whole = complete_frames("t", cut, &ids(&units));
+        assert_eq!(whole.keys().collect::<Vec<_>>(), ["1"]);
+        assert_eq!(whole["1"].stdout, "one\n");
     }
 
     #[test]

@@ -4,8 +4,13 @@
 
 mod support;
 
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
 use support::control::{Control, Run};
-use support::sshd::{SshFleet, DEPLOY_PASSWORD};
+use support::sshd::{SshFleet, SshHost, DEPLOY_PASSWORD};
 use support::{assert_machine_unchanged, machine_digest};
 
 /// Writes a root-owned file in /etc, which only an escalated (or root) login can.
@@ -63,5 +68,206 @@ fn a_become_password_with_a_line_break_is_refused_and_never_reaches_the_shell() 
         "{from_inventory}"
     );
     assert!(!host.host.path("/etc/nodeprov-marker").exists());
+    assert_machine_unchanged(&before);
+}
+
+/// Writes /etc/first, then waits in a step for as long as the host's
+/// /tmp/hold exists, then writes /etc/last: a test can strike while the
+/// host is inside the waiting step.
+const HOLD_PLAYBOOK: &str = "
+- name: hold
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: first file
+      copy: {dest: /etc/first, content: \"1\\n\"}
+    - name: wait
+      shell: touch /tmp/waiting; while [ -e /tmp/hold ]; do sleep 0.1; done; touch /tmp/waited
+      args: {creates: /tmp/waited}
+    - name: last file
+      copy: {dest: /etc/last, content: \"2\\n\"}
+";
+
+/// Starts `nodeprov apply --format json` in the background.
+fn start_apply(control: &Control, playbook: &str, inventory: &str, extra: &[&str]) -> Child {
+    let mut cmd = control.nodeprov(&["apply", playbook, "-i", inventory, "--format", "json"]);
+    cmd.args(extra)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    cmd.spawn().expect("spawn nodeprov")
+}
+
+fn finish(child: Child, started: Instant) -> Run {
+    let out = child.wait_with_output().expect("wait for nodeprov");
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    Run {
+        code: out.status.code().unwrap_or(-1),
+        doc: serde_json::from_str(&stdout).unwrap_or(Value::Null),
+        stdout,
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        took: started.elapsed(),
+    }
+}
+
+/// Waits until `path` exists inside the host.
+fn wait_for(host: &SshHost, path: &str) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !host.host.path(path).exists() {
+        assert!(
+            Instant::now() < deadline,
+            "{path} never appeared on {}",
+            host.name()
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Every process of the host's sshd tree except the listening sshd itself:
+/// the per-connection servers and what they run.
+fn session_tree(host: &SshHost) -> Vec<i32> {
+    let mut found = Vec::new();
+    let mut queue = vec![host.sshd_pid()];
+    while let Some(pid) = queue.pop() {
+        let children = std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"));
+        for child in children.unwrap_or_default().split_whitespace() {
+            let child: i32 = child.parse().expect("pid");
+            found.push(child);
+            queue.push(child);
+        }
+    }
+    found
+}
+
+fn signal_all(pids: &[i32], sig: i32) {
+    for pid in pids {
+        // SAFETY: kill(2) on processes of a test host's own sshd tree.
+        unsafe { libc::kill(*pid, sig) };
+    }
+}
+
+/// (task name, status) of a host's tasks in the JSON report.
+fn statuses(run: &Run, host: &str) -> Vec<(String, String)> {
+    let tasks = run.host(host)["tasks"].as_array().expect("tasks").clone();
+    tasks
+        .iter()
+        .map(|t| {
+            let field = |k: &str| t[k].as_str().unwrap_or_default().to_string();
+            (field("task"), field("status"))
+        })
+        .collect()
+}
+
+fn pairs(list: &[(&str, &str)]) -> Vec<(String, String)> {
+    list.iter()
+        .map(|(a, b)| (a.to_string(), b.to_string()))
+        .collect()
+}
+
+fn exists(host: &SshHost, path: &str) -> bool {
+    Path::new(&host.host.path(path)).exists()
+}
+
+#[test]
+fn sshd_killed_mid_apply_reports_only_the_finished_step_changed_and_the_rerun_converges() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(2);
+    let (victim, other) = (&fleet.hosts[0], &fleet.hosts[1]);
+    let control = Control::new(&fleet);
+    let inventory = control.write("inventory.ini", &fleet.inventory("root", ""));
+    let playbook = control.write("hold.yml", HOLD_PLAYBOOK);
+    std::fs::write(victim.host.path("/tmp/hold"), "").unwrap();
+
+    let started = Instant::now();
+    let child = start_apply(&control, &playbook, &inventory, &[]);
+    wait_for(victim, "/tmp/waiting");
+    signal_all(&session_tree(victim), libc::SIGKILL);
+    let run = finish(child, started);
+
+    assert_eq!(run.code, 4, "{run}");
+    assert!(
+        run.unreachable(victim.name()).contains("host unreachable"),
+        "{run}"
+    );
+    assert_eq!(
+        statuses(&run, victim.name()),
+        pairs(&[("first file", "changed"), ("wait", "unreachable")]),
+        "{run}"
+    );
+    let wait = &run.host(victim.name())["tasks"][1];
+    assert!(
+        wait["message"]
+            .as_str()
+            .unwrap()
+            .contains("may have taken effect"),
+        "{run}"
+    );
+    assert_eq!(run.host(victim.name())["recap"]["changed"], 1, "{run}");
+    assert!(exists(victim, "/etc/first") && !exists(victim, "/etc/last"));
+    assert_eq!(
+        statuses(&run, other.name()),
+        pairs(&[
+            ("first file", "changed"),
+            ("wait", "changed"),
+            ("last file", "changed")
+        ]),
+        "{run}"
+    );
+
+    std::fs::remove_file(victim.host.path("/tmp/hold")).unwrap();
+    let args = ["apply", playbook.as_str(), "-i", inventory.as_str()];
+    let rerun = Run::json(control.nodeprov(&args));
+    assert_eq!(rerun.code, 0, "{rerun}");
+    assert_eq!(
+        statuses(&rerun, victim.name()),
+        pairs(&[
+            ("first file", "ok"),
+            ("wait", "changed"),
+            ("last file", "changed")
+        ]),
+        "{rerun}"
+    );
+    let settled = Run::json(control.nodeprov(&args));
+    assert_eq!(settled.code, 0, "{settled}");
+    assert!(settled.hosts_with("changed").is_empty(), "{settled}");
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn a_failed_sudo_reports_no_task_changed() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    let control = Control::new(&fleet);
+    let inventory = control.write("inventory.ini", &fleet.inventory("ops", ""));
+    let playbook = control.write(
+        "nosuchuser.yml",
+        "
+- name: commands as a user that does not exist
+  hosts: all
+  become: true
+  become_user: nosuchuser
+  gather_facts: false
+  tasks:
+    - {name: one, shell: touch /tmp/one}
+    - {name: two, shell: touch /tmp/two}
+",
+    );
+    let run = Run::json(control.nodeprov(&["apply", &playbook, "-i", &inventory]));
+    assert_eq!(run.code, 4, "{run}");
+    assert_eq!(
+        statuses(&run, host.name()),
+        pairs(&[("one", "failed")]),
+        "{run}"
+    );
+    let one = &run.host(host.name())["tasks"][0];
+    assert!(
+        one["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("not run: privilege escalation failed"),
+        "{run}"
+    );
+    assert!(run.hosts_with("changed").is_empty(), "{run}");
+    assert!(!exists(host, "/tmp/one"));
     assert_machine_unchanged(&before);
 }

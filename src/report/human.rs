@@ -34,13 +34,13 @@ fn task_lines(out: &mut String, t: &TaskResult, style: &Style) {
     let _ = writeln!(out, "  {word:<8} {name}");
     if let Some(msg) = &t.message {
         let _ = writeln!(out, "           {msg}");
-        if t.status == Status::Failed {
+        if matches!(t.status, Status::Failed | Status::Unreachable) {
             let _ = writeln!(out, "           at {}", t.location);
         }
     }
     let show_changes = matches!(
         t.status,
-        Status::Drift | Status::Changed | Status::Unknown | Status::Failed
+        Status::Drift | Status::Changed | Status::Unknown | Status::Failed | Status::Unreachable
     );
     for c in t.changes.iter().filter(|_| show_changes) {
         let mut line = format!("           {c}");
@@ -79,7 +79,7 @@ pub fn recap(outcome: &RunOutcome) -> String {
             c.unknown,
             c.failed,
             c.skipped,
-            u8::from(r.unreachable.is_some()),
+            c.unreachable,
             r.round_trips
         );
     }

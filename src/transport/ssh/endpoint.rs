@@ -367,7 +367,9 @@ Host bastion
             ("s3cr3t\rid", "carriage return"),
         ] {
             let inv = vars(json!({ "ansible_become_password": pw }));
-            let err = resolve(&opts(), "gpu-03", &inv).err().expect("refused");
+            let err = resolve(&opts(), "gpu-03", &inv)
+                .map(drop)
+                .expect_err("refused");
             assert!(
                 err.starts_with("gpu-03: ansible_become_password: ")
                     && err.contains(&format!("contains a {what} character")),

@@ -182,15 +182,19 @@ impl SshTransport {
             },
             None => Feed::Script(script.body.as_bytes()),
         };
-        let collected = match channel::pump(&self.session, self.fd, &mut channel, feed, self.limits)
-        {
-            Ok(c) => c,
+        let (collected, ended) =
+            channel::pump(&self.session, self.fd, &mut channel, feed, self.limits);
+        match ended {
+            Ok(()) => {}
             Err(PumpError::Become(msg)) => return Err(TransportError::Become(msg)),
-            Err(PumpError::Stalled(msg) | PumpError::Io(msg)) => return Err(self.fail(msg)),
-        };
-        channel
-            .wait_close()
-            .map_err(|e| self.fail(format!("waiting for the script to end: {e}")))?;
+            Err(PumpError::Stalled(msg) | PumpError::Io(msg)) => {
+                return Err(self.interrupted(msg, collected.stdout))
+            }
+        }
+        if let Err(e) = channel.wait_close() {
+            let why = format!("waiting for the script to end: {e}");
+            return Err(self.interrupted(why, collected.stdout));
+        }
         Ok(Output {
             status: exit_status(&channel),
             stdout: collected.stdout,
@@ -200,9 +204,22 @@ impl SshTransport {
 
     /// Marks the session dead: the host counts as unreachable from now on.
     fn fail(&mut self, why: String) -> TransportError {
+        TransportError::Unreachable(self.broke(why))
+    }
+
+    /// Like `fail`, for a script that had started: what it printed so far
+    /// goes with the error.
+    fn interrupted(&mut self, why: String, stdout: Vec<u8>) -> TransportError {
+        TransportError::Interrupted {
+            why: self.broke(why),
+            stdout,
+        }
+    }
+
+    fn broke(&mut self, why: String) -> String {
         let msg = format!("{}: {why}", self.target.display());
         self.broken = Some(msg.clone());
-        TransportError::Unreachable(msg)
+        msg
     }
 }
 
