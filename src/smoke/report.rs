@@ -3,6 +3,7 @@
 use serde_json::{json, Value};
 
 use super::{fleet_outliers, Check, HostSmoke, Verdict};
+use crate::report::printable;
 
 /// Longer measurements are cut in the table; the JSON report keeps them whole.
 const MEASURED_WIDTH: usize = 72;
@@ -30,7 +31,7 @@ fn host_header(host: &HostSmoke) -> String {
     format!(
         "{} ({}): {overall}, {} pass, {} warn, {} fail, {} skip\n",
         host.host,
-        host.model.as_deref().unwrap_or("no GPU model"),
+        printable(host.model.as_deref().unwrap_or("no GPU model"), false),
         count(Verdict::Pass),
         count(Verdict::Warn),
         count(Verdict::Fail),
@@ -41,7 +42,7 @@ fn host_header(host: &HostSmoke) -> String {
 fn host_table(checks: &[Check]) -> String {
     let measured: Vec<String> = checks
         .iter()
-        .map(|c| cut(&c.measured, MEASURED_WIDTH))
+        .map(|c| cut(&printable(&c.measured, false), MEASURED_WIDTH))
         .collect();
     let name_w = checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
     let measured_w = measured
