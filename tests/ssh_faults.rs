@@ -271,3 +271,37 @@ fn a_failed_sudo_reports_no_task_changed() {
     assert!(!exists(host, "/tmp/one"));
     assert_machine_unchanged(&before);
 }
+#[test]
+fn a_host_frozen_mid_apply_is_unreachable_within_the_command_timeout() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(2);
+    let (victim, other) = (&fleet.hosts[0], &fleet.hosts[1]);
+    let control = Control::new(&fleet);
+    let inventory = control.write("inventory.ini", &fleet.inventory("root", ""));
+    let playbook = control.write("hold.yml", HOLD_PLAYBOOK);
+    std::fs::write(victim.host.path("/tmp/hold"), "").unwrap();
+
+    let started = Instant::now();
+    let extra = ["-T", "30", "--command-timeout", "3"];
+    let child = start_apply(&control, &playbook, &inventory, &extra);
+    wait_for(victim, "/tmp/waiting");
+    let frozen = session_tree(victim);
+    signal_all(&frozen, libc::SIGSTOP);
+    victim.pause();
+    let run = finish(child, started);
+    victim.resume();
+    signal_all(&frozen, libc::SIGCONT);
+
+    assert_eq!(run.code, 4, "{run}");
+    let why = run.unreachable(victim.name());
+    assert!(why.contains("within 3 s (--command-timeout)"), "{why}");
+    assert_eq!(
+        statuses(&run, victim.name()),
+        pairs(&[("first file", "changed"), ("wait", "unreachable")]),
+        "{run}"
+    );
+    assert_eq!(run.host(other.name())["recap"]["changed"], 3, "{run}");
+    // Before, dropping the dead session waited out -T once more, twice.
+    assert!(run.took < Duration::from_secs(30), "{run}");
+    assert_machine_unchanged(&before);
+}

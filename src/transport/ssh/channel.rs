@@ -251,7 +251,7 @@ impl Liveness {
         let now = Instant::now();
         if now - self.started > self.limits.command {
             return Err(PumpError::Stalled(format!(
-                "the script did not finish within {} s",
+                "the script did not finish within {} s (--command-timeout)",
                 self.limits.command.as_secs()
             )));
         }
