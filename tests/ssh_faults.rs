@@ -305,3 +305,64 @@ fn a_host_frozen_mid_apply_is_unreachable_within_the_command_timeout() {
     assert!(run.took < Duration::from_secs(30), "{run}");
     assert_machine_unchanged(&before);
 }
+
+/// Staging directories of nodeprov scripts (and of older versions, which
+/// used mktemp's default name) in the host's /tmp.
+fn staging_dirs(host: &SshHost) -> Vec<String> {
+    let entries = std::fs::read_dir(host.host.path("/tmp")).expect("list the host's /tmp");
+    entries
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("nodeprov.") || n.starts_with("tmp."))
+        .collect()
+}
+
+/// Waits until `done` holds, for at most a minute.
+fn eventually(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !done() {
+        assert!(Instant::now() < deadline, "{what}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn a_killed_controller_leaves_no_staging_dirs_on_the_host() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    let control = Control::new(&fleet);
+    let inventory = control.write("inventory.ini", &fleet.inventory("root", ""));
+    let playbook = control.write("hold.yml", HOLD_PLAYBOOK);
+    let hold = host.host.path("/tmp/hold");
+    let strike = |kill_host_side: bool| {
+        for leftover in ["/tmp/waiting", "/tmp/waited"] {
+            let _ = std::fs::remove_file(host.host.path(leftover));
+        }
+        std::fs::write(&hold, "").unwrap();
+        let mut child = start_apply(&control, &playbook, &inventory, &[]);
+        wait_for(host, "/tmp/waiting");
+        assert_eq!(staging_dirs(host).len(), 1, "staged while running");
+        child.kill().unwrap();
+        child.wait().unwrap();
+        if kill_host_side {
+            let tree = session_tree(host);
+            signal_all(&tree, libc::SIGKILL);
+            eventually("the session died", || session_tree(host).is_empty());
+        }
+        std::fs::remove_file(&hold).unwrap();
+    };
+
+    // The host-side script outlives the controller and cleans up as it ends.
+    strike(false);
+    eventually("the host-side script removed its staging dir", || {
+        staging_dirs(host).is_empty()
+    });
+
+    // Killed on the host too, it cannot: the next run sweeps its dir.
+    strike(true);
+    assert_eq!(staging_dirs(host).len(), 1, "left by the killed script");
+    let rerun = Run::json(control.nodeprov(&["apply", &playbook, "-i", &inventory]));
+    assert_eq!(rerun.code, 0, "{rerun}");
+    assert_eq!(staging_dirs(host), Vec::<String>::new(), "{rerun}");
+    assert_machine_unchanged(&before);
+}
