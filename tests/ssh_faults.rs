@@ -5,7 +5,7 @@
 mod support;
 
 use std::path::Path;
-use std::process::{Child, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -364,5 +364,96 @@ fn a_killed_controller_leaves_no_staging_dirs_on_the_host() {
     let rerun = Run::json(control.nodeprov(&["apply", &playbook, "-i", &inventory]));
     assert_eq!(rerun.code, 0, "{rerun}");
     assert_eq!(staging_dirs(host), Vec::<String>::new(), "{rerun}");
+    assert_machine_unchanged(&before);
+}
+
+/// Runs `argv` in the mount namespace of the host's sshd, where its sessions
+/// run, and returns its stdout.
+fn in_sshd_namespace(host: &SshHost, argv: &[&str]) -> String {
+    let out = Command::new("nsenter")
+        .args(["-t", &host.sshd_pid().to_string(), "-m", "--"])
+        .args(argv)
+        .output()
+        .expect("spawn nsenter");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{argv:?}: {stderr}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const FULL_DISK_PLAYBOOK: &str = "
+- name: full disk
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: small file
+      copy: {dest: /etc/full/small, content: \"fits\\n\"}
+    - name: big file
+      copy: {src: big.txt, dest: /etc/full/conf}
+    - name: after
+      copy: {dest: /etc/full/after, content: \"2\\n\"}
+";
+
+#[test]
+fn a_full_disk_fails_the_write_leaves_the_old_file_and_a_rerun_converges() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    let control = Control::new(&fleet);
+    let inventory = control.write("inventory.ini", &fleet.inventory("root", ""));
+    let playbook = control.write("full.yml", FULL_DISK_PLAYBOOK);
+    let big = "0123456789abcdef\n".repeat(16 << 10);
+    control.write("big.txt", &big);
+    std::fs::create_dir(host.host.path("/etc/full")).unwrap();
+    // A 64 KiB file system of its own, seen only by the host's sessions.
+    in_sshd_namespace(
+        host,
+        &[
+            "mount",
+            "-t",
+            "tmpfs",
+            "-o",
+            "size=64k",
+            "tmpfs",
+            "/etc/full",
+        ],
+    );
+    in_sshd_namespace(host, &["sh", "-c", "echo old > /etc/full/conf"]);
+    let args = ["apply", playbook.as_str(), "-i", inventory.as_str()];
+
+    let full = Run::json(control.nodeprov(&args));
+    assert_eq!(full.code, 4, "{full}");
+    assert_eq!(
+        statuses(&full, host.name()),
+        pairs(&[("small file", "changed"), ("big file", "failed")]),
+        "{full}"
+    );
+    let msg = full.host(host.name())["tasks"][1]["message"]
+        .as_str()
+        .unwrap();
+    assert!(msg.contains("cannot write /etc/full/conf"), "{msg}");
+    let listing = in_sshd_namespace(host, &["ls", "-A", "/etc/full"]);
+    assert_eq!(listing, "conf\nsmall\n", "no temp file left behind");
+    assert_eq!(in_sshd_namespace(host, &["cat", "/etc/full/conf"]), "old\n");
+    assert!(staging_dirs(host).is_empty());
+
+    in_sshd_namespace(host, &["mount", "-o", "remount,size=1m", "/etc/full"]);
+    let rerun = Run::json(control.nodeprov(&args));
+    assert_eq!(rerun.code, 0, "{rerun}");
+    assert_eq!(
+        statuses(&rerun, host.name()),
+        pairs(&[
+            ("small file", "ok"),
+            ("big file", "changed"),
+            ("after", "changed")
+        ]),
+        "{rerun}"
+    );
+    assert_eq!(in_sshd_namespace(host, &["cat", "/etc/full/conf"]), big);
+    let settled = Run::json(control.nodeprov(&args));
+    assert!(settled.hosts_with("changed").is_empty(), "{settled}");
+    let mut check = control.nodeprov(&["check", &playbook, "-i", &inventory]);
+    check.args(["--format", "json"]);
+    assert_eq!(Run::of(check).code, 0);
+    assert!(staging_dirs(host).is_empty());
     assert_machine_unchanged(&before);
 }
