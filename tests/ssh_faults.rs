@@ -202,7 +202,12 @@ fn sshd_killed_mid_apply_reports_only_the_finished_step_changed_and_the_rerun_co
         "{run}"
     );
     assert_eq!(run.host(victim.name())["recap"]["changed"], 1, "{run}");
-    assert!(exists(victim, "/etc/first") && !exists(victim, "/etc/last"));
+    assert_eq!(
+        std::fs::read_to_string(victim.host.path("/etc/first")).unwrap(),
+        "1\n"
+    );
+    assert!(!exists(victim, "/etc/last"));
+    assert_eq!(write_temps(victim), Vec::<String>::new());
     assert_eq!(
         statuses(&run, other.name()),
         pairs(&[
@@ -229,6 +234,56 @@ fn sshd_killed_mid_apply_reports_only_the_finished_step_changed_and_the_rerun_co
     let settled = Run::json(control.nodeprov(&args));
     assert_eq!(settled.code, 0, "{settled}");
     assert!(settled.hosts_with("changed").is_empty(), "{settled}");
+    assert_machine_unchanged(&before);
+}
+
+/// Temp files of nodeprov's atomic writes left in the host's /etc.
+fn write_temps(host: &SshHost) -> Vec<String> {
+    let entries = std::fs::read_dir(host.host.path("/etc")).expect("list the host's /etc");
+    entries
+        .map(|e| e.expect("entry").file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".nodeprov."))
+        .collect()
+}
+
+#[test]
+fn sshd_killed_during_the_probe_changes_and_reports_nothing_and_the_rerun_converges() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    let control = Control::new(&fleet);
+    let inventory = control.write("inventory.ini", &fleet.inventory("root", ""));
+    // A read-only command rides in the first probe: hold the probe there.
+    let playbook = control.write(
+        "probe.yml",
+        &HOLD_PLAYBOOK.replace(
+            "  tasks:\n",
+            "  tasks:\n    - name: query\n      shell: touch /tmp/probing; while [ -e /tmp/hold ]; do sleep 0.1; done\n      changed_when: false\n",
+        ),
+    );
+    std::fs::write(host.host.path("/tmp/hold"), "").unwrap();
+
+    let started = Instant::now();
+    let child = start_apply(&control, &playbook, &inventory, &[]);
+    wait_for(host, "/tmp/probing");
+    signal_all(&session_tree(host), libc::SIGKILL);
+    let run = finish(child, started);
+    assert_eq!(run.code, 4, "{run}");
+    assert!(
+        run.unreachable(host.name()).contains("host unreachable"),
+        "{run}"
+    );
+    assert_eq!(statuses(&run, host.name()), pairs(&[]), "{run}");
+    assert!(!exists(host, "/etc/first") && !exists(host, "/tmp/waiting"));
+
+    std::fs::remove_file(host.host.path("/tmp/hold")).unwrap();
+    let args = ["apply", playbook.as_str(), "-i", inventory.as_str()];
+    let rerun = Run::json(control.nodeprov(&args));
+    assert_eq!(rerun.code, 0, "{rerun}");
+    assert_eq!(rerun.host(host.name())["recap"]["changed"], 3, "{rerun}");
+    let settled = Run::json(control.nodeprov(&args));
+    assert!(settled.hosts_with("changed").is_empty(), "{settled}");
+    assert!(staging_dirs(host).is_empty() && write_temps(host).is_empty());
     assert_machine_unchanged(&before);
 }
 
