@@ -19,7 +19,7 @@ pub fn render_human(hosts: &[HostSmoke]) -> String {
     if !outliers.is_empty() {
         out.push_str("fleet outliers:\n");
         for (host, reason) in outliers {
-            out.push_str(&format!("  {host}: {reason}\n"));
+            out.push_str(&format!("  {host}: {}\n", printable(&reason, false)));
         }
     }
     out
