@@ -92,3 +92,28 @@ pub fn report_json(hosts: &[HostSmoke]) -> Value {
         .collect();
     json!({ "schema_version": 1, "kind": "smoke", "hosts": hosts_json, "outliers": outliers })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_hosts_report_cannot_drive_the_terminal() {
+        let host = |name: &str, tflops| HostSmoke {
+            host: name.into(),
+            model: Some("H200\x1b]0;owned\x07".into()),
+            checks: vec![Check::new(
+                "nvidia-smi",
+                Verdict::Pass,
+                "\x1b[2Jok",
+                "answers",
+            )],
+            bf16_tflops: Some(tflops),
+        };
+        let text = render_human(&[host("a", 600.0), host("b", 600.0), host("c", 300.0)]);
+        assert!(!text.contains('\x1b'), "{text}");
+        assert!(text.contains("a (H200\\x1b]0;owned\\x07): ok"), "{text}");
+        assert!(text.contains("\\x1b[2Jok"), "{text}");
+        assert!(text.contains("c: bf16 300.0 TFLOP/s"), "{text}");
+    }
+}
