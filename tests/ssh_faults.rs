@@ -8,21 +8,9 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
-use support::control::{Control, Run};
+use support::control::{Control, Run, MARKER_PLAYBOOK};
 use support::sshd::{SshFleet, SshHost, DEPLOY_PASSWORD};
 use support::{assert_machine_unchanged, machine_digest};
-
-/// Writes a root-owned file in /etc, which only an escalated (or root) login can.
-const MARKER_PLAYBOOK: &str = "
-- name: marker
-  hosts: all
-  become: true
-  gather_facts: false
-  tasks:
-    - name: root-owned marker
-      copy: {dest: /etc/nodeprov-marker, content: \"{{ inventory_hostname }}\\n\", mode: \"0644\"}
-";
 
 #[test]
 fn a_become_password_with_a_line_break_is_refused_and_never_reaches_the_shell() {
@@ -99,14 +87,7 @@ fn start_apply(control: &Control, playbook: &str, inventory: &str, extra: &[&str
 
 fn finish(child: Child, started: Instant) -> Run {
     let out = child.wait_with_output().expect("wait for nodeprov");
-    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-    Run {
-        code: out.status.code().unwrap_or(-1),
-        doc: serde_json::from_str(&stdout).unwrap_or(Value::Null),
-        stdout,
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        took: started.elapsed(),
-    }
+    Run::finished(out, started.elapsed())
 }
 
 /// Waits until `path` exists inside the host.

@@ -10,21 +10,11 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use support::control::{Control, Run};
+use support::control::{Control, Run, MARKER_PLAYBOOK};
 use support::sshd::{keygen, SshFleet, SshHost, TestKey, DEPLOY_PASSWORD};
 use support::{assert_machine_unchanged, machine_digest};
-const ROLLOUT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/playbooks/sysctl-rollout.yml");
 
-/// Writes a root-owned file in /etc, which only an escalated (or root) login can.
-const MARKER_PLAYBOOK: &str = "
-- name: marker
-  hosts: all
-  become: true
-  gather_facts: false
-  tasks:
-    - name: root-owned marker
-      copy: {dest: /etc/nodeprov-marker, content: \"{{ inventory_hostname }}\\n\", mode: \"0644\"}
-";
+const ROLLOUT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/playbooks/sysctl-rollout.yml");
 
 /// Records who logged in, without escalating.
 const WHOAMI_PLAYBOOK: &str = "

@@ -2,7 +2,7 @@
 //! finished run's report, for the tests that drive the binary over SSH.
 
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -11,6 +11,17 @@ use tempfile::TempDir;
 use super::sshd::SshFleet;
 
 const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
+
+/// Writes a root-owned file in /etc, which only an escalated (or root) login can.
+pub const MARKER_PLAYBOOK: &str = "
+- name: marker
+  hosts: all
+  become: true
+  gather_facts: false
+  tasks:
+    - name: root-owned marker
+      copy: {dest: /etc/nodeprov-marker, content: \"{{ inventory_hostname }}\\n\", mode: \"0644\"}
+";
 
 /// The operator's side of a run: a temp dir holding the inventory, the
 /// known_hosts file, playbooks and an empty HOME.
@@ -73,7 +84,11 @@ impl Run {
     pub fn of(mut cmd: Command) -> Run {
         let started = Instant::now();
         let out = cmd.output().expect("spawn nodeprov");
-        let took = started.elapsed();
+        Run::finished(out, started.elapsed())
+    }
+
+    /// The run of a nodeprov process that has ended after `took`.
+    pub fn finished(out: Output, took: Duration) -> Run {
         let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
         let doc = serde_json::from_str(&stdout).unwrap_or(Value::Null);
         Run {
