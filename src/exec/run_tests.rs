@@ -277,3 +277,24 @@ fn an_apply_script_that_ended_without_reporting_fails_the_step_it_did_not_finish
     );
     assert!(report.failed(), "a full disk is not a success");
 }
+
+#[test]
+fn steps_after_a_failed_step_are_not_reported() {
+    let (statuses, report) = faulty_host(3, |out| {
+        // The first step's frame, with exit status 1; the script stopped there.
+        let text = String::from_utf8(cut_inside_frame(&out, 1)).unwrap();
+        let first = &text[..text.rfind("@@NP ").unwrap()];
+        let (header, rest) = first.split_once('\n').unwrap();
+        let mut fields: Vec<&str> = header.split(' ').collect();
+        fields[3] = "1";
+        Ok(Output {
+            status: 91,
+            stdout: format!("{}\n{rest}", fields.join(" ")).into_bytes(),
+            stderr: Vec::new(),
+        })
+    });
+    assert_eq!(statuses, [Status::Failed]);
+    let msg = report.tasks[0].message.as_deref().unwrap();
+    assert!(msg.starts_with("exit status 1"), "{msg}");
+    assert!(report.unreachable.is_none());
+}
