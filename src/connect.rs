@@ -9,7 +9,7 @@ use serde_json::{Map, Value};
 use crate::cli::{Connection, SshArgs};
 use crate::transport::local::LocalTransport;
 use crate::transport::ssh::config::SshConfig;
-use crate::transport::ssh::{Secret, SshOptions, SshTransport};
+use crate::transport::ssh::{check_become_password, Secret, SshOptions, SshTransport};
 use crate::transport::{Transport, TransportError};
 
 /// Run-wide connection settings, built once before hosts are worked on.
@@ -48,11 +48,7 @@ fn ssh_options(args: &SshArgs) -> Result<SshOptions, String> {
         user: args.user.clone(),
         private_key: args.private_key.clone(),
         password: secret(args.ask_pass, "SSH password: ", "NODEPROV_SSH_PASSWORD")?,
-        become_password: secret(
-            args.ask_become_pass,
-            "BECOME password: ",
-            "NODEPROV_BECOME_PASSWORD",
-        )?,
+        become_password: become_secret(args.ask_become_pass)?,
         key_passphrase: std::env::var("NODEPROV_KEY_PASSPHRASE")
             .ok()
             .map(Secret::new),
@@ -63,6 +59,15 @@ fn ssh_options(args: &SshArgs) -> Result<SshOptions, String> {
         command_timeout: Duration::from_secs(args.command_timeout),
         ..defaults
     })
+}
+
+fn become_secret(ask: bool) -> Result<Option<Secret>, String> {
+    const ENV: &str = "NODEPROV_BECOME_PASSWORD";
+    let password = secret(ask, "BECOME password: ", ENV)?;
+    if let Some(pw) = &password {
+        check_become_password(pw, if ask { "--ask-become-pass" } else { ENV })?;
+    }
+    Ok(password)
 }
 
 /// A prompt on the terminal when asked for, else the environment variable.

@@ -7,8 +7,8 @@ use crate::modules::ModuleError;
 use crate::probe::{Probe, ProbeResult};
 use crate::shell::quote;
 
-/// Content larger than this is compared by checksum only.
-const MAX_CONTENT: u64 = 1 << 20;
+/// Content larger than this is compared by SHA-256 only, and not diffed.
+pub const MAX_CONTENT: u64 = 1 << 20;
 
 pub fn probe_key(path: &str) -> String {
     format!("file:{path}")
@@ -45,6 +45,8 @@ pub struct FileState {
     pub link_target: Option<String>,
     /// `None` for non-files and for files too large to read.
     pub content: Option<String>,
+    /// SHA-256 (hex) of a file too large to read.
+    pub sha256: Option<String>,
 }
 
 impl FileState {
@@ -72,6 +74,7 @@ impl FileState {
             _ => Kind::Other,
         };
         let (link, content) = rest.split_once('\n').unwrap_or((rest, ""));
+        let large = kind == Kind::File && r.rc == 3;
         Ok(Some(FileState {
             kind,
             mode: u32::from_str_radix(mode, 8).map_err(|_| bad("bad mode"))?,
@@ -80,6 +83,7 @@ impl FileState {
             size: size.parse().map_err(|_| bad("bad size"))?,
             link_target: (kind == Kind::Link).then(|| link.to_string()),
             content: (kind == Kind::File && r.rc == 0).then(|| content.to_string()),
+            sha256: large.then(|| content.split(' ').next().unwrap_or_default().to_string()),
         }))
     }
 
@@ -91,15 +95,30 @@ impl FileState {
             Kind::Link => "l",
             Kind::Other => "o",
         };
-        ProbeResult::ok(format!(
-            "{t} {:o} {} {} {}\n{}\n{}",
-            self.mode,
-            self.owner,
-            self.group,
-            self.size,
-            self.link_target.as_deref().unwrap_or(""),
-            self.content.as_deref().unwrap_or("")
-        ))
+        let body = match (&self.content, &self.sha256) {
+            (None, Some(sum)) => format!("{sum}  -\n"),
+            (content, _) => content.clone().unwrap_or_default(),
+        };
+        ProbeResult {
+            rc: if self.sha256.is_some() { 3 } else { 0 },
+            ..ProbeResult::ok(format!(
+                "{t} {:o} {} {} {}\n{}\n{body}",
+                self.mode,
+                self.owner,
+                self.group,
+                self.size,
+                self.link_target.as_deref().unwrap_or(""),
+            ))
+        }
+    }
+
+    /// Whether this is a regular file with exactly `content`.
+    pub fn holds(&self, content: &str) -> bool {
+        match (&self.content, &self.sha256) {
+            (Some(have), _) => have == content,
+            (None, Some(sum)) => *sum == sha256_hex(content.as_bytes()),
+            (None, None) => false,
+        }
     }
 
     /// A regular file as a write would leave it.
@@ -112,8 +131,32 @@ impl FileState {
             size: content.len() as u64,
             link_target: None,
             content: Some(content.to_string()),
+            sha256: None,
         }
     }
+}
+
+/// SHA-256 in hex, as `sha256sum` prints it.
+pub fn sha256_hex(data: &[u8]) -> String {
+    let mut md = [0u8; 64]; // EVP_MAX_MD_SIZE
+    let mut len = 0u32;
+    // SAFETY: a fresh digest context, freed before returning; `md` has room
+    // for any digest and `data` is valid for its length.
+    let ok = unsafe {
+        let ctx = openssl_sys::EVP_MD_CTX_new();
+        let ok = !ctx.is_null()
+            && openssl_sys::EVP_DigestInit_ex(ctx, openssl_sys::EVP_sha256(), std::ptr::null_mut())
+                == 1
+            && openssl_sys::EVP_DigestUpdate(ctx, data.as_ptr().cast(), data.len()) == 1
+            && openssl_sys::EVP_DigestFinal_ex(ctx, md.as_mut_ptr(), &mut len) == 1;
+        openssl_sys::EVP_MD_CTX_free(ctx);
+        ok
+    };
+    assert!(ok, "OpenSSL could not compute a SHA-256");
+    md[..len as usize]
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
 }
 
 pub fn absent_result() -> ProbeResult {
@@ -224,6 +267,32 @@ mod tests {
         assert_eq!(st.size, 8);
         assert_eq!(probe_local(&format!("{p}.missing")), None);
         assert_eq!(FileState::parse(p, &st.to_result()).unwrap(), Some(st));
+    }
+
+    #[test]
+    fn sha256_matches_sha256sum() {
+        assert_eq!(
+            sha256_hex(b"abc"),
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
+    }
+
+    #[test]
+    fn content_is_read_up_to_the_limit_and_compared_by_sha256_beyond_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let limit = MAX_CONTENT as usize;
+        for size in [0, limit - 1, limit, limit + 1] {
+            let text = "x".repeat(size);
+            let path = dir.path().join(format!("f{size}"));
+            std::fs::write(&path, &text).unwrap();
+            let st = probe_local(path.to_str().unwrap()).unwrap();
+            assert_eq!(st.size, size as u64);
+            assert_eq!(st.content.is_some(), size <= limit, "{size}");
+            assert!(st.holds(&text), "{size}");
+            assert!(!st.holds(&format!("{text}y")), "{size}");
+            let again = FileState::parse("f", &st.to_result()).unwrap();
+            assert_eq!(again, Some(st), "{size}");
+        }
     }
 
     #[test]

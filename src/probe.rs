@@ -43,8 +43,19 @@ impl ProbeResult {
     }
 }
 
-const PRELUDE: &str = r#"np_t=$(mktemp -d 2>/dev/null || echo /tmp/np.$$) && mkdir -p "$np_t" || exit 90
+/// Unit output is staged in `$TMPDIR/nodeprov.<pid>.XXXXXX`, removed when the
+/// script ends, also by a signal (a lost controller shows as SIGPIPE or
+/// SIGHUP). A script killed outright cannot clean up: each script first
+/// removes the directories of scripts whose shell is gone.
+const PRELUDE: &str = r#"np_d=${TMPDIR:-/tmp}
+for np_o in "$np_d"/nodeprov.*.*; do
+  np_p=${np_o#"$np_d"/nodeprov.}; np_p=${np_p%%.*}
+  case $np_p in ''|*[!0-9]*) continue ;; esac
+  [ -d "$np_o" ] && ! kill -0 "$np_p" 2>/dev/null && rm -rf "$np_o"
+done
+np_t=$(mktemp -d "$np_d/nodeprov.$$.XXXXXX") || exit 90
 trap 'rm -rf "$np_t"' EXIT
+trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM
 np_unit() {
   ( eval "$3" ) </dev/null >"$np_t/o" 2>"$np_t/e"
   np_rc=$?
@@ -119,6 +130,27 @@ pub fn parse_frames(
     ids: &[String],
 ) -> Result<BTreeMap<String, ProbeResult>, FrameError> {
     let mut results = BTreeMap::new();
+    read_frames(token, stdout, ids, &mut results).map(|()| results)
+}
+
+/// The units whose frames arrived whole, for output that may have been cut
+/// off (a host lost mid-script): a unit without a frame did not finish.
+pub fn complete_frames(
+    token: &str,
+    stdout: &[u8],
+    ids: &[String],
+) -> BTreeMap<String, ProbeResult> {
+    let mut results = BTreeMap::new();
+    let _ = read_frames(token, stdout, ids, &mut results);
+    results
+}
+
+fn read_frames(
+    token: &str,
+    stdout: &[u8],
+    ids: &[String],
+    results: &mut BTreeMap<String, ProbeResult>,
+) -> Result<(), FrameError> {
     let mut rest = stdout;
     let marker = format!("@@NP {token} ");
     while !rest.is_empty() {
@@ -159,7 +191,7 @@ pub fn parse_frames(
         );
         rest = &body[outlen + errlen..];
     }
-    Ok(results)
+    Ok(())
 }
 
 /// Answers a script built by [`build_script`] the way a host would, from a
@@ -241,6 +273,46 @@ mod tests {
         let res = parse_frames("t", &out, &ids(&units)).unwrap();
         assert_eq!(res["1"].rc, 1);
         assert!(!res.contains_key("2"));
+    }
+
+    #[test]
+    fn output_cut_off_mid_frame_keeps_the_frames_that_arrived_whole() {
+        let units = vec![
+            ("1".to_string(), "echo one".to_string()),
+            ("2".to_string(), "echo two".to_string()),
+        ];
+        let out = run(build_script("t", &units, true, &[]));
+        let cut = &out[..out.len() - 2];
+        assert!(parse_frames("t", cut, &ids(&units)).is_err());
+        let whole = complete_frames("t", cut, &ids(&units));
+        assert_eq!(whole.keys().collect::<Vec<_>>(), ["1"]);
+        assert_eq!(whole["1"].stdout, "one\n");
+    }
+
+    #[test]
+    fn staging_dirs_of_dead_scripts_are_swept_and_the_own_one_removed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        gone.wait().unwrap();
+        let dir = |name: String| {
+            let path = tmp.path().join(name);
+            std::fs::create_dir(&path).unwrap();
+            path
+        };
+        let stale = dir(format!("nodeprov.{}.aaaaaa", gone.id()));
+        let in_use = dir(format!("nodeprov.{}.bbbbbb", std::process::id()));
+        let not_ours = dir("nodeprov.notes.txt".into());
+        std::fs::write(stale.join("o"), "left by a killed script").unwrap();
+        let units = vec![("u".to_string(), "echo \"$np_t\"".to_string())];
+        let body = build_script("t", &units, false, &[]);
+        let out = run(format!("TMPDIR={}\n{body}", tmp.path().display()));
+        let res = parse_frames("t", &out, &ids(&units)).unwrap();
+        let own = std::path::PathBuf::from(res["u"].stdout.trim_end());
+        assert!(own.starts_with(tmp.path()), "{own:?}");
+        assert!(own.to_str().unwrap().contains("/nodeprov."), "{own:?}");
+        assert!(!own.exists(), "removed when the script ended");
+        assert!(!stale.exists(), "swept: its shell is gone");
+        assert!(in_use.exists() && not_ours.exists());
     }
 
     #[test]

@@ -189,3 +189,41 @@ fn a_self_referencing_extra_var_fails_the_task_that_reads_it() {
     assert!(!host.path("/etc/nodeprov-motd").exists());
     assert_machine_unchanged(&before);
 }
+
+/// Files around the 1 MiB limit on reading content (compared by SHA-256
+/// beyond it) and a 64 MiB one: written once, then left alone.
+#[test]
+fn files_of_every_size_converge_and_stay_compliant() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    const MIB: usize = 1 << 20;
+    let sizes = [0, MIB - 1, MIB, MIB + 1, 64 * MIB];
+    std::fs::create_dir_all(host.path("/root/files")).unwrap();
+    let mut playbook = String::from("- hosts: all\n  gather_facts: false\n  tasks:\n");
+    for size in sizes {
+        // Lines, so that a diff of the content would be a real one.
+        let line = "0123456789abcdef".repeat(4) + "\n";
+        let text: String = line
+            .repeat(size / line.len() + 1)
+            .chars()
+            .take(size)
+            .collect();
+        std::fs::write(host.path(&format!("/root/files/f{size}")), text).unwrap();
+        playbook.push_str(&format!(
+            "    - copy: {{src: f{size}, dest: /etc/big-{size}}}\n"
+        ));
+    }
+    std::fs::write(host.path("/root/site.yml"), playbook).unwrap();
+
+    let (code, first) = json(&host, "apply");
+    assert_eq!((code, recap(&first, "changed")), (0, 5), "{first}");
+    for size in sizes {
+        let written = std::fs::metadata(host.path(&format!("/etc/big-{size}"))).unwrap();
+        assert_eq!(written.len(), size as u64);
+    }
+    let (code, second) = json(&host, "apply");
+    assert_eq!((code, recap(&second, "changed")), (0, 0), "{second}");
+    let (code, check) = json(&host, "check");
+    assert_eq!(code, 0, "{check}");
+    assert_machine_unchanged(&before);
+}

@@ -10,24 +10,11 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use serde_json::Value;
+use support::control::{Control, Run, MARKER_PLAYBOOK};
 use support::sshd::{keygen, SshFleet, SshHost, TestKey, DEPLOY_PASSWORD};
 use support::{assert_machine_unchanged, machine_digest};
-use tempfile::TempDir;
 
-const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 const ROLLOUT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/playbooks/sysctl-rollout.yml");
-
-/// Writes a root-owned file in /etc, which only an escalated (or root) login can.
-const MARKER_PLAYBOOK: &str = "
-- name: marker
-  hosts: all
-  become: true
-  gather_facts: false
-  tasks:
-    - name: root-owned marker
-      copy: {dest: /etc/nodeprov-marker, content: \"{{ inventory_hostname }}\\n\", mode: \"0644\"}
-";
 
 /// Records who logged in, without escalating.
 const WHOAMI_PLAYBOOK: &str = "
@@ -38,124 +25,6 @@ const WHOAMI_PLAYBOOK: &str = "
     - name: record the login user
       shell: id -un > /tmp/whoami
 ";
-
-/// The operator's side of a run: a temp dir holding the inventory, the
-/// known_hosts file, playbooks and an empty HOME.
-struct Control {
-    dir: TempDir,
-}
-
-impl Control {
-    /// Knows every host of `fleet`.
-    fn new(fleet: &SshFleet) -> Control {
-        let control = Control {
-            dir: tempfile::tempdir().expect("control dir"),
-        };
-        std::fs::create_dir(control.path("home")).unwrap();
-        control.write("known_hosts", &fleet.known_hosts());
-        control
-    }
-
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    fn write(&self, name: &str, text: &str) -> String {
-        let path = self.path(name);
-        std::fs::write(&path, text).unwrap();
-        path.display().to_string()
-    }
-
-    fn read(&self, name: &str) -> String {
-        std::fs::read_to_string(self.path(name)).unwrap_or_default()
-    }
-
-    /// `nodeprov <args> --known-hosts <temp>` with none of the caller's SSH
-    /// or nodeprov settings: no agent, no passwords, HOME in the temp dir.
-    fn nodeprov(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(BIN);
-        cmd.args(args)
-            .arg("--known-hosts")
-            .arg(self.path("known_hosts"))
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.path("home"))
-            .env("USER", "root")
-            .env("LC_ALL", "C")
-            .stdin(Stdio::null());
-        cmd
-    }
-}
-
-/// One finished nodeprov run.
-struct Run {
-    code: i32,
-    doc: Value,
-    stdout: String,
-    stderr: String,
-    took: Duration,
-}
-
-impl Run {
-    fn of(mut cmd: Command) -> Run {
-        let started = Instant::now();
-        let out = cmd.output().expect("spawn nodeprov");
-        let took = started.elapsed();
-        let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
-        let doc = serde_json::from_str(&stdout).unwrap_or(Value::Null);
-        Run {
-            code: out.status.code().expect("nodeprov killed by a signal"),
-            doc,
-            stdout,
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-            took,
-        }
-    }
-
-    /// `--format json` run: panics with the output if it is not a report.
-    fn json(mut cmd: Command) -> Run {
-        cmd.args(["--format", "json"]);
-        let run = Run::of(cmd);
-        assert!(run.doc.is_object(), "no JSON report: {run}");
-        run
-    }
-
-    fn host(&self, name: &str) -> &Value {
-        self.hosts()
-            .iter()
-            .find(|h| h["host"] == name)
-            .unwrap_or_else(|| panic!("{name} not in the report: {self}"))
-    }
-
-    fn hosts(&self) -> &Vec<Value> {
-        self.doc["hosts"].as_array().expect("hosts array")
-    }
-
-    fn unreachable(&self, name: &str) -> String {
-        let msg = self.host(name)["unreachable"].as_str();
-        msg.unwrap_or_else(|| panic!("{name} should be unreachable: {self}"))
-            .to_string()
-    }
-
-    /// Names of hosts with a recap field above zero.
-    fn hosts_with(&self, field: &str) -> Vec<String> {
-        self.hosts()
-            .iter()
-            .filter(|h| h["recap"][field].as_u64() > Some(0))
-            .map(|h| h["host"].as_str().unwrap().to_string())
-            .collect()
-    }
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {} after {:?}\nstdout: {}\nstderr: {}",
-            self.code, self.took, self.stdout, self.stderr
-        )
-    }
-}
 
 fn names(fleet: &SshFleet) -> Vec<String> {
     fleet.hosts.iter().map(|h| h.name().to_string()).collect()
@@ -486,7 +355,11 @@ fn a_hung_host_is_unreachable_within_the_timeout_while_the_others_finish() {
     hung.resume();
     assert_eq!(run.code, 4, "{run}");
     assert!(run.took < Duration::from_secs(10), "{run}");
-    assert!(run.unreachable(hung.name()).contains("timed out"), "{run}");
+    let why = run.unreachable(hung.name());
+    assert!(
+        why.contains("TCP connected, but the SSH handshake timed out after 3 s (-T/--timeout)"),
+        "{run}"
+    );
     let others = [fleet.hosts[0].name(), fleet.hosts[2].name()];
     assert_eq!(run.hosts_with("changed"), others, "{run}");
     assert_machine_unchanged(&before);

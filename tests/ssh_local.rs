@@ -174,7 +174,7 @@ fn a_script_over_its_time_makes_the_host_unreachable() {
     let err = t.run(&script("sleep 30\n")).unwrap_err();
     assert!(started.elapsed() < Duration::from_secs(10));
     assert!(
-        matches!(&err, TransportError::Unreachable(m) if m.contains("within 1 s")),
+        matches!(&err, TransportError::Interrupted { why, .. } if why.contains("within 1 s")),
         "{err}"
     );
     assert!(matches!(

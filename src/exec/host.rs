@@ -19,7 +19,7 @@ use crate::modules::{Effect, Facts, Module, Params, Plan};
 use crate::playbook::{Play, Task};
 use crate::probe::{self, Probe, ProbeResult};
 use crate::template::{Templates, OMIT};
-use crate::transport::{Purpose, Script, Transport};
+use crate::transport::{Output, Purpose, Script, Transport, TransportError};
 
 pub struct RunOptions {
     pub check: bool,
@@ -802,25 +802,27 @@ impl<'a, 'p> HostRun<'a, 'p> {
             become_user: self.ctx.play.become_user.clone(),
         };
         self.round_trips += 1;
-        let frames = match self.transport.run(&script) {
-            Ok(out) => probe::parse_frames(&self.token, &out.stdout, &ids).unwrap_or_default(),
-            Err(e) => {
-                self.lost(e.to_string());
-                return;
-            }
+        let ended = self.transport.run(&script);
+        let stdout = match &ended {
+            Ok(out) => &out.stdout[..],
+            Err(TransportError::Interrupted { stdout, .. }) => &stdout[..],
+            Err(_) => &[],
         };
+        // Only a step whose report arrived whole is known to have finished.
+        let frames = probe::complete_frames(&self.token, stdout, &ids);
         let ran_command = pending
             .iter()
             .any(|p| p.is_command && !declared_read_only(p.task));
         self.changed_since_probe = true;
         for p in pending {
             let Some(r) = frames.get(&format!("t{}", p.result)) else {
-                // An earlier step failed: this one and everything planned after it never ran.
-                self.results.truncate(p.result);
-                self.stopped = true;
+                self.unfinished(p.result, &ended);
                 break;
             };
             self.settle(p.task, p, r);
+        }
+        if let Err(e) = ended {
+            self.lost(e.to_string());
         }
         self.pending_registers.clear();
         if ran_command {
@@ -830,6 +832,40 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 self.facts.insert(host_facts::KEY.into(), k);
             }
         }
+    }
+
+    /// The first step without a report. After a failed step it simply never
+    /// ran; otherwise the script ended or the host was lost before it
+    /// reported, and its result says so instead of the planned `changed`.
+    /// Steps planned after it never ran and are not reported.
+    fn unfinished(&mut self, i: usize, ended: &Result<Output, TransportError>) {
+        let mut keep = i;
+        if !self.stopped {
+            let (status, message) = match ended {
+                Ok(out) => (
+                    Status::Failed,
+                    format!(
+                        "the apply script ended before this step reported: {}",
+                        step_failure(&ProbeResult {
+                            rc: out.status,
+                            stdout: String::new(),
+                            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+                        })
+                    ),
+                ),
+                Err(e @ TransportError::Interrupted { .. }) => (
+                    Status::Unreachable,
+                    format!("the connection was lost while this step ran, so it may have taken effect in part: {e}"),
+                ),
+                Err(e @ TransportError::Unreachable(_)) => (Status::Unreachable, format!("not run: {e}")),
+                Err(e) => (Status::Failed, format!("not run: {e}")),
+            };
+            self.results[i].status = status;
+            self.results[i].message = Some(message);
+            keep += 1;
+        }
+        self.results.truncate(keep);
+        self.stopped = true;
     }
 
     /// Records what a step really did; for a command, returns its result.

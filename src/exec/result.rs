@@ -15,6 +15,9 @@ pub enum Status {
     Unknown,
     Failed,
     Skipped,
+    /// Apply: the host was lost before the step reported, so whether it
+    /// took effect is not known.
+    Unreachable,
 }
 
 impl Status {
@@ -26,6 +29,7 @@ impl Status {
             Status::Unknown => "unknown",
             Status::Failed => "failed",
             Status::Skipped => "skipped",
+            Status::Unreachable => "unreachable",
         }
     }
 }
@@ -59,6 +63,8 @@ pub struct Recap {
     pub unknown: usize,
     pub failed: usize,
     pub skipped: usize,
+    /// 1 when the host was lost (or never reached), as in Ansible's recap.
+    pub unreachable: usize,
 }
 
 #[derive(Clone, Debug, Serialize)]
@@ -75,7 +81,10 @@ pub struct HostReport {
 
 impl HostReport {
     pub fn recap(&self) -> Recap {
-        let mut r = Recap::default();
+        let mut r = Recap {
+            unreachable: usize::from(self.unreachable.is_some()),
+            ..Recap::default()
+        };
         for t in &self.tasks {
             match t.status {
                 Status::Ok => r.ok += 1,
@@ -85,6 +94,7 @@ impl HostReport {
                 Status::Failed if t.ignored => r.ok += 1,
                 Status::Failed => r.failed += 1,
                 Status::Skipped => r.skipped += 1,
+                Status::Unreachable => {}
             }
         }
         r

@@ -320,3 +320,106 @@ fn a_task_reading_a_self_referencing_variable_fails_with_its_position() {
     );
     assert_eq!(count(&log, Purpose::Mutate), 0);
 }
+
+/// A host with `n` files missing that answers the apply script with `apply`,
+/// given the full answer a healthy host would have sent.
+fn faulty_host(
+    n: usize,
+    apply: fn(Vec<u8>) -> Result<Output, crate::transport::TransportError>,
+) -> (Vec<Status>, HostReport) {
+    let (_d, pb) = playbook(n);
+    let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
+        let mut healthy = fake_host(n);
+        let fake = FakeTransport::new(move |s: &Script| {
+            let out = crate::transport::Transport::run(&mut healthy, s)?;
+            match s.purpose {
+                Purpose::Mutate => apply(out.stdout),
+                Purpose::Probe => Ok(out),
+            }
+        });
+        Ok(Box::new(fake) as Box<dyn crate::transport::Transport>)
+    };
+    let outcome = execute(&pb, false, 1, &connect);
+    let report = outcome.reports.into_iter().next().unwrap();
+    (report.tasks.iter().map(|t| t.status).collect(), report)
+}
+
+/// The answer cut off inside the frame of the step with this index.
+fn cut_inside_frame(out: &[u8], step: usize) -> Vec<u8> {
+    let text = String::from_utf8_lossy(out);
+    let at = text.match_indices("@@NP ").nth(step).unwrap().0;
+    out[..at + 8].to_vec()
+}
+
+#[test]
+fn a_host_lost_mid_apply_reports_finished_steps_changed_and_the_one_in_flight_unreachable() {
+    let (statuses, report) = faulty_host(3, |out| {
+        Err(crate::transport::TransportError::Interrupted {
+            why: "gpu-01: no answer from the host".into(),
+            stdout: cut_inside_frame(&out, 1),
+        })
+    });
+    assert_eq!(statuses, [Status::Changed, Status::Unreachable]);
+    let msg = report.tasks[1].message.as_deref().unwrap();
+    assert!(
+        msg.contains("may have taken effect") && msg.contains("no answer"),
+        "{msg}"
+    );
+    assert!(report.unreachable.is_some());
+    assert_eq!((report.recap().changed, report.recap().unreachable), (1, 1));
+}
+
+#[test]
+fn a_failed_sudo_before_the_apply_script_started_changes_nothing() {
+    let (statuses, report) = faulty_host(2, |_| {
+        Err(crate::transport::TransportError::Become(
+            "sudo to nosuchuser on gpu-01 failed: unknown user".into(),
+        ))
+    });
+    assert_eq!(statuses, [Status::Failed]);
+    let msg = report.tasks[0].message.as_deref().unwrap();
+    assert!(
+        msg.starts_with("not run: privilege escalation failed"),
+        "{msg}"
+    );
+    assert!(report.failed());
+}
+
+#[test]
+fn an_apply_script_that_ended_without_reporting_fails_the_step_it_did_not_finish() {
+    let (statuses, report) = faulty_host(2, |_| {
+        Ok(Output {
+            status: 90,
+            stdout: Vec::new(),
+            stderr: b"mktemp: No space left on device\n".to_vec(),
+        })
+    });
+    assert_eq!(statuses, [Status::Failed]);
+    let msg = report.tasks[0].message.as_deref().unwrap();
+    assert!(
+        msg.contains("exit status 90: mktemp: No space left on device"),
+        "{msg}"
+    );
+    assert!(report.failed(), "a full disk is not a success");
+}
+
+#[test]
+fn steps_after_a_failed_step_are_not_reported() {
+    let (statuses, report) = faulty_host(3, |out| {
+        // The first step's frame, with exit status 1; the script stopped there.
+        let text = String::from_utf8(cut_inside_frame(&out, 1)).unwrap();
+        let first = &text[..text.rfind("@@NP ").unwrap()];
+        let (header, rest) = first.split_once('\n').unwrap();
+        let mut fields: Vec<&str> = header.split(' ').collect();
+        fields[3] = "1";
+        Ok(Output {
+            status: 91,
+            stdout: format!("{}\n{rest}", fields.join(" ")).into_bytes(),
+            stderr: Vec::new(),
+        })
+    });
+    assert_eq!(statuses, [Status::Failed]);
+    let msg = report.tasks[0].message.as_deref().unwrap();
+    assert!(msg.starts_with("exit status 1"), "{msg}");
+    assert!(report.unreachable.is_none());
+}

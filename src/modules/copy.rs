@@ -114,26 +114,21 @@ pub fn plan_content(
     force: bool,
 ) -> Result<Plan, ModuleError> {
     let mut plan = Plan::noop();
-    let before = match current {
+    match current {
         Some(st) if st.kind == files::Kind::Dir => {
             return Err(ModuleError::Host(format!("{dest} is a directory")))
         }
         Some(_) if !force => return Ok(plan),
-        Some(st) => st.content.clone(),
-        None => None,
-    };
-    if before.as_deref() != Some(content) {
-        let was = if before.is_some() {
+        _ => {}
+    }
+    if !current.is_some_and(|st| st.holds(content)) {
+        let was = if current.is_some() {
             "old content"
         } else {
             "absent"
         };
         let mut change = Change::new(dest, Some(was.into()), Some("new content".into()));
-        change.diff = Some(files::unified_diff(
-            dest,
-            before.as_deref().unwrap_or(""),
-            content,
-        ));
+        change.diff = content_diff(dest, current, content);
         plan.changes.push(change);
         plan.steps.push(files::write_step(dest, content, opts));
     } else {
@@ -165,6 +160,16 @@ pub fn plan_content(
             .push(Effect::Predict(files::probe_key(dest), after.to_result()));
     }
     Ok(plan)
+}
+
+/// A unified diff when both sides are known and small enough to show: a
+/// file over the content limit is compared by SHA-256 alone.
+fn content_diff(dest: &str, current: Option<&FileState>, content: &str) -> Option<String> {
+    let before = match current {
+        Some(st) => st.content.as_deref()?,
+        None => "",
+    };
+    (content.len() as u64 <= files::MAX_CONTENT).then(|| files::unified_diff(dest, before, content))
 }
 
 /// Mode/owner/group differences of an existing path.
@@ -262,6 +267,21 @@ mod tests {
         assert_eq!(plan.changes[0].subject, "/etc/x.conf mode");
         assert_eq!(plan.changes[0].before.as_deref(), Some("0600"));
         assert!(plan.steps[0].starts_with("chmod 644 /etc/x.conf"));
+    }
+
+    #[test]
+    fn a_file_over_the_content_limit_is_compared_by_sha256() {
+        let big = "x".repeat(files::MAX_CONTENT as usize + 1);
+        let on_host = FileState {
+            content: None,
+            sha256: Some(files::sha256_hex(big.as_bytes())),
+            ..FileState::written(&big, 0o644, "root", "root")
+        };
+        let facts = facts_with("/etc/x.conf", Some(on_host));
+        assert_eq!(module(&big, None).plan(&facts).unwrap(), Plan::noop());
+        let plan = module(&format!("{big}y"), None).plan(&facts).unwrap();
+        assert_eq!(plan.changes[0].before.as_deref(), Some("old content"));
+        assert_eq!(plan.changes[0].diff, None, "too large to diff");
     }
 
     #[test]

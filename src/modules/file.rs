@@ -203,6 +203,7 @@ mod tests {
             size: 4096,
             link_target: None,
             content: None,
+            sha256: None,
         }
     }
 

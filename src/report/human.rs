@@ -2,6 +2,7 @@
 
 use std::fmt::Write;
 
+use super::printable;
 use crate::exec::result::{HostReport, Status, TaskResult};
 use crate::exec::RunOutcome;
 
@@ -10,9 +11,13 @@ pub struct Style {
 }
 
 pub fn host_block(r: &HostReport, style: &Style) -> String {
-    let mut out = format!("PLAY [{}] {}\n", r.play, r.host);
+    let mut out = format!(
+        "PLAY [{}] {}\n",
+        printable(&r.play, false),
+        printable(&r.host, false)
+    );
     if let Some(why) = &r.unreachable {
-        let _ = writeln!(out, "  unreachable  {why}");
+        let _ = writeln!(out, "  unreachable  {}", printable(why, false));
         return out;
     }
     for t in &r.tasks {
@@ -31,31 +36,31 @@ fn task_lines(out: &mut String, t: &TaskResult, style: &Style) {
         Some(item) => format!("{} ({item})", t.task),
         None => t.task.clone(),
     };
-    let _ = writeln!(out, "  {word:<8} {name}");
+    let _ = writeln!(out, "  {word:<8} {}", printable(&name, false));
     if let Some(msg) = &t.message {
-        let _ = writeln!(out, "           {msg}");
-        if t.status == Status::Failed {
+        let _ = writeln!(out, "           {}", printable(msg, false));
+        if matches!(t.status, Status::Failed | Status::Unreachable) {
             let _ = writeln!(out, "           at {}", t.location);
         }
     }
     let show_changes = matches!(
         t.status,
-        Status::Drift | Status::Changed | Status::Unknown | Status::Failed
+        Status::Drift | Status::Changed | Status::Unknown | Status::Failed | Status::Unreachable
     );
     for c in t.changes.iter().filter(|_| show_changes) {
         let mut line = format!("           {c}");
         if let Some(ev) = &c.evidence {
             let _ = write!(line, "  [{ev}]");
         }
-        let _ = writeln!(out, "{line}");
+        let _ = writeln!(out, "{}", printable(&line, false));
         if let (true, Some(diff)) = (style.diff, &c.diff) {
             for l in diff.lines() {
-                let _ = writeln!(out, "             {l}");
+                let _ = writeln!(out, "             {}", printable(l, true));
             }
         }
     }
     for n in &t.notes {
-        let _ = writeln!(out, "           note: {n}");
+        let _ = writeln!(out, "           note: {}", printable(n, false));
     }
 }
 
@@ -79,7 +84,7 @@ pub fn recap(outcome: &RunOutcome) -> String {
             c.unknown,
             c.failed,
             c.skipped,
-            u8::from(r.unreachable.is_some()),
+            c.unreachable,
             r.round_trips
         );
     }
@@ -131,6 +136,21 @@ mod tests {
         assert_eq!(
             text,
             "PLAY [GPU node] gpu-01\n  drift    swappiness\n           vm.swappiness: 60 → 10  [live value in /proc/sys/vm/swappiness]\n  ok       overcommit\n"
+        );
+    }
+
+    #[test]
+    fn bytes_from_the_host_cannot_drive_the_terminal() {
+        let mut r = report();
+        let mut change = Change::new("/etc/motd", Some("old content".into()), None);
+        change.diff = Some("@@ -1 +1 @@\n-\x1b]0;pwned\x07old\n+new\tcol\x1b[2J\r\n".into());
+        r.tasks[0].changes = vec![change];
+        r.tasks[0].message = Some("sudo: \x1b[31mno\nfake line".into());
+        r.tasks[0].notes = vec!["\u{9b}31m".into()];
+        let text = host_block(&r, &Style { diff: true });
+        assert_eq!(
+            text,
+            "PLAY [GPU node] gpu-01\n  drift    swappiness\n           sudo: \\x1b[31mno\\x0afake line\n           /etc/motd: old content → (none)\n             @@ -1 +1 @@\n             -\\x1b]0;pwned\\x07old\n             +new\tcol\\x1b[2J\n           note: \\x9b31m\n  ok       overcommit\n"
         );
     }
 

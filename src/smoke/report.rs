@@ -3,6 +3,7 @@
 use serde_json::{json, Value};
 
 use super::{fleet_outliers, Check, HostSmoke, Verdict};
+use crate::report::printable;
 
 /// Longer measurements are cut in the table; the JSON report keeps them whole.
 const MEASURED_WIDTH: usize = 72;
@@ -18,7 +19,7 @@ pub fn render_human(hosts: &[HostSmoke]) -> String {
     if !outliers.is_empty() {
         out.push_str("fleet outliers:\n");
         for (host, reason) in outliers {
-            out.push_str(&format!("  {host}: {reason}\n"));
+            out.push_str(&format!("  {host}: {}\n", printable(&reason, false)));
         }
     }
     out
@@ -30,7 +31,7 @@ fn host_header(host: &HostSmoke) -> String {
     format!(
         "{} ({}): {overall}, {} pass, {} warn, {} fail, {} skip\n",
         host.host,
-        host.model.as_deref().unwrap_or("no GPU model"),
+        printable(host.model.as_deref().unwrap_or("no GPU model"), false),
         count(Verdict::Pass),
         count(Verdict::Warn),
         count(Verdict::Fail),
@@ -41,7 +42,7 @@ fn host_header(host: &HostSmoke) -> String {
 fn host_table(checks: &[Check]) -> String {
     let measured: Vec<String> = checks
         .iter()
-        .map(|c| cut(&c.measured, MEASURED_WIDTH))
+        .map(|c| cut(&printable(&c.measured, false), MEASURED_WIDTH))
         .collect();
     let name_w = checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
     let measured_w = measured
@@ -90,4 +91,29 @@ pub fn report_json(hosts: &[HostSmoke]) -> Value {
         .map(|(host, reason)| json!({ "host": host, "reason": reason }))
         .collect();
     json!({ "schema_version": 1, "kind": "smoke", "hosts": hosts_json, "outliers": outliers })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_hosts_report_cannot_drive_the_terminal() {
+        let host = |name: &str, tflops| HostSmoke {
+            host: name.into(),
+            model: Some("H200\x1b]0;owned\x07".into()),
+            checks: vec![Check::new(
+                "nvidia-smi",
+                Verdict::Pass,
+                "\x1b[2Jok",
+                "answers",
+            )],
+            bf16_tflops: Some(tflops),
+        };
+        let text = render_human(&[host("a", 600.0), host("b", 600.0), host("c", 300.0)]);
+        assert!(!text.contains('\x1b'), "{text}");
+        assert!(text.contains("a (H200\\x1b]0;owned\\x07): ok"), "{text}");
+        assert!(text.contains("\\x1b[2Jok"), "{text}");
+        assert!(text.contains("c: bf16 300.0 TFLOP/s"), "{text}");
+    }
 }

@@ -33,8 +33,13 @@ pub struct Output {
 
 #[derive(Debug, Error)]
 pub enum TransportError {
+    /// The script never started.
     #[error("host unreachable: {0}")]
     Unreachable(String),
+    /// The script started, but the host was lost before it ended: `stdout`
+    /// is what arrived until then, so finished steps can still be told apart.
+    #[error("host unreachable: {why}")]
+    Interrupted { why: String, stdout: Vec<u8> },
     #[error("privilege escalation failed: {0}")]
     Become(String),
     #[error("{0}")]

@@ -15,6 +15,7 @@
 // subset of it; the rest would otherwise warn as dead code in that crate.
 #![allow(dead_code)]
 
+pub mod control;
 pub mod sshd;
 
 use std::collections::{BTreeSet, HashSet};

@@ -47,18 +47,20 @@ pub struct Collected {
 }
 
 /// Runs the exchange on an exec'd channel until the remote side closes its
-/// output. The session is non-blocking for the duration.
+/// output. The session is non-blocking for the duration. What arrived is
+/// returned even when the exchange broke off.
 pub fn pump(
     session: &Session,
     fd: RawFd,
     channel: &mut Channel,
     feed: Feed,
     limits: Limits,
-) -> Result<Collected, PumpError> {
+) -> (Collected, Result<(), PumpError>) {
     session.set_blocking(false);
-    let result = Exchange::new(feed).run(session, fd, channel, limits);
+    let mut exchange = Exchange::new(feed);
+    let ended = exchange.run(session, fd, channel, limits);
     session.set_blocking(true);
-    result
+    (exchange.finish(), ended)
 }
 
 struct Exchange<'a> {
@@ -94,12 +96,12 @@ impl<'a> Exchange<'a> {
     }
 
     fn run(
-        mut self,
+        &mut self,
         session: &Session,
         fd: RawFd,
         channel: &mut Channel,
         limits: Limits,
-    ) -> Result<Collected, PumpError> {
+    ) -> Result<(), PumpError> {
         let mut clock = Liveness::new(limits);
         loop {
             let mut progress = drain(&mut channel.stream(0), &mut self.stdout)?;
@@ -112,7 +114,7 @@ impl<'a> Exchange<'a> {
                 progress |= self.write(channel)?;
             }
             if closed && !progress {
-                return Ok(self.finish());
+                return Ok(());
             }
             if progress {
                 clock.heard();
@@ -251,7 +253,7 @@ impl Liveness {
         let now = Instant::now();
         if now - self.started > self.limits.command {
             return Err(PumpError::Stalled(format!(
-                "the script did not finish within {} s",
+                "the script did not finish within {} s (--command-timeout)",
                 self.limits.command.as_secs()
             )));
         }

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use super::config::{expand_path, parse_jumps, JumpHost, StrictHostKeys, Tokens};
 use super::known_hosts::HostKeyPolicy;
-use super::{Secret, SshOptions};
+use super::{check_become_password, Secret, SshOptions};
 
 pub const DEFAULT_CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const DEFAULT_KEYS: [&str; 3] = ["id_ed25519", "id_ecdsa", "id_rsa"];
@@ -117,9 +117,7 @@ pub fn resolve(opts: &SshOptions, name: &str, vars: &Map<String, Value>) -> Resu
     Ok(Route {
         target,
         jumps,
-        become_password: var(vars, &["ansible_become_password", "ansible_become_pass"])
-            .map(Secret::new)
-            .or_else(|| opts.become_password.clone()),
+        become_password: become_password(opts, name, vars)?,
         become_method: var(vars, &["ansible_become_method"]).unwrap_or_else(|| "sudo".into()),
     })
 }
@@ -240,6 +238,22 @@ fn proxy_jump_option(opt: &str) -> Option<&str> {
 }
 
 /// A variable as text; inventories give ports as numbers or strings.
+/// The inventory's become password wins over the run-wide one, which was
+/// checked when it was read.
+fn become_password(
+    opts: &SshOptions,
+    name: &str,
+    vars: &Map<String, Value>,
+) -> Result<Option<Secret>, String> {
+    match var(vars, &["ansible_become_password", "ansible_become_pass"]).map(Secret::new) {
+        Some(pw) => {
+            check_become_password(&pw, &format!("{name}: ansible_become_password"))?;
+            Ok(Some(pw))
+        }
+        None => Ok(opts.become_password.clone()),
+    }
+}
+
 fn var(vars: &Map<String, Value>, names: &[&str]) -> Option<String> {
     names.iter().find_map(|n| match vars.get(*n)? {
         Value::String(s) if !s.is_empty() => Some(s.clone()),
@@ -344,6 +358,25 @@ Host bastion
         assert_eq!(r.become_password.as_ref().unwrap().expose(), "sudo-pass");
         assert_eq!(r.jumps[0].host, "jump.example");
         assert_eq!(r.jumps[0].port, 2022);
+    }
+
+    #[test]
+    fn a_become_password_with_a_line_break_is_refused_before_connecting() {
+        for (pw, what) in [
+            ("s3cr3t\nid > /tmp/x", "newline"),
+            ("s3cr3t\rid", "carriage return"),
+        ] {
+            let inv = vars(json!({ "ansible_become_password": pw }));
+            let err = resolve(&opts(), "gpu-03", &inv)
+                .map(drop)
+                .expect_err("refused");
+            assert!(
+                err.starts_with("gpu-03: ansible_become_password: ")
+                    && err.contains(&format!("contains a {what} character")),
+                "{err}"
+            );
+            assert!(!err.contains("s3cr3t"), "the password is not shown: {err}");
+        }
     }
 
     #[test]

@@ -41,6 +41,25 @@ impl Secret {
     }
 }
 
+/// sudo reads its password up to the first newline or carriage return and
+/// leaves the rest on stdin, where the escalated shell would run it as a
+/// command; such a password can never be the right one, so it is refused
+/// before any host is contacted. NUL would cut it short the same way.
+pub fn check_become_password(password: &Secret, origin: &str) -> Result<(), String> {
+    match password.0.chars().find(|c| matches!(c, '\n' | '\r' | '\0')) {
+        None => Ok(()),
+        Some(c) => Err(format!(
+            "{origin}: the become password contains a {} character; sudo reads only up to \
+             the first line break, so it cannot be sent safely",
+            match c {
+                '\n' => "newline",
+                '\r' => "carriage return",
+                _ => "NUL",
+            }
+        )),
+    }
+}
+
 impl std::fmt::Debug for Secret {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("***")
@@ -114,7 +133,7 @@ impl SshTransport {
     ) -> Result<SshTransport, TransportError> {
         let route = endpoint::resolve(opts, name, vars).map_err(TransportError::Unreachable)?;
         let (session, fd) = open_route(opts, &route).map_err(TransportError::Unreachable)?;
-        Ok(SshTransport {
+        let transport = SshTransport {
             target: route.target,
             session,
             fd,
@@ -125,7 +144,17 @@ impl SshTransport {
                 keepalive: opts.keepalive,
             },
             broken: None,
-        })
+        };
+        // Blocking calls from now on (opening a channel) are part of running
+        // a script, so a frozen host costs no more than the command timeout.
+        transport
+            .session
+            .set_timeout(millis(transport.blocking_limit()));
+        Ok(transport)
+    }
+
+    fn blocking_limit(&self) -> Duration {
+        self.target.connect_timeout.min(self.limits.command)
     }
 
     fn exec(&mut self, script: &Script) -> Result<Output, TransportError> {
@@ -149,7 +178,16 @@ impl SshTransport {
             .session
             .channel_session()
             .and_then(|mut c| c.exec(&command).map(|()| c))
-            .map_err(|e| self.fail(format!("cannot start a shell: {e}")))?;
+            .map_err(|e| {
+                let why = match is_timeout(&e) {
+                    true => format!(
+                        "starting the script timed out after {} s",
+                        self.blocking_limit().as_secs()
+                    ),
+                    false => format!("cannot start a shell: {e}"),
+                };
+                self.fail(why)
+            })?;
         let feed = match escalate_to {
             Some(user) => Feed::Sudo {
                 body: script.body.as_bytes(),
@@ -163,15 +201,19 @@ impl SshTransport {
             },
             None => Feed::Script(script.body.as_bytes()),
         };
-        let collected = match channel::pump(&self.session, self.fd, &mut channel, feed, self.limits)
-        {
-            Ok(c) => c,
+        let (collected, ended) =
+            channel::pump(&self.session, self.fd, &mut channel, feed, self.limits);
+        match ended {
+            Ok(()) => {}
             Err(PumpError::Become(msg)) => return Err(TransportError::Become(msg)),
-            Err(PumpError::Stalled(msg) | PumpError::Io(msg)) => return Err(self.fail(msg)),
-        };
-        channel
-            .wait_close()
-            .map_err(|e| self.fail(format!("waiting for the script to end: {e}")))?;
+            Err(PumpError::Stalled(msg) | PumpError::Io(msg)) => {
+                return Err(self.interrupted(msg, collected.stdout))
+            }
+        }
+        if let Err(e) = channel.wait_close() {
+            let why = format!("waiting for the script to end: {e}");
+            return Err(self.interrupted(why, collected.stdout));
+        }
         Ok(Output {
             status: exit_status(&channel),
             stdout: collected.stdout,
@@ -181,9 +223,26 @@ impl SshTransport {
 
     /// Marks the session dead: the host counts as unreachable from now on.
     fn fail(&mut self, why: String) -> TransportError {
+        TransportError::Unreachable(self.broke(why))
+    }
+
+    /// Like `fail`, for a script that had started: what it printed so far
+    /// goes with the error.
+    fn interrupted(&mut self, why: String, stdout: Vec<u8>) -> TransportError {
+        TransportError::Interrupted {
+            why: self.broke(why),
+            stdout,
+        }
+    }
+
+    fn broke(&mut self, why: String) -> String {
         let msg = format!("{}: {why}", self.target.display());
         self.broken = Some(msg.clone());
-        TransportError::Unreachable(msg)
+        // Closing a channel or session politely waits for the host's answer,
+        // which a frozen host never sends: cut the connection instead.
+        // SAFETY: shutdown(2) on the session's own socket, still open.
+        unsafe { libc::shutdown(self.fd, libc::SHUT_RDWR) };
+        msg
     }
 }
 
@@ -262,7 +321,7 @@ fn tcp_connect(ep: &Endpoint) -> Result<TcpStream, String> {
     }
     Err(match last {
         Some(e) if e.kind() == std::io::ErrorKind::TimedOut => format!(
-            "{display}: connection timed out after {} s",
+            "{display}: TCP connect timed out after {} s (-T/--timeout)",
             ep.connect_timeout.as_secs()
         ),
         Some(e) => format!("{display}: cannot connect: {e}"),
@@ -287,9 +346,13 @@ fn establish<S: AsRawFd + 'static>(
         &db.algorithm_preference(&ep.host, ep.port),
     );
     session.set_tcp_stream(socket);
-    session
-        .handshake()
-        .map_err(|e| format!("{display}: SSH handshake failed: {}", timeout_word(&e)))?;
+    session.handshake().map_err(|e| match is_timeout(&e) {
+        true => format!(
+            "{display}: TCP connected, but the SSH handshake timed out after {} s (-T/--timeout)",
+            ep.connect_timeout.as_secs()
+        ),
+        false => format!("{display}: SSH handshake failed: {e}"),
+    })?;
     check_host_key(&session, &db, ep)?;
     let plan = auth::AuthPlan {
         user: &ep.user,
@@ -326,13 +389,9 @@ fn check_host_key(session: &Session, db: &KnownHostsDb, ep: &Endpoint) -> Result
     }
 }
 
-fn timeout_word(e: &ssh2::Error) -> String {
+fn is_timeout(e: &ssh2::Error) -> bool {
     // LIBSSH2_ERROR_TIMEOUT
-    if e.code() == ssh2::ErrorCode::Session(-9) {
-        "timed out (the host does not answer)".into()
-    } else {
-        e.to_string()
-    }
+    e.code() == ssh2::ErrorCode::Session(-9)
 }
 
 fn millis(d: Duration) -> u32 {
