@@ -15,6 +15,11 @@ use yaml_rust2::scanner::{Marker, TScalarStyle};
 
 use crate::diag::{Diagnostic, Source, Span};
 
+/// Nodes that aliases may add to one document. Each alias copies its
+/// anchor's whole subtree, so nine aliases of nine aliases of ... (a
+/// "billion laughs") would otherwise grow exponentially from a few lines.
+pub const MAX_ALIAS_NODES: usize = 100_000;
+
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
     Null,
@@ -125,6 +130,7 @@ pub fn load_str(text: &str, name: &str) -> Result<Node, Diagnostic> {
         source: source.clone(),
         stack: Vec::new(),
         anchors: HashMap::new(),
+        alias_nodes: 0,
         root: None,
         error: None,
     };
@@ -197,7 +203,10 @@ impl MapFrame {
 struct Builder {
     source: Arc<Source>,
     stack: Vec<Frame>,
-    anchors: HashMap<usize, Node>,
+    /// Anchored nodes with the number of nodes in each.
+    anchors: HashMap<usize, (Node, usize)>,
+    /// Nodes added by alias expansion so far, against [`MAX_ALIAS_NODES`].
+    alias_nodes: usize,
     root: Option<Node>,
     error: Option<Diagnostic>,
 }
@@ -205,7 +214,8 @@ struct Builder {
 impl Builder {
     fn push_node(&mut self, node: Node, anchor: usize) {
         if anchor > 0 {
-            self.anchors.insert(anchor, node.clone());
+            let size = node_count(&node);
+            self.anchors.insert(anchor, (node.clone(), size));
         }
         match self.stack.last_mut() {
             None => self.root = Some(node),
@@ -242,6 +252,9 @@ fn insert_entry(
 
 impl MarkedEventReceiver for Builder {
     fn on_event(&mut self, ev: Event, mark: Marker) {
+        if self.error.is_some() {
+            return;
+        }
         let span = span_at(&self.source, &mark);
         match ev {
             Event::Scalar(text, style, anchor, tag) => {
@@ -274,21 +287,46 @@ impl MarkedEventReceiver for Builder {
                     self.push_node(node, anchor);
                 }
             }
-            Event::Alias(id) => {
-                let node = self.anchors.get(&id).cloned();
-                match node {
-                    Some(mut node) => {
-                        node.span = span;
-                        self.push_node(node, 0);
-                    }
-                    None => {
-                        self.error
-                            .get_or_insert_with(|| Diagnostic::new(&span, "unknown YAML alias"));
-                    }
-                }
-            }
+            Event::Alias(id) => self.alias(id, span),
             _ => {}
         }
+    }
+}
+
+impl Builder {
+    fn alias(&mut self, id: usize, span: Span) {
+        let Some((node, size)) = self.anchors.get(&id) else {
+            self.fail(Diagnostic::new(&span, "unknown YAML alias"));
+            return;
+        };
+        self.alias_nodes += size;
+        if self.alias_nodes > MAX_ALIAS_NODES {
+            let message =
+                format!("YAML aliases expand to more than {MAX_ALIAS_NODES} nodes");
+            let hint = "each alias copies its anchor's whole value; repeat less, or write the values out";
+            self.fail(Diagnostic::new(&span, message).with_hint(hint));
+            return;
+        }
+        let mut node = node.clone();
+        node.span = span;
+        self.push_node(node, 0);
+    }
+
+    /// Keeps the first error; building stops there.
+    fn fail(&mut self, err: Diagnostic) {
+        self.error.get_or_insert(err);
+    }
+}
+
+/// Nodes in a tree, the node itself included.
+fn node_count(node: &Node) -> usize {
+    1 + match &node.value {
+        Value::Seq(items) => items.iter().map(node_count).sum(),
+        Value::Map(entries) => entries
+            .iter()
+            .map(|(k, v)| node_count(k) + node_count(v))
+            .sum(),
+        _ => 0,
     }
 }
 
@@ -396,5 +434,39 @@ mod tests {
         let other = doc.get("other").unwrap();
         assert_eq!(other.get("x").unwrap().value, Value::Int(1));
         assert_eq!(other.get("y").unwrap().value, Value::Int(3));
+    }
+
+    /// Nine aliases of nine aliases, nine levels deep: 387 million nodes.
+    fn billion_laughs() -> String {
+        let mut doc = String::from("a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+        for level in 1..9 {
+            let prev = format!("*a{}", level - 1);
+            let items = vec![prev; 9].join(", ");
+            doc.push_str(&format!("a{level}: &a{level} [{items}]\n"));
+        }
+        doc
+    }
+
+    #[test]
+    fn alias_expansion_is_bounded_and_reported_at_the_alias() {
+        let err = load_str(&billion_laughs(), "lol.yml").unwrap_err();
+        assert!(err.message.contains("aliases expand to more than"), "{err}");
+        assert_eq!(err.span.location(), "lol.yml:6:10");
+    }
+
+    #[test]
+    fn moderate_alias_use_still_loads() {
+        let doc = load_str("a: &a [1, 2, 3]\nb: [*a, *a, *a]\n", "ok.yml").unwrap();
+        assert_eq!(doc.get("b").unwrap().as_seq().unwrap().len(), 3);
+    }
+
+    /// yaml-rust2 bounds nesting itself; deeper trees would overflow the
+    /// stack when converted or dropped.
+    #[test]
+    fn deep_nesting_is_a_positioned_error() {
+        let deep = "[".repeat(100_000);
+        let err = load_str(&deep, "deep.yml").unwrap_err();
+        assert!(err.message.contains("recursion limit"), "{err}");
+        assert!(err.span.location().starts_with("deep.yml:1:"), "{err}");
     }
 }
