@@ -168,13 +168,79 @@ enum Frame {
 
 struct MapFrame {
     entries: Vec<(Node, Node)>,
+    /// Where each scalar key sits in `entries`, so that finding a duplicate
+    /// costs the same for the 40,000th key as for the first.
+    index: HashMap<KeyId, usize>,
     pending_key: Option<Node>,
     merges: Vec<Node>,
     span: Span,
     anchor: usize,
 }
 
+/// The identity of a scalar key. Collection keys have none: two of them
+/// never compare equal, as each carries its own position.
+#[derive(Hash, PartialEq, Eq)]
+enum KeyId {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(u64),
+    Str(String),
+}
+
+impl KeyId {
+    fn of(value: &Value) -> Option<KeyId> {
+        Some(match value {
+            Value::Null => KeyId::Null,
+            Value::Bool(b) => KeyId::Bool(*b),
+            Value::Int(i) => KeyId::Int(*i),
+            // NaN equals nothing; adding 0.0 makes -0.0 the same key as 0.0.
+            Value::Float(f) if f.is_nan() => return None,
+            Value::Float(f) => KeyId::Float((f + 0.0).to_bits()),
+            Value::Str(s) => KeyId::Str(s.clone()),
+            Value::Seq(_) | Value::Map(_) => return None,
+        })
+    }
+}
+
 impl MapFrame {
+    fn new(span: Span, anchor: usize) -> Self {
+        MapFrame {
+            entries: Vec::new(),
+            index: HashMap::new(),
+            pending_key: None,
+            merges: Vec::new(),
+            span,
+            anchor,
+        }
+    }
+
+    /// The entry already holding `key`, if any.
+    fn existing(&self, key: &Node) -> Option<&Node> {
+        let i = *self.index.get(&KeyId::of(&key.value)?)?;
+        Some(&self.entries[i].0)
+    }
+
+    fn push(&mut self, key: Node, value: Node) {
+        if let Some(id) = KeyId::of(&key.value) {
+            self.index.insert(id, self.entries.len());
+        }
+        self.entries.push((key, value));
+    }
+
+    /// Adds an entry; a repeated key is an error (PyYAML silently keeps the
+    /// last one, which hides typos in playbooks).
+    fn insert(&mut self, key: Node, value: Node) -> Result<(), Diagnostic> {
+        if let Some(first) = self.existing(&key) {
+            let name = key.scalar_text().unwrap_or_default();
+            return Err(key
+                .error(format!("duplicate key '{name}'"))
+                .with_hint(format!("first defined at {}", first.span.location())));
+        }
+        self.push(key, value);
+        Ok(())
+    }
+
     /// Merge keys (`<<`) only fill in what the mapping does not set itself.
     fn finish(mut self) -> (Node, usize) {
         for merged in std::mem::take(&mut self.merges) {
@@ -183,8 +249,8 @@ impl MapFrame {
                 _ => vec![&merged],
             };
             for (k, v) in maps.into_iter().filter_map(Node::as_map).flatten() {
-                if !self.entries.iter().any(|(e, _)| e.value == k.value) {
-                    self.entries.push((k.clone(), v.clone()));
+                if self.existing(k).is_none() {
+                    self.push(k.clone(), v.clone());
                 }
             }
         }
@@ -223,31 +289,14 @@ impl Builder {
             Some(Frame::Map(frame)) => match frame.pending_key.take() {
                 None => frame.pending_key = Some(node),
                 Some(key) if key.as_str() == Some("<<") => frame.merges.push(node),
-                Some(key) => insert_entry(&mut frame.entries, key, node, &mut self.error),
+                Some(key) => {
+                    if let Err(err) = frame.insert(key, node) {
+                        self.fail(err);
+                    }
+                }
             },
         }
     }
-}
-
-/// Adds a mapping entry; a repeated key is an error (PyYAML silently keeps
-/// the last one, which hides typos in playbooks).
-fn insert_entry(
-    entries: &mut Vec<(Node, Node)>,
-    key: Node,
-    value: Node,
-    error: &mut Option<Diagnostic>,
-) {
-    if let Some((first, _)) = entries.iter().find(|(e, _)| e.value == key.value) {
-        if error.is_none() {
-            let name = key.scalar_text().unwrap_or_default();
-            *error = Some(
-                key.error(format!("duplicate key '{name}'"))
-                    .with_hint(format!("first defined at {}", first.span.location())),
-            );
-        }
-        return;
-    }
-    entries.push((key, value));
 }
 
 impl MarkedEventReceiver for Builder {
@@ -269,13 +318,9 @@ impl MarkedEventReceiver for Builder {
             Event::SequenceStart(anchor, _) => {
                 self.stack.push(Frame::Seq(Vec::new(), span, anchor))
             }
-            Event::MappingStart(anchor, _) => self.stack.push(Frame::Map(MapFrame {
-                entries: Vec::new(),
-                pending_key: None,
-                merges: Vec::new(),
-                span,
-                anchor,
-            })),
+            Event::MappingStart(anchor, _) => {
+                self.stack.push(Frame::Map(MapFrame::new(span, anchor)))
+            }
             Event::SequenceEnd => {
                 if let Some(Frame::Seq(items, span, anchor)) = self.stack.pop() {
                     self.push_node(Node::new(Value::Seq(items), span), anchor);
@@ -468,5 +513,26 @@ mod tests {
         let err = load_str(&deep, "deep.yml").unwrap_err();
         assert!(err.message.contains("recursion limit"), "{err}");
         assert!(err.span.location().starts_with("deep.yml:1:"), "{err}");
+    }
+
+    #[test]
+    fn large_mappings_load_whole_and_still_catch_duplicates() {
+        let mut doc: String = (0..40_000).map(|i| format!("k{i}: {i}\n")).collect();
+        let loaded = load_str(&doc, "big.yml").unwrap();
+        let entries = loaded.as_map().unwrap();
+        assert_eq!(entries.len(), 40_000);
+        assert_eq!(entries[39_999].1.value, Value::Int(39_999));
+        doc.push_str("k20000: again\n");
+        let err = load_str(&doc, "big.yml").unwrap_err();
+        assert_eq!(err.span.location(), "big.yml:40001:1");
+        assert_eq!(err.hint.as_deref(), Some("first defined at big.yml:20001:1"));
+    }
+
+    #[test]
+    fn scalar_keys_of_different_types_are_different_keys() {
+        let doc = load_str("1: a\n'1': b\ntrue: c\n'true': d\n0.0: e\n", "t").unwrap();
+        assert_eq!(doc.as_map().unwrap().len(), 5);
+        let err = load_str("0.0: a\n-0.0: b\n", "t").unwrap_err();
+        assert!(err.message.contains("duplicate key"), "{err}");
     }
 }
