@@ -346,9 +346,9 @@ impl Builder {
         };
         self.alias_nodes += size;
         if self.alias_nodes > MAX_ALIAS_NODES {
-            let message =
-                format!("YAML aliases expand to more than {MAX_ALIAS_NODES} nodes");
-            let hint = "each alias copies its anchor's whole value; repeat less, or write the values out";
+            let message = format!("YAML aliases expand to more than {MAX_ALIAS_NODES} nodes");
+            let hint =
+                "each alias copies its anchor's whole value; repeat less, or write the values out";
             self.fail(Diagnostic::new(&span, message).with_hint(hint));
             return;
         }
@@ -525,7 +525,10 @@ mod tests {
         doc.push_str("k20000: again\n");
         let err = load_str(&doc, "big.yml").unwrap_err();
         assert_eq!(err.span.location(), "big.yml:40001:1");
-        assert_eq!(err.hint.as_deref(), Some("first defined at big.yml:20001:1"));
+        assert_eq!(
+            err.hint.as_deref(),
+            Some("first defined at big.yml:20001:1")
+        );
     }
 
     #[test]
