@@ -8,6 +8,7 @@ pub mod exec;
 pub mod files;
 pub mod fstab;
 pub mod host_facts;
+pub mod input;
 pub mod inventory;
 pub mod modules;
 pub mod playbook;

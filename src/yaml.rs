@@ -14,6 +14,7 @@ use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
 use crate::diag::{Diagnostic, Source, Span};
+use crate::input::ReadError;
 
 /// Nodes that aliases may add to one document. Each alias copies its
 /// anchor's whole subtree, so nine aliases of nine aliases of ... (a
@@ -148,13 +149,10 @@ pub fn load_str(text: &str, name: &str) -> Result<Node, Diagnostic> {
         .unwrap_or_else(|| Node::new(Value::Null, Span::new(source, 1, 1))))
 }
 
-/// Reads and loads a YAML file; I/O failures become a diagnostic on the path.
+/// Reads and loads a YAML file; read failures become a diagnostic on the path.
 pub fn load_file(path: &Path) -> Result<Node, Diagnostic> {
-    let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Diagnostic::new(&Span::synthetic(&name), format!("cannot read {name}: {e}"))
-    })?;
-    load_str(&text, &name)
+    let text = crate::input::read_text(path).map_err(ReadError::into_diagnostic)?;
+    load_str(&text, &path.display().to_string())
 }
 
 fn span_at(source: &Arc<Source>, mark: &Marker) -> Span {

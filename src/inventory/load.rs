@@ -1,11 +1,13 @@
 //! Reading inventory sources from disk, with their `group_vars/` and
 //! `host_vars/` folders.
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{extend, ini, yaml, Inventory, Vars};
 use crate::diag::{Diagnostic, Source, Span};
+use crate::input::{read_text, ReadError};
 use crate::yaml::{load_file, load_str, Node};
 
 /// Files in an inventory folder that are not inventories: editor and
@@ -64,7 +66,7 @@ fn io_error(path: &Path, what: &str, err: std::io::Error) -> Diagnostic {
 }
 
 fn read_source(inv: &mut Inventory, path: &Path) -> Result<(), Diagnostic> {
-    let text = std::fs::read_to_string(path).map_err(|e| io_error(path, "inventory", e))?;
+    let text = read_text(path).map_err(ReadError::into_diagnostic)?;
     let name = path.display().to_string();
     match yaml_document(path, &text, &name)? {
         Some(doc) => yaml::parse(inv, &doc),
@@ -88,7 +90,7 @@ fn yaml_document(path: &Path, text: &str, name: &str) -> Result<Option<Node>, Di
 fn inventory_files(dir: &Path) -> Result<Vec<PathBuf>, Diagnostic> {
     let files = sorted_entries(dir)?
         .into_iter()
-        .filter(|p| p.is_file() && !is_hidden(p))
+        .filter(|p| !p.is_dir() && !is_hidden(p))
         .filter(|p| {
             let name = p.to_string_lossy();
             !IGNORED_SUFFIXES.iter().any(|s| name.ends_with(s))
@@ -108,12 +110,16 @@ fn read_vars(dir: &Path, name: &str) -> Result<Vars, Diagnostic> {
     let Some(found) = VARS_EXTENSIONS
         .iter()
         .map(|ext| dir.join(format!("{name}{ext}")))
-        .find(|p| p.exists())
+        // An entry that exists at all counts, so that a broken link or a
+        // link loop is an error instead of silently no variables.
+        .find(|p| p.symlink_metadata().is_ok())
     else {
         return Ok(vars);
     };
     let files = if found.is_dir() {
-        vars_dir_files(&found)?
+        let mut files = Vec::new();
+        vars_dir_files(&found, &mut Vec::new(), &mut files)?;
+        files
     } else {
         vec![found]
     };
@@ -123,14 +129,31 @@ fn read_vars(dir: &Path, name: &str) -> Result<Vars, Diagnostic> {
     Ok(vars)
 }
 
-fn vars_dir_files(dir: &Path) -> Result<Vec<PathBuf>, Diagnostic> {
-    let mut files = Vec::new();
+/// The vars files under `dir`, depth first in name order. `ancestors` holds
+/// the (device, inode) of the folders above, so that a link back to one of
+/// them is an error instead of an endless walk.
+fn vars_dir_files(
+    dir: &Path,
+    ancestors: &mut Vec<(u64, u64)>,
+    files: &mut Vec<PathBuf>,
+) -> Result<(), Diagnostic> {
+    let meta = std::fs::metadata(dir).map_err(|e| io_error(dir, "folder", e))?;
+    let id = (meta.dev(), meta.ino());
+    if ancestors.contains(&id) {
+        let name = dir.display().to_string();
+        return Err(Diagnostic::new(
+            &Span::synthetic(&name),
+            format!("folder cycle: {name} leads back to a folder that contains it"),
+        )
+        .with_hint("remove the link that points back up the tree"));
+    }
+    ancestors.push(id);
     for path in sorted_entries(dir)? {
         if is_hidden(&path) {
             continue;
         }
         if path.is_dir() {
-            files.extend(vars_dir_files(&path)?);
+            vars_dir_files(&path, ancestors, files)?;
             continue;
         }
         let ext = path.extension().and_then(|e| e.to_str());
@@ -138,7 +161,8 @@ fn vars_dir_files(dir: &Path) -> Result<Vec<PathBuf>, Diagnostic> {
             files.push(path);
         }
     }
-    Ok(files)
+    ancestors.pop();
+    Ok(())
 }
 
 fn vars_file(path: &Path) -> Result<Vars, Diagnostic> {

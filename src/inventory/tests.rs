@@ -552,5 +552,33 @@ fn formats_are_detected_and_folders_read_in_order() {
     assert_eq!(inv.hosts(), ["gpu-01", "gpu-02"]);
     assert_eq!(var(&inv, "gpu-02", "g"), json!(1));
     let err = Inventory::load(&dir.path().join("missing.ini")).unwrap_err();
-    assert!(err.message.starts_with("cannot read inventory"), "{err}");
+    assert!(err.message.starts_with("cannot read "), "{err}");
+    assert!(
+        err.message
+            .ends_with("No such file or directory (os error 2)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_link_back_up_a_vars_folder_is_a_cycle_error() {
+    let dir = TempDir::new().unwrap();
+    write(dir.path(), "hosts.ini", "[gpu]\ngpu-01\n");
+    write(dir.path(), "group_vars/gpu/a.yml", "a: 1\n");
+    std::os::unix::fs::symlink("..", dir.path().join("group_vars/gpu/up")).unwrap();
+    let err = Inventory::load(&dir.path().join("hosts.ini")).unwrap_err();
+    assert!(err.message.starts_with("folder cycle: "), "{err}");
+    assert!(err.message.contains("group_vars/gpu/up"), "{err}");
+}
+
+#[test]
+fn a_vars_file_that_is_a_link_loop_is_an_error_not_skipped() {
+    let dir = TempDir::new().unwrap();
+    write(dir.path(), "hosts.ini", "[gpu]\ngpu-01\n");
+    fs::create_dir_all(dir.path().join("host_vars")).unwrap();
+    let link = dir.path().join("host_vars/gpu-01.yml");
+    std::os::unix::fs::symlink(&link, &link).unwrap();
+    let err = Inventory::load(&dir.path().join("hosts.ini")).unwrap_err();
+    assert!(err.message.contains("host_vars/gpu-01.yml"), "{err}");
+    assert!(err.message.contains("symbolic links"), "{err}");
 }

@@ -54,8 +54,7 @@ fn read_src(p: &Params) -> Result<(std::path::PathBuf, String), ParamError> {
             format!("cannot find '{src}' (searched templates/, files/ and the playbook folder)"),
         )
     })?;
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| p.error("src", format!("cannot read {}: {e}", path.display())))?;
+    let text = crate::input::read_text(&path).map_err(|e| p.error("src", e.to_string()))?;
     Ok((path, text))
 }
 
