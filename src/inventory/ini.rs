@@ -11,8 +11,8 @@ use std::sync::Arc;
 use regex::Regex;
 use serde_json::Value;
 
-use super::{port_vars, pylit, range, Inventory};
-use crate::diag::{suggest, Diagnostic, Source, Span};
+use super::{check_var, port_vars, pylit, range, Inventory};
+use crate::diag::{clip, suggest, Diagnostic, Source, Span};
 
 pub(super) fn parse(inv: &mut Inventory, source: Arc<Source>) -> Result<(), Diagnostic> {
     let mut parser = Parser {
@@ -71,9 +71,22 @@ impl Parser<'_> {
                 .map(|m| (m.as_str(), col + text[..m.start()].chars().count()));
             return self.section_header(line, col, &caps[1], kind);
         }
+        if text.starts_with('[') && !text.contains(']') {
+            return Err(self
+                .error(
+                    line,
+                    col,
+                    format!("unclosed section header '{}'", clip(text)),
+                )
+                .with_hint("close it with ']': [group], [group:vars] or [group:children]"));
+        }
         if text.starts_with('[') && text.ends_with(']') {
             return Err(self
-                .error(line, col, format!("invalid section header '{text}'"))
+                .error(
+                    line,
+                    col,
+                    format!("invalid section header '{}'", clip(text)),
+                )
                 .with_hint(
                     "section names contain no spaces: [group], [group:vars] or [group:children]",
                 ));
@@ -135,13 +148,18 @@ impl Parser<'_> {
                     .error(
                         line,
                         word.col,
-                        format!("expected key=value host variable, got '{}'", word.text),
+                        format!(
+                            "expected key=value host variable, got '{}'",
+                            clip(&word.text)
+                        ),
                     )
                     .with_hint("quote values that contain spaces: key=\"two words\""));
             };
-            let value = &word.text[eq + 1..];
+            let (key, value) = (&word.text[..eq], &word.text[eq + 1..]);
             let quoted = word.quoted_from.is_some_and(|q| q > eq);
-            vars.insert(word.text[..eq].to_string(), typed(value, quoted));
+            let value = typed(value, quoted);
+            check_var(key, &value).map_err(|msg| self.error(line, word.col, msg))?;
+            vars.insert(key.to_string(), value);
         }
         for name in names {
             self.inv.add_host_to(self.group, &name, vars.clone());
@@ -155,11 +173,16 @@ impl Parser<'_> {
             .filter(|(key, _)| !key.trim().is_empty());
         let Some((key, value)) = assignment else {
             return Err(self
-                .error(line, col, format!("expected key=value, got '{text}'"))
+                .error(
+                    line,
+                    col,
+                    format!("expected key=value, got '{}'", clip(text)),
+                )
                 .with_hint("a [group:vars] section holds one key=value per line"));
         };
         let value = strip_comment(value.trim());
         let value = pylit::parse(value).unwrap_or_else(|| value.into());
+        check_var(key.trim(), &value).map_err(|msg| self.error(line, col, msg))?;
         self.inv.groups[self.group]
             .vars
             .insert(key.trim().to_string(), value);
@@ -169,7 +192,7 @@ impl Parser<'_> {
     fn child_line(&mut self, line: usize, col: usize, text: &str) -> Result<(), Diagnostic> {
         let Some(caps) = self.group_name.captures(text) else {
             return Err(self
-                .error(line, col, format!("invalid group name '{text}'"))
+                .error(line, col, format!("invalid group name '{}'", clip(text)))
                 .with_hint("a [group:children] section lists one group name per line"));
         };
         let child = &caps[1];

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use super::{extend, ini, yaml, Inventory, Vars};
 use crate::diag::{Diagnostic, Source, Span};
 use crate::input::{read_text, ReadError};
-use crate::yaml::{load_file, load_str, Node};
+use crate::yaml::{load_file, load_str, Node, Value};
 
 /// Files in an inventory folder that are not inventories: editor and
 /// packaging leftovers, Ansible's `INVENTORY_IGNORE_EXTS` less `.ini`.
@@ -75,16 +75,40 @@ fn read_source(inv: &mut Inventory, path: &Path) -> Result<(), Diagnostic> {
 }
 
 /// The YAML document when the source is YAML: by extension, or for other
-/// names when it parses as a YAML mapping (INI text never does).
+/// names by its first line, so that a YAML inventory with a mistake gets a
+/// YAML error instead of being read as INI.
 fn yaml_document(path: &Path, text: &str, name: &str) -> Result<Option<Node>, Diagnostic> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    match ext {
-        "yml" | "yaml" | "json" => load_str(text, name).map(Some),
-        "ini" => Ok(None),
-        _ => Ok(load_str(text, name)
-            .ok()
-            .filter(|doc| doc.as_map().is_some())),
+    let is_yaml = match ext {
+        "yml" | "yaml" | "json" => true,
+        "ini" => false,
+        _ => looks_like_yaml(text),
+    };
+    if is_yaml {
+        load_str(text, name).map(Some)
+    } else {
+        Ok(None)
     }
+}
+
+/// Whether the first line that is not blank or a comment opens a YAML (or
+/// JSON) mapping: `---`, `{`, or a key followed by a colon. INI lines are
+/// `[section]` headers, host names and `key=value` words.
+pub(super) fn looks_like_yaml(text: &str) -> bool {
+    let Some(first) = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with(['#', ';']))
+    else {
+        return false;
+    };
+    if first.starts_with("---") || first.starts_with('{') {
+        return true;
+    }
+    let first = first.split(" #").next().unwrap_or(first).trim_end();
+    !first.starts_with('[')
+        && !first.contains('=')
+        && (first.ends_with(':') || first.contains(": "))
 }
 
 fn inventory_files(dir: &Path) -> Result<Vec<PathBuf>, Diagnostic> {
@@ -167,9 +191,12 @@ fn vars_dir_files(
 
 fn vars_file(path: &Path) -> Result<Vars, Diagnostic> {
     let doc = load_file(path)?;
-    match doc.to_json() {
-        serde_json::Value::Null => Ok(Vars::new()),
-        serde_json::Value::Object(map) => Ok(map),
+    match &doc.value {
+        Value::Null => Ok(Vars::new()),
+        Value::Map(entries) => entries
+            .iter()
+            .map(|(k, v)| yaml::checked_var(k, v))
+            .collect(),
         _ => Err(doc.error(format!(
             "a variables file maps names to values, found {}",
             doc.kind()

@@ -367,6 +367,31 @@ fn extend(into: &mut Vars, from: &Vars) {
     }
 }
 
+/// Checks a variable whose bad value would otherwise only show when a host
+/// is contacted, so that the inventory error can name its position.
+fn check_var(key: &str, value: &Value) -> Result<(), String> {
+    if !matches!(key, "ansible_port" | "ansible_ssh_port") {
+        return Ok(());
+    }
+    let ok = match value {
+        Value::Number(n) => n.as_u64().is_some_and(|p| (1..=65535).contains(&p)),
+        Value::String(s) => {
+            crate::template::is_templated(s) || s.parse::<u16>().is_ok_and(|p| p > 0)
+        }
+        _ => false,
+    };
+    if ok {
+        return Ok(());
+    }
+    let shown = match value {
+        Value::String(s) => format!("'{s}'"),
+        other => other.to_string(),
+    };
+    Err(format!(
+        "{key} must be a port number from 1 to 65535, got {shown}"
+    ))
+}
+
 fn port_vars(port: Option<u16>) -> Vars {
     port.map(|p| ("ansible_port".to_string(), Value::from(p)))
         .into_iter()

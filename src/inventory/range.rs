@@ -19,7 +19,8 @@ pub(super) fn expand(name: &str) -> Result<Vec<String>, String> {
     let count = host_count(name)?;
     if count > MAX_HOSTS_PER_PATTERN {
         return Err(format!(
-            "'{name}' stands for {} hosts, more than the limit of {MAX_HOSTS_PER_PATTERN}",
+            "'{}' stands for {} hosts, more than the limit of {MAX_HOSTS_PER_PATTERN}",
+            crate::diag::clip(name),
             if count == u64::MAX {
                 "too many".to_string()
             } else {

@@ -582,3 +582,80 @@ fn a_vars_file_that_is_a_link_loop_is_an_error_not_skipped() {
     assert!(err.message.contains("host_vars/gpu-01.yml"), "{err}");
     assert!(err.message.contains("symbolic links"), "{err}");
 }
+
+#[test]
+fn a_yaml_inventory_without_extension_gets_yaml_errors() {
+    let dir = TempDir::new().unwrap();
+    write(dir.path(), "hosts", "all:\n  hosts:\n    a:\n    a:\n");
+    let err = Inventory::load(&dir.path().join("hosts")).unwrap_err();
+    assert!(err.message.contains("duplicate key 'a'"), "{err}");
+    assert!(err.span.location().ends_with("hosts:4:5"), "{err}");
+    for ini in [
+        "[gpu]\nh1\n",
+        "h1 ansible_port=22\n",
+        "# c\nh1:2222\n",
+        "h[1:2]\n",
+    ] {
+        assert!(!load::looks_like_yaml(ini), "{ini}");
+    }
+    for yaml in [
+        "all:\n",
+        "---\n",
+        "{\"all\": {}}",
+        "# c\nall: {hosts: {a: }}\n",
+    ] {
+        assert!(load::looks_like_yaml(yaml), "{yaml}");
+    }
+}
+
+#[test]
+fn unclosed_section_headers_are_errors_at_their_line() {
+    let dir = TempDir::new().unwrap();
+    write(dir.path(), "hosts.ini", "[gpu]\nh1\n  [cpu\nh2\n");
+    let err = Inventory::load(&dir.path().join("hosts.ini")).unwrap_err();
+    assert_eq!(err.message, "unclosed section header '[cpu'");
+    assert!(err.span.location().ends_with("hosts.ini:3:3"), "{err}");
+}
+
+#[test]
+fn bad_ports_are_load_errors_at_their_position() {
+    let dir = TempDir::new().unwrap();
+    let cases = [
+        ("a.ini", "h1 ansible_port=abc\n", "a.ini:1:4", "got 'abc'"),
+        (
+            "b.ini",
+            "[all:vars]\nansible_port=0\n",
+            "b.ini:2:1",
+            "got 0",
+        ),
+        (
+            "c.yml",
+            "all:\n  hosts:\n    h1: {ansible_port: 70000}\n",
+            "c.yml:3:24",
+            "got 70000",
+        ),
+        (
+            "d.yml",
+            "all:\n  vars:\n    ansible_ssh_port: [22]\n",
+            "d.yml:3:23",
+            "got [22]",
+        ),
+    ];
+    for (name, text, at, got) in cases {
+        write(dir.path(), name, text);
+        let err = Inventory::load(&dir.path().join(name)).unwrap_err();
+        assert!(
+            err.message
+                .contains("must be a port number from 1 to 65535"),
+            "{err}"
+        );
+        assert!(err.message.ends_with(got), "{err}");
+        assert!(err.span.location().ends_with(at), "{err}");
+    }
+    write(
+        dir.path(),
+        "ok.ini",
+        "h1 ansible_port=2222\nh2 ansible_port='{{ p }}'\n",
+    );
+    assert!(Inventory::load(&dir.path().join("ok.ini")).is_ok());
+}
