@@ -99,4 +99,24 @@ mod tests {
             ["echo", "a b", "c d", "e f"]
         );
     }
+
+    const SEEDS: &[&str] = &[
+        "src=motd.j2 dest=/etc/motd mode=0644",
+        "name=\"two words\" path='/a b' x=a\\ b empty= \"q\\\"uote\"",
+        "creates=/opt/x chdir=/tmp echo 'it''s' \"$HOME\"",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(crate::fuzz::config())]
+
+        /// Splitting never panics and never invents text: quotes and
+        /// escapes are only ever taken away.
+        #[test]
+        fn split_returns_words_made_of_the_input(text in crate::fuzz::mutated(SEEDS)) {
+            let words = split(&text);
+            let total: usize = words.iter().map(String::len).sum();
+            proptest::prop_assert!(total <= text.len());
+            proptest::prop_assert!(words.iter().all(|w| w.chars().all(|c| text.contains(c))));
+        }
+    }
 }

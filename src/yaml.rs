@@ -536,4 +536,33 @@ mod tests {
         let err = load_str("0.0: a\n-0.0: b\n", "t").unwrap_err();
         assert!(err.message.contains("duplicate key"), "{err}");
     }
+
+    const SEEDS: &[&str] = &[
+        include_str!("../playbooks/gpu-node.yml"),
+        include_str!("../playbooks/sysctl-rollout.yml"),
+        "base: &b {x: 1, y: [a, b]}\nother:\n  <<: *b\n  y: 3\nl: &l [*b, *b]\nm: [*l, *l]\n",
+        "- {a: 'q''s', b: \"e\\n\", c: |\n    block\n  , d: >-\n    folded\n}\n",
+        "? [complex, key]\n: value\n!!str 1: !!int '2'\n--- \nsecond: doc\n",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(crate::fuzz::config())]
+
+        #[test]
+        fn loader_returns_ok_or_a_positioned_error_within_limits(
+            text in crate::fuzz::mutated(SEEDS)
+        ) {
+            match load_str(&text, "f.yml") {
+                // Aliases add at most the limit; every other node needs at
+                // least one byte, or two for an implicit null and its key.
+                Ok(doc) => proptest::prop_assert!(
+                    node_count(&doc) <= 2 * text.len() + 1 + MAX_ALIAS_NODES
+                ),
+                Err(e) => {
+                    proptest::prop_assert!(e.span.line >= 1);
+                    proptest::prop_assert!(e.span.line <= text.lines().count() + 1);
+                }
+            }
+        }
+    }
 }

@@ -659,3 +659,52 @@ fn bad_ports_are_load_errors_at_their_position() {
     );
     assert!(Inventory::load(&dir.path().join("ok.ini")).is_ok());
 }
+
+const INI_SEEDS: &[&str] = &[
+    include_str!("../../playbooks/inventory.example.ini"),
+    "h[1:3]:2222 a=1 b=\"two words\" c='x'\n[g:children]\nsub\n[sub]\nn[a:c]\n[g:vars]\nk = v # c\n",
+    "[all:vars]\nansible_port=22\n[x]\n[fe80::1]:22\nh ansible_host=10.0.0.1\n",
+];
+
+const YAML_INVENTORY_SEEDS: &[&str] = &[
+    "all:\n  hosts:\n    gpu-[01:04]:\n      ansible_port: 22\n  vars:\n    a: 1\n  children:\n    rack:\n      hosts: {r1: , r2: }\n      children:\n        inner: {hosts: r3}\n",
+    "gpu:\n  hosts:\n    'n[1:10:2]:2200':\n    login-01: {ansible_user: admin}\n",
+];
+
+/// A successful load stays within the range limit per host entry; a failed
+/// one points into the source.
+fn check_loaded(text: &str, result: Result<(), Diagnostic>, inv: &Inventory) {
+    match result {
+        Ok(()) => {
+            let entries = text.lines().count().max(1) as u64;
+            assert!(inv.hosts.len() as u64 <= entries * range::MAX_HOSTS_PER_PATTERN);
+        }
+        Err(e) => {
+            assert!(e.span.line >= 1, "{e}");
+            assert!(e.span.line <= text.lines().count() + 1, "{e}");
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(crate::fuzz::config())]
+
+    #[test]
+    fn ini_inventory_returns_ok_or_a_positioned_error(text in crate::fuzz::mutated(INI_SEEDS)) {
+        let mut inv = Inventory::empty();
+        let source = Arc::new(Source { name: "h.ini".into(), text: text.clone() });
+        let result = ini::parse(&mut inv, source);
+        check_loaded(&text, result, &inv);
+        inv.finish();
+    }
+
+    #[test]
+    fn yaml_inventory_returns_ok_or_a_positioned_error(
+        text in crate::fuzz::mutated(YAML_INVENTORY_SEEDS)
+    ) {
+        let mut inv = Inventory::empty();
+        let result = crate::yaml::load_str(&text, "h.yml").and_then(|doc| yaml::parse(&mut inv, &doc));
+        check_loaded(&text, result, &inv);
+        inv.finish();
+    }
+}
