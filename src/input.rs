@@ -3,8 +3,8 @@
 //!
 //! A path a user gives may name anything: a FIFO that blocks forever,
 //! `/dev/zero` that never ends, a symlink loop, a folder. Only regular files
-//! of at most [`MAX_INPUT_BYTES`] are read; the text must be UTF-8, and a
-//! leading byte order mark is dropped.
+//! of at most [`MAX_INPUT_BYTES`] are read; the text must be UTF-8 without
+//! NUL bytes, and a leading byte order mark is dropped.
 
 use std::fs::File;
 use std::io::Read;
@@ -30,8 +30,8 @@ pub enum ReadError {
     NotAFile { path: String, kind: &'static str },
     #[error("cannot read {path}: it is larger than the limit of {} MiB", MAX_INPUT_BYTES >> 20)]
     TooLarge { path: String },
-    #[error("{path} is not UTF-8 text: byte 0x{byte:02x} at line {line}, column {col}")]
-    NotUtf8 {
+    #[error("{path} {}, at line {line}, column {col}", bad_byte(*byte))]
+    NotText {
         path: String,
         byte: u8,
         line: usize,
@@ -46,7 +46,7 @@ impl ReadError {
     /// UTF-8, otherwise at `at` (where the path was given).
     pub fn diagnostic(self, at: &Span) -> Diagnostic {
         match self {
-            ReadError::NotUtf8 {
+            ReadError::NotText {
                 ref path,
                 byte,
                 line,
@@ -57,9 +57,9 @@ impl ReadError {
                     name: path.clone(),
                     text: text.clone(),
                 });
-                let message = format!("{path} is not UTF-8 text: byte 0x{byte:02x}");
+                let message = format!("{path} {}", bad_byte(byte));
                 Diagnostic::new(&Span::new(source, line, col), message)
-                    .with_hint("save the file as UTF-8")
+                    .with_hint("save the file as UTF-8 text")
             }
             other => Diagnostic::new(at, other.to_string()),
         }
@@ -76,7 +76,7 @@ impl ReadError {
             ReadError::Io { path, .. }
             | ReadError::NotAFile { path, .. }
             | ReadError::TooLarge { path }
-            | ReadError::NotUtf8 { path, .. } => path,
+            | ReadError::NotText { path, .. } => path,
         }
     }
 }
@@ -136,19 +136,30 @@ fn not_regular(t: &std::fs::FileType) -> Option<&'static str> {
     }
 }
 
+fn bad_byte(byte: u8) -> String {
+    match byte {
+        0 => "holds a NUL byte, so it is not a text file".to_string(),
+        _ => format!("is not UTF-8 text: byte 0x{byte:02x}"),
+    }
+}
+
+/// The text, or where its first byte that is not UTF-8 (or is NUL) is.
 fn decode(bytes: Vec<u8>, name: &str) -> Result<String, ReadError> {
-    String::from_utf8(bytes).map_err(|e| {
-        let bytes = e.as_bytes();
-        let at = e.utf8_error().valid_up_to();
-        let good = std::str::from_utf8(&bytes[..at]).expect("valid up to here");
-        let line_start = good.rfind('\n').map_or(0, |i| i + 1);
-        ReadError::NotUtf8 {
-            path: name.to_string(),
-            byte: bytes[at],
-            line: good.matches('\n').count() + 1,
-            col: good[line_start..].chars().count() + 1,
-            text: String::from_utf8_lossy(bytes).into_owned(),
-        }
+    let at = match std::str::from_utf8(&bytes) {
+        Ok(text) => match text.find('\0') {
+            None => return Ok(String::from_utf8(bytes).expect("checked above")),
+            Some(at) => at,
+        },
+        Err(e) => e.valid_up_to(),
+    };
+    let good = std::str::from_utf8(&bytes[..at]).expect("valid up to here");
+    let line_start = good.rfind('\n').map_or(0, |i| i + 1);
+    Err(ReadError::NotText {
+        path: name.to_string(),
+        byte: bytes[at],
+        line: good.matches('\n').count() + 1,
+        col: good[line_start..].chars().count() + 1,
+        text: String::from_utf8_lossy(&bytes).into_owned(),
     })
 }
 
@@ -178,7 +189,7 @@ mod tests {
         let err = read_text(&path).unwrap_err();
         assert!(matches!(
             err,
-            ReadError::NotUtf8 {
+            ReadError::NotText {
                 byte: 0xff,
                 line: 2,
                 col: 5,
@@ -188,6 +199,19 @@ mod tests {
         let d = err.into_diagnostic();
         assert!(d.span.location().ends_with("bad.yml:2:5"), "{d}");
         assert!(d.to_string().contains("b: \u{e9}\u{fffd}"), "{d}");
+    }
+
+    #[test]
+    fn nul_bytes_are_reported_at_their_position() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = write(dir.path(), "nul.ini", b"[g]\nh\x001\n");
+        let d = read_text(&path).unwrap_err().into_diagnostic();
+        assert!(
+            d.message
+                .ends_with("holds a NUL byte, so it is not a text file"),
+            "{d}"
+        );
+        assert!(d.span.location().ends_with("nul.ini:2:2"), "{d}");
     }
 
     #[test]

@@ -232,7 +232,7 @@ impl MapFrame {
         if let Some(first) = self.existing(&key) {
             let name = key.scalar_text().unwrap_or_default();
             return Err(key
-                .error(format!("duplicate key '{name}'"))
+                .error(format!("duplicate key '{}'", crate::diag::clip(&name)))
                 .with_hint(format!("first defined at {}", first.span.location())));
         }
         self.push(key, value);
