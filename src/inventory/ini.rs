@@ -139,8 +139,9 @@ impl Parser<'_> {
         let Some((spec, assignments)) = tokens.split_first() else {
             return Ok(());
         };
-        let (names, port) =
-            range::parse_host_spec(&spec.text).map_err(|msg| self.error(line, spec.col, msg))?;
+        let (names, port) = range::parse_host_spec(&spec.text)
+            .and_then(|(names, port)| self.inv.room_for(&names).map(|()| (names, port)))
+            .map_err(|msg| self.error(line, spec.col, msg))?;
         let mut vars = port_vars(port);
         for word in assignments {
             let Some(eq) = word.text.find('=') else {

@@ -19,6 +19,10 @@ pub use pattern::PatternError;
 
 type Vars = Map<String, Value>;
 
+/// Hosts one inventory may hold: ranges are capped per name, but many
+/// capped names together could still take gigabytes.
+pub const MAX_INVENTORY_HOSTS: usize = 200_000;
+
 /// `all` and `ungrouped` exist in every inventory, created first, at these indices.
 const ALL: usize = 0;
 const UNGROUPED: usize = 1;
@@ -235,6 +239,21 @@ impl Inventory {
         self.group_index
             .insert(name.to_string(), self.groups.len() - 1);
         self.groups.len() - 1
+    }
+
+    /// Refuses `names` when the new ones among them would take the
+    /// inventory past [`MAX_INVENTORY_HOSTS`].
+    fn room_for(&self, names: &[String]) -> Result<(), String> {
+        let new = names
+            .iter()
+            .filter(|n| !self.host_index.contains_key(*n))
+            .count();
+        if self.hosts.len() + new > MAX_INVENTORY_HOSTS {
+            return Err(format!(
+                "the inventory would hold more than {MAX_INVENTORY_HOSTS} hosts"
+            ));
+        }
+        Ok(())
     }
 
     /// Adds a host (once) to a group; a host named again merges its variables.

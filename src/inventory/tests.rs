@@ -708,3 +708,29 @@ proptest::proptest! {
         inv.finish();
     }
 }
+
+#[test]
+fn an_inventory_holds_at_most_the_host_limit() {
+    let dir = TempDir::new().unwrap();
+    write(
+        dir.path(),
+        "ok.ini",
+        "a[1:100000]\nb[1:100000]\na[1:100000]\n",
+    );
+    let inv = Inventory::load(&dir.path().join("ok.ini")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(inv.hosts().len(), MAX_INVENTORY_HOSTS);
+    write(dir.path(), "big.ini", "a[1:100000]\nb[1:100000]\n[g]\nc1\n");
+    let err = Inventory::load(&dir.path().join("big.ini")).unwrap_err();
+    assert_eq!(
+        err.message,
+        "the inventory would hold more than 200000 hosts"
+    );
+    assert!(err.span.location().ends_with("big.ini:4:1"), "{err}");
+    write(
+        dir.path(),
+        "big.yml",
+        "all:\n  hosts:\n    a[1:100000]:\n    b[0:100000]:\n",
+    );
+    let err = Inventory::load(&dir.path().join("big.yml")).unwrap_err();
+    assert!(err.span.location().ends_with("big.yml:4:5"), "{err}");
+}

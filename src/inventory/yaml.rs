@@ -72,7 +72,9 @@ fn parse_group(inv: &mut Inventory, name: &Node, body: &Node) -> Result<usize, D
 fn parse_hosts(inv: &mut Inventory, g: usize, group: &str, hosts: &Node) -> Result<(), Diagnostic> {
     for (spec, vars) in section(hosts, "hosts", group)? {
         let text = key_text(&spec)?;
-        let (names, port) = range::parse_host_spec(&text).map_err(|msg| spec.error(msg))?;
+        let (names, port) = range::parse_host_spec(&text)
+            .and_then(|(names, port)| inv.room_for(&names).map(|()| (names, port)))
+            .map_err(|msg| spec.error(msg))?;
         let mut host_vars = port_vars(port);
         match &vars.value {
             Value::Null => {}
