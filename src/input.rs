@@ -65,6 +65,16 @@ impl ReadError {
         }
     }
 
+    /// Why the file could not be read, without its path.
+    pub fn reason(&self) -> String {
+        let full = self.to_string();
+        let prefix = format!("cannot read {}: ", self.path());
+        match full.strip_prefix(&prefix) {
+            Some(reason) => reason.to_string(),
+            None => full,
+        }
+    }
+
     /// The diagnostic for a path that came from no other file.
     pub fn into_diagnostic(self) -> Diagnostic {
         let at = Span::synthetic(self.path());
@@ -236,8 +246,8 @@ mod tests {
         std::os::unix::fs::symlink(&link, &link).unwrap();
         let err = read_text(&link).unwrap_err().to_string();
         assert!(err.contains("symbolic links"), "{err}");
-        let err = read_text(&dir.path().join("none")).unwrap_err().to_string();
-        assert!(err.contains("No such file or directory"), "{err}");
+        let err = read_text(&dir.path().join("none")).unwrap_err();
+        assert_eq!(err.reason(), "No such file or directory (os error 2)");
     }
 
     #[test]

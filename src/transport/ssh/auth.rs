@@ -73,9 +73,12 @@ fn try_agent(session: &Session, user: &str, tried: &mut Vec<String>) -> bool {
 
 fn try_key(session: &Session, plan: &AuthPlan, key: &Path, tried: &mut Vec<String>) -> bool {
     let shown = tilde(key, plan.home);
-    let Ok(text) = std::fs::read_to_string(key) else {
-        tried.push(format!("key {shown} (unreadable)"));
-        return false;
+    let text = match crate::input::read_text(key) {
+        Ok(text) => text,
+        Err(e) => {
+            tried.push(format!("key {shown} (unreadable: {})", e.reason()));
+            return false;
+        }
     };
     let encrypted = is_encrypted(&text);
     if encrypted && plan.key_passphrase.is_none() {
