@@ -293,11 +293,23 @@ impl Inventory {
     }
 
     fn is_ancestor_or_self(&self, ancestor: usize, g: usize) -> bool {
-        ancestor == g
-            || self.groups[g]
-                .parents
-                .iter()
-                .any(|&p| self.is_ancestor_or_self(ancestor, p))
+        self.reachable(g, |group| &group.parents)
+            .contains(&ancestor)
+    }
+
+    /// Which groups `start` reaches through `edges` (itself included).
+    /// Each group is visited once: groups that share parents form
+    /// diamonds, and walking every path through stacked diamonds takes
+    /// exponential time.
+    fn reachable(&self, start: usize, edges: impl Fn(&Group) -> &Vec<usize>) -> BTreeSet<usize> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![start];
+        while let Some(g) = todo.pop() {
+            if seen.insert(g) {
+                todo.extend(edges(&self.groups[g]));
+            }
+        }
+        seen
     }
 
     /// Completes the group tree as Ansible's `reconcile_inventory` does:
@@ -318,19 +330,31 @@ impl Inventory {
                 self.groups[UNGROUPED].hosts.push(h);
             }
         }
-        for g in 0..self.groups.len() {
-            self.groups[g].depth = self.depth(g);
-        }
+        self.set_depths();
         self.groups_var = serde_json::to_value(self.groups()).unwrap_or_default();
     }
 
-    fn depth(&self, g: usize) -> usize {
-        let parents = &self.groups[g].parents;
-        parents
-            .iter()
-            .map(|&p| self.depth(p) + 1)
-            .max()
-            .unwrap_or(0)
+    /// Each group's longest path from a root, in topological order (the
+    /// groups form a DAG: cycles are refused), so each edge is seen once.
+    fn set_depths(&mut self) {
+        let mut waiting: Vec<usize> = self.groups.iter().map(|g| g.parents.len()).collect();
+        let mut ready: Vec<usize> = (0..self.groups.len())
+            .filter(|&g| waiting[g] == 0)
+            .collect();
+        for group in &mut self.groups {
+            group.depth = 0;
+        }
+        while let Some(g) = ready.pop() {
+            for i in 0..self.groups[g].children.len() {
+                let child = self.groups[g].children[i];
+                let depth = self.groups[g].depth + 1;
+                self.groups[child].depth = self.groups[child].depth.max(depth);
+                waiting[child] -= 1;
+                if waiting[child] == 0 {
+                    ready.push(child);
+                }
+            }
+        }
     }
 
     /// Hosts of a group and of its descendants.
@@ -338,12 +362,10 @@ impl Inventory {
         if g == ALL {
             return (0..self.hosts.len()).collect();
         }
-        let group = &self.groups[g];
-        let mut set: BTreeSet<usize> = group.hosts.iter().copied().collect();
-        for &child in &group.children {
-            set.extend(self.members(child));
-        }
-        set
+        self.reachable(g, |group| &group.children)
+            .into_iter()
+            .flat_map(|d| self.groups[d].hosts.iter().copied())
+            .collect()
     }
 
     /// The host's groups and their ancestors, except `all`, in the order

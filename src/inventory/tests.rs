@@ -734,3 +734,23 @@ fn an_inventory_holds_at_most_the_host_limit() {
     let err = Inventory::load(&dir.path().join("big.yml")).unwrap_err();
     assert!(err.span.location().ends_with("big.yml:4:5"), "{err}");
 }
+
+/// Forty layers of two groups, each the child of both groups above it:
+/// 2^40 paths from the top, which a walk of every path never finishes.
+#[test]
+fn stacked_diamonds_of_groups_load_in_linear_time() {
+    let mut text = String::new();
+    for i in 0..40 {
+        for g in ["x", "y"] {
+            text.push_str(&format!("[{g}{i}:children]\nx{}\ny{}\n", i + 1, i + 1));
+        }
+    }
+    text.push_str("[x40]\nh1\n[y40]\n");
+    let dir = TempDir::new().unwrap();
+    write(dir.path(), "d.ini", &text);
+    let inv = Inventory::load(&dir.path().join("d.ini")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(inv.groups()["x0"], ["h1"]);
+    assert_eq!(inv.groups[inv.group_index["x40"]].depth, 41);
+    let names = var(&inv, "h1", "group_names");
+    assert_eq!(names.as_array().map(Vec::len), Some(81), "{names}");
+}
