@@ -20,6 +20,9 @@ use crate::input::ReadError;
 /// anchor's whole subtree, so nine aliases of nine aliases of ... (a
 /// "billion laughs") would otherwise grow exponentially from a few lines.
 pub const MAX_ALIAS_NODES: usize = 100_000;
+/// Nodes one document may hold, aliases included: each takes about a
+/// hundred bytes, so a 64 MiB file of `1,` would otherwise need gigabytes.
+pub const MAX_NODES: usize = 1_000_000;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
@@ -132,17 +135,26 @@ pub fn load_str(text: &str, name: &str) -> Result<Node, Diagnostic> {
         stack: Vec::new(),
         anchors: HashMap::new(),
         alias_nodes: 0,
+        nodes: 0,
         root: None,
         error: None,
     };
-    Parser::new_from_str(text)
-        .load(&mut builder, false)
-        .map_err(|e| {
+    // Events are pulled one by one, so that parsing stops at the first
+    // error instead of scanning the rest of a file that may be huge.
+    let mut parser = Parser::new_from_str(text);
+    loop {
+        let (event, mark) = parser.next_token().map_err(|e| {
             let span = span_at(&source, e.marker());
             Diagnostic::new(&span, format!("invalid YAML: {}", e.info()))
         })?;
-    if let Some(err) = builder.error {
-        return Err(err);
+        let done = matches!(event, Event::DocumentEnd | Event::StreamEnd);
+        builder.on_event(event, mark);
+        if let Some(err) = builder.error {
+            return Err(err);
+        }
+        if done {
+            break;
+        }
     }
     Ok(builder
         .root
@@ -271,6 +283,8 @@ struct Builder {
     anchors: HashMap<usize, (Node, usize)>,
     /// Nodes added by alias expansion so far, against [`MAX_ALIAS_NODES`].
     alias_nodes: usize,
+    /// Nodes in the document so far, against [`MAX_NODES`].
+    nodes: usize,
     root: Option<Node>,
     error: Option<Diagnostic>,
 }
@@ -303,6 +317,13 @@ impl MarkedEventReceiver for Builder {
             return;
         }
         let span = span_at(&self.source, &mark);
+        let new = matches!(
+            ev,
+            Event::Scalar(..) | Event::SequenceStart(..) | Event::MappingStart(..)
+        );
+        if new && !self.count(1, &span) {
+            return;
+        }
         match ev {
             Event::Scalar(text, style, anchor, tag) => {
                 let forced_str = tag.is_some_and(|t| t.suffix == "str");
@@ -351,8 +372,23 @@ impl Builder {
             return;
         }
         let mut node = node.clone();
+        if !self.count(*size, &span) {
+            return;
+        }
         node.span = span;
         self.push_node(node, 0);
+    }
+
+    /// Adds `n` nodes to the document's count; false (with the error
+    /// recorded) once it passes [`MAX_NODES`].
+    fn count(&mut self, n: usize, span: &Span) -> bool {
+        self.nodes += n;
+        if self.nodes <= MAX_NODES {
+            return true;
+        }
+        let message = format!("YAML document has more than {MAX_NODES} values");
+        self.fail(Diagnostic::new(span, message).with_hint("split it into several files"));
+        false
     }
 
     /// Keeps the first error; building stops there.
