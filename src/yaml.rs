@@ -143,10 +143,7 @@ pub fn load_str(text: &str, name: &str) -> Result<Node, Diagnostic> {
     // error instead of scanning the rest of a file that may be huge.
     let mut parser = Parser::new_from_str(text);
     loop {
-        let (event, mark) = parser.next_token().map_err(|e| {
-            let span = span_at(&source, e.marker());
-            Diagnostic::new(&span, format!("invalid YAML: {}", e.info()))
-        })?;
+        let (event, mark) = parser.next_token().map_err(|e| syntax_error(&source, &e))?;
         let done = matches!(event, Event::DocumentEnd | Event::StreamEnd);
         builder.on_event(event, mark);
         if let Some(err) = builder.error {
@@ -165,6 +162,31 @@ pub fn load_str(text: &str, name: &str) -> Result<Node, Diagnostic> {
 pub fn load_file(path: &Path) -> Result<Node, Diagnostic> {
     let text = crate::input::read_text(path).map_err(ReadError::into_diagnostic)?;
     load_str(&text, &path.display().to_string())
+}
+
+fn syntax_error(source: &Arc<Source>, e: &yaml_rust2::ScanError) -> Diagnostic {
+    let at = span_at(source, e.marker());
+    if !e.info().contains("found a tab") {
+        return Diagnostic::new(&at, format!("invalid YAML: {}", e.info()));
+    }
+    // The scanner names where the scalar began; the tab is what to fix.
+    let tab = first_tab_from(source, at.line, at.col).unwrap_or(at);
+    Diagnostic::new(&tab, format!("invalid YAML: {}", e.info()))
+        .with_hint("YAML indents with spaces; tabs are not allowed there")
+}
+
+/// The first tab at or after `line`:`col`.
+fn first_tab_from(source: &Arc<Source>, line: usize, col: usize) -> Option<Span> {
+    source
+        .text
+        .lines()
+        .enumerate()
+        .skip(line - 1)
+        .find_map(|(i, text)| {
+            let skip = if i + 1 == line { col - 1 } else { 0 };
+            let pos = text.chars().skip(skip).position(|c| c == '\t')?;
+            Some(Span::new(source.clone(), i + 1, skip + pos + 1))
+        })
 }
 
 fn span_at(source: &Arc<Source>, mark: &Marker) -> Span {
@@ -600,5 +622,13 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn a_tab_in_indentation_is_reported_at_the_tab() {
+        let err = load_str("- hosts: all\n\ttasks: []\n", "t.yml").unwrap_err();
+        assert!(err.message.contains("found a tab"), "{err}");
+        assert_eq!(err.span.location(), "t.yml:2:1");
+        assert!(err.hint.unwrap().contains("tabs are not allowed"));
     }
 }
