@@ -53,7 +53,14 @@ fn extra_vars(specs: &[String]) -> Result<Map<String, Value>, Vec<Diagnostic>> {
         } else if spec.trim_start().starts_with('{') {
             yaml::load_str(spec, "--extra-vars").map_err(|d| vec![d])?
         } else {
-            for word in crate::shell::split(spec) {
+            let words = crate::shell::split_strict(spec).map_err(|open| {
+                let span = crate::diag::Span::synthetic("--extra-vars");
+                vec![Diagnostic::new(
+                    &span,
+                    format!("{open} in '{}'", crate::diag::clip(spec)),
+                )]
+            })?;
+            for word in words {
                 let Some((k, v)) = word.split_once('=') else {
                     let span = crate::diag::Span::synthetic("--extra-vars");
                     return Err(vec![Diagnostic::new(

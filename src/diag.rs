@@ -85,13 +85,42 @@ impl fmt::Display for Diagnostic {
         if let Some(line) = self.span.source_line() {
             let gutter = self.span.line.to_string();
             let pad = " ".repeat(gutter.len());
-            write!(f, "\n {pad} |\n {gutter} | {line}\n {pad} | ")?;
-            write!(f, "{}^", " ".repeat(self.span.col.saturating_sub(1)))?;
+            let (shown, caret) = window(line, self.span.col);
+            write!(f, "\n {pad} |\n {gutter} | {shown}\n {pad} | ")?;
+            write!(f, "{}^", " ".repeat(caret))?;
         }
         if let Some(hint) = &self.hint {
             write!(f, "\n  = hint: {hint}")?;
         }
         Ok(())
+    }
+}
+
+/// Characters of a quoted source line shown on each side of the column; a
+/// 50 MB line must not come back whole in an error.
+const WINDOW: usize = 60;
+
+/// The part of `line` around 1-based character column `col`, with `…` where
+/// it was cut, and the caret's offset in what is shown.
+fn window(line: &str, col: usize) -> (std::borrow::Cow<'_, str>, usize) {
+    let at = col.saturating_sub(1);
+    let start = at.saturating_sub(WINDOW);
+    let byte = |n: usize| line.char_indices().nth(n).map_or(line.len(), |(i, _)| i);
+    let (from, to) = (byte(start), byte(at + WINDOW));
+    if from == 0 && to == line.len() {
+        return (line.into(), at);
+    }
+    let head = if from > 0 { "…" } else { "" };
+    let tail = if to < line.len() { "…" } else { "" };
+    let caret = at - start + head.chars().count();
+    (format!("{head}{}{tail}", &line[from..to]).into(), caret)
+}
+
+/// User text echoed in a message, cut to [`WINDOW`] characters with `…`.
+pub fn clip(text: &str) -> std::borrow::Cow<'_, str> {
+    match text.char_indices().nth(WINDOW) {
+        Some((cut, _)) => format!("{}…", &text[..cut]).into(),
+        None => text.into(),
     }
 }
 
@@ -122,6 +151,30 @@ mod tests {
             text,
             "unknown module 'sysctll'\n  --> play.yml:3:7\n   |\n 3 |     - sysctll: {}\n   |       ^\n  = hint: did you mean 'sysctl'?"
         );
+    }
+
+    #[test]
+    fn long_lines_are_cut_to_a_window_around_the_column() {
+        let line = format!("{}X{}", "a".repeat(1_000_000), "b".repeat(1_000_000));
+        let source = Arc::new(Source {
+            name: "big.ini".into(),
+            text: format!("[g]\n{line}\n"),
+        });
+        let text = Diagnostic::new(&Span::new(source, 2, 1_000_001), "here").to_string();
+        assert!(text.len() < 400, "{} bytes", text.len());
+        let shown = format!("…{}X{}…", "a".repeat(WINDOW), "b".repeat(WINDOW - 1));
+        assert!(text.contains(&format!(" 2 | {shown}\n")), "{text}");
+        let caret_line = text.lines().last().unwrap();
+        assert_eq!(caret_line, format!("   | {}^", " ".repeat(WINDOW + 1)));
+        assert_eq!(clip("short"), "short");
+        let long = clip(&line);
+        assert_eq!(long.chars().count(), WINDOW + 1);
+        assert!(long.ends_with("a…"), "{long}");
+        let short = window("é short line", 3);
+        assert_eq!(short, ("é short line".into(), 2));
+        let long = "z".repeat(200);
+        let (start, caret) = window(&long, 1);
+        assert_eq!((start.chars().count(), caret), (WINDOW + 1, 0));
     }
 
     #[test]

@@ -54,7 +54,7 @@ impl FileState {
     pub fn parse(path: &str, r: &ProbeResult) -> Result<Option<FileState>, ModuleError> {
         let bad = |detail: &str| ModuleError::Fact {
             key: probe_key(path),
-            detail: format!("{detail}: {}", r.stderr.trim()),
+            detail: format!("{detail}: {}", reason(r)),
         };
         if r.rc != 0 && r.rc != 3 {
             return Err(bad("cannot read"));
@@ -232,9 +232,40 @@ pub fn unified_diff(path: &str, before: &str, after: &str) -> String {
         .to_string()
 }
 
+/// Why a probe failed: its stderr, or its exit status when it said nothing.
+fn reason(r: &ProbeResult) -> String {
+    match r.stderr.trim() {
+        "" => format!("exit status {} with no error output", r.rc),
+        said => said.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_probe_always_says_why() {
+        let silent = ProbeResult {
+            rc: 2,
+            stdout: String::new(),
+            stderr: String::new(),
+        };
+        let err = FileState::parse("/etc/x", &silent).unwrap_err().to_string();
+        assert!(
+            err.ends_with("cannot read: exit status 2 with no error output"),
+            "{err}"
+        );
+        let said = ProbeResult {
+            stderr: "stat: Permission denied\n".into(),
+            ..silent
+        };
+        let err = FileState::parse("/etc/x", &said).unwrap_err().to_string();
+        assert!(
+            err.ends_with("cannot read: stat: Permission denied"),
+            "{err}"
+        );
+    }
     use crate::probe::{build_script, parse_frames};
     use crate::transport::{local::LocalTransport, Purpose, Script, Transport};
 

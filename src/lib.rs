@@ -7,7 +7,10 @@ pub mod diag;
 pub mod exec;
 pub mod files;
 pub mod fstab;
+#[cfg(test)]
+mod fuzz;
 pub mod host_facts;
+pub mod input;
 pub mod inventory;
 pub mod modules;
 pub mod playbook;

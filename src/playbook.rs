@@ -647,7 +647,14 @@ fn module_params(
 }
 
 fn key_value_params(s: &str, node: &Node, errors: &mut Errors) -> Vec<(String, Node)> {
-    crate::shell::split(s)
+    let words = match crate::shell::split_strict(s) {
+        Ok(words) => words,
+        Err(open) => {
+            errors.push(node.error(format!("{open} of the key=value parameters")));
+            return Vec::new();
+        }
+    };
+    words
         .into_iter()
         .filter_map(|word| match word.split_once('=') {
             Some((k, v)) => Some((

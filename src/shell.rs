@@ -39,31 +39,56 @@ pub fn sbin(name: &str) -> String {
 }
 
 /// Splits a command line into words the way `sh` would for quoting purposes
-/// (single and double quotes, backslash escapes; no expansion).
+/// (single and double quotes, backslash escapes; no expansion). A quote left
+/// open runs to the end of the line.
 pub fn split(line: &str) -> Vec<String> {
+    scan(line).0
+}
+
+/// A quote that is never closed, at its 1-based character column.
+#[derive(Debug, PartialEq, thiserror::Error)]
+#[error("unclosed {quote} quote at column {col}")]
+pub struct UnclosedQuote {
+    pub quote: char,
+    pub col: usize,
+}
+
+/// [`split`] for user input, where an open quote is a mistake to report.
+pub fn split_strict(line: &str) -> Result<Vec<String>, UnclosedQuote> {
+    match scan(line) {
+        (words, None) => Ok(words),
+        (_, Some(open)) => Err(open),
+    }
+}
+
+fn scan(line: &str) -> (Vec<String>, Option<UnclosedQuote>) {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
-    let mut chars = line.chars();
-    while let Some(c) = chars.next() {
+    let mut open = None;
+    let mut chars = line.chars().enumerate();
+    while let Some((i, c)) = chars.next() {
         match c {
-            '\'' => {
+            '\'' | '"' => {
                 in_word = true;
-                cur.extend(chars.by_ref().take_while(|&c| c != '\''));
-            }
-            '"' => {
-                in_word = true;
-                while let Some(c) = chars.next() {
-                    match c {
-                        '"' => break,
-                        '\\' => cur.extend(chars.next()),
-                        c => cur.push(c),
+                open = Some(UnclosedQuote {
+                    quote: c,
+                    col: i + 1,
+                });
+                while let Some((_, q)) = chars.next() {
+                    match q {
+                        q if q == c => {
+                            open = None;
+                            break;
+                        }
+                        '\\' if c == '"' => cur.extend(chars.next().map(|(_, n)| n)),
+                        q => cur.push(q),
                     }
                 }
             }
             '\\' => {
                 in_word = true;
-                cur.extend(chars.next());
+                cur.extend(chars.next().map(|(_, n)| n));
             }
             c if c.is_whitespace() => {
                 if in_word {
@@ -80,7 +105,7 @@ pub fn split(line: &str) -> Vec<String> {
     if in_word {
         words.push(cur);
     }
-    words
+    (words, open)
 }
 
 #[cfg(test)]
@@ -115,5 +140,41 @@ mod tests {
             split("echo 'a b' c\\ d \"e f\""),
             ["echo", "a b", "c d", "e f"]
         );
+    }
+
+    const SEEDS: &[&str] = &[
+        "src=motd.j2 dest=/etc/motd mode=0644",
+        "name=\"two words\" path='/a b' x=a\\ b empty= \"q\\\"uote\"",
+        "creates=/opt/x chdir=/tmp echo 'it''s' \"$HOME\"",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(crate::fuzz::config())]
+
+        /// Splitting never panics and never invents text: quotes and
+        /// escapes are only ever taken away.
+        #[test]
+        fn split_returns_words_made_of_the_input(text in crate::fuzz::mutated(SEEDS)) {
+            let words = split(&text);
+            let total: usize = words.iter().map(String::len).sum();
+            proptest::prop_assert!(total <= text.len());
+            proptest::prop_assert!(words.iter().all(|w| w.chars().all(|c| text.contains(c))));
+        }
+    }
+
+    #[test]
+    fn open_quotes_are_reported_by_the_strict_split_only() {
+        assert_eq!(split("a='x y"), ["a=x y"]);
+        let open = split_strict("a=1 b='x y").unwrap_err();
+        assert_eq!(
+            open,
+            UnclosedQuote {
+                quote: '\'',
+                col: 7
+            }
+        );
+        assert_eq!(open.to_string(), "unclosed ' quote at column 7");
+        assert_eq!(split_strict("a=\"x\\\" y").unwrap_err().col, 3);
+        assert_eq!(split_strict("a='x' b=\"y z\"").unwrap(), ["a=x", "b=y z"]);
     }
 }

@@ -269,13 +269,13 @@ fn check_template_src(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut
         )));
         return;
     };
-    match std::fs::read_to_string(&path) {
+    match crate::input::read_text(&path) {
         Ok(text) => {
             if let Err(e) = t.check_template(&text) {
                 let line = e.line.map(|l| format!(":{l}")).unwrap_or_default();
                 errors.push(node.error(format!("template {}{line}: {e}", path.display())));
             }
         }
-        Err(e) => errors.push(node.error(format!("cannot read {}: {e}", path.display()))),
+        Err(e) => errors.push(e.diagnostic(&node.span)),
     }
 }

@@ -14,6 +14,15 @@ use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
 use crate::diag::{Diagnostic, Source, Span};
+use crate::input::ReadError;
+
+/// Nodes that aliases may add to one document. Each alias copies its
+/// anchor's whole subtree, so nine aliases of nine aliases of ... (a
+/// "billion laughs") would otherwise grow exponentially from a few lines.
+pub const MAX_ALIAS_NODES: usize = 100_000;
+/// Nodes one document may hold, aliases included: each takes about a
+/// hundred bytes, so a 64 MiB file of `1,` would otherwise need gigabytes.
+pub const MAX_NODES: usize = 1_000_000;
 
 #[derive(Clone, Debug, PartialEq)]
 pub enum Value {
@@ -127,30 +136,60 @@ pub fn load_str(text: &str, name: &str) -> Result<Node, Diagnostic> {
         source: source.clone(),
         stack: Vec::new(),
         anchors: HashMap::new(),
+        alias_nodes: 0,
+        nodes: 0,
         root: None,
         error: None,
     };
-    Parser::new_from_str(text)
-        .load(&mut builder, true)
-        .map_err(|e| {
-            let span = span_at(&source, e.marker());
-            Diagnostic::new(&span, format!("invalid YAML: {}", e.info()))
-        })?;
-    if let Some(err) = builder.error {
-        return Err(err);
+    // Events are pulled one by one, so that parsing stops at the first
+    // error instead of scanning the rest of a file that may be huge.
+    let mut parser = Parser::new_from_str(text);
+    loop {
+        let (event, mark) = parser.next_token().map_err(|e| syntax_error(&source, &e))?;
+        // Past the first document only to find a second one, which is an error.
+        let done = matches!(event, Event::StreamEnd);
+        builder.on_event(event, mark);
+        if let Some(err) = builder.error {
+            return Err(err);
+        }
+        if done {
+            break;
+        }
     }
     Ok(builder
         .root
         .unwrap_or_else(|| Node::new(Value::Null, Span::new(source, 1, 1))))
 }
 
-/// Reads and loads a YAML file; I/O failures become a diagnostic on the path.
+/// Reads and loads a YAML file; read failures become a diagnostic on the path.
 pub fn load_file(path: &Path) -> Result<Node, Diagnostic> {
-    let name = path.display().to_string();
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        Diagnostic::new(&Span::synthetic(&name), format!("cannot read {name}: {e}"))
-    })?;
-    load_str(&text, &name)
+    let text = crate::input::read_text(path).map_err(ReadError::into_diagnostic)?;
+    load_str(&text, &path.display().to_string())
+}
+
+fn syntax_error(source: &Arc<Source>, e: &yaml_rust2::ScanError) -> Diagnostic {
+    let at = span_at(source, e.marker());
+    if !e.info().contains("found a tab") {
+        return Diagnostic::new(&at, format!("invalid YAML: {}", e.info()));
+    }
+    // The scanner names where the scalar began; the tab is what to fix.
+    let tab = first_tab_from(source, at.line, at.col).unwrap_or(at);
+    Diagnostic::new(&tab, format!("invalid YAML: {}", e.info()))
+        .with_hint("YAML indents with spaces; tabs are not allowed there")
+}
+
+/// The first tab at or after `line`:`col`.
+fn first_tab_from(source: &Arc<Source>, line: usize, col: usize) -> Option<Span> {
+    source
+        .text
+        .lines()
+        .enumerate()
+        .skip(line - 1)
+        .find_map(|(i, text)| {
+            let skip = if i + 1 == line { col - 1 } else { 0 };
+            let pos = text.chars().skip(skip).position(|c| c == '\t')?;
+            Some(Span::new(source.clone(), i + 1, skip + pos + 1))
+        })
 }
 
 fn span_at(source: &Arc<Source>, mark: &Marker) -> Span {
@@ -164,13 +203,79 @@ enum Frame {
 
 struct MapFrame {
     entries: Vec<(Node, Node)>,
+    /// Where each scalar key sits in `entries`, so that finding a duplicate
+    /// costs the same for the 40,000th key as for the first.
+    index: HashMap<KeyId, usize>,
     pending_key: Option<Node>,
     merges: Vec<Node>,
     span: Span,
     anchor: usize,
 }
 
+/// The identity of a scalar key. Collection keys have none: two of them
+/// never compare equal, as each carries its own position.
+#[derive(Hash, PartialEq, Eq)]
+enum KeyId {
+    Null,
+    Bool(bool),
+    Int(i64),
+    Float(u64),
+    Str(String),
+}
+
+impl KeyId {
+    fn of(value: &Value) -> Option<KeyId> {
+        Some(match value {
+            Value::Null => KeyId::Null,
+            Value::Bool(b) => KeyId::Bool(*b),
+            Value::Int(i) => KeyId::Int(*i),
+            // NaN equals nothing; adding 0.0 makes -0.0 the same key as 0.0.
+            Value::Float(f) if f.is_nan() => return None,
+            Value::Float(f) => KeyId::Float((f + 0.0).to_bits()),
+            Value::Str(s) => KeyId::Str(s.clone()),
+            Value::Seq(_) | Value::Map(_) => return None,
+        })
+    }
+}
+
 impl MapFrame {
+    fn new(span: Span, anchor: usize) -> Self {
+        MapFrame {
+            entries: Vec::new(),
+            index: HashMap::new(),
+            pending_key: None,
+            merges: Vec::new(),
+            span,
+            anchor,
+        }
+    }
+
+    /// The entry already holding `key`, if any.
+    fn existing(&self, key: &Node) -> Option<&Node> {
+        let i = *self.index.get(&KeyId::of(&key.value)?)?;
+        Some(&self.entries[i].0)
+    }
+
+    fn push(&mut self, key: Node, value: Node) {
+        if let Some(id) = KeyId::of(&key.value) {
+            self.index.insert(id, self.entries.len());
+        }
+        self.entries.push((key, value));
+    }
+
+    /// Adds an entry; a repeated key is an error (PyYAML silently keeps the
+    /// last one, which hides typos in playbooks).
+    fn insert(&mut self, key: Node, value: Node) -> Result<(), Diagnostic> {
+        if let Some(first) = self.existing(&key) {
+            let name = key.scalar_text().unwrap_or_default();
+            return Err(key
+                .error(format!("duplicate key '{}'", crate::diag::clip(&name)))
+                .with_hint(format!("first defined at {}", first.span.location())));
+        }
+        self.push(key, value);
+        Ok(())
+    }
+
     /// Merge keys (`<<`) only fill in what the mapping does not set itself.
     fn finish(mut self) -> (Node, usize) {
         for merged in std::mem::take(&mut self.merges) {
@@ -179,8 +284,8 @@ impl MapFrame {
                 _ => vec![&merged],
             };
             for (k, v) in maps.into_iter().filter_map(Node::as_map).flatten() {
-                if !self.entries.iter().any(|(e, _)| e.value == k.value) {
-                    self.entries.push((k.clone(), v.clone()));
+                if self.existing(k).is_none() {
+                    self.push(k.clone(), v.clone());
                 }
             }
         }
@@ -199,7 +304,12 @@ impl MapFrame {
 struct Builder {
     source: Arc<Source>,
     stack: Vec<Frame>,
-    anchors: HashMap<usize, Node>,
+    /// Anchored nodes with the number of nodes in each.
+    anchors: HashMap<usize, (Node, usize)>,
+    /// Nodes added by alias expansion so far, against [`MAX_ALIAS_NODES`].
+    alias_nodes: usize,
+    /// Nodes in the document so far, against [`MAX_NODES`].
+    nodes: usize,
     root: Option<Node>,
     error: Option<Diagnostic>,
 }
@@ -207,7 +317,8 @@ struct Builder {
 impl Builder {
     fn push_node(&mut self, node: Node, anchor: usize) {
         if anchor > 0 {
-            self.anchors.insert(anchor, node.clone());
+            let size = node_count(&node);
+            self.anchors.insert(anchor, (node.clone(), size));
         }
         match self.stack.last_mut() {
             None => self.root = Some(node),
@@ -215,36 +326,29 @@ impl Builder {
             Some(Frame::Map(frame)) => match frame.pending_key.take() {
                 None => frame.pending_key = Some(node),
                 Some(key) if key.as_str() == Some("<<") => frame.merges.push(node),
-                Some(key) => insert_entry(&mut frame.entries, key, node, &mut self.error),
+                Some(key) => {
+                    if let Err(err) = frame.insert(key, node) {
+                        self.fail(err);
+                    }
+                }
             },
         }
     }
 }
 
-/// Adds a mapping entry; a repeated key is an error (PyYAML silently keeps
-/// the last one, which hides typos in playbooks).
-fn insert_entry(
-    entries: &mut Vec<(Node, Node)>,
-    key: Node,
-    value: Node,
-    error: &mut Option<Diagnostic>,
-) {
-    if let Some((first, _)) = entries.iter().find(|(e, _)| e.value == key.value) {
-        if error.is_none() {
-            let name = key.scalar_text().unwrap_or_default();
-            *error = Some(
-                key.error(format!("duplicate key '{name}'"))
-                    .with_hint(format!("first defined at {}", first.span.location())),
-            );
-        }
-        return;
-    }
-    entries.push((key, value));
-}
-
 impl MarkedEventReceiver for Builder {
     fn on_event(&mut self, ev: Event, mark: Marker) {
+        if self.error.is_some() {
+            return;
+        }
         let span = span_at(&self.source, &mark);
+        let new = matches!(
+            ev,
+            Event::Scalar(..) | Event::SequenceStart(..) | Event::MappingStart(..)
+        );
+        if new && !self.count(1, &span) {
+            return;
+        }
         match ev {
             Event::Scalar(text, style, anchor, tag) => {
                 let forced_str = tag.is_some_and(|t| t.suffix == "str");
@@ -258,13 +362,9 @@ impl MarkedEventReceiver for Builder {
             Event::SequenceStart(anchor, _) => {
                 self.stack.push(Frame::Seq(Vec::new(), span, anchor))
             }
-            Event::MappingStart(anchor, _) => self.stack.push(Frame::Map(MapFrame {
-                entries: Vec::new(),
-                pending_key: None,
-                merges: Vec::new(),
-                span,
-                anchor,
-            })),
+            Event::MappingStart(anchor, _) => {
+                self.stack.push(Frame::Map(MapFrame::new(span, anchor)))
+            }
             Event::SequenceEnd => {
                 if let Some(Frame::Seq(items, span, anchor)) = self.stack.pop() {
                     self.push_node(Node::new(Value::Seq(items), span), anchor);
@@ -283,21 +383,61 @@ impl MarkedEventReceiver for Builder {
                     )
                 });
             }
-            Event::Alias(id) => {
-                let node = self.anchors.get(&id).cloned();
-                match node {
-                    Some(mut node) => {
-                        node.span = span;
-                        self.push_node(node, 0);
-                    }
-                    None => {
-                        self.error
-                            .get_or_insert_with(|| Diagnostic::new(&span, "unknown YAML alias"));
-                    }
-                }
-            }
+            Event::Alias(id) => self.alias(id, span),
             _ => {}
         }
+    }
+}
+
+impl Builder {
+    fn alias(&mut self, id: usize, span: Span) {
+        let Some((node, size)) = self.anchors.get(&id) else {
+            self.fail(Diagnostic::new(&span, "unknown YAML alias"));
+            return;
+        };
+        self.alias_nodes += size;
+        if self.alias_nodes > MAX_ALIAS_NODES {
+            let message = format!("YAML aliases expand to more than {MAX_ALIAS_NODES} nodes");
+            let hint =
+                "each alias copies its anchor's whole value; repeat less, or write the values out";
+            self.fail(Diagnostic::new(&span, message).with_hint(hint));
+            return;
+        }
+        let mut node = node.clone();
+        if !self.count(*size, &span) {
+            return;
+        }
+        node.span = span;
+        self.push_node(node, 0);
+    }
+
+    /// Adds `n` nodes to the document's count; false (with the error
+    /// recorded) once it passes [`MAX_NODES`].
+    fn count(&mut self, n: usize, span: &Span) -> bool {
+        self.nodes += n;
+        if self.nodes <= MAX_NODES {
+            return true;
+        }
+        let message = format!("YAML document has more than {MAX_NODES} values");
+        self.fail(Diagnostic::new(span, message).with_hint("split it into several files"));
+        false
+    }
+
+    /// Keeps the first error; building stops there.
+    fn fail(&mut self, err: Diagnostic) {
+        self.error.get_or_insert(err);
+    }
+}
+
+/// Nodes in a tree, the node itself included.
+fn node_count(node: &Node) -> usize {
+    1 + match &node.value {
+        Value::Seq(items) => items.iter().map(node_count).sum(),
+        Value::Map(entries) => entries
+            .iter()
+            .map(|(k, v)| node_count(k) + node_count(v))
+            .sum(),
+        _ => 0,
     }
 }
 
@@ -413,5 +553,100 @@ mod tests {
         let other = doc.get("other").unwrap();
         assert_eq!(other.get("x").unwrap().value, Value::Int(1));
         assert_eq!(other.get("y").unwrap().value, Value::Int(3));
+    }
+
+    /// Nine aliases of nine aliases, nine levels deep: 387 million nodes.
+    fn billion_laughs() -> String {
+        let mut doc = String::from("a0: &a0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n");
+        for level in 1..9 {
+            let prev = format!("*a{}", level - 1);
+            let items = vec![prev; 9].join(", ");
+            doc.push_str(&format!("a{level}: &a{level} [{items}]\n"));
+        }
+        doc
+    }
+
+    #[test]
+    fn alias_expansion_is_bounded_and_reported_at_the_alias() {
+        let err = load_str(&billion_laughs(), "lol.yml").unwrap_err();
+        assert!(err.message.contains("aliases expand to more than"), "{err}");
+        assert_eq!(err.span.location(), "lol.yml:6:10");
+    }
+
+    #[test]
+    fn moderate_alias_use_still_loads() {
+        let doc = load_str("a: &a [1, 2, 3]\nb: [*a, *a, *a]\n", "ok.yml").unwrap();
+        assert_eq!(doc.get("b").unwrap().as_seq().unwrap().len(), 3);
+    }
+
+    /// yaml-rust2 bounds nesting itself; deeper trees would overflow the
+    /// stack when converted or dropped.
+    #[test]
+    fn deep_nesting_is_a_positioned_error() {
+        let deep = "[".repeat(100_000);
+        let err = load_str(&deep, "deep.yml").unwrap_err();
+        assert!(err.message.contains("recursion limit"), "{err}");
+        assert!(err.span.location().starts_with("deep.yml:1:"), "{err}");
+    }
+
+    #[test]
+    fn large_mappings_load_whole_and_still_catch_duplicates() {
+        let mut doc: String = (0..40_000).map(|i| format!("k{i}: {i}\n")).collect();
+        let loaded = load_str(&doc, "big.yml").unwrap();
+        let entries = loaded.as_map().unwrap();
+        assert_eq!(entries.len(), 40_000);
+        assert_eq!(entries[39_999].1.value, Value::Int(39_999));
+        doc.push_str("k20000: again\n");
+        let err = load_str(&doc, "big.yml").unwrap_err();
+        assert_eq!(err.span.location(), "big.yml:40001:1");
+        assert_eq!(
+            err.hint.as_deref(),
+            Some("first defined at big.yml:20001:1")
+        );
+    }
+
+    #[test]
+    fn scalar_keys_of_different_types_are_different_keys() {
+        let doc = load_str("1: a\n'1': b\ntrue: c\n'true': d\n0.0: e\n", "t").unwrap();
+        assert_eq!(doc.as_map().unwrap().len(), 5);
+        let err = load_str("0.0: a\n-0.0: b\n", "t").unwrap_err();
+        assert!(err.message.contains("duplicate key"), "{err}");
+    }
+
+    const SEEDS: &[&str] = &[
+        include_str!("../playbooks/gpu-node.yml"),
+        include_str!("../playbooks/sysctl-rollout.yml"),
+        "base: &b {x: 1, y: [a, b]}\nother:\n  <<: *b\n  y: 3\nl: &l [*b, *b]\nm: [*l, *l]\n",
+        "- {a: 'q''s', b: \"e\\n\", c: |\n    block\n  , d: >-\n    folded\n}\n",
+        "? [complex, key]\n: value\n!!str 1: !!int '2'\n--- \nsecond: doc\n",
+    ];
+
+    proptest::proptest! {
+        #![proptest_config(crate::fuzz::config())]
+
+        #[test]
+        fn loader_returns_ok_or_a_positioned_error_within_limits(
+            text in crate::fuzz::mutated(SEEDS)
+        ) {
+            match load_str(&text, "f.yml") {
+                // Aliases add at most the limit; every other node needs at
+                // least one byte, or two for an implicit null and its key.
+                Ok(doc) => proptest::prop_assert!(
+                    node_count(&doc) <= 2 * text.len() + 1 + MAX_ALIAS_NODES
+                ),
+                Err(e) => {
+                    proptest::prop_assert!(e.span.line >= 1);
+                    proptest::prop_assert!(e.span.line <= text.lines().count() + 1);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn a_tab_in_indentation_is_reported_at_the_tab() {
+        let err = load_str("- hosts: all\n\ttasks: []\n", "t.yml").unwrap_err();
+        assert!(err.message.contains("found a tab"), "{err}");
+        assert_eq!(err.span.location(), "t.yml:2:1");
+        assert!(err.hint.unwrap().contains("tabs are not allowed"));
     }
 }

@@ -134,11 +134,18 @@ fn select_hosts(
     play: &Play,
     failed: &[String],
 ) -> Result<Vec<String>, Vec<Diagnostic>> {
-    let pattern_error =
-        |e: crate::inventory::PatternError| vec![Diagnostic::new(&play.span, e.to_string())];
-    let mut hosts = req.inventory.select(&play.hosts).map_err(pattern_error)?;
+    let pattern_error = |span: &crate::diag::Span| {
+        let span = span.clone();
+        move |e: crate::inventory::PatternError| vec![Diagnostic::new(&span, e.to_string())]
+    };
+    let mut hosts = req
+        .inventory
+        .select(&play.hosts)
+        .map_err(pattern_error(&play.span))?;
     if let Some(limit) = req.limit {
-        let allowed = req.inventory.select(limit).map_err(pattern_error)?;
+        // A bad --limit is the command line's fault, not the play's.
+        let at = crate::diag::Span::synthetic("--limit");
+        let allowed = req.inventory.select(limit).map_err(pattern_error(&at))?;
         hosts.retain(|h| allowed.contains(h));
     }
     hosts.retain(|h| !failed.contains(h));

@@ -11,16 +11,33 @@ use std::sync::Arc;
 use regex::Regex;
 use serde_json::Value;
 
-use super::{port_vars, pylit, range, Inventory};
-use crate::diag::{suggest, Diagnostic, Source, Span};
+use super::{check_var, port_vars, pylit, range, Inventory};
+use crate::diag::{clip, suggest, Diagnostic, Source, Span};
+
+/// Variable assignments one INI source may hold, as a YAML document holds
+/// at most [`crate::yaml::MAX_NODES`] values: a 64 MiB file of `a=1` lines
+/// would otherwise take gigabytes.
+pub const MAX_ASSIGNMENTS: usize = 1_000_000;
 
 pub(super) fn parse(inv: &mut Inventory, source: Arc<Source>) -> Result<(), Diagnostic> {
+    parse_within(inv, source, MAX_ASSIGNMENTS)
+}
+
+/// [`parse`] with the assignment limit as a parameter, so that tests can
+/// reach it without a million-line file.
+fn parse_within(
+    inv: &mut Inventory,
+    source: Arc<Source>,
+    max_assignments: usize,
+) -> Result<(), Diagnostic> {
     let mut parser = Parser {
         inv,
         source: source.clone(),
         section: Section::Hosts,
         group: super::UNGROUPED,
         pending: HashMap::new(),
+        assignments: 0,
+        max_assignments,
         header: Regex::new(r"^\[([^:\]\s]+)(?::(\w+))?\]\s*(?:[#;].*)?$").expect("valid regex"),
         group_name: Regex::new(r"^([^:\]\s]+)\s*(?:#.*)?$").expect("valid regex"),
     };
@@ -50,6 +67,9 @@ struct Parser<'a> {
     section: Section,
     group: usize,
     pending: HashMap<String, Pending>,
+    /// Variable assignments so far, against `max_assignments`.
+    assignments: usize,
+    max_assignments: usize,
     header: Regex,
     group_name: Regex,
 }
@@ -57,6 +77,19 @@ struct Parser<'a> {
 impl Parser<'_> {
     fn error(&self, line: usize, col: usize, message: impl Into<String>) -> Diagnostic {
         Diagnostic::new(&Span::new(self.source.clone(), line, col), message)
+    }
+
+    /// Counts `n` more assignments on `line`; an error past the limit.
+    fn count(&mut self, n: usize, line: usize, col: usize) -> Result<(), Diagnostic> {
+        self.assignments += n;
+        if self.assignments <= self.max_assignments {
+            return Ok(());
+        }
+        let message = format!(
+            "the inventory has more than {} variable assignments",
+            self.max_assignments
+        );
+        Err(self.error(line, col, message))
     }
 
     fn line(&mut self, line: usize, raw: &str) -> Result<(), Diagnostic> {
@@ -71,9 +104,22 @@ impl Parser<'_> {
                 .map(|m| (m.as_str(), col + text[..m.start()].chars().count()));
             return self.section_header(line, col, &caps[1], kind);
         }
+        if text.starts_with('[') && !text.contains(']') {
+            return Err(self
+                .error(
+                    line,
+                    col,
+                    format!("unclosed section header '{}'", clip(text)),
+                )
+                .with_hint("close it with ']': [group], [group:vars] or [group:children]"));
+        }
         if text.starts_with('[') && text.ends_with(']') {
             return Err(self
-                .error(line, col, format!("invalid section header '{text}'"))
+                .error(
+                    line,
+                    col,
+                    format!("invalid section header '{}'", clip(text)),
+                )
                 .with_hint(
                     "section names contain no spaces: [group], [group:vars] or [group:children]",
                 ));
@@ -126,8 +172,10 @@ impl Parser<'_> {
         let Some((spec, assignments)) = tokens.split_first() else {
             return Ok(());
         };
-        let (names, port) =
-            range::parse_host_spec(&spec.text).map_err(|msg| self.error(line, spec.col, msg))?;
+        let (names, port) = range::parse_host_spec(&spec.text)
+            .and_then(|(names, port)| self.inv.room_for(&names).map(|()| (names, port)))
+            .map_err(|msg| self.error(line, spec.col, msg))?;
+        self.count(assignments.len(), line, spec.col)?;
         let mut vars = port_vars(port);
         for word in assignments {
             let Some(eq) = word.text.find('=') else {
@@ -135,13 +183,18 @@ impl Parser<'_> {
                     .error(
                         line,
                         word.col,
-                        format!("expected key=value host variable, got '{}'", word.text),
+                        format!(
+                            "expected key=value host variable, got '{}'",
+                            clip(&word.text)
+                        ),
                     )
                     .with_hint("quote values that contain spaces: key=\"two words\""));
             };
-            let value = &word.text[eq + 1..];
+            let (key, value) = (&word.text[..eq], &word.text[eq + 1..]);
             let quoted = word.quoted_from.is_some_and(|q| q > eq);
-            vars.insert(word.text[..eq].to_string(), typed(value, quoted));
+            let value = typed(value, quoted);
+            check_var(key, &value).map_err(|msg| self.error(line, word.col, msg))?;
+            vars.insert(key.to_string(), value);
         }
         for name in names {
             self.inv.add_host_to(self.group, &name, vars.clone());
@@ -155,11 +208,17 @@ impl Parser<'_> {
             .filter(|(key, _)| !key.trim().is_empty());
         let Some((key, value)) = assignment else {
             return Err(self
-                .error(line, col, format!("expected key=value, got '{text}'"))
+                .error(
+                    line,
+                    col,
+                    format!("expected key=value, got '{}'", clip(text)),
+                )
                 .with_hint("a [group:vars] section holds one key=value per line"));
         };
+        self.count(1, line, col)?;
         let value = strip_comment(value.trim());
         let value = pylit::parse(value).unwrap_or_else(|| value.into());
+        check_var(key.trim(), &value).map_err(|msg| self.error(line, col, msg))?;
         self.inv.groups[self.group]
             .vars
             .insert(key.trim().to_string(), value);
@@ -169,7 +228,7 @@ impl Parser<'_> {
     fn child_line(&mut self, line: usize, col: usize, text: &str) -> Result<(), Diagnostic> {
         let Some(caps) = self.group_name.captures(text) else {
             return Err(self
-                .error(line, col, format!("invalid group name '{text}'"))
+                .error(line, col, format!("invalid group name '{}'", clip(text)))
                 .with_hint("a [group:children] section lists one group name per line"));
         };
         let child = &caps[1];
@@ -321,5 +380,28 @@ mod tests {
         assert_eq!(typed("22", true), Value::from("22"));
         assert_eq!(typed("True", false), Value::from(true));
         assert_eq!(typed("10.0.0.1", false), Value::from("10.0.0.1"));
+    }
+
+    #[test]
+    fn assignments_past_the_limit_are_an_error_at_their_line() {
+        let text = "[all:vars]\na=1\nb=2\n[g]\nh1 c=3 d=4\n";
+        let source = |t: &str| {
+            Arc::new(Source {
+                name: "v.ini".into(),
+                text: t.into(),
+            })
+        };
+        let mut inv = Inventory::empty();
+        assert!(parse_within(&mut inv, source(text), 4).is_ok());
+        let mut inv = Inventory::empty();
+        let err = parse_within(&mut inv, source(text), 3).unwrap_err();
+        assert_eq!(
+            err.message,
+            "the inventory has more than 3 variable assignments"
+        );
+        assert_eq!(err.span.location(), "v.ini:5:1");
+        let mut inv = Inventory::empty();
+        let err = parse_within(&mut inv, source(text), 1).unwrap_err();
+        assert_eq!(err.span.location(), "v.ini:3:1");
     }
 }

@@ -1,12 +1,14 @@
 //! Reading inventory sources from disk, with their `group_vars/` and
 //! `host_vars/` folders.
 
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{extend, ini, yaml, Inventory, Vars};
 use crate::diag::{Diagnostic, Source, Span};
-use crate::yaml::{load_file, load_str, Node};
+use crate::input::{read_text, ReadError};
+use crate::yaml::{load_file, load_str, Node, Value};
 
 /// Files in an inventory folder that are not inventories: editor and
 /// packaging leftovers, Ansible's `INVENTORY_IGNORE_EXTS` less `.ini`.
@@ -64,7 +66,7 @@ fn io_error(path: &Path, what: &str, err: std::io::Error) -> Diagnostic {
 }
 
 fn read_source(inv: &mut Inventory, path: &Path) -> Result<(), Diagnostic> {
-    let text = std::fs::read_to_string(path).map_err(|e| io_error(path, "inventory", e))?;
+    let text = read_text(path).map_err(ReadError::into_diagnostic)?;
     let name = path.display().to_string();
     match yaml_document(path, &text, &name)? {
         Some(doc) => yaml::parse(inv, &doc),
@@ -73,22 +75,46 @@ fn read_source(inv: &mut Inventory, path: &Path) -> Result<(), Diagnostic> {
 }
 
 /// The YAML document when the source is YAML: by extension, or for other
-/// names when it parses as a YAML mapping (INI text never does).
+/// names by its first line, so that a YAML inventory with a mistake gets a
+/// YAML error instead of being read as INI.
 fn yaml_document(path: &Path, text: &str, name: &str) -> Result<Option<Node>, Diagnostic> {
     let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("");
-    match ext {
-        "yml" | "yaml" | "json" => load_str(text, name).map(Some),
-        "ini" => Ok(None),
-        _ => Ok(load_str(text, name)
-            .ok()
-            .filter(|doc| doc.as_map().is_some())),
+    let is_yaml = match ext {
+        "yml" | "yaml" | "json" => true,
+        "ini" => false,
+        _ => looks_like_yaml(text),
+    };
+    if is_yaml {
+        load_str(text, name).map(Some)
+    } else {
+        Ok(None)
     }
+}
+
+/// Whether the first line that is not blank or a comment opens a YAML (or
+/// JSON) mapping: `---`, `{`, or a key followed by a colon. INI lines are
+/// `[section]` headers, host names and `key=value` words.
+pub(super) fn looks_like_yaml(text: &str) -> bool {
+    let Some(first) = text
+        .lines()
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with(['#', ';']))
+    else {
+        return false;
+    };
+    if first.starts_with("---") || first.starts_with('{') {
+        return true;
+    }
+    let first = first.split(" #").next().unwrap_or(first).trim_end();
+    !first.starts_with('[')
+        && !first.contains('=')
+        && (first.ends_with(':') || first.contains(": "))
 }
 
 fn inventory_files(dir: &Path) -> Result<Vec<PathBuf>, Diagnostic> {
     let files = sorted_entries(dir)?
         .into_iter()
-        .filter(|p| p.is_file() && !is_hidden(p))
+        .filter(|p| !p.is_dir() && !is_hidden(p))
         .filter(|p| {
             let name = p.to_string_lossy();
             !IGNORED_SUFFIXES.iter().any(|s| name.ends_with(s))
@@ -108,12 +134,16 @@ fn read_vars(dir: &Path, name: &str) -> Result<Vars, Diagnostic> {
     let Some(found) = VARS_EXTENSIONS
         .iter()
         .map(|ext| dir.join(format!("{name}{ext}")))
-        .find(|p| p.exists())
+        // An entry that exists at all counts, so that a broken link or a
+        // link loop is an error instead of silently no variables.
+        .find(|p| p.symlink_metadata().is_ok())
     else {
         return Ok(vars);
     };
     let files = if found.is_dir() {
-        vars_dir_files(&found)?
+        let mut files = Vec::new();
+        vars_dir_files(&found, &mut Vec::new(), &mut files)?;
+        files
     } else {
         vec![found]
     };
@@ -123,14 +153,31 @@ fn read_vars(dir: &Path, name: &str) -> Result<Vars, Diagnostic> {
     Ok(vars)
 }
 
-fn vars_dir_files(dir: &Path) -> Result<Vec<PathBuf>, Diagnostic> {
-    let mut files = Vec::new();
+/// The vars files under `dir`, depth first in name order. `ancestors` holds
+/// the (device, inode) of the folders above, so that a link back to one of
+/// them is an error instead of an endless walk.
+fn vars_dir_files(
+    dir: &Path,
+    ancestors: &mut Vec<(u64, u64)>,
+    files: &mut Vec<PathBuf>,
+) -> Result<(), Diagnostic> {
+    let meta = std::fs::metadata(dir).map_err(|e| io_error(dir, "folder", e))?;
+    let id = (meta.dev(), meta.ino());
+    if ancestors.contains(&id) {
+        let name = dir.display().to_string();
+        return Err(Diagnostic::new(
+            &Span::synthetic(&name),
+            format!("folder cycle: {name} leads back to a folder that contains it"),
+        )
+        .with_hint("remove the link that points back up the tree"));
+    }
+    ancestors.push(id);
     for path in sorted_entries(dir)? {
         if is_hidden(&path) {
             continue;
         }
         if path.is_dir() {
-            files.extend(vars_dir_files(&path)?);
+            vars_dir_files(&path, ancestors, files)?;
             continue;
         }
         let ext = path.extension().and_then(|e| e.to_str());
@@ -138,14 +185,18 @@ fn vars_dir_files(dir: &Path) -> Result<Vec<PathBuf>, Diagnostic> {
             files.push(path);
         }
     }
-    Ok(files)
+    ancestors.pop();
+    Ok(())
 }
 
 fn vars_file(path: &Path) -> Result<Vars, Diagnostic> {
     let doc = load_file(path)?;
-    match doc.to_json() {
-        serde_json::Value::Null => Ok(Vars::new()),
-        serde_json::Value::Object(map) => Ok(map),
+    match &doc.value {
+        Value::Null => Ok(Vars::new()),
+        Value::Map(entries) => entries
+            .iter()
+            .map(|(k, v)| yaml::checked_var(k, v))
+            .collect(),
         _ => Err(doc.error(format!(
             "a variables file maps names to values, found {}",
             doc.kind()

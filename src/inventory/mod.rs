@@ -19,6 +19,10 @@ pub use pattern::PatternError;
 
 type Vars = Map<String, Value>;
 
+/// Hosts one inventory may hold: ranges are capped per name, but many
+/// capped names together could still take gigabytes.
+pub const MAX_INVENTORY_HOSTS: usize = 200_000;
+
 /// `all` and `ungrouped` exist in every inventory, created first, at these indices.
 const ALL: usize = 0;
 const UNGROUPED: usize = 1;
@@ -237,6 +241,21 @@ impl Inventory {
         self.groups.len() - 1
     }
 
+    /// Refuses `names` when the new ones among them would take the
+    /// inventory past [`MAX_INVENTORY_HOSTS`].
+    fn room_for(&self, names: &[String]) -> Result<(), String> {
+        let new = names
+            .iter()
+            .filter(|n| !self.host_index.contains_key(*n))
+            .count();
+        if self.hosts.len() + new > MAX_INVENTORY_HOSTS {
+            return Err(format!(
+                "the inventory would hold more than {MAX_INVENTORY_HOSTS} hosts"
+            ));
+        }
+        Ok(())
+    }
+
     /// Adds a host (once) to a group; a host named again merges its variables.
     fn add_host_to(&mut self, group: usize, name: &str, vars: Vars) {
         let h = match self.host_index.get(name) {
@@ -274,11 +293,23 @@ impl Inventory {
     }
 
     fn is_ancestor_or_self(&self, ancestor: usize, g: usize) -> bool {
-        ancestor == g
-            || self.groups[g]
-                .parents
-                .iter()
-                .any(|&p| self.is_ancestor_or_self(ancestor, p))
+        self.reachable(g, |group| &group.parents)
+            .contains(&ancestor)
+    }
+
+    /// Which groups `start` reaches through `edges` (itself included).
+    /// Each group is visited once: groups that share parents form
+    /// diamonds, and walking every path through stacked diamonds takes
+    /// exponential time.
+    fn reachable(&self, start: usize, edges: impl Fn(&Group) -> &Vec<usize>) -> BTreeSet<usize> {
+        let mut seen = BTreeSet::new();
+        let mut todo = vec![start];
+        while let Some(g) = todo.pop() {
+            if seen.insert(g) {
+                todo.extend(edges(&self.groups[g]));
+            }
+        }
+        seen
     }
 
     /// Completes the group tree as Ansible's `reconcile_inventory` does:
@@ -299,19 +330,31 @@ impl Inventory {
                 self.groups[UNGROUPED].hosts.push(h);
             }
         }
-        for g in 0..self.groups.len() {
-            self.groups[g].depth = self.depth(g);
-        }
+        self.set_depths();
         self.groups_var = serde_json::to_value(self.groups()).unwrap_or_default();
     }
 
-    fn depth(&self, g: usize) -> usize {
-        let parents = &self.groups[g].parents;
-        parents
-            .iter()
-            .map(|&p| self.depth(p) + 1)
-            .max()
-            .unwrap_or(0)
+    /// Each group's longest path from a root, in topological order (the
+    /// groups form a DAG: cycles are refused), so each edge is seen once.
+    fn set_depths(&mut self) {
+        let mut waiting: Vec<usize> = self.groups.iter().map(|g| g.parents.len()).collect();
+        let mut ready: Vec<usize> = (0..self.groups.len())
+            .filter(|&g| waiting[g] == 0)
+            .collect();
+        for group in &mut self.groups {
+            group.depth = 0;
+        }
+        while let Some(g) = ready.pop() {
+            for i in 0..self.groups[g].children.len() {
+                let child = self.groups[g].children[i];
+                let depth = self.groups[g].depth + 1;
+                self.groups[child].depth = self.groups[child].depth.max(depth);
+                waiting[child] -= 1;
+                if waiting[child] == 0 {
+                    ready.push(child);
+                }
+            }
+        }
     }
 
     /// Hosts of a group and of its descendants.
@@ -319,12 +362,10 @@ impl Inventory {
         if g == ALL {
             return (0..self.hosts.len()).collect();
         }
-        let group = &self.groups[g];
-        let mut set: BTreeSet<usize> = group.hosts.iter().copied().collect();
-        for &child in &group.children {
-            set.extend(self.members(child));
-        }
-        set
+        self.reachable(g, |group| &group.children)
+            .into_iter()
+            .flat_map(|d| self.groups[d].hosts.iter().copied())
+            .collect()
     }
 
     /// The host's groups and their ancestors, except `all`, in the order
@@ -365,6 +406,31 @@ fn extend(into: &mut Vars, from: &Vars) {
     for (k, v) in from {
         into.insert(k.clone(), v.clone());
     }
+}
+
+/// Checks a variable whose bad value would otherwise only show when a host
+/// is contacted, so that the inventory error can name its position.
+fn check_var(key: &str, value: &Value) -> Result<(), String> {
+    if !matches!(key, "ansible_port" | "ansible_ssh_port") {
+        return Ok(());
+    }
+    let ok = match value {
+        Value::Number(n) => n.as_u64().is_some_and(|p| (1..=65535).contains(&p)),
+        Value::String(s) => {
+            crate::template::is_templated(s) || s.parse::<u16>().is_ok_and(|p| p > 0)
+        }
+        _ => false,
+    };
+    if ok {
+        return Ok(());
+    }
+    let shown = match value {
+        Value::String(s) => format!("'{s}'"),
+        other => other.to_string(),
+    };
+    Err(format!(
+        "{key} must be a port number from 1 to 65535, got {shown}"
+    ))
 }
 
 fn port_vars(port: Option<u16>) -> Vars {

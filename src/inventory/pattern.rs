@@ -8,6 +8,7 @@
 //! matches no host (so `gpu[0:2]` still takes the first three hosts of `gpu`).
 
 use std::collections::BTreeSet;
+use std::path::Path;
 
 use regex::Regex;
 
@@ -39,8 +40,8 @@ pub enum PatternError {
         index: i64,
         count: usize,
     },
-    #[error("cannot read host list file '{path}': {reason}")]
-    File { path: String, reason: String },
+    #[error("host list file: {0}")]
+    File(#[from] crate::input::ReadError),
 }
 
 fn did_you_mean(suggestion: &Option<String>) -> String {
@@ -182,10 +183,7 @@ impl Inventory {
 
     /// A retry file: one pattern per line, all of them together.
     fn match_file(&self, path: &str) -> Result<HostSet, PatternError> {
-        let text = std::fs::read_to_string(path).map_err(|e| PatternError::File {
-            path: path.to_string(),
-            reason: e.to_string(),
-        })?;
+        let text = crate::input::read_text(Path::new(path))?;
         let mut found = HostSet::new();
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
             found.extend(self.match_term(line)?);

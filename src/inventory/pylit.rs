@@ -5,8 +5,16 @@
 
 use serde_json::{Map, Number, Value};
 
+/// How deeply brackets may nest. Python's own parser stops at 200; deeper
+/// text stays a string instead of overflowing the stack.
+const MAX_DEPTH: usize = 100;
+
 pub(super) fn parse(text: &str) -> Option<Value> {
-    let mut p = Parser { text, pos: 0 };
+    let mut p = Parser {
+        text,
+        pos: 0,
+        depth: 0,
+    };
     let first = p.value()?;
     p.skip_space();
     // `1, 2` is a tuple to Python, as in a parenthesised one.
@@ -25,6 +33,8 @@ pub(super) fn parse(text: &str) -> Option<Value> {
 struct Parser<'a> {
     text: &'a str,
     pos: usize,
+    /// Brackets open around the value being parsed.
+    depth: usize,
 }
 
 impl Parser<'_> {
@@ -47,6 +57,16 @@ impl Parser<'_> {
     }
 
     fn value(&mut self) -> Option<Value> {
+        if self.depth >= MAX_DEPTH {
+            return None;
+        }
+        self.depth += 1;
+        let value = self.value_here();
+        self.depth -= 1;
+        value
+    }
+
+    fn value_here(&mut self) -> Option<Value> {
         self.skip_space();
         let c = self.rest().chars().next()?;
         match c {
@@ -259,5 +279,16 @@ mod tests {
         );
         assert_eq!(parse("42  # the answer"), Some(json!(42)));
         assert_eq!(parse("[1, 2"), None);
+    }
+
+    #[test]
+    fn deep_nesting_stays_a_string_instead_of_overflowing_the_stack() {
+        assert_eq!(parse(&"[".repeat(100_000)), None);
+        assert_eq!(
+            parse(&format!("{}1{}", "(".repeat(100_000), ")".repeat(100_000))),
+            None
+        );
+        let ok = format!("{}{}", "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(parse(&ok).is_some());
     }
 }

@@ -9,16 +9,50 @@ pub(super) fn has_range(name: &str) -> bool {
     first_range(name).is_some()
 }
 
-/// Every name the ranges in `name` stand for; a name without ranges is itself.
+/// Hosts one name with ranges may stand for; `h[1:999999999]` would
+/// otherwise allocate gigabytes before anything could look at it.
+pub const MAX_HOSTS_PER_PATTERN: u64 = 100_000;
+
+/// Every name the ranges in `name` stand for; a name without ranges is
+/// itself. The count is checked before any name is made.
 pub(super) fn expand(name: &str) -> Result<Vec<String>, String> {
-    let Some((head, body, tail)) = first_range(name) else {
-        return Ok(vec![name.to_string()]);
-    };
-    let mut names = Vec::new();
-    for item in range_items(body)? {
-        names.extend(expand(&format!("{head}{item}{tail}"))?);
+    let count = host_count(name)?;
+    if count > MAX_HOSTS_PER_PATTERN {
+        return Err(format!(
+            "'{}' stands for {} hosts, more than the limit of {MAX_HOSTS_PER_PATTERN}",
+            crate::diag::clip(name),
+            if count == u64::MAX {
+                "too many".to_string()
+            } else {
+                count.to_string()
+            }
+        ));
     }
+    let mut names = Vec::with_capacity(count as usize);
+    expand_into(name, &mut names)?;
     Ok(names)
+}
+
+/// How many names `name` stands for, saturating at `u64::MAX`.
+fn host_count(name: &str) -> Result<u64, String> {
+    let mut count = 1u64;
+    let mut rest = name;
+    while let Some((_, body, tail)) = first_range(rest) {
+        count = count.saturating_mul(RangeSpec::parse(body)?.len());
+        rest = tail;
+    }
+    Ok(count)
+}
+
+fn expand_into(name: &str, names: &mut Vec<String>) -> Result<(), String> {
+    let Some((head, body, tail)) = first_range(name) else {
+        names.push(name.to_string());
+        return Ok(());
+    };
+    for item in RangeSpec::parse(body)?.items() {
+        expand_into(&format!("{head}{item}{tail}"), names)?;
+    }
+    Ok(())
 }
 
 /// A host entry `name[:port]` expanded into host names, as Ansible's
@@ -61,54 +95,105 @@ fn first_range(name: &str) -> Option<(&str, &str, &str)> {
         .then(|| (&name[..open], body, &name[close + 1..]))
 }
 
-fn range_items(body: &str) -> Result<Vec<String>, String> {
-    let parts: Vec<&str> = body.split(':').collect();
-    let (begin, end, step) = match parts[..] {
-        [b, e] => (b, e, "1"),
-        [b, e, s] => (b, e, s),
-        _ => {
-            return Err(format!(
-                "range [{body}] must be [begin:end] or [begin:end:step]"
-            ))
+/// One `[begin:end:step]`, checked.
+enum RangeSpec {
+    Letters {
+        begin: usize,
+        end: usize,
+        step: usize,
+    },
+    Numbers {
+        begin: u64,
+        end: u64,
+        step: usize,
+        width: usize,
+    },
+}
+
+impl RangeSpec {
+    fn parse(body: &str) -> Result<RangeSpec, String> {
+        let parts: Vec<&str> = body.split(':').collect();
+        let (begin, end, step) = match parts[..] {
+            [b, e] => (b, e, "1"),
+            [b, e, s] => (b, e, s),
+            _ => {
+                return Err(format!(
+                    "range [{body}] must be [begin:end] or [begin:end:step]"
+                ))
+            }
+        };
+        let begin = if begin.is_empty() { "0" } else { begin };
+        if end.is_empty() {
+            return Err(format!("range [{body}] has no end value"));
         }
-    };
-    let begin = if begin.is_empty() { "0" } else { begin };
-    if end.is_empty() {
-        return Err(format!("range [{body}] has no end value"));
-    }
-    let step: usize = match step.parse() {
-        Ok(s) if s > 0 => s,
-        _ => return Err(format!("range [{body}] has an invalid step '{step}'")),
-    };
-    if let (Some(b), Some(e)) = (letter_index(begin), letter_index(end)) {
+        let step: usize = match step.parse() {
+            Ok(s) if s > 0 => s,
+            _ => return Err(format!("range [{body}] has an invalid step '{step}'")),
+        };
+        if let (Some(b), Some(e)) = (letter_index(begin), letter_index(end)) {
+            if b > e {
+                return Err(format!("range [{body}] must have begin <= end"));
+            }
+            return Ok(RangeSpec::Letters {
+                begin: b,
+                end: e,
+                step,
+            });
+        }
+        // A leading zero asks for zero-padding to the begin value's width.
+        let width = if begin.len() > 1 && begin.starts_with('0') {
+            if begin.len() != end.len() {
+                return Err(format!(
+                    "range [{body}] must have begin and end of equal length when zero-padded"
+                ));
+            }
+            begin.len()
+        } else {
+            0
+        };
+        let (b, e): (u64, u64) = match (begin.parse(), end.parse()) {
+            (Ok(b), Ok(e)) => (b, e),
+            _ => return Err(format!("range [{body}] needs numbers or single letters")),
+        };
         if b > e {
             return Err(format!("range [{body}] must have begin <= end"));
         }
-        let letters = LETTERS[b..=e].chars().step_by(step);
-        return Ok(letters.map(String::from).collect());
+        Ok(RangeSpec::Numbers {
+            begin: b,
+            end: e,
+            step,
+            width,
+        })
     }
-    // A leading zero asks for zero-padding to the begin value's width.
-    let width = if begin.len() > 1 && begin.starts_with('0') {
-        if begin.len() != end.len() {
-            return Err(format!(
-                "range [{body}] must have begin and end of equal length when zero-padded"
-            ));
+
+    fn len(&self) -> u64 {
+        let (span, step) = match *self {
+            RangeSpec::Letters { begin, end, step } => ((end - begin) as u64, step),
+            RangeSpec::Numbers {
+                begin, end, step, ..
+            } => (end - begin, step),
+        };
+        (span / step as u64).saturating_add(1)
+    }
+
+    fn items(&self) -> Vec<String> {
+        match *self {
+            RangeSpec::Letters { begin, end, step } => LETTERS[begin..=end]
+                .chars()
+                .step_by(step)
+                .map(String::from)
+                .collect(),
+            RangeSpec::Numbers {
+                begin,
+                end,
+                step,
+                width,
+            } => (begin..=end)
+                .step_by(step)
+                .map(|n| format!("{n:0width$}"))
+                .collect(),
         }
-        begin.len()
-    } else {
-        0
-    };
-    let (b, e): (u64, u64) = match (begin.parse(), end.parse()) {
-        (Ok(b), Ok(e)) => (b, e),
-        _ => return Err(format!("range [{body}] needs numbers or single letters")),
-    };
-    if b > e {
-        return Err(format!("range [{body}] must have begin <= end"));
     }
-    Ok((b..=e)
-        .step_by(step)
-        .map(|n| format!("{n:0width$}"))
-        .collect())
 }
 
 fn letter_index(s: &str) -> Option<usize> {
@@ -169,5 +254,20 @@ mod tests {
         assert_eq!(split_port("fe80::1"), ("fe80::1", None));
         let (names, port) = parse_host_spec("n[1:2]:2200").unwrap();
         assert_eq!((names, port), (vec!["n1".into(), "n2".into()], Some(2200)));
+    }
+
+    #[test]
+    fn huge_ranges_are_refused_before_allocating() {
+        let err = expand("h[1:999999999]").unwrap_err();
+        assert!(
+            err.contains("999999999 hosts, more than the limit of 100000"),
+            "{err}"
+        );
+        let err = expand("h[1:100000]-[1:100000]").unwrap_err();
+        assert!(err.contains("10000000000 hosts"), "{err}");
+        let err = expand("h[0:18446744073709551615][0:9]").unwrap_err();
+        assert!(err.contains("too many hosts"), "{err}");
+        assert_eq!(expand("h[1:100000]").unwrap().len(), 100_000);
+        assert_eq!(expand("h[1:1000:10]-[a:e]").unwrap().len(), 500);
     }
 }

@@ -552,5 +552,205 @@ fn formats_are_detected_and_folders_read_in_order() {
     assert_eq!(inv.hosts(), ["gpu-01", "gpu-02"]);
     assert_eq!(var(&inv, "gpu-02", "g"), json!(1));
     let err = Inventory::load(&dir.path().join("missing.ini")).unwrap_err();
-    assert!(err.message.starts_with("cannot read inventory"), "{err}");
+    assert!(err.message.starts_with("cannot read "), "{err}");
+    assert!(
+        err.message
+            .ends_with("No such file or directory (os error 2)"),
+        "{err}"
+    );
+}
+
+#[test]
+fn a_link_back_up_a_vars_folder_is_a_cycle_error() {
+    let dir = TempDir::new().unwrap();
+    write(dir.path(), "hosts.ini", "[gpu]\ngpu-01\n");
+    write(dir.path(), "group_vars/gpu/a.yml", "a: 1\n");
+    std::os::unix::fs::symlink("..", dir.path().join("group_vars/gpu/up")).unwrap();
+    let err = Inventory::load(&dir.path().join("hosts.ini")).unwrap_err();
+    assert!(err.message.starts_with("folder cycle: "), "{err}");
+    assert!(err.message.contains("group_vars/gpu/up"), "{err}");
+}
+
+#[test]
+fn a_vars_file_that_is_a_link_loop_is_an_error_not_skipped() {
+    let dir = TempDir::new().unwrap();
+    write(dir.path(), "hosts.ini", "[gpu]\ngpu-01\n");
+    fs::create_dir_all(dir.path().join("host_vars")).unwrap();
+    let link = dir.path().join("host_vars/gpu-01.yml");
+    std::os::unix::fs::symlink(&link, &link).unwrap();
+    let err = Inventory::load(&dir.path().join("hosts.ini")).unwrap_err();
+    assert!(err.message.contains("host_vars/gpu-01.yml"), "{err}");
+    assert!(err.message.contains("symbolic links"), "{err}");
+}
+
+#[test]
+fn a_yaml_inventory_without_extension_gets_yaml_errors() {
+    let dir = TempDir::new().unwrap();
+    write(dir.path(), "hosts", "all:\n  hosts:\n    a:\n    a:\n");
+    let err = Inventory::load(&dir.path().join("hosts")).unwrap_err();
+    assert!(err.message.contains("duplicate key 'a'"), "{err}");
+    assert!(err.span.location().ends_with("hosts:4:5"), "{err}");
+    for ini in [
+        "[gpu]\nh1\n",
+        "h1 ansible_port=22\n",
+        "# c\nh1:2222\n",
+        "h[1:2]\n",
+    ] {
+        assert!(!load::looks_like_yaml(ini), "{ini}");
+    }
+    for yaml in [
+        "all:\n",
+        "---\n",
+        "{\"all\": {}}",
+        "# c\nall: {hosts: {a: }}\n",
+    ] {
+        assert!(load::looks_like_yaml(yaml), "{yaml}");
+    }
+}
+
+#[test]
+fn unclosed_section_headers_are_errors_at_their_line() {
+    let dir = TempDir::new().unwrap();
+    write(dir.path(), "hosts.ini", "[gpu]\nh1\n  [cpu\nh2\n");
+    let err = Inventory::load(&dir.path().join("hosts.ini")).unwrap_err();
+    assert_eq!(err.message, "unclosed section header '[cpu'");
+    assert!(err.span.location().ends_with("hosts.ini:3:3"), "{err}");
+}
+
+#[test]
+fn bad_ports_are_load_errors_at_their_position() {
+    let dir = TempDir::new().unwrap();
+    let cases = [
+        ("a.ini", "h1 ansible_port=abc\n", "a.ini:1:4", "got 'abc'"),
+        (
+            "b.ini",
+            "[all:vars]\nansible_port=0\n",
+            "b.ini:2:1",
+            "got 0",
+        ),
+        (
+            "c.yml",
+            "all:\n  hosts:\n    h1: {ansible_port: 70000}\n",
+            "c.yml:3:24",
+            "got 70000",
+        ),
+        (
+            "d.yml",
+            "all:\n  vars:\n    ansible_ssh_port: [22]\n",
+            "d.yml:3:23",
+            "got [22]",
+        ),
+    ];
+    for (name, text, at, got) in cases {
+        write(dir.path(), name, text);
+        let err = Inventory::load(&dir.path().join(name)).unwrap_err();
+        assert!(
+            err.message
+                .contains("must be a port number from 1 to 65535"),
+            "{err}"
+        );
+        assert!(err.message.ends_with(got), "{err}");
+        assert!(err.span.location().ends_with(at), "{err}");
+    }
+    write(
+        dir.path(),
+        "ok.ini",
+        "h1 ansible_port=2222\nh2 ansible_port='{{ p }}'\n",
+    );
+    assert!(Inventory::load(&dir.path().join("ok.ini")).is_ok());
+}
+
+const INI_SEEDS: &[&str] = &[
+    include_str!("../../playbooks/inventory.example.ini"),
+    "h[1:3]:2222 a=1 b=\"two words\" c='x'\n[g:children]\nsub\n[sub]\nn[a:c]\n[g:vars]\nk = v # c\n",
+    "[all:vars]\nansible_port=22\n[x]\n[fe80::1]:22\nh ansible_host=10.0.0.1\n",
+];
+
+const YAML_INVENTORY_SEEDS: &[&str] = &[
+    "all:\n  hosts:\n    gpu-[01:04]:\n      ansible_port: 22\n  vars:\n    a: 1\n  children:\n    rack:\n      hosts: {r1: , r2: }\n      children:\n        inner: {hosts: r3}\n",
+    "gpu:\n  hosts:\n    'n[1:10:2]:2200':\n    login-01: {ansible_user: admin}\n",
+];
+
+/// A successful load stays within the range limit per host entry; a failed
+/// one points into the source.
+fn check_loaded(text: &str, result: Result<(), Diagnostic>, inv: &Inventory) {
+    match result {
+        Ok(()) => {
+            let entries = text.lines().count().max(1) as u64;
+            assert!(inv.hosts.len() as u64 <= entries * range::MAX_HOSTS_PER_PATTERN);
+        }
+        Err(e) => {
+            assert!(e.span.line >= 1, "{e}");
+            assert!(e.span.line <= text.lines().count() + 1, "{e}");
+        }
+    }
+}
+
+proptest::proptest! {
+    #![proptest_config(crate::fuzz::config())]
+
+    #[test]
+    fn ini_inventory_returns_ok_or_a_positioned_error(text in crate::fuzz::mutated(INI_SEEDS)) {
+        let mut inv = Inventory::empty();
+        let source = Arc::new(Source { name: "h.ini".into(), text: text.clone() });
+        let result = ini::parse(&mut inv, source);
+        check_loaded(&text, result, &inv);
+        inv.finish();
+    }
+
+    #[test]
+    fn yaml_inventory_returns_ok_or_a_positioned_error(
+        text in crate::fuzz::mutated(YAML_INVENTORY_SEEDS)
+    ) {
+        let mut inv = Inventory::empty();
+        let result = crate::yaml::load_str(&text, "h.yml").and_then(|doc| yaml::parse(&mut inv, &doc));
+        check_loaded(&text, result, &inv);
+        inv.finish();
+    }
+}
+
+#[test]
+fn an_inventory_holds_at_most_the_host_limit() {
+    let dir = TempDir::new().unwrap();
+    write(
+        dir.path(),
+        "ok.ini",
+        "a[1:100000]\nb[1:100000]\na[1:100000]\n",
+    );
+    let inv = Inventory::load(&dir.path().join("ok.ini")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(inv.hosts().len(), MAX_INVENTORY_HOSTS);
+    write(dir.path(), "big.ini", "a[1:100000]\nb[1:100000]\n[g]\nc1\n");
+    let err = Inventory::load(&dir.path().join("big.ini")).unwrap_err();
+    assert_eq!(
+        err.message,
+        "the inventory would hold more than 200000 hosts"
+    );
+    assert!(err.span.location().ends_with("big.ini:4:1"), "{err}");
+    write(
+        dir.path(),
+        "big.yml",
+        "all:\n  hosts:\n    a[1:100000]:\n    b[0:100000]:\n",
+    );
+    let err = Inventory::load(&dir.path().join("big.yml")).unwrap_err();
+    assert!(err.span.location().ends_with("big.yml:4:5"), "{err}");
+}
+
+/// Forty layers of two groups, each the child of both groups above it:
+/// 2^40 paths from the top, which a walk of every path never finishes.
+#[test]
+fn stacked_diamonds_of_groups_load_in_linear_time() {
+    let mut text = String::new();
+    for i in 0..40 {
+        for g in ["x", "y"] {
+            text.push_str(&format!("[{g}{i}:children]\nx{}\ny{}\n", i + 1, i + 1));
+        }
+    }
+    text.push_str("[x40]\nh1\n[y40]\n");
+    let dir = TempDir::new().unwrap();
+    write(dir.path(), "d.ini", &text);
+    let inv = Inventory::load(&dir.path().join("d.ini")).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(inv.groups()["x0"], ["h1"]);
+    assert_eq!(inv.groups[inv.group_index["x40"]].depth, 41);
+    let names = var(&inv, "h1", "group_names");
+    assert_eq!(names.as_array().map(Vec::len), Some(81), "{names}");
 }

@@ -4,8 +4,8 @@
 //! Stricter than Ansible in one way: an unknown key in a group is an error
 //! with a suggestion (Ansible warns and skips it, hiding typos like `host:`).
 
-use super::{port_vars, range, Inventory};
-use crate::diag::{suggest, Diagnostic};
+use super::{check_var, port_vars, range, Inventory};
+use crate::diag::{clip, suggest, Diagnostic};
 use crate::yaml::{Node, Value};
 
 const GROUP_KEYS: [&str; 3] = ["hosts", "vars", "children"];
@@ -52,7 +52,8 @@ fn parse_group(inv: &mut Inventory, name: &Node, body: &Node) -> Result<usize, D
             Some("hosts") => parse_hosts(inv, g, &group_name, value)?,
             Some("vars") => {
                 for (var, val) in section(value, "vars", &group_name)? {
-                    inv.groups[g].vars.insert(key_text(&var)?, val.to_json());
+                    let (name, value) = checked_var(&var, &val)?;
+                    inv.groups[g].vars.insert(name, value);
                 }
             }
             Some("children") => {
@@ -71,13 +72,16 @@ fn parse_group(inv: &mut Inventory, name: &Node, body: &Node) -> Result<usize, D
 fn parse_hosts(inv: &mut Inventory, g: usize, group: &str, hosts: &Node) -> Result<(), Diagnostic> {
     for (spec, vars) in section(hosts, "hosts", group)? {
         let text = key_text(&spec)?;
-        let (names, port) = range::parse_host_spec(&text).map_err(|msg| spec.error(msg))?;
+        let (names, port) = range::parse_host_spec(&text)
+            .and_then(|(names, port)| inv.room_for(&names).map(|()| (names, port)))
+            .map_err(|msg| spec.error(msg))?;
         let mut host_vars = port_vars(port);
         match &vars.value {
             Value::Null => {}
             Value::Map(entries) => {
                 for (var, val) in entries {
-                    host_vars.insert(key_text(var)?, val.to_json());
+                    let (name, value) = checked_var(var, val)?;
+                    host_vars.insert(name, value);
                 }
             }
             _ => {
@@ -119,6 +123,18 @@ fn section(node: &Node, what: &str, group: &str) -> Result<Vec<(Node, Node)>, Di
     }
 }
 
+/// A variable's name and value, the value checked where a bad one would
+/// only fail later, at connection time.
+pub(super) fn checked_var(
+    key: &Node,
+    value: &Node,
+) -> Result<(String, serde_json::Value), Diagnostic> {
+    let name = key_text(key)?;
+    let json = value.to_json();
+    check_var(&name, &json).map_err(|msg| value.error(msg))?;
+    Ok((name, json))
+}
+
 fn key_text(key: &Node) -> Result<String, Diagnostic> {
     match key.scalar_text() {
         Some(text) if !text.is_empty() => Ok(text),
@@ -132,6 +148,6 @@ fn unknown_key(key: &Node, group: &str) -> Diagnostic {
         Some(s) => format!("did you mean '{s}'?"),
         None => "a group takes `hosts:`, `vars:` and `children:`".to_string(),
     };
-    key.error(format!("unknown key '{text}' in group '{group}'"))
+    key.error(format!("unknown key '{}' in group '{group}'", clip(&text)))
         .with_hint(hint)
 }

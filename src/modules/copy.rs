@@ -63,7 +63,7 @@ fn read_src(p: &Params) -> Result<(std::path::PathBuf, Arc<str>), ParamError> {
         .ctx
         .sources
         .read(&path)
-        .map_err(|e| p.error("src", format!("cannot read {}: {e}", path.display())))?;
+        .map_err(|e| p.error("src", e.to_string()))?;
     Ok((path, text))
 }
 

@@ -25,12 +25,12 @@ pub struct BuildCtx<'a> {
 pub struct Sources(Mutex<HashMap<PathBuf, Arc<str>>>);
 
 impl Sources {
-    pub fn read(&self, path: &Path) -> std::io::Result<Arc<str>> {
+    pub fn read(&self, path: &Path) -> Result<Arc<str>, crate::input::ReadError> {
         if let Some(text) = self.0.lock().unwrap().get(path) {
             return Ok(text.clone());
         }
         // Read without the lock; of two threads racing, the first stored wins.
-        let text: Arc<str> = std::fs::read_to_string(path)?.into();
+        let text: Arc<str> = crate::input::read_text(path)?.into();
         let mut cache = self.0.lock().unwrap();
         Ok(cache.entry(path.to_path_buf()).or_insert(text).clone())
     }

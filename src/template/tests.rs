@@ -590,3 +590,25 @@ fn endless_loops_and_runaway_concatenation_stop_with_an_error() {
         err.message
     );
 }
+
+const TEMPLATE_SEEDS: &[&str] = &[
+    include_str!("../../templates/cuda.sh.j2"),
+    "{% for k, v in vars | dict2items %}{{ k }}={{ v | default('x') | quote }}\n{% endfor %}",
+    "{% if a is defined and b | bool %}{{ a | regex_replace('^(.*)$', '\\\\1') }}{% else %}{{ c | to_nice_json }}{% endif %}",
+    "{{ lookup('env', 'HOME') }} {{ x | combine({'a': [1, 2]}) | to_yaml }} {# note #}",
+];
+
+proptest::proptest! {
+    #![proptest_config(crate::fuzz::config())]
+
+    /// Compiling never panics, whatever the text.
+    #[test]
+    fn template_compile_returns_ok_or_err(text in crate::fuzz::mutated(TEMPLATE_SEEDS)) {
+        let t = Templates::new();
+        let compiled = t.check_template(&text);
+        let _ = t.template_vars(&text);
+        // Text without markup is always a valid template.
+        let markup = text.contains('{');
+        proptest::prop_assert!(compiled.is_ok() || markup, "{:?}", compiled);
+    }
+}

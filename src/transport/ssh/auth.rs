@@ -76,14 +76,11 @@ fn try_agent(session: &Session, user: &str, tried: &mut Vec<String>) -> bool {
 /// keeps its cause (out of file descriptors is not a bad key).
 fn try_key(session: &Session, plan: &AuthPlan, key: &Path, tried: &mut Vec<String>) -> bool {
     let shown = tilde(key, plan.home);
-    let unreadable = |e: std::io::Error| {
-        let why = fd_limit::explain(&e).unwrap_or_else(|| "unreadable".into());
-        format!("key {shown} ({why})")
-    };
-    let text = match std::fs::read_to_string(key) {
+    let unreadable = |why: String| format!("key {shown} ({why})");
+    let text = match crate::input::read_text(key) {
         Ok(text) => text,
         Err(e) => {
-            tried.push(unreadable(e));
+            tried.push(unreadable(format!("unreadable: {}", e.reason())));
             return false;
         }
     };
@@ -103,7 +100,7 @@ fn try_key(session: &Session, plan: &AuthPlan, key: &Path, tried: &mut Vec<Strin
     let public = match std::fs::read_to_string(public) {
         Ok(text) => Some(text),
         Err(e) if fd_limit::explain(&e).is_some() => {
-            tried.push(unreadable(e));
+            tried.push(unreadable(fd_limit::explain(&e).unwrap_or_default()));
             return false;
         }
         Err(_) => None,

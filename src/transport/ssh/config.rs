@@ -2,8 +2,11 @@
 //! blocks with globs and negation, first match wins per option (except
 //! `IdentityFile`, which accumulates), as `ssh` does.
 
+use std::io::ErrorKind;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+use crate::input::ReadError;
 
 /// One hop of a `ProxyJump` chain: `[user@]host[:port]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,10 +55,12 @@ struct Block {
 impl SshConfig {
     /// Reads a config file; a missing file is an empty config, as for `ssh`.
     pub fn load(path: &Path) -> Result<SshConfig, String> {
-        match std::fs::read_to_string(path) {
+        match crate::input::read_text(path) {
             Ok(text) => SshConfig::parse(&text, &path.display().to_string()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(SshConfig::default()),
-            Err(e) => Err(format!("{}: {e}", path.display())),
+            Err(ReadError::Io { source, .. }) if source.kind() == ErrorKind::NotFound => {
+                Ok(SshConfig::default())
+            }
+            Err(e) => Err(e.to_string()),
         }
     }
 
@@ -422,5 +427,18 @@ Host *
         );
         assert_eq!(expand_path("%d/k%%", &t), PathBuf::from("/home/me/k%"));
         assert_eq!(expand_path("/abs/key", &t), PathBuf::from("/abs/key"));
+    }
+
+    #[test]
+    fn load_treats_a_missing_file_as_empty_and_refuses_a_fifo() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = SshConfig::load(&dir.path().join("none")).unwrap();
+        assert!(missing.resolve("h").port.is_none());
+        let fifo = dir.path().join("config");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: mkfifo reads a NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let err = SshConfig::load(&fifo).unwrap_err();
+        assert!(err.ends_with("it is a FIFO, not a regular file"), "{err}");
     }
 }
