@@ -72,13 +72,17 @@ impl Control {
     /// `nodeprov apply` of `playbook` in JSON, started by a shell that first
     /// runs `ulimit` with `limit` (such as `-n 64` or `-Sn 16`).
     fn apply(&self, limit: &str, playbook: &str, extra: &[&str]) -> Run {
+        self.run("apply", limit, playbook, extra)
+    }
+
+    fn run(&self, verb: &str, limit: &str, playbook: &str, extra: &[&str]) -> Run {
         let book = self.path("playbook.yml");
         std::fs::write(&book, playbook).unwrap();
         let mut cmd = Command::new("/bin/sh");
         cmd.arg("-c")
             .arg(format!("ulimit {limit} && exec \"$0\" \"$@\""))
             .arg(BIN)
-            .args(["apply", "--format", "json", "-i"])
+            .args([verb, "--format", "json", "-i"])
             .arg(self.path("inventory.ini"))
             .arg("--known-hosts")
             .arg(self.path("known_hosts"))
@@ -297,5 +301,37 @@ fn controller_memory_does_not_grow_with_the_fleet() {
         all_at_once - many < in_flight * 4 * payload_kib,
         "{in_flight} more hosts in flight took {} KiB more (payload {payload_kib} KiB)",
         all_at_once - many
+    );
+}
+
+/// One read-only task: every host answers in its single probe round trip.
+const ONE_CHECK: &str = "
+- name: audit
+  hosts: all
+  gather_facts: false
+  tasks:
+    - copy: {dest: /tmp/fleet-audit, content: \"audited\\n\"}
+";
+
+#[test]
+fn more_hosts_than_the_default_open_file_limit() {
+    let fleet = SshFleet::start(4);
+    let hosts = 1500;
+    let control = Control::new(&fleet, hosts);
+    // Soft and hard limit both at the usual default, and the default forks:
+    // a connection kept per host would need 1,500 descriptors.
+    let run = control.run("check", "-n 1024", ONE_CHECK, &[]);
+    assert_eq!(run.code, 2, "every host drifts, none fails: {run}");
+    let reports = run.hosts();
+    assert_eq!(reports.len(), hosts, "{run}");
+    for r in reports {
+        assert_eq!(r["recap"]["drift"], 1, "{r}");
+        assert_eq!(r["round_trips"], 1, "{r}");
+    }
+    eprintln!("{hosts} hosts: peak RSS {} KiB", run.max_rss_kib);
+    assert!(
+        run.max_rss_kib < 256 * 1024,
+        "{hosts} hosts took {} KiB",
+        run.max_rss_kib
     );
 }
