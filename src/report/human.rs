@@ -109,6 +109,7 @@ mod tests {
             task: name.into(),
             module: "sysctl",
             location: "gpu-node.yml:9:7".into(),
+            tags: Vec::new(),
             item: None,
             status,
             changes,
@@ -116,6 +117,8 @@ mod tests {
             message: None,
             ignored: false,
             duration_ms: 1,
+            observed_by: Vec::new(),
+            observed_at: None,
         };
         HostReport {
             host: "gpu-01".into(),
@@ -127,6 +130,7 @@ mod tests {
             ],
             round_trips: 1,
             duration_ms: 5,
+            probes: Vec::new(),
         }
     }
 
