@@ -49,8 +49,10 @@ fn host(r: &HostReport) -> Value {
             .filter(|o| t.observed_by.contains(&o.key))
             .map(|o| json!({"key": o.key, "command": o.command}))
             .collect();
-        for (change, c) in task["changes"]
-            .as_array_mut()
+        // `get_mut`: indexing would add `"changes": null` to a task without any.
+        for (change, c) in task
+            .get_mut("changes")
+            .and_then(Value::as_array_mut)
             .into_iter()
             .flatten()
             .zip(&t.changes)

@@ -1,0 +1,108 @@
+//! The report formats from the real binary: every JSON document a run
+//! prints validates against `schemas/report.schema.json`.
+
+mod support;
+
+use serde_json::Value;
+use support::{run_json, IsolatedHost};
+
+const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
+const SCHEMA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/report.schema.json");
+
+/// Drift (vm.swappiness), a skipped task and, last, a failed one.
+const MIXED: &str = "\
+- name: mixed
+  hosts: localhost
+  tags: [baseline]
+  tasks:
+    - name: swappiness
+      tags: [sysctl]
+      sysctl: {name: vm.swappiness, value: 10, sysctl_file: /etc/sysctl.d/90-gpu-node.conf}
+    - name: only elsewhere
+      copy: {dest: /etc/elsewhere, content: \"x\\n\"}
+      when: false
+    - name: required file
+      file: {path: /etc/not-there, state: file}
+";
+
+/// Nothing to change on a fresh host.
+const COMPLIANT: &str = "\
+- name: compliant
+  hosts: localhost
+  tasks:
+    - name: etc exists
+      file: {path: /etc, state: directory}
+";
+
+fn validator() -> jsonschema::Validator {
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(SCHEMA).unwrap()).unwrap();
+    jsonschema::draft202012::new(&schema).expect("the schema is valid draft 2020-12")
+}
+
+fn assert_valid(doc: &Value) {
+    let errors: Vec<String> = validator()
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{doc:#}");
+}
+
+/// A host with `playbook` at /root/p.yml.
+fn host_with(playbook: &str) -> IsolatedHost {
+    let host = IsolatedHost::new();
+    std::fs::write(host.path("/root/p.yml"), playbook).unwrap();
+    host
+}
+
+fn run(host: &IsolatedHost, cmd: &str, extra: &[&str]) -> (i32, Value) {
+    let mut argv = vec![BIN, cmd, "/root/p.yml", "-c", "local", "--format", "json"];
+    argv.extend_from_slice(extra);
+    run_json(host, &argv)
+}
+
+fn statuses(doc: &Value) -> Vec<&str> {
+    doc["hosts"][0]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap())
+        .collect()
+}
+
+#[test]
+fn every_report_validates_against_the_schema() {
+    let host = host_with(MIXED);
+    host.set_sysctl("vm.swappiness", "60");
+    let (code, drifted) = run(&host, "check", &[]);
+    assert_eq!(code, 6, "{drifted:#}");
+    assert_eq!(statuses(&drifted), ["drift", "skipped", "failed"]);
+    assert_valid(&drifted);
+
+    let (code, applied) = run(&host, "apply", &[]);
+    assert_eq!(code, 4, "{applied:#}");
+    assert_eq!(statuses(&applied), ["changed", "skipped", "failed"]);
+    assert_valid(&applied);
+
+    let host = host_with(COMPLIANT);
+    for cmd in ["check", "apply"] {
+        let (code, doc) = run(&host, cmd, &[]);
+        assert_eq!(code, 0, "{doc:#}");
+        assert_eq!(statuses(&doc), ["ok"]);
+        assert_valid(&doc);
+    }
+}
+
+#[test]
+fn the_schema_rejects_a_document_missing_a_required_field() {
+    let host = host_with(COMPLIANT);
+    let (_, mut doc) = run(&host, "check", &[]);
+    assert_valid(&doc);
+    doc["hosts"][0]["tasks"][0]
+        .as_object_mut()
+        .unwrap()
+        .remove("control");
+    assert!(!validator().is_valid(&doc));
+    let (_, mut doc) = run(&host, "check", &[]);
+    doc.as_object_mut().unwrap().remove("exit_code");
+    assert!(!validator().is_valid(&doc));
+}
