@@ -1,5 +1,6 @@
 //! The report formats from the real binary: every JSON document a run
-//! prints validates against `schemas/report.schema.json`.
+//! prints validates against `schemas/report.schema.json`, and the JUnit
+//! XML against the Jenkins JUnit XSD (`tests/fixtures/junit-10.xsd`).
 
 mod support;
 
@@ -8,6 +9,7 @@ use support::{run_json, IsolatedHost};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 const SCHEMA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/report.schema.json");
+const JUNIT_XSD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/junit-10.xsd");
 
 /// Drift (vm.swappiness), a skipped task and, last, a failed one.
 const MIXED: &str = "\
@@ -105,4 +107,48 @@ fn the_schema_rejects_a_document_missing_a_required_field() {
     let (_, mut doc) = run(&host, "check", &[]);
     doc.as_object_mut().unwrap().remove("exit_code");
     assert!(!validator().is_valid(&doc));
+}
+
+/// `xmllint --schema` of the JUnit XSD over `xml`.
+fn xmllint(xml: &str) -> std::process::Output {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("junit.xml");
+    std::fs::write(&file, xml).unwrap();
+    std::process::Command::new("xmllint")
+        .args(["--noout", "--schema", JUNIT_XSD])
+        .arg(&file)
+        .output()
+        .expect("xmllint (libxml2-utils) is installed")
+}
+
+fn assert_junit_valid(xml: &str) {
+    let out = xmllint(xml);
+    assert!(
+        out.status.success(),
+        "{}\n{xml}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn junit_of_every_outcome_validates_against_the_xsd() {
+    let host = host_with(MIXED);
+    host.set_sysctl("vm.swappiness", "60");
+    let (_, mut doc) = run(&host, "check", &[]);
+    // What only a fleet shows: a host that was never reached, and text a
+    // host sent back that XML cannot hold as it is.
+    let lost = serde_json::json!({"host": "gpu-02", "play": "mixed", "duration_ms": 0,
+        "tasks": [], "unreachable": "banner \u{1b}[2J]]> <&\""});
+    doc["hosts"].as_array_mut().unwrap().push(lost);
+    let xml = nodeprov::report::junit::render(&doc);
+    for part in ["<failure", "<error", "<skipped/>", "hostname=\"gpu-02\""] {
+        assert!(xml.contains(part), "{part} missing:\n{xml}");
+    }
+    assert_junit_valid(&xml);
+}
+
+#[test]
+fn the_xsd_rejects_what_jenkins_would_not_read() {
+    let testcase_without_name = "<testsuites><testsuite name=\"h\" tests=\"1\"><testcase classname=\"c\"/></testsuite></testsuites>";
+    assert!(!xmllint(testcase_without_name).status.success());
 }

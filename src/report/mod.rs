@@ -3,6 +3,7 @@
 
 pub mod human;
 pub mod json;
+pub mod junit;
 pub mod progress;
 
 use std::borrow::Cow;
