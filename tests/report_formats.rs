@@ -152,3 +152,84 @@ fn the_xsd_rejects_what_jenkins_would_not_read() {
     let testcase_without_name = "<testsuites><testsuite name=\"h\" tests=\"1\"><testcase classname=\"c\"/></testsuite></testsuites>";
     assert!(!xmllint(testcase_without_name).status.success());
 }
+
+/// The document with what differs between two runs of the same check
+/// (times and durations) removed.
+fn timeless(mut doc: Value) -> Value {
+    fn strip(v: &mut Value) {
+        match v {
+            Value::Object(m) => {
+                m.remove("observed_at");
+                m.remove("duration_ms");
+                m.values_mut().for_each(strip);
+            }
+            Value::Array(a) => a.iter_mut().for_each(strip),
+            _ => {}
+        }
+    }
+    strip(&mut doc);
+    doc
+}
+
+#[test]
+fn report_dir_holds_the_json_document_and_junit_of_the_same_run() {
+    let host = host_with(MIXED);
+    host.set_sysctl("vm.swappiness", "60");
+    let out = host.run(&[
+        BIN,
+        "check",
+        "/root/p.yml",
+        "-c",
+        "local",
+        "--report",
+        "/root/out/ci",
+    ]);
+    assert_eq!(out.status.code(), Some(6), "{out:?}");
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        stdout.starts_with("PLAY [mixed]") && stdout.contains("RECAP"),
+        "{stdout}"
+    );
+
+    let read =
+        |name: &str| std::fs::read_to_string(host.path(&format!("/root/out/ci/{name}"))).unwrap();
+    let stored: Value = serde_json::from_str(&read("report.json")).unwrap();
+    assert_valid(&stored);
+    let (_, printed) = run(&host, "check", &[]);
+    assert_eq!(timeless(stored), timeless(printed));
+
+    let junit = read("junit.xml");
+    let failure = junit
+        .lines()
+        .find(|l| l.contains("<failure "))
+        .unwrap_or_default();
+    assert!(failure.contains("vm.swappiness: 60 → 10"), "{junit}");
+    assert_junit_valid(&junit);
+    let files = std::fs::read_dir(host.path("/root/out/ci"))
+        .unwrap()
+        .count();
+    assert_eq!(files, 2, "no temporary file stays behind");
+}
+
+#[test]
+fn a_report_dir_that_cannot_be_made_stops_the_run_before_any_host() {
+    let host = host_with(MIXED);
+    host.set_sysctl("vm.swappiness", "60");
+    std::fs::write(host.path("/root/taken"), "a file").unwrap();
+    let out = host.run(&[
+        BIN,
+        "apply",
+        "/root/p.yml",
+        "-c",
+        "local",
+        "--report",
+        "/root/taken/ci",
+    ]);
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot create report folder /root/taken/ci: "),
+        "{stderr}"
+    );
+    assert_eq!(host.sysctl("vm.swappiness"), "60");
+}

@@ -25,6 +25,11 @@ pub fn document(outcome: &RunOutcome, mode: &str, playbook: &str, exit_code: u8)
     })
 }
 
+/// The document as `--format json` prints it and `--report` stores it.
+pub fn text(doc: &Value) -> String {
+    format!("{}\n", serde_json::to_string_pretty(doc).expect("json"))
+}
+
 fn host(r: &HostReport) -> Value {
     let mut v = serde_json::to_value(r).expect("reports serialize");
     v["recap"] = serde_json::to_value(r.recap()).expect("recap serializes");
