@@ -47,11 +47,11 @@ fn host(r: &HostReport) -> Value {
             "location": t.location,
             "play": r.play,
         });
-        let probes: Vec<Value> = r
-            .probes
+        // A key names one probe script: any of its observations gives the command.
+        let probes: Vec<Value> = t
+            .observed_by
             .iter()
-            .filter(|o| Some(&o.observed_at) == t.observed_at.as_ref())
-            .filter(|o| t.observed_by.contains(&o.key))
+            .filter_map(|key| r.probes.iter().find(|o| &o.key == key))
             .map(|o| json!({"key": o.key, "command": o.command}))
             .collect();
         // `get_mut`: indexing would add `"changes": null` to a task without any.
@@ -97,7 +97,7 @@ mod tests {
             message: None,
             ignored: false,
             duration_ms: 1,
-            observed_by: vec!["sysctl".into()],
+            observed_by: vec!["sysctl".into(), "facts".into(), "predicted".into()],
             observed_at: Some("2026-11-30T16:00:01Z".into()),
         };
         RunOutcome {
@@ -109,8 +109,8 @@ mod tests {
                 round_trips: 2,
                 duration_ms: 5,
                 probes: vec![
+                    observation("facts", "2026-11-30T16:00:00Z"),
                     observation("sysctl", "2026-11-30T16:00:00Z"),
-                    observation("facts", "2026-11-30T16:00:01Z"),
                     observation("sysctl", "2026-11-30T16:00:01Z"),
                 ],
             }],
@@ -139,7 +139,10 @@ mod tests {
                 "expected": "10",
                 "actual": "60",
                 "observed_at": "2026-11-30T16:00:01Z",
-                "observed_by": [{"key": "sysctl", "command": "cat sysctl"}],
+                "observed_by": [
+                    {"key": "sysctl", "command": "cat sysctl"},
+                    {"key": "facts", "command": "cat facts"},
+                ],
             })
         );
     }
