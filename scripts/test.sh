@@ -24,6 +24,7 @@ REQUIRED_COMMANDS=(
 	"ssh-agent openssh-client"
 	"sudo sudo"
 	"useradd passwd"
+	"xmllint libxml2-utils"
 )
 
 # What the real-VM tests add.

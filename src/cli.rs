@@ -122,6 +122,9 @@ pub struct RunArgs {
     pub forks: usize,
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
+    /// Also write DIR/report.json and DIR/junit.xml (created if missing).
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]

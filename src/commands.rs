@@ -102,6 +102,14 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
         forks: args.forks,
         connect: &connect,
     };
+    if let Some(dir) = &args.report {
+        report::report_dir(dir).map_err(|e| {
+            vec![Diagnostic::new(
+                &crate::diag::Span::synthetic("--report"),
+                e.to_string(),
+            )]
+        })?;
+    }
     let human_out = args.format == Format::Human;
     let progress = Progress::new(
         human_out && std::io::stderr().is_terminal(),
@@ -114,23 +122,41 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
         }
     })?;
     progress.clear_line();
-    let code = report::exit_code(&outcome);
+    let mut code = report::exit_code(&outcome);
     let retry = (!check)
         .then(|| write_retry_file(&args.playbook, &outcome))
         .flatten();
+    let mode = if check { "check" } else { "apply" };
+    let doc = (!human_out || args.report.is_some()).then(|| {
+        report::json::document(&outcome, mode, &args.playbook.display().to_string(), code)
+    });
     let mut out = stdout.lock().unwrap();
-    if human_out {
-        let _ = write!(out, "{}", human::recap(&outcome));
-        if let Some(line) = retry {
-            let _ = writeln!(out, "{line}");
+    match &doc {
+        Some(doc) if !human_out => {
+            let _ = write!(out, "{}", report::json::text(doc));
         }
-    } else {
-        let mode = if check { "check" } else { "apply" };
-        let doc =
-            report::json::document(&outcome, mode, &args.playbook.display().to_string(), code);
-        let _ = writeln!(out, "{}", serde_json::to_string_pretty(&doc).expect("json"));
+        _ => {
+            let _ = write!(out, "{}", human::recap(&outcome));
+            if let Some(line) = retry {
+                let _ = writeln!(out, "{line}");
+            }
+        }
+    }
+    if let (Some(dir), Some(doc)) = (&args.report, &doc) {
+        if let Err(e) = write_reports(dir, doc) {
+            let _ = writeln!(std::io::stderr(), "error: {e}");
+            code |= EXIT_FAILED;
+        }
     }
     Ok(code)
+}
+
+/// Every `--report` file; the first that cannot be written stops the rest.
+fn write_reports(dir: &Path, doc: &Value) -> Result<(), report::ReportError> {
+    for (name, content) in report::report_files(doc) {
+        report::write_atomically(dir, name, &content)?;
+    }
+    Ok(())
 }
 
 fn connect_options(

@@ -123,13 +123,30 @@ fn json_report_is_one_versioned_document() {
     assert_eq!(out.status.code(), Some(2), "{}", text(&out.stderr));
     let doc: serde_json::Value =
         serde_json::from_slice(&out.stdout).expect("stdout is one JSON document");
-    assert_eq!(doc["schema_version"], 1);
+    assert_eq!(doc["schema_version"], 2);
     assert_eq!(doc["mode"], "check");
     assert_eq!(doc["exit_code"], 2);
     let task = &doc["hosts"][0]["tasks"][0];
     assert_eq!(task["status"], "drift");
     assert_eq!(task["changes"][0]["subject"], target.display().to_string());
     assert_eq!(task["location"], format!("{pb}:4:7"));
+    assert_eq!(task["control"]["task"], "conf");
+    assert_eq!(task["control"]["location"], format!("{pb}:4:7"));
+    let change = &task["changes"][0];
+    assert_eq!(change["expected"], change["after"]);
+    assert_eq!(change["actual"], change["before"]);
+    assert!(change["expected"].is_string(), "{change}");
+    let probe = &change["observed_by"][0];
+    assert!(
+        probe["command"].as_str().unwrap().contains("managed.conf"),
+        "{probe}"
+    );
+    let at = change["observed_at"].as_str().expect("an observation time");
+    assert!(
+        at.len() == 20 && at.ends_with('Z') && at.as_bytes()[10] == b'T',
+        "{at}"
+    );
+    assert_eq!(doc["hosts"][0]["probes"][0]["observed_at"], at);
     assert!(!target.exists(), "check must not write");
 }
 

@@ -11,7 +11,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::result::{HostReport, Status, TaskResult};
+use super::result::{rfc3339, HostReport, Observation, Status, TaskResult};
 use super::vars::{template_vars, Resolved, VarLayers};
 use crate::host_facts;
 use crate::modules::params::{BuildCtx, Sources};
@@ -86,6 +86,7 @@ pub struct HostRun<'a, 'p> {
     unreachable: Option<String>,
     stopped: bool,
     token: String,
+    probes: Vec<Observation>,
 }
 
 impl<'a, 'p> HostRun<'a, 'p> {
@@ -112,6 +113,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             unreachable: None,
             stopped: false,
             token: new_token(),
+            probes: Vec::new(),
         }
     }
 
@@ -135,6 +137,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             tasks: self.results,
             round_trips: self.round_trips,
             duration_ms: started.elapsed().as_millis() as u64,
+            probes: self.probes,
         }
     }
 
@@ -373,6 +376,13 @@ impl<'a, 'p> HostRun<'a, 'p> {
     fn probe(&mut self, probes: Vec<Probe>) -> Option<BTreeMap<String, ProbeResult>> {
         let units: Vec<(String, String)> = probes.into_iter().map(|p| (p.key, p.script)).collect();
         let ids: Vec<String> = units.iter().map(|u| u.0.clone()).collect();
+        let observed_at = rfc3339(std::time::SystemTime::now());
+        self.probes
+            .extend(units.iter().map(|(key, command)| Observation {
+                key: key.clone(),
+                command: command.clone(),
+                observed_at: observed_at.clone(),
+            }));
         let script = Script {
             purpose: Purpose::Probe,
             body: probe::build_script(&self.token, &units, false, &[]),
@@ -427,6 +437,12 @@ impl<'a, 'p> HostRun<'a, 'p> {
             task: display_name(task),
             module: task.module.name,
             location: task.location(),
+            tags: task
+                .tags
+                .iter()
+                .chain(&self.ctx.play.tags)
+                .cloned()
+                .collect(),
             item: label,
             status,
             changes: Vec::new(),
@@ -434,6 +450,8 @@ impl<'a, 'p> HostRun<'a, 'p> {
             message: None,
             ignored: false,
             duration_ms: 0,
+            observed_by: Vec::new(),
+            observed_at: None,
         });
         self.results.len() - 1
     }
@@ -584,10 +602,25 @@ impl<'a, 'p> HostRun<'a, 'p> {
         let check = task.check_mode.unwrap_or(self.ctx.opts.check);
         let runs = !check || (module.is_command() && task.check_mode == Some(false));
         let (i, steps, mut flush) = self.record(task, item, plan, runs);
+        self.note_observations(i, module.as_ref());
         flush |= self.track_command(task, module.is_command(), runs, self.results[i].status);
         let result = self.finish(task, i, steps, module, ctx);
         self.results[i].duration_ms = started.elapsed().as_millis() as u64;
         (result, flush)
+    }
+
+    /// Which probes a result was planned from, and when the newest of them
+    /// was read; a fact predicted by an earlier task has no probe of its own.
+    fn note_observations(&mut self, i: usize, module: &dyn Module) {
+        let keys: Vec<String> = module.probes().into_iter().map(|p| p.key).collect();
+        let newest = self
+            .probes
+            .iter()
+            .rev()
+            .find(|o| keys.contains(&o.key))
+            .map(|o| o.observed_at.clone());
+        self.results[i].observed_by = keys;
+        self.results[i].observed_at = newest;
     }
 
     /// Records a plan as the instance's result and applies its predicted

@@ -327,6 +327,7 @@ fn run_host(
             tasks: Vec::new(),
             round_trips: 0,
             duration_ms: 0,
+            probes: Vec::new(),
         },
     }
 }

@@ -40,6 +40,9 @@ pub struct TaskResult {
     pub module: &'static str,
     /// playbook file:line:column of the task.
     pub location: String,
+    /// The task's own tags and its play's, the control's labels.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub item: Option<String>,
     pub status: Status,
@@ -53,6 +56,20 @@ pub struct TaskResult {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub ignored: bool,
     pub duration_ms: u64,
+    /// Keys of the probes whose answers the task was planned from.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub observed_by: Vec<String>,
+    /// When the newest of those answers was read from the host.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub observed_at: Option<String>,
+}
+
+/// One read-only probe sent to a host: what it ran and when.
+#[derive(Clone, Debug, Serialize)]
+pub struct Observation {
+    pub key: String,
+    pub command: String,
+    pub observed_at: String,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -77,6 +94,8 @@ pub struct HostReport {
     /// Scripts sent to the host: the measure of the round-trip contract.
     pub round_trips: usize,
     pub duration_ms: u64,
+    /// Every probe sent, in order; a key probed again appears again.
+    pub probes: Vec<Observation>,
 }
 
 impl HostReport {
@@ -113,5 +132,53 @@ impl HostReport {
         self.tasks
             .iter()
             .any(|t| matches!(t.status, Status::Drift | Status::Unknown))
+    }
+}
+
+/// `SystemTime` as RFC 3339 UTC with seconds (`2026-11-30T16:24:25Z`).
+/// Formatted here rather than with a date crate: UTC needs no time zone
+/// data, and this is the only date the tool writes.
+pub fn rfc3339(t: std::time::SystemTime) -> String {
+    let secs = t
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let (y, m, d) = civil_from_days(days as i64);
+    format!(
+        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
+}
+
+/// Days since 1970-01-01 to a proleptic Gregorian date (Howard Hinnant's
+/// `civil_from_days`).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    (y, m, d)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn timestamps_are_rfc3339_utc() {
+        let at = |s| rfc3339(UNIX_EPOCH + Duration::from_secs(s));
+        assert_eq!(at(0), "1970-01-01T00:00:00Z");
+        assert_eq!(at(951_782_400), "2000-02-29T00:00:00Z");
+        assert_eq!(at(1_796_055_865), "2026-11-30T16:24:25Z");
+        assert_eq!(at(4_107_542_399), "2100-02-28T23:59:59Z");
     }
 }

@@ -2,7 +2,7 @@
 
 use std::fmt::Write;
 
-use super::printable;
+use super::{fleet, printable};
 use crate::exec::result::{HostReport, Status, TaskResult};
 use crate::exec::RunOutcome;
 
@@ -64,8 +64,25 @@ fn task_lines(out: &mut String, t: &TaskResult, style: &Style) {
     }
 }
 
+/// One line per host, or for more than `fleet::FLEET_HOSTS` hosts the
+/// fleet summary; then why a rollout halted and what it never reached.
 pub fn recap(outcome: &RunOutcome) -> String {
     let mut out = String::from("RECAP\n");
+    if fleet::is_fleet(outcome) {
+        out.push_str(&fleet::summary(outcome));
+    } else {
+        host_lines(&mut out, outcome);
+    }
+    if let Some(why) = &outcome.halted {
+        let _ = writeln!(out, "HALTED: {why}");
+    }
+    if !outcome.never_touched.is_empty() {
+        let _ = writeln!(out, "never touched: {}", outcome.never_touched.join(", "));
+    }
+    out
+}
+
+fn host_lines(out: &mut String, outcome: &RunOutcome) {
     let width = outcome
         .reports
         .iter()
@@ -88,13 +105,6 @@ pub fn recap(outcome: &RunOutcome) -> String {
             r.round_trips
         );
     }
-    if let Some(why) = &outcome.halted {
-        let _ = writeln!(out, "HALTED: {why}");
-    }
-    if !outcome.never_touched.is_empty() {
-        let _ = writeln!(out, "never touched: {}", outcome.never_touched.join(", "));
-    }
-    out
 }
 
 #[cfg(test)]
@@ -109,6 +119,7 @@ mod tests {
             task: name.into(),
             module: "sysctl",
             location: "gpu-node.yml:9:7".into(),
+            tags: Vec::new(),
             item: None,
             status,
             changes,
@@ -116,6 +127,8 @@ mod tests {
             message: None,
             ignored: false,
             duration_ms: 1,
+            observed_by: Vec::new(),
+            observed_at: None,
         };
         HostReport {
             host: "gpu-01".into(),
@@ -127,6 +140,7 @@ mod tests {
             ],
             round_trips: 1,
             duration_ms: 5,
+            probes: Vec::new(),
         }
     }
 

@@ -107,6 +107,7 @@ mod tests {
             tasks: Vec::new(),
             round_trips: 0,
             duration_ms: 0,
+            probes: Vec::new(),
         };
         p.event(&Event::Host(&r), &mut out);
         assert_eq!(
