@@ -1,6 +1,7 @@
 //! Reporters: the only place that turns results into text. Modules and the
 //! executor never print.
 
+pub mod html;
 pub mod human;
 pub mod json;
 pub mod progress;
