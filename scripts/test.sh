@@ -24,6 +24,7 @@ REQUIRED_COMMANDS=(
 	"ssh-agent openssh-client"
 	"sudo sudo"
 	"useradd passwd"
+	"chromium chromium"
 )
 
 # What the real-VM tests add.

@@ -49,7 +49,7 @@ pub fn render(doc: &Value) -> String {
     for h in ordered {
         out.push_str(&host_section(h));
     }
-    let _ = write!(out, "<script>{SCRIPT}</script></body></html>\n");
+    let _ = writeln!(out, "<script>{SCRIPT}</script></body></html>");
     out
 }
 
@@ -263,7 +263,7 @@ fn findings(hosts: &[&Value]) -> String {
         let _ = write!(
             out,
             "<li class=\"finding st-{status}\" data-row data-status=\"{status}\" data-hosts=\"{hosts}\" data-tags=\"{tags}\">\
-             <span class=\"badge\">{status}</span> <b>{what}</b> on {n} host{s}: <code>{range}</code> \
+             <span class=\"badge st-{status}\">{status}</span> <b>{what}</b> on {n} host{s}: <code>{range}</code> \
              <span class=\"task\">({task})</span></li>",
             status = esc(&key.status),
             hosts = esc(&names.join(" ")),
@@ -469,7 +469,7 @@ fn host_section(h: &Value) -> String {
     let _ = write!(
         out,
         "<section class=\"host st-{status}\" data-row data-host=\"{name}\" data-status=\"{status}\">\
-         <h3><span class=\"badge\">{status}</span> {name} <small>{play}</small></h3>",
+         <h3><span class=\"badge st-{status}\">{status}</span> {name} <small>{play}</small></h3>",
         play = esc(text(&h["play"])),
     );
     if let Some(why) = h["unreachable"].as_str() {
@@ -511,7 +511,7 @@ fn task_row(host: &str, t: &Value) -> String {
     let _ = write!(
         out,
         "<tr class=\"task st-{status}\" data-row data-host=\"{host}\" data-status=\"{status}\" data-tags=\"{tags}\">\
-         <td><span class=\"badge\">{status}</span>{ignored}</td><td>{task}<div class=\"where\">{module} · {loc}{item}{tag_text}</div></td><td>",
+         <td><span class=\"badge st-{status}\">{status}</span>{ignored}</td><td>{task}<div class=\"where\">{module} · {loc}{item}{tag_text}</div></td><td>",
         tags = esc(&tag_list.join(" ")),
         ignored = if t["ignored"].as_bool().unwrap_or(false) { " <small>ignored</small>" } else { "" },
         task = esc(text(&t["task"])),
