@@ -1,8 +1,9 @@
 //! The HTML fleet view in a real headless Chromium: a report built from real
 //! `check --format json` documents of isolated hosts (one compliant, three
-//! drifted, one of those failing), loaded from a file with and without a filter in
-//! its URL fragment. The screenshot is kept under
-//! `target/test-artifacts/report.png` for a person to look at.
+//! drifted, one of those failing), loaded from a file with and without a
+//! filter in its URL fragment. The page and its screenshot are kept under
+//! `target/test-artifacts/` (`report.html`, `report.png`) for a person to
+//! look at.
 
 mod support;
 
@@ -13,7 +14,10 @@ use serde_json::{json, Value};
 use support::{run_json, IsolatedHost};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
-const PLAYBOOK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/playbooks/gpu-node.yml");
+/// Relative, as a user in the repository would type it (cargo runs tests in
+/// the package root, and isolated hosts keep the working directory), so the
+/// report shows the paths a user would see.
+const PLAYBOOK: &str = "playbooks/gpu-node.yml";
 /// Swap is global to the kernel, so isolated hosts leave it out (as in
 /// tests/gpu_node.rs), and the smoke step needs a GPU.
 const SKIP: [&str; 4] = ["--skip-tags", "swap", "-e", "gpu_validate=false"];
@@ -129,7 +133,9 @@ fn report_opens_in_chromium_with_counts_filters_and_escaping() {
     let doc = fleet_document();
     let tmp = tempfile::tempdir().unwrap();
     let page = tmp.path().join("report.html");
-    std::fs::write(&page, nodeprov::report::html::render(&doc)).unwrap();
+    let html = nodeprov::report::html::render(&doc);
+    std::fs::write(&page, &html).unwrap();
+    std::fs::write(artifact_dir().join("report.html"), &html).unwrap();
     let url = format!("file://{}", page.display());
 
     let dom = chromium(tmp.path(), &["--dump-dom", &url]);
