@@ -94,20 +94,32 @@ fn rank(status: &str) -> usize {
         .unwrap_or(STATUSES.len())
 }
 
-/// One word per host, the worst thing that happened to it.
+/// A task's status as the recap counts it: a failure tolerated by
+/// `ignore_errors` is `ok`.
+fn task_status(t: &Value) -> &str {
+    match text(&t["status"]) {
+        "failed" if t["ignored"].as_bool().unwrap_or(false) => "ok",
+        s => s,
+    }
+}
+
+/// One word per host, the worst thing that happened to it; `unknown` counts
+/// as drift, as it does for the exit code.
 fn host_status(h: &Value) -> &'static str {
-    let recap = &h["recap"];
-    let count = |k: &str| recap[k].as_u64().unwrap_or(0);
     if !h["unreachable"].is_null() {
-        "unreachable"
-    } else if h["failed"].as_bool().unwrap_or(false) || count("failed") > 0 {
-        "failed"
-    } else if count("drift") + count("unknown") > 0 {
-        "drift"
-    } else if count("changed") > 0 {
-        "changed"
-    } else {
-        "ok"
+        return "unreachable";
+    }
+    let worst = array(&h["tasks"])
+        .iter()
+        .map(task_status)
+        .min_by_key(|s| rank(s))
+        .unwrap_or("ok");
+    match worst {
+        "unreachable" => "unreachable",
+        "failed" => "failed",
+        "drift" | "unknown" => "drift",
+        "changed" => "changed",
+        _ => "ok",
     }
 }
 
@@ -143,11 +155,11 @@ fn observed_when(doc: &Value, hosts: &[&Value]) -> String {
 fn summary(doc: &Value, hosts: &[&Value]) -> String {
     let code = doc["exit_code"].as_u64().unwrap_or(0);
     let mut host_counts: BTreeMap<&str, usize> = BTreeMap::new();
-    let mut task_counts: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut task_counts: BTreeMap<&str, usize> = BTreeMap::new();
     for h in hosts {
         *host_counts.entry(host_status(h)).or_default() += 1;
-        for s in STATUSES {
-            *task_counts.entry(s).or_default() += h["recap"][*s].as_u64().unwrap_or(0);
+        for t in array(&h["tasks"]) {
+            *task_counts.entry(task_status(t)).or_default() += 1;
         }
     }
     let mut out = String::from("<header id=\"summary\"><h1>nodeprov ");
@@ -177,7 +189,7 @@ fn summary(doc: &Value, hosts: &[&Value]) -> String {
         let _ = write!(
             out,
             "<td data-summary=\"tasks-{s}\">{}</td>",
-            task_counts[s]
+            task_counts.get(s).copied().unwrap_or(0)
         );
     }
     out.push_str("</tr></table>");

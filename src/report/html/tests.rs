@@ -74,22 +74,29 @@ fn summary_counts_hosts_and_tasks_per_status() {
     let failing = json!({"task": "GPUs answer", "module": "gpu_smoke",
         "location": "p.yml:49:7", "status": "failed", "message": "no NVIDIA driver",
         "duration_ms": 0});
+    let mut tolerated = failing.clone();
+    tolerated["ignored"] = json!(true);
+    let mut lost_step = ok_task();
+    lost_step["status"] = json!("unreachable");
+    let mut lost = host("gpu-005", vec![ok_task(), lost_step]);
+    lost["unreachable"] = json!("connection lost");
     let d = doc(
         vec![
             host("gpu-001", vec![swappiness_task("60"), ok_task()]),
-            host("gpu-002", vec![ok_task()]),
+            host("gpu-002", vec![ok_task(), tolerated]),
             host("gpu-003", vec![failing, swappiness_task("60")]),
             down,
+            lost,
         ],
         6,
     );
     let html = render(&d);
-    assert_eq!(cell(&html, "data-summary=\"hosts\""), "4");
+    assert_eq!(cell(&html, "data-summary=\"hosts\""), "5");
     for (status, hosts, tasks) in [
-        ("unreachable", "1", "1"),
+        ("unreachable", "2", "1"),
         ("failed", "1", "1"),
         ("drift", "1", "2"),
-        ("ok", "1", "2"),
+        ("ok", "1", "4"),
         ("changed", "0", "0"),
     ] {
         assert_eq!(
