@@ -72,7 +72,20 @@ fn fleet_document() -> Value {
         marked,
     ]);
     doc["exit_code"] = json!(code | 2);
+    tag_module(&mut doc, "sysctl");
     doc
+}
+
+/// Tags the tasks of `module` as the evidence schema's `control` does, so
+/// the tag filter has something to select.
+fn tag_module(doc: &mut Value, module: &str) {
+    for h in doc["hosts"].as_array_mut().unwrap() {
+        for t in h["tasks"].as_array_mut().unwrap() {
+            if t["module"] == module {
+                t["control"] = json!({ "tags": [module] });
+            }
+        }
+    }
 }
 
 /// Chromium with a private profile in `dir`, capped at 60 s, kept off the
@@ -172,6 +185,18 @@ fn report_opens_in_chromium_with_counts_filters_and_escaping() {
         assert_eq!(section.contains(" hidden"), compliant, "{section}");
     }
     assert_eq!(text_of(&filtered, "id=\"shown\""), "3 of 4 hosts shown");
+
+    let one = chromium(
+        tmp.path(),
+        &["--dump-dom", &format!("{url}#tag=sysctl&host=004")],
+    );
+    let visible: Vec<&str> = tags(&one, "<tr class=\"task ")
+        .into_iter()
+        .filter(|t| !t.contains(" hidden"))
+        .collect();
+    assert_eq!(visible.len(), 1, "{visible:?}");
+    assert!(visible[0].contains("data-host=\"gpu-004\" data-status=\"drift\" data-tags=\"sysctl\""));
+    assert_eq!(text_of(&one, "id=\"shown\""), "1 of 4 hosts shown");
 
     let shot = artifact_dir().join("report.png");
     chromium(
