@@ -275,15 +275,18 @@ fn findings(hosts: &[&Value]) -> String {
         let _ = write!(
             out,
             "<li class=\"finding st-{status}\" data-row data-status=\"{status}\" data-hosts=\"{hosts}\" data-tags=\"{tags}\">\
-             <span class=\"badge st-{status}\">{status}</span> <b>{what}</b> on {n} host{s}: <code>{range}</code> \
-             <span class=\"task\">({task})</span></li>",
+             <span class=\"badge st-{status}\">{status}</span> <b>{what}</b> on {n} host{s}: <code>{range}</code>{task}</li>",
             status = esc(&key.status),
             hosts = esc(&names.join(" ")),
             tags = esc(&tag_set.into_iter().collect::<Vec<_>>().join(" ")),
             what = esc(&key.what),
             s = if n == 1 { "" } else { "s" },
             range = esc(&compress_hosts(&names)),
-            task = esc(&key.task),
+            task = if key.task.is_empty() {
+                String::new()
+            } else {
+                format!(" <span class=\"task\">({})</span>", esc(&key.task))
+            },
         );
     }
     out.push_str("</ul>");

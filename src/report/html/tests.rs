@@ -117,6 +117,10 @@ fn summary_counts_hosts_and_tasks_per_status() {
         "failed and unreachable hosts come first"
     );
     assert!(html.contains("Unreachable: connection refused"));
+    assert!(html.contains("<b>connection refused</b> on 1 host: <code>gpu-004</code></li>"));
+    assert!(html.contains(
+        "on 2 hosts: <code>gpu-001, gpu-003</code> <span class=\"task\">(Memory sysctls)</span>"
+    ));
 }
 
 #[test]
