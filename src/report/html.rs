@@ -56,7 +56,18 @@ pub fn render(doc: &Value) -> String {
 /// Text from the document made safe for HTML text and attribute values:
 /// control characters shown as `\x1b`-style escapes, markup escaped.
 fn esc(raw: &str) -> String {
-    let shown = printable(raw, false);
+    markup_escaped(&printable(raw, false))
+}
+
+/// Like `esc`, keeping line breaks and tabs, for diff bodies inside `<pre>`.
+fn esc_block(raw: &str) -> String {
+    raw.split('\n')
+        .map(|line| markup_escaped(&printable(line, true)))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn markup_escaped(shown: &str) -> String {
     let mut out = String::with_capacity(shown.len());
     for c in shown.chars() {
         match c {
@@ -69,14 +80,6 @@ fn esc(raw: &str) -> String {
         }
     }
     out
-}
-
-/// Like `esc`, keeping line breaks and tabs, for diff bodies inside `<pre>`.
-fn esc_block(raw: &str) -> String {
-    raw.split('\n')
-        .map(|line| esc(line).replace("\\x09", "\t"))
-        .collect::<Vec<_>>()
-        .join("\n")
 }
 
 fn text(v: &Value) -> &str {

@@ -179,7 +179,7 @@ fn document_text_cannot_inject_markup_or_control_bytes() {
     let mut t = swappiness_task("60");
     t["task"] = json!("<script>alert(1)</script>");
     t["changes"][0]["subject"] = json!("\"><img src=x onerror=alert(2)>\x1b]0;owned\x07");
-    t["changes"][0]["diff"] = json!("+<b>bold</b>\n+\ttab & \x1b[2J");
+    t["changes"][0]["diff"] = json!("+<b>bold</b>\n+\ttab & \x1b[2J \\x09");
     let mut h = host("gpu-<i>1</i>", vec![t]);
     h["play"] = json!("it's \x00 here");
     let html = render(&doc(vec![h], 2));
@@ -189,7 +189,7 @@ fn document_text_cannot_inject_markup_or_control_bytes() {
     assert!(html.contains("&lt;script&gt;alert(1)&lt;/script&gt;"));
     assert!(html.contains("&quot;&gt;&lt;img src=x onerror=alert(2)&gt;\\x1b]0;owned\\x07"));
     assert!(html.contains("data-host=\"gpu-&lt;i&gt;1&lt;/i&gt;\""));
-    assert!(html.contains("+&lt;b&gt;bold&lt;/b&gt;\n+\ttab &amp; \\x1b[2J"));
+    assert!(html.contains("+&lt;b&gt;bold&lt;/b&gt;\n+\ttab &amp; \\x1b[2J \\x09</pre>"));
     assert!(html.contains("it&#39;s \\x00 here"));
     assert!(!html.chars().any(|c| c.is_control() && !"\n\t".contains(c)));
     assert_eq!(html.matches("<script>").count(), 1, "only the report's own");
