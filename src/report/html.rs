@@ -126,14 +126,20 @@ fn host_status(h: &Value) -> &'static str {
     }
 }
 
-fn exit_meaning(code: u64) -> &'static str {
-    match code {
+/// The exit code with what it means; a document without one says so rather
+/// than passing for compliant.
+fn exit_cell(doc: &Value) -> String {
+    let Some(code) = doc["exit_code"].as_u64() else {
+        return "<dd class=\"exit\">not recorded</dd>".into();
+    };
+    let meaning = match code {
         0 => "compliant",
         2 => "drift found",
         4 => "a host failed",
         6 => "drift found and a host failed",
         _ => "usage or input error",
-    }
+    };
+    format!("<dd class=\"exit exit-{code}\" data-exit=\"{code}\">{code} ({meaning})</dd>")
 }
 
 /// When the hosts were observed: the document's own time, else the range
@@ -155,8 +161,8 @@ fn observed_when(doc: &Value, hosts: &[&Value]) -> String {
     }
 }
 
-fn summary(doc: &Value, hosts: &[&Value]) -> String {
-    let code = doc["exit_code"].as_u64().unwrap_or(0);
+/// Hosts by their worst status and tasks by theirs.
+fn counts_table(hosts: &[&Value]) -> String {
     let mut host_counts: BTreeMap<&str, usize> = BTreeMap::new();
     let mut task_counts: BTreeMap<&str, usize> = BTreeMap::new();
     for h in hosts {
@@ -165,37 +171,35 @@ fn summary(doc: &Value, hosts: &[&Value]) -> String {
             *task_counts.entry(task_status(t)).or_default() += 1;
         }
     }
+    let mut out = String::from("<table class=\"counts\"><tr><th></th>");
+    for s in STATUSES {
+        let _ = write!(out, "<th class=\"st-{s}\">{s}</th>");
+    }
+    for (row, counts) in [("hosts", &host_counts), ("tasks", &task_counts)] {
+        let _ = write!(out, "</tr><tr><th>{row}</th>");
+        for s in STATUSES {
+            let n = counts.get(s).copied().unwrap_or(0);
+            let _ = write!(out, "<td data-summary=\"{row}-{s}\">{n}</td>");
+        }
+    }
+    out.push_str("</tr></table>");
+    out
+}
+
+fn summary(doc: &Value, hosts: &[&Value]) -> String {
     let mut out = String::from("<header id=\"summary\"><h1>nodeprov ");
     let _ = write!(
         out,
         "{} report</h1><dl class=\"facts\"><dt>Playbook</dt><dd>{}</dd><dt>Mode</dt><dd>{}</dd>\
-         <dt>When</dt><dd>{}</dd><dt>Exit code</dt><dd class=\"exit exit-{code}\" data-exit=\"{code}\">{code} ({})</dd>\
-         <dt>Hosts</dt><dd data-summary=\"hosts\">{}</dd></dl>",
+         <dt>When</dt><dd>{}</dd><dt>Exit code</dt>{}<dt>Hosts</dt><dd data-summary=\"hosts\">{}</dd></dl>",
         esc(text(&doc["mode"])),
         esc(text(&doc["playbook"])),
         esc(text(&doc["mode"])),
         esc(&observed_when(doc, hosts)),
-        exit_meaning(code),
+        exit_cell(doc),
         hosts.len()
     );
-    out.push_str("<table class=\"counts\"><tr><th></th>");
-    for s in STATUSES {
-        let _ = write!(out, "<th class=\"st-{s}\">{s}</th>");
-    }
-    out.push_str("</tr><tr><th>hosts</th>");
-    for s in STATUSES {
-        let n = host_counts.get(s).copied().unwrap_or(0);
-        let _ = write!(out, "<td data-summary=\"hosts-{s}\">{n}</td>");
-    }
-    out.push_str("</tr><tr><th>tasks</th>");
-    for s in STATUSES {
-        let _ = write!(
-            out,
-            "<td data-summary=\"tasks-{s}\">{}</td>",
-            task_counts.get(s).copied().unwrap_or(0)
-        );
-    }
-    out.push_str("</tr></table>");
+    out.push_str(&counts_table(hosts));
     if let Some(halted) = doc["halted"].as_str() {
         let _ = write!(out, "<p class=\"alert\">Run halted: {}</p>", esc(halted));
     }

@@ -230,3 +230,17 @@ fn gpu_results_flag_hosts_below_their_peers_median() {
     let none = render(&doc(vec![host("gpu-001", vec![ok_task()])], 0));
     assert!(!none.contains("GPU smoke test"));
 }
+
+#[test]
+fn a_bare_document_renders_and_claims_nothing() {
+    let html = render(&json!({}));
+    assert!(html.contains("<dt>Exit code</dt><dd class=\"exit\">not recorded</dd>"));
+    assert!(html.contains("data-summary=\"hosts\">0<"));
+    assert!(html.contains("No drift and no failures."));
+    let mut halted = doc(vec![host("gpu-001", vec![ok_task()])], 4);
+    halted["halted"] = json!("play 'GPU node baseline': 2 of 2 hosts failed");
+    halted["never_touched"] = json!(["gpu-002", "gpu-003"]);
+    let html = render(&halted);
+    assert!(html.contains("Run halted: play &#39;GPU node baseline&#39;: 2 of 2 hosts failed"));
+    assert!(html.contains("Never touched: gpu-[002:003]"));
+}
