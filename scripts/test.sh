@@ -25,6 +25,7 @@ REQUIRED_COMMANDS=(
 	"sudo sudo"
 	"useradd passwd"
 	"xmllint libxml2-utils"
+	"chromium chromium"
 )
 
 # What the real-VM tests add.

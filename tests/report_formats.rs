@@ -172,7 +172,7 @@ fn timeless(mut doc: Value) -> Value {
 }
 
 #[test]
-fn report_dir_holds_the_json_document_and_junit_of_the_same_run() {
+fn report_dir_holds_the_json_document_junit_and_html_of_the_same_run() {
     let host = host_with(MIXED);
     host.set_sysctl("vm.swappiness", "60");
     let out = host.run(&[
@@ -205,10 +205,15 @@ fn report_dir_holds_the_json_document_and_junit_of_the_same_run() {
         .unwrap_or_default();
     assert!(failure.contains("vm.swappiness: 60 → 10"), "{junit}");
     assert_junit_valid(&junit);
+    let html = read("report.html");
+    assert!(
+        html.starts_with("<!DOCTYPE html>") && html.contains("vm.swappiness 60 → 10"),
+        "{html}"
+    );
     let files = std::fs::read_dir(host.path("/root/out/ci"))
         .unwrap()
         .count();
-    assert_eq!(files, 2, "no temporary file stays behind");
+    assert_eq!(files, 3, "no temporary file stays behind");
 }
 
 #[test]

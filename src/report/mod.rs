@@ -2,6 +2,7 @@
 //! executor never print.
 
 pub mod fleet;
+pub mod html;
 pub mod human;
 pub mod json;
 pub mod junit;
@@ -73,11 +74,12 @@ pub fn report_dir(dir: &Path) -> Result<(), ReportError> {
 }
 
 /// The `--report` files of one run, from its JSON document: `report.json`
-/// exactly as `--format json` prints it, and `junit.xml`.
+/// exactly as `--format json` prints it, `junit.xml` and the HTML view.
 pub fn report_files(doc: &serde_json::Value) -> Vec<(&'static str, String)> {
     vec![
         ("report.json", json::text(doc)),
         ("junit.xml", junit::render(doc)),
+        ("report.html", html::render(doc)),
     ]
 }
 
