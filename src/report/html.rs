@@ -163,7 +163,7 @@ fn observed_when(doc: &Value, hosts: &[&Value]) -> String {
 fn host_times(h: &Value) -> BTreeSet<&str> {
     let own = h["observed_at"].as_str();
     let probes = array(&h["probes"])
-        .into_iter()
+        .iter()
         .filter_map(|p| p["observed_at"].as_str());
     own.into_iter().chain(probes).collect()
 }
