@@ -480,7 +480,11 @@ fn gpu_section(hosts: &[&Value]) -> String {
             tflops = s
                 .bf16_tflops
                 .map_or_else(|| "not measured".into(), |t| format!("{t:.1}")),
-            fleet = esc(outlier.map_or("within 10% of its peers' median", String::as_str)),
+            fleet = esc(match (outlier, s.bf16_tflops) {
+                (Some(why), _) => why.as_str(),
+                (None, Some(_)) => "within 10% of its peers' median",
+                (None, None) => "not compared: no throughput measured",
+            }),
         );
         for l in lines {
             let _ = write!(out, "<li>{}</li>", esc(l));
