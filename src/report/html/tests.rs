@@ -230,7 +230,10 @@ fn gpu_results_flag_hosts_below_their_peers_median() {
     let slow = html.find("data-host=\"gpu-003\" data-outlier").unwrap();
     assert!(html[slow..].contains("bf16 640.2 TFLOP/s is 19% below the median 789.2"));
     assert_eq!(html.matches(" data-outlier>").count(), 1);
-    assert!(html.contains("<td>790.5</td><td>within 10% of its peers' median</td>"));
+    assert!(
+        html.contains("<td>790.5</td><td>within 10% of its peers&#39; median</td>"),
+        "{html}"
+    );
     let mut tier0 = smoke_host("gpu-004", 0.0);
     tier0["tasks"][0]["notes"].as_array_mut().unwrap().pop();
     let alone = render(&doc(vec![tier0], 0));
