@@ -430,6 +430,10 @@ fn parse_play(node: &Node, errors: &mut Errors) -> Option<Play> {
         errors.push(node.error("a play needs 'hosts:' (a host pattern such as 'all' or 'gpu')"));
     }
     play.become_user = become_.then(|| play.become_user.clone().unwrap_or_else(|| "root".into()));
+    if play.name.is_empty() {
+        // Ansible names an unnamed play after its host pattern.
+        play.name = play.hosts.clone();
+    }
     for task in play
         .tasks
         .iter()
@@ -736,6 +740,14 @@ mod tests {
             task.params[1].1.span.location().rsplit('/').next().unwrap(),
             "site.yml:6:44"
         );
+    }
+
+    #[test]
+    fn an_unnamed_play_is_named_after_its_hosts() {
+        let pb =
+            load_text("- hosts: gpu:&rack1\n  tasks: []\n- name: named\n  hosts: all\n").unwrap();
+        assert_eq!(pb.plays[0].name, "gpu:&rack1");
+        assert_eq!(pb.plays[1].name, "named");
     }
 
     #[test]
