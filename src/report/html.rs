@@ -11,6 +11,7 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+use super::fleet::host_ranges;
 use super::printable;
 use crate::smoke::{fleet_outliers, HostSmoke};
 
@@ -216,7 +217,7 @@ fn summary(doc: &Value, hosts: &[&Value]) -> String {
         let _ = write!(
             out,
             "<p class=\"alert\">Never touched: {}</p>",
-            esc(&compress_hosts(&names))
+            esc(&host_ranges(&names))
         );
     }
     out.push_str("</header>");
@@ -295,7 +296,7 @@ fn findings(hosts: &[&Value]) -> String {
             tags = esc(&tag_set.into_iter().collect::<Vec<_>>().join(" ")),
             what = esc(&key.what),
             s = if n == 1 { "" } else { "s" },
-            range = esc(&compress_hosts(&names)),
+            range = esc(&host_ranges(&names)),
             task = if key.task.is_empty() {
                 String::new()
             } else {
@@ -358,59 +359,6 @@ fn actual_expected(c: &Value) -> (String, String) {
 fn change_line(c: &Value) -> String {
     let (actual, expected) = actual_expected(c);
     format!("{} {actual} → {expected}", text(&c["subject"]))
-}
-
-/// Host names as an inventory would write them: runs of numbered names
-/// with the same prefix, suffix and digit width become `gpu-[001:037]`.
-pub fn compress_hosts(names: &[&str]) -> String {
-    let mut groups: BTreeMap<(&str, &str, usize), BTreeSet<u64>> = BTreeMap::new();
-    let mut plain: BTreeSet<&str> = BTreeSet::new();
-    for name in names {
-        match split_number(name) {
-            Some((prefix, digits, suffix)) => {
-                let n = digits.parse().expect("split_number yields digits");
-                groups
-                    .entry((prefix, suffix, digits.len()))
-                    .or_default()
-                    .insert(n);
-            }
-            None => {
-                plain.insert(name);
-            }
-        }
-    }
-    let mut parts: Vec<String> = plain.into_iter().map(str::to_string).collect();
-    for ((prefix, suffix, width), numbers) in groups {
-        for (first, last) in runs(&numbers) {
-            if first == last {
-                parts.push(format!("{prefix}{first:0width$}{suffix}"));
-            } else {
-                parts.push(format!("{prefix}[{first:0width$}:{last:0width$}]{suffix}"));
-            }
-        }
-    }
-    parts.join(", ")
-}
-
-/// The last run of ASCII digits in a name, with what comes before and after.
-fn split_number(name: &str) -> Option<(&str, &str, &str)> {
-    let end = name.rfind(|c: char| c.is_ascii_digit())? + 1;
-    let start = name[..end]
-        .rfind(|c: char| !c.is_ascii_digit())
-        .map_or(0, |i| i + 1);
-    // Longer numbers would not fit in a u64; such names stay as they are.
-    (end - start <= 18).then(|| (&name[..start], &name[start..end], &name[end..]))
-}
-
-fn runs(numbers: &BTreeSet<u64>) -> Vec<(u64, u64)> {
-    let mut out: Vec<(u64, u64)> = Vec::new();
-    for &n in numbers {
-        match out.last_mut() {
-            Some((_, last)) if *last + 1 == n => *last = n,
-            _ => out.push((n, n)),
-        }
-    }
-    out
 }
 
 /// Per-host GPU results read back from the `gpu_smoke` task's lines
