@@ -11,14 +11,11 @@ mod support;
 
 use std::fmt::Write as _;
 use std::io::Read;
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
+use support::control::Control;
 use support::sshd::SshFleet;
-use tempfile::TempDir;
-
-const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 
 /// Two plays over every host: the second one needs each host again after
 /// its connection was closed.
@@ -37,65 +34,37 @@ const TWO_PLAYS: &str = "
 
 const FD_MESSAGE: &str = "lower --forks or raise ulimit -n";
 
-/// The operator's side: inventory, known_hosts and playbooks in a temp dir.
-struct Control {
-    dir: TempDir,
+/// The operator's side with an inventory of `count` hosts spread over the
+/// servers of `fleet`.
+fn control(fleet: &SshFleet, count: usize) -> Control {
+    let control = Control::new(fleet);
+    let mut ini = String::from("[fleet]\n");
+    for i in 0..count {
+        let server = &fleet.hosts[i % fleet.hosts.len()];
+        writeln!(
+            ini,
+            "h{i:04} ansible_host={} ansible_user=root ansible_ssh_private_key_file={}",
+            server.ip(),
+            server.key_path().display()
+        )
+        .unwrap();
+    }
+    control.write("inventory.ini", &ini);
+    control
 }
 
-impl Control {
-    /// An inventory of `count` hosts spread over the servers of `fleet`.
-    fn new(fleet: &SshFleet, count: usize) -> Control {
-        let control = Control {
-            dir: tempfile::tempdir().expect("control dir"),
-        };
-        std::fs::create_dir(control.path("home")).unwrap();
-        std::fs::write(control.path("known_hosts"), fleet.known_hosts()).unwrap();
-        let mut ini = String::from("[fleet]\n");
-        for i in 0..count {
-            let server = &fleet.hosts[i % fleet.hosts.len()];
-            writeln!(
-                ini,
-                "h{i:04} ansible_host={} ansible_user=root ansible_ssh_private_key_file={}",
-                server.ip(),
-                server.key_path().display()
-            )
-            .unwrap();
-        }
-        std::fs::write(control.path("inventory.ini"), ini).unwrap();
-        control
-    }
+/// `nodeprov VERB` of `playbook` in JSON under `ulimit LIMIT`.
+fn run(control: &Control, verb: &str, limit: &str, playbook: &str, extra: &[&str]) -> Run {
+    let book = control.write("playbook.yml", playbook);
+    let inventory = control.path("inventory.ini").display().to_string();
+    let mut args = vec![verb, "--format", "json", "-i", &inventory];
+    args.extend(extra);
+    args.push(&book);
+    Run::of(control.nodeprov_with_ulimit(limit, &args))
+}
 
-    fn path(&self, name: &str) -> PathBuf {
-        self.dir.path().join(name)
-    }
-
-    /// `nodeprov apply` of `playbook` in JSON, started by a shell that first
-    /// runs `ulimit` with `limit` (such as `-n 64` or `-Sn 16`).
-    fn apply(&self, limit: &str, playbook: &str, extra: &[&str]) -> Run {
-        self.run("apply", limit, playbook, extra)
-    }
-
-    fn run(&self, verb: &str, limit: &str, playbook: &str, extra: &[&str]) -> Run {
-        let book = self.path("playbook.yml");
-        std::fs::write(&book, playbook).unwrap();
-        let mut cmd = Command::new("/bin/sh");
-        cmd.arg("-c")
-            .arg(format!("ulimit {limit} && exec \"$0\" \"$@\""))
-            .arg(BIN)
-            .args([verb, "--format", "json", "-i"])
-            .arg(self.path("inventory.ini"))
-            .arg("--known-hosts")
-            .arg(self.path("known_hosts"))
-            .args(extra)
-            .arg(&book)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", self.path("home"))
-            .env("USER", "root")
-            .env("LC_ALL", "C")
-            .stdin(Stdio::null());
-        Run::of(cmd)
-    }
+fn apply(control: &Control, limit: &str, playbook: &str, extra: &[&str]) -> Run {
+    run(control, "apply", limit, playbook, extra)
 }
 
 /// One finished run and the peak memory of its process.
@@ -185,19 +154,19 @@ impl std::fmt::Display for Run {
 fn open_files_grow_with_forks_not_with_the_fleet() {
     let fleet = SshFleet::start(4);
     let hosts = 150;
-    let control = Control::new(&fleet, hosts);
+    let control = control(&fleet, hosts);
 
     // 150 hosts, two plays, 64 files: one connection kept per host would
     // run out halfway through the first play.
-    let run = control.apply("-n 64", TWO_PLAYS, &["--forks", "20"]);
+    let run = apply(&control, "-n 64", TWO_PLAYS, &["--forks", "20"]);
     run.assert_all_changed(hosts, 2);
 
     // The soft limit is raised to the hard one: 20 workers do not fit in 16.
-    let run = control.apply("-Sn 16", TWO_PLAYS, &["--forks", "20"]);
+    let run = apply(&control, "-Sn 16", TWO_PLAYS, &["--forks", "20"]);
     run.assert_all_changed(hosts, 2);
 
     // Hard limit 16 and 20 workers: hosts fail, and say why.
-    let run = control.apply("-n 16", TWO_PLAYS, &["--forks", "20"]);
+    let run = apply(&control, "-n 16", TWO_PLAYS, &["--forks", "20"]);
     let failures = run.failures();
     assert!(
         !failures.is_empty(),
@@ -246,11 +215,11 @@ fn payload(seed: u64) -> String {
 
 /// Peak memory of an apply of the payload to `hosts` hosts, `forks` at once.
 fn payload_run(fleet: &SshFleet, hosts: usize, forks: &str) -> i64 {
-    let control = Control::new(fleet, hosts);
+    let control = control(fleet, hosts);
     for i in 0..PAYLOAD_FILES {
         std::fs::write(control.path(&format!("payload{i}.txt")), payload(i as u64)).unwrap();
     }
-    let run = control.apply("-n 1024", PAYLOAD_PLAY, &["--forks", forks]);
+    let run = apply(&control, "-n 1024", PAYLOAD_PLAY, &["--forks", forks]);
     assert_eq!(run.code, 0, "{:?}\n{run}", run.failures());
     for r in run.hosts() {
         assert_eq!(r["recap"]["changed"], PAYLOAD_FILES, "{r}");
@@ -317,10 +286,10 @@ const ONE_CHECK: &str = "
 fn more_hosts_than_the_default_open_file_limit() {
     let fleet = SshFleet::start(4);
     let hosts = 1500;
-    let control = Control::new(&fleet, hosts);
+    let control = control(&fleet, hosts);
     // Soft and hard limit both at the usual default, and the default forks:
     // a connection kept per host would need 1,500 descriptors.
-    let run = control.run("check", "-n 1024", ONE_CHECK, &[]);
+    let run = run(&control, "check", "-n 1024", ONE_CHECK, &[]);
     assert_eq!(run.code, 2, "every host drifts, none fails: {run}");
     let reports = run.hosts();
     assert_eq!(reports.len(), hosts, "{run}");

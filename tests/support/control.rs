@@ -58,8 +58,23 @@ impl Control {
     /// or nodeprov settings: no agent, no passwords, HOME in the temp dir.
     pub fn nodeprov(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(BIN);
-        cmd.args(args)
-            .arg("--known-hosts")
+        cmd.args(args);
+        self.isolate(cmd)
+    }
+
+    /// The same, started by a shell that first runs `ulimit` with `limit`
+    /// (such as `-n 64` or `-Sn 16`).
+    pub fn nodeprov_with_ulimit(&self, limit: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new("/bin/sh");
+        cmd.arg("-c")
+            .arg(format!("ulimit {limit} && exec \"$0\" \"$@\""))
+            .arg(BIN)
+            .args(args);
+        self.isolate(cmd)
+    }
+
+    fn isolate(&self, mut cmd: Command) -> Command {
+        cmd.arg("--known-hosts")
             .arg(self.path("known_hosts"))
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
