@@ -92,10 +92,27 @@ pub fn parse(r: &ProbeResult) -> Map<String, Value> {
             "driver": kv.get("gpu_driver").filter(|d| !d.is_empty()).cloned(),
         },
     });
-    match facts {
-        Value::Object(m) => m,
-        _ => unreachable!("built as an object"),
-    }
+    let Value::Object(mut facts) = facts else {
+        unreachable!("built as an object")
+    };
+    let namespace = ansible_facts(&facts);
+    facts.insert("ansible_facts".into(), Value::Object(namespace));
+    facts
+}
+
+/// Ansible's `ansible_facts` namespace: the same facts without the
+/// `ansible_` prefix (`ansible_facts['os_family']`, `ansible_facts.kernel`),
+/// which roles written for current Ansible read instead of the variables.
+fn ansible_facts(facts: &Map<String, Value>) -> Map<String, Value> {
+    facts
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.strip_prefix("ansible_").unwrap_or(k).to_string(),
+                v.clone(),
+            )
+        })
+        .collect()
 }
 
 /// Ansible's names, not os-release's `NAME` ("Debian GNU/Linux", "Rocky
@@ -234,6 +251,23 @@ mod tests {
             "ansible_pkg_mgr",
         ]
         .map(|k| f[k].as_str().unwrap())
+    }
+
+    #[test]
+    fn the_ansible_facts_namespace_holds_every_fact_without_its_prefix() {
+        let f = os(
+            "os_ID=rocky\nos_ID_LIKE=\"rhel centos fedora\"\nos_VERSION_ID=\"9.4\"\nkernel=5.14\n",
+        );
+        let ns = &f["ansible_facts"];
+        assert_eq!(ns["os_family"], "RedHat");
+        assert_eq!(ns["distribution_major_version"], "9");
+        assert_eq!(ns["kernel"], "5.14");
+        assert_eq!(ns["nodeprov_gpu"], f["nodeprov_gpu"]);
+        assert_eq!(
+            ns.as_object().unwrap().len(),
+            f.len() - 1,
+            "every fact but the namespace itself"
+        );
     }
 
     #[test]

@@ -227,3 +227,40 @@ fn files_of_every_size_converge_and_stay_compliant() {
     assert_eq!(code, 0, "{check}");
     assert_machine_unchanged(&before);
 }
+
+/// Roles written for current Ansible read facts through `ansible_facts`
+/// and branch on `ansible_check_mode`.
+#[test]
+fn ansible_facts_namespace_and_check_mode_variable() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let pb = "- hosts: all\n  tasks:\n    - name: family file\n      copy: {dest: /etc/nodeprov-family, content: \"{{ ansible_facts['os_family'] }} {{ ansible_facts.distribution }}\\n\"}\n      when: ansible_facts['os_family'] in ['Debian', 'RedHat']\n    - name: only when applying\n      copy: {dest: /etc/nodeprov-applied, content: \"yes\\n\"}\n      when: not ansible_check_mode\n";
+    std::fs::write(host.path("/root/site.yml"), pb).unwrap();
+    let validated = nodeprov(&host, &["validate", "/root/site.yml"]);
+    assert_eq!(validated.status.code(), Some(0), "{validated:?}");
+
+    let (code, check) = json(&host, "check");
+    assert_eq!(code, 2, "{check}");
+    let expected = [("family file", "drift"), ("only when applying", "skipped")];
+    let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
+        v.iter()
+            .map(|(a, b)| (a.to_string(), b.to_string()))
+            .collect()
+    };
+    assert_eq!(statuses(&check), pairs(&expected));
+
+    let (code, applied) = json(&host, "apply");
+    assert_eq!(code, 0, "{applied}");
+    assert_eq!(recap(&applied, "changed"), 2, "{applied}");
+    let family = std::fs::read_to_string(host.path("/etc/nodeprov-family")).unwrap();
+    // The host's /etc/os-release links into the /usr it shares with this machine.
+    let os_release = std::fs::read_to_string("/etc/os-release").unwrap();
+    let distribution = if os_release.contains("ID=ubuntu") {
+        "Ubuntu"
+    } else {
+        "Debian"
+    };
+    assert_eq!(family, format!("Debian {distribution}\n"));
+    assert!(host.path("/etc/nodeprov-applied").exists());
+    assert_machine_unchanged(&before);
+}

@@ -301,8 +301,10 @@ fn run_host(
     keep: &Keep,
 ) -> HostReport {
     let inventory = req.inventory.host_vars(host);
+    let mut magic = inventory.clone();
+    magic.insert("ansible_check_mode".into(), Value::Bool(req.opts.check));
     let layers = VarLayers {
-        inventory: inventory.clone(),
+        inventory: magic,
         facts: Map::new(),
         play: play_vars.clone(),
         registered: Map::new(),
