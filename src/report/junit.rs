@@ -5,6 +5,8 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+use crate::modules::params::scalar_text;
+
 /// Renders the run report (`json::document`) as JUnit XML. Drift (and a
 /// result check mode cannot predict) is a failure carrying its evidence;
 /// a failed task or an unreachable host is an error.
@@ -18,8 +20,8 @@ pub fn render(doc: &Value) -> String {
         "<testsuites name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\">",
         attr(&format!(
             "nodeprov {} {}",
-            text(&doc["mode"]),
-            text(&doc["playbook"])
+            scalar_text(&doc["mode"]),
+            scalar_text(&doc["playbook"])
         )),
         total(|s| s.cases.len()),
         total(|s| s.count(Outcome::is_failure)),
@@ -103,9 +105,9 @@ impl Suite {
 }
 
 fn suite(doc: &Value, host: &Value) -> Suite {
-    let play = text(&host["play"]);
+    let play = scalar_text(&host["play"]);
     let classname = if play.is_empty() {
-        text(&doc["playbook"])
+        scalar_text(&doc["playbook"])
     } else {
         play
     };
@@ -114,8 +116,8 @@ fn suite(doc: &Value, host: &Value) -> Suite {
         .map(|t| Case {
             classname: classname.clone(),
             name: match t["item"].as_str() {
-                Some(item) => format!("{} ({item})", text(&t["task"])),
-                None => text(&t["task"]),
+                Some(item) => format!("{} ({item})", scalar_text(&t["task"])),
+                None => scalar_text(&t["task"]),
             },
             time_ms: t["duration_ms"].as_u64().unwrap_or(0),
             outcome: outcome(t),
@@ -133,7 +135,7 @@ fn suite(doc: &Value, host: &Value) -> Suite {
         });
     }
     Suite {
-        host: text(&host["host"]),
+        host: scalar_text(&host["host"]),
         time_ms: host["duration_ms"].as_u64().unwrap_or(0),
         cases,
     }
@@ -168,7 +170,7 @@ fn finding(t: &Value) -> Option<String> {
             .map(|c| {
                 format!(
                     "{}: {} → {}",
-                    text(&c["subject"]),
+                    scalar_text(&c["subject"]),
                     shown(&c["actual"]),
                     shown(&c["expected"])
                 )
@@ -181,10 +183,10 @@ fn finding(t: &Value) -> Option<String> {
 /// What an auditor needs to trust the finding: the control, each change
 /// with where its value comes from, and the probe that read it.
 fn evidence(t: &Value) -> String {
-    let mut out = format!("control: {}", text(&t["location"]));
+    let mut out = format!("control: {}", scalar_text(&t["location"]));
     let tags = list(&t["control"]["tags"]);
     if !tags.is_empty() {
-        let tags: Vec<String> = tags.iter().map(text).collect();
+        let tags: Vec<String> = tags.iter().map(scalar_text).collect();
         let _ = write!(out, " [{}]", tags.join(", "));
     }
     if let Some(m) = t["message"].as_str() {
@@ -194,7 +196,7 @@ fn evidence(t: &Value) -> String {
         let _ = write!(
             out,
             "\n{}: expected {}, actual {}",
-            text(&c["subject"]),
+            scalar_text(&c["subject"]),
             shown(&c["expected"]),
             shown(&c["actual"])
         );
@@ -208,8 +210,8 @@ fn evidence(t: &Value) -> String {
             let _ = write!(
                 out,
                 "\n  observed by {}: {}",
-                text(&p["key"]),
-                text(&p["command"])
+                scalar_text(&p["key"]),
+                scalar_text(&p["command"])
             );
         }
     }
@@ -220,18 +222,10 @@ fn list(v: &Value) -> &[Value] {
     v.as_array().map(Vec::as_slice).unwrap_or_default()
 }
 
-fn text(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
 fn shown(v: &Value) -> String {
     match v {
         Value::Null => "(none)".into(),
-        other => text(other),
+        other => scalar_text(other),
     }
 }
 

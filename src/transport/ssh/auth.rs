@@ -97,13 +97,16 @@ fn try_key(session: &Session, plan: &AuthPlan, key: &Path, tried: &mut Vec<Strin
         Some(ext) => format!("{}.pub", ext.to_string_lossy()),
         None => "pub".into(),
     });
+    // A missing .pub is fine; running out of descriptors is not.
     let public = match std::fs::read_to_string(public) {
         Ok(text) => Some(text),
-        Err(e) if fd_limit::explain(&e).is_some() => {
-            tried.push(unreadable(fd_limit::explain(&e).unwrap_or_default()));
-            return false;
-        }
-        Err(_) => None,
+        Err(e) => match fd_limit::explain(&e) {
+            Some(why) => {
+                tried.push(unreadable(why));
+                return false;
+            }
+            None => None,
+        },
     };
     let passphrase = plan
         .key_passphrase
