@@ -10,13 +10,14 @@ use serde_json::{Map, Value};
 use crate::cli::{
     Cli, Command, FactsArgs, Format, InventoryArgs, RunArgs, SmokeArgs, ValidateArgs,
 };
-use crate::diag::Diagnostic;
 use crate::exec::host::RunOptions;
 use crate::exec::{run_playbook, RunRequest};
-use crate::inventory::Inventory;
+use crate::load::diag::Diagnostic;
+use crate::load::inventory::Inventory;
+use crate::load::{playbook, validate, yaml};
+use crate::remote::connect;
 use crate::report::progress::Progress;
 use crate::report::{self, human, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
-use crate::{connect, playbook, validate, yaml};
 
 pub fn run(cli: Cli) -> u8 {
     let result = match cli.command {
@@ -53,16 +54,16 @@ fn extra_vars(specs: &[String]) -> Result<Map<String, Value>, Vec<Diagnostic>> {
         } else if spec.trim_start().starts_with('{') {
             yaml::load_str(spec, "--extra-vars").map_err(|d| vec![d])?
         } else {
-            let words = crate::shell::split_strict(spec).map_err(|open| {
-                let span = crate::diag::Span::synthetic("--extra-vars");
+            let words = crate::remote::shell::split_strict(spec).map_err(|open| {
+                let span = crate::load::diag::Span::synthetic("--extra-vars");
                 vec![Diagnostic::new(
                     &span,
-                    format!("{open} in '{}'", crate::diag::clip(spec)),
+                    format!("{open} in '{}'", crate::load::diag::clip(spec)),
                 )]
             })?;
             for word in words {
                 let Some((k, v)) = word.split_once('=') else {
-                    let span = crate::diag::Span::synthetic("--extra-vars");
+                    let span = crate::load::diag::Span::synthetic("--extra-vars");
                     return Err(vec![Diagnostic::new(
                         &span,
                         format!("expected key=value, @file or a mapping, got '{word}'"),
@@ -105,7 +106,7 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
     if let Some(dir) = &args.report {
         report::report_dir(dir).map_err(|e| {
             vec![Diagnostic::new(
-                &crate::diag::Span::synthetic("--report"),
+                &crate::load::diag::Span::synthetic("--report"),
                 e.to_string(),
             )]
         })?;
@@ -163,8 +164,12 @@ fn connect_options(
     connection: Option<crate::cli::Connection>,
     ssh: &crate::cli::SshArgs,
 ) -> Result<connect::ConnectOptions, Vec<Diagnostic>> {
-    connect::ConnectOptions::from_cli(connection, ssh)
-        .map_err(|e| vec![Diagnostic::new(&crate::diag::Span::synthetic("ssh"), e)])
+    connect::ConnectOptions::from_cli(connection, ssh).map_err(|e| {
+        vec![Diagnostic::new(
+            &crate::load::diag::Span::synthetic("ssh"),
+            e,
+        )]
+    })
 }
 
 fn validate_cmd(args: &ValidateArgs) -> Result<u8, Vec<Diagnostic>> {
@@ -195,7 +200,7 @@ fn inventory_cmd(args: &InventoryArgs) -> Result<u8, Vec<Diagnostic>> {
         print!("{}", inv.graph());
     } else if let Some(host) = &args.host {
         if !inv.hosts().contains(host) {
-            let span = crate::diag::Span::synthetic(&args.inventory);
+            let span = crate::load::diag::Span::synthetic(&args.inventory);
             return Err(vec![Diagnostic::new(
                 &span,
                 format!("host '{host}' is not in the inventory"),
@@ -218,7 +223,7 @@ fn facts_cmd(args: &FactsArgs) -> Result<u8, Vec<Diagnostic>> {
     let inv = load_inventory(args.inventory.as_deref())?;
     let mut hosts = Vec::new();
     for pattern in &args.hosts {
-        let span = crate::diag::Span::synthetic("facts");
+        let span = crate::load::diag::Span::synthetic("facts");
         hosts.extend(
             inv.select(pattern)
                 .map_err(|e| vec![Diagnostic::new(&span, e.to_string())])?,
@@ -230,7 +235,7 @@ fn facts_cmd(args: &FactsArgs) -> Result<u8, Vec<Diagnostic>> {
     for host in hosts {
         let vars = inv.host_vars(&host);
         let facts = connect::open(&conn, &host, &vars)
-            .and_then(|mut t| crate::host_facts::gather(t.as_mut()));
+            .and_then(|mut t| crate::remote::host_facts::gather(t.as_mut()));
         match facts {
             Ok(f) => out.insert(host, Value::Object(f)),
             Err(e) => {
@@ -248,7 +253,7 @@ fn facts_cmd(args: &FactsArgs) -> Result<u8, Vec<Diagnostic>> {
 
 fn smoke_cmd(args: &SmokeArgs) -> Result<u8, Vec<Diagnostic>> {
     let inv = load_inventory(args.target.inventory.as_deref())?;
-    let span = crate::diag::Span::synthetic("smoke");
+    let span = crate::load::diag::Span::synthetic("smoke");
     let mut hosts = inv
         .select(args.target.limit.as_deref().unwrap_or("all"))
         .map_err(|e| vec![Diagnostic::new(&span, e.to_string())])?;

@@ -1,24 +1,16 @@
 //! nodeprov: agentless, Ansible-shaped provisioning for GPU server fleets.
+//!
+//! The folders follow the data: `load` reads playbooks and inventories,
+//! `exec` resolves them per host and runs probe → plan → apply → verify with
+//! `modules` planning and `remote` talking to hosts, `report` renders the
+//! outcome; `smoke` is the GPU validation; `cli`/`commands` are the edge.
 
 pub mod cli;
 pub mod commands;
-pub mod connect;
-pub mod diag;
 pub mod exec;
-pub mod files;
-pub mod fstab;
-#[cfg(test)]
-mod fuzz;
-pub mod host_facts;
-pub mod input;
-pub mod inventory;
+pub mod load;
 pub mod modules;
-pub mod playbook;
-pub mod probe;
+pub mod remote;
 pub mod report;
-pub mod shell;
 pub mod smoke;
 pub mod template;
-pub mod transport;
-pub mod validate;
-pub mod yaml;

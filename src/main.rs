@@ -14,7 +14,7 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(code);
         }
     };
-    nodeprov::transport::fd_limit::raise();
+    nodeprov::remote::fd_limit::raise();
     return_large_buffers();
     std::process::ExitCode::from(nodeprov::commands::run(cli))
 }

@@ -9,8 +9,8 @@ mod support;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-use nodeprov::transport::ssh::{SshOptions, SshTransport};
-use nodeprov::transport::{Purpose, Script, Transport, TransportError};
+use nodeprov::remote::ssh::{SshOptions, SshTransport};
+use nodeprov::remote::{Purpose, Script, Transport, TransportError};
 use serde_json::Map;
 use support::sshd::{keygen, SshFleet, SshHost};
 

@@ -13,13 +13,13 @@ use serde_json::{json, Value};
 
 use super::result::{rfc3339, HostReport, Observation, Status, TaskResult};
 use super::vars::{template_vars, Resolved, VarLayers};
-use crate::host_facts;
+use crate::load::playbook::{Play, Task};
 use crate::modules::params::{BuildCtx, Sources};
 use crate::modules::{Effect, Facts, Module, Params, Plan};
-use crate::playbook::{Play, Task};
-use crate::probe::{self, Probe, ProbeResult};
+use crate::remote::host_facts;
+use crate::remote::probe::{self, Probe, ProbeResult};
+use crate::remote::{Output, Purpose, Script, Transport, TransportError};
 use crate::template::{Templates, OMIT};
-use crate::transport::{Output, Purpose, Script, Transport, TransportError};
 
 pub struct RunOptions {
     pub check: bool,
@@ -1002,7 +1002,7 @@ fn join_steps(steps: Vec<String>) -> String {
 fn declared_read_only(task: &Task) -> bool {
     task.changed_when
         .as_ref()
-        .is_some_and(|c| c.value == crate::yaml::Value::Bool(false))
+        .is_some_and(|c| c.value == crate::load::yaml::Value::Bool(false))
 }
 
 fn ctx_for_conditions(ctx: &Value, result: &Value) -> Value {

@@ -14,13 +14,13 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 
-use crate::diag::Diagnostic;
-use crate::inventory::Inventory;
+use crate::load::diag::Diagnostic;
+use crate::load::inventory::Inventory;
+use crate::load::playbook::{BatchSize, Play, Playbook};
+use crate::load::yaml::{self, Node};
 use crate::modules::params::Sources;
-use crate::playbook::{BatchSize, Play, Playbook};
+use crate::remote::{fd_limit, Transport, TransportError};
 use crate::template::Templates;
-use crate::transport::{fd_limit, Transport, TransportError};
-use crate::yaml::{self, Node};
 use host::{HostRun, PlayCtx, RunOptions};
 use result::HostReport;
 use vars::VarLayers;
@@ -134,9 +134,9 @@ fn select_hosts(
     play: &Play,
     failed: &[String],
 ) -> Result<Vec<String>, Vec<Diagnostic>> {
-    let pattern_error = |span: &crate::diag::Span| {
+    let pattern_error = |span: &crate::load::diag::Span| {
         let span = span.clone();
-        move |e: crate::inventory::PatternError| vec![Diagnostic::new(&span, e.to_string())]
+        move |e: crate::load::inventory::PatternError| vec![Diagnostic::new(&span, e.to_string())]
     };
     let mut hosts = req
         .inventory
@@ -144,7 +144,7 @@ fn select_hosts(
         .map_err(pattern_error(&play.span))?;
     if let Some(limit) = req.limit {
         // A bad --limit is the command line's fault, not the play's.
-        let at = crate::diag::Span::synthetic("--limit");
+        let at = crate::load::diag::Span::synthetic("--limit");
         let allowed = req.inventory.select(limit).map_err(pattern_error(&at))?;
         hosts.retain(|h| allowed.contains(h));
     }

@@ -7,11 +7,11 @@ use std::sync::{Arc, Mutex};
 use super::host::RunOptions;
 use super::result::Status;
 use super::*;
-use crate::files::FileState;
-use crate::inventory::Inventory;
-use crate::probe::{fake_answer, ProbeResult};
-use crate::transport::fake::{count, FakeTransport};
-use crate::transport::{Output, Purpose, Script};
+use crate::load::inventory::Inventory;
+use crate::modules::kit::files::FileState;
+use crate::remote::fake::{count, FakeTransport};
+use crate::remote::probe::{fake_answer, ProbeResult};
+use crate::remote::{Output, Purpose, Script};
 
 const CONTENT: &str = "managed\n";
 
@@ -26,7 +26,7 @@ fn playbook(n: usize) -> (tempfile::TempDir, Playbook) {
     }
     let path = dir.path().join("p.yml");
     std::fs::write(&path, text).unwrap();
-    let pb = crate::playbook::load(&path).unwrap();
+    let pb = crate::load::playbook::load(&path).unwrap();
     (dir, pb)
 }
 
@@ -40,7 +40,7 @@ fn run(pb: &Playbook, missing: usize, check: bool) -> (RunOutcome, Log) {
     let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
         let fake = fake_host(missing);
         *log2.lock().unwrap() = Some(fake.log());
-        Ok(Box::new(fake) as Box<dyn crate::transport::Transport>)
+        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
     };
     let outcome = execute(pb, check, 1, &connect);
     let log = log.lock().unwrap().clone().unwrap();
@@ -101,7 +101,7 @@ fn answer(key: &str, missing: usize, applied: bool) -> ProbeResult {
     };
     let index: usize = index.parse().unwrap();
     if index < missing && !applied {
-        crate::files::absent_result()
+        crate::modules::kit::files::absent_result()
     } else {
         FileState::written(CONTENT, 0o644, "root", "root").to_result()
     }
@@ -148,7 +148,7 @@ fn round_trips_do_not_grow_with_task_count() {
 fn unreachable_host_is_reported_not_fatal() {
     let (_d, pb) = playbook(2);
     let connect = |h: &str, _: &serde_json::Map<String, serde_json::Value>| {
-        Err(crate::transport::TransportError::Unreachable(format!(
+        Err(crate::remote::TransportError::Unreachable(format!(
             "{h}: connection refused"
         )))
     };
@@ -164,12 +164,12 @@ fn one_session_per_host_for_the_whole_run() {
     let path = dir.path().join("two.yml");
     let play = "- hosts: all\n  gather_facts: false\n  tasks:\n    - copy: {dest: /etc/f0, content: \"managed\\n\"}\n";
     std::fs::write(&path, format!("{play}{play}")).unwrap();
-    let pb = crate::playbook::load(&path).unwrap();
+    let pb = crate::load::playbook::load(&path).unwrap();
     let connects = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let c2 = connects.clone();
     let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
         c2.fetch_add(1, Ordering::SeqCst);
-        Ok(Box::new(fake_host(0)) as Box<dyn crate::transport::Transport>)
+        Ok(Box::new(fake_host(0)) as Box<dyn crate::remote::Transport>)
     };
     let outcome = execute(&pb, true, 2, &connect);
     assert_eq!(outcome.reports.len(), 2);
@@ -179,8 +179,8 @@ fn one_session_per_host_for_the_whole_run() {
 /// A fake host that counts how many of its connections were closed.
 struct Counted(FakeTransport, Arc<std::sync::atomic::AtomicUsize>);
 
-impl crate::transport::Transport for Counted {
-    fn run(&mut self, script: &Script) -> Result<Output, crate::transport::TransportError> {
+impl crate::remote::Transport for Counted {
+    fn run(&mut self, script: &Script) -> Result<Output, crate::remote::TransportError> {
         self.0.run(script)
     }
 }
@@ -197,11 +197,11 @@ fn a_connection_closes_when_no_later_play_needs_the_host() {
     let path = dir.path().join("two.yml");
     let play = "- hosts: all\n  gather_facts: false\n  tasks:\n    - copy: {dest: /etc/f0, content: \"managed\\n\"}\n";
     std::fs::write(&path, format!("{play}{play}")).unwrap();
-    let pb = crate::playbook::load(&path).unwrap();
+    let pb = crate::load::playbook::load(&path).unwrap();
     let closed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let c2 = closed.clone();
     let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
-        Ok(Box::new(Counted(fake_host(0), c2.clone())) as Box<dyn crate::transport::Transport>)
+        Ok(Box::new(Counted(fake_host(0), c2.clone())) as Box<dyn crate::remote::Transport>)
     };
     // Closed connections when each play reported the host: the first play
     // keeps it for the second, which closes it before reporting.
@@ -230,7 +230,7 @@ fn load(text: &str) -> (tempfile::TempDir, Playbook) {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.yml");
     std::fs::write(&path, text).unwrap();
-    let pb = crate::playbook::load(&path).unwrap();
+    let pb = crate::load::playbook::load(&path).unwrap();
     (dir, pb)
 }
 
@@ -325,19 +325,19 @@ fn a_task_reading_a_self_referencing_variable_fails_with_its_position() {
 /// given the full answer a healthy host would have sent.
 fn faulty_host(
     n: usize,
-    apply: fn(Vec<u8>) -> Result<Output, crate::transport::TransportError>,
+    apply: fn(Vec<u8>) -> Result<Output, crate::remote::TransportError>,
 ) -> (Vec<Status>, HostReport) {
     let (_d, pb) = playbook(n);
     let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
         let mut healthy = fake_host(n);
         let fake = FakeTransport::new(move |s: &Script| {
-            let out = crate::transport::Transport::run(&mut healthy, s)?;
+            let out = crate::remote::Transport::run(&mut healthy, s)?;
             match s.purpose {
                 Purpose::Mutate => apply(out.stdout),
                 Purpose::Probe => Ok(out),
             }
         });
-        Ok(Box::new(fake) as Box<dyn crate::transport::Transport>)
+        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
     };
     let outcome = execute(&pb, false, 1, &connect);
     let report = outcome.reports.into_iter().next().unwrap();
@@ -354,7 +354,7 @@ fn cut_inside_frame(out: &[u8], step: usize) -> Vec<u8> {
 #[test]
 fn a_host_lost_mid_apply_reports_finished_steps_changed_and_the_one_in_flight_unreachable() {
     let (statuses, report) = faulty_host(3, |out| {
-        Err(crate::transport::TransportError::Interrupted {
+        Err(crate::remote::TransportError::Interrupted {
             why: "gpu-01: no answer from the host".into(),
             stdout: cut_inside_frame(&out, 1),
         })
@@ -372,7 +372,7 @@ fn a_host_lost_mid_apply_reports_finished_steps_changed_and_the_one_in_flight_un
 #[test]
 fn a_failed_sudo_before_the_apply_script_started_changes_nothing() {
     let (statuses, report) = faulty_host(2, |_| {
-        Err(crate::transport::TransportError::Become(
+        Err(crate::remote::TransportError::Become(
             "sudo to nosuchuser on gpu-01 failed: unknown user".into(),
         ))
     });

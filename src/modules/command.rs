@@ -1,9 +1,9 @@
 //! `command` and `shell`: run something; the result is what it printed.
 
 use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
-use crate::files::{self, FileState};
-use crate::probe::Probe;
-use crate::shell::{quote, split};
+use crate::modules::kit::files::{self, FileState};
+use crate::remote::probe::Probe;
+use crate::remote::shell::{quote, split};
 
 pub const COMMAND: ModuleSpec = ModuleSpec {
     name: "command",

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
-use crate::files::{self, FileState, WriteOpts};
-use crate::probe::Probe;
+use crate::modules::kit::files::{self, FileState, WriteOpts};
+use crate::remote::probe::Probe;
 
 pub const COPY: ModuleSpec = ModuleSpec {
     name: "copy",
@@ -136,7 +136,7 @@ pub fn plan_content(
         let attr = attr_changes(dest, st, opts);
         if !attr.is_empty() {
             plan.steps.push(files::attr_commands(
-                &crate::shell::quote(dest),
+                &crate::remote::shell::quote(dest),
                 opts,
                 "exit 1",
             ));

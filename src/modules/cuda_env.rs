@@ -13,9 +13,9 @@ use serde_json::json;
 
 use super::copy::plan_content;
 use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
-use crate::files::{self, FileState, WriteOpts};
-use crate::probe::Probe;
-use crate::shell::{quote, sbin};
+use crate::modules::kit::files::{self, FileState, WriteOpts};
+use crate::remote::probe::Probe;
+use crate::remote::shell::{quote, sbin};
 
 pub const CUDA_ENV: ModuleSpec = ModuleSpec {
     name: "cuda_env",
@@ -396,7 +396,7 @@ impl CudaEnv {
 mod tests {
     use super::*;
     use crate::modules::{assert_sh_syntax, build_error, build_test};
-    use crate::probe::ProbeResult;
+    use crate::remote::probe::ProbeResult;
 
     /// The H200 fixture's toolkit, in this module's probe format.
     const H200: &str = include_str!("../../tests/fixtures/gpu-h200/cuda_env.probe");

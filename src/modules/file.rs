@@ -2,9 +2,9 @@
 
 use super::copy::attr_changes;
 use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
-use crate::files::{self, FileState, Kind, WriteOpts};
-use crate::probe::Probe;
-use crate::shell::quote;
+use crate::modules::kit::files::{self, FileState, Kind, WriteOpts};
+use crate::remote::probe::Probe;
+use crate::remote::shell::quote;
 
 pub const FILE: ModuleSpec = ModuleSpec {
     name: "file",

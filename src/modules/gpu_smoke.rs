@@ -3,7 +3,7 @@
 //! any other fact; a failing check fails the task.
 
 use super::{Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
-use crate::probe::Probe;
+use crate::remote::probe::Probe;
 use crate::smoke::{self, SmokeOptions, TierScript, Verdict};
 
 pub const GPU_SMOKE: ModuleSpec = ModuleSpec {

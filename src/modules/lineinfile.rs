@@ -4,8 +4,8 @@ use regex::Regex;
 
 use super::copy::plan_content;
 use super::{Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
-use crate::files::{self, FileState, WriteOpts};
-use crate::probe::Probe;
+use crate::modules::kit::files::{self, FileState, WriteOpts};
+use crate::remote::probe::Probe;
 
 pub const LINEINFILE: ModuleSpec = ModuleSpec {
     name: "lineinfile",

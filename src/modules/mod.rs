@@ -7,6 +7,7 @@ pub mod copy;
 pub mod cuda_env;
 pub mod file;
 pub mod gpu_smoke;
+pub mod kit;
 pub mod lineinfile;
 pub mod mount;
 pub mod package;
@@ -21,7 +22,7 @@ use thiserror::Error;
 
 pub use params::{ParamError, Params};
 
-use crate::probe::{Probe, ProbeResult};
+use crate::remote::probe::{Probe, ProbeResult};
 
 /// One difference between the host and the desired state.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -233,7 +234,7 @@ pub(crate) fn build_test(
         search_dirs: &[],
         sources: &params::Sources::default(),
     };
-    let span = crate::diag::Span::synthetic("test");
+    let span = crate::load::diag::Span::synthetic("test");
     let entries = params
         .as_object()
         .expect("params are a mapping")

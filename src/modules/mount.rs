@@ -7,10 +7,10 @@
 
 use super::copy::plan_content;
 use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
-use crate::files::{self, FileState, WriteOpts};
-use crate::fstab::{self, Entry};
-use crate::probe::Probe;
-use crate::shell::quote;
+use crate::modules::kit::files::{self, FileState, WriteOpts};
+use crate::modules::kit::fstab::{self, Entry};
+use crate::remote::probe::Probe;
+use crate::remote::shell::quote;
 
 pub const MOUNT: ModuleSpec = ModuleSpec {
     name: "mount",

@@ -2,8 +2,8 @@
 //! whichever of dnf, yum or apt-get the host has.
 
 use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
-use crate::probe::Probe;
-use crate::shell::quote;
+use crate::remote::probe::Probe;
+use crate::remote::shell::quote;
 
 pub const PACKAGE: ModuleSpec = ModuleSpec {
     name: "package",

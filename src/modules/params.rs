@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::diag::{Diagnostic, Span};
+use crate::load::diag::{Diagnostic, Span};
 use crate::template::Templates;
 
 /// Where a module looks for what a task refers to: templates, files, vars.
@@ -25,12 +25,12 @@ pub struct BuildCtx<'a> {
 pub struct Sources(Mutex<HashMap<PathBuf, Arc<str>>>);
 
 impl Sources {
-    pub fn read(&self, path: &Path) -> Result<Arc<str>, crate::input::ReadError> {
+    pub fn read(&self, path: &Path) -> Result<Arc<str>, crate::load::input::ReadError> {
         if let Some(text) = self.0.lock().unwrap().get(path) {
             return Ok(text.clone());
         }
         // Read without the lock; of two threads racing, the first stored wins.
-        let text: Arc<str> = crate::input::read_text(path)?.into();
+        let text: Arc<str> = crate::load::input::read_text(path)?.into();
         let mut cache = self.0.lock().unwrap();
         Ok(cache.entry(path.to_path_buf()).or_insert(text).clone())
     }
@@ -259,7 +259,7 @@ impl<'a> Params<'a> {
                 choices.join(", ")
             ),
         );
-        err.hint = crate::diag::suggest(&value, choices.iter().copied())
+        err.hint = crate::load::diag::suggest(&value, choices.iter().copied())
             .map(|s| format!("did you mean '{s}'?"));
         Err(err)
     }

@@ -8,8 +8,8 @@
 //! drift. Everything comes from one `systemctl show` for all named units.
 
 use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
-use crate::probe::Probe;
-use crate::shell::quote;
+use crate::remote::probe::Probe;
+use crate::remote::shell::quote;
 
 pub const SERVICE: ModuleSpec = ModuleSpec {
     name: "systemd_service",

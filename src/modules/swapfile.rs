@@ -8,10 +8,10 @@
 
 use super::copy::plan_content;
 use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
-use crate::files::{self, FileState, WriteOpts};
-use crate::fstab::{self, Entry};
-use crate::probe::{Probe, ProbeResult};
-use crate::shell::{quote, sbin};
+use crate::modules::kit::files::{self, FileState, WriteOpts};
+use crate::modules::kit::fstab::{self, Entry};
+use crate::remote::probe::{Probe, ProbeResult};
+use crate::remote::shell::{quote, sbin};
 
 pub const SWAPFILE: ModuleSpec = ModuleSpec {
     name: "swapfile",

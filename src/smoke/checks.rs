@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::nvidia_smi::{self, Gpu, SmiLog};
 use super::remote::TierOutput;
 use super::{Check, SmokeOptions, Verdict};
-use crate::probe::ProbeResult;
+use crate::remote::probe::ProbeResult;
 
 const NOT_FOUND: i32 = 127;
 const TIMED_OUT: i32 = 124;

@@ -16,8 +16,8 @@ use std::time::Instant;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::probe::parse_frames;
-use crate::transport::{Purpose, Script, Transport};
+use crate::remote::probe::parse_frames;
+use crate::remote::{Purpose, Script, Transport};
 pub use fleet::fleet_outliers;
 pub use remote::{TierOutput, TierScript};
 pub use report::{render_human, report_json};
@@ -312,7 +312,7 @@ fn floors(v: &Value) -> Option<Vec<(String, f64)>> {
 }
 
 fn unknown_param(key: &str) -> String {
-    match crate::diag::suggest(key, PARAMS.iter().copied()) {
+    match crate::load::diag::suggest(key, PARAMS.iter().copied()) {
         Some(p) => format!("unknown parameter '{key}' (did you mean '{p}'?)"),
         None => format!("unknown parameter '{key}' (known: {})", PARAMS.join(", ")),
     }

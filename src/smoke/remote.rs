@@ -1,5 +1,5 @@
 //! The shell side of the smoke test: one framed script per tier, built from
-//! units whose output [`crate::probe::parse_frames`] splits apart again.
+//! units whose output [`crate::remote::probe::parse_frames`] splits apart again.
 //!
 //! Non-interactive SSH sessions do not read /etc/profile.d, so every tool is
 //! found by `command -v` with absolute fallbacks, never by a login PATH.
@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use super::SmokeOptions;
-use crate::probe::{build_script, ProbeResult};
-use crate::shell::quote;
+use crate::remote::probe::{build_script, ProbeResult};
+use crate::remote::shell::quote;
 
 pub const TORCH_PROBE: &str = include_str!("torch_probe.py");
 const VECADD: &str = include_str!("vecadd.cu");
@@ -200,9 +200,9 @@ impl TierOutput {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::probe::parse_frames;
-    use crate::transport::local::LocalTransport;
-    use crate::transport::{Purpose, Script, Transport};
+    use crate::remote::local::LocalTransport;
+    use crate::remote::probe::parse_frames;
+    use crate::remote::{Purpose, Script, Transport};
 
     fn run_local(script: &TierScript) -> TierOutput {
         let out = LocalTransport

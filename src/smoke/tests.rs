@@ -5,10 +5,10 @@ use serde_json::{json, Value};
 use super::checks::{cudart_majors, nvcc_release, parse_dcgmi_diag, xid};
 use super::nvidia_smi::tests::H200_XML;
 use super::*;
-use crate::probe::{fake_answer, ProbeResult};
-use crate::transport::fake::{count, FakeTransport};
-use crate::transport::local::LocalTransport;
-use crate::transport::{Output, TransportError};
+use crate::remote::fake::{count, FakeTransport};
+use crate::remote::local::LocalTransport;
+use crate::remote::probe::{fake_answer, ProbeResult};
+use crate::remote::{Output, TransportError};
 
 const NVCC: &str = include_str!("../../tests/fixtures/gpu-h200/nvcc-version.txt");
 const LDCONFIG: &str = include_str!("../../tests/fixtures/gpu-h200/ldconfig-p.txt");
@@ -334,7 +334,7 @@ fn smoke_xid_counts_on_the_host_and_judges_codes() {
         super::remote::XID_COUNT
     );
     let out = LocalTransport
-        .run(&crate::transport::Script {
+        .run(&crate::remote::Script {
             purpose: Purpose::Probe,
             body: script,
             become_user: None,

@@ -359,7 +359,7 @@ fn dirname(v: &Value) -> Result<String, Error> {
 }
 
 fn quote(v: &Value) -> Result<String, Error> {
-    Ok(crate::shell::quote(&text(v)?))
+    Ok(crate::remote::shell::quote(&text(v)?))
 }
 
 // ---- collections ---------------------------------------------------------

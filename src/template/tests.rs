@@ -599,11 +599,11 @@ const TEMPLATE_SEEDS: &[&str] = &[
 ];
 
 proptest::proptest! {
-    #![proptest_config(crate::fuzz::config())]
+    #![proptest_config(crate::load::fuzz::config())]
 
     /// Compiling never panics, whatever the text.
     #[test]
-    fn template_compile_returns_ok_or_err(text in crate::fuzz::mutated(TEMPLATE_SEEDS)) {
+    fn template_compile_returns_ok_or_err(text in crate::load::fuzz::mutated(TEMPLATE_SEEDS)) {
         let t = Templates::new();
         let compiled = t.check_template(&text);
         let _ = t.template_vars(&text);

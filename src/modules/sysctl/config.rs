@@ -3,8 +3,8 @@
 //! to them. Everything here except the probe scripts is pure.
 
 use super::{components, normalize_key, same_value, tuned::Tuned};
-use crate::probe::{Probe, ProbeResult};
-use crate::shell::quote;
+use crate::remote::probe::{Probe, ProbeResult};
+use crate::remote::shell::quote;
 
 pub const CONFIG_KEY: &str = "sysctl:config";
 

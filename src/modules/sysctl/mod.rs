@@ -18,9 +18,9 @@ use serde_json::Value;
 use super::copy::plan_content;
 use super::params::scalar_text;
 use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
-use crate::files::{self, FileState, WriteOpts};
-use crate::probe::{Probe, ProbeResult};
-use crate::shell::quote;
+use crate::modules::kit::files::{self, FileState, WriteOpts};
+use crate::remote::probe::{Probe, ProbeResult};
+use crate::remote::shell::quote;
 use config::{ConfFile, Winner, CONFIG_KEY};
 use tuned::{Tuned, TUNED_KEY};
 

@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::diag::Span;
+use crate::load::diag::Span;
 use crate::modules::params::{BuildCtx, Sources};
 use crate::template::Templates;
 
@@ -610,7 +610,7 @@ fn hostile_values_are_quoted() {
         r"printf '%s\n' '|/bin/x '\''$(reboot)'\'' a b' > /proc/sys/kernel/core_pattern"
     );
     assert_eq!(
-        crate::shell::split(&plan.steps[1])[2],
+        crate::remote::shell::split(&plan.steps[1])[2],
         "|/bin/x '$(reboot)' a b"
     );
 }
@@ -636,8 +636,8 @@ fn symlinked_target_file_is_refused() {
 /// The real probe scripts, run by /bin/sh against a temp folder standing in for `/`.
 #[test]
 fn probes_read_a_host_tree() {
-    use crate::probe::{build_script, parse_frames};
-    use crate::transport::{local::LocalTransport, Purpose, Script, Transport};
+    use crate::remote::probe::{build_script, parse_frames};
+    use crate::remote::{local::LocalTransport, Purpose, Script, Transport};
     use std::fs;
     use std::os::unix::fs::symlink;
 

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 use super::config::{self, ConfFile, FRAME_FN};
 use super::normalize_key;
 use crate::modules::params::parse_bool;
-use crate::probe::{Probe, ProbeResult};
-use crate::shell::quote;
+use crate::remote::probe::{Probe, ProbeResult};
+use crate::remote::shell::quote;
 
 pub const TUNED_KEY: &str = "sysctl:tuned";
 

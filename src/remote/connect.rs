@@ -7,10 +7,10 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use crate::cli::{Connection, SshArgs};
-use crate::transport::local::LocalTransport;
-use crate::transport::ssh::config::SshConfig;
-use crate::transport::ssh::{check_become_password, Secret, SshOptions, SshTransport};
-use crate::transport::{Transport, TransportError};
+use crate::remote::local::LocalTransport;
+use crate::remote::ssh::config::SshConfig;
+use crate::remote::ssh::{check_become_password, Secret, SshOptions, SshTransport};
+use crate::remote::{Transport, TransportError};
 
 /// Run-wide connection settings, built once before hosts are worked on.
 #[derive(Debug)]

@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ssh2::{BlockDirections, Channel, Session};
 
-use crate::transport::fd_limit;
+use crate::remote::fd_limit;
 
 /// Opens a tunnel to `host:port` through `jump`; the returned socket speaks
 /// directly to the target.

@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::{extend, ini, yaml, Inventory, Vars};
-use crate::diag::{Diagnostic, Source, Span};
-use crate::input::{read_text, ReadError};
-use crate::yaml::{load_file, load_str, Node, Value};
+use crate::load::diag::{Diagnostic, Source, Span};
+use crate::load::input::{read_text, ReadError};
+use crate::load::yaml::{load_file, load_str, Node, Value};
 
 /// Files in an inventory folder that are not inventories: editor and
 /// packaging leftovers, Ansible's `INVENTORY_IGNORE_EXTS` less `.ini`.

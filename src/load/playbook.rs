@@ -4,9 +4,9 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::diag::{suggest, Diagnostic, Span};
+use crate::load::diag::{suggest, Diagnostic, Span};
+use crate::load::yaml::{self, Node, Value};
 use crate::modules::{self, ModuleSpec};
-use crate::yaml::{self, Node, Value};
 
 const PLAY_KEYS: &[&str] = &[
     "name",
@@ -651,7 +651,7 @@ fn module_params(
 }
 
 fn key_value_params(s: &str, node: &Node, errors: &mut Errors) -> Vec<(String, Node)> {
-    let words = match crate::shell::split_strict(s) {
+    let words = match crate::remote::shell::split_strict(s) {
         Ok(words) => words,
         Err(open) => {
             errors.push(node.error(format!("{open} of the key=value parameters")));
@@ -709,7 +709,7 @@ mod tests {
             errs.into_iter()
                 .map(|mut d| {
                     d.span = Span::new(
-                        std::sync::Arc::new(crate::diag::Source {
+                        std::sync::Arc::new(crate::load::diag::Source {
                             name: "site.yml".into(),
                             text: text.into(),
                         }),

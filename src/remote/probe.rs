@@ -7,7 +7,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::shell::{quote, quote_into};
+use crate::remote::shell::{quote, quote_into};
 
 /// One read-only question for the host, identified by a canonical key so
 /// that tasks asking the same question share one answer.
@@ -206,7 +206,7 @@ pub fn fake_answer(script: &str, mut answer: impl FnMut(&str) -> ProbeResult) ->
         .to_string();
     let mut out = Vec::new();
     for line in script.lines().filter_map(|l| l.strip_prefix("np_unit ")) {
-        let words = crate::shell::split(line);
+        let words = crate::remote::shell::split(line);
         let r = answer(&words[1]);
         let index = &words[0];
         out.extend(
@@ -227,8 +227,8 @@ pub fn fake_answer(script: &str, mut answer: impl FnMut(&str) -> ProbeResult) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::local::LocalTransport;
-    use crate::transport::{Purpose, Script, Transport};
+    use crate::remote::local::LocalTransport;
+    use crate::remote::{Purpose, Script, Transport};
 
     fn ids(units: &[(String, String)]) -> Vec<String> {
         units.iter().map(|u| u.0.clone()).collect()

@@ -149,12 +149,12 @@ mod tests {
     ];
 
     proptest::proptest! {
-        #![proptest_config(crate::fuzz::config())]
+        #![proptest_config(crate::load::fuzz::config())]
 
         /// Splitting never panics and never invents text: quotes and
         /// escapes are only ever taken away.
         #[test]
-        fn split_returns_words_made_of_the_input(text in crate::fuzz::mutated(SEEDS)) {
+        fn split_returns_words_made_of_the_input(text in crate::load::fuzz::mutated(SEEDS)) {
             let words = split(&text);
             let total: usize = words.iter().map(String::len).sum();
             proptest::prop_assert!(total <= text.len());

@@ -9,7 +9,7 @@
 use std::hash::{BuildHasher, Hasher};
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::shell::quote;
+use crate::remote::shell::quote;
 
 pub struct SudoMarkers {
     pub prompt: String,

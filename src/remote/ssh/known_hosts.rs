@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use ssh2::{CheckResult, HashType, HostKeyType, KnownHostFileKind, KnownHosts, Session};
 
-use crate::transport::fd_limit;
+use crate::remote::fd_limit;
 
 /// OpenSSH's host key algorithm order. libssh2's default prefers ECDSA, so
 /// a host recorded by `ssh` with its Ed25519 key would look changed.

@@ -1,9 +1,15 @@
 //! How scripts reach a host. Every call to [`Transport::run`] is one round
-//! trip; the executor keeps that number constant per host.
+//! trip; the executor keeps that number constant per host. The batched probe
+//! script, shell quoting and gathered facts live here too: they are what
+//! travels over a transport.
 
+pub mod connect;
 pub mod fake;
 pub mod fd_limit;
+pub mod host_facts;
 pub mod local;
+pub mod probe;
+pub mod shell;
 pub mod ssh;
 
 use thiserror::Error;

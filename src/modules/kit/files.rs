@@ -4,8 +4,8 @@
 use base64::Engine;
 
 use crate::modules::ModuleError;
-use crate::probe::{Probe, ProbeResult};
-use crate::shell::quote;
+use crate::remote::probe::{Probe, ProbeResult};
+use crate::remote::shell::quote;
 
 /// Content larger than this is compared by SHA-256 only, and not diffed.
 pub const MAX_CONTENT: u64 = 1 << 20;
@@ -266,10 +266,10 @@ mod tests {
             "{err}"
         );
     }
-    use crate::probe::{build_script, parse_frames};
-    use crate::transport::{local::LocalTransport, Purpose, Script, Transport};
+    use crate::remote::probe::{build_script, parse_frames};
+    use crate::remote::{local::LocalTransport, Purpose, Script, Transport};
 
-    fn run(body: String) -> crate::transport::Output {
+    fn run(body: String) -> crate::remote::Output {
         LocalTransport
             .run(&Script {
                 purpose: Purpose::Mutate,

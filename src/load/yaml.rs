@@ -13,8 +13,8 @@ use std::sync::Arc;
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
-use crate::diag::{Diagnostic, Source, Span};
-use crate::input::ReadError;
+use crate::load::diag::{Diagnostic, Source, Span};
+use crate::load::input::ReadError;
 
 /// Nodes that aliases may add to one document. Each alias copies its
 /// anchor's whole subtree, so nine aliases of nine aliases of ... (a
@@ -163,7 +163,7 @@ pub fn load_str(text: &str, name: &str) -> Result<Node, Diagnostic> {
 
 /// Reads and loads a YAML file; read failures become a diagnostic on the path.
 pub fn load_file(path: &Path) -> Result<Node, Diagnostic> {
-    let text = crate::input::read_text(path).map_err(ReadError::into_diagnostic)?;
+    let text = crate::load::input::read_text(path).map_err(ReadError::into_diagnostic)?;
     load_str(&text, &path.display().to_string())
 }
 
@@ -269,7 +269,10 @@ impl MapFrame {
         if let Some(first) = self.existing(&key) {
             let name = key.scalar_text().unwrap_or_default();
             return Err(key
-                .error(format!("duplicate key '{}'", crate::diag::clip(&name)))
+                .error(format!(
+                    "duplicate key '{}'",
+                    crate::load::diag::clip(&name)
+                ))
                 .with_hint(format!("first defined at {}", first.span.location())));
         }
         self.push(key, value);
@@ -614,19 +617,19 @@ mod tests {
     }
 
     const SEEDS: &[&str] = &[
-        include_str!("../playbooks/gpu-node.yml"),
-        include_str!("../playbooks/sysctl-rollout.yml"),
+        include_str!("../../playbooks/gpu-node.yml"),
+        include_str!("../../playbooks/sysctl-rollout.yml"),
         "base: &b {x: 1, y: [a, b]}\nother:\n  <<: *b\n  y: 3\nl: &l [*b, *b]\nm: [*l, *l]\n",
         "- {a: 'q''s', b: \"e\\n\", c: |\n    block\n  , d: >-\n    folded\n}\n",
         "? [complex, key]\n: value\n!!str 1: !!int '2'\n--- \nsecond: doc\n",
     ];
 
     proptest::proptest! {
-        #![proptest_config(crate::fuzz::config())]
+        #![proptest_config(crate::load::fuzz::config())]
 
         #[test]
         fn loader_returns_ok_or_a_positioned_error_within_limits(
-            text in crate::fuzz::mutated(SEEDS)
+            text in crate::load::fuzz::mutated(SEEDS)
         ) {
             match load_str(&text, "f.yml") {
                 // Aliases add at most the limit; every other node needs at

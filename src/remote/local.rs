@@ -62,7 +62,7 @@ fn is_root() -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::Purpose;
+    use crate::remote::Purpose;
 
     #[test]
     fn runs_script_and_keeps_streams_apart() {

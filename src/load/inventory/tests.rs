@@ -6,7 +6,7 @@ use serde_json::json;
 use tempfile::TempDir;
 
 use super::*;
-use crate::diag::{Diagnostic, Source};
+use crate::load::diag::{Diagnostic, Source};
 
 fn try_ini(text: &str) -> Result<Inventory, Diagnostic> {
     let mut inv = Inventory::empty();
@@ -29,7 +29,7 @@ fn ini_err(text: &str) -> Diagnostic {
 
 fn try_yml(text: &str) -> Result<Inventory, Diagnostic> {
     let mut inv = Inventory::empty();
-    yaml::parse(&mut inv, &crate::yaml::load_str(text, "inv.yml")?)?;
+    yaml::parse(&mut inv, &crate::load::yaml::load_str(text, "inv.yml")?)?;
     inv.finish();
     Ok(inv)
 }
@@ -661,7 +661,7 @@ fn bad_ports_are_load_errors_at_their_position() {
 }
 
 const INI_SEEDS: &[&str] = &[
-    include_str!("../../playbooks/inventory.example.ini"),
+    include_str!("../../../playbooks/inventory.example.ini"),
     "h[1:3]:2222 a=1 b=\"two words\" c='x'\n[g:children]\nsub\n[sub]\nn[a:c]\n[g:vars]\nk = v # c\n",
     "[all:vars]\nansible_port=22\n[x]\n[fe80::1]:22\nh ansible_host=10.0.0.1\n",
 ];
@@ -687,10 +687,10 @@ fn check_loaded(text: &str, result: Result<(), Diagnostic>, inv: &Inventory) {
 }
 
 proptest::proptest! {
-    #![proptest_config(crate::fuzz::config())]
+    #![proptest_config(crate::load::fuzz::config())]
 
     #[test]
-    fn ini_inventory_returns_ok_or_a_positioned_error(text in crate::fuzz::mutated(INI_SEEDS)) {
+    fn ini_inventory_returns_ok_or_a_positioned_error(text in crate::load::fuzz::mutated(INI_SEEDS)) {
         let mut inv = Inventory::empty();
         let source = Arc::new(Source { name: "h.ini".into(), text: text.clone() });
         let result = ini::parse(&mut inv, source);
@@ -700,10 +700,10 @@ proptest::proptest! {
 
     #[test]
     fn yaml_inventory_returns_ok_or_a_positioned_error(
-        text in crate::fuzz::mutated(YAML_INVENTORY_SEEDS)
+        text in crate::load::fuzz::mutated(YAML_INVENTORY_SEEDS)
     ) {
         let mut inv = Inventory::empty();
-        let result = crate::yaml::load_str(&text, "h.yml").and_then(|doc| yaml::parse(&mut inv, &doc));
+        let result = crate::load::yaml::load_str(&text, "h.yml").and_then(|doc| yaml::parse(&mut inv, &doc));
         check_loaded(&text, result, &inv);
         inv.finish();
     }

@@ -206,7 +206,7 @@ fn common_args_jump(vars: &Map<String, Value>) -> Result<Option<Vec<JumpHost>>, 
     let Some(args) = var(vars, &["ansible_ssh_common_args"]) else {
         return Ok(None);
     };
-    let words = crate::shell::split(&args);
+    let words = crate::remote::shell::split(&args);
     let mut it = words.iter();
     while let Some(w) = it.next() {
         let value = if w == "-J" || w == "-o" {
@@ -265,7 +265,7 @@ fn var(vars: &Map<String, Value>, names: &[&str]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::ssh::config::SshConfig;
+    use crate::remote::ssh::config::SshConfig;
     use serde_json::json;
     use std::path::Path;
 

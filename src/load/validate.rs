@@ -7,13 +7,13 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::diag::{suggest, Diagnostic};
 use crate::exec::vars;
+use crate::load::diag::{suggest, Diagnostic};
+use crate::load::playbook::{Play, Playbook, Task};
+use crate::load::yaml::Node;
 use crate::modules::params::{find_file, search_dirs, BuildCtx, Sources};
 use crate::modules::Params;
-use crate::playbook::{Play, Playbook, Task};
 use crate::template::{is_templated, Templates};
-use crate::yaml::Node;
 
 pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
     let t = Templates::new();
@@ -197,7 +197,7 @@ fn check_literal_params(
     task: &Task,
     errors: &mut Vec<Diagnostic>,
 ) {
-    let params: Vec<(String, Value, crate::diag::Span)> = task
+    let params: Vec<(String, Value, crate::load::diag::Span)> = task
         .params
         .iter()
         .map(|(k, n)| (k.clone(), n.to_json(), n.span.clone()))
@@ -223,13 +223,15 @@ fn check_literal_params(
 
 fn check_strings(t: &Templates, node: &Node, errors: &mut Vec<Diagnostic>) {
     match &node.value {
-        crate::yaml::Value::Str(s) if is_templated(s) => {
+        crate::load::yaml::Value::Str(s) if is_templated(s) => {
             if let Err(e) = t.check_template(s) {
                 errors.push(node.error(format!("template error: {e}")));
             }
         }
-        crate::yaml::Value::Seq(items) => items.iter().for_each(|i| check_strings(t, i, errors)),
-        crate::yaml::Value::Map(entries) => entries
+        crate::load::yaml::Value::Seq(items) => {
+            items.iter().for_each(|i| check_strings(t, i, errors))
+        }
+        crate::load::yaml::Value::Map(entries) => entries
             .iter()
             .for_each(|(_, v)| check_strings(t, v, errors)),
         _ => {}
@@ -238,7 +240,7 @@ fn check_strings(t: &Templates, node: &Node, errors: &mut Vec<Diagnostic>) {
 
 fn check_condition(t: &Templates, node: &Node, errors: &mut Vec<Diagnostic>) {
     match &node.value {
-        crate::yaml::Value::Str(s) => {
+        crate::load::yaml::Value::Str(s) => {
             let result = if s.contains("{{") {
                 t.check_template(s)
             } else {
@@ -248,7 +250,9 @@ fn check_condition(t: &Templates, node: &Node, errors: &mut Vec<Diagnostic>) {
                 errors.push(node.error(format!("invalid condition: {e}")));
             }
         }
-        crate::yaml::Value::Seq(items) => items.iter().for_each(|i| check_condition(t, i, errors)),
+        crate::load::yaml::Value::Seq(items) => {
+            items.iter().for_each(|i| check_condition(t, i, errors))
+        }
         _ => {}
     }
 }
@@ -269,7 +273,7 @@ fn check_template_src(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut
         )));
         return;
     };
-    match crate::input::read_text(&path) {
+    match crate::load::input::read_text(&path) {
         Ok(text) => {
             if let Err(e) = t.check_template(&text) {
                 let line = e.line.map(|l| format!(":{l}")).unwrap_or_default();

@@ -7,7 +7,7 @@ use base64::Engine;
 use ssh2::{KeyboardInteractivePrompt, Prompt, Session};
 
 use super::Secret;
-use crate::transport::fd_limit;
+use crate::remote::fd_limit;
 
 pub struct AuthPlan<'a> {
     pub user: &'a str,
@@ -77,7 +77,7 @@ fn try_agent(session: &Session, user: &str, tried: &mut Vec<String>) -> bool {
 fn try_key(session: &Session, plan: &AuthPlan, key: &Path, tried: &mut Vec<String>) -> bool {
     let shown = tilde(key, plan.home);
     let unreadable = |why: String| format!("key {shown} ({why})");
-    let text = match crate::input::read_text(key) {
+    let text = match crate::load::input::read_text(key) {
         Ok(text) => text,
         Err(e) => {
             tried.push(unreadable(format!("unreadable: {}", e.reason())));

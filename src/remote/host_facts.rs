@@ -3,7 +3,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::probe::{Probe, ProbeResult};
+use crate::remote::probe::{Probe, ProbeResult};
 
 pub const KEY: &str = "host:facts";
 
@@ -36,18 +36,19 @@ true"#,
 
 /// Gathers facts in one round trip (for `nodeprov facts`).
 pub fn gather(
-    t: &mut dyn crate::transport::Transport,
-) -> Result<Map<String, Value>, crate::transport::TransportError> {
+    t: &mut dyn crate::remote::Transport,
+) -> Result<Map<String, Value>, crate::remote::TransportError> {
     let p = probe();
     let token = "facts";
-    let script = crate::transport::Script {
-        purpose: crate::transport::Purpose::Probe,
-        body: crate::probe::build_script(token, &[(p.key.clone(), p.script)], false, &[]),
+    let script = crate::remote::Script {
+        purpose: crate::remote::Purpose::Probe,
+        body: crate::remote::probe::build_script(token, &[(p.key.clone(), p.script)], false, &[]),
         become_user: None,
     };
     let out = t.run(&script)?;
-    let frames = crate::probe::parse_frames(token, &out.stdout, std::slice::from_ref(&p.key))
-        .map_err(|e| crate::transport::TransportError::Io(e.0))?;
+    let frames =
+        crate::remote::probe::parse_frames(token, &out.stdout, std::slice::from_ref(&p.key))
+            .map_err(|e| crate::remote::TransportError::Io(e.0))?;
     Ok(frames.get(KEY).map(parse).unwrap_or_default())
 }
 

@@ -1,0 +1,11 @@
+//! Loading: files read once, parsed with positions, checked before any host
+//! is touched.
+
+pub mod diag;
+#[cfg(test)]
+pub(crate) mod fuzz;
+pub mod input;
+pub mod inventory;
+pub mod playbook;
+pub mod validate;
+pub mod yaml;
