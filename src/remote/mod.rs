@@ -4,7 +4,8 @@
 //! travels over a transport.
 
 pub mod connect;
-pub mod fake;
+#[cfg(test)]
+pub(crate) mod fake;
 pub mod fd_limit;
 pub mod host_facts;
 pub mod local;

@@ -196,7 +196,8 @@ fn read_frames(
 
 /// Answers a script built by [`build_script`] the way a host would, from a
 /// function of each unit's id. For fake transports in tests.
-pub fn fake_answer(script: &str, mut answer: impl FnMut(&str) -> ProbeResult) -> Vec<u8> {
+#[cfg(test)]
+pub(crate) fn fake_answer(script: &str, mut answer: impl FnMut(&str) -> ProbeResult) -> Vec<u8> {
     let token = script
         .lines()
         .next()
