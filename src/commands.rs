@@ -167,7 +167,7 @@ fn connect_options(
     connect::ConnectOptions::from_cli(connection, ssh).map_err(|e| {
         vec![Diagnostic::new(
             &crate::load::diag::Span::synthetic("ssh"),
-            e,
+            e.to_string(),
         )]
     })
 }

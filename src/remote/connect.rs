@@ -5,12 +5,25 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
+use thiserror::Error;
 
 use crate::cli::{Connection, SshArgs};
 use crate::remote::local::LocalTransport;
 use crate::remote::ssh::config::SshConfig;
+use crate::remote::ssh::error::{BecomePasswordError, ConfigError};
 use crate::remote::ssh::{check_become_password, Secret, SshOptions, SshTransport};
 use crate::remote::{Transport, TransportError};
+
+/// Why the run-wide connection settings could not be built.
+#[derive(Debug, Error)]
+pub enum OptionsError {
+    #[error(transparent)]
+    SshConfig(#[from] ConfigError),
+    #[error(transparent)]
+    BecomePassword(#[from] BecomePasswordError),
+    #[error("cannot ask for a password on the terminal: {0}")]
+    Terminal(std::io::Error),
+}
 
 /// Run-wide connection settings, built once before hosts are worked on.
 #[derive(Debug)]
@@ -22,7 +35,7 @@ pub struct ConnectOptions {
 impl ConnectOptions {
     /// Reads ssh_config and asks for passwords once for the whole run;
     /// `-c local` needs neither.
-    pub fn from_cli(connection: Option<Connection>, args: &SshArgs) -> Result<Self, String> {
+    pub fn from_cli(connection: Option<Connection>, args: &SshArgs) -> Result<Self, OptionsError> {
         let ssh = if connection == Some(Connection::Local) {
             SshOptions::default()
         } else {
@@ -32,11 +45,11 @@ impl ConnectOptions {
     }
 }
 
-fn ssh_options(args: &SshArgs) -> Result<SshOptions, String> {
+fn ssh_options(args: &SshArgs) -> Result<SshOptions, OptionsError> {
     let defaults = SshOptions::default();
     let config = match &args.ssh_config {
         Some(file) if !file.exists() => {
-            return Err(format!("--ssh-config {}: no such file", file.display()))
+            return Err(ConfigError::Missing(file.display().to_string()).into())
         }
         Some(file) => SshConfig::load(file)?,
         None => SshConfig::load(&defaults.home.join(".ssh/config"))?
@@ -61,7 +74,7 @@ fn ssh_options(args: &SshArgs) -> Result<SshOptions, String> {
     })
 }
 
-fn become_secret(ask: bool) -> Result<Option<Secret>, String> {
+fn become_secret(ask: bool) -> Result<Option<Secret>, OptionsError> {
     const ENV: &str = "NODEPROV_BECOME_PASSWORD";
     let password = secret(ask, "BECOME password: ", ENV)?;
     if let Some(pw) = &password {
@@ -71,7 +84,7 @@ fn become_secret(ask: bool) -> Result<Option<Secret>, String> {
 }
 
 /// A prompt on the terminal when asked for, else the environment variable.
-fn secret(ask: bool, prompt: &str, env: &str) -> Result<Option<Secret>, String> {
+fn secret(ask: bool, prompt: &str, env: &str) -> Result<Option<Secret>, OptionsError> {
     if ask {
         return read_tty_secret(prompt).map(Some);
     }
@@ -79,8 +92,8 @@ fn secret(ask: bool, prompt: &str, env: &str) -> Result<Option<Secret>, String> 
 }
 
 /// Reads a line from the controlling terminal with echo off.
-fn read_tty_secret(prompt: &str) -> Result<Secret, String> {
-    let fail = |e: std::io::Error| format!("cannot ask for a password on the terminal: {e}");
+fn read_tty_secret(prompt: &str) -> Result<Secret, OptionsError> {
+    let fail = OptionsError::Terminal;
     let tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use ssh2::{KeyboardInteractivePrompt, Prompt, Session};
 
+use super::error::AuthError;
 use super::Secret;
 use crate::remote::fd_limit;
 
@@ -20,13 +21,13 @@ pub struct AuthPlan<'a> {
 }
 
 /// Authenticates or returns the list of what was tried.
-pub fn authenticate(session: &Session, plan: &AuthPlan) -> Result<(), String> {
+pub fn authenticate(session: &Session, plan: &AuthPlan) -> Result<(), AuthError> {
     // Asking for the methods is itself the "none" attempt, which some
     // servers accept outright.
     let methods = match session.auth_methods(plan.user) {
         Ok(m) => m.to_string(),
         Err(_) if session.authenticated() => return Ok(()),
-        Err(e) => return Err(format!("the server refused to list auth methods: {e}")),
+        Err(e) => return Err(AuthError::ListMethods(e)),
     };
     let mut tried = Vec::new();
     if methods.contains("publickey") {
@@ -49,7 +50,7 @@ pub fn authenticate(session: &Session, plan: &AuthPlan) -> Result<(), String> {
             "nothing: no agent, key file or password usable with the server's methods ({methods})"
         ));
     }
-    Err(tried.join(", "))
+    Err(AuthError::Exhausted(tried))
 }
 
 fn try_agent(session: &Session, user: &str, tried: &mut Vec<String>) -> bool {

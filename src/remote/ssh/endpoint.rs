@@ -9,6 +9,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::config::{expand_path, parse_jumps, JumpHost, StrictHostKeys, Tokens};
+use super::error::RouteError;
 use super::known_hosts::HostKeyPolicy;
 use super::{check_become_password, Secret, SshOptions};
 
@@ -45,13 +46,18 @@ pub struct Route {
     pub become_method: String,
 }
 
-pub fn resolve(opts: &SshOptions, name: &str, vars: &Map<String, Value>) -> Result<Route, String> {
+pub fn resolve(
+    opts: &SshOptions,
+    name: &str,
+    vars: &Map<String, Value>,
+) -> Result<Route, RouteError> {
     let alias = var(vars, &["ansible_host", "ansible_ssh_host"]).unwrap_or_else(|| name.into());
     let hc = opts.config.resolve(&alias);
     let port = match var(vars, &["ansible_port", "ansible_ssh_port"]) {
-        Some(p) => p
-            .parse()
-            .map_err(|_| format!("{name}: ansible_port '{p}' is not a port number"))?,
+        Some(p) => p.parse().map_err(|_| RouteError::Port {
+            host: name.to_string(),
+            value: p.clone(),
+        })?,
         None => hc.port.unwrap_or(22),
     };
     let user = var(vars, &["ansible_user", "ansible_ssh_user"])
@@ -202,7 +208,7 @@ fn known_hosts_files(opts: &SshOptions, configured: Option<&[String]>, t: &Token
 }
 
 /// `-J hop` or `-o ProxyJump=hop` in `ansible_ssh_common_args`.
-fn common_args_jump(vars: &Map<String, Value>) -> Result<Option<Vec<JumpHost>>, String> {
+fn common_args_jump(vars: &Map<String, Value>) -> Result<Option<Vec<JumpHost>>, RouteError> {
     let Some(args) = var(vars, &["ansible_ssh_common_args"]) else {
         return Ok(None);
     };
@@ -222,9 +228,7 @@ fn common_args_jump(vars: &Map<String, Value>) -> Result<Option<Vec<JumpHost>>, 
             w.strip_prefix("-o").and_then(proxy_jump_option)
         };
         if let Some(v) = value {
-            return parse_jumps(v)
-                .map(Some)
-                .map_err(|e| format!("ansible_ssh_common_args: {e}"));
+            return parse_jumps(v).map(Some).map_err(RouteError::CommonArgs);
         }
     }
     Ok(None)
@@ -244,7 +248,7 @@ fn become_password(
     opts: &SshOptions,
     name: &str,
     vars: &Map<String, Value>,
-) -> Result<Option<Secret>, String> {
+) -> Result<Option<Secret>, RouteError> {
     match var(vars, &["ansible_become_password", "ansible_become_pass"]).map(Secret::new) {
         Some(pw) => {
             check_become_password(&pw, &format!("{name}: ansible_become_password"))?;
@@ -369,7 +373,8 @@ Host bastion
             let inv = vars(json!({ "ansible_become_password": pw }));
             let err = resolve(&opts(), "gpu-03", &inv)
                 .map(drop)
-                .expect_err("refused");
+                .expect_err("refused")
+                .to_string();
             assert!(
                 err.starts_with("gpu-03: ansible_become_password: ")
                     && err.contains(&format!("contains a {what} character")),
@@ -406,6 +411,9 @@ Host bastion
     #[test]
     fn bad_port_variable_is_reported() {
         let err = resolve(&opts(), "h", &vars(json!({"ansible_port": "ssh"}))).unwrap_err();
-        assert!(err.contains("ansible_port 'ssh'"), "{err}");
+        assert_eq!(
+            err.to_string(),
+            "h: ansible_port 'ssh' is not a port number"
+        );
     }
 }

@@ -10,26 +10,33 @@ use std::time::Duration;
 
 use ssh2::{BlockDirections, Channel, Session};
 
+use super::error::TunnelError;
 use crate::remote::fd_limit;
 
 /// Opens a tunnel to `host:port` through `jump`; the returned socket speaks
 /// directly to the target.
 /// `jump_fd` is the socket the jump session runs on.
-pub fn tunnel(jump: Session, jump_fd: RawFd, host: &str, port: u16) -> Result<UnixStream, String> {
+pub fn tunnel(
+    jump: Session,
+    jump_fd: RawFd,
+    host: &str,
+    port: u16,
+) -> Result<UnixStream, TunnelError> {
     let channel = jump
         .channel_direct_tcpip(host, port, None)
-        .map_err(|e| format!("the jump host could not reach {host}:{port}: {e}"))?;
+        .map_err(|source| TunnelError::Channel {
+            host: host.to_string(),
+            port,
+            source,
+        })?;
     let (ours, theirs) = UnixStream::pair().map_err(|e| {
-        let why = fd_limit::explain(&e).unwrap_or_else(|| e.to_string());
-        format!("cannot create a socket pair: {why}")
+        TunnelError::SocketPair(fd_limit::explain(&e).unwrap_or_else(|| e.to_string()))
     })?;
-    theirs
-        .set_nonblocking(true)
-        .map_err(|e| format!("socket pair: {e}"))?;
+    theirs.set_nonblocking(true).map_err(TunnelError::Socket)?;
     std::thread::Builder::new()
         .name(format!("ssh-jump {host}:{port}"))
         .spawn(move || Bridge::new(jump, channel, theirs).run(jump_fd))
-        .map_err(|e| format!("cannot start the jump thread: {e}"))?;
+        .map_err(TunnelError::Thread)?;
     Ok(ours)
 }
 

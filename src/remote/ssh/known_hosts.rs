@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use base64::Engine;
 use ssh2::{CheckResult, HashType, HostKeyType, KnownHostFileKind, KnownHosts, Session};
 
+use super::error::KnownHostsError;
 use crate::remote::fd_limit;
 
 /// OpenSSH's host key algorithm order. libssh2's default prefers ECDSA, so
@@ -53,22 +54,31 @@ impl KnownHostsDb {
     /// Loads every existing file of the policy; missing files are empty.
     /// The files are read here rather than by libssh2 so that a failure to
     /// open one keeps its cause (out of file descriptors is not a bad file).
-    pub fn load(session: &Session, policy: &HostKeyPolicy) -> Result<KnownHostsDb, String> {
-        let mut db = session
-            .known_hosts()
-            .map_err(|e| format!("known_hosts: {e}"))?;
+    pub fn load(
+        session: &Session,
+        policy: &HostKeyPolicy,
+    ) -> Result<KnownHostsDb, KnownHostsError> {
+        let mut db = session.known_hosts().map_err(KnownHostsError::Init)?;
         for file in &policy.files {
             let text = match std::fs::read_to_string(file) {
                 Ok(text) => text,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(e) => {
-                    return Err(fd_limit::explain(&e)
-                        .unwrap_or_else(|| format!("cannot read {}: {e}", file.display())))
+                Err(source) => {
+                    return Err(match fd_limit::explain(&source) {
+                        Some(why) => KnownHostsError::Descriptors(why),
+                        None => KnownHostsError::Read {
+                            file: file.display().to_string(),
+                            source,
+                        },
+                    })
                 }
             };
             for line in text.lines() {
                 db.read_str(line, KnownHostFileKind::OpenSSH)
-                    .map_err(|e| format!("{}: {e}", file.display()))?;
+                    .map_err(|source| KnownHostsError::Parse {
+                        file: file.display().to_string(),
+                        source,
+                    })?;
             }
         }
         Ok(KnownHostsDb {
@@ -151,10 +161,10 @@ pub fn verdict(
 }
 
 /// Appends a recorded key, creating the file (and `~/.ssh`) if needed.
-pub fn record(file: &Path, line: &str) -> Result<(), String> {
-    let fail = |e: std::io::Error| {
-        let why = fd_limit::explain(&e).unwrap_or_else(|| e.to_string());
-        format!("cannot record host key in {}: {why}", file.display())
+pub fn record(file: &Path, line: &str) -> Result<(), KnownHostsError> {
+    let fail = |e: std::io::Error| KnownHostsError::Record {
+        file: file.display().to_string(),
+        why: fd_limit::explain(&e).unwrap_or_else(|| e.to_string()),
     };
     if let Some(dir) = file.parent().filter(|d| !d.as_os_str().is_empty()) {
         std::fs::create_dir_all(dir).map_err(fail)?;

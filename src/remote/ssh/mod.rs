@@ -5,6 +5,7 @@ mod auth;
 mod channel;
 pub mod config;
 pub mod endpoint;
+pub mod error;
 mod escalate;
 mod jump;
 pub mod known_hosts;
@@ -21,6 +22,7 @@ use super::{fd_limit, Output, Script, Transport, TransportError};
 use channel::{Feed, Limits, PumpError};
 use config::SshConfig;
 use endpoint::{Endpoint, Route};
+use error::{BecomePasswordError, ConnectError};
 use escalate::{BecomeCtx, SudoMarkers};
 use known_hosts::{KnownHostsDb, PresentedKey, Verdict};
 
@@ -45,18 +47,17 @@ impl Secret {
 /// leaves the rest on stdin, where the escalated shell would run it as a
 /// command; such a password can never be the right one, so it is refused
 /// before any host is contacted. NUL would cut it short the same way.
-pub fn check_become_password(password: &Secret, origin: &str) -> Result<(), String> {
+pub fn check_become_password(password: &Secret, origin: &str) -> Result<(), BecomePasswordError> {
     match password.0.chars().find(|c| matches!(c, '\n' | '\r' | '\0')) {
         None => Ok(()),
-        Some(c) => Err(format!(
-            "{origin}: the become password contains a {} character; sudo reads only up to \
-             the first line break, so it cannot be sent safely",
-            match c {
+        Some(c) => Err(BecomePasswordError {
+            origin: origin.to_string(),
+            character: match c {
                 '\n' => "newline",
                 '\r' => "carriage return",
                 _ => "NUL",
-            }
-        )),
+            },
+        }),
     }
 }
 
@@ -131,8 +132,10 @@ impl SshTransport {
         name: &str,
         vars: &Map<String, Value>,
     ) -> Result<SshTransport, TransportError> {
-        let route = endpoint::resolve(opts, name, vars).map_err(TransportError::Unreachable)?;
-        let (session, fd) = open_route(opts, &route).map_err(TransportError::Unreachable)?;
+        let unreachable = |e: ConnectError| TransportError::Unreachable(e.to_string());
+        let route =
+            endpoint::resolve(opts, name, vars).map_err(|e| unreachable(ConnectError::Route(e)))?;
+        let (session, fd) = open_route(opts, &route).map_err(unreachable)?;
         let transport = SshTransport {
             target: route.target,
             session,
@@ -276,24 +279,35 @@ fn exit_status(channel: &ssh2::Channel) -> i32 {
 
 /// Logs in to each jump host in turn, tunnels through it to the next hop,
 /// and finally to the target.
-fn open_route(opts: &SshOptions, route: &Route) -> Result<(Session, RawFd), String> {
+fn open_route(opts: &SshOptions, route: &Route) -> Result<(Session, RawFd), ConnectError> {
     let mut hops = route.jumps.iter().chain([&route.target]);
     let first = hops.next().expect("the target is always there");
     // Reported under the target's name, so say whose failure it really is.
-    let first_hop = |e: String| match route.jumps.is_empty() {
+    let first_hop = |e: ConnectError| match route.jumps.is_empty() {
         true => e,
-        false => format!("{e} (jump host to {})", route.target.display()),
+        false => ConnectError::FirstJump {
+            source: Box::new(e),
+            target: route.target.display(),
+        },
     };
     let tcp = tcp_connect(first).map_err(first_hop)?;
     let fd = tcp.as_raw_fd();
     let mut current = (establish(opts, first, tcp).map_err(first_hop)?, fd, first);
     for next in hops {
         let (session, _, via) = current;
-        let sock = jump::tunnel(session, current.1, &next.host, next.port)
-            .map_err(|e| format!("{} via {}: {e}", next.display(), via.display()))?;
+        let sock = jump::tunnel(session, current.1, &next.host, next.port).map_err(|source| {
+            ConnectError::Tunnel {
+                hop: next.display(),
+                via: via.display(),
+                source,
+            }
+        })?;
         let fd = sock.as_raw_fd();
         current = (
-            establish(opts, next, sock).map_err(|e| format!("{e} (via {})", via.name))?,
+            establish(opts, next, sock).map_err(|e| ConnectError::Via {
+                source: Box::new(e),
+                via: via.name.clone(),
+            })?,
             fd,
             next,
         );
@@ -301,11 +315,14 @@ fn open_route(opts: &SshOptions, route: &Route) -> Result<(Session, RawFd), Stri
     Ok((current.0, current.1))
 }
 
-fn tcp_connect(ep: &Endpoint) -> Result<TcpStream, String> {
-    let display = ep.display();
+fn tcp_connect(ep: &Endpoint) -> Result<TcpStream, ConnectError> {
+    let host = ep.display();
     let addrs = (ep.host.as_str(), ep.port)
         .to_socket_addrs()
-        .map_err(|e| format!("{display}: cannot resolve host: {e}"))?;
+        .map_err(|source| ConnectError::Resolve {
+            host: host.clone(),
+            source,
+        })?;
     let mut last = None;
     for addr in addrs {
         match TcpStream::connect_timeout(&addr, ep.connect_timeout) {
@@ -314,18 +331,18 @@ fn tcp_connect(ep: &Endpoint) -> Result<TcpStream, String> {
                 return Ok(s);
             }
             Err(e) => match fd_limit::explain(&e) {
-                Some(why) => return Err(format!("{display}: {why}")),
+                Some(why) => return Err(ConnectError::Descriptors { host, why }),
                 None => last = Some(e),
             },
         }
     }
     Err(match last {
-        Some(e) if e.kind() == std::io::ErrorKind::TimedOut => format!(
-            "{display}: TCP connect timed out after {} s (-T/--timeout)",
-            ep.connect_timeout.as_secs()
-        ),
-        Some(e) => format!("{display}: cannot connect: {e}"),
-        None => format!("{display}: host name resolved to no address"),
+        Some(e) if e.kind() == std::io::ErrorKind::TimedOut => ConnectError::ConnectTimeout {
+            host,
+            secs: ep.connect_timeout.as_secs(),
+        },
+        Some(source) => ConnectError::Connect { host, source },
+        None => ConnectError::NoAddress { host },
     })
 }
 
@@ -334,11 +351,18 @@ fn establish<S: AsRawFd + 'static>(
     opts: &SshOptions,
     ep: &Endpoint,
     socket: S,
-) -> Result<Session, String> {
-    let display = ep.display();
-    let mut session = Session::new().map_err(|e| format!("{display}: {e}"))?;
+) -> Result<Session, ConnectError> {
+    let host = ep.display();
+    let mut session = Session::new().map_err(|source| ConnectError::Session {
+        host: host.clone(),
+        source,
+    })?;
     session.set_timeout(millis(ep.connect_timeout));
-    let db = KnownHostsDb::load(&session, &ep.host_keys).map_err(|e| format!("{display}: {e}"))?;
+    let db =
+        KnownHostsDb::load(&session, &ep.host_keys).map_err(|source| ConnectError::KnownHosts {
+            host: host.clone(),
+            source,
+        })?;
     // Unsupported names are dropped by libssh2; failing here only loses
     // the preference.
     let _ = session.method_pref(
@@ -346,13 +370,18 @@ fn establish<S: AsRawFd + 'static>(
         &db.algorithm_preference(&ep.host, ep.port),
     );
     session.set_tcp_stream(socket);
-    session.handshake().map_err(|e| match is_timeout(&e) {
-        true => format!(
-            "{display}: TCP connected, but the SSH handshake timed out after {} s (-T/--timeout)",
-            ep.connect_timeout.as_secs()
-        ),
-        false => format!("{display}: SSH handshake failed: {e}"),
-    })?;
+    session
+        .handshake()
+        .map_err(|source| match is_timeout(&source) {
+            true => ConnectError::HandshakeTimeout {
+                host: host.clone(),
+                secs: ep.connect_timeout.as_secs(),
+            },
+            false => ConnectError::Handshake {
+                host: host.clone(),
+                source,
+            },
+        })?;
     check_host_key(&session, &db, ep)?;
     let plan = auth::AuthPlan {
         user: &ep.user,
@@ -362,21 +391,20 @@ fn establish<S: AsRawFd + 'static>(
         password: ep.password.as_ref(),
         home: &opts.home,
     };
-    auth::authenticate(&session, &plan).map_err(|tried| {
-        format!(
-            "{display}: authentication failed for user {} (tried: {tried})",
-            ep.user
-        )
+    auth::authenticate(&session, &plan).map_err(|source| ConnectError::Auth {
+        host,
+        user: ep.user.clone(),
+        source,
     })?;
     session.set_keepalive(true, opts.keepalive.as_secs().max(1) as u32);
     Ok(session)
 }
 
-fn check_host_key(session: &Session, db: &KnownHostsDb, ep: &Endpoint) -> Result<(), String> {
+fn check_host_key(session: &Session, db: &KnownHostsDb, ep: &Endpoint) -> Result<(), ConnectError> {
     let display = ep.display();
-    let (blob, kind) = session
-        .host_key()
-        .ok_or_else(|| format!("{display}: the server sent no host key"))?;
+    let (blob, kind) = session.host_key().ok_or_else(|| ConnectError::NoHostKey {
+        host: display.clone(),
+    })?;
     let presented = PresentedKey {
         blob,
         kind,
@@ -384,8 +412,15 @@ fn check_host_key(session: &Session, db: &KnownHostsDb, ep: &Endpoint) -> Result
     };
     match db.verify(&ep.host, ep.port, &presented, &display) {
         Verdict::Trusted => Ok(()),
-        Verdict::Record(line) => known_hosts::record(&ep.host_keys.files[0], &line),
-        Verdict::Refused(msg) => Err(msg),
+        Verdict::Record(line) => {
+            known_hosts::record(&ep.host_keys.files[0], &line).map_err(|source| {
+                ConnectError::KnownHosts {
+                    host: display,
+                    source,
+                }
+            })
+        }
+        Verdict::Refused(msg) => Err(ConnectError::HostKeyRefused(msg)),
     }
 }
 
