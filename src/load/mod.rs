@@ -7,5 +7,7 @@ pub(crate) mod fuzz;
 pub mod input;
 pub mod inventory;
 pub mod playbook;
+mod roles;
+mod tasks;
 pub mod validate;
 pub mod yaml;

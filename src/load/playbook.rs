@@ -3,7 +3,9 @@
 //! touched.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
+use super::{roles, tasks};
 use crate::load::diag::{suggest, Diagnostic, Span};
 use crate::load::yaml::{self, Node, Value};
 use crate::modules::{self, ModuleSpec};
@@ -21,7 +23,10 @@ const PLAY_KEYS: &[&str] = &[
     "max_fail_percentage",
     "any_errors_fatal",
     "strategy",
+    "pre_tasks",
+    "roles",
     "tasks",
+    "post_tasks",
     "handlers",
     "validate",
     "tags",
@@ -106,10 +111,33 @@ pub struct Task {
     pub vars: serde_json::Map<String, serde_json::Value>,
     /// `vars:` as written, for template checks and positions.
     pub vars_node: Option<Node>,
+    /// The role the task comes from, if any.
+    pub role: Option<Arc<Role>>,
     pub span: Span,
 }
 
+/// A role a task was loaded from: its defaults are the lowest-precedence
+/// variables, and its folders are searched first for `src:` files.
+#[derive(Debug)]
+pub struct Role {
+    pub name: String,
+    pub path: PathBuf,
+    pub defaults: serde_json::Map<String, serde_json::Value>,
+    /// `defaults/main.yml` as written, for template checks and positions.
+    pub defaults_node: Option<Node>,
+}
+
 impl Task {
+    /// Folders for `src:` files: the role's `templates/`, `files/` and own
+    /// folder first, then the playbook's.
+    pub fn search_dirs(&self, playbook_dirs: &[PathBuf]) -> Vec<PathBuf> {
+        let role = self
+            .role
+            .iter()
+            .flat_map(|r| ["templates", "files", "tasks", ""].map(|d| r.path.join(d)));
+        role.chain(playbook_dirs.iter().cloned()).collect()
+    }
+
     pub fn location(&self) -> String {
         self.span.location()
     }
@@ -117,30 +145,31 @@ impl Task {
 
 /// Collects every problem in one pass so `validate` reports them all.
 #[derive(Default)]
-struct Errors(Vec<Diagnostic>);
+pub(super) struct Errors(Vec<Diagnostic>);
 
 impl Errors {
-    fn push(&mut self, d: Diagnostic) {
+    pub(super) fn push(&mut self, d: Diagnostic) {
         self.0.push(d);
     }
 }
 
 pub fn load(path: &Path) -> Result<Playbook, Vec<Diagnostic>> {
-    let root = yaml::load_file(path).map_err(|d| vec![d])?;
+    load_with(path, &[])
+}
+
+/// Loads a playbook, looking for roles also in `roles_path`.
+pub fn load_with(path: &Path, roles_path: &[PathBuf]) -> Result<Playbook, Vec<Diagnostic>> {
+    let finder = Arc::new(roles::Finder::new(path, roles_path));
     let mut errors = Errors::default();
-    let plays = match &root.value {
-        Value::Seq(items) => items
-            .iter()
-            .filter_map(|p| parse_play(p, &mut errors))
-            .collect(),
-        _ => {
-            errors.push(root.error(format!(
-                "a playbook must be a list of plays, found {}",
-                root.kind()
-            )));
-            Vec::new()
-        }
-    };
+    let plays = plays_of(path, &finder, &mut vec![path.to_path_buf()], &mut errors);
+    // Sections expand after the play's keys are read: report in file order.
+    errors.0.sort_by(|a, b| {
+        (a.span.source.name.as_str(), a.span.line, a.span.col).cmp(&(
+            b.span.source.name.as_str(),
+            b.span.line,
+            b.span.col,
+        ))
+    });
     if errors.0.is_empty() {
         Ok(Playbook {
             path: path.to_path_buf(),
@@ -151,7 +180,74 @@ pub fn load(path: &Path) -> Result<Playbook, Vec<Diagnostic>> {
     }
 }
 
-fn unknown_key(key: &Node, what: &str, known: &[&str]) -> Diagnostic {
+/// The plays of one playbook file, with `import_playbook:` entries
+/// replaced by the plays they name.
+fn plays_of(
+    path: &Path,
+    finder: &Arc<roles::Finder>,
+    stack: &mut Vec<PathBuf>,
+    errors: &mut Errors,
+) -> Vec<Play> {
+    let root = match yaml::load_file(path) {
+        Ok(root) => root,
+        Err(d) => {
+            errors.push(d);
+            return Vec::new();
+        }
+    };
+    let Value::Seq(items) = &root.value else {
+        errors.push(root.error(format!(
+            "a playbook must be a list of plays, found {}",
+            root.kind()
+        )));
+        return Vec::new();
+    };
+    let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
+    let mut plays = Vec::new();
+    for item in items {
+        let import = ["import_playbook", "ansible.builtin.import_playbook"]
+            .iter()
+            .find_map(|k| item.get(k));
+        match import {
+            Some(file) => plays.extend(imported(item, file, &dir, finder, stack, errors)),
+            None => plays.extend(parse_play(item, &dir, finder, errors)),
+        }
+    }
+    plays
+}
+
+fn imported(
+    item: &Node,
+    file: &Node,
+    dir: &Path,
+    finder: &Arc<roles::Finder>,
+    stack: &mut Vec<PathBuf>,
+    errors: &mut Errors,
+) -> Vec<Play> {
+    for (k, _) in item.as_map().unwrap_or_default() {
+        if !matches!(
+            k.as_str(),
+            Some("import_playbook" | "ansible.builtin.import_playbook" | "name")
+        ) {
+            errors.push(k.error(format!(
+                "'{}' on import_playbook is not supported by nodeprov",
+                k.scalar_text().unwrap_or_default()
+            )));
+        }
+    }
+    let name = string(file, "import_playbook", errors);
+    let path = dir.join(&name);
+    if stack.contains(&path) || stack.len() > 32 {
+        errors.push(file.error(format!("{name} imports itself")));
+        return Vec::new();
+    }
+    stack.push(path.clone());
+    let plays = plays_of(&path, finder, stack, errors);
+    stack.pop();
+    plays
+}
+
+pub(super) fn unknown_key(key: &Node, what: &str, known: &[&str]) -> Diagnostic {
     let name = key.scalar_text().unwrap_or_default();
     let d = key.error(format!("unknown {what} '{name}'"));
     match suggest(&name, known.iter().copied()) {
@@ -160,7 +256,11 @@ fn unknown_key(key: &Node, what: &str, known: &[&str]) -> Diagnostic {
     }
 }
 
-fn expect_map<'a>(node: &'a Node, what: &str, errors: &mut Errors) -> Option<&'a [(Node, Node)]> {
+pub(super) fn expect_map<'a>(
+    node: &'a Node,
+    what: &str,
+    errors: &mut Errors,
+) -> Option<&'a [(Node, Node)]> {
     let m = node.as_map();
     if m.is_none() {
         errors.push(node.error(format!("{what} must be a mapping, found {}", node.kind())));
@@ -168,7 +268,7 @@ fn expect_map<'a>(node: &'a Node, what: &str, errors: &mut Errors) -> Option<&'a
     m
 }
 
-fn string(node: &Node, what: &str, errors: &mut Errors) -> String {
+pub(super) fn string(node: &Node, what: &str, errors: &mut Errors) -> String {
     match &node.value {
         Value::Str(_) | Value::Int(_) | Value::Float(_) | Value::Bool(_) => {
             node.scalar_text().unwrap_or_default()
@@ -180,7 +280,7 @@ fn string(node: &Node, what: &str, errors: &mut Errors) -> String {
     }
 }
 
-fn boolean(node: &Node, what: &str, errors: &mut Errors) -> bool {
+pub(super) fn boolean(node: &Node, what: &str, errors: &mut Errors) -> bool {
     match &node.value {
         Value::Bool(b) => *b,
         Value::Str(s) => modules::params::parse_bool(s).unwrap_or_else(|| {
@@ -198,7 +298,7 @@ fn boolean(node: &Node, what: &str, errors: &mut Errors) -> bool {
 }
 
 /// A string or a list of strings (`tags: a` or `tags: [a, b]`).
-fn string_list(node: &Node, what: &str, errors: &mut Errors) -> Vec<String> {
+pub(super) fn string_list(node: &Node, what: &str, errors: &mut Errors) -> Vec<String> {
     match &node.value {
         Value::Seq(items) => items.iter().map(|i| string(i, what, errors)).collect(),
         Value::Str(s) => s
@@ -222,7 +322,10 @@ fn names(node: &Node, what: &str, errors: &mut Errors) -> Vec<(String, Span)> {
         .collect()
 }
 
-fn vars_map(node: &Node, errors: &mut Errors) -> serde_json::Map<String, serde_json::Value> {
+pub(super) fn vars_map(
+    node: &Node,
+    errors: &mut Errors,
+) -> serde_json::Map<String, serde_json::Value> {
     for (k, _) in node.as_map().unwrap_or_default() {
         identifier(k, "variable", errors);
     }
@@ -267,7 +370,7 @@ pub fn is_identifier(name: &str) -> bool {
 }
 
 /// `when:`-style conditions: an expression, a boolean, or a list of them.
-fn condition(node: &Node, what: &str, errors: &mut Errors) -> Option<Node> {
+pub(super) fn condition(node: &Node, what: &str, errors: &mut Errors) -> Option<Node> {
     let items = match &node.value {
         Value::Seq(items) => items.as_slice(),
         _ => std::slice::from_ref(node),
@@ -368,7 +471,12 @@ fn fail_percentage(node: &Node, errors: &mut Errors) -> f64 {
     pct
 }
 
-fn parse_play(node: &Node, errors: &mut Errors) -> Option<Play> {
+fn parse_play(
+    node: &Node,
+    dir: &Path,
+    finder: &Arc<roles::Finder>,
+    errors: &mut Errors,
+) -> Option<Play> {
     let entries = expect_map(node, "a play", errors)?;
     let mut play = Play {
         name: String::new(),
@@ -389,6 +497,8 @@ fn parse_play(node: &Node, errors: &mut Errors) -> Option<Play> {
     };
     let mut become_ = false;
     let mut hosts_seen = false;
+    let scope = tasks::Scope::new(dir.to_path_buf(), finder.clone());
+    let mut sections: [Option<&Node>; 4] = [None; 4];
     for (k, v) in entries {
         let Some(key) = key_name(k, "a play keyword", errors) else {
             continue;
@@ -418,9 +528,12 @@ fn parse_play(node: &Node, errors: &mut Errors) -> Option<Play> {
             "any_errors_fatal" => play.any_errors_fatal = boolean(v, "any_errors_fatal", errors),
             "strategy" => strategy(v, errors),
             "tags" => play.tags = string_list(v, "tags", errors),
-            "tasks" => play.tasks = parse_tasks(v, errors),
-            "handlers" => play.handlers = parse_tasks(v, errors),
-            "validate" => play.validate = parse_tasks(v, errors),
+            "pre_tasks" => sections[0] = Some(v),
+            "roles" => sections[1] = Some(v),
+            "tasks" => sections[2] = Some(v),
+            "post_tasks" => sections[3] = Some(v),
+            "handlers" => play.handlers = tasks::expand(v, &scope, errors),
+            "validate" => play.validate = tasks::expand(v, &scope, errors),
             "become_method" => become_method(v, errors),
             "remote_user" | "connection" => errors.push(unsupported(k)),
             _ => errors.push(unknown_key(k, "play keyword", PLAY_KEYS)),
@@ -429,6 +542,9 @@ fn parse_play(node: &Node, errors: &mut Errors) -> Option<Play> {
     if !hosts_seen {
         errors.push(node.error("a play needs 'hosts:' (a host pattern such as 'all' or 'gpu')"));
     }
+    play.tasks = play_tasks(&sections, &scope, errors);
+    let role_handlers = std::mem::take(&mut scope.play.lock().expect("not poisoned").handlers);
+    play.handlers.extend(role_handlers);
     play.become_user = become_.then(|| play.become_user.clone().unwrap_or_else(|| "root".into()));
     if play.name.is_empty() {
         // Ansible names an unnamed play after its host pattern.
@@ -491,18 +607,42 @@ fn parse_serial(v: &Node, errors: &mut Errors) -> Vec<BatchSize> {
     }
 }
 
-fn parse_tasks(v: &Node, errors: &mut Errors) -> Vec<Task> {
-    match &v.value {
-        Value::Seq(items) => items.iter().filter_map(|t| parse_task(t, errors)).collect(),
-        Value::Null => Vec::new(),
-        _ => {
-            errors.push(v.error(format!("expected a list of tasks, found {}", v.kind())));
-            Vec::new()
+/// `pre_tasks`, `roles`, `tasks` and `post_tasks`, in Ansible's order.
+fn play_tasks(
+    sections: &[Option<&Node>; 4],
+    scope: &tasks::Scope,
+    errors: &mut Errors,
+) -> Vec<Task> {
+    let [pre, roles, tasks, post] = sections;
+    let mut out: Vec<Task> = pre
+        .map(|v| tasks::expand(v, scope, errors))
+        .unwrap_or_default();
+    if let Some(list) = roles {
+        match &list.value {
+            Value::Seq(entries) => {
+                for entry in entries {
+                    if let Some(req) = roles::RoleRequest::from_entry(entry, errors) {
+                        out.extend(roles::expand(&req, scope, errors).tasks);
+                    }
+                }
+            }
+            Value::Null => {}
+            _ => errors.push(list.error(format!("roles must be a list, found {}", list.kind()))),
         }
     }
+    out.extend(
+        tasks
+            .map(|v| tasks::expand(v, scope, errors))
+            .unwrap_or_default(),
+    );
+    out.extend(
+        post.map(|v| tasks::expand(v, scope, errors))
+            .unwrap_or_default(),
+    );
+    out
 }
 
-fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
+pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
     let entries = expect_map(node, "a task", errors)?;
     let mut module: Option<(&'static ModuleSpec, &Node, &Node)> = None;
     let mut args: Option<&Node> = None;
@@ -526,6 +666,7 @@ fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
         check_mode: None,
         vars: serde_json::Map::new(),
         vars_node: None,
+        role: None,
         span: node.span.clone(),
     };
     let mut become_: Option<bool> = None;
@@ -576,12 +717,7 @@ fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
             },
         }
     }
-    task.become_user = match (become_, become_user) {
-        (Some(false), _) => Some(None),
-        (Some(true), user) => Some(Some(user.unwrap_or_else(|| "root".into()))),
-        (None, Some(user)) => Some(Some(user)),
-        (None, None) => None,
-    };
+    task.become_user = become_setting(become_, become_user);
     let Some((spec, key, value)) = module else {
         errors.push(node.error("this task names no module").with_hint(format!(
             "add one of: {}",
@@ -594,6 +730,20 @@ fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
     task.params = module_params(spec, value, args, errors);
     check_params(spec, key, &task.params, errors);
     Some(task)
+}
+
+/// `become`/`become_user` as one setting: `Some(None)` runs as the login
+/// user, `Some(Some(u))` as `u`, `None` inherits.
+pub(super) fn become_setting(
+    become_: Option<bool>,
+    user: Option<String>,
+) -> Option<Option<String>> {
+    match (become_, user) {
+        (Some(false), _) => Some(None),
+        (Some(true), user) => Some(Some(user.unwrap_or_else(|| "root".into()))),
+        (None, Some(user)) => Some(Some(user)),
+        (None, None) => None,
+    }
 }
 
 fn parse_loop_control(v: &Node, task: &mut Task, errors: &mut Errors) {
@@ -885,8 +1035,8 @@ mod tests {
             messages,
             [
                 "'remote_user' is not supported",
-                "'no_log' is not supported",
-                "a task's become/become_user must match its play's"
+                "a task's become/become_user must match its play's",
+                "'no_log' is not supported"
             ]
         );
     }
