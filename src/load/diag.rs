@@ -124,19 +124,35 @@ pub fn clip(text: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
-/// The candidate closest to `name`, when it is close enough to be a likely typo.
+/// The candidate closest to `name`, when it is close enough to be a likely
+/// typo: a few edits, fewer for short names (`stat` is not a typo of `apt`).
 pub fn suggest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let limit = match name.chars().count() {
+        0..=4 => 1,
+        5..=8 => 2,
+        _ => 3,
+    };
     candidates
         .into_iter()
-        .map(|c| (strsim::jaro_winkler(name, c), c))
-        .filter(|(score, _)| *score > 0.8)
-        .max_by(|a, b| a.0.total_cmp(&b.0))
+        .map(|c| (strsim::damerau_levenshtein(name, c), c))
+        .filter(|(distance, _)| *distance <= limit)
+        .min_by_key(|(distance, _)| *distance)
         .map(|(_, c)| c)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn suggestions_are_typos_not_lookalikes() {
+        let names = ["apt", "dnf", "sysctl", "content", "handlers"];
+        assert_eq!(suggest("sysctll", names), Some("sysctl"));
+        assert_eq!(suggest("contnet", names), Some("content"));
+        assert_eq!(suggest("hanlders", names), Some("handlers"));
+        assert_eq!(suggest("stat", names), None);
+        assert_eq!(suggest("find", names), None);
+    }
 
     #[test]
     fn renders_line_and_caret_under_column() {

@@ -671,6 +671,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
     };
     let mut become_: Option<bool> = None;
     let mut become_user: Option<String> = None;
+    let mut unknown = false;
     for (k, v) in entries {
         let Some(key) = key_name(k, "a task keyword", errors) else {
             continue;
@@ -680,6 +681,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
             "name" => task.name = string(v, "name", errors),
             "when" => task.when = condition(v, key, errors),
             "loop" | "with_items" => task.loop_items = loop_items(v, key, errors),
+            _ if key.starts_with("with_") => task.loop_items = with_loop(k, v, errors),
             "loop_control" => parse_loop_control(v, &mut task, errors),
             "register" => task.register = Some(identifier(v, "register", errors)),
             "notify" => task.notify = names(v, "notify", errors),
@@ -709,20 +711,21 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
                     errors.push(k.error(format!("a task runs one module; '{key}' is a second one")))
                 }
                 None => {
-                    let known: Vec<&str> = modules::all_names()
-                        .chain(TASK_KEYS.iter().copied())
-                        .collect();
-                    errors.push(unknown_key(k, "module or task keyword", &known));
+                    unknown = true;
+                    errors.push(unknown_module(k));
                 }
             },
         }
     }
     task.become_user = become_setting(become_, become_user);
     let Some((spec, key, value)) = module else {
-        errors.push(node.error("this task names no module").with_hint(format!(
-            "add one of: {}",
-            modules::registry().iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
-        )));
+        // An unknown key already said what is wrong: most likely the module.
+        if !unknown {
+            errors.push(node.error("this task names no module").with_hint(format!(
+                "add one of: {}",
+                modules::registry().iter().map(|s| s.name).collect::<Vec<_>>().join(", ")
+            )));
+        }
         return None;
     };
     task.module = spec;
@@ -730,6 +733,26 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
     task.params = module_params(spec, value, args, errors);
     check_params(spec, key, &task.params, errors);
     Some(task)
+}
+
+/// A key that is neither a task keyword nor a module: a typo gets a
+/// suggestion; anything else is named as unsupported with the modules
+/// nodeprov has (their canonical names, not every alias).
+fn unknown_module(k: &Node) -> Diagnostic {
+    let name = k.scalar_text().unwrap_or_default();
+    let known: Vec<&str> = modules::all_names()
+        .chain(TASK_KEYS.iter().copied())
+        .collect();
+    if let Some(s) = suggest(&name, known) {
+        return k
+            .error(format!("unknown module or task keyword '{name}'"))
+            .with_hint(format!("did you mean '{s}'?"));
+    }
+    let modules: Vec<&str> = modules::registry().iter().map(|s| s.name).collect();
+    k.error(format!(
+        "'{name}' is not a module or task keyword supported by nodeprov"
+    ))
+    .with_hint(format!("modules nodeprov has: {}", modules.join(", ")))
 }
 
 /// `become`/`become_user` as one setting: `Some(None)` runs as the login
@@ -801,8 +824,12 @@ fn module_params(
 }
 
 fn key_value_params(s: &str, node: &Node, errors: &mut Errors) -> Vec<(String, Node)> {
-    let words = match crate::remote::shell::split_strict(s) {
-        Ok(words) => words,
+    let (masked, templates) = mask_templates(s);
+    let words = match crate::remote::shell::split_strict(&masked) {
+        Ok(words) => words
+            .into_iter()
+            .map(|w| unmask_templates(&w, &templates))
+            .collect::<Vec<_>>(),
         Err(open) => {
             errors.push(node.error(format!("{open} of the key=value parameters")));
             return Vec::new();
@@ -821,6 +848,124 @@ fn key_value_params(s: &str, node: &Node, errors: &mut Errors) -> Vec<(String, N
             }
         })
         .collect()
+}
+
+/// `with_<lookup>:` loops as the `loop:` expression Ansible documents for
+/// each (`with_dict: x` is `loop: "{{ x | dict2items }}"`).
+fn with_loop(k: &Node, v: &Node, errors: &mut Errors) -> Option<Node> {
+    let key = k.as_str().unwrap_or_default();
+    let list = |errors: &mut Errors| match &v.value {
+        Value::Seq(items) if !items.is_empty() => {
+            Some(items.iter().map(jinja_expr).collect::<Vec<_>>())
+        }
+        _ => {
+            errors.push(v.error(format!("{key} takes a list, found {}", v.kind())));
+            None
+        }
+    };
+    let expr = match key {
+        "with_list" => jinja_expr(v),
+        "with_flattened" => format!("{} | flatten", jinja_expr(v)),
+        "with_dict" => format!("{} | dict2items", jinja_expr(v)),
+        "with_nested" | "with_cartesian" => {
+            let l = list(errors)?;
+            format!("{} | product({}) | list", l[0], l[1..].join(", "))
+        }
+        "with_together" => {
+            let l = list(errors)?;
+            format!("{} | zip({}) | list", l[0], l[1..].join(", "))
+        }
+        "with_subelements" => {
+            let l = list(errors)?;
+            if l.len() < 2 {
+                errors.push(v.error("with_subelements takes [list, 'key']"));
+                return None;
+            }
+            format!("{} | subelements({})", l[0], l[1..].join(", "))
+        }
+        _ => {
+            errors.push(
+                k.error(format!("'{key}' is not supported by nodeprov"))
+                    .with_hint("use loop: with a filter, or with_items, with_dict, with_nested, with_together, with_subelements"),
+            );
+            return None;
+        }
+    };
+    Some(Node::new(
+        Value::Str(format!("{{{{ {expr} }}}}")),
+        v.span.clone(),
+    ))
+}
+
+/// A YAML value as a Jinja expression: `"{{ x }}"` is `(x)`, anything
+/// else a literal.
+fn jinja_expr(n: &Node) -> String {
+    if let Some(s) = n.as_str() {
+        let t = s.trim();
+        if let Some(inner) = t.strip_prefix("{{").and_then(|r| r.strip_suffix("}}")) {
+            if !inner.contains("{{") {
+                return format!("({})", inner.trim());
+            }
+        }
+    }
+    jinja_literal(&n.to_json())
+}
+
+fn jinja_literal(v: &serde_json::Value) -> String {
+    use serde_json::Value as J;
+    match v {
+        J::Null => "none".into(),
+        J::Array(items) => format!(
+            "[{}]",
+            items
+                .iter()
+                .map(jinja_literal)
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        J::Object(m) => format!(
+            "{{{}}}",
+            m.iter()
+                .map(|(k, v)| format!("{}: {}", J::String(k.clone()), jinja_literal(v)))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        other => other.to_string(),
+    }
+}
+
+/// Ansible splits `key=value` arguments around `{{ … }}` and `{% … %}`
+/// as units, whatever spaces or quotes they hold: each is swapped for a
+/// placeholder while the words are split.
+fn mask_templates(s: &str) -> (String, Vec<String>) {
+    let mut out = String::new();
+    let mut found = Vec::new();
+    let mut rest = s;
+    while let Some(start) = rest.find("{{").into_iter().chain(rest.find("{%")).min() {
+        let close = if rest[start..].starts_with("{{") {
+            "}}"
+        } else {
+            "%}"
+        };
+        let Some(len) = rest[start..].find(close) else {
+            break;
+        };
+        let end = start + len + 2;
+        out.push_str(&rest[..start]);
+        out.push_str(&format!("\u{E000}{}\u{E001}", found.len()));
+        found.push(rest[start..end].to_string());
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    (out, found)
+}
+
+fn unmask_templates(word: &str, templates: &[String]) -> String {
+    let mut out = word.to_string();
+    for (i, t) in templates.iter().enumerate() {
+        out = out.replace(&format!("\u{E000}{i}\u{E001}"), t);
+    }
+    out
 }
 
 fn check_params(spec: &ModuleSpec, key: &Node, params: &[(String, Node)], errors: &mut Errors) {
@@ -921,6 +1066,52 @@ mod tests {
             "unknown parameter 'contnet' for module 'copy'"
         );
         assert_eq!(errs[0].hint.as_deref(), Some("did you mean 'content'?"));
+    }
+
+    #[test]
+    fn with_lookups_become_loop_expressions() {
+        let pb = load_text("- hosts: all\n  tasks:\n    - command: echo {{ item.key }}\n      with_dict: '{{ users }}'\n    - command: echo\n      with_nested: [[1, 2], '{{ xs }}']\n    - command: echo\n      with_subelements: ['{{ users }}', keys]\n    - command: echo\n      with_together: [[a, null], [{k: v}]]\n").unwrap();
+        let loops: Vec<String> = pb.plays[0]
+            .tasks
+            .iter()
+            .map(|t| t.loop_items.as_ref().unwrap().scalar_text().unwrap())
+            .collect();
+        assert_eq!(
+            loops,
+            [
+                "{{ (users) | dict2items }}",
+                "{{ [1, 2] | product((xs)) | list }}",
+                "{{ (users) | subelements(\"keys\") }}",
+                "{{ [\"a\", none] | zip([{\"k\": \"v\"}]) | list }}"
+            ]
+        );
+        let errs = load_text(
+            "- hosts: all\n  tasks:\n    - command: echo\n      with_sequence: start=1 end=3\n",
+        )
+        .unwrap_err();
+        assert_eq!(
+            errs[0].message,
+            "'with_sequence' is not supported by nodeprov"
+        );
+    }
+
+    #[test]
+    fn key_value_arguments_keep_templates_whole() {
+        let pb = load_text("- hosts: all\n  tasks:\n    - copy: src=a dest={{ base ~ '/x y' }} owner=root content=\"a b\"\n").unwrap();
+        let params: Vec<(String, String)> = pb.plays[0].tasks[0]
+            .params
+            .iter()
+            .map(|(k, v)| (k.clone(), v.scalar_text().unwrap()))
+            .collect();
+        assert_eq!(
+            params,
+            [
+                ("src".to_string(), "a".to_string()),
+                ("dest".into(), "{{ base ~ '/x y' }}".into()),
+                ("owner".into(), "root".into()),
+                ("content".into(), "a b".into())
+            ]
+        );
     }
 
     #[test]

@@ -25,6 +25,7 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
             .chain(&play.vars_files)
             .for_each(|n| check_strings(&t, n, &mut errors));
         check_var_cycles(&t, play, &mut errors);
+        check_role_defaults(&t, play, &mut errors);
         check_handlers(play, &mut errors);
         check_vars_files(pb, play, &mut errors);
         for task in play
@@ -33,7 +34,7 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
             .chain(&play.handlers)
             .chain(&play.validate)
         {
-            check_task(&t, &dirs, task, &mut errors);
+            check_task(&t, &task.search_dirs(&dirs), task, &mut errors);
             check_notify(play, task, &mut errors);
         }
     }
@@ -63,6 +64,23 @@ fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Dia
         check_template_src(t, dirs, task, errors);
     } else {
         check_literal_params(t, dirs, task, errors);
+    }
+}
+
+/// Each role's `defaults/` once, however many tasks the role has.
+fn check_role_defaults(t: &Templates, play: &Play, errors: &mut Vec<Diagnostic>) {
+    let mut seen = std::collections::BTreeSet::new();
+    let roles = play
+        .tasks
+        .iter()
+        .chain(&play.handlers)
+        .filter_map(|t| t.role.as_ref());
+    for role in roles {
+        if seen.insert(role.path.clone()) {
+            role.defaults_node
+                .iter()
+                .for_each(|n| check_strings(t, n, errors));
+        }
     }
 }
 

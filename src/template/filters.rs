@@ -38,6 +38,10 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_filter("difference", difference);
     env.add_filter("union", union);
     env.add_filter("intersect", intersect);
+    env.add_filter("product", product);
+    env.add_filter("zip", zip);
+    env.add_filter("subelements", subelements);
+    env.add_filter("comment", comment);
 
     env.add_test("match", test_match);
     env.add_test("search", test_search);
@@ -386,6 +390,82 @@ fn dict2items(v: &Value, kwargs: Kwargs) -> Result<Value, Error> {
         })
         .collect();
     Ok(value_of(&Json::Array(items)))
+}
+
+/// Every combination, as lists: `with_nested` and Ansible's `product`.
+fn product(v: &Value, others: Rest<Value>) -> Result<Value, Error> {
+    let mut rows: Vec<Vec<Json>> = json_list(v, "product")?
+        .into_iter()
+        .map(|x| vec![x])
+        .collect();
+    for other in others.iter() {
+        let column = json_list(other, "product")?;
+        rows = rows
+            .into_iter()
+            .flat_map(|row| {
+                column.iter().map(move |x| {
+                    let mut r = row.clone();
+                    r.push(x.clone());
+                    r
+                })
+            })
+            .collect();
+    }
+    Ok(value_of(&Json::Array(
+        rows.into_iter().map(Json::Array).collect(),
+    )))
+}
+
+/// Lists side by side, as long as the shortest: `with_together`.
+fn zip(v: &Value, others: Rest<Value>) -> Result<Value, Error> {
+    let mut lists = vec![json_list(v, "zip")?];
+    for other in others.iter() {
+        lists.push(json_list(other, "zip")?);
+    }
+    let len = lists.iter().map(Vec::len).min().unwrap_or(0);
+    let rows = (0..len)
+        .map(|i| Json::Array(lists.iter().map(|l| l[i].clone()).collect()))
+        .collect();
+    Ok(value_of(&Json::Array(rows)))
+}
+
+/// `[item, sub]` for each element of each item's `key` list:
+/// `with_subelements`. A missing key is an error unless `skip_missing`.
+fn subelements(v: &Value, key: &str, skip_missing: Option<bool>) -> Result<Value, Error> {
+    let mut rows = Vec::new();
+    for item in json_list(v, "subelements")? {
+        match item.get(key) {
+            Some(Json::Array(subs)) => rows.extend(
+                subs.iter()
+                    .map(|sub| Json::Array(vec![item.clone(), sub.clone()])),
+            ),
+            None if skip_missing == Some(true) => {}
+            _ => {
+                return Err(invalid(format!(
+                    "subelements: an item has no list under '{key}'"
+                )))
+            }
+        }
+    }
+    Ok(value_of(&Json::Array(rows)))
+}
+
+/// Ansible's `comment` filter in its default (`plain`) style and the
+/// common `style=` choices: the text as a comment block.
+fn comment(text: &str, style: Option<&str>) -> Result<String, Error> {
+    let (prefix, decoration, postfix) = match style.unwrap_or("plain") {
+        "plain" => ("#\n", "# ", "\n#"),
+        "c" => ("//\n", "// ", "\n//"),
+        "cblock" => ("/*\n", " * ", "\n */"),
+        "erlang" => ("%\n", "% ", "\n%"),
+        "xml" => ("<!--\n", " - ", "\n-->"),
+        other => return Err(invalid(format!("comment: unknown style '{other}'"))),
+    };
+    let body: Vec<String> = text
+        .lines()
+        .map(|l| format!("{decoration}{l}").trim_end().to_string())
+        .collect();
+    Ok(format!("{prefix}{}{postfix}", body.join("\n")))
 }
 
 fn items2dict(v: &Value, kwargs: Kwargs) -> Result<Value, Error> {

@@ -13,6 +13,9 @@ use minijinja::value::Serde;
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, UndefinedBehavior, Value};
 use serde_json::{Map, Value as Json};
 
+/// What `{{ ansible_managed }}` says in files nodeprov writes.
+pub const ANSIBLE_MANAGED: &str = "Managed by nodeprov: local changes will be overwritten";
+
 /// What `{{ omit }}` renders to; map entries carrying it are dropped by
 /// [`Templates::render_value`].  Unguessable so real data never collides.
 pub const OMIT: &str = "__nodeprov_omit_placeholder_5c1f0e9a__";
@@ -61,6 +64,8 @@ impl Templates {
         env.set_syntax(ansible_syntax());
         env.set_fuel(Some(RENDER_FUEL));
         env.add_global("omit", OMIT);
+        env.add_global("ansible_managed", ANSIBLE_MANAGED);
+        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         filters::register(&mut env);
         Templates { env }
     }

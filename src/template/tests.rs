@@ -612,3 +612,65 @@ proptest::proptest! {
         proptest::prop_assert!(compiled.is_ok() || markup, "{:?}", compiled);
     }
 }
+
+// ---- what real Ansible content calls -----------------------------------
+
+#[test]
+fn python_methods_on_values_work_as_in_ansible() {
+    let vars = json!({"d": {"a": 1, "b": 2}, "s": "x,y"});
+    assert_eq!(
+        render(
+            "{% for k, v in d.items() %}{{ k }}={{ v }};{% endfor %}",
+            vars.clone()
+        ),
+        "a=1;b=2;"
+    );
+    assert_eq!(
+        render(
+            "{{ d.keys() | list }} {{ d.values() | list }}",
+            vars.clone()
+        ),
+        "['a', 'b'] [1, 2]"
+    );
+    assert_eq!(
+        render("{{ d.get('a') }} {{ d.get('z', 'none') }}", vars.clone()),
+        "1 none"
+    );
+    assert_eq!(
+        render("{{ s.split(',') | last }} {{ s.upper() }}", vars),
+        "y X,Y"
+    );
+}
+
+#[test]
+fn loop_shaping_filters_match_ansible() {
+    let vars = json!({"a": [1, 2], "b": ["x", "y"], "users": [
+        {"name": "u1", "keys": ["k1", "k2"]}, {"name": "u2", "keys": ["k3"]}
+    ]});
+    assert_eq!(
+        value(json!("{{ a | product(b) | list }}"), vars.clone()),
+        json!([[1, "x"], [1, "y"], [2, "x"], [2, "y"]])
+    );
+    assert_eq!(
+        value(json!("{{ a | zip(b) | list }}"), vars.clone()),
+        json!([[1, "x"], [2, "y"]])
+    );
+    let subs = value(json!("{{ users | subelements('keys') }}"), vars.clone());
+    assert_eq!(subs.as_array().unwrap().len(), 3);
+    assert_eq!(subs[2], json!([{"name": "u2", "keys": ["k3"]}, "k3"]));
+    assert!(render_err("{{ users | subelements('nope') }}", vars)
+        .to_string()
+        .contains("no list under 'nope'"));
+}
+
+#[test]
+fn ansible_managed_renders_as_a_comment_block() {
+    assert_eq!(
+        render("{{ ansible_managed | comment }}", json!({})),
+        format!("#\n# {ANSIBLE_MANAGED}\n#")
+    );
+    assert_eq!(
+        render("{{ 'a\nb' | comment('c') }}", json!({})),
+        "//\n// a\n// b\n//"
+    );
+}
