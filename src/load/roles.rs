@@ -343,3 +343,151 @@ fn vars_file(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::load::playbook::{load, Playbook, Task};
+
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        dir
+    }
+
+    fn names(tasks: &[Task]) -> Vec<&str> {
+        tasks.iter().map(|t| t.name.as_str()).collect()
+    }
+
+    fn load_tree(files: &[(&str, &str)]) -> (tempfile::TempDir, Playbook) {
+        let dir = tree(files);
+        let pb = load(&dir.path().join("site.yml")).unwrap_or_else(|e| panic!("{e:?}"));
+        (dir, pb)
+    }
+
+    const SWAP_ROLE: &[(&str, &str)] = &[
+        ("roles/swap/defaults/main.yml", "swap_mb: 512\n"),
+        ("roles/swap/vars/main.yml", "swap_path: /swapfile\n"),
+        ("roles/swap/meta/main.yml", "dependencies:\n  - base\n"),
+        ("roles/swap/tasks/main.yml", "- name: swap size\n  command: echo {{ swap_mb }}\n  notify: swap changed\n- import_tasks: setup-{{ ansible_os_family }}.yml\n"),
+        ("roles/swap/tasks/setup-Debian.yml", "- {name: on debian, command: echo deb}\n"),
+        ("roles/swap/tasks/setup-RedHat.yml", "- {name: on redhat, command: echo rh}\n"),
+        ("roles/swap/handlers/main.yml", "- {name: swap changed, command: echo h}\n"),
+        ("roles/base/tasks/main.yml", "- {name: base, command: echo base}\n"),
+    ];
+
+    #[test]
+    fn a_role_brings_dependencies_defaults_vars_handlers_in_ansible_order() {
+        let mut files = SWAP_ROLE.to_vec();
+        files.push(("site.yml", "- hosts: all\n  pre_tasks: [{name: pre, command: echo}]\n  roles:\n    - role: swap\n      tags: [swap]\n      when: enabled\n    - swap\n  tasks: [{name: main, command: echo}]\n  post_tasks: [{name: post, command: echo}]\n"));
+        let (_dir, pb) = load_tree(&files);
+        let play = &pb.plays[0];
+        // `swap` listed twice with the same parameters runs once.
+        assert_eq!(
+            names(&play.tasks),
+            [
+                "pre",
+                "base",
+                "swap size",
+                "on debian",
+                "on redhat",
+                "main",
+                "post"
+            ]
+        );
+        assert_eq!(names(&play.handlers), ["swap changed"]);
+        let size = &play.tasks[2];
+        let role = size.role.as_ref().unwrap();
+        assert_eq!(role.name, "swap");
+        assert_eq!(role.defaults["swap_mb"], 512);
+        assert_eq!(size.vars["swap_path"], "/swapfile");
+        assert!(size.vars["role_path"]
+            .as_str()
+            .unwrap()
+            .ends_with("roles/swap"));
+        assert_eq!(size.tags, ["swap"]);
+        let when = size.when.as_ref().unwrap().to_json();
+        assert_eq!(when, serde_json::json!(["enabled"]));
+        let debian = play.tasks[3].when.as_ref().unwrap().to_json();
+        assert_eq!(
+            debian,
+            serde_json::json!([
+                "enabled",
+                "('setup-' ~ (ansible_os_family) ~ '.yml') == 'setup-Debian.yml'"
+            ])
+        );
+        assert!(size.search_dirs(&[])[0].ends_with("roles/swap/templates"));
+    }
+
+    #[test]
+    fn blocks_hand_down_conditions_tags_become_and_vars() {
+        let (_dir, pb) = load_tree(&[(
+            "site.yml",
+            "- hosts: all\n  become: true\n  tasks:\n    - block:\n        - name: inner\n          command: echo {{ a }}\n          when: b\n          tags: t2\n          vars: {c: 3}\n      when: a is defined\n      tags: [t1]\n      vars: {a: 1, c: 2}\n      ignore_errors: true\n",
+        )]);
+        let t = &pb.plays[0].tasks[0];
+        assert_eq!(
+            t.when.as_ref().unwrap().to_json(),
+            serde_json::json!(["a is defined", "b"])
+        );
+        assert_eq!(t.tags, ["t1", "t2"]);
+        assert_eq!(t.vars["a"], 1);
+        assert_eq!(t.vars["c"], 3, "the task's own vars win");
+        assert!(t.ignore_errors);
+    }
+
+    #[test]
+    fn includes_resolve_beside_the_including_file_and_loop_over_literal_items() {
+        let (_dir, pb) = load_tree(&[
+            ("site.yml", "- hosts: all\n  tasks:\n    - include_tasks: sub/one.yml\n      vars: {x: 1}\n    - import_tasks: sub/one.yml\n      loop: [a, b]\n      loop_control: {loop_var: pkg}\n"),
+            ("sub/one.yml", "- import_tasks: two.yml\n"),
+            ("sub/two.yml", "- {name: two, command: echo}\n"),
+        ]);
+        let tasks = &pb.plays[0].tasks;
+        assert_eq!(names(tasks), ["two", "two", "two"]);
+        assert_eq!(tasks[0].vars["x"], 1);
+        assert_eq!(
+            (&tasks[1].vars["pkg"], &tasks[2].vars["pkg"]),
+            (&serde_json::json!("a"), &serde_json::json!("b"))
+        );
+    }
+
+    fn errors(files: &[(&str, &str)]) -> Vec<String> {
+        let dir = tree(files);
+        load(&dir.path().join("site.yml"))
+            .map(drop)
+            .unwrap_err()
+            .into_iter()
+            .map(|d| format!("{}: {}", d.span.location(), d.message))
+            .collect()
+    }
+
+    #[test]
+    fn what_cannot_be_expanded_is_refused_where_it_is_written() {
+        let errs = errors(&[
+            ("site.yml", "- hosts: all\n  roles: [nosuch, community.general.thing]\n  tasks:\n    - import_tasks: loop.yml\n    - block: [{command: a}]\n      rescue: [{command: b}]\n"),
+            ("loop.yml", "- import_tasks: loop.yml\n"),
+        ]);
+        assert!(
+            errs.iter().any(|e| e.ends_with("role 'nosuch' not found")),
+            "{errs:?}"
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e.ends_with("role 'community.general.thing' not found")),
+            "{errs:?}"
+        );
+        assert!(
+            errs.iter().any(|e| e.contains("loop.yml includes itself")),
+            "{errs:?}"
+        );
+        assert!(
+            errs.iter()
+                .any(|e| e.ends_with("'rescue' is not supported by nodeprov")),
+            "{errs:?}"
+        );
+    }
+}
