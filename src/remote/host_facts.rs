@@ -16,7 +16,24 @@ echo "arch=$(uname -m)"
 echo "user=$(id -un)"
 [ -d /run/systemd/system ] && echo "systemd=1" || echo "systemd=0"
 echo "nproc=$(nproc 2>/dev/null || echo 0)"
-awk '/^MemTotal:/ {print "memtotal_kb=" $2} /^SwapTotal:/ {print "swaptotal_kb=" $2}' /proc/meminfo 2>/dev/null
+while read -r k v _; do echo "mem ${k%:} $v"; done < /proc/meminfo 2>/dev/null
+while read -r dev mnt fs opts _; do echo "mount $dev $mnt $fs $opts"; done < /proc/mounts 2>/dev/null
+ifc=; gw=
+while read -r i dst g _; do [ "$dst" = 00000000 ] && { ifc=$i; gw=$g; break; }; done < /proc/net/route 2>/dev/null
+if [ -n "$ifc" ]; then
+  echo "route_if=$ifc"; echo "route_gw=$gw"
+  ip -4 -o addr show dev "$ifc" 2>/dev/null | while read -r _ _ _ a _; do echo "route_addr=$a"; break; done
+fi
+for f in product_name sys_vendor product_version; do
+  [ -r /sys/class/dmi/id/$f ] && read -r v < /sys/class/dmi/id/$f && echo "dmi_$f=$v"
+done
+command -v systemd-detect-virt >/dev/null 2>&1 && echo "virt=$(systemd-detect-virt 2>/dev/null)"
+[ -e /.dockerenv ] && echo "container=docker"
+for f in /etc/ansible/facts.d/*.fact; do
+  [ -f "$f" ] || continue
+  n=${f##*/}; n=${n%.fact}
+  if [ -x "$f" ]; then "$f" 2>/dev/null; else cat "$f"; fi | while IFS= read -r l || [ -n "$l" ]; do echo "local $n $l"; done
+done
 [ -r /etc/os-release ] && sed -n 's/^\(ID\|ID_LIKE\|VERSION_ID\|VERSION_CODENAME\|NAME\|PRETTY_NAME\)=/os_\1=/p' /etc/os-release
 [ -r /etc/debian_version ] && echo "debian_version=$(head -n 1 /etc/debian_version)"
 [ -r /etc/redhat-release ] && echo "redhat_release=$(head -n 1 /etc/redhat-release)"
@@ -68,22 +85,46 @@ pub fn parse(r: &ProbeResult) -> Map<String, Value> {
     let major = version.split('.').next().unwrap_or_default().to_string();
     let hostname = get("hostname");
     let num = |k: &str| get(k).parse::<u64>().unwrap_or(0);
+    let mem = prefixed(&r.stdout, "mem ");
+    let kb = |k: &str| {
+        mem.iter()
+            .find(|l| l.split_whitespace().next() == Some(k))
+            .and_then(|l| l.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
+    let memtotal_kb = kb("MemTotal").max(num("memtotal_kb"));
+    let swaptotal_kb = kb("SwapTotal").max(num("swaptotal_kb"));
+    let (virt_type, virt_role) = virtualization(&get("virt"), kv.contains_key("container"));
     let facts = json!({
         "ansible_hostname": hostname.split('.').next().unwrap_or_default(),
+        "ansible_nodename": hostname,
+        "ansible_system": "Linux",
+        "ansible_machine": get("arch"),
+        "ansible_memfree_mb": kb("MemFree") / 1024,
+        "ansible_memory_mb": memory_mb(&kb),
+        "ansible_mounts": mounts(&prefixed(&r.stdout, "mount ")),
+        "ansible_default_ipv4": default_ipv4(&kv),
+        "ansible_virtualization_type": virt_type,
+        "ansible_virtualization_role": virt_role,
+        "ansible_product_name": get("dmi_product_name"),
+        "ansible_product_version": get("dmi_product_version"),
+        "ansible_system_vendor": get("dmi_sys_vendor"),
+        "ansible_local": local_facts(&prefixed(&r.stdout, "local ")),
         "ansible_fqdn": hostname,
         "ansible_kernel": get("kernel"),
         "ansible_architecture": get("arch"),
         "ansible_user_id": get("user"),
         "ansible_service_mgr": if get("systemd") == "1" { "systemd" } else { "other" },
         "ansible_processor_vcpus": num("nproc"),
-        "ansible_memtotal_mb": num("memtotal_kb") / 1024,
+        "ansible_memtotal_mb": memtotal_kb / 1024,
         "ansible_distribution": distribution(&id, &get("os_NAME")),
         "ansible_distribution_version": version,
         "ansible_distribution_major_version": major,
         "ansible_distribution_release": get("os_VERSION_CODENAME"),
         "ansible_os_family": family,
         "ansible_pkg_mgr": pkg_mgr(family, &id, &major),
-        "ansible_swaptotal_mb": num("swaptotal_kb") / 1024,
+        "ansible_swaptotal_mb": swaptotal_kb / 1024,
         "ansible_selinux": selinux(&get("selinux")),
         "nodeprov_root_fstype": get("rootfs"),
         "nodeprov_tuned_profile": kv.get("tuned").cloned(),
@@ -99,6 +140,123 @@ pub fn parse(r: &ProbeResult) -> Map<String, Value> {
     let namespace = ansible_facts(&facts);
     facts.insert("ansible_facts".into(), Value::Object(namespace));
     facts
+}
+
+/// The probe's lines that start with `prefix`, without it.
+fn prefixed<'a>(stdout: &'a str, prefix: &str) -> Vec<&'a str> {
+    stdout
+        .lines()
+        .filter_map(|l| l.strip_prefix(prefix))
+        .collect()
+}
+
+/// Ansible's `memory_mb`: real, swap and the "nocache" view (free plus
+/// buffers and page cache), in MiB.
+fn memory_mb(kb: &dyn Fn(&str) -> u64) -> Value {
+    let mb = |k: &str| kb(k) / 1024;
+    let (total, free) = (mb("MemTotal"), mb("MemFree"));
+    let cache_free = free + mb("Buffers") + mb("Cached");
+    json!({
+        "real": {"total": total, "free": free, "used": total.saturating_sub(free)},
+        "nocache": {"free": cache_free, "used": total.saturating_sub(cache_free)},
+        "swap": {
+            "total": mb("SwapTotal"),
+            "free": mb("SwapFree"),
+            "used": mb("SwapTotal").saturating_sub(mb("SwapFree")),
+            "cached": mb("SwapCached"),
+        },
+    })
+}
+
+/// Ansible's `mounts` from /proc/mounts (octal escapes undone); sizes are
+/// not gathered: `statvfs` of every mount, NFS included, can hang a probe.
+fn mounts(lines: &[&str]) -> Value {
+    let rows: Vec<Value> = lines
+        .iter()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (device, mount, fstype, options) = (f.next()?, f.next()?, f.next()?, f.next()?);
+            Some(json!({
+                "device": crate::modules::kit::fstab::unescape(device),
+                "mount": crate::modules::kit::fstab::unescape(mount),
+                "fstype": fstype,
+                "options": options,
+            }))
+        })
+        .collect();
+    Value::Array(rows)
+}
+
+/// Ansible's `default_ipv4` (interface, address, gateway) from the
+/// kernel's routing table; `{}` without a default route.
+fn default_ipv4(kv: &std::collections::HashMap<&str, String>) -> Value {
+    let Some(interface) = kv.get("route_if") else {
+        return json!({});
+    };
+    let gateway = kv
+        .get("route_gw")
+        .and_then(|hex| u32::from_str_radix(hex, 16).ok())
+        .map(|n| std::net::Ipv4Addr::from(n.to_le_bytes()).to_string());
+    let addr = kv
+        .get("route_addr")
+        .map(|a| a.split('/').collect::<Vec<_>>());
+    let mut out = json!({"interface": interface, "alias": interface, "gateway": gateway});
+    if let Some(parts) = addr {
+        out["address"] = json!(parts[0]);
+        if let Some(prefix) = parts.get(1).and_then(|p| p.parse::<u32>().ok()) {
+            let mask = u32::MAX.checked_shl(32 - prefix.min(32)).unwrap_or(0);
+            out["netmask"] = json!(std::net::Ipv4Addr::from(mask).to_string());
+            out["prefix"] = json!(prefix.to_string());
+        }
+    }
+    out
+}
+
+/// Ansible's names from `systemd-detect-virt`: a guest is `guest`, a
+/// machine that detects nothing is `NA` (Ansible cannot tell host from bare).
+fn virtualization(detected: &str, docker: bool) -> (String, String) {
+    let kind = match detected {
+        _ if docker => "docker",
+        "" | "none" => return ("NA".into(), "NA".into()),
+        "microsoft" => "VirtualPC",
+        "oracle" => "virtualbox",
+        other => other,
+    };
+    (kind.to_string(), "guest".to_string())
+}
+
+/// `/etc/ansible/facts.d/<name>.fact`: JSON, or INI sections of `key=value`.
+fn local_facts(lines: &[&str]) -> Value {
+    let mut files: Vec<(String, Vec<&str>)> = Vec::new();
+    for line in lines {
+        let (name, text) = line.split_once(' ').unwrap_or((line, ""));
+        match files.last_mut() {
+            Some((n, body)) if n == name => body.push(text),
+            _ => files.push((name.to_string(), vec![text])),
+        }
+    }
+    let facts = files.into_iter().map(|(name, body)| {
+        let text = body.join("\n");
+        let value = serde_json::from_str(&text).unwrap_or_else(|_| ini_facts(&text));
+        (name, value)
+    });
+    Value::Object(facts.collect())
+}
+
+fn ini_facts(text: &str) -> Value {
+    let mut out = Map::new();
+    let mut section = String::new();
+    for line in text.lines().map(str::trim) {
+        if let Some(name) = line.strip_prefix('[').and_then(|l| l.strip_suffix(']')) {
+            section = name.to_string();
+            out.entry(section.clone()).or_insert_with(|| json!({}));
+        } else if let Some((k, v)) = line.split_once('=') {
+            if let Some(Value::Object(m)) = out.get_mut(&section) {
+                m.insert(k.trim().to_string(), json!(v.trim()));
+            }
+        }
+    }
+    Value::Object(out)
 }
 
 /// Ansible's `ansible_facts` namespace: the same facts without the
@@ -237,6 +395,47 @@ mod tests {
         ));
         assert_eq!(u["ansible_os_family"], "Debian");
         assert_eq!(u["ansible_service_mgr"], "other");
+    }
+
+    #[test]
+    fn memory_mounts_route_virtualization_and_local_facts_read_as_ansible_names_them() {
+        let f = parse(&ProbeResult::ok(concat!(
+            "mem MemTotal 2097152\nmem MemFree 1048576\nmem Buffers 102400\nmem Cached 102400\n",
+            "mem SwapTotal 1048576\nmem SwapFree 524288\n",
+            "mount /dev/sda1 / xfs rw,relatime 0 0\nmount //srv/share /mnt/my\\040data cifs rw 0 0\n",
+            "route_if=eth0\nroute_gw=010200C0\nroute_addr=192.0.2.10/24\n",
+            "virt=kvm\ndmi_product_name=PowerEdge XE9680\n",
+            "local cluster {\"rack\": \"r12\"}\nlocal site [general]\nlocal site zone = b\n",
+        )));
+        assert_eq!(f["ansible_memtotal_mb"], 2048);
+        assert_eq!(
+            f["ansible_memory_mb"]["real"],
+            json!({"total": 2048, "free": 1024, "used": 1024})
+        );
+        assert_eq!(f["ansible_memory_mb"]["nocache"]["free"], 1224);
+        assert_eq!(f["ansible_memory_mb"]["swap"]["used"], 512);
+        assert_eq!(f["ansible_mounts"][1]["mount"], "/mnt/my data");
+        assert_eq!(f["ansible_mounts"][0]["fstype"], "xfs");
+        assert_eq!(
+            f["ansible_default_ipv4"],
+            json!({"interface": "eth0", "alias": "eth0", "gateway": "192.0.2.1",
+                   "address": "192.0.2.10", "netmask": "255.255.255.0", "prefix": "24"})
+        );
+        assert_eq!(
+            (
+                &f["ansible_virtualization_type"],
+                &f["ansible_virtualization_role"]
+            ),
+            (&json!("kvm"), &json!("guest"))
+        );
+        assert_eq!(f["ansible_facts"]["product_name"], "PowerEdge XE9680");
+        assert_eq!(
+            f["ansible_local"],
+            json!({"cluster": {"rack": "r12"}, "site": {"general": {"zone": "b"}}})
+        );
+        let bare = parse(&ProbeResult::ok("virt=none\n"));
+        assert_eq!(bare["ansible_virtualization_type"], "NA");
+        assert_eq!(bare["ansible_default_ipv4"], json!({}));
     }
 
     fn os(release: &str) -> Map<String, Value> {
