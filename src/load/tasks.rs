@@ -117,6 +117,20 @@ impl Scope {
     }
 }
 
+impl Scope {
+    /// An include's or role task's keywords, then its `apply:` keywords.
+    fn for_include(&self, node: &Node, entries: &[(Node, Node)], errors: &mut Errors) -> Scope {
+        let inner = self.narrowed(entries, errors);
+        match node
+            .get("apply")
+            .and_then(|a| playbook::expect_map(a, "apply", errors))
+        {
+            Some(keys) => inner.narrowed(keys, errors),
+            None => inner,
+        }
+    }
+}
+
 /// One `when:` as a list of conditions, so inherited ones can be prepended.
 fn conditions(node: Node) -> Vec<Node> {
     match node.value {
@@ -143,28 +157,19 @@ fn entry(node: &Node, scope: &Scope, errors: &mut Errors) -> Vec<Task> {
         errors.push(node.error(format!("a task must be a mapping, found {}", node.kind())));
         return Vec::new();
     };
-    let has = |key: &str| entries.iter().any(|(k, _)| k.as_str() == Some(key));
-    if has("block") {
-        return block(node, entries, scope, errors);
-    }
-    for key in [
-        "import_tasks",
-        "include_tasks",
-        "ansible.builtin.import_tasks",
-        "ansible.builtin.include_tasks",
-    ] {
-        if has(key) {
-            return include(node, key, entries, scope, errors);
-        }
-    }
-    for key in [
-        "import_role",
-        "include_role",
-        "ansible.builtin.import_role",
-        "ansible.builtin.include_role",
-    ] {
-        if has(key) {
-            return role_task(node, key, entries, scope, errors);
+    type Expand = fn(&Node, &str, &[(Node, Node)], &Scope, &mut Errors) -> Vec<Task>;
+    const STRUCTURE: &[(&str, Expand)] = &[
+        ("block", block),
+        ("import_tasks", include),
+        ("include_tasks", include),
+        ("import_role", role_task),
+        ("include_role", role_task),
+    ];
+    for (k, _) in entries {
+        let Some(key) = k.as_str() else { continue };
+        let short = key.strip_prefix("ansible.builtin.").unwrap_or(key);
+        if let Some((_, expand)) = STRUCTURE.iter().find(|(name, _)| *name == short) {
+            return expand(node, key, entries, scope, errors);
         }
     }
     playbook::parse_task(node, errors)
@@ -176,7 +181,13 @@ fn entry(node: &Node, scope: &Scope, errors: &mut Errors) -> Vec<Task> {
         .collect()
 }
 
-fn block(node: &Node, entries: &[(Node, Node)], scope: &Scope, errors: &mut Errors) -> Vec<Task> {
+fn block(
+    node: &Node,
+    _key: &str,
+    entries: &[(Node, Node)],
+    scope: &Scope,
+    errors: &mut Errors,
+) -> Vec<Task> {
     for (k, _) in entries {
         let key = k.as_str().unwrap_or_default();
         match key {
@@ -203,28 +214,12 @@ fn include(
     scope: &Scope,
     errors: &mut Errors,
 ) -> Vec<Task> {
-    let mut target = None;
-    for (k, v) in entries {
-        let name = k.as_str().unwrap_or_default();
-        if name == key {
-            target = include_target(v, errors);
-        } else if !INCLUDE_KEYS.contains(&name) {
-            errors.push(playbook::unknown_key(
-                k,
-                &format!("{key} keyword"),
-                INCLUDE_KEYS,
-            ));
-        }
-    }
+    check_include_keys(key, entries, errors);
+    let target = include_target(node.get(key).expect("the key is there"), errors);
     let Some((file, file_node)) = target else {
         return Vec::new();
     };
-    let mut inner = scope.narrowed(entries, errors);
-    if let Some(apply) = node.get("apply") {
-        if let Some(keys) = playbook::expect_map(apply, "apply", errors) {
-            inner = inner.narrowed(keys, errors);
-        }
-    }
+    let inner = scope.for_include(node, entries, errors);
     if let Some(l) = node.get("loop").or_else(|| node.get("with_items")) {
         return looped_include(node, l, &file, &file_node, &inner, errors);
     }
@@ -236,6 +231,19 @@ fn include(
             tasks_file(&path, &file_node, &s, errors)
         })
         .collect()
+}
+
+fn check_include_keys(key: &str, entries: &[(Node, Node)], errors: &mut Errors) {
+    for (k, _) in entries {
+        let name = k.as_str().unwrap_or_default();
+        if name != key && !INCLUDE_KEYS.contains(&name) {
+            errors.push(playbook::unknown_key(
+                k,
+                &format!("{key} keyword"),
+                INCLUDE_KEYS,
+            ));
+        }
+    }
 }
 
 fn include_target(v: &Node, errors: &mut Errors) -> Option<(String, Node)> {
@@ -443,16 +451,7 @@ fn role_task(
     scope: &Scope,
     errors: &mut Errors,
 ) -> Vec<Task> {
-    for (k, _) in entries {
-        let name = k.as_str().unwrap_or_default();
-        if name != key && !INCLUDE_KEYS.contains(&name) {
-            errors.push(playbook::unknown_key(
-                k,
-                &format!("{key} keyword"),
-                INCLUDE_KEYS,
-            ));
-        }
-    }
+    check_include_keys(key, entries, errors);
     if node
         .get("loop")
         .or_else(|| node.get("with_items"))
@@ -468,12 +467,7 @@ fn role_task(
     let Some(request) = RoleRequest::from_task(spec, errors) else {
         return Vec::new();
     };
-    let mut inner = scope.narrowed(entries, errors);
-    if let Some(apply) = node.get("apply") {
-        if let Some(keys) = playbook::expect_map(apply, "apply", errors) {
-            inner = inner.narrowed(keys, errors);
-        }
-    }
+    let inner = scope.for_include(node, entries, errors);
     roles::expand(&request, &inner, errors).tasks
 }
 
