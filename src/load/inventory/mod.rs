@@ -190,17 +190,27 @@ impl Inventory {
     /// `ansible-inventory --graph` text, children and hosts sorted by name.
     pub fn graph(&self) -> String {
         let mut out = String::new();
-        self.graph_group(ALL, 0, &mut out);
+        self.graph_group(ALL, 0, &mut vec![false; self.groups.len()], &mut out);
         out
     }
 
-    fn graph_group(&self, g: usize, depth: usize, out: &mut String) {
+    /// A group reached again through another parent is named, not
+    /// expanded again: stacked diamonds of groups would otherwise print
+    /// exponentially many lines.
+    fn graph_group(&self, g: usize, depth: usize, shown: &mut [bool], out: &mut String) {
         let group = &self.groups[g];
+        if std::mem::replace(&mut shown[g], true) {
+            out.push_str(&graph_line(
+                &format!("@{}: (shown above)", group.name),
+                depth,
+            ));
+            return;
+        }
         out.push_str(&graph_line(&format!("@{}:", group.name), depth));
         let mut children = group.children.clone();
         children.sort_by(|a, b| self.groups[*a].name.cmp(&self.groups[*b].name));
         for child in children {
-            self.graph_group(child, depth + 1, out);
+            self.graph_group(child, depth + 1, shown, out);
         }
         if g != ALL {
             let mut hosts = self.names(group.hosts.iter().copied());

@@ -753,4 +753,9 @@ fn stacked_diamonds_of_groups_load_in_linear_time() {
     assert_eq!(inv.groups[inv.group_index["x40"]].depth, 41);
     let names = var(&inv, "h1", "group_names");
     assert_eq!(names.as_array().map(Vec::len), Some(81), "{names}");
+    // Each of the 84 groups is drawn once and named once more by its
+    // second parent (80), with the one host: not 2^40 lines.
+    let graph = inv.graph();
+    assert_eq!(graph.lines().count(), 165, "{graph}");
+    assert!(graph.contains("|--@y2: (shown above)"), "{graph}");
 }
