@@ -499,3 +499,51 @@ fn assert_data_swap_files(vm: &TestVm, bytes: u64) {
         assert_swap_file_allocated(vm, path, bytes);
     }
 }
+
+// ---------------------------------------------------------------------------
+// SELinux enforcing, as EL GPU nodes run it.
+
+/// On an enforcing host `swapon` is denied a file without the `swapfile_t`
+/// type: a swap file made by hand fails, the one nodeprov makes is labelled
+/// (persistently, so a relabel keeps it), used, and still clean after reboot.
+#[test]
+#[ignore = "boots a VM; scripts/test.sh runs it after the other tests"]
+fn selinux_enforcing_host_gets_a_labelled_swap_file_that_survives_reboot() {
+    let vm = TestVm::start_selinux_enforcing();
+    assert_eq!(vm.ssh_ok("getenforce"), "Enforcing\n");
+    let by_hand = vm.ssh(
+        "fallocate -l 16M /hand.swap && chmod 600 /hand.swap && mkswap /hand.swap >/dev/null && swapon /hand.swap",
+    );
+    assert!(
+        !by_hand.status.success(),
+        "an unlabelled swap file must be denied: {}",
+        vm.ssh_ok("ls -Z /hand.swap; cat /proc/swaps")
+    );
+    assert!(
+        String::from_utf8_lossy(&by_hand.stderr).contains("Permission denied"),
+        "{}",
+        String::from_utf8_lossy(&by_hand.stderr)
+    );
+
+    let np = Nodeprov::new(&vm);
+    let (code, report) = np.gpu_node("apply", &np.root);
+    assert_eq!(code, 0, "{report:#}");
+    assert_eq!(swap_devices(&vm), ["/swapfile"], "{report:#}");
+    assert!(
+        vm.ssh_ok("ls -Z /swapfile").contains(":swapfile_t:"),
+        "{}",
+        vm.ssh_ok("ls -Z /swapfile")
+    );
+    assert!(
+        vm.ssh_ok("semanage fcontext -l -C").contains("swapfile_t"),
+        "the label is recorded in the policy, so restorecon keeps it"
+    );
+    vm.ssh_ok("restorecon -v /swapfile");
+    assert!(vm.ssh_ok("ls -Z /swapfile").contains(":swapfile_t:"));
+
+    vm.reboot();
+    assert_eq!(vm.ssh_ok("getenforce"), "Enforcing\n");
+    assert_eq!(swap_devices(&vm), ["/swapfile"]);
+    let (code, report) = np.gpu_node("check", &np.root);
+    assert_eq!(code, 0, "clean after reboot: {report:#}");
+}

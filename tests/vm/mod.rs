@@ -124,11 +124,23 @@ pub struct TestVm {
     port: u16,
     accel: Accel,
     pid: Cell<Option<u32>>,
+    /// Kernel command line after the root and console settings.
+    kernel_args: &'static str,
 }
 
 impl TestVm {
     /// Boots a pristine VM and returns once its sshd answers.
     pub fn start() -> TestVm {
+        TestVm::start_with("")
+    }
+
+    /// Boots with SELinux enforcing the image's default policy, as an EL
+    /// host runs (the files were labelled when the image was built).
+    pub fn start_selinux_enforcing() -> TestVm {
+        TestVm::start_with("security=selinux selinux=1 enforcing=1")
+    }
+
+    fn start_with(kernel_args: &'static str) -> TestVm {
         let image = image();
         let dir = tempfile::Builder::new()
             .prefix("nodeprov-vm-")
@@ -140,6 +152,7 @@ impl TestVm {
             port: free_port(),
             accel: Accel::Tcg,
             pid: Cell::new(None),
+            kernel_args,
         };
         vm.create_overlays();
         vm.boot_with_probe();
@@ -241,8 +254,6 @@ impl TestVm {
             "1",
             "-accel",
             self.accel.name(),
-            "-append",
-            "root=/dev/vda rw console=ttyS0",
             "-device",
             "virtio-net-pci,netdev=net0",
             "-serial",
@@ -251,7 +262,9 @@ impl TestVm {
         .map(String::from)
         .to_vec();
         let dir = self.dir.path().display();
+        let cmdline = format!("root=/dev/vda rw console=ttyS0 {}", self.kernel_args);
         let pairs = [
+            ("-append", cmdline.trim_end().to_string()),
             ("-pidfile", pid_file.display().to_string()),
             ("-kernel", self.image.file(".vmlinuz").display().to_string()),
             ("-initrd", self.image.file(".initrd").display().to_string()),
