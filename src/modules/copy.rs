@@ -2,8 +2,10 @@
 
 use std::sync::Arc;
 
-use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
 use crate::modules::kit::files::{self, FileState, WriteOpts};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Facts, ModuleError, Plan};
+use crate::modules::params::{ParamError, Params};
 use crate::remote::probe::Probe;
 
 pub const COPY: ModuleSpec = ModuleSpec {
@@ -95,7 +97,7 @@ impl Module for FileContent {
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let current = FileState::parse(&self.dest, facts.get(&files::probe_key(&self.dest))?)?;
-        plan_content(
+        files::plan_content(
             &self.dest,
             current.as_ref(),
             &self.content,
@@ -105,103 +107,10 @@ impl Module for FileContent {
     }
 }
 
-/// The plan for "this path holds exactly this content, with these attributes".
-pub fn plan_content(
-    dest: &str,
-    current: Option<&FileState>,
-    content: &str,
-    opts: &WriteOpts,
-    force: bool,
-) -> Result<Plan, ModuleError> {
-    let mut plan = Plan::noop();
-    match current {
-        Some(st) if st.kind == files::Kind::Dir => {
-            return Err(ModuleError::Host(format!("{dest} is a directory")))
-        }
-        Some(_) if !force => return Ok(plan),
-        _ => {}
-    }
-    if !current.is_some_and(|st| st.holds(content)) {
-        let was = if current.is_some() {
-            "old content"
-        } else {
-            "absent"
-        };
-        let mut change = Change::new(dest, Some(was.into()), Some("new content".into()));
-        change.diff = content_diff(dest, current, content);
-        plan.changes.push(change);
-        plan.steps.push(files::write_step(dest, content, opts));
-    } else {
-        let st = current.expect("content matched, so the file exists");
-        let attr = attr_changes(dest, st, opts);
-        if !attr.is_empty() {
-            plan.steps.push(files::attr_commands(
-                &crate::remote::shell::quote(dest),
-                opts,
-                "exit 1",
-            ));
-            plan.changes.extend(attr);
-        }
-    }
-    if !plan.changes.is_empty() {
-        let mode = opts.mode.or(current.map(|s| s.mode)).unwrap_or(0o644);
-        let owner = opts
-            .owner
-            .clone()
-            .or(current.map(|s| s.owner.clone()))
-            .unwrap_or_else(|| "root".into());
-        let group = opts
-            .group
-            .clone()
-            .or(current.map(|s| s.group.clone()))
-            .unwrap_or_else(|| "root".into());
-        let after = FileState::written(content, mode, &owner, &group);
-        plan.effects
-            .push(Effect::Predict(files::probe_key(dest), after.to_result()));
-    }
-    Ok(plan)
-}
-
-/// A unified diff when both sides are known and small enough to show: a
-/// file over the content limit is compared by SHA-256 alone.
-fn content_diff(dest: &str, current: Option<&FileState>, content: &str) -> Option<String> {
-    let before = match current {
-        Some(st) => st.content.as_deref()?,
-        None => "",
-    };
-    (content.len() as u64 <= files::MAX_CONTENT).then(|| files::unified_diff(dest, before, content))
-}
-
-/// Mode/owner/group differences of an existing path.
-pub fn attr_changes(dest: &str, st: &FileState, opts: &WriteOpts) -> Vec<Change> {
-    let mut out = Vec::new();
-    if let Some(mode) = opts.mode.filter(|m| *m != st.mode) {
-        out.push(Change::new(
-            format!("{dest} mode"),
-            Some(format!("{:04o}", st.mode)),
-            Some(format!("{mode:04o}")),
-        ));
-    }
-    if let Some(owner) = opts.owner.as_ref().filter(|o| **o != st.owner) {
-        out.push(Change::new(
-            format!("{dest} owner"),
-            Some(st.owner.clone()),
-            Some(owner.clone()),
-        ));
-    }
-    if let Some(group) = opts.group.as_ref().filter(|g| **g != st.group) {
-        out.push(Change::new(
-            format!("{dest} group"),
-            Some(st.group.clone()),
-            Some(group.clone()),
-        ));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modules::kit::plan::Effect;
 
     fn facts_with(path: &str, st: Option<FileState>) -> Facts {
         let mut f = Facts::default();
@@ -227,7 +136,7 @@ mod tests {
     #[test]
     fn dest_may_not_be_the_root_or_empty() {
         for dest in ["/", "", "/etc/.."] {
-            let err = crate::modules::build_error(
+            let err = crate::modules::kit::testing::build_error(
                 &COPY,
                 serde_json::json!({"dest": dest, "content": "x"}),
             );

@@ -11,9 +11,10 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::json;
 
-use super::copy::plan_content;
-use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
 use crate::modules::kit::files::{self, FileState, WriteOpts};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::params::{ParamError, Params};
 use crate::remote::probe::Probe;
 use crate::remote::shell::{quote, sbin};
 
@@ -253,7 +254,7 @@ impl Module for CudaEnv {
         let mut plan = self.write(&self.profile, &self.profile_text, facts)?;
         let ld = self.write(&self.ldconfig_file, &self.ld_conf(&f)?, facts)?;
         let mut reload = !ld.steps.is_empty();
-        merge(&mut plan, ld);
+        plan.absorb(ld);
         reload |= self.plan_stale(&f, &mut plan);
         mixed_cache_note(&f, &mut plan);
         if reload {
@@ -274,13 +275,6 @@ fn installed(f: &CudaFacts) -> String {
     } else {
         f.toolkits.join(", ")
     }
-}
-
-fn merge(plan: &mut Plan, other: Plan) {
-    plan.changes.extend(other.changes);
-    plan.steps.extend(other.steps);
-    plan.effects.extend(other.effects);
-    plan.notes.extend(other.notes);
 }
 
 /// Two libcudart majors in the cache: which one a program gets depends on
@@ -345,7 +339,7 @@ impl CudaEnv {
             mode: Some(0o644),
             ..WriteOpts::default()
         };
-        plan_content(path, current.as_ref(), content, &opts, true)
+        files::plan_content(path, current.as_ref(), content, &opts, true)
     }
 
     /// ld.so.conf.d files naming another CUDA major; returns whether any
@@ -395,7 +389,7 @@ impl CudaEnv {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::{assert_sh_syntax, build_error, build_test};
+    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test};
     use crate::remote::probe::ProbeResult;
 
     /// The H200 fixture's toolkit, in this module's probe format.

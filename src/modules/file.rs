@@ -1,8 +1,9 @@
 //! `file`: a path's type and attributes (directory, absent, touched, link).
 
-use super::copy::attr_changes;
-use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
 use crate::modules::kit::files::{self, FileState, Kind, WriteOpts};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::params::{ParamError, Params};
 use crate::remote::probe::Probe;
 use crate::remote::shell::quote;
 
@@ -120,7 +121,7 @@ impl Module for FileModule {
                         describe(st)
                     )));
                 }
-                let attr = attr_changes(&self.path, st, &self.opts);
+                let attr = files::attr_changes(&self.path, st, &self.opts);
                 if !attr.is_empty() {
                     plan.steps
                         .push(files::attr_commands(&p, &self.opts, "exit 1"));
@@ -161,7 +162,7 @@ mod tests {
     #[test]
     fn absent_refuses_the_root_and_empty_paths_in_any_spelling() {
         for path in ["/", "//", "/.", "/tmp/..", "", ".", "a/.."] {
-            let err = crate::modules::build_error(
+            let err = crate::modules::kit::testing::build_error(
                 &FILE,
                 serde_json::json!({"path": path, "state": "absent"}),
             );
@@ -171,9 +172,9 @@ mod tests {
             );
         }
         let ok = serde_json::json!({"path": "/tmp/x/..", "state": "absent"});
-        assert!(crate::modules::build_test(&FILE, ok).is_ok());
+        assert!(crate::modules::kit::testing::build_test(&FILE, ok).is_ok());
         let dir = serde_json::json!({"path": "/", "state": "directory"});
-        assert!(crate::modules::build_test(&FILE, dir).is_ok());
+        assert!(crate::modules::kit::testing::build_test(&FILE, dir).is_ok());
     }
 
     fn run_plan(state: &str, current: Option<FileState>) -> Result<Plan, ModuleError> {

@@ -2,7 +2,9 @@
 //! Its tier scripts are read-only, so they ride in the batched probe like
 //! any other fact; a failing check fails the task.
 
-use super::{Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Facts, ModuleError, Plan};
+use crate::modules::params::{ParamError, Params};
 use crate::remote::probe::Probe;
 use crate::smoke::{self, SmokeOptions, TierScript, Verdict};
 

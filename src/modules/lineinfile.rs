@@ -2,9 +2,10 @@
 
 use regex::Regex;
 
-use super::copy::plan_content;
-use super::{Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
 use crate::modules::kit::files::{self, FileState, WriteOpts};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Facts, ModuleError, Plan};
+use crate::modules::params::{ParamError, Params};
 use crate::remote::probe::Probe;
 
 pub const LINEINFILE: ModuleSpec = ModuleSpec {
@@ -159,7 +160,7 @@ impl Module for LineInFile {
             }
         };
         let new = self.edit(&text);
-        plan_content(&self.path, current.as_ref(), &new, &self.opts, true)
+        files::plan_content(&self.path, current.as_ref(), &new, &self.opts, true)
     }
 }
 
@@ -245,7 +246,7 @@ mod tests {
 
     #[test]
     fn a_bad_regular_expression_is_one_line_naming_the_problem() {
-        let err = crate::modules::build_error(
+        let err = crate::modules::kit::testing::build_error(
             &LINEINFILE,
             serde_json::json!({"path": "/etc/x", "regexp": "^(a", "line": "a"}),
         );

@@ -5,10 +5,10 @@
 //! Ansible's second swap line replace the first). fstab is rewritten
 //! atomically, touching only the entry's lines.
 
-use super::copy::plan_content;
-use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
-use crate::modules::kit::files::{self, FileState, WriteOpts};
 use crate::modules::kit::fstab::{self, Entry};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::params::{ParamError, Params};
 use crate::remote::probe::Probe;
 use crate::remote::shell::quote;
 
@@ -103,18 +103,13 @@ fn mounted_fstype(mountinfo: &str, path: &str) -> Option<String> {
 
 impl Module for Mount {
     fn probes(&self) -> Vec<Probe> {
-        vec![files::probe(fstab::PATH), mountinfo_probe()]
+        vec![fstab::probe(), mountinfo_probe()]
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
-        let current = FileState::parse(fstab::PATH, facts.get(&files::probe_key(fstab::PATH))?)?;
-        let text = current
-            .as_ref()
-            .and_then(|s| s.content.clone())
-            .unwrap_or_default();
         let mut plan = match self.state {
             State::Unmounted => Plan::noop(),
-            _ => self.plan_fstab(&text, current.as_ref())?,
+            _ => self.plan_fstab(facts)?,
         };
         let fstab_changed = !plan.steps.is_empty();
         if self.is_swap() {
@@ -187,13 +182,13 @@ impl Mount {
         }
     }
 
-    fn plan_fstab(&self, text: &str, current: Option<&FileState>) -> Result<Plan, ModuleError> {
+    fn plan_fstab(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let want = match self.state {
             State::Absent => None,
             _ => self.entry.as_ref(),
         };
-        let new = fstab::edit(
-            text,
+        fstab::plan_entry(
+            facts,
             |e| self.is_ours(e),
             want,
             |e| {
@@ -205,27 +200,15 @@ impl Mount {
                         && e.pass == w.pass
                 })
             },
-        );
-        if new == text {
-            return Ok(Plan::noop());
-        }
-        let mut plan = plan_content(fstab::PATH, current, &new, &WriteOpts::default(), true)?;
-        for c in &mut plan.changes {
-            c.before = Some(
-                fstab::find(text, |e| self.is_ours(e))
-                    .unwrap_or("no line")
-                    .to_string(),
-            );
-            c.after = Some(want.map_or("no line".into(), Entry::render));
-        }
-        Ok(plan)
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::{assert_sh_syntax, build_error, build_test, facts_of};
+    use crate::modules::kit::files::{self, FileState};
+    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
     use serde_json::json;
 
     const FSTAB: &str = "# static\nUUID=1 / xfs defaults 0 0\n/dev/nvme1n1 /data xfs defaults,noatime 0 0\n/swapfile none swap sw 0 0\n";

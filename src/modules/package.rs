@@ -1,7 +1,9 @@
 //! `package` (and `dnf`, `yum`, `apt`): packages installed or removed with
 //! whichever of dnf, yum or apt-get the host has.
 
-use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::params::{ParamError, Params};
 use crate::remote::probe::Probe;
 use crate::remote::shell::quote;
 
@@ -200,7 +202,7 @@ impl Package {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::{assert_sh_syntax, build_error, build_test, facts_of};
+    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
     use serde_json::json;
 
     fn plan_on(params: serde_json::Value, answer: &str) -> Result<Plan, ModuleError> {

@@ -7,7 +7,9 @@
 //! and a socket, timer or path unit that can start a "disabled" service is
 //! drift. Everything comes from one `systemctl show` for all named units.
 
-use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::params::{ParamError, Params};
 use crate::remote::probe::Probe;
 use crate::remote::shell::quote;
 
@@ -467,7 +469,7 @@ impl Service {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::{assert_sh_syntax, build_error, build_test, facts_of};
+    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
     use serde_json::json;
 
     fn block(id: &str, load: &str, fs: &str, active: &str, triggered_by: &str) -> String {

@@ -6,10 +6,10 @@
 //! that memory cannot absorb is refused before anything is touched, and the
 //! fstab line is keyed by the file's path so other swap lines stay.
 
-use super::copy::plan_content;
-use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
-use crate::modules::kit::files::{self, FileState, WriteOpts};
 use crate::modules::kit::fstab::{self, Entry};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::params::{ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::{quote, sbin};
 
@@ -331,7 +331,7 @@ impl Module for Swapfile {
             swaps_probe(),
             meminfo_probe(),
             kernel_probe(),
-            files::probe(fstab::PATH),
+            fstab::probe(),
         ]
     }
 
@@ -668,34 +668,14 @@ fi"#,
     /// One line for this file, any equivalent spelling accepted; with
     /// `fstab: false` or `state: absent`, none.
     fn plan_fstab(&self, facts: &Facts, plan: &mut Plan) -> Result<(), ModuleError> {
-        let current = FileState::parse(fstab::PATH, facts.get(&files::probe_key(fstab::PATH))?)?;
-        let text = current
-            .as_ref()
-            .and_then(|s| s.content.clone())
-            .unwrap_or_default();
-        let is_ours = |e: &Entry| e.is_swap() && e.src == self.path;
         let want = (self.present && self.fstab).then(|| self.fstab_entry());
         let pri = self.priority.map(|n| n.to_string());
-        let new = fstab::edit(&text, is_ours, want.as_ref(), |e| {
-            e.opt("pri") == pri.as_deref()
-        });
-        if new == text {
-            return Ok(());
-        }
-        let mut sub = plan_content(
-            fstab::PATH,
-            current.as_ref(),
-            &new,
-            &WriteOpts::default(),
-            true,
-        )?;
-        for c in &mut sub.changes {
-            c.before = Some(fstab::find(&text, is_ours).unwrap_or("no line").to_string());
-            c.after = Some(want.as_ref().map_or("no line".into(), Entry::render));
-        }
-        plan.changes.extend(sub.changes);
-        plan.steps.extend(sub.steps);
-        plan.effects.extend(sub.effects);
+        plan.absorb(fstab::plan_entry(
+            facts,
+            |e| e.is_swap() && e.src == self.path,
+            want.as_ref(),
+            |e| e.opt("pri") == pri.as_deref(),
+        )?);
         Ok(())
     }
 
@@ -725,7 +705,8 @@ fi"#,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::{assert_sh_syntax, build_error, build_test, facts_of};
+    use crate::modules::kit::files::{self, FileState};
+    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
     use serde_json::json;
 
     const SWAPS_EMPTY: &str = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n";

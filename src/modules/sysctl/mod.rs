@@ -15,10 +15,11 @@ mod tuned;
 
 use serde_json::Value;
 
-use super::copy::plan_content;
-use super::params::scalar_text;
-use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
 use crate::modules::kit::files::{self, FileState, WriteOpts};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::params::scalar_text;
+use crate::modules::params::{ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
 use config::{ConfFile, Winner, CONFIG_KEY};
@@ -333,7 +334,7 @@ impl Module for Sysctl {
         let mut plan = if current.is_none() && new_text.is_empty() {
             Plan::noop()
         } else {
-            plan_content(
+            files::plan_content(
                 &path,
                 current.as_ref(),
                 &new_text,
