@@ -5,16 +5,13 @@ use std::sync::Arc;
 use crate::modules::kit::files::{self, FileState, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
-use crate::modules::params::{ParamError, Params};
+use crate::modules::params::{module_params, Mode, ParamError, Params};
 use crate::remote::probe::Probe;
 
 pub const COPY: ModuleSpec = ModuleSpec {
     name: "copy",
     aliases: &["ansible.builtin.copy"],
-    params: &[
-        "src", "content", "dest", "mode", "owner", "group", "backup", "force",
-    ],
-    required: &["dest"],
+    params: &CopyArgs::SPEC,
     free_form: None,
     build: build_copy,
 };
@@ -22,40 +19,79 @@ pub const COPY: ModuleSpec = ModuleSpec {
 pub const TEMPLATE: ModuleSpec = ModuleSpec {
     name: "template",
     aliases: &["ansible.builtin.template"],
-    params: &["src", "dest", "mode", "owner", "group", "backup", "force"],
-    required: &["src", "dest"],
+    params: &TemplateArgs::SPEC,
     free_form: None,
     build: build_template,
 };
 
-pub struct FileContent {
-    pub dest: String,
-    /// Shared by every host when it comes from a `src:` file.
-    pub content: Arc<str>,
-    pub opts: WriteOpts,
-    /// `force: no` only creates a missing file.
-    pub force: bool,
+module_params! {
+    struct CopyArgs {
+        /// a file on the controller, looked up in templates/, files/ and the playbook folder
+        src: Option<String>,
+        /// the text to write, instead of `src`
+        content: Option<String>,
+        /// the file on the host
+        dest: String,
+        /// its mode, such as 0644
+        mode: Option<Mode>,
+        /// its owner
+        owner: Option<String>,
+        /// its group
+        group: Option<String>,
+        /// keep a timestamped copy of the old file
+        backup: bool = false,
+        /// false: only create a missing file
+        force: bool = true,
+    }
 }
 
-fn common(p: &Params, content: Arc<str>) -> Result<Box<dyn Module>, ParamError> {
-    let dest = p.required_str("dest")?;
-    p.destructive_path("dest", &dest)?;
+module_params! {
+    struct TemplateArgs {
+        /// a template on the controller, rendered with the host's variables
+        src: String,
+        /// the file on the host
+        dest: String,
+        /// its mode, such as 0644
+        mode: Option<Mode>,
+        /// its owner
+        owner: Option<String>,
+        /// its group
+        group: Option<String>,
+        /// keep a timestamped copy of the old file
+        backup: bool = false,
+        /// false: only create a missing file
+        force: bool = true,
+    }
+}
+
+struct FileContent {
+    dest: String,
+    /// Shared by every host when it comes from a `src:` file.
+    content: Arc<str>,
+    opts: WriteOpts,
+    /// `force: no` only creates a missing file.
+    force: bool,
+}
+
+/// The parameters `copy` and `template` share.
+struct Target {
+    dest: String,
+    opts: WriteOpts,
+    force: bool,
+}
+
+fn module(p: &Params, t: Target, content: Arc<str>) -> Result<Box<dyn Module>, ParamError> {
+    p.destructive_path("dest", &t.dest)?;
     Ok(Box::new(FileContent {
-        dest,
+        dest: t.dest,
         content,
-        opts: WriteOpts {
-            mode: p.mode("mode")?,
-            owner: p.str("owner")?,
-            group: p.str("group")?,
-            backup: p.bool_or("backup", false)?,
-        },
-        force: p.bool_or("force", true)?,
+        opts: t.opts,
+        force: t.force,
     }))
 }
 
-fn read_src(p: &Params) -> Result<(std::path::PathBuf, Arc<str>), ParamError> {
-    let src = p.required_str("src")?;
-    let path = p.ctx.find_file(&src).ok_or_else(|| {
+fn read_src(p: &Params, src: &str) -> Result<(std::path::PathBuf, Arc<str>), ParamError> {
+    let path = p.ctx.find_file(src).ok_or_else(|| {
         p.error(
             "src",
             format!("cannot find '{src}' (searched templates/, files/ and the playbook folder)"),
@@ -70,16 +106,28 @@ fn read_src(p: &Params) -> Result<(std::path::PathBuf, Arc<str>), ParamError> {
 }
 
 fn build_copy(p: &Params) -> Result<Box<dyn Module>, ParamError> {
-    let content = match (p.str("content")?, p.has("src")) {
-        (Some(c), false) => c.into(),
-        (None, true) => read_src(p)?.1,
+    let a = CopyArgs::read(p)?;
+    let content = match (a.content, a.src) {
+        (Some(c), None) => c.into(),
+        (None, Some(src)) => read_src(p, &src)?.1,
         _ => return Err(p.error("content", "give exactly one of 'src' or 'content'")),
     };
-    common(p, content)
+    let t = Target {
+        dest: a.dest,
+        opts: WriteOpts {
+            mode: a.mode.map(|m| m.0),
+            owner: a.owner,
+            group: a.group,
+            backup: a.backup,
+        },
+        force: a.force,
+    };
+    module(p, t, content)
 }
 
 fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
-    let (path, text) = read_src(p)?;
+    let a = TemplateArgs::read(p)?;
+    let (path, text) = read_src(p, &a.src)?;
     let content = p.ctx.templates.render_str(&text, p.ctx.vars).map_err(|e| {
         let at = e.line.map(|l| format!(":{l}")).unwrap_or_default();
         p.error(
@@ -87,7 +135,17 @@ fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             format!("template {}{at}: {}", path.display(), e.message),
         )
     })?;
-    common(p, content.into())
+    let t = Target {
+        dest: a.dest,
+        opts: WriteOpts {
+            mode: a.mode.map(|m| m.0),
+            owner: a.owner,
+            group: a.group,
+            backup: a.backup,
+        },
+        force: a.force,
+    };
+    module(p, t, content.into())
 }
 
 impl Module for FileContent {

@@ -8,29 +8,48 @@
 use crate::modules::kit::fstab::{self, Entry};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
-use crate::modules::params::{ParamError, Params};
+use crate::modules::params::{choices, first_of, module_params, ParamError, Params};
 use crate::remote::probe::Probe;
 use crate::remote::shell::quote;
 
 pub const MOUNT: ModuleSpec = ModuleSpec {
     name: "mount",
     aliases: &["ansible.posix.mount"],
-    params: &[
-        "path", "name", "src", "fstype", "opts", "dump", "passno", "state",
-    ],
-    required: &["state"],
+    params: &MountArgs::SPEC,
     free_form: None,
     build,
 };
 
 pub const MOUNTINFO_KEY: &str = "proc:mountinfo";
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum State {
-    Mounted,
-    Present,
-    Unmounted,
-    Absent,
+choices! {
+    enum State {
+        Mounted = "mounted",
+        Present = "present",
+        Unmounted = "unmounted",
+        Absent = "absent",
+    }
+}
+
+module_params! {
+    struct MountArgs {
+        /// the mount point (`none` for swap)
+        path: Option<String>,
+        /// another name for `path`
+        name: Option<String>,
+        /// the device, label or share mounted
+        src: Option<String>,
+        /// its filesystem type
+        fstype: Option<String>,
+        /// mount options
+        opts: String = "defaults".into(),
+        /// fstab's dump field
+        dump: String = "0".into(),
+        /// fstab's fsck pass field
+        passno: String = "0".into(),
+        /// in fstab and mounted, only in fstab, unmounted, or neither
+        state: State,
+    }
 }
 
 struct Mount {
@@ -40,19 +59,10 @@ struct Mount {
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
-    let path = match (p.str("path")?, p.str("name")?) {
-        (Some(x), _) | (None, Some(x)) => x,
-        (None, None) => return Err(p.error("path", "missing required parameter 'path'")),
-    };
-    let states = ["mounted", "present", "unmounted", "absent"];
-    let state = match p.choice("state", &states, "")?.as_str() {
-        "mounted" => State::Mounted,
-        "present" => State::Present,
-        "unmounted" => State::Unmounted,
-        _ => State::Absent,
-    };
-    let fstype = p.str("fstype")?;
-    let swap = fstype.as_deref() == Some("swap");
+    let a = MountArgs::read(p)?;
+    let (_, path) = first_of(p, [("path", a.path), ("name", a.name)])?;
+    let state = a.state;
+    let swap = a.fstype.as_deref() == Some("swap");
     if !swap && !path.starts_with('/') {
         return Err(p.error("path", format!("'{path}' must be an absolute path")));
     }
@@ -67,14 +77,14 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             "swap entries take state present or absent; the swapfile module turns swap on",
         ));
     }
-    let entry = match (p.str("src")?, fstype) {
+    let entry = match (a.src, a.fstype) {
         (Some(src), Some(fstype)) => Some(Entry {
             src,
             target: path.clone(),
             fstype,
-            opts: p.str("opts")?.unwrap_or_else(|| "defaults".into()),
-            dump: p.str("dump")?.unwrap_or_else(|| "0".into()),
-            pass: p.str("passno")?.unwrap_or_else(|| "0".into()),
+            opts: a.opts,
+            dump: a.dump,
+            pass: a.passno,
         }),
         _ if matches!(state, State::Mounted | State::Present) => {
             return Err(p.error("src", "state mounted and present need 'src' and 'fstype'"))

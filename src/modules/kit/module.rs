@@ -1,7 +1,7 @@
 //! The contract every module fulfils, and how playbooks name one.
 
 use super::plan::{Facts, ModuleError, Plan};
-use crate::modules::params::{ParamError, Params};
+use crate::modules::params::{ParamError, ParamSpec, Params};
 use crate::remote::probe::Probe;
 
 pub trait Module: Send + Sync {
@@ -29,8 +29,8 @@ pub struct ModuleSpec {
     pub name: &'static str,
     /// Other keys that select this module (Ansible's FQCNs and old names).
     pub aliases: &'static [&'static str],
-    pub params: &'static [&'static str],
-    pub required: &'static [&'static str],
+    /// Its parameters, from the module's one declaration of them.
+    pub params: &'static ParamSpec,
     /// Parameter name a free-form string (`command: echo hi`) is stored under.
     pub free_form: Option<&'static str>,
     pub build: BuildFn,

@@ -11,6 +11,15 @@ pub fn build_test(
     spec: &ModuleSpec,
     params: serde_json::Value,
 ) -> Result<Box<dyn Module>, ParamError> {
+    with_params(spec, params, spec.build)
+}
+
+/// Calls `f` with JSON parameters as the executor hands them to `spec`.
+pub fn with_params<T>(
+    spec: &ModuleSpec,
+    params: serde_json::Value,
+    f: impl FnOnce(&Params) -> T,
+) -> T {
     let templates = crate::template::Templates::new();
     let vars = serde_json::json!({});
     let ctx = params::BuildCtx {
@@ -26,7 +35,7 @@ pub fn build_test(
         .iter()
         .map(|(k, v)| (k.clone(), v.clone(), span.clone()))
         .collect();
-    (spec.build)(&Params::new(spec.name, span, entries, &ctx))
+    f(&Params::new(spec.name, span, entries, &ctx))
 }
 
 /// The message of a parameter error, for tests.
