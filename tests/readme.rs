@@ -1,20 +1,25 @@
-//! The README documents what the code accepts: every module, each of its
-//! keys, and each of its parameters.
+//! The README documents exactly what the code accepts: every module, each of
+//! its keys, each of its parameters and each word of its choices, all read
+//! from the modules' own declarations; and its module table names nothing
+//! the code does not take.
 
-use nodeprov::modules::registry;
+use nodeprov::modules::{registry, ModuleSpec};
 
 const README: &str = include_str!("../README.md");
+
+/// The module table's row for `name`.
+fn row_of(name: &str) -> Option<&'static str> {
+    let quoted = format!("`{name}`");
+    README
+        .lines()
+        .find(|l| l.starts_with("| ") && l.split('|').nth(1).is_some_and(|c| c.contains(&quoted)))
+}
 
 /// The module table's row for `name`, plus the module's own paragraphs
 /// (those under a heading or bold lead naming it), where parameters are
 /// explained at length.
 fn documentation_of(name: &str) -> String {
     let quoted = format!("`{name}`");
-    let row = README
-        .lines()
-        .filter(|l| l.starts_with("| ") && l.split('|').nth(1).is_some_and(|c| c.contains(&quoted)))
-        .collect::<Vec<_>>()
-        .join("\n");
     let lead = format!("**{quoted}**");
     let section = README
         .split("\n\n")
@@ -22,11 +27,16 @@ fn documentation_of(name: &str) -> String {
         .take_while(|p| p.starts_with(&lead) || !p.starts_with("**`"))
         .collect::<Vec<_>>()
         .join("\n\n");
-    format!("{row}\n{section}")
+    format!("{}\n{section}", row_of(name).unwrap_or_default())
+}
+
+/// The words between backticks.
+fn quoted_words(text: &str) -> Vec<&str> {
+    text.split('`').skip(1).step_by(2).collect()
 }
 
 #[test]
-fn readme_lists_every_module_key_and_parameter() {
+fn readme_lists_every_module_key_parameter_and_choice() {
     let mut missing = Vec::new();
     for spec in registry() {
         let doc = documentation_of(spec.name);
@@ -39,12 +49,91 @@ fn readme_lists_every_module_key_and_parameter() {
                 missing.push(format!("{}: key `{key}`", spec.name));
             }
         }
-        for param in spec.params {
-            let named = |form: String| doc.contains(&form);
-            if !named(format!("`{param}`")) && !named(format!("`{param}: ")) {
-                missing.push(format!("{}: parameter `{param}`", spec.name));
+        for param in spec.params.docs {
+            let name = param.name;
+            if param.choices.is_empty() {
+                if !doc.contains(&format!("`{name}`")) && !doc.contains(&format!("`{name}: ")) {
+                    missing.push(format!("{}: parameter `{name}`", spec.name));
+                }
+                continue;
+            }
+            // A choice is listed with all its words, as the code spells them.
+            let listed = format!("`{name}: {}`", param.choices.join("\\|"));
+            if !doc.contains(&listed) {
+                missing.push(format!("{}: choice {listed}", spec.name));
             }
         }
     }
     assert!(missing.is_empty(), "README lacks:\n{}", missing.join("\n"));
+}
+
+/// Every word the row of `names` quotes that looks like a parameter, a
+/// key or a choice, and is none of those of the modules in the row.
+fn unknown_in_row(row: &str, specs: &[&ModuleSpec]) -> Vec<String> {
+    let known = |word: &str| {
+        specs.iter().any(|s| {
+            s.names().any(|n| n == word)
+                || s.params
+                    .docs
+                    .iter()
+                    .any(|d| d.name == word || d.choices.contains(&word))
+        })
+    };
+    let mut unknown = Vec::new();
+    for quoted in quoted_words(row) {
+        let (name, choices) = quoted.split_once(": ").unwrap_or((quoted, ""));
+        let words = std::iter::once(name).chain(choices.split("\\|").filter(|c| !c.is_empty()));
+        for word in words {
+            // Paths and prefixes (`templates/`, `ansible.builtin.`) are prose.
+            let looks_like_a_name = word.chars().all(|c| c.is_ascii_lowercase() || c == '_');
+            if looks_like_a_name && !known(word) {
+                unknown.push(word.to_string());
+            }
+        }
+    }
+    unknown
+}
+
+#[test]
+fn readme_module_table_names_only_what_the_code_takes() {
+    let mut extra = Vec::new();
+    for spec in registry() {
+        let Some(row) = row_of(spec.name) else {
+            continue;
+        };
+        let in_row: Vec<&ModuleSpec> = registry()
+            .iter()
+            .filter(|s| row_of(s.name) == Some(row))
+            .collect();
+        for word in unknown_in_row(row, &in_row) {
+            extra.push(format!(
+                "{}: `{word}` is no parameter, key or choice",
+                spec.name
+            ));
+        }
+    }
+    extra.dedup();
+    assert!(extra.is_empty(), "README lists:\n{}", extra.join("\n"));
+}
+
+#[test]
+fn the_table_check_catches_a_word_the_code_does_not_take() {
+    let file = registry().iter().find(|s| s.name == "file").unwrap();
+    let row = "| `file` | `file` | `path`, `state: file\\|folder`, `colour` |";
+    assert_eq!(unknown_in_row(row, &[file]), ["folder", "colour"]);
+}
+
+#[test]
+fn every_parameter_has_one_line_of_doc() {
+    for spec in registry() {
+        for p in spec.params.docs {
+            let doc = p.doc.trim();
+            assert!(
+                !doc.is_empty() && !doc.contains('\n'),
+                "{} {}: {doc:?}",
+                spec.name,
+                p.name
+            );
+        }
+    }
 }

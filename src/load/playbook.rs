@@ -970,19 +970,19 @@ fn unmask_templates(word: &str, templates: &[String]) -> String {
 
 fn check_params(spec: &ModuleSpec, key: &Node, params: &[(String, Node)], errors: &mut Errors) {
     for (name, value) in params {
-        if !spec.params.contains(&name.as_str()) {
+        if !spec.params.names.contains(&name.as_str()) {
             let d = Diagnostic::new(
                 &value.span,
                 format!("unknown parameter '{name}' for module '{}'", spec.name),
             );
-            let hint = match suggest(name, spec.params.iter().copied()) {
+            let hint = match suggest(name, spec.params.names.iter().copied()) {
                 Some(s) => format!("did you mean '{s}'?"),
-                None => format!("'{}' takes: {}", spec.name, spec.params.join(", ")),
+                None => format!("'{}' takes: {}", spec.name, spec.params.names.join(", ")),
             };
             errors.push(d.with_hint(hint));
         }
     }
-    for required in spec.required {
+    for required in spec.params.required {
         if !params.iter().any(|(n, _)| n == required) {
             errors.push(key.error(format!(
                 "module '{}' needs parameter '{required}'",

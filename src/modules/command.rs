@@ -1,15 +1,16 @@
 //! `command` and `shell`: run something; the result is what it printed.
 
-use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
 use crate::modules::kit::files::{self, FileState};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::Probe;
 use crate::remote::shell::{quote, split};
 
 pub const COMMAND: ModuleSpec = ModuleSpec {
     name: "command",
     aliases: &["ansible.builtin.command"],
-    params: &["cmd", "argv", "chdir", "creates", "removes", "stdin"],
-    required: &[],
+    params: &CommandArgs::SPEC,
     free_form: Some("cmd"),
     build: build_command,
 };
@@ -17,11 +18,44 @@ pub const COMMAND: ModuleSpec = ModuleSpec {
 pub const SHELL: ModuleSpec = ModuleSpec {
     name: "shell",
     aliases: &["ansible.builtin.shell"],
-    params: &["cmd", "chdir", "creates", "removes", "stdin", "executable"],
-    required: &["cmd"],
+    params: &ShellArgs::SPEC,
     free_form: Some("cmd"),
     build: build_shell,
 };
+
+module_params! {
+    struct CommandArgs {
+        /// the command line, split into words as sh would (or the free-form command)
+        cmd: Option<String>,
+        /// the words of the command, instead of `cmd`
+        argv: Vec<String>,
+        /// the folder to run it in
+        chdir: Option<String>,
+        /// skip the command when this path exists
+        creates: Option<String>,
+        /// skip the command unless this path exists
+        removes: Option<String>,
+        /// text fed to its standard input
+        stdin: Option<String>,
+    }
+}
+
+module_params! {
+    struct ShellArgs {
+        /// the shell command (or the free-form command)
+        cmd: String,
+        /// the folder to run it in
+        chdir: Option<String>,
+        /// skip the command when this path exists
+        creates: Option<String>,
+        /// skip the command unless this path exists
+        removes: Option<String>,
+        /// text fed to its standard input
+        stdin: Option<String>,
+        /// the shell that runs it, instead of /bin/sh
+        executable: Option<String>,
+    }
+}
 
 struct Command {
     /// What the report shows.
@@ -35,9 +69,10 @@ struct Command {
 }
 
 fn build_command(p: &Params) -> Result<Box<dyn Module>, ParamError> {
-    let argv = match (p.str("cmd")?, p.has("argv")) {
+    let a = CommandArgs::read(p)?;
+    let argv = match (a.cmd, p.has("argv")) {
         (Some(cmd), false) => split(&cmd),
-        (None, true) => p.str_list("argv")?,
+        (None, true) => a.argv,
         _ => {
             return Err(p.error(
                 "cmd",
@@ -50,26 +85,29 @@ fn build_command(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     }
     // `command` runs no shell: each word reaches the program as-is.
     let script = argv.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ");
-    build(p, argv.join(" "), script)
+    Ok(Box::new(Command {
+        display: argv.join(" "),
+        script,
+        chdir: a.chdir,
+        creates: a.creates,
+        removes: a.removes,
+        stdin: a.stdin,
+    }))
 }
 
 fn build_shell(p: &Params) -> Result<Box<dyn Module>, ParamError> {
-    let cmd = p.required_str("cmd")?;
-    let script = match p.str("executable")? {
-        Some(exe) => format!("{} -c {}", quote(&exe), quote(&cmd)),
-        None => format!("/bin/sh -c {}", quote(&cmd)),
+    let a = ShellArgs::read(p)?;
+    let script = match a.executable {
+        Some(exe) => format!("{} -c {}", quote(&exe), quote(&a.cmd)),
+        None => format!("/bin/sh -c {}", quote(&a.cmd)),
     };
-    build(p, cmd, script)
-}
-
-fn build(p: &Params, display: String, script: String) -> Result<Box<dyn Module>, ParamError> {
     Ok(Box::new(Command {
-        display,
+        display: a.cmd,
         script,
-        chdir: p.str("chdir")?,
-        creates: p.str("creates")?,
-        removes: p.str("removes")?,
-        stdin: p.str("stdin")?,
+        chdir: a.chdir,
+        creates: a.creates,
+        removes: a.removes,
+        stdin: a.stdin,
     }))
 }
 

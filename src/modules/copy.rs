@@ -2,17 +2,16 @@
 
 use std::sync::Arc;
 
-use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
 use crate::modules::kit::files::{self, FileState, WriteOpts};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Facts, ModuleError, Plan};
+use crate::modules::params::{module_params, Mode, ParamError, Params};
 use crate::remote::probe::Probe;
 
 pub const COPY: ModuleSpec = ModuleSpec {
     name: "copy",
     aliases: &["ansible.builtin.copy"],
-    params: &[
-        "src", "content", "dest", "mode", "owner", "group", "backup", "force",
-    ],
-    required: &["dest"],
+    params: &CopyArgs::SPEC,
     free_form: None,
     build: build_copy,
 };
@@ -20,40 +19,79 @@ pub const COPY: ModuleSpec = ModuleSpec {
 pub const TEMPLATE: ModuleSpec = ModuleSpec {
     name: "template",
     aliases: &["ansible.builtin.template"],
-    params: &["src", "dest", "mode", "owner", "group", "backup", "force"],
-    required: &["src", "dest"],
+    params: &TemplateArgs::SPEC,
     free_form: None,
     build: build_template,
 };
 
-pub struct FileContent {
-    pub dest: String,
-    /// Shared by every host when it comes from a `src:` file.
-    pub content: Arc<str>,
-    pub opts: WriteOpts,
-    /// `force: no` only creates a missing file.
-    pub force: bool,
+module_params! {
+    struct CopyArgs {
+        /// a file on the controller, looked up in templates/, files/ and the playbook folder
+        src: Option<String>,
+        /// the text to write, instead of `src`
+        content: Option<String>,
+        /// the file on the host
+        dest: String,
+        /// its mode, such as 0644
+        mode: Option<Mode>,
+        /// its owner
+        owner: Option<String>,
+        /// its group
+        group: Option<String>,
+        /// keep a timestamped copy of the old file
+        backup: bool = false,
+        /// false: only create a missing file
+        force: bool = true,
+    }
 }
 
-fn common(p: &Params, content: Arc<str>) -> Result<Box<dyn Module>, ParamError> {
-    let dest = p.required_str("dest")?;
-    p.destructive_path("dest", &dest)?;
+module_params! {
+    struct TemplateArgs {
+        /// a template on the controller, rendered with the host's variables
+        src: String,
+        /// the file on the host
+        dest: String,
+        /// its mode, such as 0644
+        mode: Option<Mode>,
+        /// its owner
+        owner: Option<String>,
+        /// its group
+        group: Option<String>,
+        /// keep a timestamped copy of the old file
+        backup: bool = false,
+        /// false: only create a missing file
+        force: bool = true,
+    }
+}
+
+struct FileContent {
+    dest: String,
+    /// Shared by every host when it comes from a `src:` file.
+    content: Arc<str>,
+    opts: WriteOpts,
+    /// `force: no` only creates a missing file.
+    force: bool,
+}
+
+/// The parameters `copy` and `template` share.
+struct Target {
+    dest: String,
+    opts: WriteOpts,
+    force: bool,
+}
+
+fn module(p: &Params, t: Target, content: Arc<str>) -> Result<Box<dyn Module>, ParamError> {
+    p.destructive_path("dest", &t.dest)?;
     Ok(Box::new(FileContent {
-        dest,
+        dest: t.dest,
         content,
-        opts: WriteOpts {
-            mode: p.mode("mode")?,
-            owner: p.str("owner")?,
-            group: p.str("group")?,
-            backup: p.bool_or("backup", false)?,
-        },
-        force: p.bool_or("force", true)?,
+        opts: t.opts,
+        force: t.force,
     }))
 }
 
-fn read_src(p: &Params) -> Result<(std::path::PathBuf, Arc<str>), ParamError> {
-    let src = p.required_str("src")?;
-    let path = p.ctx.find_file(&src).ok_or_else(|| {
+fn read_src(p: &Params, src: &str) -> Result<(std::path::PathBuf, Arc<str>), ParamError> {
+    let path = p.ctx.find_file(src).ok_or_else(|| {
         p.error(
             "src",
             format!("cannot find '{src}' (searched templates/, files/ and the playbook folder)"),
@@ -68,16 +106,28 @@ fn read_src(p: &Params) -> Result<(std::path::PathBuf, Arc<str>), ParamError> {
 }
 
 fn build_copy(p: &Params) -> Result<Box<dyn Module>, ParamError> {
-    let content = match (p.str("content")?, p.has("src")) {
-        (Some(c), false) => c.into(),
-        (None, true) => read_src(p)?.1,
+    let a = CopyArgs::read(p)?;
+    let content = match (a.content, a.src) {
+        (Some(c), None) => c.into(),
+        (None, Some(src)) => read_src(p, &src)?.1,
         _ => return Err(p.error("content", "give exactly one of 'src' or 'content'")),
     };
-    common(p, content)
+    let t = Target {
+        dest: a.dest,
+        opts: WriteOpts {
+            mode: a.mode.map(|m| m.0),
+            owner: a.owner,
+            group: a.group,
+            backup: a.backup,
+        },
+        force: a.force,
+    };
+    module(p, t, content)
 }
 
 fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
-    let (path, text) = read_src(p)?;
+    let a = TemplateArgs::read(p)?;
+    let (path, text) = read_src(p, &a.src)?;
     let content = p.ctx.templates.render_str(&text, p.ctx.vars).map_err(|e| {
         let at = e.line.map(|l| format!(":{l}")).unwrap_or_default();
         p.error(
@@ -85,7 +135,17 @@ fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             format!("template {}{at}: {}", path.display(), e.message),
         )
     })?;
-    common(p, content.into())
+    let t = Target {
+        dest: a.dest,
+        opts: WriteOpts {
+            mode: a.mode.map(|m| m.0),
+            owner: a.owner,
+            group: a.group,
+            backup: a.backup,
+        },
+        force: a.force,
+    };
+    module(p, t, content.into())
 }
 
 impl Module for FileContent {
@@ -95,7 +155,7 @@ impl Module for FileContent {
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let current = FileState::parse(&self.dest, facts.get(&files::probe_key(&self.dest))?)?;
-        plan_content(
+        files::plan_content(
             &self.dest,
             current.as_ref(),
             &self.content,
@@ -105,103 +165,10 @@ impl Module for FileContent {
     }
 }
 
-/// The plan for "this path holds exactly this content, with these attributes".
-pub fn plan_content(
-    dest: &str,
-    current: Option<&FileState>,
-    content: &str,
-    opts: &WriteOpts,
-    force: bool,
-) -> Result<Plan, ModuleError> {
-    let mut plan = Plan::noop();
-    match current {
-        Some(st) if st.kind == files::Kind::Dir => {
-            return Err(ModuleError::Host(format!("{dest} is a directory")))
-        }
-        Some(_) if !force => return Ok(plan),
-        _ => {}
-    }
-    if !current.is_some_and(|st| st.holds(content)) {
-        let was = if current.is_some() {
-            "old content"
-        } else {
-            "absent"
-        };
-        let mut change = Change::new(dest, Some(was.into()), Some("new content".into()));
-        change.diff = content_diff(dest, current, content);
-        plan.changes.push(change);
-        plan.steps.push(files::write_step(dest, content, opts));
-    } else {
-        let st = current.expect("content matched, so the file exists");
-        let attr = attr_changes(dest, st, opts);
-        if !attr.is_empty() {
-            plan.steps.push(files::attr_commands(
-                &crate::remote::shell::quote(dest),
-                opts,
-                "exit 1",
-            ));
-            plan.changes.extend(attr);
-        }
-    }
-    if !plan.changes.is_empty() {
-        let mode = opts.mode.or(current.map(|s| s.mode)).unwrap_or(0o644);
-        let owner = opts
-            .owner
-            .clone()
-            .or(current.map(|s| s.owner.clone()))
-            .unwrap_or_else(|| "root".into());
-        let group = opts
-            .group
-            .clone()
-            .or(current.map(|s| s.group.clone()))
-            .unwrap_or_else(|| "root".into());
-        let after = FileState::written(content, mode, &owner, &group);
-        plan.effects
-            .push(Effect::Predict(files::probe_key(dest), after.to_result()));
-    }
-    Ok(plan)
-}
-
-/// A unified diff when both sides are known and small enough to show: a
-/// file over the content limit is compared by SHA-256 alone.
-fn content_diff(dest: &str, current: Option<&FileState>, content: &str) -> Option<String> {
-    let before = match current {
-        Some(st) => st.content.as_deref()?,
-        None => "",
-    };
-    (content.len() as u64 <= files::MAX_CONTENT).then(|| files::unified_diff(dest, before, content))
-}
-
-/// Mode/owner/group differences of an existing path.
-pub fn attr_changes(dest: &str, st: &FileState, opts: &WriteOpts) -> Vec<Change> {
-    let mut out = Vec::new();
-    if let Some(mode) = opts.mode.filter(|m| *m != st.mode) {
-        out.push(Change::new(
-            format!("{dest} mode"),
-            Some(format!("{:04o}", st.mode)),
-            Some(format!("{mode:04o}")),
-        ));
-    }
-    if let Some(owner) = opts.owner.as_ref().filter(|o| **o != st.owner) {
-        out.push(Change::new(
-            format!("{dest} owner"),
-            Some(st.owner.clone()),
-            Some(owner.clone()),
-        ));
-    }
-    if let Some(group) = opts.group.as_ref().filter(|g| **g != st.group) {
-        out.push(Change::new(
-            format!("{dest} group"),
-            Some(st.group.clone()),
-            Some(group.clone()),
-        ));
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modules::kit::plan::Effect;
 
     fn facts_with(path: &str, st: Option<FileState>) -> Facts {
         let mut f = Facts::default();
@@ -227,7 +194,7 @@ mod tests {
     #[test]
     fn dest_may_not_be_the_root_or_empty() {
         for dest in ["/", "", "/etc/.."] {
-            let err = crate::modules::build_error(
+            let err = crate::modules::kit::testing::build_error(
                 &COPY,
                 serde_json::json!({"dest": dest, "content": "x"}),
             );

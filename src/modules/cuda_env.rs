@@ -11,26 +11,62 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::json;
 
-use super::copy::plan_content;
-use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
 use crate::modules::kit::files::{self, FileState, WriteOpts};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::params::{module_params, ParamError, ParamValue, Params};
 use crate::remote::probe::Probe;
 use crate::remote::shell::{quote, sbin};
 
 pub const CUDA_ENV: ModuleSpec = ModuleSpec {
     name: "cuda_env",
     aliases: &[],
-    params: &[
-        "cuda_home",
-        "version",
-        "profile",
-        "ldconfig_file",
-        "remove_stale",
-    ],
-    required: &[],
+    params: &CudaArgs::SPEC,
     free_form: None,
     build,
 };
+
+module_params! {
+    struct CudaArgs {
+        /// the toolkit folder (default /usr/local/cuda)
+        cuda_home: ConfPath = ConfPath::new("/usr/local/cuda"),
+        /// the version the toolkit must have, such as 13 or 13.0
+        version: Option<String>,
+        /// the profile.d script that puts the toolkit on PATH for people
+        profile: ConfPath = ConfPath::new("/etc/profile.d/cuda.sh"),
+        /// the ld.so.conf.d file that makes its libraries findable
+        ldconfig_file: ConfPath = ConfPath::new("/etc/ld.so.conf.d/cuda.conf"),
+        /// delete ld.so.conf.d files of another CUDA major instead of reporting them
+        remove_stale: bool = false,
+    }
+}
+
+/// An absolute path that ld.so.conf and the profile script can hold.
+struct ConfPath(String);
+
+impl ConfPath {
+    fn new(path: &str) -> Self {
+        ConfPath(path.to_string())
+    }
+}
+
+/// ld.so.conf splits on blanks, `:` and `,`; a newline would end a comment
+/// in the profile script.
+impl ParamValue for ConfPath {
+    fn read(p: &Params, key: &str) -> Result<Self, ParamError> {
+        Self::read_or(p, key, ConfPath(String::new()))
+    }
+    fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError> {
+        let v = p.str(key)?.unwrap_or(default.0);
+        if !v.starts_with('/') || v.chars().any(|c| c.is_whitespace() || ":,#".contains(c)) {
+            return Err(p.error(
+                key,
+                format!("'{v}' must be an absolute path without blanks, ':', ',' or '#'"),
+            ));
+        }
+        Ok(ConfPath(v.trim_end_matches('/').to_string()))
+    }
+}
 
 const PROFILE_TEMPLATE: &str = include_str!("../../templates/cuda.sh.j2");
 const LD_CONF_DIR: &str = "/etc/ld.so.conf.d";
@@ -50,30 +86,16 @@ struct CudaEnv {
     remove_stale: bool,
 }
 
-/// ld.so.conf splits on blanks, `:` and `,`; a newline would end a comment
-/// in the profile script.
-fn path_param(p: &Params, key: &str, default: &str) -> Result<String, ParamError> {
-    let v = p.str(key)?.unwrap_or_else(|| default.to_string());
-    if !v.starts_with('/') || v.chars().any(|c| c.is_whitespace() || ":,#".contains(c)) {
-        return Err(p.error(
-            key,
-            format!("'{v}' must be an absolute path without blanks, ':', ',' or '#'"),
-        ));
-    }
-    Ok(v.trim_end_matches('/').to_string())
-}
-
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
-    let cuda_home = path_param(p, "cuda_home", "/usr/local/cuda")?;
-    let ldconfig_file = path_param(p, "ldconfig_file", "/etc/ld.so.conf.d/cuda.conf")?;
+    let a = CudaArgs::read(p)?;
+    let (cuda_home, ldconfig_file) = (a.cuda_home.0, a.ldconfig_file.0);
     if !ldconfig_file.starts_with("/etc/ld.so.conf.d/") || !ldconfig_file.ends_with(".conf") {
         return Err(p.error(
             "ldconfig_file",
             "ldconfig only reads /etc/ld.so.conf.d/*.conf",
         ));
     }
-    let version = p.str("version")?;
-    if version
+    if a.version
         .as_deref()
         .is_some_and(|v| v.is_empty() || !v.split('.').all(|n| n.parse::<u32>().is_ok()))
     {
@@ -86,12 +108,12 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         .render_str(PROFILE_TEMPLATE, &vars)
         .map_err(|e| p.error("cuda_home", format!("cuda.sh template: {e}")))?;
     Ok(Box::new(CudaEnv {
-        profile: path_param(p, "profile", "/etc/profile.d/cuda.sh")?,
+        profile: a.profile.0,
         profile_text: format!("{}\n", profile_text.trim_end()),
         cuda_home,
-        version,
+        version: a.version,
         ldconfig_file,
-        remove_stale: p.bool_or("remove_stale", false)?,
+        remove_stale: a.remove_stale,
     }))
 }
 
@@ -253,7 +275,7 @@ impl Module for CudaEnv {
         let mut plan = self.write(&self.profile, &self.profile_text, facts)?;
         let ld = self.write(&self.ldconfig_file, &self.ld_conf(&f)?, facts)?;
         let mut reload = !ld.steps.is_empty();
-        merge(&mut plan, ld);
+        plan.absorb(ld);
         reload |= self.plan_stale(&f, &mut plan);
         mixed_cache_note(&f, &mut plan);
         if reload {
@@ -274,13 +296,6 @@ fn installed(f: &CudaFacts) -> String {
     } else {
         f.toolkits.join(", ")
     }
-}
-
-fn merge(plan: &mut Plan, other: Plan) {
-    plan.changes.extend(other.changes);
-    plan.steps.extend(other.steps);
-    plan.effects.extend(other.effects);
-    plan.notes.extend(other.notes);
 }
 
 /// Two libcudart majors in the cache: which one a program gets depends on
@@ -345,7 +360,7 @@ impl CudaEnv {
             mode: Some(0o644),
             ..WriteOpts::default()
         };
-        plan_content(path, current.as_ref(), content, &opts, true)
+        files::plan_content(path, current.as_ref(), content, &opts, true)
     }
 
     /// ld.so.conf.d files naming another CUDA major; returns whether any
@@ -395,7 +410,7 @@ impl CudaEnv {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::{assert_sh_syntax, build_error, build_test};
+    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test};
     use crate::remote::probe::ProbeResult;
 
     /// The H200 fixture's toolkit, in this module's probe format.

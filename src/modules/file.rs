@@ -1,51 +1,79 @@
 //! `file`: a path's type and attributes (directory, absent, touched, link).
 
-use super::copy::attr_changes;
-use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
 use crate::modules::kit::files::{self, FileState, Kind, WriteOpts};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::params::{choices, first_of, module_params, Choice, Mode, ParamError, Params};
 use crate::remote::probe::Probe;
 use crate::remote::shell::quote;
 
 pub const FILE: ModuleSpec = ModuleSpec {
     name: "file",
     aliases: &["ansible.builtin.file"],
-    params: &[
-        "path", "dest", "name", "state", "mode", "owner", "group", "src", "force",
-    ],
-    required: &[],
+    params: &FileArgs::SPEC,
     free_form: None,
     build,
 };
 
-const STATES: &[&str] = &["file", "directory", "absent", "touch", "link"];
+choices! {
+    enum State {
+        File = "file",
+        Directory = "directory",
+        Absent = "absent",
+        Touch = "touch",
+        Link = "link",
+    }
+}
+
+module_params! {
+    struct FileArgs {
+        /// the path on the host
+        path: Option<String>,
+        /// another name for `path`
+        dest: Option<String>,
+        /// another name for `path`
+        name: Option<String>,
+        /// what the path must be
+        state: State = State::File,
+        /// its mode, such as 0755
+        mode: Option<Mode>,
+        /// its owner
+        owner: Option<String>,
+        /// its group
+        group: Option<String>,
+        /// the target of a link
+        src: Option<String>,
+        /// accepted as Ansible does; a link always replaces what is there
+        force: Option<bool>,
+    }
+}
 
 struct FileModule {
     path: String,
-    state: String,
+    state: State,
     src: Option<String>,
     opts: WriteOpts,
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
-    let keys = ["path", "dest", "name"];
-    let path = p.first_str(&keys)?;
-    let state = p.choice("state", STATES, "file")?;
-    if state == "absent" {
-        let key = keys.into_iter().find(|k| p.has(k)).unwrap_or(keys[0]);
+    let a = FileArgs::read(p)?;
+    // Ansible playbooks set it; `ln -sfn` replaces whatever is there anyway.
+    let _ = a.force;
+    let (key, path) = first_of(p, [("path", a.path), ("dest", a.dest), ("name", a.name)])?;
+    if a.state == State::Absent {
         p.destructive_path(key, &path)?;
     }
-    let src = p.str("src")?;
-    if state == "link" && src.is_none() {
+    if a.state == State::Link && a.src.is_none() {
         return Err(p.error("src", "state=link needs 'src' (the link target)"));
     }
     Ok(Box::new(FileModule {
         path,
-        state,
-        src,
+        state: a.state,
+        src: a.src,
         opts: WriteOpts {
-            mode: p.mode("mode")?,
-            owner: p.str("owner")?,
-            group: p.str("group")?,
+            mode: a.mode.map(|m| m.0),
+            owner: a.owner,
+            group: a.group,
             backup: false,
         },
     }))
@@ -61,9 +89,9 @@ impl Module for FileModule {
         let p = quote(&self.path);
         let mut plan = Plan::noop();
         let describe = |st: &FileState| format!("{:?}", st.kind).to_lowercase();
-        match (self.state.as_str(), &current) {
-            ("absent", None) => {}
-            ("absent", Some(st)) => {
+        match (self.state, &current) {
+            (State::Absent, None) => {}
+            (State::Absent, Some(st)) => {
                 plan.changes.push(Change::new(
                     &self.path,
                     Some(describe(st)),
@@ -75,13 +103,13 @@ impl Module for FileModule {
                     files::absent_result(),
                 ));
             }
-            ("file", None) => {
+            (State::File, None) => {
                 return Err(ModuleError::Host(format!(
                     "{} does not exist (use state: touch to create it)",
                     self.path
                 )))
             }
-            ("directory", None) => {
+            (State::Directory, None) => {
                 plan.changes.push(Change::new(
                     &self.path,
                     Some("absent".into()),
@@ -94,7 +122,7 @@ impl Module for FileModule {
                 plan.effects
                     .push(Effect::Invalidate(files::probe_key(&self.path)));
             }
-            ("touch", None) => {
+            (State::Touch, None) => {
                 plan.changes.push(Change::new(
                     &self.path,
                     Some("absent".into()),
@@ -107,20 +135,21 @@ impl Module for FileModule {
                 plan.effects
                     .push(Effect::Invalidate(files::probe_key(&self.path)));
             }
-            ("link", _) => self.plan_link(current.as_ref(), &mut plan),
+            (State::Link, _) => self.plan_link(current.as_ref(), &mut plan),
             (want, Some(st)) => {
                 let wrong_kind = match want {
-                    "directory" => st.kind != Kind::Dir,
+                    State::Directory => st.kind != Kind::Dir,
                     _ => st.kind == Kind::Dir,
                 };
                 if wrong_kind {
                     return Err(ModuleError::Host(format!(
-                        "{} is a {}, not a {want}",
+                        "{} is a {}, not a {}",
                         self.path,
-                        describe(st)
+                        describe(st),
+                        want.name()
                     )));
                 }
-                let attr = attr_changes(&self.path, st, &self.opts);
+                let attr = files::attr_changes(&self.path, st, &self.opts);
                 if !attr.is_empty() {
                     plan.steps
                         .push(files::attr_commands(&p, &self.opts, "exit 1"));
@@ -129,7 +158,6 @@ impl Module for FileModule {
                         .push(Effect::Invalidate(files::probe_key(&self.path)));
                 }
             }
-            _ => unreachable!("state validated at build"),
         }
         Ok(plan)
     }
@@ -161,7 +189,7 @@ mod tests {
     #[test]
     fn absent_refuses_the_root_and_empty_paths_in_any_spelling() {
         for path in ["/", "//", "/.", "/tmp/..", "", ".", "a/.."] {
-            let err = crate::modules::build_error(
+            let err = crate::modules::kit::testing::build_error(
                 &FILE,
                 serde_json::json!({"path": path, "state": "absent"}),
             );
@@ -171,15 +199,15 @@ mod tests {
             );
         }
         let ok = serde_json::json!({"path": "/tmp/x/..", "state": "absent"});
-        assert!(crate::modules::build_test(&FILE, ok).is_ok());
+        assert!(crate::modules::kit::testing::build_test(&FILE, ok).is_ok());
         let dir = serde_json::json!({"path": "/", "state": "directory"});
-        assert!(crate::modules::build_test(&FILE, dir).is_ok());
+        assert!(crate::modules::kit::testing::build_test(&FILE, dir).is_ok());
     }
 
-    fn run_plan(state: &str, current: Option<FileState>) -> Result<Plan, ModuleError> {
+    fn run_plan(state: State, current: Option<FileState>) -> Result<Plan, ModuleError> {
         let m = FileModule {
             path: "/srv/d".into(),
-            state: state.into(),
+            state,
             src: Some("/opt/x".into()),
             opts: WriteOpts {
                 mode: Some(0o755),
@@ -209,34 +237,34 @@ mod tests {
 
     #[test]
     fn directory_noop_and_change() {
-        assert!(run_plan("directory", Some(dir(0o755)))
+        assert!(run_plan(State::Directory, Some(dir(0o755)))
             .unwrap()
             .changes
             .is_empty());
-        let plan = run_plan("directory", Some(dir(0o700))).unwrap();
+        let plan = run_plan(State::Directory, Some(dir(0o700))).unwrap();
         assert_eq!(plan.changes[0].after.as_deref(), Some("0755"));
-        let plan = run_plan("directory", None).unwrap();
+        let plan = run_plan(State::Directory, None).unwrap();
         assert!(plan.steps[0].starts_with("mkdir -p -- /srv/d"));
     }
 
     #[test]
     fn absent_removes_only_when_present() {
-        assert!(run_plan("absent", None).unwrap().changes.is_empty());
+        assert!(run_plan(State::Absent, None).unwrap().changes.is_empty());
         assert_eq!(
-            run_plan("absent", Some(dir(0o755))).unwrap().steps,
+            run_plan(State::Absent, Some(dir(0o755))).unwrap().steps,
             ["rm -rf -- /srv/d"]
         );
     }
 
     #[test]
     fn file_state_on_a_directory_is_an_error() {
-        assert!(run_plan("file", Some(dir(0o755))).is_err());
-        assert!(run_plan("file", None).is_err());
+        assert!(run_plan(State::File, Some(dir(0o755))).is_err());
+        assert!(run_plan(State::File, None).is_err());
     }
 
     #[test]
     fn link_points_at_src() {
-        let plan = run_plan("link", None).unwrap();
+        let plan = run_plan(State::Link, None).unwrap();
         assert_eq!(plan.steps, ["ln -sfn -- /opt/x /srv/d"]);
     }
 }

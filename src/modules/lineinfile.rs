@@ -2,35 +2,54 @@
 
 use regex::Regex;
 
-use super::copy::plan_content;
-use super::{Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
 use crate::modules::kit::files::{self, FileState, WriteOpts};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Facts, ModuleError, Plan};
+use crate::modules::params::{first_of, module_params, Mode, ParamError, Params, Presence};
 use crate::remote::probe::Probe;
 
 pub const LINEINFILE: ModuleSpec = ModuleSpec {
     name: "lineinfile",
     aliases: &["ansible.builtin.lineinfile"],
-    params: &[
-        "path",
-        "dest",
-        "name",
-        "line",
-        "regexp",
-        "search_string",
-        "state",
-        "insertafter",
-        "insertbefore",
-        "create",
-        "backup",
-        "backrefs",
-        "mode",
-        "owner",
-        "group",
-    ],
-    required: &[],
+    params: &LineArgs::SPEC,
     free_form: None,
     build,
 };
+
+module_params! {
+    struct LineArgs {
+        /// the file on the host
+        path: Option<String>,
+        /// another name for `path`
+        dest: Option<String>,
+        /// another name for `path`
+        name: Option<String>,
+        /// the line itself
+        line: Option<String>,
+        /// a regular expression selecting the line to replace or remove
+        regexp: Option<String>,
+        /// a literal text selecting the line, instead of `regexp`
+        search_string: Option<String>,
+        /// whether the line is there
+        state: Presence = Presence::Present,
+        /// a regular expression the new line goes after (or EOF)
+        insertafter: Option<String>,
+        /// a regular expression the new line goes before (or BOF)
+        insertbefore: Option<String>,
+        /// create a missing file
+        create: bool = false,
+        /// keep a timestamped copy of the old file
+        backup: bool = false,
+        /// `line` uses the groups of `regexp`; no match leaves the file alone
+        backrefs: bool = false,
+        /// the file's mode, such as 0644
+        mode: Option<Mode>,
+        /// its owner
+        owner: Option<String>,
+        /// its group
+        group: Option<String>,
+    }
+}
 
 enum Matcher {
     Regex(Regex),
@@ -64,25 +83,23 @@ struct LineInFile {
     opts: WriteOpts,
 }
 
-fn regex_param(p: &Params, key: &str) -> Result<Option<Regex>, ParamError> {
-    p.str(key)?
-        .map(|r| {
-            Regex::new(&r).map_err(|e| {
-                // The regex crate draws a multi-line picture; its last line
-                // says what is wrong, and an error here is one line.
-                let text = e.to_string();
-                let why = text.lines().last().unwrap_or_default();
-                let why = why.trim_start_matches("error: ");
-                p.error(key, format!("invalid regular expression '{r}': {why}"))
-            })
-        })
-        .transpose()
+fn regex(p: &Params, key: &str, r: &str) -> Result<Regex, ParamError> {
+    Regex::new(r).map_err(|e| {
+        // The regex crate draws a multi-line picture; its last line says
+        // what is wrong, and an error here is one line.
+        let text = e.to_string();
+        let why = text.lines().last().unwrap_or_default();
+        let why = why.trim_start_matches("error: ");
+        p.error(key, format!("invalid regular expression '{r}': {why}"))
+    })
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
-    let path = p.first_str(&["path", "dest", "name"])?;
-    let present = p.choice("state", &["present", "absent"], "present")? == "present";
-    let matcher = match (regex_param(p, "regexp")?, p.str("search_string")?) {
+    let a = LineArgs::read(p)?;
+    let (_, path) = first_of(p, [("path", a.path), ("dest", a.dest), ("name", a.name)])?;
+    let present = a.state == Presence::Present;
+    let regexp = a.regexp.map(|r| regex(p, "regexp", &r)).transpose()?;
+    let matcher = match (regexp, a.search_string) {
         (Some(r), None) => Some(Matcher::Regex(r)),
         (None, Some(s)) => Some(Matcher::Literal(s)),
         (None, None) => None,
@@ -93,7 +110,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             ))
         }
     };
-    let line = p.str("line")?;
+    let line = a.line;
     if present && line.is_none() {
         return Err(p.error("line", "state=present needs 'line'"));
     }
@@ -103,14 +120,11 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             "state=absent needs 'regexp', 'search_string' or 'line'",
         ));
     }
-    let anchor = match (
-        p.str("insertafter")?.as_deref(),
-        p.str("insertbefore")?.as_deref(),
-    ) {
+    let anchor = match (a.insertafter.as_deref(), a.insertbefore.as_deref()) {
         (Some("EOF") | None, None) => Anchor::Eof,
         (None, Some("BOF")) => Anchor::Bof,
-        (Some(_), None) => Anchor::After(regex_param(p, "insertafter")?.expect("present")),
-        (None, Some(_)) => Anchor::Before(regex_param(p, "insertbefore")?.expect("present")),
+        (Some(r), None) => Anchor::After(regex(p, "insertafter", r)?),
+        (None, Some(r)) => Anchor::Before(regex(p, "insertbefore", r)?),
         _ => {
             return Err(p.error(
                 "insertbefore",
@@ -124,13 +138,13 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         matcher,
         present,
         anchor,
-        create: p.bool_or("create", false)?,
-        backrefs: p.bool_or("backrefs", false)?,
+        create: a.create,
+        backrefs: a.backrefs,
         opts: WriteOpts {
-            mode: p.mode("mode")?,
-            owner: p.str("owner")?,
-            group: p.str("group")?,
-            backup: p.bool_or("backup", false)?,
+            mode: a.mode.map(|m| m.0),
+            owner: a.owner,
+            group: a.group,
+            backup: a.backup,
         },
     }))
 }
@@ -159,7 +173,7 @@ impl Module for LineInFile {
             }
         };
         let new = self.edit(&text);
-        plan_content(&self.path, current.as_ref(), &new, &self.opts, true)
+        files::plan_content(&self.path, current.as_ref(), &new, &self.opts, true)
     }
 }
 
@@ -245,7 +259,7 @@ mod tests {
 
     #[test]
     fn a_bad_regular_expression_is_one_line_naming_the_problem() {
-        let err = crate::modules::build_error(
+        let err = crate::modules::kit::testing::build_error(
             &LINEINFILE,
             serde_json::json!({"path": "/etc/x", "regexp": "^(a", "line": "a"}),
         );

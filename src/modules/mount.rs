@@ -5,32 +5,51 @@
 //! Ansible's second swap line replace the first). fstab is rewritten
 //! atomically, touching only the entry's lines.
 
-use super::copy::plan_content;
-use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
-use crate::modules::kit::files::{self, FileState, WriteOpts};
 use crate::modules::kit::fstab::{self, Entry};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::params::{choices, first_of, module_params, ParamError, Params};
 use crate::remote::probe::Probe;
 use crate::remote::shell::quote;
 
 pub const MOUNT: ModuleSpec = ModuleSpec {
     name: "mount",
     aliases: &["ansible.posix.mount"],
-    params: &[
-        "path", "name", "src", "fstype", "opts", "dump", "passno", "state",
-    ],
-    required: &["state"],
+    params: &MountArgs::SPEC,
     free_form: None,
     build,
 };
 
 pub const MOUNTINFO_KEY: &str = "proc:mountinfo";
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum State {
-    Mounted,
-    Present,
-    Unmounted,
-    Absent,
+choices! {
+    enum State {
+        Mounted = "mounted",
+        Present = "present",
+        Unmounted = "unmounted",
+        Absent = "absent",
+    }
+}
+
+module_params! {
+    struct MountArgs {
+        /// the mount point (`none` for swap)
+        path: Option<String>,
+        /// another name for `path`
+        name: Option<String>,
+        /// the device, label or share mounted
+        src: Option<String>,
+        /// its filesystem type
+        fstype: Option<String>,
+        /// mount options
+        opts: String = "defaults".into(),
+        /// fstab's dump field
+        dump: String = "0".into(),
+        /// fstab's fsck pass field
+        passno: String = "0".into(),
+        /// in fstab and mounted, only in fstab, unmounted, or neither
+        state: State,
+    }
 }
 
 struct Mount {
@@ -40,19 +59,10 @@ struct Mount {
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
-    let path = match (p.str("path")?, p.str("name")?) {
-        (Some(x), _) | (None, Some(x)) => x,
-        (None, None) => return Err(p.error("path", "missing required parameter 'path'")),
-    };
-    let states = ["mounted", "present", "unmounted", "absent"];
-    let state = match p.choice("state", &states, "")?.as_str() {
-        "mounted" => State::Mounted,
-        "present" => State::Present,
-        "unmounted" => State::Unmounted,
-        _ => State::Absent,
-    };
-    let fstype = p.str("fstype")?;
-    let swap = fstype.as_deref() == Some("swap");
+    let a = MountArgs::read(p)?;
+    let (_, path) = first_of(p, [("path", a.path), ("name", a.name)])?;
+    let state = a.state;
+    let swap = a.fstype.as_deref() == Some("swap");
     if !swap && !path.starts_with('/') {
         return Err(p.error("path", format!("'{path}' must be an absolute path")));
     }
@@ -67,14 +77,14 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             "swap entries take state present or absent; the swapfile module turns swap on",
         ));
     }
-    let entry = match (p.str("src")?, fstype) {
+    let entry = match (a.src, a.fstype) {
         (Some(src), Some(fstype)) => Some(Entry {
             src,
             target: path.clone(),
             fstype,
-            opts: p.str("opts")?.unwrap_or_else(|| "defaults".into()),
-            dump: p.str("dump")?.unwrap_or_else(|| "0".into()),
-            pass: p.str("passno")?.unwrap_or_else(|| "0".into()),
+            opts: a.opts,
+            dump: a.dump,
+            pass: a.passno,
         }),
         _ if matches!(state, State::Mounted | State::Present) => {
             return Err(p.error("src", "state mounted and present need 'src' and 'fstype'"))
@@ -103,18 +113,13 @@ fn mounted_fstype(mountinfo: &str, path: &str) -> Option<String> {
 
 impl Module for Mount {
     fn probes(&self) -> Vec<Probe> {
-        vec![files::probe(fstab::PATH), mountinfo_probe()]
+        vec![fstab::probe(), mountinfo_probe()]
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
-        let current = FileState::parse(fstab::PATH, facts.get(&files::probe_key(fstab::PATH))?)?;
-        let text = current
-            .as_ref()
-            .and_then(|s| s.content.clone())
-            .unwrap_or_default();
         let mut plan = match self.state {
             State::Unmounted => Plan::noop(),
-            _ => self.plan_fstab(&text, current.as_ref())?,
+            _ => self.plan_fstab(facts)?,
         };
         let fstab_changed = !plan.steps.is_empty();
         if self.is_swap() {
@@ -187,13 +192,13 @@ impl Mount {
         }
     }
 
-    fn plan_fstab(&self, text: &str, current: Option<&FileState>) -> Result<Plan, ModuleError> {
+    fn plan_fstab(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let want = match self.state {
             State::Absent => None,
             _ => self.entry.as_ref(),
         };
-        let new = fstab::edit(
-            text,
+        fstab::plan_entry(
+            facts,
             |e| self.is_ours(e),
             want,
             |e| {
@@ -205,27 +210,15 @@ impl Mount {
                         && e.pass == w.pass
                 })
             },
-        );
-        if new == text {
-            return Ok(Plan::noop());
-        }
-        let mut plan = plan_content(fstab::PATH, current, &new, &WriteOpts::default(), true)?;
-        for c in &mut plan.changes {
-            c.before = Some(
-                fstab::find(text, |e| self.is_ours(e))
-                    .unwrap_or("no line")
-                    .to_string(),
-            );
-            c.after = Some(want.map_or("no line".into(), Entry::render));
-        }
-        Ok(plan)
+        )
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::{assert_sh_syntax, build_error, build_test, facts_of};
+    use crate::modules::kit::files::{self, FileState};
+    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
     use serde_json::json;
 
     const FSTAB: &str = "# static\nUUID=1 / xfs defaults 0 0\n/dev/nvme1n1 /data xfs defaults,noatime 0 0\n/swapfile none swap sw 0 0\n";

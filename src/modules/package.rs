@@ -1,7 +1,9 @@
 //! `package` (and `dnf`, `yum`, `apt`): packages installed or removed with
 //! whichever of dnf, yum or apt-get the host has.
 
-use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::params::{choices, module_params, ParamError, Params};
 use crate::remote::probe::Probe;
 use crate::remote::shell::quote;
 
@@ -16,17 +18,28 @@ pub const PACKAGE: ModuleSpec = ModuleSpec {
         "apt",
         "ansible.builtin.apt",
     ],
-    params: &["name", "state", "update_cache"],
-    required: &["name"],
+    params: &PackageArgs::SPEC,
     free_form: None,
     build,
 };
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Want {
-    Present,
-    Absent,
-    Latest,
+choices! {
+    enum Want {
+        Present = "present" | "installed",
+        Absent = "absent" | "removed",
+        Latest = "latest",
+    }
+}
+
+module_params! {
+    struct PackageArgs {
+        /// one package or a list
+        name: Vec<String> [required],
+        /// installed, removed, or at the newest version the repositories have
+        state: Want = Want::Present,
+        /// refresh the package lists first
+        update_cache: bool = false,
+    }
 }
 
 struct Package {
@@ -44,23 +57,17 @@ fn valid_name(n: &str) -> bool {
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
-    let names = p.str_list("name")?;
-    if names.is_empty() {
+    let a = PackageArgs::read(p)?;
+    if a.name.is_empty() {
         return Err(p.error("name", "missing required parameter 'name'"));
     }
-    if let Some(bad) = names.iter().find(|n| !valid_name(n)) {
+    if let Some(bad) = a.name.iter().find(|n| !valid_name(n)) {
         return Err(p.error("name", format!("'{bad}' is not a package name")));
     }
-    let states = ["present", "installed", "absent", "removed", "latest"];
-    let want = match p.choice("state", &states, "present")?.as_str() {
-        "present" | "installed" => Want::Present,
-        "absent" | "removed" => Want::Absent,
-        _ => Want::Latest,
-    };
     Ok(Box::new(Package {
-        names,
-        want,
-        update_cache: p.bool_or("update_cache", false)?,
+        names: a.name,
+        want: a.state,
+        update_cache: a.update_cache,
     }))
 }
 
@@ -200,7 +207,7 @@ impl Package {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::{assert_sh_syntax, build_error, build_test, facts_of};
+    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
     use serde_json::json;
 
     fn plan_on(params: serde_json::Value, answer: &str) -> Result<Plan, ModuleError> {

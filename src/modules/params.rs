@@ -143,16 +143,6 @@ impl<'a> Params<'a> {
         }
     }
 
-    /// The first of several alias keys that is set (`path`, `dest`, `name`).
-    pub fn first_str(&self, keys: &[&str]) -> Result<String, ParamError> {
-        for key in keys {
-            if let Some(v) = self.str(key)? {
-                return Ok(v);
-            }
-        }
-        Err(self.error(keys[0], format!("missing required parameter '{}'", keys[0])))
-    }
-
     /// A path the module deletes or replaces. Empty, `/` and any other
     /// spelling of the root or of the working folder (`//`, `/tmp/..`,
     /// `.`) are refused here rather than left to GNU rm's own refusal; a
@@ -298,4 +288,338 @@ pub fn parse_bool(s: &str) -> Option<bool> {
         "no" | "off" | "false" | "0" | "n" => Some(false),
         _ => None,
     }
+}
+
+/// The first of several names for one parameter that a task set
+/// (`path`, `dest`, `name`), with the name it used; the first name when none.
+pub fn first_of<const N: usize>(
+    p: &Params,
+    names: [(&'static str, Option<String>); N],
+) -> Result<(&'static str, String), ParamError> {
+    let first = names[0].0;
+    names
+        .into_iter()
+        .find_map(|(key, v)| Some((key, v?)))
+        .ok_or_else(|| p.error(first, format!("missing required parameter '{first}'")))
+}
+
+/// One parameter as its module declares it: what the loader accepts, what
+/// the README must list, and what the module's build reads.
+#[derive(Debug)]
+pub struct ParamDoc {
+    pub name: &'static str,
+    /// One line for people.
+    pub doc: &'static str,
+    pub required: bool,
+    /// The words a choice takes (first spelling of each); empty otherwise.
+    pub choices: &'static [&'static str],
+}
+
+/// A type a parameter is read as, with the error that points at it.
+pub trait ParamValue: Sized {
+    /// Whether a task must set it (unless the declaration gives a default).
+    const REQUIRED: bool = false;
+    const CHOICES: &'static [&'static str] = &[];
+    fn read(p: &Params, key: &str) -> Result<Self, ParamError>;
+    /// Read with a declared default for when the task does not set it.
+    fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError>;
+}
+
+impl ParamValue for String {
+    const REQUIRED: bool = true;
+    fn read(p: &Params, key: &str) -> Result<Self, ParamError> {
+        p.required_str(key)
+    }
+    fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError> {
+        Ok(p.str(key)?.unwrap_or(default))
+    }
+}
+
+impl ParamValue for Option<String> {
+    fn read(p: &Params, key: &str) -> Result<Self, ParamError> {
+        p.str(key)
+    }
+    fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError> {
+        Ok(p.str(key)?.or(default))
+    }
+}
+
+impl ParamValue for bool {
+    const REQUIRED: bool = true;
+    fn read(p: &Params, key: &str) -> Result<Self, ParamError> {
+        p.bool(key)?
+            .ok_or_else(|| p.error(key, format!("missing required parameter '{key}'")))
+    }
+    fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError> {
+        p.bool_or(key, default)
+    }
+}
+
+impl ParamValue for Option<bool> {
+    fn read(p: &Params, key: &str) -> Result<Self, ParamError> {
+        p.bool(key)
+    }
+    fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError> {
+        Ok(p.bool(key)?.or(default))
+    }
+}
+
+impl ParamValue for Option<i64> {
+    fn read(p: &Params, key: &str) -> Result<Self, ParamError> {
+        p.int(key)
+    }
+    fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError> {
+        Ok(p.int(key)?.or(default))
+    }
+}
+
+/// A string or a list of strings; absent is empty.
+impl ParamValue for Vec<String> {
+    fn read(p: &Params, key: &str) -> Result<Self, ParamError> {
+        p.str_list(key)
+    }
+    fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError> {
+        let v = p.str_list(key)?;
+        Ok(if v.is_empty() { default } else { v })
+    }
+}
+
+/// Any YAML value, judged by the module.
+impl ParamValue for Option<Value> {
+    fn read(p: &Params, key: &str) -> Result<Self, ParamError> {
+        Ok(p.raw(key).cloned())
+    }
+    fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError> {
+        Ok(p.raw(key).cloned().or(default))
+    }
+}
+
+/// A mapping.
+impl ParamValue for Option<serde_json::Map<String, Value>> {
+    fn read(p: &Params, key: &str) -> Result<Self, ParamError> {
+        Ok(p.map(key)?.cloned())
+    }
+    fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError> {
+        Ok(p.map(key)?.cloned().or(default))
+    }
+}
+
+/// A file mode (see [`Params::mode`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mode(pub u32);
+
+impl ParamValue for Option<Mode> {
+    fn read(p: &Params, key: &str) -> Result<Self, ParamError> {
+        Ok(p.mode(key)?.map(Mode))
+    }
+    fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError> {
+        Ok(p.mode(key)?.map(Mode).or(default))
+    }
+}
+
+/// A choice declared with [`choices!`]: one of a fixed set of words.
+pub trait Choice: Copy {
+    /// Every spelling accepted, in the order errors list them.
+    const SPELLINGS: &'static [&'static str];
+    /// The first spelling of each choice, as the README lists them.
+    const NAMES: &'static [&'static str];
+    fn name(self) -> &'static str;
+    fn from_word(word: &str) -> Option<Self>;
+}
+
+/// A declared choice; `default` when the task does not set it (`""`: none).
+pub fn read_choice<T: Choice>(p: &Params, key: &str, default: &str) -> Result<T, ParamError> {
+    let word = p.choice(key, T::SPELLINGS, default)?;
+    Ok(T::from_word(&word).expect("a spelling of a declared choice"))
+}
+
+impl<T: Choice> ParamValue for Option<T> {
+    const CHOICES: &'static [&'static str] = T::NAMES;
+    fn read(p: &Params, key: &str) -> Result<Self, ParamError> {
+        match p.has(key) {
+            true => read_choice(p, key, "").map(Some),
+            false => Ok(None),
+        }
+    }
+    fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError> {
+        match default {
+            Some(d) => read_choice(p, key, d.name()).map(Some),
+            None => Self::read(p, key),
+        }
+    }
+}
+
+/// Implements [`ParamValue`] for a [`Choice`] enum: required unless the
+/// declaration gives a default.
+macro_rules! choice_value {
+    ($name:ty) => {
+        impl $crate::modules::params::ParamValue for $name {
+            const REQUIRED: bool = true;
+            const CHOICES: &'static [&'static str] =
+                <$name as $crate::modules::params::Choice>::NAMES;
+            fn read(
+                p: &$crate::modules::params::Params,
+                key: &str,
+            ) -> Result<Self, $crate::modules::params::ParamError> {
+                $crate::modules::params::read_choice(p, key, "")
+            }
+            fn read_or(
+                p: &$crate::modules::params::Params,
+                key: &str,
+                default: Self,
+            ) -> Result<Self, $crate::modules::params::ParamError> {
+                use $crate::modules::params::Choice;
+                $crate::modules::params::read_choice(p, key, default.name())
+            }
+        }
+    };
+}
+pub(crate) use choice_value;
+
+/// A choice parameter's words, declared once:
+/// `enum State { Present = "present" | "installed", Absent = "absent" }`.
+macro_rules! choices {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $( $variant:ident = $first:literal $(| $alias:literal)* ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        $vis enum $name { $($variant),+ }
+
+        impl $crate::modules::params::Choice for $name {
+            const SPELLINGS: &'static [&'static str] = &[$($first $(, $alias)*),+];
+            const NAMES: &'static [&'static str] = &[$($first),+];
+            fn name(self) -> &'static str {
+                match self { $($name::$variant => $first),+ }
+            }
+            fn from_word(word: &str) -> Option<Self> {
+                match word {
+                    $($first $(| $alias)* => Some($name::$variant),)+
+                    _ => None,
+                }
+            }
+        }
+        $crate::modules::params::choice_value!($name);
+    };
+}
+pub(crate) use choices;
+
+choices! {
+    /// Whether a thing is there, for the modules that ask only that.
+    pub enum Presence {
+        Present = "present",
+        Absent = "absent",
+    }
+}
+
+/// How many of `docs` are required, for [`required_names`].
+pub const fn required_count(docs: &[ParamDoc]) -> usize {
+    let (mut i, mut n) = (0, 0);
+    while i < docs.len() {
+        if docs[i].required {
+            n += 1;
+        }
+        i += 1;
+    }
+    n
+}
+
+/// The names of the required parameters among `docs`, at compile time.
+pub const fn required_names<const N: usize>(docs: &[ParamDoc]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let (mut i, mut j) = (0, 0);
+    while i < docs.len() {
+        if docs[i].required {
+            out[j] = docs[i].name;
+            j += 1;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// The names of `docs`, at compile time.
+pub const fn param_names<const N: usize>(docs: &[ParamDoc]) -> [&'static str; N] {
+    let mut out = [""; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = docs[i].name;
+        i += 1;
+    }
+    out
+}
+
+/// A module's parameters, declared once: a struct with one field per
+/// parameter, each with a line of doc, its type (how it is read and
+/// checked), `[required]` when a task must set it although its type has an
+/// empty value, and `= default` when it has one. It gives the struct
+/// `read(&Params)` and `SPEC`, the names the loader accepts and the README
+/// lists.
+macro_rules! module_params {
+    (
+        $(#[$meta:meta])*
+        $vis:vis struct $name:ident {
+            $(
+                $(#[doc = $doc:literal])+
+                $field:ident : $ty:ty $([$req:ident])? $(= $default:expr)?
+            ),+ $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        $vis struct $name {
+            $( $(#[doc = $doc])+ pub(crate) $field: $ty, )+
+        }
+
+        impl $name {
+            pub(crate) const DOCS: &'static [$crate::modules::params::ParamDoc] = &[$(
+                $crate::modules::params::ParamDoc {
+                    name: stringify!($field),
+                    doc: concat!($($doc, "\n"),+),
+                    required: $crate::modules::params::module_params!(@required $ty; $($req)?; $($default)?),
+                    choices: <$ty as $crate::modules::params::ParamValue>::CHOICES,
+                },
+            )+];
+            pub(crate) const SPEC: $crate::modules::params::ParamSpec =
+                $crate::modules::params::ParamSpec {
+                    names: &$crate::modules::params::param_names::<{ $name::DOCS.len() }>($name::DOCS),
+                    required: &$crate::modules::params::required_names::<
+                        { $crate::modules::params::required_count($name::DOCS) },
+                    >($name::DOCS),
+                    docs: $name::DOCS,
+                };
+
+            /// Reads every parameter, in the order declared.
+            pub(crate) fn read(
+                p: &$crate::modules::params::Params,
+            ) -> Result<Self, $crate::modules::params::ParamError> {
+                use $crate::modules::params::ParamValue;
+                Ok($name {$(
+                    $field: $crate::modules::params::module_params!(
+                        @read p, stringify!($field), $ty; $($default)?
+                    ),
+                )+})
+            }
+        }
+    };
+    (@required $ty:ty; required; $($default:expr)?) => { true };
+    (@required $ty:ty; ; $default:expr) => { false };
+    (@required $ty:ty; ;) => { <$ty as $crate::modules::params::ParamValue>::REQUIRED };
+    (@read $p:ident, $key:expr, $ty:ty; $default:expr) => {
+        <$ty as ParamValue>::read_or($p, $key, $default)?
+    };
+    (@read $p:ident, $key:expr, $ty:ty;) => { <$ty as ParamValue>::read($p, $key)? };
+}
+pub(crate) use module_params;
+
+/// What a module's parameter declaration gives its [`ModuleSpec`](crate::modules::ModuleSpec).
+#[derive(Debug)]
+pub struct ParamSpec {
+    /// Every parameter the loader accepts.
+    pub names: &'static [&'static str],
+    /// Those a task must set.
+    pub required: &'static [&'static str],
+    pub docs: &'static [ParamDoc],
 }

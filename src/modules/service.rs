@@ -7,7 +7,9 @@
 //! and a socket, timer or path unit that can start a "disabled" service is
 //! drift. Everything comes from one `systemctl show` for all named units.
 
-use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::params::{choices, module_params, ParamError, Params};
 use crate::remote::probe::Probe;
 use crate::remote::shell::quote;
 
@@ -20,15 +22,7 @@ pub const SERVICE: ModuleSpec = ModuleSpec {
         "service",
         "ansible.builtin.service",
     ],
-    params: &[
-        "name",
-        "state",
-        "enabled",
-        "masked",
-        "daemon_reload",
-        "missing_ok",
-    ],
-    required: &[],
+    params: &ServiceArgs::SPEC,
     free_form: None,
     build,
 };
@@ -50,12 +44,30 @@ const UNIT_TYPES: &[&str] = &[
     "scope",
 ];
 
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum State {
-    Started,
-    Stopped,
-    Restarted,
-    Reloaded,
+choices! {
+    enum State {
+        Started = "started",
+        Stopped = "stopped",
+        Restarted = "restarted",
+        Reloaded = "reloaded",
+    }
+}
+
+module_params! {
+    struct ServiceArgs {
+        /// one unit or a list (`.service` when no type is given)
+        name: Vec<String>,
+        /// running, stopped, or restarted or reloaded now
+        state: Option<State>,
+        /// started at boot
+        enabled: Option<bool>,
+        /// masked, so nothing can start it
+        masked: Option<bool>,
+        /// reload systemd's unit files first
+        daemon_reload: bool = false,
+        /// false: a unit that does not exist is an error
+        missing_ok: bool = true,
+    }
 }
 
 struct Service {
@@ -84,31 +96,13 @@ fn valid_unit(name: &str) -> bool {
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
-    let names = p.str_list("name")?;
+    let a = ServiceArgs::read(p)?;
+    let names = a.name;
     if let Some(bad) = names.iter().find(|n| !valid_unit(n)) {
         return Err(p.error("name", format!("'{bad}' is not a valid systemd unit name")));
     }
-    let state = match p.str("state")?.as_deref() {
-        None => None,
-        Some(_) => Some(
-            match p
-                .choice(
-                    "state",
-                    &["started", "stopped", "restarted", "reloaded"],
-                    "",
-                )?
-                .as_str()
-            {
-                "started" => State::Started,
-                "stopped" => State::Stopped,
-                "restarted" => State::Restarted,
-                _ => State::Reloaded,
-            },
-        ),
-    };
-    let enabled = p.bool("enabled")?;
-    let masked = p.bool("masked")?;
-    let daemon_reload = p.bool_or("daemon_reload", false)?;
+    let (state, enabled, masked) = (a.state, a.enabled, a.masked);
+    let daemon_reload = a.daemon_reload;
     if names.is_empty()
         && !(daemon_reload && state.is_none() && enabled.is_none() && masked.is_none())
     {
@@ -138,7 +132,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         enabled,
         masked,
         daemon_reload,
-        missing_ok: p.bool_or("missing_ok", true)?,
+        missing_ok: a.missing_ok,
     }))
 }
 
@@ -467,7 +461,7 @@ impl Service {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::{assert_sh_syntax, build_error, build_test, facts_of};
+    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
     use serde_json::json;
 
     fn block(id: &str, load: &str, fs: &str, active: &str, triggered_by: &str) -> String {

@@ -6,18 +6,17 @@
 //! that memory cannot absorb is refused before anything is touched, and the
 //! fstab line is keyed by the file's path so other swap lines stay.
 
-use super::copy::plan_content;
-use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
-use crate::modules::kit::files::{self, FileState, WriteOpts};
 use crate::modules::kit::fstab::{self, Entry};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::params::{module_params, ParamError, ParamValue, Params, Presence};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::{quote, sbin};
 
 pub const SWAPFILE: ModuleSpec = ModuleSpec {
     name: "swapfile",
     aliases: &[],
-    params: &["path", "size", "priority", "fstab", "state"],
-    required: &["path"],
+    params: &SwapArgs::SPEC,
     free_form: None,
     build,
 };
@@ -50,6 +49,44 @@ pub const SWAPS_KEY: &str = "proc:swaps";
 pub const MEMINFO_KEY: &str = "proc:meminfo";
 pub const KERNEL_KEY: &str = "kernel:release";
 
+module_params! {
+    struct SwapArgs {
+        /// the swap file, an absolute path
+        path: String,
+        /// its size in whole MiB, such as 8G or 512M
+        size: Option<Size>,
+        /// swap priority, -1 to 32767
+        priority: Option<i64>,
+        /// keep a line for it in /etc/fstab
+        fstab: bool = true,
+        /// whether the swap file is there and active
+        state: Presence = Presence::Present,
+    }
+}
+
+/// Bytes, from `8G`, `512M`, `1024K`, `8GiB` or a number of bytes.
+struct Size(u64);
+
+impl ParamValue for Option<Size> {
+    fn read(p: &Params, key: &str) -> Result<Self, ParamError> {
+        p.str(key)?
+            .map(|s| {
+                parse_size(&s).map(Size).ok_or_else(|| {
+                    p.error(
+                        key,
+                        format!(
+                            "'{s}' is not a size in whole MiB (like 8G, 512M, 1024K or 1048576)"
+                        ),
+                    )
+                })
+            })
+            .transpose()
+    }
+    fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError> {
+        Ok(Self::read(p, key)?.or(default))
+    }
+}
+
 struct Swapfile {
     path: String,
     /// Bytes; `None` only for state=absent.
@@ -60,35 +97,24 @@ struct Swapfile {
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
-    let path = p.required_str("path")?;
+    let a = SwapArgs::read(p)?;
+    let path = a.path;
     if !path.starts_with('/') || path.ends_with('/') {
         return Err(p.error("path", format!("'{path}' must be an absolute file path")));
     }
     p.destructive_path("path", &path)?;
-    let present = p.choice("state", &["present", "absent"], "present")? == "present";
-    let size = p
-        .str("size")?
-        .map(|s| {
-            parse_size(&s).ok_or_else(|| {
-                p.error(
-                    "size",
-                    format!("'{s}' is not a size in whole MiB (like 8G, 512M, 1024K or 1048576)"),
-                )
-            })
-        })
-        .transpose()?;
-    if present && size.is_none() {
+    let present = a.state == Presence::Present;
+    if present && a.size.is_none() {
         return Err(p.error("size", "state=present needs 'size'"));
     }
-    let priority = p.int("priority")?;
-    if priority.is_some_and(|n| !(-1..=32767).contains(&n)) {
+    if a.priority.is_some_and(|n| !(-1..=32767).contains(&n)) {
         return Err(p.error("priority", "priority must be between -1 and 32767"));
     }
     Ok(Box::new(Swapfile {
         path,
-        size,
-        priority,
-        fstab: p.bool_or("fstab", true)?,
+        size: a.size.map(|s| s.0),
+        priority: a.priority,
+        fstab: a.fstab,
         present,
     }))
 }
@@ -331,7 +357,7 @@ impl Module for Swapfile {
             swaps_probe(),
             meminfo_probe(),
             kernel_probe(),
-            files::probe(fstab::PATH),
+            fstab::probe(),
         ]
     }
 
@@ -668,34 +694,14 @@ fi"#,
     /// One line for this file, any equivalent spelling accepted; with
     /// `fstab: false` or `state: absent`, none.
     fn plan_fstab(&self, facts: &Facts, plan: &mut Plan) -> Result<(), ModuleError> {
-        let current = FileState::parse(fstab::PATH, facts.get(&files::probe_key(fstab::PATH))?)?;
-        let text = current
-            .as_ref()
-            .and_then(|s| s.content.clone())
-            .unwrap_or_default();
-        let is_ours = |e: &Entry| e.is_swap() && e.src == self.path;
         let want = (self.present && self.fstab).then(|| self.fstab_entry());
         let pri = self.priority.map(|n| n.to_string());
-        let new = fstab::edit(&text, is_ours, want.as_ref(), |e| {
-            e.opt("pri") == pri.as_deref()
-        });
-        if new == text {
-            return Ok(());
-        }
-        let mut sub = plan_content(
-            fstab::PATH,
-            current.as_ref(),
-            &new,
-            &WriteOpts::default(),
-            true,
-        )?;
-        for c in &mut sub.changes {
-            c.before = Some(fstab::find(&text, is_ours).unwrap_or("no line").to_string());
-            c.after = Some(want.as_ref().map_or("no line".into(), Entry::render));
-        }
-        plan.changes.extend(sub.changes);
-        plan.steps.extend(sub.steps);
-        plan.effects.extend(sub.effects);
+        plan.absorb(fstab::plan_entry(
+            facts,
+            |e| e.is_swap() && e.src == self.path,
+            want.as_ref(),
+            |e| e.opt("pri") == pri.as_deref(),
+        )?);
         Ok(())
     }
 
@@ -725,7 +731,8 @@ fi"#,
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::{assert_sh_syntax, build_error, build_test, facts_of};
+    use crate::modules::kit::files::{self, FileState};
+    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
     use serde_json::json;
 
     const SWAPS_EMPTY: &str = "Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n";

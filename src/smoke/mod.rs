@@ -14,10 +14,10 @@ mod report;
 use std::time::Instant;
 
 use serde::Serialize;
-use serde_json::{Map, Value};
 
 use crate::remote::probe::parse_frames;
 use crate::remote::{Purpose, Script, Transport};
+pub(crate) use checks::parse_version;
 pub use fleet::fleet_outliers;
 pub use remote::{TierOutput, TierScript};
 pub use report::{render_human, report_json};
@@ -151,99 +151,7 @@ impl Default for SmokeOptions {
     }
 }
 
-pub const PARAMS: &[&str] = &[
-    "tier",
-    "gpus",
-    "expect_gpus",
-    "min_driver",
-    "cuda_home",
-    "torch",
-    "compile",
-    "alloc_gib",
-    "bf16_tflops_floor",
-    "floors",
-    "python",
-    "dcgm_level",
-    "timeout",
-];
-
-/// A `gpu_smoke` parameter that cannot be used, named so the caller can point
-/// at that parameter's position.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("{message}")]
-pub struct ParamProblem {
-    pub key: String,
-    pub message: String,
-}
-
 impl SmokeOptions {
-    /// Values may arrive as text: a templated `tier: "{{ smoke_tier }}"` renders
-    /// to `"1"`, and `-e torch=yes` is a string, so numbers and Ansible's
-    /// boolean spellings are read from strings as the other modules read them.
-    pub fn from_params(map: &Map<String, Value>) -> Result<Self, ParamProblem> {
-        let mut o = SmokeOptions::default();
-        for (key, value) in map {
-            let bad = |what: &str| ParamProblem {
-                key: key.clone(),
-                message: format!("parameter '{key}' must be {what}, got {value}"),
-            };
-            match key.as_str() {
-                "tier" => o.tier = small_int(value, 0..=2).ok_or_else(|| bad("0, 1 or 2"))?,
-                "gpus" | "expect_gpus" => {
-                    o.expect_gpus = Some(whole(value).ok_or_else(|| bad("a whole number"))?)
-                }
-                "min_driver" => {
-                    o.min_driver =
-                        Some(version_param(value).ok_or_else(|| bad("a version like 535.104"))?)
-                }
-                "cuda_home" => {
-                    o.cuda_home = absolute_path(value).ok_or_else(|| bad("an absolute path"))?
-                }
-                "python" => {
-                    o.python = value
-                        .as_str()
-                        .filter(|s| !s.is_empty())
-                        .ok_or_else(|| bad("a string"))?
-                        .into()
-                }
-                "torch" => o.torch = boolean(value).ok_or_else(|| bad("true or false"))?,
-                "compile" => o.compile = boolean(value).ok_or_else(|| bad("true or false"))?,
-                "alloc_gib" => {
-                    o.alloc_gib = positive(value).ok_or_else(|| bad("a positive number"))?
-                }
-                "bf16_tflops_floor" => {
-                    o.bf16_tflops_floor =
-                        Some(positive(value).ok_or_else(|| bad("a positive number"))?)
-                }
-                "floors" => {
-                    o.bf16_floors = floors(value).ok_or_else(|| bad("a map of model to TFLOP/s"))?
-                }
-                "dcgm_level" => {
-                    o.dcgm_level = small_int(value, 1..=2).ok_or_else(|| bad("1 or 2"))?
-                }
-                "timeout" => {
-                    o.timeout_s = whole(value)
-                        .filter(|&t| t > 0)
-                        .ok_or_else(|| bad("seconds > 0"))? as u64
-                }
-                _ => {
-                    return Err(ParamProblem {
-                        key: key.clone(),
-                        message: unknown_param(key),
-                    })
-                }
-            }
-        }
-        if o.tier == 0 && (o.torch || o.compile) {
-            let key = if o.torch { "torch" } else { "compile" };
-            return Err(ParamProblem {
-                key: key.into(),
-                message: format!("{key} checks run in tier 1: set tier: 1"),
-            });
-        }
-        Ok(o)
-    }
-
     /// The bf16 floor that applies to `model`, if any.
     fn bf16_floor(&self, model: Option<&str>) -> Option<f64> {
         self.bf16_tflops_floor.or_else(|| {
@@ -253,68 +161,6 @@ impl SmokeOptions {
                 .find(|(key, _)| model.contains(key.as_str()))
                 .map(|(_, floor)| *floor)
         })
-    }
-}
-
-fn small_int(v: &Value, range: std::ops::RangeInclusive<u8>) -> Option<u8> {
-    let n = u8::try_from(whole(v)?).ok()?;
-    range.contains(&n).then_some(n)
-}
-
-fn whole(v: &Value) -> Option<usize> {
-    match v {
-        Value::Number(n) => usize::try_from(n.as_u64()?).ok(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-fn number(v: &Value) -> Option<f64> {
-    match v {
-        Value::Number(n) => n.as_f64(),
-        Value::String(s) => s.trim().parse().ok(),
-        _ => None,
-    }
-}
-
-fn boolean(v: &Value) -> Option<bool> {
-    match v {
-        Value::Bool(b) => Some(*b),
-        v => crate::modules::params::parse_bool(&crate::modules::params::scalar_text(v)),
-    }
-}
-
-fn positive(v: &Value) -> Option<f64> {
-    number(v).filter(|f| *f > 0.0 && f.is_finite())
-}
-
-/// Accepts numbers too, because YAML reads `min_driver: 535` as one.
-fn version_param(v: &Value) -> Option<String> {
-    let s = match v {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        _ => return None,
-    };
-    checks::parse_version(&s).map(|_| s)
-}
-
-fn absolute_path(v: &Value) -> Option<String> {
-    v.as_str()
-        .filter(|s| s.starts_with('/'))
-        .map(str::to_string)
-}
-
-fn floors(v: &Value) -> Option<Vec<(String, f64)>> {
-    v.as_object()?
-        .iter()
-        .map(|(model, floor)| Some((model.clone(), positive(floor)?)))
-        .collect()
-}
-
-fn unknown_param(key: &str) -> String {
-    match crate::load::diag::suggest(key, PARAMS.iter().copied()) {
-        Some(p) => format!("unknown parameter '{key}' (did you mean '{p}'?)"),
-        None => format!("unknown parameter '{key}' (known: {})", PARAMS.join(", ")),
     }
 }
 

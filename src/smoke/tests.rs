@@ -585,79 +585,22 @@ fn smoke_dcgmi_diag_results() {
 
 // ------------------------------------------------------------ options
 
-fn params(v: Value) -> Result<SmokeOptions, String> {
-    SmokeOptions::from_params(v.as_object().unwrap()).map_err(|e| e.message)
-}
-
 #[test]
-fn smoke_options_from_params() {
-    let o = params(json!({
-        "tier": 1, "gpus": 8, "min_driver": 550, "cuda_home": "/opt/cuda", "torch": true,
-        "compile": true, "alloc_gib": 4, "floors": {"H200": 600, "H100": 550}, "timeout": 60,
-        "python": "/opt/torch/.venv/bin/python3"
-    }))
-    .unwrap();
-    assert_eq!(
-        (o.tier, o.expect_gpus, o.min_driver.as_deref()),
-        (1, Some(8), Some("550"))
-    );
-    assert_eq!(
-        (o.cuda_home.as_str(), o.alloc_gib, o.timeout_s),
-        ("/opt/cuda", 4.0, 60)
-    );
-    assert_eq!(o.bf16_floor(Some("NVIDIA H100 80GB HBM3")), Some(550.0));
-    assert_eq!(o.bf16_floor(Some("NVIDIA A100")), None);
-    let explicit = params(json!({"bf16_tflops_floor": 700, "floors": {"H200": 600}})).unwrap();
-    assert_eq!(explicit.bf16_floor(Some("NVIDIA H200")), Some(700.0));
-    assert_eq!(params(json!({})).unwrap(), SmokeOptions::default());
-}
-
-#[test]
-fn smoke_options_reject_bad_params() {
-    assert_eq!(
-        params(json!({"tire": 1})).unwrap_err(),
-        "unknown parameter 'tire' (did you mean 'tier'?)"
-    );
-    assert!(params(json!({"tier": 3}))
-        .unwrap_err()
-        .contains("0, 1 or 2"));
-    assert!(params(json!({"torch": true}))
-        .unwrap_err()
-        .contains("tier: 1"));
-    assert!(params(json!({"cuda_home": "cuda"}))
-        .unwrap_err()
-        .contains("absolute path"));
-    assert!(params(json!({"min_driver": "r550"})).is_err());
-    assert!(params(json!({"tier": "one"})).is_err());
-    assert!(params(json!({"torch": "maybe", "tier": 1})).is_err());
-}
-
-#[test]
-fn smoke_options_read_rendered_text_like_other_modules() {
-    // `tier: "{{ smoke_tier }}"` with `-e smoke_tier=1` arrives as "1".
-    let o = params(json!({
-        "tier": "1", "gpus": " 8 ", "torch": "yes", "compile": "no",
-        "alloc_gib": "2.5", "timeout": "90", "dcgm_level": "2"
-    }))
-    .unwrap();
-    assert_eq!(
-        (o.tier, o.expect_gpus, o.torch, o.compile),
-        (1, Some(8), true, false)
-    );
-    assert_eq!((o.alloc_gib, o.timeout_s, o.dcgm_level), (2.5, 90, 2));
-}
-
-#[test]
-fn smoke_param_errors_name_the_parameter_at_fault() {
-    let key = |v: Value| {
-        SmokeOptions::from_params(v.as_object().unwrap())
-            .unwrap_err()
-            .key
+fn bf16_floor_prefers_the_explicit_floor_then_the_model() {
+    let floors = SmokeOptions {
+        bf16_floors: vec![("H200".into(), 600.0), ("H100".into(), 550.0)],
+        ..SmokeOptions::default()
     };
-    assert_eq!(key(json!({"alloc_gib": -1})), "alloc_gib");
-    assert_eq!(key(json!({"torch": true})), "torch");
-    assert_eq!(key(json!({"tier": 0, "compile": "yes"})), "compile");
-    assert_eq!(key(json!({"tire": 1})), "tire");
+    assert_eq!(
+        floors.bf16_floor(Some("NVIDIA H100 80GB HBM3")),
+        Some(550.0)
+    );
+    assert_eq!(floors.bf16_floor(Some("NVIDIA A100")), None);
+    let explicit = SmokeOptions {
+        bf16_tflops_floor: Some(700.0),
+        ..floors
+    };
+    assert_eq!(explicit.bf16_floor(Some("NVIDIA H200")), Some(700.0));
 }
 
 // ------------------------------------------------------------ fleet and reports

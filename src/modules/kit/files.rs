@@ -3,7 +3,7 @@
 
 use base64::Engine;
 
-use crate::modules::ModuleError;
+use super::plan::{Change, Effect, ModuleError, Plan};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
 
@@ -238,6 +238,96 @@ fn reason(r: &ProbeResult) -> String {
         "" => format!("exit status {} with no error output", r.rc),
         said => said.to_string(),
     }
+}
+
+/// The plan for "this path holds exactly this content, with these attributes".
+pub fn plan_content(
+    dest: &str,
+    current: Option<&FileState>,
+    content: &str,
+    opts: &WriteOpts,
+    force: bool,
+) -> Result<Plan, ModuleError> {
+    let mut plan = Plan::noop();
+    match current {
+        Some(st) if st.kind == Kind::Dir => {
+            return Err(ModuleError::Host(format!("{dest} is a directory")))
+        }
+        Some(_) if !force => return Ok(plan),
+        _ => {}
+    }
+    if !current.is_some_and(|st| st.holds(content)) {
+        let was = if current.is_some() {
+            "old content"
+        } else {
+            "absent"
+        };
+        let mut change = Change::new(dest, Some(was.into()), Some("new content".into()));
+        change.diff = content_diff(dest, current, content);
+        plan.changes.push(change);
+        plan.steps.push(write_step(dest, content, opts));
+    } else {
+        let st = current.expect("content matched, so the file exists");
+        let attr = attr_changes(dest, st, opts);
+        if !attr.is_empty() {
+            plan.steps.push(attr_commands(&quote(dest), opts, "exit 1"));
+            plan.changes.extend(attr);
+        }
+    }
+    if !plan.changes.is_empty() {
+        let mode = opts.mode.or(current.map(|s| s.mode)).unwrap_or(0o644);
+        let owner = opts
+            .owner
+            .clone()
+            .or(current.map(|s| s.owner.clone()))
+            .unwrap_or_else(|| "root".into());
+        let group = opts
+            .group
+            .clone()
+            .or(current.map(|s| s.group.clone()))
+            .unwrap_or_else(|| "root".into());
+        let after = FileState::written(content, mode, &owner, &group);
+        plan.effects
+            .push(Effect::Predict(probe_key(dest), after.to_result()));
+    }
+    Ok(plan)
+}
+
+/// A unified diff when both sides are known and small enough to show: a
+/// file over the content limit is compared by SHA-256 alone.
+fn content_diff(dest: &str, current: Option<&FileState>, content: &str) -> Option<String> {
+    let before = match current {
+        Some(st) => st.content.as_deref()?,
+        None => "",
+    };
+    (content.len() as u64 <= MAX_CONTENT).then(|| unified_diff(dest, before, content))
+}
+
+/// Mode/owner/group differences of an existing path.
+pub fn attr_changes(dest: &str, st: &FileState, opts: &WriteOpts) -> Vec<Change> {
+    let mut out = Vec::new();
+    if let Some(mode) = opts.mode.filter(|m| *m != st.mode) {
+        out.push(Change::new(
+            format!("{dest} mode"),
+            Some(format!("{:04o}", st.mode)),
+            Some(format!("{mode:04o}")),
+        ));
+    }
+    if let Some(owner) = opts.owner.as_ref().filter(|o| **o != st.owner) {
+        out.push(Change::new(
+            format!("{dest} owner"),
+            Some(st.owner.clone()),
+            Some(owner.clone()),
+        ));
+    }
+    if let Some(group) = opts.group.as_ref().filter(|g| **g != st.group) {
+        out.push(Change::new(
+            format!("{dest} group"),
+            Some(st.group.clone()),
+            Some(group.clone()),
+        ));
+    }
+    out
 }
 
 #[cfg(test)]

@@ -2,7 +2,16 @@
 //! edits that touch only the lines of one entry so that comments, order and
 //! other entries stay byte-for-byte as they were.
 
+use super::files::{self, FileState, WriteOpts};
+use super::plan::{Facts, ModuleError, Plan};
+use crate::remote::probe::Probe;
+
 pub const PATH: &str = "/etc/fstab";
+
+/// The probe [`plan_entry`] reads.
+pub fn probe() -> Probe {
+    files::probe(PATH)
+}
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Entry {
@@ -138,6 +147,34 @@ pub fn edit(
         return text.to_string();
     }
     out.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// The plan that leaves fstab with exactly one line for the selected entry
+/// (none when `want` is `None`), written atomically; its change shows the
+/// line before and after rather than the whole file.
+pub fn plan_entry(
+    facts: &Facts,
+    is_target: impl Fn(&Entry) -> bool,
+    want: Option<&Entry>,
+    complies: impl Fn(&Entry) -> bool,
+) -> Result<Plan, ModuleError> {
+    let current = FileState::parse(PATH, facts.get(&files::probe_key(PATH))?)?;
+    let text = current
+        .as_ref()
+        .and_then(|s| s.content.clone())
+        .unwrap_or_default();
+    let new = edit(&text, &is_target, want, complies);
+    if new == text {
+        return Ok(Plan::noop());
+    }
+    let mut plan = files::plan_content(PATH, current.as_ref(), &new, &WriteOpts::default(), true)?;
+    let before = find(&text, &is_target).unwrap_or("no line");
+    let after = want.map_or("no line".into(), Entry::render);
+    for c in &mut plan.changes {
+        c.before = Some(before.to_string());
+        c.after = Some(after.clone());
+    }
+    Ok(plan)
 }
 
 #[cfg(test)]

@@ -1,4 +1,9 @@
-//! What modules share: file probes and atomic writes, fstab editing.
+//! What modules share: the module contract and its plans, file probes and
+//! atomic writes, fstab editing. Nothing here knows a module.
 
 pub mod files;
 pub mod fstab;
+pub mod module;
+pub mod plan;
+#[cfg(test)]
+pub mod testing;

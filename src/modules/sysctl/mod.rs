@@ -15,39 +15,53 @@ mod tuned;
 
 use serde_json::Value;
 
-use super::copy::plan_content;
-use super::params::scalar_text;
-use super::{Change, Effect, Facts, Module, ModuleError, ModuleSpec, ParamError, Params, Plan};
 use crate::modules::kit::files::{self, FileState, WriteOpts};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::params::scalar_text;
+use crate::modules::params::{module_params, ParamError, ParamValue, Params, Presence};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
 use config::{ConfFile, Winner, CONFIG_KEY};
 use tuned::{Tuned, TUNED_KEY};
 
-/// Every parameter; the first seven belong to Ansible's single-key form only.
-const PARAMS: &[&str] = &[
-    "name",
-    "key",
-    "value",
-    "val",
-    "state",
-    "sysctl_file",
-    "sysctl_set",
-    "reload",
-    "ignoreerrors",
-    "settings",
-    "file",
-];
-const SINGLE_KEY_ONLY: &[&str] = PARAMS.split_at(7).0;
-
 pub const SYSCTL: ModuleSpec = ModuleSpec {
     name: "sysctl",
     aliases: &["ansible.posix.sysctl"],
-    params: PARAMS,
-    required: &[],
+    params: &SysctlArgs::SPEC,
     free_form: None,
     build,
 };
+
+module_params! {
+    /// The first seven belong to Ansible's single-key form only.
+    struct SysctlArgs {
+        /// the key, such as vm.swappiness (single-key form)
+        name: Option<String>,
+        /// another name for `name`
+        key: Option<String>,
+        /// its value
+        value: Option<Value>,
+        /// another name for `value`
+        val: Option<Value>,
+        /// whether the key is set in `sysctl_file`
+        state: Presence = Presence::Present,
+        /// the file edited (default /etc/sysctl.conf)
+        sysctl_file: Option<String>,
+        /// set the live value even with reload false
+        sysctl_set: bool = false,
+        /// true: set changed keys live; false: only files; `system`: also run sysctl --system
+        reload: Option<Reload>,
+        /// a key this kernel lacks is skipped rather than an error
+        ignoreerrors: bool = false,
+        /// keys and values of the drop-in nodeprov owns (map form)
+        settings: Option<serde_json::Map<String, Value>>,
+        /// the drop-in the map form writes as a whole
+        file: Option<String>,
+    }
+}
+
+const SINGLE_KEY_ONLY: &[&str] = SysctlArgs::SPEC.names.split_at(7).0;
 
 const HEADER: &str =
     "# Managed by nodeprov: this file is rewritten as a whole, edits here are lost.\n";
@@ -135,6 +149,25 @@ enum Reload {
     System,
 }
 
+/// `reload`: a boolean, or `system` for `sysctl --system`.
+impl ParamValue for Option<Reload> {
+    fn read(p: &Params, key: &str) -> Result<Self, ParamError> {
+        if matches!(p.raw(key), Some(Value::String(s)) if s == "system") {
+            return Ok(Some(Reload::System));
+        }
+        match p.bool(key) {
+            Ok(b) => Ok(b.map(|on| if on { Reload::Keys } else { Reload::None })),
+            Err(_) => Err(p.error(
+                key,
+                format!("parameter '{key}' must be a boolean or 'system'"),
+            )),
+        }
+    }
+    fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError> {
+        Ok(Self::read(p, key)?.or(default))
+    }
+}
+
 struct Sysctl {
     file: String,
     form: Form,
@@ -152,22 +185,27 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
 
 fn from_params(p: &Params) -> Result<Sysctl, ParamError> {
     if p.has("settings") {
-        build_map(p)
-    } else {
-        build_ansible(p)
+        for other in SINGLE_KEY_ONLY {
+            if p.has(other) {
+                return Err(p.error(
+                    other,
+                    format!("'{other}' cannot be combined with 'settings'"),
+                ));
+            }
+        }
+    }
+    let a = SysctlArgs::read(p)?;
+    match a.settings {
+        Some(ref map) => build_map(p, map, &a),
+        None => build_ansible(p, a),
     }
 }
 
-fn build_map(p: &Params) -> Result<Sysctl, ParamError> {
-    for other in SINGLE_KEY_ONLY {
-        if p.has(other) {
-            return Err(p.error(
-                other,
-                format!("'{other}' cannot be combined with 'settings'"),
-            ));
-        }
-    }
-    let map = p.map("settings")?.expect("checked by has()");
+fn build_map(
+    p: &Params,
+    map: &serde_json::Map<String, Value>,
+    a: &SysctlArgs,
+) -> Result<Sysctl, ParamError> {
     if map.is_empty() {
         return Err(p.error("settings", "'settings' must name at least one key"));
     }
@@ -179,7 +217,7 @@ fn build_map(p: &Params) -> Result<Sysctl, ParamError> {
         }
         settings.push((key, checked_value(p, "settings", v)?));
     }
-    let file = p.str("file")?.ok_or_else(|| {
+    let file = a.file.clone().ok_or_else(|| {
         let mut e = p.error(
             "file",
             "the 'settings' form needs 'file', the drop-in nodeprov owns",
@@ -191,20 +229,20 @@ fn build_map(p: &Params) -> Result<Sysctl, ParamError> {
         file: checked_path(p, "file", file)?,
         form: Form::Owned,
         settings,
-        reload: reload(p, Reload::Keys)?,
-        ignore_errors: p.bool_or("ignoreerrors", false)?,
+        reload: a.reload.unwrap_or(Reload::Keys),
+        ignore_errors: a.ignoreerrors,
         root: String::new(),
     })
 }
 
-fn build_ansible(p: &Params) -> Result<Sysctl, ParamError> {
-    if p.has("file") {
+fn build_ansible(p: &Params, a: SysctlArgs) -> Result<Sysctl, ParamError> {
+    if a.file.is_some() {
         return Err(p.error(
             "file",
             "'file' goes with 'settings'; with 'name' use 'sysctl_file'",
         ));
     }
-    let (param, raw) = match (p.str("name")?, p.str("key")?) {
+    let (param, raw) = match (a.name, a.key) {
         (Some(k), _) => ("name", k),
         (None, Some(k)) => ("key", k),
         (None, None) => {
@@ -212,8 +250,8 @@ fn build_ansible(p: &Params) -> Result<Sysctl, ParamError> {
         }
     };
     let key = checked_key(p, param, &raw)?;
-    let present = p.choice("state", &["present", "absent"], "present")? == "present";
-    let value = match (p.raw("value"), p.raw("val")) {
+    let present = a.state == Presence::Present;
+    let value = match (&a.value, &a.val) {
         (Some(v), _) => Some(checked_value(p, "value", v)?),
         (None, Some(v)) => Some(checked_value(p, "val", v)?),
         (None, None) => None,
@@ -224,34 +262,18 @@ fn build_ansible(p: &Params) -> Result<Sysctl, ParamError> {
         _ => Vec::new(),
     };
     // Ansible sets the live value on `reload` (default) or `sysctl_set`.
-    let keys = p.bool_or("sysctl_set", false)?;
-    let reload = match reload(p, Reload::Keys)? {
-        Reload::None if keys => Reload::Keys,
+    let reload = match a.reload.unwrap_or(Reload::Keys) {
+        Reload::None if a.sysctl_set => Reload::Keys,
         r => r,
     };
-    let file = p
-        .str("sysctl_file")?
-        .unwrap_or_else(|| config::SYSCTL_CONF.into());
+    let file = a.sysctl_file.unwrap_or_else(|| config::SYSCTL_CONF.into());
     Ok(Sysctl {
         file: checked_path(p, "sysctl_file", file)?,
         form: Form::Lines { key },
         settings,
         reload,
-        ignore_errors: p.bool_or("ignoreerrors", false)?,
+        ignore_errors: a.ignoreerrors,
         root: String::new(),
-    })
-}
-
-/// `reload`: a boolean, or `system` for `sysctl --system`.
-fn reload(p: &Params, default: Reload) -> Result<Reload, ParamError> {
-    if matches!(p.raw("reload"), Some(Value::String(s)) if s == "system") {
-        return Ok(Reload::System);
-    }
-    Ok(match p.bool("reload") {
-        Ok(None) => default,
-        Ok(Some(true)) => Reload::Keys,
-        Ok(Some(false)) => Reload::None,
-        Err(_) => return Err(p.error("reload", "parameter 'reload' must be a boolean or 'system'")),
     })
 }
 
@@ -333,7 +355,7 @@ impl Module for Sysctl {
         let mut plan = if current.is_none() && new_text.is_empty() {
             Plan::noop()
         } else {
-            plan_content(
+            files::plan_content(
                 &path,
                 current.as_ref(),
                 &new_text,

@@ -1,0 +1,49 @@
+//! The contract every module fulfils, and how playbooks name one.
+
+use super::plan::{Facts, ModuleError, Plan};
+use crate::modules::params::{ParamError, ParamSpec, Params};
+use crate::remote::probe::Probe;
+
+pub trait Module: Send + Sync {
+    fn probes(&self) -> Vec<Probe>;
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError>;
+    /// Commands whose effect is their output: not verified after apply,
+    /// their result registered from the real run.
+    fn is_command(&self) -> bool {
+        false
+    }
+    /// The command itself as a probe, for tasks that declare it read-only.
+    fn query_probe(&self) -> Option<Probe> {
+        None
+    }
+    /// Validations whose probe must see every earlier change of the run.
+    fn reads_everything(&self) -> bool {
+        false
+    }
+}
+
+pub type BuildFn = fn(&Params) -> Result<Box<dyn Module>, ParamError>;
+
+/// A module as playbooks name it.
+pub struct ModuleSpec {
+    pub name: &'static str,
+    /// Other keys that select this module (Ansible's FQCNs and old names).
+    pub aliases: &'static [&'static str],
+    /// Its parameters, from the module's one declaration of them.
+    pub params: &'static ParamSpec,
+    /// Parameter name a free-form string (`command: echo hi`) is stored under.
+    pub free_form: Option<&'static str>,
+    pub build: BuildFn,
+}
+
+impl std::fmt::Debug for ModuleSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ModuleSpec({})", self.name)
+    }
+}
+
+impl ModuleSpec {
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        std::iter::once(self.name).chain(self.aliases.iter().copied())
+    }
+}

@@ -1,0 +1,140 @@
+//! What a module's planning returns and reads: changes, steps and predicted
+//! effects, over the probe answers of one host.
+
+use std::collections::BTreeMap;
+
+use thiserror::Error;
+
+use crate::remote::probe::ProbeResult;
+
+/// One difference between the host and the desired state.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Change {
+    /// What differs: a path, a sysctl key, a unit name.
+    pub subject: String,
+    pub before: Option<String>,
+    pub after: Option<String>,
+    /// A unified diff for file contents.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<String>,
+    /// Where the current value comes from (a file:line, a command), for auditors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<String>,
+}
+
+/// `subject: before → after`, the one-line form reports and errors use.
+impl std::fmt::Display for Change {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let show = |v: &Option<String>| v.clone().unwrap_or_else(|| "(none)".into());
+        write!(
+            f,
+            "{}: {} → {}",
+            self.subject,
+            show(&self.before),
+            show(&self.after)
+        )
+    }
+}
+
+impl Change {
+    pub fn new(subject: impl Into<String>, before: Option<String>, after: Option<String>) -> Self {
+        Change {
+            subject: subject.into(),
+            before,
+            after,
+            diff: None,
+            evidence: None,
+        }
+    }
+
+    pub fn with_evidence(mut self, evidence: impl Into<String>) -> Self {
+        self.evidence = Some(evidence.into());
+        self
+    }
+}
+
+/// What the host will look like after a plan's steps ran, so that later
+/// tasks plan against predicted rather than stale facts.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// The probe with this key would now answer this.
+    Predict(String, ProbeResult),
+    /// The probe with this key can no longer be trusted; tasks that read it
+    /// must be planned after the steps ran.
+    Invalidate(String),
+    /// Anything may have changed (a command ran).
+    InvalidateAll,
+}
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Plan {
+    /// Empty means the host already complies.
+    pub changes: Vec<Change>,
+    /// Shell steps run in order during apply; each must fail loudly.
+    pub steps: Vec<String>,
+    pub effects: Vec<Effect>,
+    /// Set when the outcome cannot be known without running something.
+    pub unknown: Option<String>,
+    /// Findings that are not drift but that an operator must know about.
+    pub notes: Vec<String>,
+}
+
+impl Plan {
+    pub fn noop() -> Self {
+        Plan::default()
+    }
+
+    /// Adds the plan of a part (a file the module also writes) after this one's.
+    pub fn absorb(&mut self, part: Plan) {
+        self.changes.extend(part.changes);
+        self.steps.extend(part.steps);
+        self.effects.extend(part.effects);
+        self.notes.extend(part.notes);
+        self.unknown = self.unknown.take().or(part.unknown);
+    }
+}
+
+#[derive(Debug, Error, PartialEq)]
+pub enum ModuleError {
+    /// The host cannot reach the desired state (unknown key, missing path).
+    #[error("{0}")]
+    Host(String),
+    /// A probe answered something the module could not understand.
+    #[error("unexpected probe output for {key}: {detail}")]
+    Fact { key: String, detail: String },
+}
+
+/// The probe answers a plan is computed from.
+#[derive(Clone, Debug, Default)]
+pub struct Facts {
+    results: BTreeMap<String, ProbeResult>,
+}
+
+impl Facts {
+    pub fn new(results: BTreeMap<String, ProbeResult>) -> Self {
+        Facts { results }
+    }
+
+    pub fn get(&self, key: &str) -> Result<&ProbeResult, ModuleError> {
+        self.results.get(key).ok_or_else(|| ModuleError::Fact {
+            key: key.to_string(),
+            detail: "not probed".into(),
+        })
+    }
+
+    pub fn contains(&self, key: &str) -> bool {
+        self.results.contains_key(key)
+    }
+
+    pub fn insert(&mut self, key: String, result: ProbeResult) {
+        self.results.insert(key, result);
+    }
+
+    pub fn remove(&mut self, key: &str) {
+        self.results.remove(key);
+    }
+
+    pub fn extend(&mut self, other: BTreeMap<String, ProbeResult>) {
+        self.results.extend(other);
+    }
+}

@@ -1,0 +1,72 @@
+//! Helpers for module unit tests: build a module from JSON parameters as the
+//! executor does, and feed it recorded probe answers.
+
+use super::module::{Module, ModuleSpec};
+use super::plan::{Facts, Plan};
+use crate::modules::params::{self, ParamError, Params};
+use crate::remote::probe::ProbeResult;
+
+/// Builds a module from JSON parameters the way the executor does, for tests.
+pub fn build_test(
+    spec: &ModuleSpec,
+    params: serde_json::Value,
+) -> Result<Box<dyn Module>, ParamError> {
+    with_params(spec, params, spec.build)
+}
+
+/// Calls `f` with JSON parameters as the executor hands them to `spec`.
+pub fn with_params<T>(
+    spec: &ModuleSpec,
+    params: serde_json::Value,
+    f: impl FnOnce(&Params) -> T,
+) -> T {
+    let templates = crate::template::Templates::new();
+    let vars = serde_json::json!({});
+    let ctx = params::BuildCtx {
+        templates: &templates,
+        vars: &vars,
+        search_dirs: &[],
+        sources: &params::Sources::default(),
+    };
+    let span = crate::load::diag::Span::synthetic("test");
+    let entries = params
+        .as_object()
+        .expect("params are a mapping")
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone(), span.clone()))
+        .collect();
+    f(&Params::new(spec.name, span, entries, &ctx))
+}
+
+/// The message of a parameter error, for tests.
+pub fn build_error(spec: &ModuleSpec, params: serde_json::Value) -> String {
+    match build_test(spec, params) {
+        Ok(_) => panic!("expected a parameter error"),
+        Err(e) => e.message,
+    }
+}
+
+/// Asserts that every step and probe parses as POSIX sh (`sh -n`: nothing runs).
+pub fn assert_sh_syntax(module: &dyn Module, plan: &Plan) {
+    let probes = module.probes().into_iter().map(|p| p.script);
+    for script in probes.chain(plan.steps.iter().cloned()) {
+        let out = std::process::Command::new("sh")
+            .args(["-n", "-c", &script])
+            .output()
+            .expect("sh runs");
+        assert!(
+            out.status.success(),
+            "{script}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// Facts from `(key, stdout)` pairs, for tests.
+pub fn facts_of(answers: &[(&str, &str)]) -> Facts {
+    let mut f = Facts::default();
+    for (k, v) in answers {
+        f.insert(k.to_string(), ProbeResult::ok(*v));
+    }
+    f
+}
