@@ -100,6 +100,9 @@ pub struct SshArgs {
 #[derive(Args, Debug)]
 pub struct RunArgs {
     pub playbook: PathBuf,
+    /// Folders to look for roles in, before ANSIBLE_ROLES_PATH (colon-separated).
+    #[arg(long, value_delimiter = ':', value_name = "DIRS")]
+    pub roles_path: Vec<PathBuf>,
     #[command(flatten)]
     pub target: Target,
     /// Only run tasks with these tags (comma-separated).
@@ -130,6 +133,9 @@ pub struct RunArgs {
 #[derive(Args, Debug)]
 pub struct ValidateArgs {
     pub playbook: PathBuf,
+    /// Folders to look for roles in, before ANSIBLE_ROLES_PATH (colon-separated).
+    #[arg(long, value_delimiter = ':', value_name = "DIRS")]
+    pub roles_path: Vec<PathBuf>,
     #[arg(short = 'i', long)]
     pub inventory: Option<String>,
 }

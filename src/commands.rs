@@ -84,7 +84,7 @@ fn extra_vars(specs: &[String]) -> Result<Map<String, Value>, Vec<Diagnostic>> {
 fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
     let check = check_cmd || args.check;
     let diff = check_cmd || args.diff;
-    let pb = playbook::load(&args.playbook)?;
+    let pb = playbook::load_with(&args.playbook, &args.roles_path)?;
     validate::templates(&pb)?;
     let inventory = load_inventory(args.target.inventory.as_deref())?;
     let conn = connect_options(args.target.connection, &args.target.ssh)?;
@@ -173,7 +173,7 @@ fn connect_options(
 }
 
 fn validate_cmd(args: &ValidateArgs) -> Result<u8, Vec<Diagnostic>> {
-    let pb = playbook::load(&args.playbook)?;
+    let pb = playbook::load_with(&args.playbook, &args.roles_path)?;
     validate::templates(&pb)?;
     let inventory = load_inventory(args.inventory.as_deref())?;
     for play in &pb.plays {
