@@ -8,7 +8,8 @@ use super::host::RunOptions;
 use super::result::Status;
 use super::*;
 use crate::load::inventory::Inventory;
-use crate::modules::kit::files::FileState;
+use crate::modules::kit::fact::Fact;
+use crate::modules::kit::files::{FileFact, FileState};
 use crate::remote::fake::{count, FakeTransport};
 use crate::remote::probe::{fake_answer, ProbeResult};
 use crate::remote::{Output, Purpose, Script};
@@ -101,9 +102,9 @@ fn answer(key: &str, missing: usize, applied: bool) -> ProbeResult {
     };
     let index: usize = index.parse().unwrap();
     if index < missing && !applied {
-        crate::modules::kit::files::absent_result()
+        FileFact::render(&None)
     } else {
-        FileState::written(CONTENT, 0o644, "root", "root").to_result()
+        FileFact::render(&Some(FileState::written(CONTENT, 0o644, "root", "root")))
     }
 }
 

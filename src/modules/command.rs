@@ -1,6 +1,7 @@
 //! `command` and `shell`: run something; the result is what it printed.
 
-use crate::modules::kit::files::{self, FileState};
+use crate::modules::kit::fact::Fact;
+use crate::modules::kit::files::FileFact;
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
@@ -116,13 +117,13 @@ impl Module for Command {
         self.creates
             .iter()
             .chain(self.removes.iter())
-            .map(|p| files::probe(p))
+            .map(|p| FileFact::probe(p))
             .collect()
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let exists = |path: &str| -> Result<bool, ModuleError> {
-            Ok(FileState::parse(path, facts.get(&files::probe_key(path))?)?.is_some())
+            Ok(FileFact::read(facts, path)?.is_some())
         };
         let mut plan = Plan::noop();
         if let Some(c) = &self.creates {
@@ -176,6 +177,7 @@ impl Command {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modules::kit::files::FileState;
 
     fn cmd(script: &str, creates: Option<&str>) -> Command {
         Command {
@@ -199,7 +201,7 @@ mod tests {
     fn creates_skips_when_path_exists() {
         let mut f = Facts::default();
         let st = FileState::written("", 0o644, "root", "root");
-        f.insert(files::probe_key("/done"), st.to_result());
+        f.insert(FileFact::key("/done"), FileFact::render(&Some(st)));
         let plan = cmd("make", Some("/done")).plan(&f).unwrap();
         assert!(plan.steps.is_empty());
         assert_eq!(plan.notes, ["skipped: /done exists"]);

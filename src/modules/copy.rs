@@ -2,7 +2,9 @@
 
 use std::sync::Arc;
 
-use crate::modules::kit::files::{self, FileState, WriteOpts};
+use crate::modules::kit::fact::Fact;
+use crate::modules::kit::files::FileFact;
+use crate::modules::kit::files::{self, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params};
@@ -150,11 +152,11 @@ fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
 
 impl Module for FileContent {
     fn probes(&self) -> Vec<Probe> {
-        vec![files::probe(&self.dest)]
+        vec![FileFact::probe(&self.dest)]
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
-        let current = FileState::parse(&self.dest, facts.get(&files::probe_key(&self.dest))?)?;
+        let current = FileFact::read(facts, &self.dest)?;
         files::plan_content(
             &self.dest,
             current.as_ref(),
@@ -168,14 +170,12 @@ impl Module for FileContent {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modules::kit::files::FileState;
     use crate::modules::kit::plan::Effect;
 
     fn facts_with(path: &str, st: Option<FileState>) -> Facts {
         let mut f = Facts::default();
-        f.insert(
-            files::probe_key(path),
-            st.map_or_else(files::absent_result, |s| s.to_result()),
-        );
+        f.insert(FileFact::key(path), FileFact::render(&st));
         f
     }
 

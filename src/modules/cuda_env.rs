@@ -11,7 +11,9 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::json;
 
-use crate::modules::kit::files::{self, FileState, WriteOpts};
+use crate::modules::kit::fact::Fact;
+use crate::modules::kit::files::FileFact;
+use crate::modules::kit::files::{self, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, ParamValue, Params};
@@ -257,8 +259,8 @@ impl Module for CudaEnv {
     fn probes(&self) -> Vec<Probe> {
         vec![
             facts_probe(&self.cuda_home),
-            files::probe(&self.profile),
-            files::probe(&self.ldconfig_file),
+            FileFact::probe(&self.profile),
+            FileFact::probe(&self.ldconfig_file),
         ]
     }
 
@@ -355,7 +357,7 @@ impl CudaEnv {
     }
 
     fn write(&self, path: &str, content: &str, facts: &Facts) -> Result<Plan, ModuleError> {
-        let current = FileState::parse(path, facts.get(&files::probe_key(path))?)?;
+        let current = FileFact::read(facts, path)?;
         let opts = WriteOpts {
             mode: Some(0o644),
             ..WriteOpts::default()
@@ -410,6 +412,7 @@ impl CudaEnv {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modules::kit::files::FileState;
     use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test};
     use crate::remote::probe::ProbeResult;
 
@@ -429,12 +432,11 @@ mod tests {
                 ProbeResult::ok(probe)
             } else {
                 let path = p.key.trim_start_matches("file:");
-                existing
+                let existing = existing
                     .iter()
                     .find(|(k, _)| *k == path)
-                    .map_or_else(files::absent_result, |(_, c)| {
-                        FileState::written(c, 0o644, "root", "root").to_result()
-                    })
+                    .map(|(_, c)| FileState::written(c, 0o644, "root", "root"));
+                FileFact::render(&existing)
             };
             f.insert(p.key, r);
         }
@@ -455,7 +457,7 @@ mod tests {
         else {
             panic!("profile predicted")
         };
-        FileState::parse("/etc/profile.d/cuda.sh", r)
+        FileFact::parse("/etc/profile.d/cuda.sh", r)
             .unwrap()
             .unwrap()
             .content

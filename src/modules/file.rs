@@ -1,8 +1,10 @@
 //! `file`: a path's type and attributes (directory, absent, touched, link).
 
+use crate::modules::kit::fact::Fact;
+use crate::modules::kit::files::FileFact;
 use crate::modules::kit::files::{self, FileState, Kind, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleSpec};
-use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, first_of, module_params, Choice, Mode, ParamError, Params};
 use crate::remote::probe::Probe;
 use crate::remote::shell::quote;
@@ -81,11 +83,11 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
 
 impl Module for FileModule {
     fn probes(&self) -> Vec<Probe> {
-        vec![files::probe(&self.path)]
+        vec![FileFact::probe(&self.path)]
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
-        let current = FileState::parse(&self.path, facts.get(&files::probe_key(&self.path))?)?;
+        let current = FileFact::read(facts, &self.path)?;
         let p = quote(&self.path);
         let mut plan = Plan::noop();
         let describe = |st: &FileState| format!("{:?}", st.kind).to_lowercase();
@@ -98,10 +100,7 @@ impl Module for FileModule {
                     Some("absent".into()),
                 ));
                 plan.steps.push(format!("rm -rf -- {p}"));
-                plan.effects.push(Effect::Predict(
-                    files::probe_key(&self.path),
-                    files::absent_result(),
-                ));
+                plan.effects.push(FileFact::predict(&self.path, &None));
             }
             (State::File, None) => {
                 return Err(ModuleError::Host(format!(
@@ -119,8 +118,7 @@ impl Module for FileModule {
                     "mkdir -p -- {p}\n{}",
                     files::attr_commands(&p, &self.opts, "exit 1")
                 ));
-                plan.effects
-                    .push(Effect::Invalidate(files::probe_key(&self.path)));
+                plan.effects.push(FileFact::invalidate(&self.path));
             }
             (State::Touch, None) => {
                 plan.changes.push(Change::new(
@@ -132,8 +130,7 @@ impl Module for FileModule {
                     "touch -- {p}\n{}",
                     files::attr_commands(&p, &self.opts, "exit 1")
                 ));
-                plan.effects
-                    .push(Effect::Invalidate(files::probe_key(&self.path)));
+                plan.effects.push(FileFact::invalidate(&self.path));
             }
             (State::Link, _) => self.plan_link(current.as_ref(), &mut plan),
             (want, Some(st)) => {
@@ -154,8 +151,7 @@ impl Module for FileModule {
                     plan.steps
                         .push(files::attr_commands(&p, &self.opts, "exit 1"));
                     plan.changes.extend(attr);
-                    plan.effects
-                        .push(Effect::Invalidate(files::probe_key(&self.path)));
+                    plan.effects.push(FileFact::invalidate(&self.path));
                 }
             }
         }
@@ -177,8 +173,7 @@ impl FileModule {
         ));
         plan.steps
             .push(format!("ln -sfn -- {} {}", quote(src), quote(&self.path)));
-        plan.effects
-            .push(Effect::Invalidate(files::probe_key(&self.path)));
+        plan.effects.push(FileFact::invalidate(&self.path));
     }
 }
 
@@ -215,10 +210,7 @@ mod tests {
             },
         };
         let mut f = Facts::default();
-        f.insert(
-            files::probe_key("/srv/d"),
-            current.map_or_else(files::absent_result, |s| s.to_result()),
-        );
+        f.insert(FileFact::key("/srv/d"), FileFact::render(&current));
         m.plan(&f)
     }
 

@@ -2,7 +2,9 @@
 
 use regex::Regex;
 
-use crate::modules::kit::files::{self, FileState, WriteOpts};
+use crate::modules::kit::fact::Fact;
+use crate::modules::kit::files::FileFact;
+use crate::modules::kit::files::{self, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{first_of, module_params, Mode, ParamError, Params, Presence};
@@ -151,11 +153,11 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
 
 impl Module for LineInFile {
     fn probes(&self) -> Vec<Probe> {
-        vec![files::probe(&self.path)]
+        vec![FileFact::probe(&self.path)]
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
-        let current = FileState::parse(&self.path, facts.get(&files::probe_key(&self.path))?)?;
+        let current = FileFact::read(facts, &self.path)?;
         let text = match &current {
             Some(st) => st.content.clone().ok_or_else(|| {
                 ModuleError::Host(format!(

@@ -217,7 +217,8 @@ impl Mount {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::kit::files::{self, FileState};
+    use crate::modules::kit::fact::Fact;
+    use crate::modules::kit::files::{FileFact, FileState};
     use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
     use serde_json::json;
 
@@ -232,8 +233,8 @@ mod tests {
         let m = build_test(&MOUNT, params).unwrap();
         let mut f = facts_of(&[(MOUNTINFO_KEY, mountinfo)]);
         f.insert(
-            files::probe_key(fstab::PATH),
-            FileState::written(fstab, 0o644, "root", "root").to_result(),
+            FileFact::key(fstab::PATH),
+            FileFact::render(&Some(FileState::written(fstab, 0o644, "root", "root"))),
         );
         let plan = m.plan(&f);
         if let Ok(p) = &plan {

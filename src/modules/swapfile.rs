@@ -6,9 +6,10 @@
 //! that memory cannot absorb is refused before anything is touched, and the
 //! fstab line is keyed by the file's path so other swap lines stay.
 
+use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::fstab::{self, Entry};
 use crate::modules::kit::module::{Module, ModuleSpec};
-use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, ParamValue, Params, Presence};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::{quote, sbin};
@@ -44,10 +45,6 @@ const UNSUPPORTED_FS: &[&str] = &[
     "9p",
     "virtiofs",
 ];
-
-pub const SWAPS_KEY: &str = "proc:swaps";
-pub const MEMINFO_KEY: &str = "proc:meminfo";
-pub const KERNEL_KEY: &str = "kernel:release";
 
 module_params! {
     struct SwapArgs {
@@ -147,42 +144,153 @@ fn human(bytes: u64) -> String {
         })
 }
 
-pub fn swaps_probe() -> Probe {
-    Probe::new(SWAPS_KEY, "cat /proc/swaps")
+/// The active swap areas, as /proc/swaps lists them.
+struct Swaps;
+
+impl Fact for Swaps {
+    type Query = ();
+    type Value = Vec<SwapArea>;
+
+    fn key(_: &()) -> String {
+        "proc:swaps".into()
+    }
+
+    fn script(_: &()) -> String {
+        "cat /proc/swaps".into()
+    }
+
+    fn parse(_: &(), r: &ProbeResult) -> Result<Vec<SwapArea>, ModuleError> {
+        Ok(r.stdout
+            .lines()
+            .skip(1)
+            .filter_map(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                let [name, kind, size, used, prio] = f[..] else {
+                    return None;
+                };
+                Some(SwapArea {
+                    raw_name: name.to_string(),
+                    kind: kind.to_string(),
+                    size_kib: size.parse().unwrap_or(0),
+                    used_kib: used.parse().unwrap_or(0),
+                    priority: prio.parse().unwrap_or(0),
+                })
+            })
+            .collect())
+    }
+
+    fn render(areas: &Vec<SwapArea>) -> ProbeResult {
+        let mut s = String::from("Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority\n");
+        for a in areas {
+            s.push_str(&format!(
+                "{}\t{}\t{}\t{}\t{}\n",
+                a.raw_name, a.kind, a.size_kib, a.used_kib, a.priority
+            ));
+        }
+        ProbeResult::ok(s)
+    }
 }
 
-pub fn meminfo_probe() -> Probe {
-    Probe::new(
-        MEMINFO_KEY,
-        "grep -E '^(MemAvailable|SwapTotal|SwapFree):' /proc/meminfo",
-    )
+/// `MemAvailable` in KiB, when the kernel reports it.
+struct MemAvailable;
+
+impl Fact for MemAvailable {
+    type Query = ();
+    type Value = Option<u64>;
+
+    fn key(_: &()) -> String {
+        "proc:meminfo".into()
+    }
+
+    fn script(_: &()) -> String {
+        "grep -E '^(MemAvailable|SwapTotal|SwapFree):' /proc/meminfo".into()
+    }
+
+    fn parse(_: &(), r: &ProbeResult) -> Result<Option<u64>, ModuleError> {
+        Ok(r.stdout.lines().find_map(|l| {
+            l.strip_prefix("MemAvailable:")?
+                .split_whitespace()
+                .next()?
+                .parse()
+                .ok()
+        }))
+    }
+
+    fn render(kib: &Option<u64>) -> ProbeResult {
+        ProbeResult::ok(kib.map_or(String::new(), |k| format!("MemAvailable: {k} kB\n")))
+    }
 }
 
-pub fn kernel_probe() -> Probe {
-    Probe::new(KERNEL_KEY, "uname -r")
+/// The kernel's `(major, minor)`, from `uname -r` (`4.18.0-513.el8.x86_64`).
+struct KernelVersion;
+
+impl Fact for KernelVersion {
+    type Query = ();
+    type Value = Option<(u32, u32)>;
+
+    fn key(_: &()) -> String {
+        "kernel:release".into()
+    }
+
+    fn script(_: &()) -> String {
+        "uname -r".into()
+    }
+
+    fn parse(_: &(), r: &ProbeResult) -> Result<Option<(u32, u32)>, ModuleError> {
+        let mut parts = r.stdout.trim().split(['.', '-']);
+        let mut next = || parts.next()?.parse().ok();
+        Ok(next().zip(next()))
+    }
+
+    fn render(v: &Option<(u32, u32)>) -> ProbeResult {
+        ProbeResult::ok(v.map_or(String::new(), |(major, minor)| format!("{major}.{minor}\n")))
+    }
 }
 
-fn df_key(dir: &str) -> String {
-    format!("df:{dir}")
+/// Free KiB on the filesystem holding a folder.
+struct DiskFree;
+
+impl Fact for DiskFree {
+    type Query = str;
+    type Value = u64;
+
+    fn key(dir: &str) -> String {
+        format!("df:{dir}")
+    }
+
+    fn script(dir: &str) -> String {
+        format!("df -Pk -- {} | awk 'NR == 2 {{ print $4 }}'", quote(dir))
+    }
+
+    fn parse(dir: &str, r: &ProbeResult) -> Result<u64, ModuleError> {
+        r.stdout.trim().parse().map_err(|_| {
+            fact::bad(
+                Self::key(dir),
+                format!("not a number of KiB: {}{}", r.stdout, r.stderr),
+            )
+        })
+    }
+
+    fn render(kib: &u64) -> ProbeResult {
+        ProbeResult::ok(format!("{kib}\n"))
+    }
 }
 
-/// Free KiB on the filesystem holding `dir`.
-fn df_probe(dir: &str) -> Probe {
-    Probe::new(
-        df_key(dir),
-        format!("df -Pk -- {} | awk 'NR == 2 {{ print $4 }}'", quote(dir)),
-    )
-}
+/// What the module needs to know about the swap file's path, as
+/// `key=value` lines; never reads more than the 10-byte swap signature.
+struct SwapFile;
 
-fn file_key(path: &str) -> String {
-    format!("swapfile:{path}")
-}
+impl Fact for SwapFile {
+    type Query = str;
+    type Value = FileFacts;
 
-/// What the module needs to know about the path, as `key=value` lines;
-/// never reads more than the 10-byte swap signature.
-fn file_probe(path: &str) -> Probe {
-    let script = format!(
-        r#"p={p}; d=$(dirname -- "$p")
+    fn key(path: &str) -> String {
+        format!("swapfile:{path}")
+    }
+
+    fn script(path: &str) -> String {
+        format!(
+            r#"p={p}; d=$(dirname -- "$p")
 if [ -d "$d" ]; then echo "fstype=$(stat -f -c %T -- "$d")"; else echo parent=absent; fi
 echo "real=$(readlink -f -- "$p")"
 if [ -L "$p" ]; then echo type=link
@@ -196,25 +304,10 @@ elif [ -f "$p" ]; then
   echo "attrs=$(lsattr -d -- "$p" 2>/dev/null | cut -d' ' -f1)"
 elif [ -e "$p" ]; then echo type=other
 else echo type=absent; fi"#,
-        p = quote(path)
-    );
-    Probe::new(file_key(path), script)
-}
+            p = quote(path)
+        )
+    }
 
-#[derive(Clone, Debug, PartialEq)]
-struct FileFacts {
-    /// `None` when the parent folder does not exist.
-    fstype: Option<String>,
-    real: String,
-    kind: String,
-    mode: u32,
-    size: u64,
-    allocated: u64,
-    signature: Option<bool>,
-    nocow: bool,
-}
-
-impl FileFacts {
     fn parse(path: &str, r: &ProbeResult) -> Result<FileFacts, ModuleError> {
         let get = |k: &str| {
             r.stdout
@@ -222,9 +315,11 @@ impl FileFacts {
                 .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
         };
         let num = |k: &str| get(k).and_then(|v| v.trim().parse::<u64>().ok());
-        let kind = get("type").ok_or_else(|| ModuleError::Fact {
-            key: file_key(path),
-            detail: format!("no file type in: {}{}", r.stdout, r.stderr),
+        let kind = get("type").ok_or_else(|| {
+            fact::bad(
+                Self::key(path),
+                format!("no file type in: {}{}", r.stdout, r.stderr),
+            )
         })?;
         Ok(FileFacts {
             fstype: get("fstype").map(str::to_string),
@@ -244,28 +339,42 @@ impl FileFacts {
         })
     }
 
-    /// The probe answer for this state, for predicted effects.
-    fn to_result(&self) -> ProbeResult {
-        let mut s = match &self.fstype {
+    fn render(f: &FileFacts) -> ProbeResult {
+        let mut s = match &f.fstype {
             Some(t) => format!("fstype={t}\n"),
             None => "parent=absent\n".into(),
         };
-        s.push_str(&format!("real={}\ntype={}\n", self.real, self.kind));
-        if self.kind == "file" {
-            let sig = match self.signature {
+        s.push_str(&format!("real={}\ntype={}\n", f.real, f.kind));
+        if f.kind == "file" {
+            let sig = match f.signature {
                 Some(true) => "yes",
                 Some(false) => "no",
                 None => "unknown",
             };
-            let attrs = if self.nocow { "---------------C--" } else { "" };
+            let attrs = if f.nocow { "---------------C--" } else { "" };
             s.push_str(&format!(
                 "mode={:o}\nsize={}\nallocated={}\nsignature={sig}\nattrs={attrs}\n",
-                self.mode, self.size, self.allocated
+                f.mode, f.size, f.allocated
             ));
         }
         ProbeResult::ok(s)
     }
+}
 
+#[derive(Clone, Debug, PartialEq)]
+struct FileFacts {
+    /// `None` when the parent folder does not exist.
+    fstype: Option<String>,
+    real: String,
+    kind: String,
+    mode: u32,
+    size: u64,
+    allocated: u64,
+    signature: Option<bool>,
+    nocow: bool,
+}
+
+impl FileFacts {
     fn exists(&self) -> bool {
         self.kind != "absent"
     }
@@ -277,46 +386,20 @@ impl FileFacts {
 
 /// One line of /proc/swaps.
 #[derive(Clone, Debug, PartialEq)]
-struct ActiveSwap {
+struct SwapArea {
     /// As the kernel prints it (octal escapes), for matching in steps.
     raw_name: String,
+    kind: String,
     size_kib: u64,
     used_kib: u64,
     priority: i64,
 }
 
-fn active_swap(swaps: &str, names: &[&str]) -> Option<ActiveSwap> {
-    swaps.lines().skip(1).find_map(|l| {
-        let f: Vec<&str> = l.split_whitespace().collect();
-        let [name, _type, size, used, prio] = f[..] else {
-            return None;
-        };
-        names
-            .contains(&fstab::unescape(name).as_str())
-            .then(|| ActiveSwap {
-                raw_name: name.to_string(),
-                size_kib: size.parse().unwrap_or(0),
-                used_kib: used.parse().unwrap_or(0),
-                priority: prio.parse().unwrap_or(0),
-            })
-    })
-}
-
-fn meminfo_kib(meminfo: &str, field: &str) -> Option<u64> {
-    meminfo.lines().find_map(|l| {
-        l.strip_prefix(field)?
-            .strip_prefix(':')?
-            .split_whitespace()
-            .next()?
-            .parse()
-            .ok()
-    })
-}
-
-/// `(major, minor)` of a `uname -r` string like `4.18.0-513.el8.x86_64`.
-fn kernel_version(release: &str) -> Option<(u32, u32)> {
-    let mut parts = release.trim().split(['.', '-']);
-    Some((parts.next()?.parse().ok()?, parts.next()?.parse().ok()?))
+/// The area of a file known by any of `names`.
+fn active_swap<'a>(areas: &'a [SwapArea], names: &[&str]) -> Option<&'a SwapArea> {
+    areas
+        .iter()
+        .find(|a| names.contains(&fstab::unescape(&a.raw_name).as_str()))
 }
 
 fn swapoff_need_kib(used_kib: u64) -> u64 {
@@ -352,39 +435,35 @@ fn alloc_method(fstype: &str, kernel: Option<(u32, u32)>) -> Result<Alloc, Modul
 impl Module for Swapfile {
     fn probes(&self) -> Vec<Probe> {
         vec![
-            file_probe(&self.path),
-            df_probe(self.dir()),
-            swaps_probe(),
-            meminfo_probe(),
-            kernel_probe(),
+            SwapFile::probe(&self.path),
+            DiskFree::probe(self.dir()),
+            Swaps::probe(&()),
+            MemAvailable::probe(&()),
+            KernelVersion::probe(&()),
             fstab::probe(),
         ]
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
-        let file = FileFacts::parse(&self.path, facts.get(&file_key(&self.path))?)?;
-        let swaps = &facts.get(SWAPS_KEY)?.stdout;
-        let active = active_swap(swaps, &[&self.path, &file.real]);
+        let file = SwapFile::read(facts, &self.path)?;
+        let swaps = Swaps::read(facts, &())?;
+        let active = active_swap(&swaps, &[&self.path, &file.real]);
         let mut plan = Plan::noop();
         let (after, toggled) = if self.present {
-            self.plan_present(facts, &file, active.as_ref(), &mut plan)?
+            self.plan_present(facts, &file, active, &mut plan)?
         } else {
-            self.plan_absent(facts, &file, active.as_ref(), &mut plan)?
+            self.plan_absent(facts, &file, active, &mut plan)?
         };
         self.plan_fstab(facts, &mut plan)?;
         if plan.steps.is_empty() {
             return Ok(plan);
         }
-        plan.effects
-            .push(Effect::Predict(file_key(&self.path), after.to_result()));
+        plan.effects.push(SwapFile::predict(&self.path, &after));
         if toggled {
-            let predicted = self.predict_swaps(swaps, active.as_ref());
-            plan.effects.push(Effect::Predict(
-                SWAPS_KEY.into(),
-                ProbeResult::ok(predicted),
-            ));
-            plan.effects.push(Effect::Invalidate(MEMINFO_KEY.into()));
-            plan.effects.push(Effect::Invalidate(df_key(self.dir())));
+            let predicted = self.predict_swaps(&swaps, active);
+            plan.effects.push(Swaps::predict(&(), &predicted));
+            plan.effects.push(MemAvailable::invalidate(&()));
+            plan.effects.push(DiskFree::invalidate(self.dir()));
         }
         Ok(plan)
     }
@@ -412,7 +491,7 @@ impl Swapfile {
         &self,
         facts: &Facts,
         file: &FileFacts,
-        active: Option<&ActiveSwap>,
+        active: Option<&SwapArea>,
         plan: &mut Plan,
     ) -> Result<(FileFacts, bool), ModuleError> {
         let Some(fstype) = file.fstype.as_deref() else {
@@ -442,7 +521,7 @@ impl Swapfile {
         let btrfs_cow = fstype == "btrfs" && !file.nocow && active.is_none();
         if !file.exists() || file.size != want || file.has_holes() || btrfs_cow {
             let before = self.describe(file, active);
-            let alloc = alloc_method(fstype, kernel_version(&facts.get(KERNEL_KEY)?.stdout))?;
+            let alloc = alloc_method(fstype, KernelVersion::read(facts, &())?)?;
             self.check_disk(facts, file)?;
             if let Some(a) = active {
                 self.check_memory(facts, a)?;
@@ -515,7 +594,7 @@ impl Swapfile {
         &self,
         facts: &Facts,
         file: &FileFacts,
-        active: Option<&ActiveSwap>,
+        active: Option<&SwapArea>,
         plan: &mut Plan,
     ) -> Result<(FileFacts, bool), ModuleError> {
         if file.kind == "other" {
@@ -547,7 +626,7 @@ impl Swapfile {
     }
 
     /// The current state in a few words: `absent`, `4G active`, `8G inactive, holes`.
-    fn describe(&self, file: &FileFacts, active: Option<&ActiveSwap>) -> String {
+    fn describe(&self, file: &FileFacts, active: Option<&SwapArea>) -> String {
         if !file.exists() {
             return if active.is_some() {
                 "deleted but still active".into()
@@ -575,12 +654,7 @@ impl Swapfile {
 
     /// Refuses to fill the filesystem; an existing file's blocks are freed first.
     fn check_disk(&self, facts: &Facts, file: &FileFacts) -> Result<(), ModuleError> {
-        let key = df_key(self.dir());
-        let r = facts.get(&key)?;
-        let free_kib: u64 = r.stdout.trim().parse().map_err(|_| ModuleError::Fact {
-            key,
-            detail: format!("not a number of KiB: {}{}", r.stdout, r.stderr),
-        })?;
+        let free_kib = DiskFree::read(facts, self.dir())?;
         let want = self.want_size();
         let free = free_kib * 1024 + file.allocated;
         let need = want + want / 20 + DISK_MARGIN;
@@ -598,12 +672,9 @@ impl Swapfile {
     }
 
     /// Refuses a swapoff whose swapped-out pages would not fit in memory.
-    fn check_memory(&self, facts: &Facts, a: &ActiveSwap) -> Result<(), ModuleError> {
-        let meminfo = &facts.get(MEMINFO_KEY)?.stdout;
-        let avail = meminfo_kib(meminfo, "MemAvailable").ok_or_else(|| ModuleError::Fact {
-            key: MEMINFO_KEY.into(),
-            detail: "no MemAvailable".into(),
-        })?;
+    fn check_memory(&self, facts: &Facts, a: &SwapArea) -> Result<(), ModuleError> {
+        let avail = MemAvailable::read(facts, &())?
+            .ok_or_else(|| fact::bad(MemAvailable::key(&()), "no MemAvailable"))?;
         let need = swapoff_need_kib(a.used_kib);
         if avail < need {
             return Err(ModuleError::Host(format!(
@@ -618,7 +689,7 @@ impl Swapfile {
     }
 
     /// swapoff, re-checking memory on the host at the moment it runs.
-    fn swapoff_step(&self, a: &ActiveSwap) -> String {
+    fn swapoff_step(&self, a: &SwapArea) -> String {
         format!(
             r#"{var}used=$(f={name} awk '$1 == ENVIRON["f"] {{ print $4 }}' /proc/swaps)
 if [ -n "$used" ]; then
@@ -706,32 +777,30 @@ fi"#,
     }
 
     /// /proc/swaps as it will read once swap was turned off or on.
-    fn predict_swaps(&self, swaps: &str, active: Option<&ActiveSwap>) -> String {
-        let old = active.map(|a| a.raw_name.as_str());
-        let mut lines: Vec<String> = swaps
-            .lines()
-            .filter(|l| old.is_none() || l.split_whitespace().next() != old)
-            .map(str::to_string)
+    fn predict_swaps(&self, swaps: &[SwapArea], active: Option<&SwapArea>) -> Vec<SwapArea> {
+        let mut areas: Vec<SwapArea> = swaps
+            .iter()
+            .filter(|a| active.is_none_or(|old| old.raw_name != a.raw_name))
+            .cloned()
             .collect();
-        if lines.is_empty() {
-            lines.push("Filename\t\t\t\tType\t\tSize\t\tUsed\t\tPriority".into());
-        }
         if self.present {
-            lines.push(format!(
-                "{}\tfile\t{}\t0\t{}",
-                fstab::escape(&self.path),
-                self.want_size() / 1024 - 4,
-                self.priority.unwrap_or(-2)
-            ));
+            areas.push(SwapArea {
+                raw_name: fstab::escape(&self.path),
+                kind: "file".into(),
+                size_kib: self.want_size() / 1024 - 4,
+                used_kib: 0,
+                priority: self.priority.unwrap_or(-2),
+            });
         }
-        lines.iter().map(|l| format!("{l}\n")).collect()
+        areas
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::kit::files::{self, FileState};
+    use crate::modules::kit::files::{FileFact, FileState};
+    use crate::modules::kit::plan::Effect;
     use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
     use serde_json::json;
 
@@ -788,13 +857,13 @@ mod tests {
         let mut f = facts_of(&[
             ("swapfile:/swapfile", &h.file),
             ("df:/", &format!("{}\n", h.free_kib)),
-            (SWAPS_KEY, &h.swaps),
-            (MEMINFO_KEY, &meminfo),
-            (KERNEL_KEY, h.kernel),
+            (&Swaps::key(&()), &h.swaps),
+            (&MemAvailable::key(&()), &meminfo),
+            (&KernelVersion::key(&()), h.kernel),
         ]);
         f.insert(
-            files::probe_key(fstab::PATH),
-            FileState::written(&h.fstab, 0o644, "root", "root").to_result(),
+            FileFact::key(fstab::PATH),
+            FileFact::render(&Some(FileState::written(&h.fstab, 0o644, "root", "root"))),
         );
         let plan = m.plan(&f);
         if let Ok(p) = &plan {
@@ -891,11 +960,12 @@ mod tests {
         let Some(Effect::Predict(_, swaps)) = plan
             .effects
             .iter()
-            .find(|e| matches!(e, Effect::Predict(k, _) if k == SWAPS_KEY))
+            .find(|e| matches!(e, Effect::Predict(k, _) if *k == Swaps::key(&())))
         else {
             panic!("no /proc/swaps prediction")
         };
-        assert!(active_swap(&swaps.stdout, &["/swapfile"]).is_some());
+        let swaps = Swaps::parse(&(), swaps).unwrap();
+        assert!(active_swap(&swaps, &["/swapfile"]).is_some());
     }
 
     #[test]
@@ -913,7 +983,7 @@ mod tests {
                 _ => None,
             })
         };
-        let fstab_after = FileState::parse(
+        let fstab_after = FileFact::parse(
             fstab::PATH,
             &ProbeResult::ok(get("file:/etc/fstab").unwrap()),
         )
@@ -923,7 +993,7 @@ mod tests {
         .unwrap();
         let h = Host {
             file: get("swapfile:/swapfile").unwrap(),
-            swaps: get(SWAPS_KEY).unwrap(),
+            swaps: get(&Swaps::key(&())).unwrap(),
             fstab: fstab_after,
             ..h
         };
@@ -986,7 +1056,8 @@ mod tests {
         assert_eq!(alloc_method("btrfs", Some((6, 1))), Ok(Alloc::NocowDd));
         assert!(alloc_method("btrfs", Some((4, 19))).is_err());
         assert!(alloc_method("tmpfs", Some((6, 1))).is_err());
-        assert_eq!(kernel_version("3.10.0-1160.el7.x86_64"), Some((3, 10)));
+        let release = ProbeResult::ok("3.10.0-1160.el7.x86_64\n");
+        assert_eq!(KernelVersion::parse(&(), &release), Ok(Some((3, 10))));
 
         let xfs_old = Host {
             file: ABSENT.replace("ext2/ext3", "xfs"),
@@ -1122,13 +1193,13 @@ mod tests {
         let path = "/data/$(reboot) it's";
         let m = build_test(&SWAPFILE, json!({"path": path, "size": "1G"})).unwrap();
         let mut f = facts_of(&[
-            (&file_key(path), "fstype=xfs\nreal=x\ntype=absent\n"),
+            (&SwapFile::key(path), "fstype=xfs\nreal=x\ntype=absent\n"),
             ("df:/data", "999999999\n"),
-            (SWAPS_KEY, SWAPS_EMPTY),
-            (MEMINFO_KEY, "MemAvailable: 1 kB\n"),
-            (KERNEL_KEY, "6.1.0"),
+            (&Swaps::key(&()), SWAPS_EMPTY),
+            (&MemAvailable::key(&()), "MemAvailable: 1 kB\n"),
+            (&KernelVersion::key(&()), "6.1.0"),
         ]);
-        f.insert(files::probe_key(fstab::PATH), files::absent_result());
+        f.insert(FileFact::key(fstab::PATH), FileFact::render(&None));
         let plan = m.plan(&f).unwrap();
         for s in &plan.steps[..3] {
             assert!(s.starts_with("p='/data/$(reboot) it'\\''s'\n"), "{s}");
@@ -1138,9 +1209,7 @@ mod tests {
             .as_deref()
             .unwrap()
             .starts_with("/data/$(reboot)\\040it's none"));
-        assert!(file_probe(path)
-            .script
-            .starts_with("p='/data/$(reboot) it'\\''s';"));
+        assert!(SwapFile::script(path).starts_with("p='/data/$(reboot) it'\\''s';"));
     }
 
     #[test]

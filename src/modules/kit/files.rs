@@ -3,29 +3,13 @@
 
 use base64::Engine;
 
-use super::plan::{Change, Effect, ModuleError, Plan};
-use crate::remote::probe::{Probe, ProbeResult};
+use super::fact::{self, Fact};
+use super::plan::{Change, ModuleError, Plan};
+use crate::remote::probe::ProbeResult;
 use crate::remote::shell::quote;
 
 /// Content larger than this is compared by SHA-256 only, and not diffed.
 pub const MAX_CONTENT: u64 = 1 << 20;
-
-pub fn probe_key(path: &str) -> String {
-    format!("file:{path}")
-}
-
-/// Reads type, mode, owner, size, link target and (small) content.
-pub fn probe(path: &str) -> Probe {
-    let script = format!(
-        r#"p={p}
-if [ -L "$p" ]; then t=l; elif [ -f "$p" ]; then t=f; elif [ -d "$p" ]; then t=d; elif [ -e "$p" ]; then t=o; else echo absent; exit 0; fi
-printf '%s %s\n' "$t" "$(stat -c '%a %U %G %s' -- "$p")"
-if [ "$t" = l ]; then readlink -- "$p"; else echo; fi
-if [ "$t" = f ]; then if [ "$(stat -c %s -- "$p")" -le {MAX_CONTENT} ]; then cat -- "$p"; else sha256sum -- "$p"; exit 3; fi; fi"#,
-        p = quote(path)
-    );
-    Probe::new(probe_key(path), script)
-}
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Kind {
@@ -50,12 +34,55 @@ pub struct FileState {
 }
 
 impl FileState {
-    /// `Ok(None)` when the path does not exist.
-    pub fn parse(path: &str, r: &ProbeResult) -> Result<Option<FileState>, ModuleError> {
-        let bad = |detail: &str| ModuleError::Fact {
-            key: probe_key(path),
-            detail: format!("{detail}: {}", reason(r)),
-        };
+    /// Whether this is a regular file with exactly `content`.
+    pub fn holds(&self, content: &str) -> bool {
+        match (&self.content, &self.sha256) {
+            (Some(have), _) => have == content,
+            (None, Some(sum)) => *sum == sha256_hex(content.as_bytes()),
+            (None, None) => false,
+        }
+    }
+
+    /// A regular file as a write would leave it.
+    pub fn written(content: &str, mode: u32, owner: &str, group: &str) -> FileState {
+        FileState {
+            kind: Kind::File,
+            mode,
+            owner: owner.to_string(),
+            group: group.to_string(),
+            size: content.len() as u64,
+            link_target: None,
+            content: Some(content.to_string()),
+            sha256: None,
+        }
+    }
+}
+
+/// A path's type, mode, owner, size, link target and (small) content;
+/// `None` when it does not exist.
+pub struct FileFact;
+
+impl Fact for FileFact {
+    type Query = str;
+    type Value = Option<FileState>;
+
+    fn key(path: &str) -> String {
+        format!("file:{path}")
+    }
+
+    fn script(path: &str) -> String {
+        format!(
+            r#"p={p}
+if [ -L "$p" ]; then t=l; elif [ -f "$p" ]; then t=f; elif [ -d "$p" ]; then t=d; elif [ -e "$p" ]; then t=o; else echo absent; exit 0; fi
+printf '%s %s\n' "$t" "$(stat -c '%a %U %G %s' -- "$p")"
+if [ "$t" = l ]; then readlink -- "$p"; else echo; fi
+if [ "$t" = f ]; then if [ "$(stat -c %s -- "$p")" -le {MAX_CONTENT} ]; then cat -- "$p"; else sha256sum -- "$p"; exit 3; fi; fi"#,
+            p = quote(path)
+        )
+    }
+
+    fn parse(path: &str, r: &ProbeResult) -> Result<Option<FileState>, ModuleError> {
+        let bad = |detail: &str| fact::bad(Self::key(path), format!("{detail}: {}", reason(r)));
         if r.rc != 0 && r.rc != 3 {
             return Err(bad("cannot read"));
         }
@@ -87,51 +114,30 @@ impl FileState {
         }))
     }
 
-    /// The probe answer this state would produce, for predicted effects.
-    pub fn to_result(&self) -> ProbeResult {
-        let t = match self.kind {
+    fn render(state: &Option<FileState>) -> ProbeResult {
+        let Some(st) = state else {
+            return ProbeResult::ok("absent\n");
+        };
+        let t = match st.kind {
             Kind::File => "f",
             Kind::Dir => "d",
             Kind::Link => "l",
             Kind::Other => "o",
         };
-        let body = match (&self.content, &self.sha256) {
+        let body = match (&st.content, &st.sha256) {
             (None, Some(sum)) => format!("{sum}  -\n"),
             (content, _) => content.clone().unwrap_or_default(),
         };
         ProbeResult {
-            rc: if self.sha256.is_some() { 3 } else { 0 },
+            rc: if st.sha256.is_some() { 3 } else { 0 },
             ..ProbeResult::ok(format!(
                 "{t} {:o} {} {} {}\n{}\n{body}",
-                self.mode,
-                self.owner,
-                self.group,
-                self.size,
-                self.link_target.as_deref().unwrap_or(""),
+                st.mode,
+                st.owner,
+                st.group,
+                st.size,
+                st.link_target.as_deref().unwrap_or(""),
             ))
-        }
-    }
-
-    /// Whether this is a regular file with exactly `content`.
-    pub fn holds(&self, content: &str) -> bool {
-        match (&self.content, &self.sha256) {
-            (Some(have), _) => have == content,
-            (None, Some(sum)) => *sum == sha256_hex(content.as_bytes()),
-            (None, None) => false,
-        }
-    }
-
-    /// A regular file as a write would leave it.
-    pub fn written(content: &str, mode: u32, owner: &str, group: &str) -> FileState {
-        FileState {
-            kind: Kind::File,
-            mode,
-            owner: owner.to_string(),
-            group: group.to_string(),
-            size: content.len() as u64,
-            link_target: None,
-            content: Some(content.to_string()),
-            sha256: None,
         }
     }
 }
@@ -157,10 +163,6 @@ pub fn sha256_hex(data: &[u8]) -> String {
         .iter()
         .map(|b| format!("{b:02x}"))
         .collect()
-}
-
-pub fn absent_result() -> ProbeResult {
-    ProbeResult::ok("absent\n")
 }
 
 /// How a file is to be written.
@@ -287,8 +289,7 @@ pub fn plan_content(
             .or(current.map(|s| s.group.clone()))
             .unwrap_or_else(|| "root".into());
         let after = FileState::written(content, mode, &owner, &group);
-        plan.effects
-            .push(Effect::Predict(probe_key(dest), after.to_result()));
+        plan.effects.push(FileFact::predict(dest, &Some(after)));
     }
     Ok(plan)
 }
@@ -341,7 +342,7 @@ mod tests {
             stdout: String::new(),
             stderr: String::new(),
         };
-        let err = FileState::parse("/etc/x", &silent).unwrap_err().to_string();
+        let err = FileFact::parse("/etc/x", &silent).unwrap_err().to_string();
         assert!(
             err.ends_with("cannot read: exit status 2 with no error output"),
             "{err}"
@@ -350,7 +351,7 @@ mod tests {
             stderr: "stat: Permission denied\n".into(),
             ..silent
         };
-        let err = FileState::parse("/etc/x", &said).unwrap_err().to_string();
+        let err = FileFact::parse("/etc/x", &said).unwrap_err().to_string();
         assert!(
             err.ends_with("cannot read: stat: Permission denied"),
             "{err}"
@@ -370,10 +371,10 @@ mod tests {
     }
 
     fn probe_local(path: &str) -> Option<FileState> {
-        let p = probe(path);
+        let p = FileFact::probe(path);
         let out = run(build_script("t", &[(p.key.clone(), p.script)], false, &[]));
         let res = parse_frames("t", &out.stdout, std::slice::from_ref(&p.key)).unwrap();
-        FileState::parse(path, &res[&p.key]).unwrap()
+        FileFact::parse(path, &res[&p.key]).unwrap()
     }
 
     #[test]
@@ -387,7 +388,10 @@ mod tests {
         assert_eq!(st.content.as_deref(), Some("x = 1\ny\n"));
         assert_eq!(st.size, 8);
         assert_eq!(probe_local(&format!("{p}.missing")), None);
-        assert_eq!(FileState::parse(p, &st.to_result()).unwrap(), Some(st));
+        assert_eq!(
+            FileFact::parse(p, &FileFact::render(&Some(st.clone()))).unwrap(),
+            Some(st)
+        );
     }
 
     #[test]
@@ -411,7 +415,7 @@ mod tests {
             assert_eq!(st.content.is_some(), size <= limit, "{size}");
             assert!(st.holds(&text), "{size}");
             assert!(!st.holds(&format!("{text}y")), "{size}");
-            let again = FileState::parse("f", &st.to_result()).unwrap();
+            let again = FileFact::parse("f", &FileFact::render(&Some(st.clone()))).unwrap();
             assert_eq!(again, Some(st), "{size}");
         }
     }

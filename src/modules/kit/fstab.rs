@@ -2,7 +2,8 @@
 //! edits that touch only the lines of one entry so that comments, order and
 //! other entries stay byte-for-byte as they were.
 
-use super::files::{self, FileState, WriteOpts};
+use super::fact::Fact;
+use super::files::{self, FileFact, WriteOpts};
 use super::plan::{Facts, ModuleError, Plan};
 use crate::remote::probe::Probe;
 
@@ -10,7 +11,7 @@ pub const PATH: &str = "/etc/fstab";
 
 /// The probe [`plan_entry`] reads.
 pub fn probe() -> Probe {
-    files::probe(PATH)
+    FileFact::probe(PATH)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -158,7 +159,7 @@ pub fn plan_entry(
     want: Option<&Entry>,
     complies: impl Fn(&Entry) -> bool,
 ) -> Result<Plan, ModuleError> {
-    let current = FileState::parse(PATH, facts.get(&files::probe_key(PATH))?)?;
+    let current = FileFact::read(facts, PATH)?;
     let text = current
         .as_ref()
         .and_then(|s| s.content.clone())

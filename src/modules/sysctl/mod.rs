@@ -15,7 +15,9 @@ mod tuned;
 
 use serde_json::Value;
 
-use crate::modules::kit::files::{self, FileState, WriteOpts};
+use crate::modules::kit::fact::Fact;
+use crate::modules::kit::files::FileFact;
+use crate::modules::kit::files::{self, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
 use crate::modules::params::scalar_text;
@@ -325,7 +327,7 @@ fn checked_path(p: &Params, param: &str, path: String) -> Result<String, ParamEr
 
 impl Module for Sysctl {
     fn probes(&self) -> Vec<Probe> {
-        let mut probes = vec![files::probe(&self.host_path(&self.file))];
+        let mut probes = vec![FileFact::probe(&self.host_path(&self.file))];
         if !self.settings.is_empty() {
             probes.push(config::probe(&self.root));
             probes.push(tuned::probe(&self.root));
@@ -340,7 +342,7 @@ impl Module for Sysctl {
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let path = self.host_path(&self.file);
-        let current = FileState::parse(&path, facts.get(&files::probe_key(&path))?)?;
+        let current = FileFact::read(facts, &path)?;
         if let Some(link) = current.as_ref().and_then(|s| s.link_target.as_ref()) {
             return Err(ModuleError::Host(format!(
                 "{} is a symlink to {link}; writing it would replace the link (and whatever reads through it), so name the target file instead",

@@ -2,6 +2,7 @@ use serde_json::json;
 
 use super::*;
 use crate::load::diag::Span;
+use crate::modules::kit::files::{FileFact, FileState};
 use crate::modules::params::{BuildCtx, Sources};
 use crate::template::Templates;
 
@@ -58,10 +59,10 @@ fn facts(m: &Sysctl, conf: &[ConfFile], tuned: &[ConfFile], live: &[(&str, &str)
     let mut f = Facts::default();
     let ours = conf.iter().find(|c| c.path == m.file && c.link.is_none());
     f.insert(
-        files::probe_key(&m.file),
-        ours.map_or_else(files::absent_result, |c| {
-            FileState::written(c.content.as_deref().unwrap(), 0o644, "root", "root").to_result()
-        }),
+        FileFact::key(&m.file),
+        FileFact::render(
+            &ours.map(|c| FileState::written(c.content.as_deref().unwrap(), 0o644, "root", "root")),
+        ),
     );
     f.insert(CONFIG_KEY.into(), config::render(conf));
     f.insert(TUNED_KEY.into(), config::render(tuned));
@@ -147,7 +148,7 @@ fn map_form_writes_the_whole_file_in_the_given_order() {
             ],
         ))
         .unwrap();
-    let st = FileState::parse(OURS, &predicted(&plan, &files::probe_key(OURS)))
+    let st = FileFact::parse(OURS, &predicted(&plan, &FileFact::key(OURS)))
         .unwrap()
         .unwrap();
     assert_eq!(
@@ -397,7 +398,7 @@ fn duplicate_keys_in_one_file_last_wins() {
         .as_deref()
         .unwrap()
         .contains("at boot 60 from /etc/sysctl.d/90-gpu-node.conf:2"));
-    let st = FileState::parse(OURS, &predicted(&plan, &files::probe_key(OURS)))
+    let st = FileFact::parse(OURS, &predicted(&plan, &FileFact::key(OURS)))
         .unwrap()
         .unwrap();
     assert_eq!(
@@ -625,7 +626,7 @@ fn symlinked_target_file_is_refused() {
         content: None,
         ..FileState::written("", 0o777, "root", "root")
     };
-    f.insert(files::probe_key(&m.file), link.to_result());
+    f.insert(FileFact::key(&m.file), FileFact::render(&Some(link)));
     let err = m.plan(&f).unwrap_err();
     assert!(
         matches!(&err, ModuleError::Host(msg) if msg.contains("is a symlink to ../sysctl.conf")),
