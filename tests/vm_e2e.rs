@@ -503,26 +503,39 @@ fn assert_data_swap_files(vm: &TestVm, bytes: u64) {
 // ---------------------------------------------------------------------------
 // SELinux enforcing, as EL GPU nodes run it.
 
-/// On an enforcing host `swapon` is denied a file without the `swapfile_t`
-/// type: a swap file made by hand fails, the one nodeprov makes is labelled
-/// (persistently, so a relabel keeps it), used, and still clean after reboot.
+/// On an enforcing host the boot's `swapon` (systemd's swap units, in the
+/// `fsadm_t` domain) is denied a file without the `swapfile_t` type. mkswap
+/// sets that type, but only on the file: the policy does not know it, so a
+/// relabel (`restorecon`, `fixfiles`, an autorelabel) takes it away and swap
+/// is gone after the next boot. nodeprov records the type in the policy
+/// (`semanage fcontext`), so its swap file keeps the label through a
+/// relabel and comes back at boot.
 #[test]
 #[ignore = "boots a VM; scripts/test.sh runs it after the other tests"]
 fn selinux_enforcing_host_gets_a_labelled_swap_file_that_survives_reboot() {
     let vm = TestVm::start_selinux_enforcing();
     assert_eq!(vm.ssh_ok("getenforce"), "Enforcing\n");
-    let by_hand = vm.ssh(
-        "fallocate -l 16M /hand.swap && chmod 600 /hand.swap && mkswap /hand.swap >/dev/null && swapon /hand.swap",
+    vm.ssh_ok(
+        "fallocate -l 16M /hand-made && chmod 600 /hand-made && mkswap /hand-made >/dev/null",
     );
     assert!(
-        !by_hand.status.success(),
-        "an unlabelled swap file must be denied: {}",
-        vm.ssh_ok("ls -Z /hand.swap; cat /proc/swaps")
+        vm.ssh_ok("ls -Z /hand-made").contains(":swapfile_t:"),
+        "mkswap labels the file"
     );
+    vm.ssh_ok("restorecon -F /hand-made");
+    let relabelled = vm.ssh_ok("ls -Z /hand-made");
+    assert!(!relabelled.contains(":swapfile_t:"), "{relabelled}");
+    // As systemd activates swap at boot, not as the unconfined login shell.
+    let denied = vm.ssh("systemd-run --wait -p Type=oneshot /sbin/swapon /hand-made");
     assert!(
-        String::from_utf8_lossy(&by_hand.stderr).contains("Permission denied"),
-        "{}",
-        String::from_utf8_lossy(&by_hand.stderr)
+        !denied.status.success(),
+        "a swap file without swapfile_t must be denied: {relabelled} {}",
+        vm.ssh_ok("cat /proc/swaps")
+    );
+    let avc = vm.ssh_ok("journalctl -k --no-pager | grep 'avc:  denied' | grep swapon || true");
+    assert!(
+        avc.contains("fsadm_t") && avc.contains("default_t"),
+        "{avc}"
     );
 
     let np = Nodeprov::new(&vm);
@@ -538,8 +551,11 @@ fn selinux_enforcing_host_gets_a_labelled_swap_file_that_survives_reboot() {
         vm.ssh_ok("semanage fcontext -l -C").contains("swapfile_t"),
         "the label is recorded in the policy, so restorecon keeps it"
     );
-    vm.ssh_ok("restorecon -v /swapfile");
-    assert!(vm.ssh_ok("ls -Z /swapfile").contains(":swapfile_t:"));
+    vm.ssh_ok("restorecon -F /swapfile");
+    assert!(
+        vm.ssh_ok("ls -Z /swapfile").contains(":swapfile_t:"),
+        "a relabel keeps it"
+    );
 
     vm.reboot();
     assert_eq!(vm.ssh_ok("getenforce"), "Enforcing\n");

@@ -303,7 +303,13 @@ elif [ -f "$p" ]; then
   else echo signature=no; fi
   echo "attrs=$(lsattr -d -- "$p" 2>/dev/null | cut -d' ' -f1)"
 elif [ -e "$p" ]; then echo type=other
-else echo type=absent; fi"#,
+else echo type=absent; fi
+if [ -e /sys/fs/selinux/enforce ]; then
+  echo selinux=on
+  command -v semanage >/dev/null 2>&1 && echo semanage=yes
+  if [ -e "$p" ]; then c=$(stat -c %C -- "$p" 2>/dev/null); c=${{c#*:}}; c=${{c#*:}}; echo "selinux_type=${{c%%:*}}"; fi
+  if command -v matchpathcon >/dev/null 2>&1; then c=$(matchpathcon -n -- "$p" 2>/dev/null); c=${{c#*:}}; c=${{c#*:}}; echo "selinux_policy=${{c%%:*}}"; fi
+fi"#,
             p = quote(path)
         )
     }
@@ -336,6 +342,11 @@ else echo type=absent; fi"#,
                 _ => None,
             },
             nocow: get("attrs").is_some_and(|a| a.contains('C')),
+            selinux: (get("selinux") == Some("on")).then(|| Selinux {
+                file_type: get("selinux_type").map(str::to_string),
+                policy_type: get("selinux_policy").map(str::to_string),
+                semanage: get("semanage") == Some("yes"),
+            }),
         })
     }
 
@@ -357,6 +368,20 @@ else echo type=absent; fi"#,
                 f.mode, f.size, f.allocated
             ));
         }
+        if let Some(l) = &f.selinux {
+            s.push_str("selinux=on\n");
+            if l.semanage {
+                s.push_str("semanage=yes\n");
+            }
+            for (k, v) in [
+                ("selinux_type", &l.file_type),
+                ("selinux_policy", &l.policy_type),
+            ] {
+                if let Some(v) = v {
+                    s.push_str(&format!("{k}={v}\n"));
+                }
+            }
+        }
         ProbeResult::ok(s)
     }
 }
@@ -372,6 +397,35 @@ struct FileFacts {
     allocated: u64,
     signature: Option<bool>,
     nocow: bool,
+    /// `None` where SELinux is off.
+    selinux: Option<Selinux>,
+}
+
+/// A swap file's SELinux labelling: `swapon` is denied a file whose type is
+/// not `swapfile_t`, and only a type the policy itself assigns to the path
+/// survives a relabel.
+#[derive(Clone, Debug, PartialEq)]
+struct Selinux {
+    /// The file's type now; `None` when it does not exist.
+    file_type: Option<String>,
+    /// The type the policy gives the path (`matchpathcon`), if known.
+    policy_type: Option<String>,
+    /// Whether `semanage` can record a type in the policy.
+    semanage: bool,
+}
+
+const SWAPFILE_T: &str = "swapfile_t";
+
+/// The labelling a swap file has once the label steps ran.
+fn labelled(file: &FileFacts) -> Option<Selinux> {
+    file.selinux.as_ref().map(|l| Selinux {
+        file_type: Some(SWAPFILE_T.into()),
+        policy_type: match l.semanage {
+            true => Some(SWAPFILE_T.into()),
+            false => l.policy_type.clone(),
+        },
+        semanage: l.semanage,
+    })
 }
 
 impl FileFacts {
@@ -512,6 +566,7 @@ impl Swapfile {
                 }
             )));
         }
+        let mut label = self.label_steps(file, plan);
         let want = self.want_size();
         let subject = format!("swap {}", self.path);
         let describe_want = match self.priority {
@@ -529,6 +584,7 @@ impl Swapfile {
             }
             plan.steps.push(self.create_step(alloc));
             plan.steps.push(self.mkswap_step());
+            plan.steps.append(&mut label);
             plan.steps.push(self.swapon_step());
             plan.changes.push(
                 Change::new(subject, Some(before), Some(describe_want))
@@ -541,6 +597,7 @@ impl Swapfile {
                 allocated: want,
                 signature: Some(true),
                 nocow: alloc == Alloc::NocowDd,
+                selinux: labelled(file),
                 ..file.clone()
             };
             return Ok((after, true));
@@ -561,6 +618,7 @@ impl Swapfile {
                     before.push_str(", no swap signature");
                     plan.steps.push(self.mkswap_step());
                 }
+                plan.steps.append(&mut label);
                 plan.steps.push(self.swapon_step());
                 plan.changes
                     .push(Change::new(subject, Some(before), Some(describe_want)));
@@ -569,6 +627,7 @@ impl Swapfile {
             Some(a) if self.priority.is_some_and(|p| p != a.priority) => {
                 self.check_memory(facts, a)?;
                 plan.steps.push(self.swapoff_step(a));
+                plan.steps.append(&mut label);
                 plan.steps.push(self.swapon_step());
                 plan.changes.push(
                     Change::new(
@@ -582,9 +641,12 @@ impl Swapfile {
             }
             Some(_) => false,
         };
+        // An active swap file keeps working; its label matters at the next swapon.
+        plan.steps.append(&mut label);
         let after = FileFacts {
             mode: 0o600,
             signature: Some(true),
+            selinux: labelled(file),
             ..file.clone()
         };
         Ok((after, toggled))
@@ -623,6 +685,61 @@ impl Swapfile {
             ..file.clone()
         };
         Ok((after, active.is_some()))
+    }
+
+    /// Steps that give the file the `swapfile_t` type, recorded in the
+    /// policy with `semanage fcontext` where it exists (else `chcon`, which a
+    /// relabel undoes: said in a note); their changes go into `plan`.
+    fn label_steps(&self, file: &FileFacts, plan: &mut Plan) -> Vec<String> {
+        let Some(l) = &file.selinux else {
+            return Vec::new();
+        };
+        let mut steps = Vec::new();
+        let policy_ok = l.policy_type.as_deref() == Some(SWAPFILE_T);
+        if l.semanage && !policy_ok {
+            plan.changes.push(
+                Change::new(
+                    format!("{} SELinux policy type", self.path),
+                    l.policy_type.clone(),
+                    Some(SWAPFILE_T.into()),
+                )
+                .with_evidence(format!("matchpathcon {}", self.path)),
+            );
+            let regex = quote(&regex::escape(&self.path));
+            let semanage = sbin("semanage");
+            steps.push(format!(
+                "{semanage} fcontext -a -t {SWAPFILE_T} {regex} 2>/dev/null || {semanage} fcontext -m -t {SWAPFILE_T} {regex} || {{ echo \"semanage fcontext {} failed\" >&2; exit 1; }}",
+                self.path
+            ));
+        }
+        let file_ok = l.file_type.as_deref() == Some(SWAPFILE_T);
+        if !file_ok && file.exists() {
+            plan.changes.push(
+                Change::new(
+                    format!("{} SELinux type", self.path),
+                    l.file_type.clone(),
+                    Some(SWAPFILE_T.into()),
+                )
+                .with_evidence(format!("ls -Z {}", self.path)),
+            );
+        }
+        if !file_ok || !steps.is_empty() {
+            steps.push(match l.semanage {
+                true => format!(
+                    "{}{} -F -- \"$p\" || exit 1",
+                    self.var(),
+                    sbin("restorecon")
+                ),
+                false => format!("{}chcon -t {SWAPFILE_T} -- \"$p\" || exit 1", self.var()),
+            });
+        }
+        if !l.semanage && (!file_ok || !policy_ok) {
+            plan.notes.push(format!(
+                "semanage is not installed: {} is labelled with chcon, which a relabel undoes (install policycoreutils-python-utils)",
+                self.path
+            ));
+        }
+        steps
     }
 
     /// The current state in a few words: `absent`, `4G active`, `8G inactive, holes`.
@@ -998,6 +1115,81 @@ mod tests {
             ..h
         };
         assert_eq!(summary(&plan(p8(), &h).unwrap()), Vec::<String>::new());
+    }
+
+    const ENFORCING: &str = "selinux=on\nsemanage=yes\n";
+
+    #[test]
+    fn selinux_label_is_recorded_in_the_policy_before_swapon_and_predicted() {
+        let h = Host {
+            file: ABSENT.to_string() + ENFORCING + "selinux_policy=default_t\n",
+            swaps: SWAPS_EMPTY.into(),
+            ..Host::default()
+        };
+        let first = plan(p8(), &h).unwrap();
+        assert_eq!(
+            summary(&first),
+            [
+                "/swapfile SELinux policy type: default_t → swapfile_t",
+                "swap /swapfile: absent → 8G active"
+            ]
+        );
+        let at = |what: &str| first.steps.iter().position(|s| s.contains(what)).unwrap();
+        assert!(at("mkswap") < at("fcontext -a -t swapfile_t /swapfile"));
+        assert!(at("fcontext") < at("restorecon") && at("restorecon") < at("swapon"));
+        let after = first
+            .effects
+            .iter()
+            .find_map(|e| match e {
+                Effect::Predict(k, r) if k == "swapfile:/swapfile" => Some(r.stdout.clone()),
+                _ => None,
+            })
+            .unwrap();
+        let h = Host {
+            file: after,
+            ..Host::default()
+        };
+        assert_eq!(summary(&plan(p8(), &h).unwrap()), Vec::<String>::new());
+    }
+
+    #[test]
+    fn a_wrong_label_on_an_active_swap_file_is_drift_and_chcon_without_semanage_is_said() {
+        let labelled = |extra: &str| file(8 * GIB, 8 * GIB, 0o600, true) + extra;
+        let h = Host {
+            file: labelled(
+                &(ENFORCING.to_string() + "selinux_type=default_t\nselinux_policy=swapfile_t\n"),
+            ),
+            ..Host::default()
+        };
+        let p = plan(p8(), &h).unwrap();
+        assert_eq!(
+            summary(&p),
+            ["/swapfile SELinux type: default_t → swapfile_t"]
+        );
+        assert_eq!(p.steps.len(), 1);
+        assert!(
+            p.steps[0].contains("restorecon") && p.steps[0].contains("-F"),
+            "{}",
+            p.steps[0]
+        );
+        let h = Host {
+            file: labelled("selinux=on\nselinux_type=default_t\n"),
+            ..Host::default()
+        };
+        let p = plan(p8(), &h).unwrap();
+        assert!(p.steps[0].contains("chcon -t swapfile_t"), "{}", p.steps[0]);
+        assert!(
+            p.notes[0].contains("semanage is not installed"),
+            "{:?}",
+            p.notes
+        );
+        let h = Host {
+            file: labelled(
+                &(ENFORCING.to_string() + "selinux_type=swapfile_t\nselinux_policy=swapfile_t\n"),
+            ),
+            ..Host::default()
+        };
+        assert_eq!(plan(p8(), &h).unwrap(), Plan::noop());
     }
 
     #[test]
