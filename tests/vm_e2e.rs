@@ -538,6 +538,7 @@ fn selinux_enforcing_host_gets_a_labelled_swap_file_that_survives_reboot() {
         "{avc}"
     );
 
+    install_toolkit_layout(&vm);
     let np = Nodeprov::new(&vm);
     let (code, report) = np.gpu_node("apply", &np.root);
     assert_eq!(code, 0, "{report:#}");

@@ -639,6 +639,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             effects,
             unknown,
             notes,
+            ..
         } = plan;
         let status = match (changes.is_empty(), runs, &unknown) {
             (true, _, _) => Status::Ok,

@@ -970,6 +970,9 @@ fn unmask_templates(word: &str, templates: &[String]) -> String {
 
 fn check_params(spec: &ModuleSpec, key: &Node, params: &[(String, Node)], errors: &mut Errors) {
     for (name, value) in params {
+        if spec.params.any_variable && is_identifier(name) {
+            continue;
+        }
         if !spec.params.names.contains(&name.as_str()) {
             let d = Diagnostic::new(
                 &value.span,

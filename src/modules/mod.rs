@@ -7,9 +7,11 @@
 //! only `kit` and `params`, and those know no module
 //! (`tests/module_imports.rs` holds them to it).
 
+pub mod assert;
 pub mod command;
 pub mod copy;
 pub mod cuda_env;
+pub mod debug;
 pub mod file;
 pub mod gpu_smoke;
 pub mod kit;
@@ -19,6 +21,8 @@ pub mod package;
 pub mod params;
 pub mod registry;
 pub mod service;
+pub mod set_fact;
+pub mod stat;
 pub mod swapfile;
 pub mod sysctl;
 

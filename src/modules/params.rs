@@ -115,6 +115,12 @@ impl<'a> Params<'a> {
         self.entry(key).is_some()
     }
 
+    /// Every parameter as given, in order: for modules whose parameter
+    /// names are the user's (`set_fact`).
+    pub fn entries(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.entries.iter().map(|(k, v, _)| (k.as_str(), v))
+    }
+
     pub fn raw(&self, key: &str) -> Option<&Value> {
         self.entry(key).map(|(_, v, _)| v)
     }
@@ -589,6 +595,7 @@ macro_rules! module_params {
                         { $crate::modules::params::required_count($name::DOCS) },
                     >($name::DOCS),
                     docs: $name::DOCS,
+                    any_variable: false,
                 };
 
             /// Reads every parameter, in the order declared.
@@ -622,4 +629,6 @@ pub struct ParamSpec {
     /// Those a task must set.
     pub required: &'static [&'static str],
     pub docs: &'static [ParamDoc],
+    /// Any variable name is a parameter too (`set_fact`).
+    pub any_variable: bool,
 }

@@ -3,7 +3,8 @@
 
 use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
-    command, copy, cuda_env, file, gpu_smoke, lineinfile, mount, package, service, swapfile, sysctl,
+    assert, command, copy, cuda_env, debug, file, gpu_smoke, lineinfile, mount, package, service,
+    set_fact, stat, swapfile, sysctl,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -21,6 +22,12 @@ pub fn registry() -> &'static [ModuleSpec] {
         cuda_env::CUDA_ENV,
         package::PACKAGE,
         mount::MOUNT,
+        stat::STAT,
+        debug::DEBUG,
+        assert::ASSERT,
+        assert::FAIL,
+        set_fact::SET_FACT,
+        set_fact::INCLUDE_VARS,
     ];
     SPECS
 }

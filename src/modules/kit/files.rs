@@ -144,21 +144,39 @@ if [ "$t" = f ]; then if [ "$(stat -c %s -- "$p")" -le {MAX_CONTENT} ]; then cat
 
 /// SHA-256 in hex, as `sha256sum` prints it.
 pub fn sha256_hex(data: &[u8]) -> String {
+    digest_hex(Digest::Sha256, data)
+}
+
+/// The digests Ansible's checksums use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Digest {
+    Sha1,
+    Sha256,
+    Md5,
+}
+
+/// A digest in hex, as `sha256sum`, `sha1sum` or `md5sum` prints it, from
+/// the OpenSSL libssh2 links anyway.
+pub fn digest_hex(digest: Digest, data: &[u8]) -> String {
     let mut md = [0u8; 64]; // EVP_MAX_MD_SIZE
     let mut len = 0u32;
     // SAFETY: a fresh digest context, freed before returning; `md` has room
     // for any digest and `data` is valid for its length.
     let ok = unsafe {
+        let algorithm = match digest {
+            Digest::Sha1 => openssl_sys::EVP_sha1(),
+            Digest::Sha256 => openssl_sys::EVP_sha256(),
+            Digest::Md5 => openssl_sys::EVP_md5(),
+        };
         let ctx = openssl_sys::EVP_MD_CTX_new();
         let ok = !ctx.is_null()
-            && openssl_sys::EVP_DigestInit_ex(ctx, openssl_sys::EVP_sha256(), std::ptr::null_mut())
-                == 1
+            && openssl_sys::EVP_DigestInit_ex(ctx, algorithm, std::ptr::null_mut()) == 1
             && openssl_sys::EVP_DigestUpdate(ctx, data.as_ptr().cast(), data.len()) == 1
             && openssl_sys::EVP_DigestFinal_ex(ctx, md.as_mut_ptr(), &mut len) == 1;
         openssl_sys::EVP_MD_CTX_free(ctx);
         ok
     };
-    assert!(ok, "OpenSSL could not compute a SHA-256");
+    assert!(ok, "OpenSSL could not compute a {digest:?} digest");
     md[..len as usize]
         .iter()
         .map(|b| format!("{b:02x}"))

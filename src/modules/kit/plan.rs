@@ -77,6 +77,12 @@ pub struct Plan {
     pub unknown: Option<String>,
     /// Findings that are not drift but that an operator must know about.
     pub notes: Vec<String>,
+    /// Variables the task sets for the host's later tasks (`set_fact`,
+    /// `include_vars`): decided on the controller, so they cost no step.
+    pub sets: serde_json::Map<String, serde_json::Value>,
+    /// Ansible's return values besides `changed`/`failed` (`stat`, `msg`),
+    /// registered with the task's result.
+    pub returns: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Plan {
@@ -90,6 +96,8 @@ impl Plan {
         self.steps.extend(part.steps);
         self.effects.extend(part.effects);
         self.notes.extend(part.notes);
+        self.sets.extend(part.sets);
+        self.returns.extend(part.returns);
         self.unknown = self.unknown.take().or(part.unknown);
     }
 }

@@ -14,18 +14,38 @@ pub fn build_test(
     with_params(spec, params, spec.build)
 }
 
+/// Builds a module whose build reads the task's variables or files beside
+/// the playbook (`debug: var`, `assert`, `include_vars`).
+pub fn build_test_with(
+    spec: &ModuleSpec,
+    params: serde_json::Value,
+    vars: serde_json::Value,
+    search_dirs: &[std::path::PathBuf],
+) -> Result<Box<dyn Module>, ParamError> {
+    with_ctx(spec, params, &vars, search_dirs, spec.build)
+}
+
 /// Calls `f` with JSON parameters as the executor hands them to `spec`.
 pub fn with_params<T>(
     spec: &ModuleSpec,
     params: serde_json::Value,
     f: impl FnOnce(&Params) -> T,
 ) -> T {
+    with_ctx(spec, params, &serde_json::json!({}), &[], f)
+}
+
+fn with_ctx<T>(
+    spec: &ModuleSpec,
+    params: serde_json::Value,
+    vars: &serde_json::Value,
+    search_dirs: &[std::path::PathBuf],
+    f: impl FnOnce(&Params) -> T,
+) -> T {
     let templates = crate::template::Templates::new();
-    let vars = serde_json::json!({});
     let ctx = params::BuildCtx {
         templates: &templates,
-        vars: &vars,
-        search_dirs: &[],
+        vars,
+        search_dirs,
         sources: &params::Sources::default(),
     };
     let span = crate::load::diag::Span::synthetic("test");

@@ -1,0 +1,166 @@
+//! `assert` and `fail`: stop a host with a message when a condition says
+//! so. Decided on the controller from the task's variables.
+
+use serde_json::{json, Value};
+
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Facts, ModuleError, Plan};
+use crate::modules::params::{module_params, ParamError, Params};
+use crate::remote::probe::Probe;
+
+pub const ASSERT: ModuleSpec = ModuleSpec {
+    name: "assert",
+    aliases: &["ansible.builtin.assert"],
+    params: &AssertArgs::SPEC,
+    free_form: None,
+    build: build_assert,
+};
+
+pub const FAIL: ModuleSpec = ModuleSpec {
+    name: "fail",
+    aliases: &["ansible.builtin.fail"],
+    params: &FailArgs::SPEC,
+    free_form: None,
+    build: build_fail,
+};
+
+module_params! {
+    struct AssertArgs {
+        /// conditions (expressions, as in `when:`) that must all hold
+        that: Vec<String> [required],
+        /// the failure message (default "Assertion failed")
+        fail_msg: Option<Value>,
+        /// another name for `fail_msg`
+        msg: Option<Value>,
+        /// the message when every condition holds
+        success_msg: Option<Value>,
+        /// no message when every condition holds
+        quiet: bool = false,
+    }
+}
+
+module_params! {
+    struct FailArgs {
+        /// the failure message
+        msg: Option<Value>,
+    }
+}
+
+/// The verdict, reached when the task was built.
+struct Verdict {
+    failure: Option<String>,
+    note: Option<String>,
+}
+
+fn text(v: Value) -> String {
+    match v {
+        Value::String(s) => s,
+        other => other.to_string(),
+    }
+}
+
+fn build_assert(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let a = AssertArgs::read(p)?;
+    if a.that.is_empty() {
+        return Err(p.error("that", "assert needs at least one condition in 'that'"));
+    }
+    let mut failed = None;
+    for cond in &a.that {
+        let holds = p
+            .ctx
+            .templates
+            .eval_condition(&json!(cond), p.ctx.vars)
+            .map_err(|e| p.error("that", format!("cannot evaluate '{cond}': {e}")))?;
+        if !holds {
+            failed = Some(cond.clone());
+            break;
+        }
+    }
+    let failure = failed.map(|cond| {
+        a.fail_msg
+            .or(a.msg)
+            .map(text)
+            .unwrap_or_else(|| format!("Assertion failed: {cond}"))
+    });
+    let note = match a.quiet {
+        true => None,
+        false => Some(a.success_msg.map_or("All assertions passed".into(), text)),
+    };
+    Ok(Box::new(Verdict { failure, note }))
+}
+
+fn build_fail(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let a = FailArgs::read(p)?;
+    let msg = a.msg.map_or("Failed as requested from task".into(), text);
+    Ok(Box::new(Verdict {
+        failure: Some(msg),
+        note: None,
+    }))
+}
+
+impl Module for Verdict {
+    fn probes(&self) -> Vec<Probe> {
+        Vec::new()
+    }
+
+    fn plan(&self, _: &Facts) -> Result<Plan, ModuleError> {
+        if let Some(msg) = &self.failure {
+            return Err(ModuleError::Host(msg.clone()));
+        }
+        let mut plan = Plan::noop();
+        plan.notes.extend(self.note.clone());
+        if let Some(msg) = &self.note {
+            plan.returns.insert("msg".into(), json!(msg));
+        }
+        Ok(plan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modules::kit::testing::build_test_with;
+
+    fn verdict(spec: &ModuleSpec, params: Value, vars: Value) -> Result<Plan, ModuleError> {
+        build_test_with(spec, params, vars, &[])
+            .unwrap()
+            .plan(&Facts::default())
+    }
+
+    #[test]
+    fn assert_evaluates_every_condition_and_names_the_first_that_fails() {
+        let vars = json!({"swap_mb": 512, "os": "Rocky"});
+        let ok = verdict(
+            &ASSERT,
+            json!({"that": ["swap_mb > 0", "os in ['Rocky', 'CentOS']"]}),
+            vars.clone(),
+        );
+        assert_eq!(ok.unwrap().notes, ["All assertions passed"]);
+        let bad = verdict(&ASSERT, json!({"that": "swap_mb > 1024"}), vars.clone());
+        assert_eq!(
+            bad.unwrap_err().to_string(),
+            "Assertion failed: swap_mb > 1024"
+        );
+        let custom = verdict(
+            &ASSERT,
+            json!({"that": ["false"], "fail_msg": "need {{ x }}"}),
+            vars.clone(),
+        );
+        assert_eq!(custom.unwrap_err().to_string(), "need {{ x }}");
+        let quiet = verdict(&ASSERT, json!({"that": ["true"], "quiet": true}), vars);
+        assert!(quiet.unwrap().notes.is_empty());
+        let err = build_test_with(&ASSERT, json!({"that": ["nope > 1"]}), json!({}), &[]).map(drop);
+        assert!(err
+            .unwrap_err()
+            .message
+            .contains("cannot evaluate 'nope > 1'"));
+    }
+
+    #[test]
+    fn fail_fails_with_its_message() {
+        let e = verdict(&FAIL, json!({"msg": "unsupported OS"}), json!({})).unwrap_err();
+        assert_eq!(e.to_string(), "unsupported OS");
+        let e = verdict(&FAIL, json!({}), json!({})).unwrap_err();
+        assert_eq!(e.to_string(), "Failed as requested from task");
+    }
+}
