@@ -576,7 +576,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         module: Box<dyn Module>,
     ) -> (Value, bool) {
         let started = Instant::now();
-        let plan = match module.plan(&self.facts) {
+        let mut plan = match module.plan(&self.facts) {
             Ok(plan) => plan,
             Err(e) => {
                 self.fail_task(task, item, e.to_string());
@@ -601,10 +601,16 @@ impl<'a, 'p> HostRun<'a, 'p> {
         // A command marked `check_mode: false` runs even in check mode, as in Ansible.
         let check = task.check_mode.unwrap_or(self.ctx.opts.check);
         let runs = !check || (module.is_command() && task.check_mode == Some(false));
+        // Variables a task sets (set_fact) are there for the next task.
+        self.vars.registered.extend(std::mem::take(&mut plan.sets));
+        let returns = std::mem::take(&mut plan.returns);
         let (i, steps, mut flush) = self.record(task, item, plan, runs);
         self.note_observations(i, module.as_ref());
         flush |= self.track_command(task, module.is_command(), runs, self.results[i].status);
-        let result = self.finish(task, i, steps, module, ctx);
+        let mut result = self.finish(task, i, steps, module, ctx);
+        if let Value::Object(r) = &mut result {
+            r.extend(returns);
+        }
         self.results[i].duration_ms = started.elapsed().as_millis() as u64;
         (result, flush)
     }

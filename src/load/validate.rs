@@ -54,9 +54,16 @@ fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Dia
     for node in nodes {
         check_strings(t, node, errors);
     }
+    // `assert`'s `that` holds conditions, as `when:` does.
+    let that = task
+        .params
+        .iter()
+        .filter(|(name, _)| task.module.name == "assert" && name == "that")
+        .map(|(_, node)| node);
     for cond in [&task.when, &task.changed_when, &task.failed_when]
         .into_iter()
         .flatten()
+        .chain(that)
     {
         check_condition(t, cond, errors);
     }

@@ -46,9 +46,13 @@ module_params! {
     }
 }
 
-/// The verdict, reached when the task was built.
+/// Conditions and messages, judged when the task is planned: a condition
+/// may read what an earlier task registered.
 struct Verdict {
-    failure: Option<String>,
+    that: Vec<String>,
+    /// The task's variables, which the conditions read.
+    vars: Value,
+    failure: String,
     note: Option<String>,
 }
 
@@ -64,36 +68,24 @@ fn build_assert(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     if a.that.is_empty() {
         return Err(p.error("that", "assert needs at least one condition in 'that'"));
     }
-    let mut failed = None;
-    for cond in &a.that {
-        let holds = p
-            .ctx
-            .templates
-            .eval_condition(&json!(cond), p.ctx.vars)
-            .map_err(|e| p.error("that", format!("cannot evaluate '{cond}': {e}")))?;
-        if !holds {
-            failed = Some(cond.clone());
-            break;
-        }
-    }
-    let failure = failed.map(|cond| {
-        a.fail_msg
-            .or(a.msg)
-            .map(text)
-            .unwrap_or_else(|| format!("Assertion failed: {cond}"))
-    });
     let note = match a.quiet {
         true => None,
         false => Some(a.success_msg.map_or("All assertions passed".into(), text)),
     };
-    Ok(Box::new(Verdict { failure, note }))
+    Ok(Box::new(Verdict {
+        that: a.that,
+        vars: p.ctx.vars.clone(),
+        failure: a.fail_msg.or(a.msg).map(text).unwrap_or_default(),
+        note,
+    }))
 }
 
 fn build_fail(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = FailArgs::read(p)?;
-    let msg = a.msg.map_or("Failed as requested from task".into(), text);
     Ok(Box::new(Verdict {
-        failure: Some(msg),
+        that: vec!["false".into()],
+        vars: Value::Null,
+        failure: a.msg.map_or("Failed as requested from task".into(), text),
         note: None,
     }))
 }
@@ -104,8 +96,17 @@ impl Module for Verdict {
     }
 
     fn plan(&self, _: &Facts) -> Result<Plan, ModuleError> {
-        if let Some(msg) = &self.failure {
-            return Err(ModuleError::Host(msg.clone()));
+        let templates = crate::template::Templates::new();
+        for cond in &self.that {
+            let holds = templates
+                .eval_condition(&json!(cond), &self.vars)
+                .map_err(|e| ModuleError::Host(format!("cannot evaluate '{cond}': {e}")))?;
+            if !holds {
+                return Err(ModuleError::Host(match self.failure.is_empty() {
+                    true => format!("Assertion failed: {cond}"),
+                    false => self.failure.clone(),
+                }));
+            }
         }
         let mut plan = Plan::noop();
         plan.notes.extend(self.note.clone());
