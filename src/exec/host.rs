@@ -228,8 +228,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
     }
 
     fn resolved(&self, task: &Task, item: Option<&Value>) -> Resolved {
+        let no_defaults = serde_json::Map::new();
+        let defaults = task.role.as_ref().map_or(&no_defaults, |r| &r.defaults);
         self.vars.context(
             self.ctx.templates,
+            defaults,
             &task.vars,
             item.map(|i| (task.loop_var.as_str(), i)),
         )
@@ -311,10 +314,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 entries.push((name.clone(), value, node.span.clone()));
             }
         }
+        let search_dirs = task.search_dirs(self.ctx.search_dirs);
         let bctx = BuildCtx {
             templates: t,
             vars: ctx,
-            search_dirs: self.ctx.search_dirs,
+            search_dirs: &search_dirs,
             sources: self.ctx.sources,
         };
         let params = Params::new(task.module.name, task.module_span.clone(), entries, &bctx);

@@ -31,10 +31,12 @@ pub struct Resolved {
 }
 
 impl VarLayers {
-    /// The context a task renders in.
+    /// The context a task renders in; `defaults` are its role's, below
+    /// everything else.
     pub fn context(
         &self,
         templates: &Templates,
+        defaults: &Map<String, Value>,
         task_vars: &Map<String, Value>,
         item: Option<(&str, &Value)>,
     ) -> Resolved {
@@ -43,6 +45,7 @@ impl VarLayers {
         let mut all = Map::new();
         let mut data = BTreeSet::new();
         let layers = [
+            (defaults, false),
             (&self.inventory, false),
             (&self.facts, true),
             (&self.play, false),
@@ -260,9 +263,15 @@ mod tests {
         };
         let t = Templates::new();
         let ctx = layers
-            .context(&t, &map(json!({"d": "task"})), Some(("item", &json!(1))))
+            .context(
+                &t,
+                &map(json!({"a": "default", "z": "default"})),
+                &map(json!({"d": "task"})),
+                Some(("item", &json!(1))),
+            )
             .vars;
-        assert_eq!(ctx["a"], "inv");
+        assert_eq!(ctx["a"], "inv", "role defaults rank below the inventory");
+        assert_eq!(ctx["z"], "default");
         assert_eq!(ctx["b"], "play");
         assert_eq!(ctx["c"], "extra");
         assert_eq!(ctx["d"], "task");
@@ -275,7 +284,7 @@ mod tests {
             play: map(play),
             ..VarLayers::default()
         };
-        layers.context(&Templates::new(), &Map::new(), None)
+        layers.context(&Templates::new(), &Map::new(), &Map::new(), None)
     }
 
     #[test]
@@ -377,7 +386,12 @@ mod tests {
             ..VarLayers::default()
         };
         let item = json!("{{ secret }}");
-        let r = layers.context(&Templates::new(), &Map::new(), Some(("item", &item)));
+        let r = layers.context(
+            &Templates::new(),
+            &Map::new(),
+            &Map::new(),
+            Some(("item", &item)),
+        );
         assert_eq!(r.vars["motd"], "{{ secret }}");
         assert_eq!(r.vars["out"]["stdout"], "{{ secret }}");
         assert_eq!(r.vars["item"], "{{ secret }}");
