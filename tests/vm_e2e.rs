@@ -156,6 +156,8 @@ impl Nodeprov {
             .arg(inventory)
             .arg("--known-hosts")
             .arg(&self.known_hosts)
+            // A guest under TCG on a busy machine can take seconds to start a shell.
+            .args(["--timeout", "60"])
             .args(["--format", "json"])
             .args(extra)
             .stdin(Stdio::null());

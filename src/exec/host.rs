@@ -340,7 +340,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
             let play = self.ctx.play;
             ahead.extend(play.handlers.iter().chain(&play.validate));
         }
-        for task in ahead.into_iter().filter(|t| self.selected(t)) {
+        // Variables that set_fact and include_vars will set are guessed
+        // along, so the tasks after them probe the right paths.
+        let registered = self.vars.registered.clone();
+        let ahead: Vec<&Task> = ahead.into_iter().filter(|t| self.selected(t)).collect();
+        for task in ahead {
             for item in self.items(task).unwrap_or_default() {
                 // A guess: a variable that cannot be rendered yet is left
                 // out and fails the task when it is planned.
@@ -351,6 +355,10 @@ impl<'a, 'p> HostRun<'a, 'p> {
                     .build(task, &ctx)
                     .or_else(|_| self.build_with(self.ctx.lenient, task, &ctx));
                 if let Ok(module) = module {
+                    if let (true, Ok(plan)) = (module.probes().is_empty(), module.plan(&self.facts))
+                    {
+                        self.vars.registered.extend(plan.sets);
+                    }
                     let query = module.query_probe().filter(|_| self.may_query(task));
                     for p in module.probes().into_iter().chain(query) {
                         if !self.facts.contains(&p.key) {
@@ -360,6 +368,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 }
             }
         }
+        self.vars.registered = registered;
         if wanted.is_empty() {
             return;
         }
