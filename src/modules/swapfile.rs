@@ -796,6 +796,71 @@ fi"#,
     }
 }
 
+/// Values of every fact here, for the round trip every fact must pass.
+#[cfg(test)]
+pub(crate) fn fact_samples(rt: &mut fact::RoundTrip) {
+    let area = |name: &str, kind: &str, used_kib, priority| SwapArea {
+        raw_name: name.into(),
+        kind: kind.into(),
+        size_kib: 8 * 1024 * 1024 - 4,
+        used_kib,
+        priority,
+    };
+    rt.check::<Swaps>(&(), Vec::new());
+    rt.check::<Swaps>(
+        &(),
+        vec![
+            area("/swap\\040file", "file", 0, -2),
+            area("/dev/nvme0n1p3", "partition", 4096, 10),
+        ],
+    );
+    rt.check::<MemAvailable>(&(), None);
+    rt.check::<MemAvailable>(&(), Some(120 * 1024 * 1024));
+    rt.check::<KernelVersion>(&(), None);
+    rt.check::<KernelVersion>(&(), Some((4, 18)));
+    rt.check::<DiskFree>("/", 0);
+    rt.check::<DiskFree>("/", 104_857_600);
+    let absent = FileFacts {
+        fstype: Some("xfs".into()),
+        real: "/swapfile".into(),
+        kind: "absent".into(),
+        mode: 0,
+        size: 0,
+        allocated: 0,
+        signature: None,
+        nocow: false,
+    };
+    let file = FileFacts {
+        fstype: Some("btrfs".into()),
+        kind: "file".into(),
+        mode: 0o600,
+        size: 1 << 30,
+        allocated: 1 << 29,
+        signature: Some(true),
+        nocow: true,
+        ..absent.clone()
+    };
+    for v in [
+        absent.clone(),
+        FileFacts {
+            fstype: None,
+            ..absent.clone()
+        },
+        FileFacts {
+            signature: None,
+            nocow: false,
+            ..file.clone()
+        },
+        FileFacts {
+            signature: Some(false),
+            ..file.clone()
+        },
+        file,
+    ] {
+        rt.check::<SwapFile>("/swapfile", v);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -331,6 +331,39 @@ pub fn attr_changes(dest: &str, st: &FileState, opts: &WriteOpts) -> Vec<Change>
     out
 }
 
+/// Values of every fact here, for the round trip every fact must pass.
+#[cfg(test)]
+pub fn fact_samples(rt: &mut super::fact::RoundTrip) {
+    let small = FileState::written("a = 1\nb\n", 0o640, "root", "adm");
+    let special = |kind, link_target: Option<&str>| FileState {
+        kind,
+        mode: 0o777,
+        owner: "root".into(),
+        group: "root".into(),
+        size: 7,
+        link_target: link_target.map(String::from),
+        content: None,
+        sha256: None,
+    };
+    let large = FileState {
+        content: None,
+        sha256: Some(sha256_hex(b"large")),
+        size: MAX_CONTENT + 1,
+        ..small.clone()
+    };
+    for v in [
+        None,
+        Some(small),
+        Some(FileState::written("", 0o600, "nobody", "nogroup")),
+        Some(large),
+        Some(special(Kind::Dir, None)),
+        Some(special(Kind::Link, Some("/opt/x y"))),
+        Some(special(Kind::Other, None)),
+    ] {
+        rt.check::<FileFact>("/etc/x", v);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,10 +3,10 @@
 //! to them. Everything here except the probe scripts is pure.
 
 use super::{components, normalize_key, same_value, tuned::Tuned};
-use crate::remote::probe::{Probe, ProbeResult};
+use crate::modules::kit::fact::{self, Fact};
+use crate::modules::kit::plan::ModuleError;
+use crate::remote::probe::ProbeResult;
 use crate::remote::shell::quote;
-
-pub const CONFIG_KEY: &str = "sysctl:config";
 
 /// sysctl.d(5) search path; for one basename the first folder wins.
 pub const DIRS: &[&str] = &[
@@ -39,15 +39,48 @@ np_sf() {
 }
 "#;
 
-/// One probe for all of them, shared by every sysctl task of a host.
-pub fn probe(root: &str) -> Probe {
-    let dirs = DIRS.join(" ");
-    let script = format!(
-        "R={root}\n{FRAME_FN}for d in {dirs}; do\n  for f in \"$R$d\"/*.conf; do\n    if [ -e \"$f\" ] || [ -L \"$f\" ]; then np_sf \"$f\"; fi\n  done\ndone\n\
-         if [ -e \"$R{SYSCTL_CONF}\" ]; then np_sf \"$R{SYSCTL_CONF}\"; fi\nexit 0",
-        root = quote(root)
-    );
-    Probe::new(CONFIG_KEY, script)
+/// Every sysctl file a host boots with, read by one probe shared by every
+/// sysctl task of a host. The query is the root prefix of every path
+/// (`""`; only tests point it at a temp folder).
+pub struct SysctlFiles;
+
+impl Fact for SysctlFiles {
+    type Query = str;
+    type Value = Vec<ConfFile>;
+
+    fn key(_: &str) -> String {
+        "sysctl:config".into()
+    }
+
+    fn script(root: &str) -> String {
+        let dirs = DIRS.join(" ");
+        format!(
+            "R={root}\n{FRAME_FN}for d in {dirs}; do\n  for f in \"$R$d\"/*.conf; do\n    if [ -e \"$f\" ] || [ -L \"$f\" ]; then np_sf \"$f\"; fi\n  done\ndone\n\
+             if [ -e \"$R{SYSCTL_CONF}\" ]; then np_sf \"$R{SYSCTL_CONF}\"; fi\nexit 0",
+            root = quote(root)
+        )
+    }
+
+    fn parse(root: &str, r: &ProbeResult) -> Result<Vec<ConfFile>, ModuleError> {
+        parse_frames(r).map_err(|d| fact::bad(Self::key(root), d))
+    }
+
+    fn render(files: &Vec<ConfFile>) -> ProbeResult {
+        let mut out = String::new();
+        for f in files {
+            let link = f.link.as_deref().unwrap_or("");
+            let content = f.content.as_deref().unwrap_or("");
+            let status = if f.content.is_some() { "f" } else { "u" };
+            out.push_str(&format!(
+                "{FRAME} {status} {} {} {}\n{}{link}{content}",
+                f.path.len(),
+                link.len(),
+                content.len(),
+                f.path
+            ));
+        }
+        ProbeResult::ok(out)
+    }
 }
 
 /// A file as the probe saw it.
@@ -106,7 +139,8 @@ fn clean_path(p: &str) -> String {
     format!("/{}", out.join("/"))
 }
 
-pub fn parse(r: &ProbeResult) -> Result<Vec<ConfFile>, String> {
+/// Files as [`FRAME_FN`] prints them.
+pub fn parse_frames(r: &ProbeResult) -> Result<Vec<ConfFile>, String> {
     if r.rc != 0 {
         return Err(format!("exit {}: {}", r.rc, r.stderr.trim()));
     }
@@ -136,24 +170,6 @@ pub fn parse(r: &ProbeResult) -> Result<Vec<ConfFile>, String> {
         rest = &body[plen + llen + clen..];
     }
     Ok(files)
-}
-
-/// The probe answer these files would produce, for predicted effects.
-pub fn render(files: &[ConfFile]) -> ProbeResult {
-    let mut out = String::new();
-    for f in files {
-        let link = f.link.as_deref().unwrap_or("");
-        let content = f.content.as_deref().unwrap_or("");
-        let status = if f.content.is_some() { "f" } else { "u" };
-        out.push_str(&format!(
-            "{FRAME} {status} {} {} {}\n{}{link}{content}",
-            f.path.len(),
-            link.len(),
-            content.len(),
-            f.path
-        ));
-    }
-    ProbeResult::ok(out)
 }
 
 /// The files after `path` was written with `content`: wherever it is read
@@ -393,8 +409,8 @@ mod tests {
             ),
             ConfFile::new("/etc/sysctl.d/dangling.conf", Some("/nope"), None),
         ];
-        assert_eq!(parse(&render(&files)).unwrap(), files);
-        assert!(parse(&ProbeResult::ok("@@SYSCTL f 9 0 0\nshort")).is_err());
+        assert_eq!(parse_frames(&SysctlFiles::render(&files)).unwrap(), files);
+        assert!(parse_frames(&ProbeResult::ok("@@SYSCTL f 9 0 0\nshort")).is_err());
     }
 
     #[test]
