@@ -299,7 +299,7 @@ impl Module for CudaEnv {
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let f = Toolkit::read(facts, &self.cuda_home)?;
         let home = f.home.as_deref().ok_or_else(|| {
-            ModuleError::Host(format!(
+            ModuleError::Missing(format!(
                 "no CUDA toolkit at {} (installed: {})",
                 self.cuda_home,
                 installed(&f)
@@ -355,12 +355,12 @@ impl CudaEnv {
         };
         match f.version.as_deref() {
             Some(v) if version_matches(v, pin) => Ok(()),
-            Some(v) => Err(ModuleError::Host(format!(
+            Some(v) => Err(ModuleError::Unsupported(format!(
                 "CUDA at {} ({home}) is {v}, not {pin}; installed toolkits: {}. Point cuda_home at the right one or switch the cuda alternative",
                 self.cuda_home,
                 installed(f)
             ))),
-            None => Err(ModuleError::Host(format!(
+            None => Err(ModuleError::Missing(format!(
                 "cannot tell the CUDA version at {home}: no version.json and no bin/nvcc"
             ))),
         }
@@ -376,7 +376,7 @@ impl CudaEnv {
             .map(|d| d.replacen(real, &self.cuda_home, 1))
             .collect();
         if dirs.is_empty() {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Missing(format!(
                 "{} has no lib64 or targets/*/lib folder",
                 self.cuda_home
             )));
@@ -616,12 +616,12 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            matches!(&err, ModuleError::Host(m) if m == "no CUDA toolkit at /usr/local/cuda-12.4 (installed: /usr/local/cuda-13.0)"),
+            matches!(&err, ModuleError::Missing(m) if m == "no CUDA toolkit at /usr/local/cuda-12.4 (installed: /usr/local/cuda-13.0)"),
             "{err}"
         );
         let err = plan_with(json!({"version": "12.4"}), H200, &[]).unwrap_err();
         assert!(
-            matches!(&err, ModuleError::Host(m) if m.contains("is 13.0, not 12.4")),
+            matches!(&err, ModuleError::Unsupported(m) if m.contains("is 13.0, not 12.4")),
             "{err}"
         );
         let with_json = H200.replace(

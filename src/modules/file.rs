@@ -103,7 +103,7 @@ impl Module for FileModule {
                 plan.effects.push(FileFact::predict(&self.path, &None));
             }
             (State::File, None) => {
-                return Err(ModuleError::Host(format!(
+                return Err(ModuleError::Missing(format!(
                     "{} does not exist (use state: touch to create it)",
                     self.path
                 )))
@@ -139,7 +139,7 @@ impl Module for FileModule {
                     _ => st.kind == Kind::Dir,
                 };
                 if wrong_kind {
-                    return Err(ModuleError::Host(format!(
+                    return Err(ModuleError::Refused(format!(
                         "{} is a {}, not a {}",
                         self.path,
                         describe(st),

@@ -218,10 +218,7 @@ impl Module for GpuSmoke {
                 .filter(|c| c.verdict == Verdict::Fail)
                 .map(line)
                 .collect();
-            return Err(ModuleError::Host(format!(
-                "GPU smoke test failed: {}",
-                failures.join("; ")
-            )));
+            return Err(ModuleError::SmokeFailed(failures));
         }
         let mut plan = Plan::noop();
         plan.notes = result.checks.iter().map(line).collect();

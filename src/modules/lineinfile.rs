@@ -160,7 +160,7 @@ impl Module for LineInFile {
         let current = FileFact::read(facts, &self.path)?;
         let text = match &current {
             Some(st) => st.content.clone().ok_or_else(|| {
-                ModuleError::Host(format!(
+                ModuleError::Refused(format!(
                     "{} is not a regular file of readable size",
                     self.path
                 ))
@@ -168,7 +168,7 @@ impl Module for LineInFile {
             None if self.create && self.present => String::new(),
             None if !self.present => return Ok(Plan::noop()),
             None => {
-                return Err(ModuleError::Host(format!(
+                return Err(ModuleError::Missing(format!(
                     "{} does not exist (set create: true to create it)",
                     self.path
                 )))

@@ -157,7 +157,7 @@ impl Module for Package {
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let Some(Installed { manager, packages }) = Packages::read(facts, &self.names)? else {
-            return Err(ModuleError::Host(
+            return Err(ModuleError::Missing(
                 "no supported package manager on this host (dnf, yum or apt-get)".into(),
             ));
         };
@@ -332,7 +332,9 @@ mod tests {
                 .contains("not a valid state")
         );
         let err = plan_on(json!({"name": "x"}), "none\n").unwrap_err();
-        assert!(matches!(err, ModuleError::Host(m) if m.contains("no supported package manager")));
+        assert!(
+            matches!(err, ModuleError::Missing(m) if m.contains("no supported package manager"))
+        );
     }
 
     #[test]

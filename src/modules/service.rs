@@ -356,7 +356,7 @@ impl Service {
             self.units.join(", ")
         };
         if wants_running {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Missing(format!(
                 "no systemd on this host (PID 1 is not systemd, /run/systemd/system is absent): cannot start or enable {what}"
             )));
         }
@@ -387,7 +387,7 @@ impl Service {
         if masked_after
             && (self.enabled == Some(true) || self.state.is_some_and(|s| s != State::Stopped))
         {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Refused(format!(
                 "{id} is masked; set masked: false to enable or start it"
             )));
         }
@@ -415,7 +415,7 @@ impl Service {
         let needs_unit =
             self.enabled == Some(true) || self.state.is_some_and(|s| s != State::Stopped);
         if needs_unit || !self.missing_ok {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Missing(format!(
                 "unit {id} not found on this host{}",
                 if needs_unit {
                     ""
@@ -484,7 +484,7 @@ impl Service {
                 "{id} is indirect: not enabled itself, it is started through the units naming it in Also= or as a template instance"
             )),
             _ => {
-                return Err(ModuleError::Host(format!(
+                return Err(ModuleError::Unsupported(format!(
                     "{id}: cannot {} a unit whose file state is '{fs}'",
                     if want { "enable" } else { "disable" }
                 )))
@@ -705,7 +705,7 @@ mod tests {
     fn masked_unit_cannot_be_started_unless_unmasked() {
         let show = block("x.service", "masked", "masked", "inactive", "");
         let err = plan_on(json!({"name": "x", "state": "started"}), &show).unwrap_err();
-        assert!(matches!(err, ModuleError::Host(m) if m.contains("set masked: false")));
+        assert!(matches!(err, ModuleError::Refused(m) if m.contains("set masked: false")));
         let plan = plan_on(
             json!({"name": "x", "state": "started", "masked": false}),
             &show,
@@ -735,7 +735,7 @@ mod tests {
             &show,
         )
         .unwrap_err();
-        assert!(matches!(err, ModuleError::Host(m) if m.contains("not found")));
+        assert!(matches!(err, ModuleError::Missing(m) if m.contains("not found")));
         assert!(plan_on(json!({"name": "telnet", "state": "started"}), &show).is_err());
         let plan = plan_on(json!({"name": "telnet", "masked": true}), &show).unwrap();
         assert_eq!(
@@ -819,7 +819,7 @@ mod tests {
         assert!(plan.notes[0].starts_with("no systemd on this host"));
         let on = build_test(&SERVICE, json!({"name": "nginx", "state": "started"})).unwrap();
         assert!(
-            matches!(on.plan(&facts), Err(ModuleError::Host(m)) if m.starts_with("no systemd on this host"))
+            matches!(on.plan(&facts), Err(ModuleError::Missing(m)) if m.starts_with("no systemd on this host"))
         );
     }
 }

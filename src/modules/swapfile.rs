@@ -418,12 +418,12 @@ enum Alloc {
 /// leaves unwritten extents that several filesystems report as holes.
 fn alloc_method(fstype: &str, kernel: Option<(u32, u32)>) -> Result<Alloc, ModuleError> {
     if UNSUPPORTED_FS.contains(&fstype) {
-        return Err(ModuleError::Host(format!(
+        return Err(ModuleError::Unsupported(format!(
             "cannot put a swap file on {fstype}: the kernel does not swap to files there"
         )));
     }
     match fstype {
-        "btrfs" if kernel.is_some_and(|k| k < (5, 0)) => Err(ModuleError::Host(
+        "btrfs" if kernel.is_some_and(|k| k < (5, 0)) => Err(ModuleError::Unsupported(
             "btrfs supports swap files only from Linux 5.0".into(),
         )),
         "btrfs" => Ok(Alloc::NocowDd),
@@ -495,14 +495,14 @@ impl Swapfile {
         plan: &mut Plan,
     ) -> Result<(FileFacts, bool), ModuleError> {
         let Some(fstype) = file.fstype.as_deref() else {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Missing(format!(
                 "{}: folder {} does not exist",
                 self.path,
                 self.dir()
             )));
         };
         if !matches!(file.kind.as_str(), "file" | "absent") {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Refused(format!(
                 "{} is a {} rather than a regular file; refusing to use it as a swap file",
                 self.path,
                 if file.kind == "link" {
@@ -598,7 +598,7 @@ impl Swapfile {
         plan: &mut Plan,
     ) -> Result<(FileFacts, bool), ModuleError> {
         if file.kind == "other" {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Refused(format!(
                 "{} is not a regular file; refusing to remove it",
                 self.path
             )));
@@ -659,7 +659,7 @@ impl Swapfile {
         let free = free_kib * 1024 + file.allocated;
         let need = want + want / 20 + DISK_MARGIN;
         if free < need {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Refused(format!(
                 "not enough disk for swap file {}: {} MiB free on {}, need {} MiB ({} plus 5% and 256 MiB to spare)",
                 self.path,
                 free / MIB,
@@ -677,7 +677,7 @@ impl Swapfile {
             .ok_or_else(|| fact::bad(MemAvailable::key(&()), "no MemAvailable"))?;
         let need = swapoff_need_kib(a.used_kib);
         if avail < need {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Refused(format!(
                 "refusing to swapoff {}: {} MiB are swapped out and only {} MiB of memory are available (need {} MiB); free memory or add another swap file first",
                 self.path,
                 a.used_kib / 1024,
@@ -1175,7 +1175,7 @@ mod tests {
         };
         let err = plan(p8(), &h).unwrap_err();
         assert!(
-            matches!(&err, ModuleError::Host(m) if m.contains("not enough disk") && m.contains("8192 MiB free")),
+            matches!(&err, ModuleError::Refused(m) if m.contains("not enough disk") && m.contains("8192 MiB free")),
             "{err}"
         );
     }
@@ -1197,7 +1197,7 @@ mod tests {
         };
         let err = super::tests::plan(p8(), &low).unwrap_err();
         assert!(
-            matches!(&err, ModuleError::Host(m) if m.contains("refusing to swapoff") && m.contains("2048 MiB are swapped out")),
+            matches!(&err, ModuleError::Refused(m) if m.contains("refusing to swapoff") && m.contains("2048 MiB are swapped out")),
             "{err}"
         );
     }
@@ -1283,6 +1283,6 @@ mod tests {
             file: "fstype=xfs\nreal=/x\ntype=link\n".into(),
             ..Host::default()
         };
-        assert!(matches!(plan(p8(), &h), Err(ModuleError::Host(m)) if m.contains("symlink")));
+        assert!(matches!(plan(p8(), &h), Err(ModuleError::Refused(m)) if m.contains("symlink")));
     }
 }

@@ -253,7 +253,7 @@ pub fn plan_content(
     let mut plan = Plan::noop();
     match current {
         Some(st) if st.kind == Kind::Dir => {
-            return Err(ModuleError::Host(format!("{dest} is a directory")))
+            return Err(ModuleError::Refused(format!("{dest} is a directory")))
         }
         Some(_) if !force => return Ok(plan),
         _ => {}

@@ -96,9 +96,22 @@ impl Plan {
 
 #[derive(Debug, Error, PartialEq)]
 pub enum ModuleError {
-    /// The host cannot reach the desired state (unknown key, missing path).
+    /// Something the task needs is not on the host: a toolkit, a unit, a
+    /// file, a folder, a kernel key, a package manager, systemd.
     #[error("{0}")]
-    Host(String),
+    Missing(String),
+    /// The host is in a state the module refuses to act on, because acting
+    /// would lose data or the host: too little disk or memory, a link or a
+    /// special file where a regular file belongs.
+    #[error("{0}")]
+    Refused(String),
+    /// The host cannot do what is asked: a filesystem without swap files, a
+    /// toolkit of another version than the pin, a static unit.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The GPU smoke test ran; these checks failed.
+    #[error("GPU smoke test failed: {}", .0.join("; "))]
+    SmokeFailed(Vec<String>),
     /// A probe answered something the module could not understand.
     #[error("unexpected probe output for {key}: {detail}")]
     Fact { key: String, detail: String },

@@ -362,7 +362,7 @@ impl Module for Sysctl {
         let path = self.host_path(&self.file);
         let current = FileFact::read(facts, &path)?;
         if let Some(link) = current.as_ref().and_then(|s| s.link_target.as_ref()) {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Refused(format!(
                 "{} is a symlink to {link}; writing it would replace the link (and whatever reads through it), so name the target file instead",
                 self.file
             )));
@@ -553,7 +553,7 @@ impl Sysctl {
                 .push(format!("{key}: not available on this kernel (ignored)"));
             return Ok(None);
         }
-        Err(ModuleError::Host(format!(
+        Err(ModuleError::Missing(format!(
             "unknown sysctl key {key} on this kernel ({} missing; its module may not be loaded); set ignoreerrors: true to skip it",
             proc_path(key)
         )))

@@ -495,7 +495,7 @@ fn unknown_key_is_a_clear_error_unless_ignored() {
     let f = facts(&m, &[], &[], &[]);
     let err = m.plan(&f).unwrap_err();
     assert!(
-        matches!(&err, ModuleError::Host(msg) if msg.contains("unknown sysctl key net.bridge.bridge-nf-call-iptables")),
+        matches!(&err, ModuleError::Missing(msg) if msg.contains("unknown sysctl key net.bridge.bridge-nf-call-iptables")),
         "{err:?}"
     );
     let m = parse_params(json!({"settings": {"net.bridge.bridge-nf-call-iptables": 1}, "file": OURS, "ignoreerrors": true})).unwrap();
@@ -626,7 +626,7 @@ fn symlinked_target_file_is_refused() {
     f.insert(FileFact::key(&m.file), FileFact::render(&Some(link)));
     let err = m.plan(&f).unwrap_err();
     assert!(
-        matches!(&err, ModuleError::Host(msg) if msg.contains("is a symlink to ../sysctl.conf")),
+        matches!(&err, ModuleError::Refused(msg) if msg.contains("is a symlink to ../sysctl.conf")),
         "{err:?}"
     );
 }
