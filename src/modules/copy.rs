@@ -10,7 +10,7 @@ use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params};
 use crate::remote::probe::Probe;
 
-pub const COPY: ModuleSpec = ModuleSpec {
+pub(crate) const COPY: ModuleSpec = ModuleSpec {
     name: "copy",
     aliases: &["ansible.builtin.copy"],
     params: &CopyArgs::SPEC,
@@ -18,7 +18,7 @@ pub const COPY: ModuleSpec = ModuleSpec {
     build: build_copy,
 };
 
-pub const TEMPLATE: ModuleSpec = ModuleSpec {
+pub(crate) const TEMPLATE: ModuleSpec = ModuleSpec {
     name: "template",
     aliases: &["ansible.builtin.template"],
     params: &TemplateArgs::SPEC,

@@ -20,7 +20,7 @@ use crate::modules::params::{module_params, ParamError, ParamValue, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::{quote, sbin};
 
-pub const CUDA_ENV: ModuleSpec = ModuleSpec {
+pub(crate) const CUDA_ENV: ModuleSpec = ModuleSpec {
     name: "cuda_env",
     aliases: &[],
     params: &CudaArgs::SPEC,

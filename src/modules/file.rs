@@ -9,7 +9,7 @@ use crate::modules::params::{choices, first_of, module_params, Choice, Mode, Par
 use crate::remote::probe::Probe;
 use crate::remote::shell::quote;
 
-pub const FILE: ModuleSpec = ModuleSpec {
+pub(crate) const FILE: ModuleSpec = ModuleSpec {
     name: "file",
     aliases: &["ansible.builtin.file"],
     params: &FileArgs::SPEC,

@@ -10,7 +10,7 @@ use crate::modules::params::{module_params, ParamError, ParamValue, Params};
 use crate::remote::probe::Probe;
 use crate::smoke::{self, SmokeOptions, TierScript, Verdict};
 
-pub const GPU_SMOKE: ModuleSpec = ModuleSpec {
+pub(crate) const GPU_SMOKE: ModuleSpec = ModuleSpec {
     name: "gpu_smoke",
     aliases: &[],
     params: &SmokeArgs::SPEC,

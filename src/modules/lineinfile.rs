@@ -10,7 +10,7 @@ use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{first_of, module_params, Mode, ParamError, Params, Presence};
 use crate::remote::probe::Probe;
 
-pub const LINEINFILE: ModuleSpec = ModuleSpec {
+pub(crate) const LINEINFILE: ModuleSpec = ModuleSpec {
     name: "lineinfile",
     aliases: &["ansible.builtin.lineinfile"],
     params: &LineArgs::SPEC,

@@ -13,7 +13,7 @@ use crate::modules::params::{choices, first_of, module_params, ParamError, Param
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
 
-pub const MOUNT: ModuleSpec = ModuleSpec {
+pub(crate) const MOUNT: ModuleSpec = ModuleSpec {
     name: "mount",
     aliases: &["ansible.posix.mount"],
     params: &MountArgs::SPEC,

@@ -8,7 +8,7 @@ use crate::modules::params::{choices, module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
 
-pub const PACKAGE: ModuleSpec = ModuleSpec {
+pub(crate) const PACKAGE: ModuleSpec = ModuleSpec {
     name: "package",
     aliases: &[
         "ansible.builtin.package",

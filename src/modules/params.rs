@@ -11,7 +11,7 @@ use crate::load::diag::{Diagnostic, Span};
 use crate::template::Templates;
 
 /// Where a module looks for what a task refers to: templates, files, vars.
-pub struct BuildCtx<'a> {
+pub(crate) struct BuildCtx<'a> {
     pub templates: &'a Templates,
     pub vars: &'a Value,
     /// Folders searched for `src:` files, in order (see [`search_dirs`]).
@@ -25,7 +25,7 @@ pub struct BuildCtx<'a> {
 pub struct Sources(Mutex<HashMap<PathBuf, Arc<str>>>);
 
 impl Sources {
-    pub fn read(&self, path: &Path) -> Result<Arc<str>, crate::load::input::ReadError> {
+    pub(crate) fn read(&self, path: &Path) -> Result<Arc<str>, crate::load::input::ReadError> {
         if let Some(text) = self.0.lock().unwrap().get(path) {
             return Ok(text.clone());
         }
@@ -38,7 +38,7 @@ impl Sources {
 
 impl BuildCtx<'_> {
     /// Finds a controller-side file named by `src:`.
-    pub fn find_file(&self, name: &str) -> Option<PathBuf> {
+    pub(crate) fn find_file(&self, name: &str) -> Option<PathBuf> {
         find_file(self.search_dirs, name)
     }
 }
@@ -46,7 +46,7 @@ impl BuildCtx<'_> {
 /// The folders `src:` files are looked up in, for a playbook at `playbook`:
 /// its `templates/` and `files/`, the project's `templates/` beside the
 /// playbooks folder, then the playbook's own folder.
-pub fn search_dirs(playbook: &Path) -> Vec<PathBuf> {
+pub(crate) fn search_dirs(playbook: &Path) -> Vec<PathBuf> {
     let base = playbook.parent().unwrap_or(Path::new("."));
     vec![
         base.join("templates"),
@@ -57,7 +57,7 @@ pub fn search_dirs(playbook: &Path) -> Vec<PathBuf> {
 }
 
 /// The first `dirs/name` that exists; an absolute `name` as it is.
-pub fn find_file(dirs: &[PathBuf], name: &str) -> Option<PathBuf> {
+pub(crate) fn find_file(dirs: &[PathBuf], name: &str) -> Option<PathBuf> {
     let path = Path::new(name);
     if path.is_absolute() {
         return path.exists().then(|| path.to_path_buf());
@@ -66,14 +66,14 @@ pub fn find_file(dirs: &[PathBuf], name: &str) -> Option<PathBuf> {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct ParamError {
+pub(crate) struct ParamError {
     pub message: String,
     pub span: Span,
     pub hint: Option<String>,
 }
 
 impl ParamError {
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    pub(crate) fn to_diagnostic(&self) -> Diagnostic {
         let d = Diagnostic::new(&self.span, self.message.clone());
         match &self.hint {
             Some(h) => d.with_hint(h.clone()),
@@ -82,7 +82,7 @@ impl ParamError {
     }
 }
 
-pub struct Params<'a> {
+pub(crate) struct Params<'a> {
     pub module: &'static str,
     /// The module key in the task, for errors about the task as a whole.
     pub span: Span,
@@ -91,7 +91,7 @@ pub struct Params<'a> {
 }
 
 impl<'a> Params<'a> {
-    pub fn new(
+    pub(crate) fn new(
         module: &'static str,
         span: Span,
         entries: Vec<(String, Value, Span)>,
@@ -111,16 +111,16 @@ impl<'a> Params<'a> {
             .find(|(k, v, _)| k == key && !v.is_null())
     }
 
-    pub fn has(&self, key: &str) -> bool {
+    pub(crate) fn has(&self, key: &str) -> bool {
         self.entry(key).is_some()
     }
 
-    pub fn raw(&self, key: &str) -> Option<&Value> {
+    pub(crate) fn raw(&self, key: &str) -> Option<&Value> {
         self.entry(key).map(|(_, v, _)| v)
     }
 
     /// An error about one parameter, or about the task when it is absent.
-    pub fn error(&self, key: &str, message: impl Into<String>) -> ParamError {
+    pub(crate) fn error(&self, key: &str, message: impl Into<String>) -> ParamError {
         let span = self.entry(key).map_or(&self.span, |(_, _, s)| s).clone();
         ParamError {
             message: format!("{}: {}", self.module, message.into()),
@@ -134,7 +134,7 @@ impl<'a> Params<'a> {
     }
 
     /// Scalars of any type read as text, as Ansible does for string params.
-    pub fn str(&self, key: &str) -> Result<Option<String>, ParamError> {
+    pub(crate) fn str(&self, key: &str) -> Result<Option<String>, ParamError> {
         match self.raw(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -147,7 +147,7 @@ impl<'a> Params<'a> {
     /// spelling of the root or of the working folder (`//`, `/tmp/..`,
     /// `.`) are refused here rather than left to GNU rm's own refusal; a
     /// templated path is checked again once rendered, as every build is.
-    pub fn destructive_path(&self, key: &str, path: &str) -> Result<(), ParamError> {
+    pub(crate) fn destructive_path(&self, key: &str, path: &str) -> Result<(), ParamError> {
         let mut depth = 0usize;
         for part in path.split('/') {
             match part {
@@ -172,13 +172,13 @@ impl<'a> Params<'a> {
         ))
     }
 
-    pub fn required_str(&self, key: &str) -> Result<String, ParamError> {
+    pub(crate) fn required_str(&self, key: &str) -> Result<String, ParamError> {
         self.str(key)?
             .ok_or_else(|| self.error(key, format!("missing required parameter '{key}'")))
     }
 
     /// Ansible's boolean spellings: yes/no, on/off, true/false, 1/0.
-    pub fn bool(&self, key: &str) -> Result<Option<bool>, ParamError> {
+    pub(crate) fn bool(&self, key: &str) -> Result<Option<bool>, ParamError> {
         match self.raw(key) {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -188,11 +188,11 @@ impl<'a> Params<'a> {
         }
     }
 
-    pub fn bool_or(&self, key: &str, default: bool) -> Result<bool, ParamError> {
+    pub(crate) fn bool_or(&self, key: &str, default: bool) -> Result<bool, ParamError> {
         Ok(self.bool(key)?.unwrap_or(default))
     }
 
-    pub fn int(&self, key: &str) -> Result<Option<i64>, ParamError> {
+    pub(crate) fn int(&self, key: &str) -> Result<Option<i64>, ParamError> {
         match self.raw(key) {
             None => Ok(None),
             Some(Value::Number(n)) if n.is_i64() => Ok(n.as_i64()),
@@ -206,7 +206,7 @@ impl<'a> Params<'a> {
     }
 
     /// A string or a list of strings (Ansible accepts both for `name:` lists).
-    pub fn str_list(&self, key: &str) -> Result<Vec<String>, ParamError> {
+    pub(crate) fn str_list(&self, key: &str) -> Result<Vec<String>, ParamError> {
         match self.raw(key) {
             None => Ok(Vec::new()),
             Some(Value::Array(items)) => items
@@ -228,7 +228,10 @@ impl<'a> Params<'a> {
         }
     }
 
-    pub fn map(&self, key: &str) -> Result<Option<&serde_json::Map<String, Value>>, ParamError> {
+    pub(crate) fn map(
+        &self,
+        key: &str,
+    ) -> Result<Option<&serde_json::Map<String, Value>>, ParamError> {
         match self.raw(key) {
             None => Ok(None),
             Some(Value::Object(m)) => Ok(Some(m)),
@@ -237,7 +240,12 @@ impl<'a> Params<'a> {
     }
 
     /// One of a fixed set of words.
-    pub fn choice(&self, key: &str, choices: &[&str], default: &str) -> Result<String, ParamError> {
+    pub(crate) fn choice(
+        &self,
+        key: &str,
+        choices: &[&str],
+        default: &str,
+    ) -> Result<String, ParamError> {
         let value = self.str(key)?.unwrap_or_else(|| default.to_string());
         if choices.contains(&value.as_str()) {
             return Ok(value);
@@ -256,7 +264,7 @@ impl<'a> Params<'a> {
 
     /// A file mode: YAML's `0644` arrives as the number 420 (octal already
     /// applied by the loader), a string `"0644"`/`"644"` is octal text.
-    pub fn mode(&self, key: &str) -> Result<Option<u32>, ParamError> {
+    pub(crate) fn mode(&self, key: &str) -> Result<Option<u32>, ParamError> {
         match self.raw(key) {
             None => Ok(None),
             Some(Value::Number(n)) => n
@@ -274,7 +282,7 @@ impl<'a> Params<'a> {
     }
 }
 
-pub fn scalar_text(v: &Value) -> String {
+pub(crate) fn scalar_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
@@ -282,7 +290,7 @@ pub fn scalar_text(v: &Value) -> String {
     }
 }
 
-pub fn parse_bool(s: &str) -> Option<bool> {
+pub(crate) fn parse_bool(s: &str) -> Option<bool> {
     match s.trim().to_ascii_lowercase().as_str() {
         "yes" | "on" | "true" | "1" | "y" => Some(true),
         "no" | "off" | "false" | "0" | "n" => Some(false),
@@ -292,7 +300,7 @@ pub fn parse_bool(s: &str) -> Option<bool> {
 
 /// The first of several names for one parameter that a task set
 /// (`path`, `dest`, `name`), with the name it used; the first name when none.
-pub fn first_of<const N: usize>(
+pub(crate) fn first_of<const N: usize>(
     p: &Params,
     names: [(&'static str, Option<String>); N],
 ) -> Result<(&'static str, String), ParamError> {
@@ -316,7 +324,7 @@ pub struct ParamDoc {
 }
 
 /// A type a parameter is read as, with the error that points at it.
-pub trait ParamValue: Sized {
+pub(crate) trait ParamValue: Sized {
     /// Whether a task must set it (unless the declaration gives a default).
     const REQUIRED: bool = false;
     const CHOICES: &'static [&'static str] = &[];
@@ -406,7 +414,7 @@ impl ParamValue for Option<serde_json::Map<String, Value>> {
 
 /// A file mode (see [`Params::mode`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Mode(pub u32);
+pub(crate) struct Mode(pub u32);
 
 impl ParamValue for Option<Mode> {
     fn read(p: &Params, key: &str) -> Result<Self, ParamError> {
@@ -418,7 +426,7 @@ impl ParamValue for Option<Mode> {
 }
 
 /// A choice declared with [`choices!`]: one of a fixed set of words.
-pub trait Choice: Copy {
+pub(crate) trait Choice: Copy {
     /// Every spelling accepted, in the order errors list them.
     const SPELLINGS: &'static [&'static str];
     /// The first spelling of each choice, as the README lists them.
@@ -428,7 +436,11 @@ pub trait Choice: Copy {
 }
 
 /// A declared choice; `default` when the task does not set it (`""`: none).
-pub fn read_choice<T: Choice>(p: &Params, key: &str, default: &str) -> Result<T, ParamError> {
+pub(crate) fn read_choice<T: Choice>(
+    p: &Params,
+    key: &str,
+    default: &str,
+) -> Result<T, ParamError> {
     let word = p.choice(key, T::SPELLINGS, default)?;
     Ok(T::from_word(&word).expect("a spelling of a declared choice"))
 }
@@ -509,14 +521,14 @@ pub(crate) use choices;
 
 choices! {
     /// Whether a thing is there, for the modules that ask only that.
-    pub enum Presence {
+    pub(crate) enum Presence {
         Present = "present",
         Absent = "absent",
     }
 }
 
 /// How many of `docs` are required, for [`required_names`].
-pub const fn required_count(docs: &[ParamDoc]) -> usize {
+pub(crate) const fn required_count(docs: &[ParamDoc]) -> usize {
     let (mut i, mut n) = (0, 0);
     while i < docs.len() {
         if docs[i].required {
@@ -528,7 +540,7 @@ pub const fn required_count(docs: &[ParamDoc]) -> usize {
 }
 
 /// The names of the required parameters among `docs`, at compile time.
-pub const fn required_names<const N: usize>(docs: &[ParamDoc]) -> [&'static str; N] {
+pub(crate) const fn required_names<const N: usize>(docs: &[ParamDoc]) -> [&'static str; N] {
     let mut out = [""; N];
     let (mut i, mut j) = (0, 0);
     while i < docs.len() {
@@ -542,7 +554,7 @@ pub const fn required_names<const N: usize>(docs: &[ParamDoc]) -> [&'static str;
 }
 
 /// The names of `docs`, at compile time.
-pub const fn param_names<const N: usize>(docs: &[ParamDoc]) -> [&'static str; N] {
+pub(crate) const fn param_names<const N: usize>(docs: &[ParamDoc]) -> [&'static str; N] {
     let mut out = [""; N];
     let mut i = 0;
     while i < N {

@@ -26,12 +26,12 @@ pub fn registry() -> &'static [ModuleSpec] {
 }
 
 /// The spec selected by a task key, if any.
-pub fn find(key: &str) -> Option<&'static ModuleSpec> {
+pub(crate) fn find(key: &str) -> Option<&'static ModuleSpec> {
     registry().iter().find(|s| s.names().any(|n| n == key))
 }
 
 /// Every key that selects a module, for "did you mean" hints.
-pub fn all_names() -> impl Iterator<Item = &'static str> {
+pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
     registry().iter().flat_map(ModuleSpec::names)
 }
 

@@ -14,7 +14,7 @@ use crate::modules::params::{choices, module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
 
-pub const SERVICE: ModuleSpec = ModuleSpec {
+pub(crate) const SERVICE: ModuleSpec = ModuleSpec {
     name: "systemd_service",
     aliases: &[
         "ansible.builtin.systemd_service",

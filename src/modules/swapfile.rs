@@ -14,7 +14,7 @@ use crate::modules::params::{module_params, ParamError, ParamValue, Params, Pres
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::{quote, sbin};
 
-pub const SWAPFILE: ModuleSpec = ModuleSpec {
+pub(crate) const SWAPFILE: ModuleSpec = ModuleSpec {
     name: "swapfile",
     aliases: &[],
     params: &SwapArgs::SPEC,

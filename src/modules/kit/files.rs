@@ -9,10 +9,10 @@ use crate::remote::probe::ProbeResult;
 use crate::remote::shell::quote;
 
 /// Content larger than this is compared by SHA-256 only, and not diffed.
-pub const MAX_CONTENT: u64 = 1 << 20;
+pub(crate) const MAX_CONTENT: u64 = 1 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     File,
     Dir,
     Link,
@@ -20,7 +20,7 @@ pub enum Kind {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FileState {
+pub(crate) struct FileState {
     pub kind: Kind,
     pub mode: u32,
     pub owner: String,
@@ -35,7 +35,7 @@ pub struct FileState {
 
 impl FileState {
     /// Whether this is a regular file with exactly `content`.
-    pub fn holds(&self, content: &str) -> bool {
+    pub(crate) fn holds(&self, content: &str) -> bool {
         match (&self.content, &self.sha256) {
             (Some(have), _) => have == content,
             (None, Some(sum)) => *sum == sha256_hex(content.as_bytes()),
@@ -44,7 +44,7 @@ impl FileState {
     }
 
     /// A regular file as a write would leave it.
-    pub fn written(content: &str, mode: u32, owner: &str, group: &str) -> FileState {
+    pub(crate) fn written(content: &str, mode: u32, owner: &str, group: &str) -> FileState {
         FileState {
             kind: Kind::File,
             mode,
@@ -60,7 +60,7 @@ impl FileState {
 
 /// A path's type, mode, owner, size, link target and (small) content;
 /// `None` when it does not exist.
-pub struct FileFact;
+pub(crate) struct FileFact;
 
 impl Fact for FileFact {
     type Query = str;
@@ -143,7 +143,7 @@ if [ "$t" = f ]; then if [ "$(stat -c %s -- "$p")" -le {MAX_CONTENT} ]; then cat
 }
 
 /// SHA-256 in hex, as `sha256sum` prints it.
-pub fn sha256_hex(data: &[u8]) -> String {
+pub(crate) fn sha256_hex(data: &[u8]) -> String {
     let mut md = [0u8; 64]; // EVP_MAX_MD_SIZE
     let mut len = 0u32;
     // SAFETY: a fresh digest context, freed before returning; `md` has room
@@ -167,7 +167,7 @@ pub fn sha256_hex(data: &[u8]) -> String {
 
 /// How a file is to be written.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct WriteOpts {
+pub(crate) struct WriteOpts {
     pub mode: Option<u32>,
     pub owner: Option<String>,
     pub group: Option<String>,
@@ -179,7 +179,7 @@ pub struct WriteOpts {
 /// between), gets the old file's owner, mode and SELinux label unless told
 /// otherwise, and is renamed over the old one. A failure at any point (a
 /// full disk) leaves the old file untouched and removes the temp file.
-pub fn write_step(path: &str, content: &str, opts: &WriteOpts) -> String {
+pub(crate) fn write_step(path: &str, content: &str, opts: &WriteOpts) -> String {
     let p = quote(path);
     // The content is encoded straight into the step: one buffer, however
     // large the file.
@@ -205,7 +205,7 @@ pub fn write_step(path: &str, content: &str, opts: &WriteOpts) -> String {
 }
 
 /// chmod/chown for the attributes that were asked for; `on_fail` runs when one fails.
-pub fn attr_commands(target: &str, opts: &WriteOpts, on_fail: &str) -> String {
+pub(crate) fn attr_commands(target: &str, opts: &WriteOpts, on_fail: &str) -> String {
     let mut s = String::new();
     if let Some(mode) = opts.mode {
         s.push_str(&format!("chmod {mode:o} {target} || {{ {on_fail}; }}\n"));
@@ -226,7 +226,7 @@ pub fn attr_commands(target: &str, opts: &WriteOpts, on_fail: &str) -> String {
 }
 
 /// Unified diff of two texts, labelled with the path.
-pub fn unified_diff(path: &str, before: &str, after: &str) -> String {
+pub(crate) fn unified_diff(path: &str, before: &str, after: &str) -> String {
     similar::TextDiff::from_lines(before, after)
         .unified_diff()
         .context_radius(3)
@@ -243,7 +243,7 @@ fn reason(r: &ProbeResult) -> String {
 }
 
 /// The plan for "this path holds exactly this content, with these attributes".
-pub fn plan_content(
+pub(crate) fn plan_content(
     dest: &str,
     current: Option<&FileState>,
     content: &str,
@@ -305,7 +305,7 @@ fn content_diff(dest: &str, current: Option<&FileState>, content: &str) -> Optio
 }
 
 /// Mode/owner/group differences of an existing path.
-pub fn attr_changes(dest: &str, st: &FileState, opts: &WriteOpts) -> Vec<Change> {
+pub(crate) fn attr_changes(dest: &str, st: &FileState, opts: &WriteOpts) -> Vec<Change> {
     let mut out = Vec::new();
     if let Some(mode) = opts.mode.filter(|m| *m != st.mode) {
         out.push(Change::new(
@@ -333,7 +333,7 @@ pub fn attr_changes(dest: &str, st: &FileState, opts: &WriteOpts) -> Vec<Change>
 
 /// Values of every fact here, for the round trip every fact must pass.
 #[cfg(test)]
-pub fn fact_samples(rt: &mut super::fact::RoundTrip) {
+pub(crate) fn fact_samples(rt: &mut super::fact::RoundTrip) {
     let small = FileState::written("a = 1\nb\n", 0o640, "root", "adm");
     let special = |kind, link_target: Option<&str>| FileState {
         kind,

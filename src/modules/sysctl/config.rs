@@ -9,7 +9,7 @@ use crate::remote::probe::ProbeResult;
 use crate::remote::shell::quote;
 
 /// sysctl.d(5) search path; for one basename the first folder wins.
-pub const DIRS: &[&str] = &[
+pub(crate) const DIRS: &[&str] = &[
     "/etc/sysctl.d",
     "/run/sysctl.d",
     "/usr/local/lib/sysctl.d",
@@ -19,7 +19,7 @@ pub const DIRS: &[&str] = &[
 
 /// procps `sysctl --system` and tuned read it last; systemd-sysctl only
 /// through a sysctl.d link such as RHEL's `99-sysctl.conf -> ../sysctl.conf`.
-pub const SYSCTL_CONF: &str = "/etc/sysctl.conf";
+pub(crate) const SYSCTL_CONF: &str = "/etc/sysctl.conf";
 
 /// Folders tuned's `reapply_sysctl` re-reads after applying its profile.
 const REAPPLIED_DIRS: &[&str] = &["/etc/sysctl.d", "/run/sysctl.d"];
@@ -30,7 +30,7 @@ const FRAME: &str = "@@SYSCTL";
 /// `@@SYSCTL <f|u> <pathlen> <linklen> <contentlen>` and then exactly those
 /// bytes, so no content can be mistaken for a frame. The path is printed
 /// without the `$R` prefix that tests point at a temp folder.
-pub const FRAME_FN: &str = r#"np_len() { printf '%s' "$1" | wc -c | tr -d ' '; }
+pub(crate) const FRAME_FN: &str = r#"np_len() { printf '%s' "$1" | wc -c | tr -d ' '; }
 np_sf() {
   p=${1#"$R"}; t=
   if [ -L "$1" ]; then t=$(readlink -- "$1"); fi
@@ -42,7 +42,7 @@ np_sf() {
 /// Every sysctl file a host boots with, read by one probe shared by every
 /// sysctl task of a host. The query is the root prefix of every path
 /// (`""`; only tests point it at a temp folder).
-pub struct SysctlFiles;
+pub(crate) struct SysctlFiles;
 
 impl Fact for SysctlFiles {
     type Query = str;
@@ -85,7 +85,7 @@ impl Fact for SysctlFiles {
 
 /// A file as the probe saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfFile {
+pub(crate) struct ConfFile {
     pub path: String,
     /// The link target when the path is a symlink, as `readlink` prints it.
     pub link: Option<String>,
@@ -94,7 +94,7 @@ pub struct ConfFile {
 }
 
 impl ConfFile {
-    pub fn new(path: &str, link: Option<&str>, content: Option<&str>) -> Self {
+    pub(crate) fn new(path: &str, link: Option<&str>, content: Option<&str>) -> Self {
         ConfFile {
             path: path.to_string(),
             link: link.map(String::from),
@@ -106,12 +106,12 @@ impl ConfFile {
         self.path.rsplit_once('/').map_or("", |(d, _)| d)
     }
 
-    pub fn basename(&self) -> &str {
+    pub(crate) fn basename(&self) -> &str {
         self.path.rsplit_once('/').map_or(&self.path, |(_, b)| b)
     }
 
     /// The file the content really comes from.
-    pub fn real(&self) -> String {
+    pub(crate) fn real(&self) -> String {
         match &self.link {
             Some(l) if l.starts_with('/') => clean_path(l),
             Some(l) => clean_path(&format!("{}/{l}", self.dir())),
@@ -140,7 +140,7 @@ fn clean_path(p: &str) -> String {
 }
 
 /// Files as [`FRAME_FN`] prints them.
-pub fn parse_frames(r: &ProbeResult) -> Result<Vec<ConfFile>, String> {
+pub(crate) fn parse_frames(r: &ProbeResult) -> Result<Vec<ConfFile>, String> {
     if r.rc != 0 {
         return Err(format!("exit {}: {}", r.rc, r.stderr.trim()));
     }
@@ -174,7 +174,7 @@ pub fn parse_frames(r: &ProbeResult) -> Result<Vec<ConfFile>, String> {
 
 /// The files after `path` was written with `content`: wherever it is read
 /// (directly or through a link), and listed itself as the probe would.
-pub fn with_file(files: &[ConfFile], path: &str, content: &str) -> Vec<ConfFile> {
+pub(crate) fn with_file(files: &[ConfFile], path: &str, content: &str) -> Vec<ConfFile> {
     let mut out = files.to_vec();
     for f in out.iter_mut().filter(|f| f.real() == path) {
         f.content = Some(content.to_string());
@@ -245,14 +245,14 @@ fn wildcard(p: &[u8], s: &[u8]) -> bool {
 
 /// Where a boot-time value comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     File { file: ConfFile, line: usize },
     Tuned { profile: String },
 }
 
 impl Origin {
     /// True when the value is read from `path` (directly or via a link).
-    pub fn is_file(&self, path: &str) -> bool {
+    pub(crate) fn is_file(&self, path: &str) -> bool {
         matches!(self, Origin::File { file, .. } if file.real() == path)
     }
 }
@@ -270,14 +270,14 @@ impl std::fmt::Display for Origin {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Winner {
+pub(crate) struct Winner {
     pub value: String,
     pub origin: Origin,
 }
 
 /// The files systemd-sysctl applies, in order: per basename the one from
 /// the first folder of [`DIRS`], then all sorted by basename.
-pub fn boot_order(files: &[ConfFile]) -> Vec<&ConfFile> {
+pub(crate) fn boot_order(files: &[ConfFile]) -> Vec<&ConfFile> {
     let mut chosen: Vec<&ConfFile> = Vec::new();
     for dir in DIRS {
         for f in files
@@ -349,7 +349,7 @@ fn winner(key: &str, order: &[&ConfFile]) -> Option<Winner> {
 /// The value `key` gets at the next boot: systemd-sysctl's winner, then the
 /// active tuned profile, which beats files unless `reapply_sysctl` makes
 /// tuned re-read /etc and /run afterwards.
-pub fn boot(key: &str, files: &[ConfFile], tuned: Option<&Tuned>) -> Option<Winner> {
+pub(crate) fn boot(key: &str, files: &[ConfFile], tuned: Option<&Tuned>) -> Option<Winner> {
     let systemd = winner(key, &boot_order(files));
     let Some((profile, value)) = tuned.and_then(|t| Some((t, t.value(key)?))) else {
         return systemd;
@@ -369,14 +369,18 @@ pub fn boot(key: &str, files: &[ConfFile], tuned: Option<&Tuned>) -> Option<Winn
 /// `/etc/sysctl.conf` when `sysctl --system` would apply it last with a
 /// value other than the boot winner's (systemd-sysctl never reads it
 /// without a sysctl.d link).
-pub fn procps_override(key: &str, files: &[ConfFile], boot: Option<&Winner>) -> Option<Winner> {
+pub(crate) fn procps_override(
+    key: &str,
+    files: &[ConfFile],
+    boot: Option<&Winner>,
+) -> Option<Winner> {
     let procps = winner(key, &procps_order(files))?;
     let differs = boot.is_none_or(|b| !same_value(&b.value, &procps.value));
     (differs && procps.origin.is_file(SYSCTL_CONF)).then_some(procps)
 }
 
 /// A drop-in name that sorts after every file that assigns `key`.
-pub fn later_name(key: &str, files: &[ConfFile]) -> String {
+pub(crate) fn later_name(key: &str, files: &[ConfFile]) -> String {
     let last = boot_order(files)
         .into_iter()
         .filter(|f| winner(key, &[f]).is_some())

@@ -27,7 +27,7 @@ use crate::remote::shell::quote;
 use config::{ConfFile, SysctlFiles, Winner};
 use tuned::{Tuned, TunedProfile};
 
-pub const SYSCTL: ModuleSpec = ModuleSpec {
+pub(crate) const SYSCTL: ModuleSpec = ModuleSpec {
     name: "sysctl",
     aliases: &["ansible.posix.sysctl"],
     params: &SysctlArgs::SPEC,
@@ -80,7 +80,7 @@ fn components(key: &str) -> Vec<String> {
 
 /// `vm/swappiness` → `vm.swappiness`; a key whose parts contain dots (VLAN
 /// interfaces) keeps the slash form, which is unambiguous.
-pub fn normalize_key(key: &str) -> String {
+pub(crate) fn normalize_key(key: &str) -> String {
     let parts = components(key);
     if parts.iter().any(|p| p.contains('.')) {
         parts.join("/")
@@ -90,12 +90,12 @@ pub fn normalize_key(key: &str) -> String {
 }
 
 /// The file under /proc/sys that holds a key.
-pub fn proc_path(key: &str) -> String {
+pub(crate) fn proc_path(key: &str) -> String {
     format!("/proc/sys/{}", components(key).join("/"))
 }
 
 /// Values are lists of whitespace-separated tokens.
-pub fn same_value(a: &str, b: &str) -> bool {
+pub(crate) fn same_value(a: &str, b: &str) -> bool {
     a.split_whitespace().eq(b.split_whitespace())
 }
 
@@ -133,13 +133,13 @@ impl Fact for LiveValue {
 }
 
 /// The step that sets one key live, without reloading anything else.
-pub fn live_step(key: &str, value: &str) -> String {
+pub(crate) fn live_step(key: &str, value: &str) -> String {
     let v = value.split_whitespace().collect::<Vec<_>>().join(" ");
     format!("printf '%s\\n' {} > {}", quote(&v), quote(&proc_path(key)))
 }
 
 /// The key a `key = value` line of a sysctl file assigns, if any.
-pub fn line_key(line: &str) -> Option<(String, &str)> {
+pub(crate) fn line_key(line: &str) -> Option<(String, &str)> {
     let t = line.trim();
     if t.is_empty() || t.starts_with('#') || t.starts_with(';') {
         return None;

@@ -29,7 +29,7 @@ const MAX_PROFILES: usize = 32;
 /// The active tuned profile: the profile, tuned-main.conf and every
 /// profile file the active ones include, framed like the sysctl files.
 /// The query is the root prefix of every path, as for [`SysctlFiles`].
-pub struct TunedProfile;
+pub(crate) struct TunedProfile;
 
 impl Fact for TunedProfile {
     type Query = str;
@@ -97,7 +97,7 @@ exit 0"#,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Tuned {
+pub(crate) struct Tuned {
     /// As `active_profile` names it (several merge left to right).
     pub profile: String,
     /// `[sysctl]` of the profile and everything it includes, merged.
@@ -107,7 +107,7 @@ pub struct Tuned {
 }
 
 impl Tuned {
-    pub fn value(&self, key: &str) -> Option<&str> {
+    pub(crate) fn value(&self, key: &str) -> Option<&str> {
         self.sysctl.get(key).map(String::as_str)
     }
 }
