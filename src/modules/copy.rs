@@ -75,20 +75,19 @@ struct FileContent {
     force: bool,
 }
 
-/// The parameters `copy` and `template` share.
-struct Target {
+fn module(
+    p: &Params,
     dest: String,
+    content: Arc<str>,
     opts: WriteOpts,
     force: bool,
-}
-
-fn module(p: &Params, t: Target, content: Arc<str>) -> Result<Box<dyn Module>, ParamError> {
-    p.destructive_path("dest", &t.dest)?;
+) -> Result<Box<dyn Module>, ParamError> {
+    p.destructive_path("dest", &dest)?;
     Ok(Box::new(FileContent {
-        dest: t.dest,
+        dest,
         content,
-        opts: t.opts,
-        force: t.force,
+        opts,
+        force,
     }))
 }
 
@@ -114,17 +113,8 @@ fn build_copy(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         (None, Some(src)) => read_src(p, &src)?.1,
         _ => return Err(p.error("content", "give exactly one of 'src' or 'content'")),
     };
-    let t = Target {
-        dest: a.dest,
-        opts: WriteOpts {
-            mode: a.mode.map(|m| m.0),
-            owner: a.owner,
-            group: a.group,
-            backup: a.backup,
-        },
-        force: a.force,
-    };
-    module(p, t, content)
+    let opts = WriteOpts::new(a.mode, a.owner, a.group).with_backup(a.backup);
+    module(p, a.dest, content, opts, a.force)
 }
 
 fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -137,17 +127,8 @@ fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             format!("template {}{at}: {}", path.display(), e.message),
         )
     })?;
-    let t = Target {
-        dest: a.dest,
-        opts: WriteOpts {
-            mode: a.mode.map(|m| m.0),
-            owner: a.owner,
-            group: a.group,
-            backup: a.backup,
-        },
-        force: a.force,
-    };
-    module(p, t, content.into())
+    let opts = WriteOpts::new(a.mode, a.owner, a.group).with_backup(a.backup);
+    module(p, a.dest, content.into(), opts, a.force)
 }
 
 impl Module for FileContent {

@@ -72,12 +72,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         path,
         state: a.state,
         src: a.src,
-        opts: WriteOpts {
-            mode: a.mode.map(|m| m.0),
-            owner: a.owner,
-            group: a.group,
-            backup: false,
-        },
+        opts: WriteOpts::new(a.mode, a.owner, a.group),
     }))
 }
 
@@ -108,26 +103,18 @@ impl Module for FileModule {
                     self.path
                 )))
             }
-            (State::Directory, None) => {
+            (State::Directory | State::Touch, None) => {
+                let (made, create) = match self.state {
+                    State::Directory => ("directory", "mkdir -p"),
+                    _ => ("file", "touch"),
+                };
                 plan.changes.push(Change::new(
                     &self.path,
                     Some("absent".into()),
-                    Some("directory".into()),
+                    Some(made.into()),
                 ));
                 plan.steps.push(format!(
-                    "mkdir -p -- {p}\n{}",
-                    files::attr_commands(&p, &self.opts, "exit 1")
-                ));
-                plan.effects.push(FileFact::invalidate(&self.path));
-            }
-            (State::Touch, None) => {
-                plan.changes.push(Change::new(
-                    &self.path,
-                    Some("absent".into()),
-                    Some("file".into()),
-                ));
-                plan.steps.push(format!(
-                    "touch -- {p}\n{}",
+                    "{create} -- {p}\n{}",
                     files::attr_commands(&p, &self.opts, "exit 1")
                 ));
                 plan.effects.push(FileFact::invalidate(&self.path));

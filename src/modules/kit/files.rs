@@ -5,6 +5,7 @@ use base64::Engine;
 
 use super::fact::{self, Fact};
 use super::plan::{Change, ModuleError, Plan};
+use crate::modules::params::Mode;
 use crate::remote::probe::ProbeResult;
 use crate::remote::shell::quote;
 
@@ -172,6 +173,22 @@ pub(crate) struct WriteOpts {
     pub owner: Option<String>,
     pub group: Option<String>,
     pub backup: bool,
+}
+
+impl WriteOpts {
+    /// From the `mode`, `owner` and `group` parameters modules share.
+    pub(crate) fn new(mode: Option<Mode>, owner: Option<String>, group: Option<String>) -> Self {
+        WriteOpts {
+            mode: mode.map(|m| m.0),
+            owner,
+            group,
+            backup: false,
+        }
+    }
+
+    pub(crate) fn with_backup(self, backup: bool) -> Self {
+        WriteOpts { backup, ..self }
+    }
 }
 
 /// A step that replaces `path` atomically: the new content goes to a temp
