@@ -461,33 +461,6 @@ impl<T: Choice> ParamValue for Option<T> {
     }
 }
 
-/// Implements [`ParamValue`] for a [`Choice`] enum: required unless the
-/// declaration gives a default.
-macro_rules! choice_value {
-    ($name:ty) => {
-        impl $crate::modules::params::ParamValue for $name {
-            const REQUIRED: bool = true;
-            const CHOICES: &'static [&'static str] =
-                <$name as $crate::modules::params::Choice>::NAMES;
-            fn read(
-                p: &$crate::modules::params::Params,
-                key: &str,
-            ) -> Result<Self, $crate::modules::params::ParamError> {
-                $crate::modules::params::read_choice(p, key, "")
-            }
-            fn read_or(
-                p: &$crate::modules::params::Params,
-                key: &str,
-                default: Self,
-            ) -> Result<Self, $crate::modules::params::ParamError> {
-                use $crate::modules::params::Choice;
-                $crate::modules::params::read_choice(p, key, default.name())
-            }
-        }
-    };
-}
-pub(crate) use choice_value;
-
 /// A choice parameter's words, declared once:
 /// `enum State { Present = "present" | "installed", Absent = "absent" }`.
 macro_rules! choices {
@@ -514,7 +487,26 @@ macro_rules! choices {
                 }
             }
         }
-        $crate::modules::params::choice_value!($name);
+        /// Required unless the declaration gives a default.
+        impl $crate::modules::params::ParamValue for $name {
+            const REQUIRED: bool = true;
+            const CHOICES: &'static [&'static str] =
+                <$name as $crate::modules::params::Choice>::NAMES;
+            fn read(
+                p: &$crate::modules::params::Params,
+                key: &str,
+            ) -> Result<Self, $crate::modules::params::ParamError> {
+                $crate::modules::params::read_choice(p, key, "")
+            }
+            fn read_or(
+                p: &$crate::modules::params::Params,
+                key: &str,
+                default: Self,
+            ) -> Result<Self, $crate::modules::params::ParamError> {
+                use $crate::modules::params::Choice;
+                $crate::modules::params::read_choice(p, key, default.name())
+            }
+        }
     };
 }
 pub(crate) use choices;
