@@ -34,16 +34,7 @@ module_params! {
         content: Option<String>,
         /// the file on the host
         dest: String,
-        /// its mode, such as 0644
-        mode: Option<Mode>,
-        /// its owner
-        owner: Option<String>,
-        /// its group
-        group: Option<String>,
-        /// keep a timestamped copy of the old file
-        backup: bool = false,
-        /// false: only create a missing file
-        force: bool = true,
+        ..write: WriteArgs
     }
 }
 
@@ -53,6 +44,13 @@ module_params! {
         src: String,
         /// the file on the host
         dest: String,
+        ..write: WriteArgs
+    }
+}
+
+module_params! {
+    /// How `copy` and `template` write `dest`.
+    struct WriteArgs {
         /// its mode, such as 0644
         mode: Option<Mode>,
         /// its owner
@@ -79,15 +77,14 @@ fn module(
     p: &Params,
     dest: String,
     content: Arc<str>,
-    opts: WriteOpts,
-    force: bool,
+    w: WriteArgs,
 ) -> Result<Box<dyn Module>, ParamError> {
     p.destructive_path("dest", &dest)?;
     Ok(Box::new(FileContent {
         dest,
         content,
-        opts,
-        force,
+        opts: WriteOpts::new(w.mode, w.owner, w.group).with_backup(w.backup),
+        force: w.force,
     }))
 }
 
@@ -113,8 +110,7 @@ fn build_copy(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         (None, Some(src)) => read_src(p, &src)?.1,
         _ => return Err(p.error("content", "give exactly one of 'src' or 'content'")),
     };
-    let opts = WriteOpts::new(a.mode, a.owner, a.group).with_backup(a.backup);
-    module(p, a.dest, content, opts, a.force)
+    module(p, a.dest, content, a.write)
 }
 
 fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -127,8 +123,7 @@ fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             format!("template {}{at}: {}", path.display(), e.message),
         )
     })?;
-    let opts = WriteOpts::new(a.mode, a.owner, a.group).with_backup(a.backup);
-    module(p, a.dest, content.into(), opts, a.force)
+    module(p, a.dest, content.into(), a.write)
 }
 
 impl Module for FileContent {
@@ -170,6 +165,17 @@ mod tests {
             },
             force: true,
         }
+    }
+
+    #[test]
+    fn copy_and_template_share_how_dest_is_written() {
+        let write = ["mode", "owner", "group", "backup", "force"];
+        assert_eq!(COPY.params.names[..3], ["src", "content", "dest"]);
+        assert_eq!(COPY.params.names[3..], write);
+        assert_eq!(COPY.params.required, ["dest"]);
+        assert_eq!(TEMPLATE.params.names[..2], ["src", "dest"]);
+        assert_eq!(TEMPLATE.params.names[2..], write);
+        assert_eq!(TEMPLATE.params.required, ["src", "dest"]);
     }
 
     #[test]

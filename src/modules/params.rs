@@ -313,7 +313,7 @@ pub(crate) fn first_of<const N: usize>(
 
 /// One parameter as its module declares it: what the loader accepts, what
 /// the README must list, and what the module's build reads.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct ParamDoc {
     pub name: &'static str,
     /// One line for people.
@@ -545,6 +545,29 @@ pub(crate) const fn required_names<const N: usize>(docs: &[ParamDoc]) -> [&'stat
     out
 }
 
+/// `own` then `shared`, at compile time.
+pub(crate) const fn concat_docs<const N: usize>(
+    own: &[ParamDoc],
+    shared: &[ParamDoc],
+) -> [ParamDoc; N] {
+    let mut out = [ParamDoc {
+        name: "",
+        doc: "",
+        required: false,
+        choices: &[],
+    }; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = if i < own.len() {
+            own[i]
+        } else {
+            shared[i - own.len()]
+        };
+        i += 1;
+    }
+    out
+}
+
 /// The names of `docs`, at compile time.
 pub(crate) const fn param_names<const N: usize>(docs: &[ParamDoc]) -> [&'static str; N] {
     let mut out = [""; N];
@@ -559,7 +582,9 @@ pub(crate) const fn param_names<const N: usize>(docs: &[ParamDoc]) -> [&'static 
 /// A module's parameters, declared once: a struct with one field per
 /// parameter, each with a line of doc, its type (how it is read and
 /// checked), `[required]` when a task must set it although its type has an
-/// empty value, and `= default` when it has one. It gives the struct
+/// empty value, and `= default` when it has one; every field ends with a
+/// comma. A last `..field: Other` takes in the parameters another
+/// declaration shares (`copy` and `template`). It gives the struct
 /// `read(&Params)` and `SPEC`, the names the loader accepts and the README
 /// lists.
 macro_rules! module_params {
@@ -568,17 +593,20 @@ macro_rules! module_params {
         $vis:vis struct $name:ident {
             $(
                 $(#[doc = $doc:literal])+
-                $field:ident : $ty:ty $([$req:ident])? $(= $default:expr)?
-            ),+ $(,)?
+                $field:ident : $ty:ty $([$req:ident])? $(= $default:expr)?,
+            )+
+            $(..$shared:ident : $shared_ty:ident)?
         }
     ) => {
         $(#[$meta])*
         $vis struct $name {
             $( $(#[doc = $doc])+ pub(crate) $field: $ty, )+
+            $( pub(crate) $shared: $shared_ty, )?
         }
 
         impl $name {
-            pub(crate) const DOCS: &'static [$crate::modules::params::ParamDoc] = &[$(
+            /// Its own parameters, before any it shares.
+            const OWN: &'static [$crate::modules::params::ParamDoc] = &[$(
                 $crate::modules::params::ParamDoc {
                     name: stringify!($field),
                     doc: concat!($($doc, "\n"),+),
@@ -586,6 +614,10 @@ macro_rules! module_params {
                     choices: <$ty as $crate::modules::params::ParamValue>::CHOICES,
                 },
             )+];
+            pub(crate) const DOCS: &'static [$crate::modules::params::ParamDoc] =
+                $crate::modules::params::module_params!(@docs $name $(, $shared_ty)?);
+            // A group shared through `..` is no module's spec of its own.
+            #[allow(dead_code)]
             pub(crate) const SPEC: $crate::modules::params::ParamSpec =
                 $crate::modules::params::ParamSpec {
                     names: &$crate::modules::params::param_names::<{ $name::DOCS.len() }>($name::DOCS),
@@ -600,13 +632,23 @@ macro_rules! module_params {
                 p: &$crate::modules::params::Params,
             ) -> Result<Self, $crate::modules::params::ParamError> {
                 use $crate::modules::params::ParamValue;
-                Ok($name {$(
-                    $field: $crate::modules::params::module_params!(
-                        @read p, stringify!($field), $ty; $($default)?
-                    ),
-                )+})
+                Ok($name {
+                    $(
+                        $field: $crate::modules::params::module_params!(
+                            @read p, stringify!($field), $ty; $($default)?
+                        ),
+                    )+
+                    $( $shared: $shared_ty::read(p)?, )?
+                })
             }
         }
+    };
+    (@docs $name:ident) => { $name::OWN };
+    (@docs $name:ident, $shared:ident) => {
+        &$crate::modules::params::concat_docs::<{ $name::OWN.len() + $shared::DOCS.len() }>(
+            $name::OWN,
+            $shared::DOCS,
+        )
     };
     (@required $ty:ty; required; $($default:expr)?) => { true };
     (@required $ty:ty; ; $default:expr) => { false };
