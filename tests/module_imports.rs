@@ -81,7 +81,11 @@ fn named_paths(rel: &str, text: &str, tops: &BTreeSet<String>) -> Vec<Vec<String
             here = own.iter().cloned().chain(["tests".into()]).collect();
         }
         let t = code.trim_start();
-        if statement.is_empty() && (t.starts_with("use ") || t.starts_with("pub use ")) {
+        let t = ["pub(crate) ", "pub(super) ", "pub "]
+            .iter()
+            .find_map(|v| t.strip_prefix(v))
+            .unwrap_or(t);
+        if statement.is_empty() && t.starts_with("use ") {
             statement = t.to_string();
         } else if !statement.is_empty() {
             statement.push_str(t);
@@ -90,10 +94,7 @@ fn named_paths(rel: &str, text: &str, tops: &BTreeSet<String>) -> Vec<Vec<String
             if !statement.contains(';') {
                 continue;
             }
-            let tree = statement
-                .trim_start_matches("pub ")
-                .trim_start_matches("use ")
-                .trim_end_matches(';');
+            let tree = statement.trim_start_matches("use ").trim_end_matches(';');
             for path in expand(tree) {
                 out.extend(resolve(&path, &here, &own, tops, true));
             }
@@ -264,12 +265,12 @@ fn tree(files: &[(&str, &str)]) -> Vec<(String, String)> {
 fn the_check_catches_sibling_imports_kit_leaks_and_cycles() {
     let clean = tree(&[
         ("a.rs", "use crate::modules::kit::plan::Plan;\nuse super::params::Params;\n"),
-        ("b.rs", "use crate::modules::kit::{plan::Plan};\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n"),
+        ("b.rs", "pub(crate) use crate::modules::kit::{plan::Plan};\n#[cfg(test)]\nmod tests {\n    use super::*;\n}\n"),
     ]);
     assert_eq!(problems(&clean), Vec::<String>::new());
 
     let sibling = tree(&[
-        ("a.rs", "use super::b::helper;\n"),
+        ("a.rs", "pub(crate) use super::b::{\n    helper,\n};\n"),
         ("b.rs", "fn f() { crate::modules::a::g(); }\n"),
     ]);
     let found = problems(&sibling);

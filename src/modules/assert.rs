@@ -100,9 +100,9 @@ impl Module for Verdict {
         for cond in &self.that {
             let holds = templates
                 .eval_condition(&json!(cond), &self.vars)
-                .map_err(|e| ModuleError::Host(format!("cannot evaluate '{cond}': {e}")))?;
+                .map_err(|e| ModuleError::Asserted(format!("cannot evaluate '{cond}': {e}")))?;
             if !holds {
-                return Err(ModuleError::Host(match self.failure.is_empty() {
+                return Err(ModuleError::Asserted(match self.failure.is_empty() {
                     true => format!("Assertion failed: {cond}"),
                     false => self.failure.clone(),
                 }));

@@ -8,7 +8,7 @@ use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::Probe;
 use crate::remote::shell::{quote, split};
 
-pub const COMMAND: ModuleSpec = ModuleSpec {
+pub(crate) const COMMAND: ModuleSpec = ModuleSpec {
     name: "command",
     aliases: &["ansible.builtin.command"],
     params: &CommandArgs::SPEC,
@@ -16,7 +16,7 @@ pub const COMMAND: ModuleSpec = ModuleSpec {
     build: build_command,
 };
 
-pub const SHELL: ModuleSpec = ModuleSpec {
+pub(crate) const SHELL: ModuleSpec = ModuleSpec {
     name: "shell",
     aliases: &["ansible.builtin.shell"],
     params: &ShellArgs::SPEC,

@@ -10,7 +10,7 @@ use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params};
 use crate::remote::probe::Probe;
 
-pub const COPY: ModuleSpec = ModuleSpec {
+pub(crate) const COPY: ModuleSpec = ModuleSpec {
     name: "copy",
     aliases: &["ansible.builtin.copy"],
     params: &CopyArgs::SPEC,
@@ -18,7 +18,7 @@ pub const COPY: ModuleSpec = ModuleSpec {
     build: build_copy,
 };
 
-pub const TEMPLATE: ModuleSpec = ModuleSpec {
+pub(crate) const TEMPLATE: ModuleSpec = ModuleSpec {
     name: "template",
     aliases: &["ansible.builtin.template"],
     params: &TemplateArgs::SPEC,
@@ -34,16 +34,7 @@ module_params! {
         content: Option<String>,
         /// the file on the host
         dest: String,
-        /// its mode, such as 0644
-        mode: Option<Mode>,
-        /// its owner
-        owner: Option<String>,
-        /// its group
-        group: Option<String>,
-        /// keep a timestamped copy of the old file
-        backup: bool = false,
-        /// false: only create a missing file
-        force: bool = true,
+        ..write: WriteArgs
     }
 }
 
@@ -53,6 +44,13 @@ module_params! {
         src: String,
         /// the file on the host
         dest: String,
+        ..write: WriteArgs
+    }
+}
+
+module_params! {
+    /// How `copy` and `template` write `dest`.
+    struct WriteArgs {
         /// its mode, such as 0644
         mode: Option<Mode>,
         /// its owner
@@ -75,20 +73,18 @@ struct FileContent {
     force: bool,
 }
 
-/// The parameters `copy` and `template` share.
-struct Target {
+fn module(
+    p: &Params,
     dest: String,
-    opts: WriteOpts,
-    force: bool,
-}
-
-fn module(p: &Params, t: Target, content: Arc<str>) -> Result<Box<dyn Module>, ParamError> {
-    p.destructive_path("dest", &t.dest)?;
+    content: Arc<str>,
+    w: WriteArgs,
+) -> Result<Box<dyn Module>, ParamError> {
+    p.destructive_path("dest", &dest)?;
     Ok(Box::new(FileContent {
-        dest: t.dest,
+        dest,
         content,
-        opts: t.opts,
-        force: t.force,
+        opts: WriteOpts::new(w.mode, w.owner, w.group).with_backup(w.backup),
+        force: w.force,
     }))
 }
 
@@ -114,17 +110,7 @@ fn build_copy(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         (None, Some(src)) => read_src(p, &src)?.1,
         _ => return Err(p.error("content", "give exactly one of 'src' or 'content'")),
     };
-    let t = Target {
-        dest: a.dest,
-        opts: WriteOpts {
-            mode: a.mode.map(|m| m.0),
-            owner: a.owner,
-            group: a.group,
-            backup: a.backup,
-        },
-        force: a.force,
-    };
-    module(p, t, content)
+    module(p, a.dest, content, a.write)
 }
 
 fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -137,17 +123,7 @@ fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             format!("template {}{at}: {}", path.display(), e.message),
         )
     })?;
-    let t = Target {
-        dest: a.dest,
-        opts: WriteOpts {
-            mode: a.mode.map(|m| m.0),
-            owner: a.owner,
-            group: a.group,
-            backup: a.backup,
-        },
-        force: a.force,
-    };
-    module(p, t, content.into())
+    module(p, a.dest, content.into(), a.write)
 }
 
 impl Module for FileContent {
@@ -189,6 +165,17 @@ mod tests {
             },
             force: true,
         }
+    }
+
+    #[test]
+    fn copy_and_template_share_how_dest_is_written() {
+        let write = ["mode", "owner", "group", "backup", "force"];
+        assert_eq!(COPY.params.names[..3], ["src", "content", "dest"]);
+        assert_eq!(COPY.params.names[3..], write);
+        assert_eq!(COPY.params.required, ["dest"]);
+        assert_eq!(TEMPLATE.params.names[..2], ["src", "dest"]);
+        assert_eq!(TEMPLATE.params.names[2..], write);
+        assert_eq!(TEMPLATE.params.required, ["src", "dest"]);
     }
 
     #[test]

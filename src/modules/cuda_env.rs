@@ -15,12 +15,12 @@ use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;
 use crate::modules::kit::files::{self, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleSpec};
-use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, ParamValue, Params};
-use crate::remote::probe::Probe;
+use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::{quote, sbin};
 
-pub const CUDA_ENV: ModuleSpec = ModuleSpec {
+pub(crate) const CUDA_ENV: ModuleSpec = ModuleSpec {
     name: "cuda_env",
     aliases: &[],
     params: &CudaArgs::SPEC,
@@ -119,15 +119,19 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     }))
 }
 
-fn facts_key(home: &str) -> String {
-    format!("cuda:{home}")
-}
-
 /// Toolkits, the version of `home`, its library folders, every
 /// ld.so.conf.d file and the CUDA entries of the ld cache, in sections.
-fn facts_probe(home: &str) -> Probe {
-    Probe::new(
-        facts_key(home),
+struct Toolkit;
+
+impl Fact for Toolkit {
+    type Query = str;
+    type Value = CudaFacts;
+
+    fn key(home: &str) -> String {
+        format!("cuda:{home}")
+    }
+
+    fn script(home: &str) -> String {
         format!(
             r###"h={h}
 echo @@home; [ -d "$h" ] && readlink -f -- "$h"
@@ -141,11 +145,39 @@ true"###,
             h = quote(home),
             dir = LD_CONF_DIR,
             ldconfig = sbin("ldconfig"),
-        ),
-    )
+        )
+    }
+
+    fn parse(_: &str, r: &ProbeResult) -> Result<CudaFacts, ModuleError> {
+        Ok(CudaFacts::parse(&r.stdout))
+    }
+
+    fn render(f: &CudaFacts) -> ProbeResult {
+        let mut out = String::from("@@home\n");
+        out.extend(f.home.iter().map(|h| format!("{h}\n")));
+        out.push_str("@@toolkits\n");
+        out.extend(f.toolkits.iter().map(|t| format!("{t} {t}\n")));
+        out.push_str("@@version\n");
+        out.extend(
+            f.version
+                .iter()
+                .map(|v| format!("{}\n", json!({"cuda": {"version": v}}))),
+        );
+        out.push_str("@@libdirs\n");
+        out.extend(f.libdirs.iter().map(|d| format!("{d}\n")));
+        out.push_str("@@ldconf\n");
+        out.extend(
+            f.ldconf
+                .iter()
+                .map(|(path, text)| format!("## {path}\n{text}")),
+        );
+        out.push_str("@@ldcache\n");
+        out.push_str(&f.ldcache);
+        ProbeResult::ok(out)
+    }
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug, Default, PartialEq)]
 struct CudaFacts {
     /// The resolved toolkit folder, `None` when `cuda_home` is missing.
     home: Option<String>,
@@ -258,16 +290,16 @@ fn version_matches(have: &str, pin: &str) -> bool {
 impl Module for CudaEnv {
     fn probes(&self) -> Vec<Probe> {
         vec![
-            facts_probe(&self.cuda_home),
+            Toolkit::probe(&self.cuda_home),
             FileFact::probe(&self.profile),
             FileFact::probe(&self.ldconfig_file),
         ]
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
-        let f = CudaFacts::parse(&facts.get(&facts_key(&self.cuda_home))?.stdout);
+        let f = Toolkit::read(facts, &self.cuda_home)?;
         let home = f.home.as_deref().ok_or_else(|| {
-            ModuleError::Host(format!(
+            ModuleError::Missing(format!(
                 "no CUDA toolkit at {} (installed: {})",
                 self.cuda_home,
                 installed(&f)
@@ -285,8 +317,7 @@ impl Module for CudaEnv {
                 "{} || {{ echo 'ldconfig failed' >&2; exit 1; }}",
                 sbin("ldconfig")
             ));
-            plan.effects
-                .push(Effect::Invalidate(facts_key(&self.cuda_home)));
+            plan.effects.push(Toolkit::invalidate(&self.cuda_home));
         }
         Ok(plan)
     }
@@ -324,12 +355,12 @@ impl CudaEnv {
         };
         match f.version.as_deref() {
             Some(v) if version_matches(v, pin) => Ok(()),
-            Some(v) => Err(ModuleError::Host(format!(
+            Some(v) => Err(ModuleError::Unsupported(format!(
                 "CUDA at {} ({home}) is {v}, not {pin}; installed toolkits: {}. Point cuda_home at the right one or switch the cuda alternative",
                 self.cuda_home,
                 installed(f)
             ))),
-            None => Err(ModuleError::Host(format!(
+            None => Err(ModuleError::Missing(format!(
                 "cannot tell the CUDA version at {home}: no version.json and no bin/nvcc"
             ))),
         }
@@ -345,7 +376,7 @@ impl CudaEnv {
             .map(|d| d.replacen(real, &self.cuda_home, 1))
             .collect();
         if dirs.is_empty() {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Missing(format!(
                 "{} has no lib64 or targets/*/lib folder",
                 self.cuda_home
             )));
@@ -409,12 +440,42 @@ impl CudaEnv {
     }
 }
 
+/// Values of every fact here, for the round trip every fact must pass.
+#[cfg(test)]
+pub(crate) fn fact_samples(rt: &mut crate::modules::kit::fact::RoundTrip) {
+    rt.check::<Toolkit>("/usr/local/cuda", CudaFacts::default());
+    rt.check::<Toolkit>(
+        "/usr/local/cuda",
+        CudaFacts {
+            home: Some("/usr/local/cuda-13.0".into()),
+            toolkits: vec!["/usr/local/cuda-12.4".into(), "/usr/local/cuda-13.0".into()],
+            version: Some("13.0.88".into()),
+            libdirs: vec![
+                "/usr/local/cuda-13.0/lib64".into(),
+                "/usr/local/cuda-13.0/targets/x86_64-linux/lib".into(),
+            ],
+            ldconf: vec![
+                (
+                    "/etc/ld.so.conf.d/988_cuda-12.conf".into(),
+                    "/usr/local/cuda-12.4/targets/x86_64-linux/lib\n\n".into(),
+                ),
+                (
+                    "/etc/ld.so.conf.d/cuda.conf".into(),
+                    "# Managed\n/usr/local/cuda/lib64\n".into(),
+                ),
+            ],
+            ldcache: "\tlibcudart.so.13 (libc6,x86-64) => /usr/local/cuda/lib64/libcudart.so.13\n"
+                .into(),
+        },
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::modules::kit::files::FileState;
+    use crate::modules::kit::plan::Effect;
     use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test};
-    use crate::remote::probe::ProbeResult;
 
     /// The H200 fixture's toolkit, in this module's probe format.
     const H200: &str = include_str!("../../tests/fixtures/gpu-h200/cuda_env.probe");
@@ -555,12 +616,12 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            matches!(&err, ModuleError::Host(m) if m == "no CUDA toolkit at /usr/local/cuda-12.4 (installed: /usr/local/cuda-13.0)"),
+            matches!(&err, ModuleError::Missing(m) if m == "no CUDA toolkit at /usr/local/cuda-12.4 (installed: /usr/local/cuda-13.0)"),
             "{err}"
         );
         let err = plan_with(json!({"version": "12.4"}), H200, &[]).unwrap_err();
         assert!(
-            matches!(&err, ModuleError::Host(m) if m.contains("is 13.0, not 12.4")),
+            matches!(&err, ModuleError::Unsupported(m) if m.contains("is 13.0, not 12.4")),
             "{err}"
         );
         let with_json = H200.replace(
@@ -584,8 +645,6 @@ mod tests {
         let plan = plan_with(json!({"cuda_home": home}), &probe, &[]).unwrap();
         let diff = plan.changes[0].diff.as_deref().unwrap();
         assert!(diff.contains("+CUDA_HOME='/opt/$(reboot)'\\'''"), "{diff}");
-        assert!(facts_probe(home)
-            .script
-            .starts_with("h='/opt/$(reboot)'\\'''\n"));
+        assert!(Toolkit::script(home).starts_with("h='/opt/$(reboot)'\\'''\n"));
     }
 }

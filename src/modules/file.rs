@@ -9,7 +9,7 @@ use crate::modules::params::{choices, first_of, module_params, Choice, Mode, Par
 use crate::remote::probe::Probe;
 use crate::remote::shell::quote;
 
-pub const FILE: ModuleSpec = ModuleSpec {
+pub(crate) const FILE: ModuleSpec = ModuleSpec {
     name: "file",
     aliases: &["ansible.builtin.file"],
     params: &FileArgs::SPEC,
@@ -72,12 +72,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         path,
         state: a.state,
         src: a.src,
-        opts: WriteOpts {
-            mode: a.mode.map(|m| m.0),
-            owner: a.owner,
-            group: a.group,
-            backup: false,
-        },
+        opts: WriteOpts::new(a.mode, a.owner, a.group),
     }))
 }
 
@@ -103,31 +98,23 @@ impl Module for FileModule {
                 plan.effects.push(FileFact::predict(&self.path, &None));
             }
             (State::File, None) => {
-                return Err(ModuleError::Host(format!(
+                return Err(ModuleError::Missing(format!(
                     "{} does not exist (use state: touch to create it)",
                     self.path
                 )))
             }
-            (State::Directory, None) => {
+            (State::Directory | State::Touch, None) => {
+                let (made, create) = match self.state {
+                    State::Directory => ("directory", "mkdir -p"),
+                    _ => ("file", "touch"),
+                };
                 plan.changes.push(Change::new(
                     &self.path,
                     Some("absent".into()),
-                    Some("directory".into()),
+                    Some(made.into()),
                 ));
                 plan.steps.push(format!(
-                    "mkdir -p -- {p}\n{}",
-                    files::attr_commands(&p, &self.opts, "exit 1")
-                ));
-                plan.effects.push(FileFact::invalidate(&self.path));
-            }
-            (State::Touch, None) => {
-                plan.changes.push(Change::new(
-                    &self.path,
-                    Some("absent".into()),
-                    Some("file".into()),
-                ));
-                plan.steps.push(format!(
-                    "touch -- {p}\n{}",
+                    "{create} -- {p}\n{}",
                     files::attr_commands(&p, &self.opts, "exit 1")
                 ));
                 plan.effects.push(FileFact::invalidate(&self.path));
@@ -139,7 +126,7 @@ impl Module for FileModule {
                     _ => st.kind == Kind::Dir,
                 };
                 if wrong_kind {
-                    return Err(ModuleError::Host(format!(
+                    return Err(ModuleError::Refused(format!(
                         "{} is a {}, not a {}",
                         self.path,
                         describe(st),

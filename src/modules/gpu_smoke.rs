@@ -10,7 +10,7 @@ use crate::modules::params::{module_params, ParamError, ParamValue, Params};
 use crate::remote::probe::Probe;
 use crate::smoke::{self, SmokeOptions, TierScript, Verdict};
 
-pub const GPU_SMOKE: ModuleSpec = ModuleSpec {
+pub(crate) const GPU_SMOKE: ModuleSpec = ModuleSpec {
     name: "gpu_smoke",
     aliases: &[],
     params: &SmokeArgs::SPEC,
@@ -218,10 +218,7 @@ impl Module for GpuSmoke {
                 .filter(|c| c.verdict == Verdict::Fail)
                 .map(line)
                 .collect();
-            return Err(ModuleError::Host(format!(
-                "GPU smoke test failed: {}",
-                failures.join("; ")
-            )));
+            return Err(ModuleError::SmokeFailed(failures));
         }
         let mut plan = Plan::noop();
         plan.notes = result.checks.iter().map(line).collect();

@@ -10,7 +10,7 @@ use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{first_of, module_params, Mode, ParamError, Params, Presence};
 use crate::remote::probe::Probe;
 
-pub const LINEINFILE: ModuleSpec = ModuleSpec {
+pub(crate) const LINEINFILE: ModuleSpec = ModuleSpec {
     name: "lineinfile",
     aliases: &["ansible.builtin.lineinfile"],
     params: &LineArgs::SPEC,
@@ -142,12 +142,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         anchor,
         create: a.create,
         backrefs: a.backrefs,
-        opts: WriteOpts {
-            mode: a.mode.map(|m| m.0),
-            owner: a.owner,
-            group: a.group,
-            backup: a.backup,
-        },
+        opts: WriteOpts::new(a.mode, a.owner, a.group).with_backup(a.backup),
     }))
 }
 
@@ -160,7 +155,7 @@ impl Module for LineInFile {
         let current = FileFact::read(facts, &self.path)?;
         let text = match &current {
             Some(st) => st.content.clone().ok_or_else(|| {
-                ModuleError::Host(format!(
+                ModuleError::Refused(format!(
                     "{} is not a regular file of readable size",
                     self.path
                 ))
@@ -168,7 +163,7 @@ impl Module for LineInFile {
             None if self.create && self.present => String::new(),
             None if !self.present => return Ok(Plan::noop()),
             None => {
-                return Err(ModuleError::Host(format!(
+                return Err(ModuleError::Missing(format!(
                     "{} does not exist (set create: true to create it)",
                     self.path
                 )))

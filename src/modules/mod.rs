@@ -7,26 +7,29 @@
 //! only `kit` and `params`, and those know no module
 //! (`tests/module_imports.rs` holds them to it).
 
-pub mod assert;
-pub mod command;
-pub mod copy;
-pub mod cuda_env;
-pub mod debug;
-pub mod file;
-pub mod gpu_smoke;
-pub mod kit;
-pub mod lineinfile;
-pub mod mount;
-pub mod package;
-pub mod params;
-pub mod registry;
-pub mod service;
-pub mod set_fact;
-pub mod stat;
-pub mod swapfile;
-pub mod sysctl;
+pub(crate) mod assert;
+pub(crate) mod command;
+pub(crate) mod copy;
+pub(crate) mod cuda_env;
+pub(crate) mod debug;
+pub(crate) mod file;
+pub(crate) mod gpu_smoke;
+pub(crate) mod kit;
+pub(crate) mod lineinfile;
+pub(crate) mod mount;
+pub(crate) mod package;
+pub(crate) mod params;
+pub(crate) mod registry;
+pub(crate) mod service;
+pub(crate) mod set_fact;
+pub(crate) mod stat;
+pub(crate) mod swapfile;
+pub(crate) mod sysctl;
 
-pub use kit::module::{BuildFn, Module, ModuleSpec};
-pub use kit::plan::{Change, Effect, Facts, ModuleError, Plan};
-pub use params::{ParamError, Params};
-pub use registry::{all_names, find, registry};
+pub(crate) use kit::module::Module;
+pub use kit::module::ModuleSpec;
+pub use kit::plan::Change;
+pub(crate) use kit::plan::{Effect, Facts, Plan};
+pub(crate) use params::Params;
+pub use registry::registry;
+pub(crate) use registry::{all_names, find};

@@ -5,22 +5,21 @@
 //! Ansible's second swap line replace the first). fstab is rewritten
 //! atomically, touching only the entry's lines.
 
+use crate::modules::kit::fact::Fact;
 use crate::modules::kit::fstab::{self, Entry};
 use crate::modules::kit::module::{Module, ModuleSpec};
-use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, first_of, module_params, ParamError, Params};
-use crate::remote::probe::Probe;
+use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
 
-pub const MOUNT: ModuleSpec = ModuleSpec {
+pub(crate) const MOUNT: ModuleSpec = ModuleSpec {
     name: "mount",
     aliases: &["ansible.posix.mount"],
     params: &MountArgs::SPEC,
     free_form: None,
     build,
 };
-
-pub const MOUNTINFO_KEY: &str = "proc:mountinfo";
 
 choices! {
     enum State {
@@ -97,23 +96,60 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     Ok(Box::new(Mount { path, entry, state }))
 }
 
-pub fn mountinfo_probe() -> Probe {
-    Probe::new(MOUNTINFO_KEY, "cat /proc/self/mountinfo")
+/// What is mounted where, topmost mount last: `(mount point, fstype)`.
+struct Mounts;
+
+impl Fact for Mounts {
+    type Query = ();
+    type Value = Vec<(String, String)>;
+
+    fn key(_: &()) -> String {
+        "proc:mountinfo".into()
+    }
+
+    fn script(_: &()) -> String {
+        "cat /proc/self/mountinfo".into()
+    }
+
+    fn parse(_: &(), r: &ProbeResult) -> Result<Self::Value, ModuleError> {
+        Ok(r.stdout
+            .lines()
+            .filter_map(|l| {
+                let (left, right) = l.split_once(" - ")?;
+                let point = left.split_whitespace().nth(4)?;
+                let fstype = right.split_whitespace().next().unwrap_or("");
+                Some((fstab::unescape(point), fstype.to_string()))
+            })
+            .collect())
+    }
+
+    fn render(mounts: &Self::Value) -> ProbeResult {
+        let lines: String = mounts
+            .iter()
+            .enumerate()
+            .map(|(i, (point, fstype))| {
+                format!(
+                    "{i} 0 0:0 / {} rw - {fstype} none rw\n",
+                    fstab::escape(point)
+                )
+            })
+            .collect();
+        ProbeResult::ok(lines)
+    }
 }
 
 /// The filesystem type mounted on `path` (the topmost mount), if any.
-fn mounted_fstype(mountinfo: &str, path: &str) -> Option<String> {
-    mountinfo.lines().rev().find_map(|l| {
-        let (left, right) = l.split_once(" - ")?;
-        let point = left.split_whitespace().nth(4)?;
-        (fstab::unescape(point) == path)
-            .then(|| right.split_whitespace().next().unwrap_or("").to_string())
-    })
+fn mounted_fstype(mounts: &[(String, String)], path: &str) -> Option<String> {
+    mounts
+        .iter()
+        .rev()
+        .find(|(point, _)| point == path)
+        .map(|(_, fstype)| fstype.clone())
 }
 
 impl Module for Mount {
     fn probes(&self) -> Vec<Probe> {
-        vec![fstab::probe(), mountinfo_probe()]
+        vec![fstab::probe(), Mounts::probe(&())]
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
@@ -125,7 +161,7 @@ impl Module for Mount {
         if self.is_swap() {
             return Ok(plan);
         }
-        let mounted = mounted_fstype(&facts.get(MOUNTINFO_KEY)?.stdout, &self.path);
+        let mounted = mounted_fstype(&Mounts::read(facts, &())?, &self.path);
         let p = quote(&self.path);
         let step = match (self.state, &mounted) {
             (State::Mounted, None) => Some((
@@ -174,7 +210,7 @@ impl Module for Mount {
             } else {
                 plan.steps.push(cmd);
             }
-            plan.effects.push(Effect::Invalidate(MOUNTINFO_KEY.into()));
+            plan.effects.push(Mounts::invalidate(&()));
         }
         Ok(plan)
     }
@@ -214,10 +250,23 @@ impl Mount {
     }
 }
 
+/// Values of every fact here, for the round trip every fact must pass.
+#[cfg(test)]
+pub(crate) fn fact_samples(rt: &mut crate::modules::kit::fact::RoundTrip) {
+    rt.check::<Mounts>(&(), Vec::new());
+    rt.check::<Mounts>(
+        &(),
+        vec![
+            ("/".into(), "xfs".into()),
+            ("/data dir".into(), "ext4".into()),
+            ("/data dir".into(), "tmpfs".into()),
+        ],
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::kit::fact::Fact;
     use crate::modules::kit::files::{FileFact, FileState};
     use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
     use serde_json::json;
@@ -231,7 +280,7 @@ mod tests {
         mountinfo: &str,
     ) -> Result<Plan, ModuleError> {
         let m = build_test(&MOUNT, params).unwrap();
-        let mut f = facts_of(&[(MOUNTINFO_KEY, mountinfo)]);
+        let mut f = facts_of(&[(&Mounts::key(&()), mountinfo)]);
         f.insert(
             FileFact::key(fstab::PATH),
             FileFact::render(&Some(FileState::written(fstab, 0o644, "root", "root"))),

@@ -1,13 +1,14 @@
 //! `package` (and `dnf`, `yum`, `apt`): packages installed or removed with
 //! whichever of dnf, yum or apt-get the host has.
 
+use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::module::{Module, ModuleSpec};
-use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, ParamError, Params};
-use crate::remote::probe::Probe;
+use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
 
-pub const PACKAGE: ModuleSpec = ModuleSpec {
+pub(crate) const PACKAGE: ModuleSpec = ModuleSpec {
     name: "package",
     aliases: &[
         "ansible.builtin.package",
@@ -71,16 +72,29 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     }))
 }
 
-fn probe_key(names: &[String]) -> String {
-    format!("pkg:{}", names.join(" "))
+/// What a host's package manager says about some packages.
+#[derive(Clone, Debug, PartialEq)]
+struct Installed {
+    /// `dnf`, `yum` or `apt`.
+    manager: String,
+    /// Each name asked about, with its version when installed.
+    packages: Vec<(String, Option<String>)>,
 }
 
 /// The package manager, then `name installed VERSION` or `name absent`
-/// for each name, in order.
-fn probe(names: &[String]) -> Probe {
-    let args = names.iter().map(|n| quote(n)).collect::<Vec<_>>().join(" ");
-    Probe::new(
-        probe_key(names),
+/// for each name, in order; `None` without a package manager.
+struct Packages;
+
+impl Fact for Packages {
+    type Query = [String];
+    type Value = Option<Installed>;
+
+    fn key(names: &[String]) -> String {
+        format!("pkg:{}", names.join(" "))
+    }
+
+    fn script(names: &[String]) -> String {
+        let args = names.iter().map(|n| quote(n)).collect::<Vec<_>>().join(" ");
         format!(
             r#"if command -v dnf >/dev/null 2>&1; then m=dnf; elif command -v yum >/dev/null 2>&1; then m=yum; elif command -v apt-get >/dev/null 2>&1; then m=apt; else echo none; exit 0; fi
 echo "$m"
@@ -91,26 +105,16 @@ for n in {args}; do
   elif v=$(rpm -q --qf '%{{VERSION}}-%{{RELEASE}} ' "$n" 2>/dev/null); then echo "$n installed $v"
   else echo "$n absent"; fi
 done"#
-        ),
-    )
-}
-
-impl Module for Package {
-    fn probes(&self) -> Vec<Probe> {
-        vec![probe(&self.names)]
+        )
     }
 
-    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
-        let key = probe_key(&self.names);
-        let out = &facts.get(&key)?.stdout;
-        let mut lines = out.lines();
+    fn parse(names: &[String], r: &ProbeResult) -> Result<Self::Value, ModuleError> {
+        let mut lines = r.stdout.lines();
         let manager = lines.next().unwrap_or("none");
         if manager == "none" {
-            return Err(ModuleError::Host(
-                "no supported package manager on this host (dnf, yum or apt-get)".into(),
-            ));
+            return Ok(None);
         }
-        let installed: Vec<(String, Option<String>)> = lines
+        let packages: Vec<(String, Option<String>)> = lines
             .filter_map(|l| {
                 let mut f = l.splitn(3, ' ');
                 let name = f.next()?.to_string();
@@ -119,15 +123,48 @@ impl Module for Package {
                 Some((name, version))
             })
             .collect();
-        if installed.len() != self.names.len() {
-            return Err(ModuleError::Fact {
-                key,
-                detail: format!("expected {} packages in: {out}", self.names.len()),
-            });
+        if packages.len() != names.len() {
+            return Err(fact::bad(
+                Self::key(names),
+                format!("expected {} packages in: {}", names.len(), r.stdout),
+            ));
         }
+        Ok(Some(Installed {
+            manager: manager.to_string(),
+            packages,
+        }))
+    }
+
+    fn render(v: &Self::Value) -> ProbeResult {
+        let Some(i) = v else {
+            return ProbeResult::ok("none\n");
+        };
+        let mut out = format!("{}\n", i.manager);
+        for (name, version) in &i.packages {
+            match version {
+                Some(v) => out.push_str(&format!("{name} installed {v}\n")),
+                None => out.push_str(&format!("{name} absent\n")),
+            }
+        }
+        ProbeResult::ok(out)
+    }
+}
+
+impl Module for Package {
+    fn probes(&self) -> Vec<Probe> {
+        vec![Packages::probe(&self.names)]
+    }
+
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        let Some(Installed { manager, packages }) = Packages::read(facts, &self.names)? else {
+            return Err(ModuleError::Missing(
+                "no supported package manager on this host (dnf, yum or apt-get)".into(),
+            ));
+        };
+        let manager = manager.as_str();
         let mut plan = Plan::noop();
         let mut todo = Vec::new();
-        for (name, version) in &installed {
+        for (name, version) in &packages {
             let (before, after) = match (self.want, version) {
                 (Want::Present, Some(_)) | (Want::Absent, None) => continue,
                 (Want::Present | Want::Latest, None) => ("absent".to_string(), "installed"),
@@ -146,7 +183,7 @@ impl Module for Package {
         }
         if !todo.is_empty() {
             plan.steps.push(self.step(manager, &todo));
-            plan.effects.push(Effect::Invalidate(key));
+            plan.effects.push(Packages::invalidate(&self.names));
         }
         Ok(plan)
     }
@@ -202,6 +239,23 @@ impl Package {
             Want::Latest => "upgrade",
         }
     }
+}
+
+/// Values of every fact here, for the round trip every fact must pass.
+#[cfg(test)]
+pub(crate) fn fact_samples(rt: &mut fact::RoundTrip) {
+    let names = ["curl".to_string(), "lib+x:amd64".to_string()];
+    rt.check::<Packages>(&names, None);
+    rt.check::<Packages>(
+        &names,
+        Some(Installed {
+            manager: "apt".into(),
+            packages: vec![
+                ("curl".into(), Some("8.5.0-2ubuntu10.6".into())),
+                ("lib+x:amd64".into(), None),
+            ],
+        }),
+    );
 }
 
 #[cfg(test)]
@@ -278,18 +332,20 @@ mod tests {
                 .contains("not a valid state")
         );
         let err = plan_on(json!({"name": "x"}), "none\n").unwrap_err();
-        assert!(matches!(err, ModuleError::Host(m) if m.contains("no supported package manager")));
+        assert!(
+            matches!(err, ModuleError::Missing(m) if m.contains("no supported package manager"))
+        );
     }
 
     #[test]
     fn probe_quotes_names() {
-        let p = probe(&["lib+x:amd64".into()]);
+        let p = Packages::probe(&["lib+x:amd64".into()]);
         assert!(
             p.script.contains("for n in lib+x:amd64; do"),
             "{}",
             p.script
         );
-        let p = probe(&["a~b".into()]);
+        let p = Packages::probe(&["a~b".into()]);
         assert!(p.script.contains("for n in 'a~b'; do"), "{}", p.script);
     }
 }

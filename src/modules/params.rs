@@ -11,7 +11,7 @@ use crate::load::diag::{Diagnostic, Span};
 use crate::template::Templates;
 
 /// Where a module looks for what a task refers to: templates, files, vars.
-pub struct BuildCtx<'a> {
+pub(crate) struct BuildCtx<'a> {
     pub templates: &'a Templates,
     pub vars: &'a Value,
     /// Folders searched for `src:` files, in order (see [`search_dirs`]).
@@ -25,7 +25,7 @@ pub struct BuildCtx<'a> {
 pub struct Sources(Mutex<HashMap<PathBuf, Arc<str>>>);
 
 impl Sources {
-    pub fn read(&self, path: &Path) -> Result<Arc<str>, crate::load::input::ReadError> {
+    pub(crate) fn read(&self, path: &Path) -> Result<Arc<str>, crate::load::input::ReadError> {
         if let Some(text) = self.0.lock().unwrap().get(path) {
             return Ok(text.clone());
         }
@@ -38,7 +38,7 @@ impl Sources {
 
 impl BuildCtx<'_> {
     /// Finds a controller-side file named by `src:`.
-    pub fn find_file(&self, name: &str) -> Option<PathBuf> {
+    pub(crate) fn find_file(&self, name: &str) -> Option<PathBuf> {
         find_file(self.search_dirs, name)
     }
 }
@@ -46,7 +46,7 @@ impl BuildCtx<'_> {
 /// The folders `src:` files are looked up in, for a playbook at `playbook`:
 /// its `templates/` and `files/`, the project's `templates/` beside the
 /// playbooks folder, then the playbook's own folder.
-pub fn search_dirs(playbook: &Path) -> Vec<PathBuf> {
+pub(crate) fn search_dirs(playbook: &Path) -> Vec<PathBuf> {
     let base = playbook.parent().unwrap_or(Path::new("."));
     vec![
         base.join("templates"),
@@ -57,7 +57,7 @@ pub fn search_dirs(playbook: &Path) -> Vec<PathBuf> {
 }
 
 /// The first `dirs/name` that exists; an absolute `name` as it is.
-pub fn find_file(dirs: &[PathBuf], name: &str) -> Option<PathBuf> {
+pub(crate) fn find_file(dirs: &[PathBuf], name: &str) -> Option<PathBuf> {
     let path = Path::new(name);
     if path.is_absolute() {
         return path.exists().then(|| path.to_path_buf());
@@ -66,14 +66,14 @@ pub fn find_file(dirs: &[PathBuf], name: &str) -> Option<PathBuf> {
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub struct ParamError {
+pub(crate) struct ParamError {
     pub message: String,
     pub span: Span,
     pub hint: Option<String>,
 }
 
 impl ParamError {
-    pub fn to_diagnostic(&self) -> Diagnostic {
+    pub(crate) fn to_diagnostic(&self) -> Diagnostic {
         let d = Diagnostic::new(&self.span, self.message.clone());
         match &self.hint {
             Some(h) => d.with_hint(h.clone()),
@@ -82,7 +82,7 @@ impl ParamError {
     }
 }
 
-pub struct Params<'a> {
+pub(crate) struct Params<'a> {
     pub module: &'static str,
     /// The module key in the task, for errors about the task as a whole.
     pub span: Span,
@@ -91,7 +91,7 @@ pub struct Params<'a> {
 }
 
 impl<'a> Params<'a> {
-    pub fn new(
+    pub(crate) fn new(
         module: &'static str,
         span: Span,
         entries: Vec<(String, Value, Span)>,
@@ -111,22 +111,22 @@ impl<'a> Params<'a> {
             .find(|(k, v, _)| k == key && !v.is_null())
     }
 
-    pub fn has(&self, key: &str) -> bool {
+    pub(crate) fn has(&self, key: &str) -> bool {
         self.entry(key).is_some()
     }
 
     /// Every parameter as given, in order: for modules whose parameter
     /// names are the user's (`set_fact`).
-    pub fn entries(&self) -> impl Iterator<Item = (&str, &Value)> {
+    pub(crate) fn entries(&self) -> impl Iterator<Item = (&str, &Value)> {
         self.entries.iter().map(|(k, v, _)| (k.as_str(), v))
     }
 
-    pub fn raw(&self, key: &str) -> Option<&Value> {
+    pub(crate) fn raw(&self, key: &str) -> Option<&Value> {
         self.entry(key).map(|(_, v, _)| v)
     }
 
     /// An error about one parameter, or about the task when it is absent.
-    pub fn error(&self, key: &str, message: impl Into<String>) -> ParamError {
+    pub(crate) fn error(&self, key: &str, message: impl Into<String>) -> ParamError {
         let span = self.entry(key).map_or(&self.span, |(_, _, s)| s).clone();
         ParamError {
             message: format!("{}: {}", self.module, message.into()),
@@ -140,7 +140,7 @@ impl<'a> Params<'a> {
     }
 
     /// Scalars of any type read as text, as Ansible does for string params.
-    pub fn str(&self, key: &str) -> Result<Option<String>, ParamError> {
+    pub(crate) fn str(&self, key: &str) -> Result<Option<String>, ParamError> {
         match self.raw(key) {
             None => Ok(None),
             Some(Value::String(s)) => Ok(Some(s.clone())),
@@ -153,7 +153,7 @@ impl<'a> Params<'a> {
     /// spelling of the root or of the working folder (`//`, `/tmp/..`,
     /// `.`) are refused here rather than left to GNU rm's own refusal; a
     /// templated path is checked again once rendered, as every build is.
-    pub fn destructive_path(&self, key: &str, path: &str) -> Result<(), ParamError> {
+    pub(crate) fn destructive_path(&self, key: &str, path: &str) -> Result<(), ParamError> {
         let mut depth = 0usize;
         for part in path.split('/') {
             match part {
@@ -178,13 +178,13 @@ impl<'a> Params<'a> {
         ))
     }
 
-    pub fn required_str(&self, key: &str) -> Result<String, ParamError> {
+    pub(crate) fn required_str(&self, key: &str) -> Result<String, ParamError> {
         self.str(key)?
             .ok_or_else(|| self.error(key, format!("missing required parameter '{key}'")))
     }
 
     /// Ansible's boolean spellings: yes/no, on/off, true/false, 1/0.
-    pub fn bool(&self, key: &str) -> Result<Option<bool>, ParamError> {
+    pub(crate) fn bool(&self, key: &str) -> Result<Option<bool>, ParamError> {
         match self.raw(key) {
             None => Ok(None),
             Some(Value::Bool(b)) => Ok(Some(*b)),
@@ -194,11 +194,11 @@ impl<'a> Params<'a> {
         }
     }
 
-    pub fn bool_or(&self, key: &str, default: bool) -> Result<bool, ParamError> {
+    pub(crate) fn bool_or(&self, key: &str, default: bool) -> Result<bool, ParamError> {
         Ok(self.bool(key)?.unwrap_or(default))
     }
 
-    pub fn int(&self, key: &str) -> Result<Option<i64>, ParamError> {
+    pub(crate) fn int(&self, key: &str) -> Result<Option<i64>, ParamError> {
         match self.raw(key) {
             None => Ok(None),
             Some(Value::Number(n)) if n.is_i64() => Ok(n.as_i64()),
@@ -212,7 +212,7 @@ impl<'a> Params<'a> {
     }
 
     /// A string or a list of strings (Ansible accepts both for `name:` lists).
-    pub fn str_list(&self, key: &str) -> Result<Vec<String>, ParamError> {
+    pub(crate) fn str_list(&self, key: &str) -> Result<Vec<String>, ParamError> {
         match self.raw(key) {
             None => Ok(Vec::new()),
             Some(Value::Array(items)) => items
@@ -234,7 +234,10 @@ impl<'a> Params<'a> {
         }
     }
 
-    pub fn map(&self, key: &str) -> Result<Option<&serde_json::Map<String, Value>>, ParamError> {
+    pub(crate) fn map(
+        &self,
+        key: &str,
+    ) -> Result<Option<&serde_json::Map<String, Value>>, ParamError> {
         match self.raw(key) {
             None => Ok(None),
             Some(Value::Object(m)) => Ok(Some(m)),
@@ -243,7 +246,12 @@ impl<'a> Params<'a> {
     }
 
     /// One of a fixed set of words.
-    pub fn choice(&self, key: &str, choices: &[&str], default: &str) -> Result<String, ParamError> {
+    pub(crate) fn choice(
+        &self,
+        key: &str,
+        choices: &[&str],
+        default: &str,
+    ) -> Result<String, ParamError> {
         let value = self.str(key)?.unwrap_or_else(|| default.to_string());
         if choices.contains(&value.as_str()) {
             return Ok(value);
@@ -262,7 +270,7 @@ impl<'a> Params<'a> {
 
     /// A file mode: YAML's `0644` arrives as the number 420 (octal already
     /// applied by the loader), a string `"0644"`/`"644"` is octal text.
-    pub fn mode(&self, key: &str) -> Result<Option<u32>, ParamError> {
+    pub(crate) fn mode(&self, key: &str) -> Result<Option<u32>, ParamError> {
         match self.raw(key) {
             None => Ok(None),
             Some(Value::Number(n)) => n
@@ -280,7 +288,7 @@ impl<'a> Params<'a> {
     }
 }
 
-pub fn scalar_text(v: &Value) -> String {
+pub(crate) fn scalar_text(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         Value::Null => String::new(),
@@ -288,7 +296,7 @@ pub fn scalar_text(v: &Value) -> String {
     }
 }
 
-pub fn parse_bool(s: &str) -> Option<bool> {
+pub(crate) fn parse_bool(s: &str) -> Option<bool> {
     match s.trim().to_ascii_lowercase().as_str() {
         "yes" | "on" | "true" | "1" | "y" => Some(true),
         "no" | "off" | "false" | "0" | "n" => Some(false),
@@ -298,7 +306,7 @@ pub fn parse_bool(s: &str) -> Option<bool> {
 
 /// The first of several names for one parameter that a task set
 /// (`path`, `dest`, `name`), with the name it used; the first name when none.
-pub fn first_of<const N: usize>(
+pub(crate) fn first_of<const N: usize>(
     p: &Params,
     names: [(&'static str, Option<String>); N],
 ) -> Result<(&'static str, String), ParamError> {
@@ -311,7 +319,7 @@ pub fn first_of<const N: usize>(
 
 /// One parameter as its module declares it: what the loader accepts, what
 /// the README must list, and what the module's build reads.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub struct ParamDoc {
     pub name: &'static str,
     /// One line for people.
@@ -322,7 +330,7 @@ pub struct ParamDoc {
 }
 
 /// A type a parameter is read as, with the error that points at it.
-pub trait ParamValue: Sized {
+pub(crate) trait ParamValue: Sized {
     /// Whether a task must set it (unless the declaration gives a default).
     const REQUIRED: bool = false;
     const CHOICES: &'static [&'static str] = &[];
@@ -412,7 +420,7 @@ impl ParamValue for Option<serde_json::Map<String, Value>> {
 
 /// A file mode (see [`Params::mode`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Mode(pub u32);
+pub(crate) struct Mode(pub u32);
 
 impl ParamValue for Option<Mode> {
     fn read(p: &Params, key: &str) -> Result<Self, ParamError> {
@@ -424,7 +432,7 @@ impl ParamValue for Option<Mode> {
 }
 
 /// A choice declared with [`choices!`]: one of a fixed set of words.
-pub trait Choice: Copy {
+pub(crate) trait Choice: Copy {
     /// Every spelling accepted, in the order errors list them.
     const SPELLINGS: &'static [&'static str];
     /// The first spelling of each choice, as the README lists them.
@@ -434,7 +442,11 @@ pub trait Choice: Copy {
 }
 
 /// A declared choice; `default` when the task does not set it (`""`: none).
-pub fn read_choice<T: Choice>(p: &Params, key: &str, default: &str) -> Result<T, ParamError> {
+pub(crate) fn read_choice<T: Choice>(
+    p: &Params,
+    key: &str,
+    default: &str,
+) -> Result<T, ParamError> {
     let word = p.choice(key, T::SPELLINGS, default)?;
     Ok(T::from_word(&word).expect("a spelling of a declared choice"))
 }
@@ -454,33 +466,6 @@ impl<T: Choice> ParamValue for Option<T> {
         }
     }
 }
-
-/// Implements [`ParamValue`] for a [`Choice`] enum: required unless the
-/// declaration gives a default.
-macro_rules! choice_value {
-    ($name:ty) => {
-        impl $crate::modules::params::ParamValue for $name {
-            const REQUIRED: bool = true;
-            const CHOICES: &'static [&'static str] =
-                <$name as $crate::modules::params::Choice>::NAMES;
-            fn read(
-                p: &$crate::modules::params::Params,
-                key: &str,
-            ) -> Result<Self, $crate::modules::params::ParamError> {
-                $crate::modules::params::read_choice(p, key, "")
-            }
-            fn read_or(
-                p: &$crate::modules::params::Params,
-                key: &str,
-                default: Self,
-            ) -> Result<Self, $crate::modules::params::ParamError> {
-                use $crate::modules::params::Choice;
-                $crate::modules::params::read_choice(p, key, default.name())
-            }
-        }
-    };
-}
-pub(crate) use choice_value;
 
 /// A choice parameter's words, declared once:
 /// `enum State { Present = "present" | "installed", Absent = "absent" }`.
@@ -508,21 +493,40 @@ macro_rules! choices {
                 }
             }
         }
-        $crate::modules::params::choice_value!($name);
+        /// Required unless the declaration gives a default.
+        impl $crate::modules::params::ParamValue for $name {
+            const REQUIRED: bool = true;
+            const CHOICES: &'static [&'static str] =
+                <$name as $crate::modules::params::Choice>::NAMES;
+            fn read(
+                p: &$crate::modules::params::Params,
+                key: &str,
+            ) -> Result<Self, $crate::modules::params::ParamError> {
+                $crate::modules::params::read_choice(p, key, "")
+            }
+            fn read_or(
+                p: &$crate::modules::params::Params,
+                key: &str,
+                default: Self,
+            ) -> Result<Self, $crate::modules::params::ParamError> {
+                use $crate::modules::params::Choice;
+                $crate::modules::params::read_choice(p, key, default.name())
+            }
+        }
     };
 }
 pub(crate) use choices;
 
 choices! {
     /// Whether a thing is there, for the modules that ask only that.
-    pub enum Presence {
+    pub(crate) enum Presence {
         Present = "present",
         Absent = "absent",
     }
 }
 
 /// How many of `docs` are required, for [`required_names`].
-pub const fn required_count(docs: &[ParamDoc]) -> usize {
+pub(crate) const fn required_count(docs: &[ParamDoc]) -> usize {
     let (mut i, mut n) = (0, 0);
     while i < docs.len() {
         if docs[i].required {
@@ -534,7 +538,7 @@ pub const fn required_count(docs: &[ParamDoc]) -> usize {
 }
 
 /// The names of the required parameters among `docs`, at compile time.
-pub const fn required_names<const N: usize>(docs: &[ParamDoc]) -> [&'static str; N] {
+pub(crate) const fn required_names<const N: usize>(docs: &[ParamDoc]) -> [&'static str; N] {
     let mut out = [""; N];
     let (mut i, mut j) = (0, 0);
     while i < docs.len() {
@@ -547,8 +551,31 @@ pub const fn required_names<const N: usize>(docs: &[ParamDoc]) -> [&'static str;
     out
 }
 
+/// `own` then `shared`, at compile time.
+pub(crate) const fn concat_docs<const N: usize>(
+    own: &[ParamDoc],
+    shared: &[ParamDoc],
+) -> [ParamDoc; N] {
+    let mut out = [ParamDoc {
+        name: "",
+        doc: "",
+        required: false,
+        choices: &[],
+    }; N];
+    let mut i = 0;
+    while i < N {
+        out[i] = if i < own.len() {
+            own[i]
+        } else {
+            shared[i - own.len()]
+        };
+        i += 1;
+    }
+    out
+}
+
 /// The names of `docs`, at compile time.
-pub const fn param_names<const N: usize>(docs: &[ParamDoc]) -> [&'static str; N] {
+pub(crate) const fn param_names<const N: usize>(docs: &[ParamDoc]) -> [&'static str; N] {
     let mut out = [""; N];
     let mut i = 0;
     while i < N {
@@ -561,7 +588,9 @@ pub const fn param_names<const N: usize>(docs: &[ParamDoc]) -> [&'static str; N]
 /// A module's parameters, declared once: a struct with one field per
 /// parameter, each with a line of doc, its type (how it is read and
 /// checked), `[required]` when a task must set it although its type has an
-/// empty value, and `= default` when it has one. It gives the struct
+/// empty value, and `= default` when it has one; every field ends with a
+/// comma. A last `..field: Other` takes in the parameters another
+/// declaration shares (`copy` and `template`). It gives the struct
 /// `read(&Params)` and `SPEC`, the names the loader accepts and the README
 /// lists.
 macro_rules! module_params {
@@ -570,17 +599,20 @@ macro_rules! module_params {
         $vis:vis struct $name:ident {
             $(
                 $(#[doc = $doc:literal])+
-                $field:ident : $ty:ty $([$req:ident])? $(= $default:expr)?
-            ),+ $(,)?
+                $field:ident : $ty:ty $([$req:ident])? $(= $default:expr)?,
+            )+
+            $(..$shared:ident : $shared_ty:ident)?
         }
     ) => {
         $(#[$meta])*
         $vis struct $name {
             $( $(#[doc = $doc])+ pub(crate) $field: $ty, )+
+            $( pub(crate) $shared: $shared_ty, )?
         }
 
         impl $name {
-            pub(crate) const DOCS: &'static [$crate::modules::params::ParamDoc] = &[$(
+            /// Its own parameters, before any it shares.
+            const OWN: &'static [$crate::modules::params::ParamDoc] = &[$(
                 $crate::modules::params::ParamDoc {
                     name: stringify!($field),
                     doc: concat!($($doc, "\n"),+),
@@ -588,6 +620,10 @@ macro_rules! module_params {
                     choices: <$ty as $crate::modules::params::ParamValue>::CHOICES,
                 },
             )+];
+            pub(crate) const DOCS: &'static [$crate::modules::params::ParamDoc] =
+                $crate::modules::params::module_params!(@docs $name $(, $shared_ty)?);
+            // A group shared through `..` is no module's spec of its own.
+            #[allow(dead_code)]
             pub(crate) const SPEC: $crate::modules::params::ParamSpec =
                 $crate::modules::params::ParamSpec {
                     names: &$crate::modules::params::param_names::<{ $name::DOCS.len() }>($name::DOCS),
@@ -603,13 +639,23 @@ macro_rules! module_params {
                 p: &$crate::modules::params::Params,
             ) -> Result<Self, $crate::modules::params::ParamError> {
                 use $crate::modules::params::ParamValue;
-                Ok($name {$(
-                    $field: $crate::modules::params::module_params!(
-                        @read p, stringify!($field), $ty; $($default)?
-                    ),
-                )+})
+                Ok($name {
+                    $(
+                        $field: $crate::modules::params::module_params!(
+                            @read p, stringify!($field), $ty; $($default)?
+                        ),
+                    )+
+                    $( $shared: $shared_ty::read(p)?, )?
+                })
             }
         }
+    };
+    (@docs $name:ident) => { $name::OWN };
+    (@docs $name:ident, $shared:ident) => {
+        &$crate::modules::params::concat_docs::<{ $name::OWN.len() + $shared::DOCS.len() }>(
+            $name::OWN,
+            $shared::DOCS,
+        )
     };
     (@required $ty:ty; required; $($default:expr)?) => { true };
     (@required $ty:ty; ; $default:expr) => { false };

@@ -33,11 +33,53 @@ pub fn registry() -> &'static [ModuleSpec] {
 }
 
 /// The spec selected by a task key, if any.
-pub fn find(key: &str) -> Option<&'static ModuleSpec> {
+pub(crate) fn find(key: &str) -> Option<&'static ModuleSpec> {
     registry().iter().find(|s| s.names().any(|n| n == key))
 }
 
 /// Every key that selects a module, for "did you mean" hints.
-pub fn all_names() -> impl Iterator<Item = &'static str> {
+pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
     registry().iter().flat_map(ModuleSpec::names)
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::modules::kit::{fact::RoundTrip, files};
+    use crate::modules::{cuda_env, mount, package, service, swapfile, sysctl};
+
+    /// Every fact reads back what it renders for predictions, and every
+    /// `impl Fact for` in src/modules is among those checked.
+    #[test]
+    fn every_fact_reads_back_what_it_renders() {
+        let mut rt = RoundTrip::default();
+        files::fact_samples(&mut rt);
+        swapfile::fact_samples(&mut rt);
+        mount::fact_samples(&mut rt);
+        service::fact_samples(&mut rt);
+        package::fact_samples(&mut rt);
+        cuda_env::fact_samples(&mut rt);
+        sysctl::fact_samples(&mut rt);
+        assert!(rt.failures.is_empty(), "{}", rt.failures.join("\n"));
+        let declared = declared_facts(std::path::Path::new("src/modules"));
+        let checked: Vec<String> = rt.checked.into_iter().collect();
+        assert_eq!(declared, checked, "facts declared vs round-tripped");
+    }
+
+    fn declared_facts(dir: &std::path::Path) -> Vec<String> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                out.extend(declared_facts(&path));
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                let text = std::fs::read_to_string(&path).unwrap();
+                out.extend(text.lines().filter_map(|l| {
+                    let name = l.strip_prefix("impl Fact for ")?.strip_suffix(" {")?;
+                    Some(name.to_string())
+                }));
+            }
+        }
+        out.sort();
+        out
+    }
 }

@@ -7,13 +7,14 @@
 //! and a socket, timer or path unit that can start a "disabled" service is
 //! drift. Everything comes from one `systemctl show` for all named units.
 
+use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::module::{Module, ModuleSpec};
-use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, ParamError, Params};
-use crate::remote::probe::Probe;
+use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
 
-pub const SERVICE: ModuleSpec = ModuleSpec {
+pub(crate) const SERVICE: ModuleSpec = ModuleSpec {
     name: "systemd_service",
     aliases: &[
         "ansible.builtin.systemd_service",
@@ -27,7 +28,6 @@ pub const SERVICE: ModuleSpec = ModuleSpec {
     build,
 };
 
-pub const SYSTEMD_KEY: &str = "init:systemd";
 const PROPS: &str = "Id,LoadState,UnitFileState,ActiveState,TriggeredBy,NeedDaemonReload";
 const TRIGGERS_MARK: &str = "@@triggers";
 const UNIT_TYPES: &[&str] = &[
@@ -136,29 +136,80 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     }))
 }
 
-pub fn systemd_probe() -> Probe {
-    Probe::new(
-        SYSTEMD_KEY,
-        "[ -d /run/systemd/system ] && echo yes || echo no",
-    )
+/// Whether systemd runs this host (PID 1).
+struct Systemd;
+
+impl Fact for Systemd {
+    type Query = ();
+    type Value = bool;
+
+    fn key(_: &()) -> String {
+        "init:systemd".into()
+    }
+
+    fn script(_: &()) -> String {
+        "[ -d /run/systemd/system ] && echo yes || echo no".into()
+    }
+
+    fn parse(_: &(), r: &ProbeResult) -> Result<bool, ModuleError> {
+        Ok(r.stdout.trim() == "yes")
+    }
+
+    fn render(running: &bool) -> ProbeResult {
+        ProbeResult::ok(if *running { "yes\n" } else { "no\n" })
+    }
 }
 
-fn show_key(units: &[String]) -> String {
-    format!("systemd:show:{}", units.join(" "))
-}
+/// The named units, in order, and the units that can trigger them.
+struct ShownUnits;
 
-/// The named units, then the units that can trigger them.
-fn show_probe(units: &[String]) -> Probe {
-    let args = units.iter().map(|u| quote(u)).collect::<Vec<_>>().join(" ");
-    Probe::new(
-        show_key(units),
+impl Fact for ShownUnits {
+    type Query = [String];
+    type Value = (Vec<Unit>, Vec<Unit>);
+
+    fn key(units: &[String]) -> String {
+        format!("systemd:show:{}", units.join(" "))
+    }
+
+    fn script(units: &[String]) -> String {
+        let args = units.iter().map(|u| quote(u)).collect::<Vec<_>>().join(" ");
         format!(
             "[ -d /run/systemd/system ] || exit 0\n\
              systemctl show -p {PROPS} --no-pager -- {args} || exit 1\n\
              t=$(systemctl show -p TriggeredBy --no-pager -- {args} | sed -n 's/^TriggeredBy=//p' | tr ' ' '\\n' | sort -u | grep .)\n\
              [ -z \"$t\" ] || {{ echo; echo {TRIGGERS_MARK}; systemctl show -p {PROPS} --no-pager -- $t; }}"
-        ),
-    )
+        )
+    }
+
+    fn parse(units: &[String], r: &ProbeResult) -> Result<Self::Value, ModuleError> {
+        let (named, triggers) = r
+            .stdout
+            .split_once(TRIGGERS_MARK)
+            .unwrap_or((&r.stdout, ""));
+        let named = blocks(named);
+        if r.rc != 0 || named.len() != units.len() {
+            return Err(fact::bad(
+                Self::key(units),
+                format!("expected {} units: {}", units.len(), r.stderr.trim()),
+            ));
+        }
+        Ok((named, blocks(triggers)))
+    }
+
+    fn render((named, triggers): &Self::Value) -> ProbeResult {
+        let show = |units: &[Unit]| {
+            units
+                .iter()
+                .map(Unit::render)
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        let mut out = show(named);
+        if !triggers.is_empty() {
+            out.push_str(&format!("\n{TRIGGERS_MARK}\n{}", show(triggers)));
+        }
+        ProbeResult::ok(out)
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -188,6 +239,19 @@ impl Unit {
             }
         }
         u
+    }
+
+    /// The block `systemctl show` prints for it.
+    fn render(&self) -> String {
+        format!(
+            "Id={}\nLoadState={}\nUnitFileState={}\nActiveState={}\nTriggeredBy={}\nNeedDaemonReload={}\n",
+            self.id,
+            self.load,
+            self.file_state,
+            self.active,
+            self.triggered_by.join(" "),
+            if self.need_reload { "yes" } else { "no" }
+        )
     }
 
     fn running(&self) -> bool {
@@ -230,15 +294,15 @@ fn change(subject: String, before: &str, after: &str) -> Change {
 
 impl Module for Service {
     fn probes(&self) -> Vec<Probe> {
-        let mut probes = vec![systemd_probe()];
+        let mut probes = vec![Systemd::probe(&())];
         if !self.units.is_empty() {
-            probes.push(show_probe(&self.units));
+            probes.push(ShownUnits::probe(&self.units));
         }
         probes
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
-        if facts.get(SYSTEMD_KEY)?.stdout.trim() != "yes" {
+        if !Systemd::read(facts, &())? {
             return self.plan_without_systemd();
         }
         let mut plan = Plan::noop();
@@ -248,20 +312,7 @@ impl Module for Service {
             plan.steps.push("systemctl daemon-reload || exit 1".into());
             return Ok(plan);
         }
-        let key = show_key(&self.units);
-        let r = facts.get(&key)?;
-        let (named, triggers) = r
-            .stdout
-            .split_once(TRIGGERS_MARK)
-            .unwrap_or((&r.stdout, ""));
-        let named = blocks(named);
-        if r.rc != 0 || named.len() != self.units.len() {
-            return Err(ModuleError::Fact {
-                key,
-                detail: format!("expected {} units: {}", self.units.len(), r.stderr.trim()),
-            });
-        }
-        let triggers = blocks(triggers);
+        let (named, triggers) = ShownUnits::read(facts, &self.units)?;
         for (name, unit) in self.units.iter().zip(&named) {
             self.plan_unit(name, unit, &triggers, &mut plan)?;
         }
@@ -278,7 +329,7 @@ impl Module for Service {
                 .insert(0, "systemctl daemon-reload || exit 1".into());
         }
         if !plan.steps.is_empty() {
-            plan.effects.push(Effect::Invalidate(key));
+            plan.effects.push(ShownUnits::invalidate(&self.units));
         }
         Ok(plan)
     }
@@ -305,7 +356,7 @@ impl Service {
             self.units.join(", ")
         };
         if wants_running {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Missing(format!(
                 "no systemd on this host (PID 1 is not systemd, /run/systemd/system is absent): cannot start or enable {what}"
             )));
         }
@@ -336,7 +387,7 @@ impl Service {
         if masked_after
             && (self.enabled == Some(true) || self.state.is_some_and(|s| s != State::Stopped))
         {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Refused(format!(
                 "{id} is masked; set masked: false to enable or start it"
             )));
         }
@@ -364,7 +415,7 @@ impl Service {
         let needs_unit =
             self.enabled == Some(true) || self.state.is_some_and(|s| s != State::Stopped);
         if needs_unit || !self.missing_ok {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Missing(format!(
                 "unit {id} not found on this host{}",
                 if needs_unit {
                     ""
@@ -433,7 +484,7 @@ impl Service {
                 "{id} is indirect: not enabled itself, it is started through the units naming it in Also= or as a template instance"
             )),
             _ => {
-                return Err(ModuleError::Host(format!(
+                return Err(ModuleError::Unsupported(format!(
                     "{id}: cannot {} a unit whose file state is '{fs}'",
                     if want { "enable" } else { "disable" }
                 )))
@@ -458,6 +509,39 @@ impl Service {
     }
 }
 
+/// Values of every fact here, for the round trip every fact must pass.
+#[cfg(test)]
+pub(crate) fn fact_samples(rt: &mut fact::RoundTrip) {
+    rt.check::<Systemd>(&(), true);
+    rt.check::<Systemd>(&(), false);
+    let unit = |id: &str, triggered_by: &[&str]| Unit {
+        id: id.into(),
+        load: "loaded".into(),
+        file_state: "enabled".into(),
+        active: "active".into(),
+        triggered_by: triggered_by.iter().map(|t| t.to_string()).collect(),
+        need_reload: id.starts_with('b'),
+    };
+    let units = ["a.service".to_string(), "b.service".to_string()];
+    rt.check::<ShownUnits>(
+        &units,
+        (
+            vec![unit("a.service", &[]), unit("b.service", &[])],
+            Vec::new(),
+        ),
+    );
+    rt.check::<ShownUnits>(
+        &units,
+        (
+            vec![
+                unit("a.service", &["a.socket", "a.timer"]),
+                unit("b.service", &[]),
+            ],
+            vec![unit("a.socket", &[]), unit("a.timer", &[])],
+        ),
+    );
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -477,7 +561,10 @@ mod tests {
             .into_iter()
             .find(|p| p.key.starts_with("systemd:show:"))
             .unwrap();
-        let plan = m.plan(&facts_of(&[(SYSTEMD_KEY, "yes\n"), (&units.key, show)]));
+        let plan = m.plan(&facts_of(&[
+            (&Systemd::key(&()), "yes\n"),
+            (&units.key, show),
+        ]));
         if let Ok(p) = &plan {
             assert_sh_syntax(&*m, p);
         }
@@ -518,7 +605,7 @@ mod tests {
             json!({"name": ["a", "b\\x2dc@1"], "state": "stopped"}),
         )
         .unwrap();
-        let p = show_probe(&["a.service".into(), "b\\x2dc@1.service".into()]);
+        let p = ShownUnits::probe(&["a.service".into(), "b\\x2dc@1.service".into()]);
         assert!(m.probes().contains(&p));
         assert!(
             p.script
@@ -618,7 +705,7 @@ mod tests {
     fn masked_unit_cannot_be_started_unless_unmasked() {
         let show = block("x.service", "masked", "masked", "inactive", "");
         let err = plan_on(json!({"name": "x", "state": "started"}), &show).unwrap_err();
-        assert!(matches!(err, ModuleError::Host(m) if m.contains("set masked: false")));
+        assert!(matches!(err, ModuleError::Refused(m) if m.contains("set masked: false")));
         let plan = plan_on(
             json!({"name": "x", "state": "started", "masked": false}),
             &show,
@@ -648,7 +735,7 @@ mod tests {
             &show,
         )
         .unwrap_err();
-        assert!(matches!(err, ModuleError::Host(m) if m.contains("not found")));
+        assert!(matches!(err, ModuleError::Missing(m) if m.contains("not found")));
         assert!(plan_on(json!({"name": "telnet", "state": "started"}), &show).is_err());
         let plan = plan_on(json!({"name": "telnet", "masked": true}), &show).unwrap();
         assert_eq!(
@@ -721,7 +808,7 @@ mod tests {
 
     #[test]
     fn no_systemd_host_is_compliant_for_off_and_fails_for_on() {
-        let facts = facts_of(&[(SYSTEMD_KEY, "no\n")]);
+        let facts = facts_of(&[(&Systemd::key(&()), "no\n")]);
         let off = build_test(
             &SERVICE,
             json!({"name": "nginx", "state": "stopped", "enabled": false}),
@@ -732,7 +819,7 @@ mod tests {
         assert!(plan.notes[0].starts_with("no systemd on this host"));
         let on = build_test(&SERVICE, json!({"name": "nginx", "state": "started"})).unwrap();
         assert!(
-            matches!(on.plan(&facts), Err(ModuleError::Host(m)) if m.starts_with("no systemd on this host"))
+            matches!(on.plan(&facts), Err(ModuleError::Missing(m)) if m.starts_with("no systemd on this host"))
         );
     }
 }

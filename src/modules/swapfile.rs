@@ -14,7 +14,7 @@ use crate::modules::params::{module_params, ParamError, ParamValue, Params, Pres
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::{quote, sbin};
 
-pub const SWAPFILE: ModuleSpec = ModuleSpec {
+pub(crate) const SWAPFILE: ModuleSpec = ModuleSpec {
     name: "swapfile",
     aliases: &[],
     params: &SwapArgs::SPEC,
@@ -472,12 +472,12 @@ enum Alloc {
 /// leaves unwritten extents that several filesystems report as holes.
 fn alloc_method(fstype: &str, kernel: Option<(u32, u32)>) -> Result<Alloc, ModuleError> {
     if UNSUPPORTED_FS.contains(&fstype) {
-        return Err(ModuleError::Host(format!(
+        return Err(ModuleError::Unsupported(format!(
             "cannot put a swap file on {fstype}: the kernel does not swap to files there"
         )));
     }
     match fstype {
-        "btrfs" if kernel.is_some_and(|k| k < (5, 0)) => Err(ModuleError::Host(
+        "btrfs" if kernel.is_some_and(|k| k < (5, 0)) => Err(ModuleError::Unsupported(
             "btrfs supports swap files only from Linux 5.0".into(),
         )),
         "btrfs" => Ok(Alloc::NocowDd),
@@ -549,14 +549,14 @@ impl Swapfile {
         plan: &mut Plan,
     ) -> Result<(FileFacts, bool), ModuleError> {
         let Some(fstype) = file.fstype.as_deref() else {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Missing(format!(
                 "{}: folder {} does not exist",
                 self.path,
                 self.dir()
             )));
         };
         if !matches!(file.kind.as_str(), "file" | "absent") {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Refused(format!(
                 "{} is a {} rather than a regular file; refusing to use it as a swap file",
                 self.path,
                 if file.kind == "link" {
@@ -660,7 +660,7 @@ impl Swapfile {
         plan: &mut Plan,
     ) -> Result<(FileFacts, bool), ModuleError> {
         if file.kind == "other" {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Refused(format!(
                 "{} is not a regular file; refusing to remove it",
                 self.path
             )));
@@ -776,7 +776,7 @@ impl Swapfile {
         let free = free_kib * 1024 + file.allocated;
         let need = want + want / 20 + DISK_MARGIN;
         if free < need {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Refused(format!(
                 "not enough disk for swap file {}: {} MiB free on {}, need {} MiB ({} plus 5% and 256 MiB to spare)",
                 self.path,
                 free / MIB,
@@ -794,7 +794,7 @@ impl Swapfile {
             .ok_or_else(|| fact::bad(MemAvailable::key(&()), "no MemAvailable"))?;
         let need = swapoff_need_kib(a.used_kib);
         if avail < need {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Refused(format!(
                 "refusing to swapoff {}: {} MiB are swapped out and only {} MiB of memory are available (need {} MiB); free memory or add another swap file first",
                 self.path,
                 a.used_kib / 1024,
@@ -910,6 +910,88 @@ fi"#,
             });
         }
         areas
+    }
+}
+
+/// Values of every fact here, for the round trip every fact must pass.
+#[cfg(test)]
+pub(crate) fn fact_samples(rt: &mut fact::RoundTrip) {
+    let area = |name: &str, kind: &str, used_kib, priority| SwapArea {
+        raw_name: name.into(),
+        kind: kind.into(),
+        size_kib: 8 * 1024 * 1024 - 4,
+        used_kib,
+        priority,
+    };
+    rt.check::<Swaps>(&(), Vec::new());
+    rt.check::<Swaps>(
+        &(),
+        vec![
+            area("/swap\\040file", "file", 0, -2),
+            area("/dev/nvme0n1p3", "partition", 4096, 10),
+        ],
+    );
+    rt.check::<MemAvailable>(&(), None);
+    rt.check::<MemAvailable>(&(), Some(120 * 1024 * 1024));
+    rt.check::<KernelVersion>(&(), None);
+    rt.check::<KernelVersion>(&(), Some((4, 18)));
+    rt.check::<DiskFree>("/", 0);
+    rt.check::<DiskFree>("/", 104_857_600);
+    let absent = FileFacts {
+        fstype: Some("xfs".into()),
+        real: "/swapfile".into(),
+        kind: "absent".into(),
+        mode: 0,
+        size: 0,
+        allocated: 0,
+        signature: None,
+        nocow: false,
+        selinux: None,
+    };
+    let file = FileFacts {
+        fstype: Some("btrfs".into()),
+        kind: "file".into(),
+        mode: 0o600,
+        size: 1 << 30,
+        allocated: 1 << 29,
+        signature: Some(true),
+        nocow: true,
+        ..absent.clone()
+    };
+    for v in [
+        absent.clone(),
+        FileFacts {
+            fstype: None,
+            ..absent.clone()
+        },
+        FileFacts {
+            signature: None,
+            nocow: false,
+            ..file.clone()
+        },
+        FileFacts {
+            signature: Some(false),
+            ..file.clone()
+        },
+        FileFacts {
+            selinux: Some(Selinux {
+                file_type: Some("default_t".into()),
+                policy_type: Some(SWAPFILE_T.into()),
+                semanage: true,
+            }),
+            ..file.clone()
+        },
+        FileFacts {
+            selinux: Some(Selinux {
+                file_type: None,
+                policy_type: None,
+                semanage: false,
+            }),
+            ..absent.clone()
+        },
+        file,
+    ] {
+        rt.check::<SwapFile>("/swapfile", v);
     }
 }
 
@@ -1302,7 +1384,7 @@ mod tests {
         };
         let err = plan(p8(), &h).unwrap_err();
         assert!(
-            matches!(&err, ModuleError::Host(m) if m.contains("not enough disk") && m.contains("8192 MiB free")),
+            matches!(&err, ModuleError::Refused(m) if m.contains("not enough disk") && m.contains("8192 MiB free")),
             "{err}"
         );
     }
@@ -1324,7 +1406,7 @@ mod tests {
         };
         let err = super::tests::plan(p8(), &low).unwrap_err();
         assert!(
-            matches!(&err, ModuleError::Host(m) if m.contains("refusing to swapoff") && m.contains("2048 MiB are swapped out")),
+            matches!(&err, ModuleError::Refused(m) if m.contains("refusing to swapoff") && m.contains("2048 MiB are swapped out")),
             "{err}"
         );
     }
@@ -1410,6 +1492,6 @@ mod tests {
             file: "fstype=xfs\nreal=/x\ntype=link\n".into(),
             ..Host::default()
         };
-        assert!(matches!(plan(p8(), &h), Err(ModuleError::Host(m)) if m.contains("symlink")));
+        assert!(matches!(plan(p8(), &h), Err(ModuleError::Refused(m)) if m.contains("symlink")));
     }
 }

@@ -8,7 +8,7 @@ use crate::remote::probe::{Probe, ProbeResult};
 /// would produce, for predicted effects. Kept together, a key cannot drift
 /// between the probe and the plan, and every prediction is something the
 /// parser reads back (`RoundTrip` holds each fact to it).
-pub trait Fact {
+pub(crate) trait Fact {
     /// What is asked about: a path, a list of units; `()` for the host.
     type Query: ?Sized;
     type Value;
@@ -38,7 +38,7 @@ pub trait Fact {
 }
 
 /// A fact that could not be parsed, as the plan reports it.
-pub fn bad(key: impl Into<String>, detail: impl Into<String>) -> ModuleError {
+pub(crate) fn bad(key: impl Into<String>, detail: impl Into<String>) -> ModuleError {
     ModuleError::Fact {
         key: key.into(),
         detail: detail.into(),
@@ -48,7 +48,7 @@ pub fn bad(key: impl Into<String>, detail: impl Into<String>) -> ModuleError {
 /// Checks that each fact reads back what it renders: `parse(render(v)) == v`.
 #[cfg(test)]
 #[derive(Default)]
-pub struct RoundTrip {
+pub(crate) struct RoundTrip {
     pub failures: Vec<String>,
     /// The facts checked, by type name.
     pub checked: std::collections::BTreeSet<String>,
@@ -56,7 +56,7 @@ pub struct RoundTrip {
 
 #[cfg(test)]
 impl RoundTrip {
-    pub fn check<F: Fact>(&mut self, q: &F::Query, v: F::Value)
+    pub(crate) fn check<F: Fact>(&mut self, q: &F::Query, v: F::Value)
     where
         F::Value: PartialEq + std::fmt::Debug,
     {

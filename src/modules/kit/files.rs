@@ -5,14 +5,15 @@ use base64::Engine;
 
 use super::fact::{self, Fact};
 use super::plan::{Change, ModuleError, Plan};
+use crate::modules::params::Mode;
 use crate::remote::probe::ProbeResult;
 use crate::remote::shell::quote;
 
 /// Content larger than this is compared by SHA-256 only, and not diffed.
-pub const MAX_CONTENT: u64 = 1 << 20;
+pub(crate) const MAX_CONTENT: u64 = 1 << 20;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     File,
     Dir,
     Link,
@@ -20,7 +21,7 @@ pub enum Kind {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct FileState {
+pub(crate) struct FileState {
     pub kind: Kind,
     pub mode: u32,
     pub owner: String,
@@ -35,7 +36,7 @@ pub struct FileState {
 
 impl FileState {
     /// Whether this is a regular file with exactly `content`.
-    pub fn holds(&self, content: &str) -> bool {
+    pub(crate) fn holds(&self, content: &str) -> bool {
         match (&self.content, &self.sha256) {
             (Some(have), _) => have == content,
             (None, Some(sum)) => *sum == sha256_hex(content.as_bytes()),
@@ -44,7 +45,7 @@ impl FileState {
     }
 
     /// A regular file as a write would leave it.
-    pub fn written(content: &str, mode: u32, owner: &str, group: &str) -> FileState {
+    pub(crate) fn written(content: &str, mode: u32, owner: &str, group: &str) -> FileState {
         FileState {
             kind: Kind::File,
             mode,
@@ -60,7 +61,7 @@ impl FileState {
 
 /// A path's type, mode, owner, size, link target and (small) content;
 /// `None` when it does not exist.
-pub struct FileFact;
+pub(crate) struct FileFact;
 
 impl Fact for FileFact {
     type Query = str;
@@ -143,13 +144,13 @@ if [ "$t" = f ]; then if [ "$(stat -c %s -- "$p")" -le {MAX_CONTENT} ]; then cat
 }
 
 /// SHA-256 in hex, as `sha256sum` prints it.
-pub fn sha256_hex(data: &[u8]) -> String {
+pub(crate) fn sha256_hex(data: &[u8]) -> String {
     digest_hex(Digest::Sha256, data)
 }
 
 /// The digests Ansible's checksums use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Digest {
+pub(crate) enum Digest {
     Sha1,
     Sha256,
     Md5,
@@ -157,7 +158,7 @@ pub enum Digest {
 
 /// A digest in hex, as `sha256sum`, `sha1sum` or `md5sum` prints it, from
 /// the OpenSSL libssh2 links anyway.
-pub fn digest_hex(digest: Digest, data: &[u8]) -> String {
+pub(crate) fn digest_hex(digest: Digest, data: &[u8]) -> String {
     let mut md = [0u8; 64]; // EVP_MAX_MD_SIZE
     let mut len = 0u32;
     // SAFETY: a fresh digest context, freed before returning; `md` has room
@@ -185,11 +186,27 @@ pub fn digest_hex(digest: Digest, data: &[u8]) -> String {
 
 /// How a file is to be written.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct WriteOpts {
+pub(crate) struct WriteOpts {
     pub mode: Option<u32>,
     pub owner: Option<String>,
     pub group: Option<String>,
     pub backup: bool,
+}
+
+impl WriteOpts {
+    /// From the `mode`, `owner` and `group` parameters modules share.
+    pub(crate) fn new(mode: Option<Mode>, owner: Option<String>, group: Option<String>) -> Self {
+        WriteOpts {
+            mode: mode.map(|m| m.0),
+            owner,
+            group,
+            backup: false,
+        }
+    }
+
+    pub(crate) fn with_backup(self, backup: bool) -> Self {
+        WriteOpts { backup, ..self }
+    }
 }
 
 /// A step that replaces `path` atomically: the new content goes to a temp
@@ -197,7 +214,7 @@ pub struct WriteOpts {
 /// between), gets the old file's owner, mode and SELinux label unless told
 /// otherwise, and is renamed over the old one. A failure at any point (a
 /// full disk) leaves the old file untouched and removes the temp file.
-pub fn write_step(path: &str, content: &str, opts: &WriteOpts) -> String {
+pub(crate) fn write_step(path: &str, content: &str, opts: &WriteOpts) -> String {
     let p = quote(path);
     // The content is encoded straight into the step: one buffer, however
     // large the file.
@@ -223,7 +240,7 @@ pub fn write_step(path: &str, content: &str, opts: &WriteOpts) -> String {
 }
 
 /// chmod/chown for the attributes that were asked for; `on_fail` runs when one fails.
-pub fn attr_commands(target: &str, opts: &WriteOpts, on_fail: &str) -> String {
+pub(crate) fn attr_commands(target: &str, opts: &WriteOpts, on_fail: &str) -> String {
     let mut s = String::new();
     if let Some(mode) = opts.mode {
         s.push_str(&format!("chmod {mode:o} {target} || {{ {on_fail}; }}\n"));
@@ -244,7 +261,7 @@ pub fn attr_commands(target: &str, opts: &WriteOpts, on_fail: &str) -> String {
 }
 
 /// Unified diff of two texts, labelled with the path.
-pub fn unified_diff(path: &str, before: &str, after: &str) -> String {
+pub(crate) fn unified_diff(path: &str, before: &str, after: &str) -> String {
     similar::TextDiff::from_lines(before, after)
         .unified_diff()
         .context_radius(3)
@@ -261,7 +278,7 @@ fn reason(r: &ProbeResult) -> String {
 }
 
 /// The plan for "this path holds exactly this content, with these attributes".
-pub fn plan_content(
+pub(crate) fn plan_content(
     dest: &str,
     current: Option<&FileState>,
     content: &str,
@@ -271,7 +288,7 @@ pub fn plan_content(
     let mut plan = Plan::noop();
     match current {
         Some(st) if st.kind == Kind::Dir => {
-            return Err(ModuleError::Host(format!("{dest} is a directory")))
+            return Err(ModuleError::Refused(format!("{dest} is a directory")))
         }
         Some(_) if !force => return Ok(plan),
         _ => {}
@@ -323,7 +340,7 @@ fn content_diff(dest: &str, current: Option<&FileState>, content: &str) -> Optio
 }
 
 /// Mode/owner/group differences of an existing path.
-pub fn attr_changes(dest: &str, st: &FileState, opts: &WriteOpts) -> Vec<Change> {
+pub(crate) fn attr_changes(dest: &str, st: &FileState, opts: &WriteOpts) -> Vec<Change> {
     let mut out = Vec::new();
     if let Some(mode) = opts.mode.filter(|m| *m != st.mode) {
         out.push(Change::new(
@@ -347,6 +364,39 @@ pub fn attr_changes(dest: &str, st: &FileState, opts: &WriteOpts) -> Vec<Change>
         ));
     }
     out
+}
+
+/// Values of every fact here, for the round trip every fact must pass.
+#[cfg(test)]
+pub(crate) fn fact_samples(rt: &mut super::fact::RoundTrip) {
+    let small = FileState::written("a = 1\nb\n", 0o640, "root", "adm");
+    let special = |kind, link_target: Option<&str>| FileState {
+        kind,
+        mode: 0o777,
+        owner: "root".into(),
+        group: "root".into(),
+        size: 7,
+        link_target: link_target.map(String::from),
+        content: None,
+        sha256: None,
+    };
+    let large = FileState {
+        content: None,
+        sha256: Some(sha256_hex(b"large")),
+        size: MAX_CONTENT + 1,
+        ..small.clone()
+    };
+    for v in [
+        None,
+        Some(small),
+        Some(FileState::written("", 0o600, "nobody", "nogroup")),
+        Some(large),
+        Some(special(Kind::Dir, None)),
+        Some(special(Kind::Link, Some("/opt/x y"))),
+        Some(special(Kind::Other, None)),
+    ] {
+        rt.check::<FileFact>("/etc/x", v);
+    }
 }
 
 #[cfg(test)]

@@ -7,15 +7,15 @@ use super::files::{self, FileFact, WriteOpts};
 use super::plan::{Facts, ModuleError, Plan};
 use crate::remote::probe::Probe;
 
-pub const PATH: &str = "/etc/fstab";
+pub(crate) const PATH: &str = "/etc/fstab";
 
 /// The probe [`plan_entry`] reads.
-pub fn probe() -> Probe {
+pub(crate) fn probe() -> Probe {
     FileFact::probe(PATH)
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Entry {
+pub(crate) struct Entry {
     pub src: String,
     pub target: String,
     pub fstype: String,
@@ -26,7 +26,7 @@ pub struct Entry {
 
 impl Entry {
     /// `None` for blank lines, comments and lines with fewer than 3 fields.
-    pub fn parse(line: &str) -> Option<Entry> {
+    pub(crate) fn parse(line: &str) -> Option<Entry> {
         let t = line.trim();
         if t.is_empty() || t.starts_with('#') {
             return None;
@@ -43,7 +43,7 @@ impl Entry {
         })
     }
 
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         [
             &self.src,
             &self.target,
@@ -56,12 +56,12 @@ impl Entry {
         .join(" ")
     }
 
-    pub fn is_swap(&self) -> bool {
+    pub(crate) fn is_swap(&self) -> bool {
         self.fstype == "swap"
     }
 
     /// The value of `key=value` in the options, if set.
-    pub fn opt(&self, key: &str) -> Option<&str> {
+    pub(crate) fn opt(&self, key: &str) -> Option<&str> {
         self.opts
             .split(',')
             .find_map(|o| o.strip_prefix(key)?.strip_prefix('='))
@@ -69,7 +69,7 @@ impl Entry {
 }
 
 /// fstab(5) fields cannot hold blanks: they are written as octal escapes.
-pub fn escape(field: &str) -> String {
+pub(crate) fn escape(field: &str) -> String {
     let mut out = String::with_capacity(field.len());
     for c in field.chars() {
         match c {
@@ -85,7 +85,7 @@ pub fn escape(field: &str) -> String {
 
 /// Decodes `\NNN` octal escapes, as the kernel writes them in /proc/swaps
 /// and /proc/self/mountinfo too.
-pub fn unescape(field: &str) -> String {
+pub(crate) fn unescape(field: &str) -> String {
     let b = field.as_bytes();
     let mut out = Vec::with_capacity(b.len());
     let mut i = 0;
@@ -109,7 +109,7 @@ pub fn unescape(field: &str) -> String {
 }
 
 /// The first line holding an entry selected by `is_target`.
-pub fn find(text: &str, is_target: impl Fn(&Entry) -> bool) -> Option<&str> {
+pub(crate) fn find(text: &str, is_target: impl Fn(&Entry) -> bool) -> Option<&str> {
     text.lines()
         .find(|l| Entry::parse(l).is_some_and(|e| is_target(&e)))
 }
@@ -118,7 +118,7 @@ pub fn find(text: &str, is_target: impl Fn(&Entry) -> bool) -> Option<&str> {
 /// is `None`). The first selected line stays as written when `complies`
 /// accepts it, so an equivalent spelling is not drift; later duplicates go.
 /// Returns `text` itself when nothing changes.
-pub fn edit(
+pub(crate) fn edit(
     text: &str,
     is_target: impl Fn(&Entry) -> bool,
     want: Option<&Entry>,
@@ -153,7 +153,7 @@ pub fn edit(
 /// The plan that leaves fstab with exactly one line for the selected entry
 /// (none when `want` is `None`), written atomically; its change shows the
 /// line before and after rather than the whole file.
-pub fn plan_entry(
+pub(crate) fn plan_entry(
     facts: &Facts,
     is_target: impl Fn(&Entry) -> bool,
     want: Option<&Entry>,

@@ -1,10 +1,10 @@
 //! What modules share: the module contract and its plans, file probes and
 //! atomic writes, fstab editing. Nothing here knows a module.
 
-pub mod fact;
-pub mod files;
-pub mod fstab;
-pub mod module;
-pub mod plan;
+pub(crate) mod fact;
+pub(crate) mod files;
+pub(crate) mod fstab;
+pub(crate) mod module;
+pub(crate) mod plan;
 #[cfg(test)]
-pub mod testing;
+pub(crate) mod testing;

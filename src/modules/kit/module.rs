@@ -4,7 +4,7 @@ use super::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{ParamError, ParamSpec, Params};
 use crate::remote::probe::Probe;
 
-pub trait Module: Send + Sync {
+pub(crate) trait Module: Send + Sync {
     fn probes(&self) -> Vec<Probe>;
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError>;
     /// Commands whose effect is their output: not verified after apply,
@@ -22,7 +22,7 @@ pub trait Module: Send + Sync {
     }
 }
 
-pub type BuildFn = fn(&Params) -> Result<Box<dyn Module>, ParamError>;
+pub(crate) type BuildFn = fn(&Params) -> Result<Box<dyn Module>, ParamError>;
 
 /// A module as playbooks name it.
 pub struct ModuleSpec {
@@ -33,7 +33,7 @@ pub struct ModuleSpec {
     pub params: &'static ParamSpec,
     /// Parameter name a free-form string (`command: echo hi`) is stored under.
     pub free_form: Option<&'static str>,
-    pub build: BuildFn,
+    pub(crate) build: BuildFn,
 }
 
 impl std::fmt::Debug for ModuleSpec {

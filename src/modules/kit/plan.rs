@@ -37,7 +37,11 @@ impl std::fmt::Display for Change {
 }
 
 impl Change {
-    pub fn new(subject: impl Into<String>, before: Option<String>, after: Option<String>) -> Self {
+    pub(crate) fn new(
+        subject: impl Into<String>,
+        before: Option<String>,
+        after: Option<String>,
+    ) -> Self {
         Change {
             subject: subject.into(),
             before,
@@ -47,7 +51,7 @@ impl Change {
         }
     }
 
-    pub fn with_evidence(mut self, evidence: impl Into<String>) -> Self {
+    pub(crate) fn with_evidence(mut self, evidence: impl Into<String>) -> Self {
         self.evidence = Some(evidence.into());
         self
     }
@@ -56,7 +60,7 @@ impl Change {
 /// What the host will look like after a plan's steps ran, so that later
 /// tasks plan against predicted rather than stale facts.
 #[derive(Clone, Debug, PartialEq)]
-pub enum Effect {
+pub(crate) enum Effect {
     /// The probe with this key would now answer this.
     Predict(String, ProbeResult),
     /// The probe with this key can no longer be trusted; tasks that read it
@@ -67,7 +71,7 @@ pub enum Effect {
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Plan {
+pub(crate) struct Plan {
     /// Empty means the host already complies.
     pub changes: Vec<Change>,
     /// Shell steps run in order during apply; each must fail loudly.
@@ -86,12 +90,12 @@ pub struct Plan {
 }
 
 impl Plan {
-    pub fn noop() -> Self {
+    pub(crate) fn noop() -> Self {
         Plan::default()
     }
 
     /// Adds the plan of a part (a file the module also writes) after this one's.
-    pub fn absorb(&mut self, part: Plan) {
+    pub(crate) fn absorb(&mut self, part: Plan) {
         self.changes.extend(part.changes);
         self.steps.extend(part.steps);
         self.effects.extend(part.effects);
@@ -103,10 +107,27 @@ impl Plan {
 }
 
 #[derive(Debug, Error, PartialEq)]
-pub enum ModuleError {
-    /// The host cannot reach the desired state (unknown key, missing path).
+pub(crate) enum ModuleError {
+    /// Something the task needs is not on the host: a toolkit, a unit, a
+    /// file, a folder, a kernel key, a package manager, systemd.
     #[error("{0}")]
-    Host(String),
+    Missing(String),
+    /// The host is in a state the module refuses to act on, because acting
+    /// would lose data or the host: too little disk or memory, a link or a
+    /// special file where a regular file belongs.
+    #[error("{0}")]
+    Refused(String),
+    /// The host cannot do what is asked: a filesystem without swap files, a
+    /// toolkit of another version than the pin, a static unit.
+    #[error("{0}")]
+    Unsupported(String),
+    /// The playbook itself fails the host (`fail`, an `assert` that does
+    /// not hold, or a condition that cannot be evaluated).
+    #[error("{0}")]
+    Asserted(String),
+    /// The GPU smoke test ran; these checks failed.
+    #[error("GPU smoke test failed: {}", .0.join("; "))]
+    SmokeFailed(Vec<String>),
     /// A probe answered something the module could not understand.
     #[error("unexpected probe output for {key}: {detail}")]
     Fact { key: String, detail: String },
@@ -114,35 +135,35 @@ pub enum ModuleError {
 
 /// The probe answers a plan is computed from.
 #[derive(Clone, Debug, Default)]
-pub struct Facts {
+pub(crate) struct Facts {
     results: BTreeMap<String, ProbeResult>,
 }
 
 impl Facts {
-    pub fn new(results: BTreeMap<String, ProbeResult>) -> Self {
+    pub(crate) fn new(results: BTreeMap<String, ProbeResult>) -> Self {
         Facts { results }
     }
 
-    pub fn get(&self, key: &str) -> Result<&ProbeResult, ModuleError> {
+    pub(crate) fn get(&self, key: &str) -> Result<&ProbeResult, ModuleError> {
         self.results.get(key).ok_or_else(|| ModuleError::Fact {
             key: key.to_string(),
             detail: "not probed".into(),
         })
     }
 
-    pub fn contains(&self, key: &str) -> bool {
+    pub(crate) fn contains(&self, key: &str) -> bool {
         self.results.contains_key(key)
     }
 
-    pub fn insert(&mut self, key: String, result: ProbeResult) {
+    pub(crate) fn insert(&mut self, key: String, result: ProbeResult) {
         self.results.insert(key, result);
     }
 
-    pub fn remove(&mut self, key: &str) {
+    pub(crate) fn remove(&mut self, key: &str) {
         self.results.remove(key);
     }
 
-    pub fn extend(&mut self, other: BTreeMap<String, ProbeResult>) {
+    pub(crate) fn extend(&mut self, other: BTreeMap<String, ProbeResult>) {
         self.results.extend(other);
     }
 }

@@ -7,7 +7,7 @@ use crate::modules::params::{self, ParamError, Params};
 use crate::remote::probe::ProbeResult;
 
 /// Builds a module from JSON parameters the way the executor does, for tests.
-pub fn build_test(
+pub(crate) fn build_test(
     spec: &ModuleSpec,
     params: serde_json::Value,
 ) -> Result<Box<dyn Module>, ParamError> {
@@ -26,7 +26,7 @@ pub fn build_test_with(
 }
 
 /// Calls `f` with JSON parameters as the executor hands them to `spec`.
-pub fn with_params<T>(
+pub(crate) fn with_params<T>(
     spec: &ModuleSpec,
     params: serde_json::Value,
     f: impl FnOnce(&Params) -> T,
@@ -59,7 +59,7 @@ fn with_ctx<T>(
 }
 
 /// The message of a parameter error, for tests.
-pub fn build_error(spec: &ModuleSpec, params: serde_json::Value) -> String {
+pub(crate) fn build_error(spec: &ModuleSpec, params: serde_json::Value) -> String {
     match build_test(spec, params) {
         Ok(_) => panic!("expected a parameter error"),
         Err(e) => e.message,
@@ -67,7 +67,7 @@ pub fn build_error(spec: &ModuleSpec, params: serde_json::Value) -> String {
 }
 
 /// Asserts that every step and probe parses as POSIX sh (`sh -n`: nothing runs).
-pub fn assert_sh_syntax(module: &dyn Module, plan: &Plan) {
+pub(crate) fn assert_sh_syntax(module: &dyn Module, plan: &Plan) {
     let probes = module.probes().into_iter().map(|p| p.script);
     for script in probes.chain(plan.steps.iter().cloned()) {
         let out = std::process::Command::new("sh")
@@ -83,7 +83,7 @@ pub fn assert_sh_syntax(module: &dyn Module, plan: &Plan) {
 }
 
 /// Facts from `(key, stdout)` pairs, for tests.
-pub fn facts_of(answers: &[(&str, &str)]) -> Facts {
+pub(crate) fn facts_of(answers: &[(&str, &str)]) -> Facts {
     let mut f = Facts::default();
     for (k, v) in answers {
         f.insert(k.to_string(), ProbeResult::ok(*v));

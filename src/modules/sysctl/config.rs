@@ -3,13 +3,13 @@
 //! to them. Everything here except the probe scripts is pure.
 
 use super::{components, normalize_key, same_value, tuned::Tuned};
-use crate::remote::probe::{Probe, ProbeResult};
+use crate::modules::kit::fact::{self, Fact};
+use crate::modules::kit::plan::ModuleError;
+use crate::remote::probe::ProbeResult;
 use crate::remote::shell::quote;
 
-pub const CONFIG_KEY: &str = "sysctl:config";
-
 /// sysctl.d(5) search path; for one basename the first folder wins.
-pub const DIRS: &[&str] = &[
+pub(crate) const DIRS: &[&str] = &[
     "/etc/sysctl.d",
     "/run/sysctl.d",
     "/usr/local/lib/sysctl.d",
@@ -19,7 +19,7 @@ pub const DIRS: &[&str] = &[
 
 /// procps `sysctl --system` and tuned read it last; systemd-sysctl only
 /// through a sysctl.d link such as RHEL's `99-sysctl.conf -> ../sysctl.conf`.
-pub const SYSCTL_CONF: &str = "/etc/sysctl.conf";
+pub(crate) const SYSCTL_CONF: &str = "/etc/sysctl.conf";
 
 /// Folders tuned's `reapply_sysctl` re-reads after applying its profile.
 const REAPPLIED_DIRS: &[&str] = &["/etc/sysctl.d", "/run/sysctl.d"];
@@ -30,7 +30,7 @@ const FRAME: &str = "@@SYSCTL";
 /// `@@SYSCTL <f|u> <pathlen> <linklen> <contentlen>` and then exactly those
 /// bytes, so no content can be mistaken for a frame. The path is printed
 /// without the `$R` prefix that tests point at a temp folder.
-pub const FRAME_FN: &str = r#"np_len() { printf '%s' "$1" | wc -c | tr -d ' '; }
+pub(crate) const FRAME_FN: &str = r#"np_len() { printf '%s' "$1" | wc -c | tr -d ' '; }
 np_sf() {
   p=${1#"$R"}; t=
   if [ -L "$1" ]; then t=$(readlink -- "$1"); fi
@@ -39,20 +39,53 @@ np_sf() {
 }
 "#;
 
-/// One probe for all of them, shared by every sysctl task of a host.
-pub fn probe(root: &str) -> Probe {
-    let dirs = DIRS.join(" ");
-    let script = format!(
-        "R={root}\n{FRAME_FN}for d in {dirs}; do\n  for f in \"$R$d\"/*.conf; do\n    if [ -e \"$f\" ] || [ -L \"$f\" ]; then np_sf \"$f\"; fi\n  done\ndone\n\
-         if [ -e \"$R{SYSCTL_CONF}\" ]; then np_sf \"$R{SYSCTL_CONF}\"; fi\nexit 0",
-        root = quote(root)
-    );
-    Probe::new(CONFIG_KEY, script)
+/// Every sysctl file a host boots with, read by one probe shared by every
+/// sysctl task of a host. The query is the root prefix of every path
+/// (`""`; only tests point it at a temp folder).
+pub(crate) struct SysctlFiles;
+
+impl Fact for SysctlFiles {
+    type Query = str;
+    type Value = Vec<ConfFile>;
+
+    fn key(_: &str) -> String {
+        "sysctl:config".into()
+    }
+
+    fn script(root: &str) -> String {
+        let dirs = DIRS.join(" ");
+        format!(
+            "R={root}\n{FRAME_FN}for d in {dirs}; do\n  for f in \"$R$d\"/*.conf; do\n    if [ -e \"$f\" ] || [ -L \"$f\" ]; then np_sf \"$f\"; fi\n  done\ndone\n\
+             if [ -e \"$R{SYSCTL_CONF}\" ]; then np_sf \"$R{SYSCTL_CONF}\"; fi\nexit 0",
+            root = quote(root)
+        )
+    }
+
+    fn parse(root: &str, r: &ProbeResult) -> Result<Vec<ConfFile>, ModuleError> {
+        parse_frames(r).map_err(|d| fact::bad(Self::key(root), d))
+    }
+
+    fn render(files: &Vec<ConfFile>) -> ProbeResult {
+        let mut out = String::new();
+        for f in files {
+            let link = f.link.as_deref().unwrap_or("");
+            let content = f.content.as_deref().unwrap_or("");
+            let status = if f.content.is_some() { "f" } else { "u" };
+            out.push_str(&format!(
+                "{FRAME} {status} {} {} {}\n{}{link}{content}",
+                f.path.len(),
+                link.len(),
+                content.len(),
+                f.path
+            ));
+        }
+        ProbeResult::ok(out)
+    }
 }
 
 /// A file as the probe saw it.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct ConfFile {
+pub(crate) struct ConfFile {
     pub path: String,
     /// The link target when the path is a symlink, as `readlink` prints it.
     pub link: Option<String>,
@@ -61,7 +94,7 @@ pub struct ConfFile {
 }
 
 impl ConfFile {
-    pub fn new(path: &str, link: Option<&str>, content: Option<&str>) -> Self {
+    pub(crate) fn new(path: &str, link: Option<&str>, content: Option<&str>) -> Self {
         ConfFile {
             path: path.to_string(),
             link: link.map(String::from),
@@ -73,12 +106,12 @@ impl ConfFile {
         self.path.rsplit_once('/').map_or("", |(d, _)| d)
     }
 
-    pub fn basename(&self) -> &str {
+    pub(crate) fn basename(&self) -> &str {
         self.path.rsplit_once('/').map_or(&self.path, |(_, b)| b)
     }
 
     /// The file the content really comes from.
-    pub fn real(&self) -> String {
+    pub(crate) fn real(&self) -> String {
         match &self.link {
             Some(l) if l.starts_with('/') => clean_path(l),
             Some(l) => clean_path(&format!("{}/{l}", self.dir())),
@@ -106,7 +139,8 @@ fn clean_path(p: &str) -> String {
     format!("/{}", out.join("/"))
 }
 
-pub fn parse(r: &ProbeResult) -> Result<Vec<ConfFile>, String> {
+/// Files as [`FRAME_FN`] prints them.
+pub(crate) fn parse_frames(r: &ProbeResult) -> Result<Vec<ConfFile>, String> {
     if r.rc != 0 {
         return Err(format!("exit {}: {}", r.rc, r.stderr.trim()));
     }
@@ -138,27 +172,9 @@ pub fn parse(r: &ProbeResult) -> Result<Vec<ConfFile>, String> {
     Ok(files)
 }
 
-/// The probe answer these files would produce, for predicted effects.
-pub fn render(files: &[ConfFile]) -> ProbeResult {
-    let mut out = String::new();
-    for f in files {
-        let link = f.link.as_deref().unwrap_or("");
-        let content = f.content.as_deref().unwrap_or("");
-        let status = if f.content.is_some() { "f" } else { "u" };
-        out.push_str(&format!(
-            "{FRAME} {status} {} {} {}\n{}{link}{content}",
-            f.path.len(),
-            link.len(),
-            content.len(),
-            f.path
-        ));
-    }
-    ProbeResult::ok(out)
-}
-
 /// The files after `path` was written with `content`: wherever it is read
 /// (directly or through a link), and listed itself as the probe would.
-pub fn with_file(files: &[ConfFile], path: &str, content: &str) -> Vec<ConfFile> {
+pub(crate) fn with_file(files: &[ConfFile], path: &str, content: &str) -> Vec<ConfFile> {
     let mut out = files.to_vec();
     for f in out.iter_mut().filter(|f| f.real() == path) {
         f.content = Some(content.to_string());
@@ -229,14 +245,14 @@ fn wildcard(p: &[u8], s: &[u8]) -> bool {
 
 /// Where a boot-time value comes from.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Origin {
+pub(crate) enum Origin {
     File { file: ConfFile, line: usize },
     Tuned { profile: String },
 }
 
 impl Origin {
     /// True when the value is read from `path` (directly or via a link).
-    pub fn is_file(&self, path: &str) -> bool {
+    pub(crate) fn is_file(&self, path: &str) -> bool {
         matches!(self, Origin::File { file, .. } if file.real() == path)
     }
 }
@@ -254,14 +270,14 @@ impl std::fmt::Display for Origin {
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Winner {
+pub(crate) struct Winner {
     pub value: String,
     pub origin: Origin,
 }
 
 /// The files systemd-sysctl applies, in order: per basename the one from
 /// the first folder of [`DIRS`], then all sorted by basename.
-pub fn boot_order(files: &[ConfFile]) -> Vec<&ConfFile> {
+pub(crate) fn boot_order(files: &[ConfFile]) -> Vec<&ConfFile> {
     let mut chosen: Vec<&ConfFile> = Vec::new();
     for dir in DIRS {
         for f in files
@@ -333,7 +349,7 @@ fn winner(key: &str, order: &[&ConfFile]) -> Option<Winner> {
 /// The value `key` gets at the next boot: systemd-sysctl's winner, then the
 /// active tuned profile, which beats files unless `reapply_sysctl` makes
 /// tuned re-read /etc and /run afterwards.
-pub fn boot(key: &str, files: &[ConfFile], tuned: Option<&Tuned>) -> Option<Winner> {
+pub(crate) fn boot(key: &str, files: &[ConfFile], tuned: Option<&Tuned>) -> Option<Winner> {
     let systemd = winner(key, &boot_order(files));
     let Some((profile, value)) = tuned.and_then(|t| Some((t, t.value(key)?))) else {
         return systemd;
@@ -353,14 +369,18 @@ pub fn boot(key: &str, files: &[ConfFile], tuned: Option<&Tuned>) -> Option<Winn
 /// `/etc/sysctl.conf` when `sysctl --system` would apply it last with a
 /// value other than the boot winner's (systemd-sysctl never reads it
 /// without a sysctl.d link).
-pub fn procps_override(key: &str, files: &[ConfFile], boot: Option<&Winner>) -> Option<Winner> {
+pub(crate) fn procps_override(
+    key: &str,
+    files: &[ConfFile],
+    boot: Option<&Winner>,
+) -> Option<Winner> {
     let procps = winner(key, &procps_order(files))?;
     let differs = boot.is_none_or(|b| !same_value(&b.value, &procps.value));
     (differs && procps.origin.is_file(SYSCTL_CONF)).then_some(procps)
 }
 
 /// A drop-in name that sorts after every file that assigns `key`.
-pub fn later_name(key: &str, files: &[ConfFile]) -> String {
+pub(crate) fn later_name(key: &str, files: &[ConfFile]) -> String {
     let last = boot_order(files)
         .into_iter()
         .filter(|f| winner(key, &[f]).is_some())
@@ -393,8 +413,8 @@ mod tests {
             ),
             ConfFile::new("/etc/sysctl.d/dangling.conf", Some("/nope"), None),
         ];
-        assert_eq!(parse(&render(&files)).unwrap(), files);
-        assert!(parse(&ProbeResult::ok("@@SYSCTL f 9 0 0\nshort")).is_err());
+        assert_eq!(parse_frames(&SysctlFiles::render(&files)).unwrap(), files);
+        assert!(parse_frames(&ProbeResult::ok("@@SYSCTL f 9 0 0\nshort")).is_err());
     }
 
     #[test]

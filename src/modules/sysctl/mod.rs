@@ -19,15 +19,15 @@ use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;
 use crate::modules::kit::files::{self, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleSpec};
-use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::scalar_text;
 use crate::modules::params::{module_params, ParamError, ParamValue, Params, Presence};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
-use config::{ConfFile, Winner, CONFIG_KEY};
-use tuned::{Tuned, TUNED_KEY};
+use config::{ConfFile, SysctlFiles, Winner};
+use tuned::{Tuned, TunedProfile};
 
-pub const SYSCTL: ModuleSpec = ModuleSpec {
+pub(crate) const SYSCTL: ModuleSpec = ModuleSpec {
     name: "sysctl",
     aliases: &["ansible.posix.sysctl"],
     params: &SysctlArgs::SPEC,
@@ -80,7 +80,7 @@ fn components(key: &str) -> Vec<String> {
 
 /// `vm/swappiness` → `vm.swappiness`; a key whose parts contain dots (VLAN
 /// interfaces) keeps the slash form, which is unambiguous.
-pub fn normalize_key(key: &str) -> String {
+pub(crate) fn normalize_key(key: &str) -> String {
     let parts = components(key);
     if parts.iter().any(|p| p.contains('.')) {
         parts.join("/")
@@ -90,38 +90,56 @@ pub fn normalize_key(key: &str) -> String {
 }
 
 /// The file under /proc/sys that holds a key.
-pub fn proc_path(key: &str) -> String {
+pub(crate) fn proc_path(key: &str) -> String {
     format!("/proc/sys/{}", components(key).join("/"))
 }
 
 /// Values are lists of whitespace-separated tokens.
-pub fn same_value(a: &str, b: &str) -> bool {
+pub(crate) fn same_value(a: &str, b: &str) -> bool {
     a.split_whitespace().eq(b.split_whitespace())
 }
 
-pub fn live_key(key: &str) -> String {
-    format!("sysctl:{}", normalize_key(key))
-}
+/// A key's live value, `None` when the kernel lacks the key. The query is
+/// the root prefix of /proc/sys (`""`; only tests point it elsewhere) and
+/// the key.
+struct LiveValue;
 
-pub fn live_probe(key: &str) -> Probe {
-    live_probe_at("", key)
-}
+impl Fact for LiveValue {
+    type Query = (String, String);
+    type Value = Option<String>;
 
-fn live_probe_at(root: &str, key: &str) -> Probe {
-    Probe::new(
-        live_key(key),
-        format!("cat {}", quote(&format!("{root}{}", proc_path(key)))),
-    )
+    fn key((_, key): &(String, String)) -> String {
+        format!("sysctl:{}", normalize_key(key))
+    }
+
+    fn script((root, key): &(String, String)) -> String {
+        format!("cat {}", quote(&format!("{root}{}", proc_path(key))))
+    }
+
+    fn parse(_: &(String, String), r: &ProbeResult) -> Result<Option<String>, ModuleError> {
+        Ok((r.rc == 0).then(|| r.stdout.trim().to_string()))
+    }
+
+    fn render(value: &Option<String>) -> ProbeResult {
+        match value {
+            Some(v) => ProbeResult::ok(format!("{v}\n")),
+            None => ProbeResult {
+                rc: 1,
+                stderr: "No such file or directory\n".into(),
+                ..ProbeResult::default()
+            },
+        }
+    }
 }
 
 /// The step that sets one key live, without reloading anything else.
-pub fn live_step(key: &str, value: &str) -> String {
+pub(crate) fn live_step(key: &str, value: &str) -> String {
     let v = value.split_whitespace().collect::<Vec<_>>().join(" ");
     format!("printf '%s\\n' {} > {}", quote(&v), quote(&proc_path(key)))
 }
 
 /// The key a `key = value` line of a sysctl file assigns, if any.
-pub fn line_key(line: &str) -> Option<(String, &str)> {
+pub(crate) fn line_key(line: &str) -> Option<(String, &str)> {
     let t = line.trim();
     if t.is_empty() || t.starts_with('#') || t.starts_with(';') {
         return None;
@@ -329,12 +347,12 @@ impl Module for Sysctl {
     fn probes(&self) -> Vec<Probe> {
         let mut probes = vec![FileFact::probe(&self.host_path(&self.file))];
         if !self.settings.is_empty() {
-            probes.push(config::probe(&self.root));
-            probes.push(tuned::probe(&self.root));
+            probes.push(SysctlFiles::probe(&self.root));
+            probes.push(TunedProfile::probe(&self.root));
             probes.extend(
                 self.settings
                     .iter()
-                    .map(|(k, _)| live_probe_at(&self.root, k)),
+                    .map(|(k, _)| LiveValue::probe(&self.live(k))),
             );
         }
         probes
@@ -344,7 +362,7 @@ impl Module for Sysctl {
         let path = self.host_path(&self.file);
         let current = FileFact::read(facts, &path)?;
         if let Some(link) = current.as_ref().and_then(|s| s.link_target.as_ref()) {
-            return Err(ModuleError::Host(format!(
+            return Err(ModuleError::Refused(format!(
                 "{} is a symlink to {link}; writing it would replace the link (and whatever reads through it), so name the target file instead",
                 self.file
             )));
@@ -415,6 +433,10 @@ impl std::fmt::Display for KeyFacts<'_> {
 }
 
 impl Sysctl {
+    fn live(&self, key: &str) -> (String, String) {
+        (self.root.clone(), key.to_string())
+    }
+
     fn host_path(&self, path: &str) -> String {
         format!("{}{path}", self.root)
     }
@@ -441,11 +463,11 @@ impl Sysctl {
         new_text: &str,
         plan: &mut Plan,
     ) -> Result<(), ModuleError> {
-        let now = config::parse(facts.get(CONFIG_KEY)?).map_err(|d| fact_error(CONFIG_KEY, d))?;
+        let now = SysctlFiles::read(facts, &self.root)?;
         let host = Host {
             after: config::with_file(&now, &self.file, new_text),
             now,
-            tuned: tuned::parse(facts.get(TUNED_KEY)?).map_err(|d| fact_error(TUNED_KEY, d))?,
+            tuned: TunedProfile::read(facts, &self.root)?,
         };
         let mut live_steps = Vec::new();
         for (key, want) in &self.settings {
@@ -458,10 +480,8 @@ impl Sysctl {
         }
         plan.steps.extend(live_steps);
         if new_text != text {
-            plan.effects.push(Effect::Predict(
-                CONFIG_KEY.into(),
-                config::render(&host.after),
-            ));
+            plan.effects
+                .push(SysctlFiles::predict(&self.root, &host.after));
         }
         Ok(())
     }
@@ -502,10 +522,8 @@ impl Sysctl {
             plan.changes.push(
                 Change::new(key, Some(live.into()), Some(want.into())).with_evidence(&evidence),
             );
-            plan.effects.push(Effect::Predict(
-                live_key(key),
-                ProbeResult::ok(format!("{want}\n")),
-            ));
+            plan.effects
+                .push(LiveValue::predict(&self.live(key), &Some(want.to_string())));
         }
         if boot_drift {
             let before = now.map_or("unset".to_string(), |w| w.value);
@@ -527,16 +545,15 @@ impl Sysctl {
         key: &str,
         plan: &mut Plan,
     ) -> Result<Option<String>, ModuleError> {
-        let live = facts.get(&live_key(key))?;
-        if live.rc == 0 {
-            return Ok(Some(live.stdout.trim().to_string()));
+        if let Some(live) = LiveValue::read(facts, &self.live(key))? {
+            return Ok(Some(live));
         }
         if self.ignore_errors {
             plan.notes
                 .push(format!("{key}: not available on this kernel (ignored)"));
             return Ok(None);
         }
-        Err(ModuleError::Host(format!(
+        Err(ModuleError::Missing(format!(
             "unknown sysctl key {key} on this kernel ({} missing; its module may not be loaded); set ignoreerrors: true to skip it",
             proc_path(key)
         )))
@@ -561,13 +578,6 @@ impl Sysctl {
                 self.file, w.value
             ),
         }
-    }
-}
-
-fn fact_error(key: &str, detail: String) -> ModuleError {
-    ModuleError::Fact {
-        key: key.into(),
-        detail,
     }
 }
 
@@ -596,6 +606,40 @@ fn edit(text: &str, key: &str, value: Option<&str>) -> String {
         return text.to_string();
     }
     out.iter().map(|l| format!("{l}\n")).collect()
+}
+
+/// Values of every fact here, for the round trip every fact must pass.
+#[cfg(test)]
+pub(crate) fn fact_samples(rt: &mut crate::modules::kit::fact::RoundTrip) {
+    let live = (String::new(), "net.ipv4.tcp_rmem".to_string());
+    rt.check::<LiveValue>(&live, None);
+    rt.check::<LiveValue>(&live, Some("4096 87380 6291456".into()));
+    rt.check::<SysctlFiles>("", Vec::new());
+    rt.check::<SysctlFiles>(
+        "",
+        vec![
+            ConfFile::new(
+                "/etc/sysctl.d/90-gpu.conf",
+                None,
+                Some("vm.swappiness = 10\n"),
+            ),
+            ConfFile::new(
+                "/etc/sysctl.d/99-sysctl.conf",
+                Some("../sysctl.conf"),
+                Some(""),
+            ),
+            ConfFile::new("/etc/sysctl.d/50-x.conf", Some("/dev/null"), None),
+        ],
+    );
+    rt.check::<TunedProfile>("", None);
+    rt.check::<TunedProfile>(
+        "",
+        Some(Tuned {
+            profile: "throughput-performance virtual-guest".into(),
+            sysctl: [("vm.swappiness".to_string(), "30".to_string())].into(),
+            reapply: false,
+        }),
+    );
 }
 
 #[cfg(test)]

@@ -3,6 +3,7 @@ use serde_json::json;
 use super::*;
 use crate::load::diag::Span;
 use crate::modules::kit::files::{FileFact, FileState};
+use crate::modules::kit::plan::Effect;
 use crate::modules::params::{BuildCtx, Sources};
 use crate::template::Templates;
 
@@ -64,18 +65,14 @@ fn facts(m: &Sysctl, conf: &[ConfFile], tuned: &[ConfFile], live: &[(&str, &str)
             &ours.map(|c| FileState::written(c.content.as_deref().unwrap(), 0o644, "root", "root")),
         ),
     );
-    f.insert(CONFIG_KEY.into(), config::render(conf));
-    f.insert(TUNED_KEY.into(), config::render(tuned));
+    f.insert(SysctlFiles::key(""), SysctlFiles::render(&conf.to_vec()));
+    f.insert(TunedProfile::key(""), SysctlFiles::render(&tuned.to_vec()));
     for (k, _) in &m.settings {
-        let r = live.iter().find(|(l, _)| l == k).map_or(
-            ProbeResult {
-                rc: 1,
-                stderr: "No such file or directory\n".into(),
-                ..ProbeResult::default()
-            },
-            |(_, v)| ProbeResult::ok(format!("{v}\n")),
-        );
-        f.insert(live_key(k), r);
+        let value = live
+            .iter()
+            .find(|(l, _)| l == k)
+            .map(|(_, v)| v.to_string());
+        f.insert(LiveValue::key(&m.live(k)), LiveValue::render(&value));
     }
     f
 }
@@ -255,7 +252,7 @@ fn boot_only_drift_rewrites_the_file_without_live_steps() {
         Some("live 10; at boot 30 from /etc/sysctl.d/90-gpu-node.conf:2; no tuned profile active")
     );
     assert_eq!(plan.steps.len(), 1);
-    let conf = config::parse(&predicted(&plan, CONFIG_KEY)).unwrap();
+    let conf = SysctlFiles::parse("", &predicted(&plan, &SysctlFiles::key(""))).unwrap();
     assert_eq!(
         config::boot("vm.swappiness", &conf, None).unwrap().value,
         "10"
@@ -473,7 +470,7 @@ fn ansible_form_defaults_to_sysctl_conf_read_through_the_link() {
         ["/etc/sysctl.conf", "vm.swappiness at boot"]
     );
     assert!(plan.notes.is_empty(), "{:?}", plan.notes);
-    let after = config::parse(&predicted(&plan, CONFIG_KEY)).unwrap();
+    let after = SysctlFiles::parse("", &predicted(&plan, &SysctlFiles::key(""))).unwrap();
     assert_eq!(after[0].content.as_deref(), Some("vm.swappiness = 10\n"));
 }
 
@@ -498,7 +495,7 @@ fn unknown_key_is_a_clear_error_unless_ignored() {
     let f = facts(&m, &[], &[], &[]);
     let err = m.plan(&f).unwrap_err();
     assert!(
-        matches!(&err, ModuleError::Host(msg) if msg.contains("unknown sysctl key net.bridge.bridge-nf-call-iptables")),
+        matches!(&err, ModuleError::Missing(msg) if msg.contains("unknown sysctl key net.bridge.bridge-nf-call-iptables")),
         "{err:?}"
     );
     let m = parse_params(json!({"settings": {"net.bridge.bridge-nf-call-iptables": 1}, "file": OURS, "ignoreerrors": true})).unwrap();
@@ -629,7 +626,7 @@ fn symlinked_target_file_is_refused() {
     f.insert(FileFact::key(&m.file), FileFact::render(&Some(link)));
     let err = m.plan(&f).unwrap_err();
     assert!(
-        matches!(&err, ModuleError::Host(msg) if msg.contains("is a symlink to ../sysctl.conf")),
+        matches!(&err, ModuleError::Refused(msg) if msg.contains("is a symlink to ../sysctl.conf")),
         "{err:?}"
     );
 }
@@ -688,7 +685,7 @@ fn probes_read_a_host_tree() {
         .unwrap();
     let results = parse_frames("t", &out.stdout, &ids).unwrap();
 
-    let conf = config::parse(&results[CONFIG_KEY]).unwrap();
+    let conf = SysctlFiles::parse("", &results[&SysctlFiles::key("")]).unwrap();
     let paths: Vec<&str> = conf.iter().map(|c| c.path.as_str()).collect();
     assert_eq!(
         paths,
@@ -702,7 +699,9 @@ fn probes_read_a_host_tree() {
     );
     assert_eq!(conf[1].link.as_deref(), Some("../sysctl.conf"));
     assert_eq!(conf[2].content.as_deref(), Some("@@SYSCTL f 1 1 1\n"));
-    let t = tuned::parse(&results[TUNED_KEY]).unwrap().unwrap();
+    let t = TunedProfile::parse("", &results[&TunedProfile::key("")])
+        .unwrap()
+        .unwrap();
     assert_eq!((t.value("vm.swappiness"), t.reapply), (Some("10"), false));
 
     let facts = Facts::new(results);
@@ -728,7 +727,7 @@ fn probes_read_a_host_tree() {
         fs::read_to_string(r(OURS)).unwrap(),
         owned("vm.swappiness = 10\n")
     );
-    let p = config::probe(&m.root);
+    let p = SysctlFiles::probe(&m.root);
     let out = LocalTransport
         .run(&Script {
             purpose: Purpose::Probe,
@@ -737,8 +736,8 @@ fn probes_read_a_host_tree() {
         })
         .unwrap();
     let reprobed = parse_frames("u", &out.stdout, std::slice::from_ref(&p.key)).unwrap();
-    let mut want = config::parse(&predicted(&plan, CONFIG_KEY)).unwrap();
-    let mut got = config::parse(&reprobed[CONFIG_KEY]).unwrap();
+    let mut want = SysctlFiles::parse("", &predicted(&plan, &SysctlFiles::key(""))).unwrap();
+    let mut got = SysctlFiles::parse("", &reprobed[&SysctlFiles::key("")]).unwrap();
     want.sort_by(|a, b| a.path.cmp(&b.path));
     got.sort_by(|a, b| a.path.cmp(&b.path));
     assert_eq!(got, want);

@@ -3,13 +3,13 @@
 
 use std::collections::BTreeMap;
 
-use super::config::{self, ConfFile, FRAME_FN};
+use super::config::{self, ConfFile, SysctlFiles, FRAME_FN};
 use super::normalize_key;
+use crate::modules::kit::fact::{self, Fact};
+use crate::modules::kit::plan::ModuleError;
 use crate::modules::params::parse_bool;
-use crate::remote::probe::{Probe, ProbeResult};
+use crate::remote::probe::ProbeResult;
 use crate::remote::shell::quote;
-
-pub const TUNED_KEY: &str = "sysctl:tuned";
 
 const ACTIVE: &str = "/etc/tuned/active_profile";
 const MAIN: &str = "/etc/tuned/tuned-main.conf";
@@ -26,12 +26,24 @@ const PROFILE_DIRS: &[&str] = &[
 /// Profiles followed through `include=`, against include loops.
 const MAX_PROFILES: usize = 32;
 
-/// Prints the active profile, tuned-main.conf and every profile file the
-/// active ones include, framed like the sysctl config probe.
-pub fn probe(root: &str) -> Probe {
-    let dirs = PROFILE_DIRS.join(" ");
-    let script = format!(
-        r#"R={root}
+/// The active tuned profile: the profile, tuned-main.conf and every
+/// profile file the active ones include, framed like the sysctl files.
+/// The query is the root prefix of every path, as for [`SysctlFiles`].
+pub(crate) struct TunedProfile;
+
+impl Fact for TunedProfile {
+    type Query = str;
+    /// `None` when no profile is active.
+    type Value = Option<Tuned>;
+
+    fn key(_: &str) -> String {
+        "sysctl:tuned".into()
+    }
+
+    fn script(root: &str) -> String {
+        let dirs = PROFILE_DIRS.join(" ");
+        format!(
+            r#"R={root}
 {FRAME_FN}for f in {ACTIVE} {MAIN}; do if [ -e "$R$f" ]; then np_sf "$R$f"; fi; done
 set -f
 q=$(cat "$R{ACTIVE}" 2>/dev/null); seen=' '; n=0
@@ -49,13 +61,43 @@ while set -- $q && [ "$#" -gt 0 ] && [ "$n" -lt {MAX_PROFILES} ]; do
   done
 done
 exit 0"#,
-        root = quote(root)
-    );
-    Probe::new(TUNED_KEY, script)
+            root = quote(root)
+        )
+    }
+
+    fn parse(root: &str, r: &ProbeResult) -> Result<Option<Tuned>, ModuleError> {
+        parse(r).map_err(|d| fact::bad(Self::key(root), d))
+    }
+
+    /// The profile as one file of its first name, and reapply_sysctl.
+    fn render(tuned: &Option<Tuned>) -> ProbeResult {
+        let Some(t) = tuned else {
+            return SysctlFiles::render(&Vec::new());
+        };
+        let first = t.profile.split_whitespace().next().unwrap_or_default();
+        let sysctl: String = t
+            .sysctl
+            .iter()
+            .map(|(k, v)| format!("{k} = {v}\n"))
+            .collect();
+        SysctlFiles::render(&vec![
+            ConfFile::new(ACTIVE, None, Some(&format!("{}\n", t.profile))),
+            ConfFile::new(
+                MAIN,
+                None,
+                Some(&format!("reapply_sysctl = {}\n", u8::from(t.reapply))),
+            ),
+            ConfFile::new(
+                &format!("{}/{first}/tuned.conf", PROFILE_DIRS[0]),
+                None,
+                Some(&format!("[sysctl]\n{sysctl}")),
+            ),
+        ])
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Tuned {
+pub(crate) struct Tuned {
     /// As `active_profile` names it (several merge left to right).
     pub profile: String,
     /// `[sysctl]` of the profile and everything it includes, merged.
@@ -65,14 +107,13 @@ pub struct Tuned {
 }
 
 impl Tuned {
-    pub fn value(&self, key: &str) -> Option<&str> {
+    pub(crate) fn value(&self, key: &str) -> Option<&str> {
         self.sysctl.get(key).map(String::as_str)
     }
 }
 
-/// `None` when no profile is active.
-pub fn parse(r: &ProbeResult) -> Result<Option<Tuned>, String> {
-    let files = config::parse(r)?;
+fn parse(r: &ProbeResult) -> Result<Option<Tuned>, String> {
+    let files = config::parse_frames(r)?;
     let read = |path: &str| {
         files
             .iter()
@@ -160,7 +201,7 @@ mod tests {
                 .iter()
                 .map(|(p, c)| ConfFile::new(p, None, Some(c))),
         );
-        config::render(&files)
+        SysctlFiles::render(&files)
     }
 
     #[test]
