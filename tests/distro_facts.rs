@@ -107,7 +107,7 @@ fn facts(host: &IsolatedHost, has_usr_lib: bool) -> Value {
 }
 
 /// The package manager Ansible reports for the EL rebuilds, Fedora, Amazon
-/// Linux and the Debian family; None where the fixture alone does not say.
+/// Linux and the Debian and SUSE families; None where the fixture alone does not say.
 fn expected_pkg_mgr(result: &Value) -> Option<&'static str> {
     let major: u32 = result["distribution_major_version"]
         .as_str()?
@@ -127,6 +127,7 @@ fn expected_pkg_mgr(result: &Value) -> Option<&'static str> {
         "Amazon" => Some(if major < 2022 { "yum" } else { "dnf" }),
         d if el.contains(&d) => Some(if major < 8 { "yum" } else { "dnf" }),
         _ if result["os_family"] == "Debian" => Some("apt"),
+        _ if result["os_family"] == "Suse" => Some("zypper"),
         _ => None,
     }
 }
@@ -147,7 +148,7 @@ fn distribution_facts_match_ansibles_recorded_release_files() {
         .filter(|p| p.extension().is_some_and(|e| e == "json"))
         .collect();
     fixtures.sort();
-    assert!(fixtures.len() >= 20, "fixtures missing from {FIXTURES}");
+    assert!(fixtures.len() >= 30, "fixtures missing from {FIXTURES}");
     let mut mismatches = Vec::new();
     let host = IsolatedHost::new();
     for path in &fixtures {
@@ -178,7 +179,7 @@ fn distribution_facts_match_ansibles_recorded_release_files() {
     }
     assert!(
         mismatches.is_empty(),
-        "{} of {} fixtures differ:\n{}",
+        "{} facts differ, over {} fixtures:\n{}",
         mismatches.len(),
         fixtures.len(),
         mismatches.join("\n")

@@ -523,6 +523,20 @@ mod tests {
         let el6 = os("release redhat-release CentOS release 6.10 (Final)\n");
         assert_eq!(dist(&el6), ["CentOS", "6.10", "6", "RedHat", "yum"]);
         assert_eq!(el6["ansible_distribution_release"], "Final");
+        let sles = os(&release(
+            &[
+                "NAME=\"SLES\"",
+                "VERSION=\"15-SP5\"",
+                "VERSION_ID=\"15.5\"",
+                "PRETTY_NAME=\"SUSE Linux Enterprise Server 15 SP5\"",
+                "ID=\"sles\"",
+                "ID_LIKE=\"suse\"",
+                "CPE_NAME=\"cpe:/o:suse:sles:15:sp5\"",
+            ],
+            &[],
+        ));
+        assert_eq!(dist(&sles), ["SLES", "15.5", "15", "Suse", "zypper"]);
+        assert_eq!(sles["ansible_distribution_release"], "5");
         // Names Ansible has no rule for are os-release's NAME, their own family.
         let gentoo = os(&release(
             &["NAME=Gentoo", "ID=gentoo", "VERSION_ID=2.15"],

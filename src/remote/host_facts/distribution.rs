@@ -380,6 +380,12 @@ fn from_release_files(
             ..named("Amazon")
         });
     }
+    if let Some(text) = os_text
+        .as_deref()
+        .filter(|t| t.to_lowercase().contains("suse"))
+    {
+        return Some(suse(text, os, guess));
+    }
     let lsb_text = (!src.lsb_release.is_empty()).then(|| src.lsb_release.join("\n"));
     let debian_like = [os_text.as_deref(), lsb_text.as_deref()]
         .into_iter()
@@ -396,6 +402,34 @@ fn from_release_files(
         },
         ..guess.clone()
     })
+}
+
+/// Ansible's `parse_distribution_file_SUSE` for os-release: the release is
+/// the minor version ("0" for a SLES without one, "" for Tumbleweed).
+fn suse(text: &str, os: &HashMap<&str, String>, guess: &Distribution) -> Distribution {
+    static VERSION: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"(?m)^VERSION_ID="?([0-9]+)\.?([0-9]*)"?"#).expect("valid pattern")
+    });
+    let mut d = Distribution {
+        name: os.get("NAME").cloned().unwrap_or_default(),
+        ..guess.clone()
+    };
+    let lower = text.to_lowercase();
+    if let Some(c) = VERSION.captures(text) {
+        let (major, minor) = (&c[1], &c[2]);
+        d.version = if minor.is_empty() {
+            major.to_string()
+        } else {
+            format!("{major}.{minor}")
+        };
+        d.major = major.to_string();
+        if lower.contains("open") {
+            d.release = minor.to_string();
+        } else if lower.contains("enterprise") {
+            d.release = if minor.is_empty() { "0" } else { minor }.to_string();
+        }
+    }
+    d
 }
 
 /// Ansible's `parse_distribution_file_Debian` for the distributions it
