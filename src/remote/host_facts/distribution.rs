@@ -4,6 +4,12 @@
 //! corrected by the first release file (in Ansible's order) that names the
 //! distribution. Reads only what the facts probe printed; the `lsb_release`
 //! command and dpkg's tzdata status, which Ansible may also run, are not run.
+//!
+//! Ansible's release-file rules are followed for the EL family, Fedora,
+//! Amazon Linux, SUSE's os-release and the Debian family's Debian, Ubuntu,
+//! SteamOS and Mint; any other distribution is os-release's `NAME`, as in
+//! Ansible's last rule (Ansible's own rules for Arch, Clear Linux, CoreOS,
+//! Flatcar, Kali, Devuan... are not reproduced).
 
 use std::collections::HashMap;
 use std::sync::LazyLock;
@@ -104,6 +110,7 @@ const FAMILIES: [(&str, &[&str]); 6] = [
     ("Alpine", &["Alpine"]),
 ];
 
+/// The facts Ansible would report from these files.
 pub fn detect(src: &Sources) -> Distribution {
     let os = assignments(&src.os_release);
     let lsb = assignments(&src.lsb_release);
