@@ -5,6 +5,8 @@ use serde_json::{json, Map, Value};
 
 use crate::remote::probe::{Probe, ProbeResult};
 
+mod distribution;
+
 pub const KEY: &str = "host:facts";
 
 pub fn probe() -> Probe {
@@ -34,9 +36,16 @@ for f in /etc/ansible/facts.d/*.fact; do
   n=${f##*/}; n=${n%.fact}
   if [ -x "$f" ]; then "$f" 2>/dev/null; else cat "$f"; fi | while IFS= read -r l || [ -n "$l" ]; do echo "local $n $l"; done
 done
-[ -r /etc/os-release ] && sed -n 's/^\(ID\|ID_LIKE\|VERSION_ID\|VERSION_CODENAME\|NAME\|PRETTY_NAME\)=/os_\1=/p' /etc/os-release
-[ -r /etc/debian_version ] && echo "debian_version=$(head -n 1 /etc/debian_version)"
-[ -r /etc/redhat-release ] && echo "redhat_release=$(head -n 1 /etc/redhat-release)"
+for f in /etc/os-release /usr/lib/os-release; do
+  [ -f "$f" ] || continue
+  echo "osfile=$f"
+  while IFS= read -r l || [ -n "$l" ]; do echo "os $l"; done < "$f"
+  break
+done
+[ -f /etc/lsb-release ] && while IFS= read -r l || [ -n "$l" ]; do echo "lsb $l"; done < /etc/lsb-release
+for f in oracle-release centos-release redhat-release system-release debian_version; do
+  [ -s /etc/$f ] && { IFS= read -r l || [ -n "$l" ]; } < /etc/$f && echo "release $f $l"
+done
 if [ -r /sys/fs/selinux/enforce ]; then
   [ "$(cat /sys/fs/selinux/enforce)" = 1 ] && echo "selinux=enforcing" || echo "selinux=permissive"
 else echo "selinux=disabled"; fi
@@ -78,11 +87,7 @@ pub fn parse(r: &ProbeResult) -> Map<String, Value> {
         .map(|(k, v)| (k, v.trim_matches('"').to_string()))
         .collect();
     let get = |k: &str| kv.get(k).cloned().unwrap_or_default();
-    let id = get("os_ID");
-    let like = get("os_ID_LIKE");
-    let family = os_family(&id, &like);
-    let version = distribution_version(&id, &get("os_VERSION_ID"), &kv);
-    let major = version.split('.').next().unwrap_or_default().to_string();
+    let dist = distribution::detect(&distribution_sources(&r.stdout, &kv));
     let hostname = get("hostname");
     let num = |k: &str| get(k).parse::<u64>().unwrap_or(0);
     let mem = prefixed(&r.stdout, "mem ");
@@ -118,12 +123,12 @@ pub fn parse(r: &ProbeResult) -> Map<String, Value> {
         "ansible_service_mgr": if get("systemd") == "1" { "systemd" } else { "other" },
         "ansible_processor_vcpus": num("nproc"),
         "ansible_memtotal_mb": memtotal_kb / 1024,
-        "ansible_distribution": distribution(&id, &get("os_NAME")),
-        "ansible_distribution_version": version,
-        "ansible_distribution_major_version": major,
-        "ansible_distribution_release": get("os_VERSION_CODENAME"),
-        "ansible_os_family": family,
-        "ansible_pkg_mgr": pkg_mgr(family, &id, &major),
+        "ansible_distribution": dist.name,
+        "ansible_distribution_version": dist.version,
+        "ansible_distribution_major_version": dist.major,
+        "ansible_distribution_release": dist.release,
+        "ansible_os_family": dist.family,
+        "ansible_pkg_mgr": distribution::pkg_mgr(&dist),
         "ansible_swaptotal_mb": swaptotal_kb / 1024,
         "ansible_selinux": selinux(&get("selinux")),
         "nodeprov_root_fstype": get("rootfs"),
@@ -140,6 +145,23 @@ pub fn parse(r: &ProbeResult) -> Map<String, Value> {
     let namespace = ansible_facts(&facts);
     facts.insert("ansible_facts".into(), Value::Object(namespace));
     facts
+}
+
+/// The release files the probe read, for the distribution facts.
+fn distribution_sources<'a>(
+    stdout: &'a str,
+    kv: &std::collections::HashMap<&str, String>,
+) -> distribution::Sources<'a> {
+    let release_files = prefixed(stdout, "release ")
+        .into_iter()
+        .filter_map(|l| l.split_once(' '))
+        .collect();
+    distribution::Sources {
+        os_release: prefixed(stdout, "os "),
+        os_release_in_etc: kv.get("osfile").is_some_and(|f| f.starts_with("/etc/")),
+        lsb_release: prefixed(stdout, "lsb "),
+        release_files,
+    }
 }
 
 /// The probe's lines that start with `prefix`, without it.
@@ -274,93 +296,11 @@ fn ansible_facts(facts: &Map<String, Value>) -> Map<String, Value> {
         .collect()
 }
 
-/// Ansible's names, not os-release's `NAME` ("Debian GNU/Linux", "Rocky
-/// Linux"), so `when: ansible_distribution == 'CentOS'` means what it says.
-fn distribution(id: &str, name: &str) -> String {
-    let known = match id {
-        "debian" => "Debian",
-        "ubuntu" => "Ubuntu",
-        "centos" => "CentOS",
-        "rhel" => "RedHat",
-        "rocky" => "Rocky",
-        "almalinux" => "AlmaLinux",
-        "ol" => "OracleLinux",
-        "fedora" => "Fedora",
-        "amzn" => "Amazon",
-        "sles" => "SLES",
-        "opensuse-leap" => "openSUSE Leap",
-        _ => return name.to_string(),
-    };
-    known.to_string()
-}
-
-/// Ansible's version: Debian's point release from /etc/debian_version
-/// ("12.11", where os-release says "12"), and on EL the release file's
-/// "7.9" for CentOS 7 (os-release: "7"); elsewhere os-release's VERSION_ID.
-fn distribution_version(
-    id: &str,
-    os_release: &str,
-    kv: &std::collections::HashMap<&str, String>,
-) -> String {
-    let point = |text: Option<&String>| {
-        let text = text?;
-        let start = text.find(|c: char| c.is_ascii_digit())?;
-        let digits: String = text[start..]
-            .chars()
-            .take_while(|c| c.is_ascii_digit() || *c == '.')
-            .collect();
-        let mut parts = digits.split('.').filter(|p| !p.is_empty());
-        let major = parts.next()?;
-        Some(match parts.next() {
-            Some(minor) => format!("{major}.{minor}"),
-            None => major.to_string(),
-        })
-    };
-    let from_file = match id {
-        "debian" => point(kv.get("debian_version")),
-        "centos" => point(kv.get("redhat_release")),
-        _ => None,
-    };
-    from_file
-        .filter(|v| v.starts_with(os_release) || os_release.is_empty())
-        .unwrap_or_else(|| os_release.to_string())
-}
-
-/// The package manager Ansible's `package` module would pick: yum up to EL7,
-/// dnf from EL8 and on Fedora.
-fn pkg_mgr(family: &str, id: &str, major: &str) -> &'static str {
-    let major: u32 = major.parse().unwrap_or(0);
-    match family {
-        "Debian" => "apt",
-        "RedHat" if id == "fedora" || id == "amzn" && major >= 2023 || major >= 8 => "dnf",
-        "RedHat" => "yum",
-        "Suse" => "zypper",
-        _ => "unknown",
-    }
-}
-
 /// Ansible's shape: `{status: disabled}` or `{status: enabled, mode: …}`.
 fn selinux(mode: &str) -> Value {
     match mode {
         "enforcing" | "permissive" => json!({"status": "enabled", "mode": mode}),
         _ => json!({"status": "disabled"}),
-    }
-}
-
-/// Ansible's family names for the distributions GPU fleets run.
-fn os_family(id: &str, like: &str) -> &'static str {
-    let all = format!("{id} {like}");
-    if ["rhel", "centos", "fedora", "rocky", "almalinux"]
-        .iter()
-        .any(|d| all.contains(d))
-    {
-        "RedHat"
-    } else if ["debian", "ubuntu"].iter().any(|d| all.contains(d)) {
-        "Debian"
-    } else if all.contains("suse") {
-        "Suse"
-    } else {
-        "Linux"
     }
 }
 
@@ -370,7 +310,10 @@ mod tests {
 
     #[test]
     fn parses_rocky_and_ubuntu() {
-        let r = ProbeResult::ok("hostname=gpu-01.lab\nkernel=5.14\narch=x86_64\nuser=root\nsystemd=1\nnproc=64\nmemtotal_kb=2097152\nos_NAME=\"Rocky Linux\"\nos_ID=\"rocky\"\nos_ID_LIKE=\"rhel centos fedora\"\nos_VERSION_ID=\"9.4\"\n");
+        let r = ProbeResult::ok(format!(
+            "hostname=gpu-01.lab\nkernel=5.14\narch=x86_64\nuser=root\nsystemd=1\nnproc=64\nmemtotal_kb=2097152\n{}",
+            ROCKY_9
+        ));
         let f = parse(&r);
         assert_eq!(f["ansible_hostname"], "gpu-01");
         assert_eq!(f["ansible_os_family"], "RedHat");
@@ -390,9 +333,7 @@ mod tests {
             gpu["nodeprov_gpu"],
             json!({"present": true, "count": 8, "driver": "580.159.04"})
         );
-        let u = parse(&ProbeResult::ok(
-            "os_ID=ubuntu\nos_ID_LIKE=debian\nsystemd=0\n",
-        ));
+        let u = parse(&ProbeResult::ok(format!("systemd=0\n{UBUNTU_24}")));
         assert_eq!(u["ansible_os_family"], "Debian");
         assert_eq!(u["ansible_service_mgr"], "other");
     }
@@ -455,9 +396,7 @@ mod tests {
 
     #[test]
     fn the_ansible_facts_namespace_holds_every_fact_without_its_prefix() {
-        let f = os(
-            "os_ID=rocky\nos_ID_LIKE=\"rhel centos fedora\"\nos_VERSION_ID=\"9.4\"\nkernel=5.14\n",
-        );
+        let f = os(&format!("kernel=5.14\n{ROCKY_9}"));
         let ns = &f["ansible_facts"];
         assert_eq!(ns["os_family"], "RedHat");
         assert_eq!(ns["distribution_major_version"], "9");
@@ -470,29 +409,160 @@ mod tests {
         );
     }
 
+    /// Probe output for a host with these os-release lines and release
+    /// files (name, first line), as the distributions ship them.
+    fn release(os_release: &[&str], files: &[(&str, &str)]) -> String {
+        let mut out = String::from("osfile=/etc/os-release\n");
+        for l in os_release {
+            out += &format!("os {l}\n");
+        }
+        for (f, line) in files {
+            out += &format!("release {f} {line}\n");
+        }
+        out
+    }
+
+    const ROCKY_9: &str = "osfile=/etc/os-release\nos NAME=\"Rocky Linux\"\nos VERSION=\"9.4 (Blue Onyx)\"\nos ID=\"rocky\"\nos ID_LIKE=\"rhel centos fedora\"\nos VERSION_ID=\"9.4\"\nrelease redhat-release Rocky Linux release 9.4 (Blue Onyx)\nrelease system-release Rocky Linux release 9.4 (Blue Onyx)\n";
+    const UBUNTU_24: &str = "osfile=/etc/os-release\nos PRETTY_NAME=\"Ubuntu 24.04.1 LTS\"\nos NAME=\"Ubuntu\"\nos VERSION_ID=\"24.04\"\nos VERSION=\"24.04.1 LTS (Noble Numbat)\"\nos VERSION_CODENAME=noble\nos ID=ubuntu\nos ID_LIKE=debian\nos UBUNTU_CODENAME=noble\nrelease debian_version trixie/sid\n";
+
     #[test]
     fn distribution_facts_are_ansibles() {
-        // os-release and release-file lines as these distributions ship them.
-        let debian = os("os_NAME=\"Debian GNU/Linux\"\nos_ID=debian\nos_VERSION_ID=\"12\"\nos_VERSION_CODENAME=bookworm\ndebian_version=12.11\n");
+        let rocky = os(ROCKY_9);
+        assert_eq!(dist(&rocky), ["Rocky", "9.4", "9", "RedHat", "dnf"]);
+        assert_eq!(rocky["ansible_distribution_release"], "Blue Onyx");
+        let ubuntu = os(UBUNTU_24);
+        assert_eq!(dist(&ubuntu), ["Ubuntu", "24.04", "24", "Debian", "apt"]);
+        assert_eq!(ubuntu["ansible_distribution_release"], "noble");
+        let debian = os(&release(
+            &[
+                "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"",
+                "NAME=\"Debian GNU/Linux\"",
+                "VERSION_ID=\"12\"",
+                "VERSION_CODENAME=bookworm",
+                "ID=debian",
+            ],
+            &[("debian_version", "12.11")],
+        ));
         assert_eq!(dist(&debian), ["Debian", "12.11", "12", "Debian", "apt"]);
         assert_eq!(debian["ansible_distribution_release"], "bookworm");
-        let sid = os("os_ID=debian\nos_VERSION_ID=\"13\"\ndebian_version=trixie/sid\n");
+        let sid = os(&release(
+            &[
+                "PRETTY_NAME=\"Debian GNU/Linux trixie/sid\"",
+                "VERSION_ID=\"13\"",
+                "ID=debian",
+            ],
+            &[("debian_version", "trixie/sid")],
+        ));
         assert_eq!(dist(&sid)[1], "13");
-        let ubuntu = os("os_NAME=\"Ubuntu\"\nos_ID=ubuntu\nos_ID_LIKE=debian\nos_VERSION_ID=\"24.04\"\ndebian_version=trixie/sid\n");
-        assert_eq!(dist(&ubuntu), ["Ubuntu", "24.04", "24", "Debian", "apt"]);
-        let centos7 = os("os_NAME=\"CentOS Linux\"\nos_ID=\"centos\"\nos_ID_LIKE=\"rhel fedora\"\nos_VERSION_ID=\"7\"\nredhat_release=CentOS Linux release 7.9.2009 (Core)\n");
-        assert_eq!(dist(&centos7), ["CentOS", "7.9", "7", "RedHat", "yum"]);
-        let stream9 = os("os_NAME=\"CentOS Stream\"\nos_ID=\"centos\"\nos_ID_LIKE=\"rhel fedora\"\nos_VERSION_ID=\"9\"\nredhat_release=CentOS Stream release 9\n");
-        assert_eq!(dist(&stream9), ["CentOS", "9", "9", "RedHat", "dnf"]);
-        let rhel = os("os_NAME=\"Red Hat Enterprise Linux\"\nos_ID=\"rhel\"\nos_ID_LIKE=\"fedora\"\nos_VERSION_ID=\"8.10\"\n");
-        assert_eq!(dist(&rhel), ["RedHat", "8.10", "8", "RedHat", "dnf"]);
-        let rocky = os("os_NAME=\"Rocky Linux\"\nos_ID=\"rocky\"\nos_ID_LIKE=\"rhel centos fedora\"\nos_VERSION_ID=\"9.4\"\n");
-        assert_eq!(dist(&rocky), ["Rocky", "9.4", "9", "RedHat", "dnf"]);
-        let alma = os("os_NAME=\"AlmaLinux\"\nos_ID=\"almalinux\"\nos_ID_LIKE=\"rhel centos fedora\"\nos_VERSION_ID=\"9.5\"\n");
-        assert_eq!(dist(&alma), ["AlmaLinux", "9.5", "9", "RedHat", "dnf"]);
-        let oracle = os("os_NAME=\"Oracle Linux Server\"\nos_ID=\"ol\"\nos_ID_LIKE=\"fedora\"\nos_VERSION_ID=\"7.9\"\n");
-        assert_eq!(dist(&oracle), ["OracleLinux", "7.9", "7", "RedHat", "yum"]);
-        let unknown = os("os_NAME=\"Gentoo\"\nos_ID=gentoo\nos_VERSION_ID=2.15\n");
-        assert_eq!(dist(&unknown), ["Gentoo", "2.15", "2", "Linux", "unknown"]);
+        let el_os = |name: &str, id: &str, version: &str| {
+            [
+                format!("NAME=\"{name}\""),
+                format!("ID=\"{id}\""),
+                "ID_LIKE=\"rhel fedora\"".to_string(),
+                format!("VERSION_ID=\"{version}\""),
+            ]
+        };
+        let el = |os_release: [String; 4], files: &[(&str, &str)]| {
+            let lines: Vec<&str> = os_release.iter().map(String::as_str).collect();
+            let f = os(&release(&lines, files));
+            dist(&f).map(str::to_string)
+        };
+        let centos7 = "CentOS Linux release 7.9.2009 (Core)";
+        assert_eq!(
+            el(
+                el_os("CentOS Linux", "centos", "7"),
+                &[("centos-release", centos7), ("redhat-release", centos7)]
+            ),
+            ["CentOS", "7.9", "7", "RedHat", "yum"]
+        );
+        let stream9 = "CentOS Stream release 9";
+        let stream = os(&release(
+            &el_os("CentOS Stream", "centos", "9")
+                .each_ref()
+                .map(String::as_str),
+            &[("centos-release", stream9), ("redhat-release", stream9)],
+        ));
+        assert_eq!(dist(&stream), ["CentOS", "9", "9", "RedHat", "dnf"]);
+        assert_eq!(stream["ansible_distribution_release"], "Stream");
+        assert_eq!(
+            el(
+                el_os("Red Hat Enterprise Linux", "rhel", "8.10"),
+                &[(
+                    "redhat-release",
+                    "Red Hat Enterprise Linux release 8.10 (Ootpa)"
+                )]
+            ),
+            ["RedHat", "8.10", "8", "RedHat", "dnf"]
+        );
+        let alma = "AlmaLinux release 9.5 (Teal Serval)";
+        assert_eq!(
+            el(
+                el_os("AlmaLinux", "almalinux", "9.5"),
+                &[
+                    ("almalinux-release", alma),
+                    ("centos-release", alma),
+                    ("redhat-release", alma)
+                ]
+            ),
+            ["AlmaLinux", "9.5", "9", "RedHat", "dnf"]
+        );
+        assert_eq!(
+            el(
+                el_os("Oracle Linux Server", "ol", "7.9"),
+                &[
+                    ("oracle-release", "Oracle Linux Server release 7.9"),
+                    (
+                        "redhat-release",
+                        "Red Hat Enterprise Linux Server release 7.9 (Maipo)"
+                    )
+                ]
+            ),
+            ["OracleLinux", "7.9", "7", "RedHat", "yum"]
+        );
+        // Without os-release (EL6): the release file alone.
+        let el6 = os("release redhat-release CentOS release 6.10 (Final)\n");
+        assert_eq!(dist(&el6), ["CentOS", "6.10", "6", "RedHat", "yum"]);
+        assert_eq!(el6["ansible_distribution_release"], "Final");
+        let sles = os(&release(
+            &[
+                "NAME=\"SLES\"",
+                "VERSION=\"15-SP5\"",
+                "VERSION_ID=\"15.5\"",
+                "PRETTY_NAME=\"SUSE Linux Enterprise Server 15 SP5\"",
+                "ID=\"sles\"",
+                "ID_LIKE=\"suse\"",
+                "CPE_NAME=\"cpe:/o:suse:sles:15:sp5\"",
+            ],
+            &[],
+        ));
+        assert_eq!(dist(&sles), ["SLES", "15.5", "15", "Suse", "zypper"]);
+        assert_eq!(sles["ansible_distribution_release"], "5");
+        // Names Ansible has no rule for are os-release's NAME, their own family.
+        let gentoo = os(&release(
+            &["NAME=Gentoo", "ID=gentoo", "VERSION_ID=2.15"],
+            &[],
+        ));
+        assert_eq!(dist(&gentoo), ["Gentoo", "2.15", "2", "Gentoo", "portage"]);
+        let bare = os("");
+        assert_eq!(
+            dist(&bare),
+            ["OtherLinux", "NA", "NA", "OtherLinux", "unknown"]
+        );
+    }
+
+    #[test]
+    fn release_file_lines_read_as_the_distro_library_reads_them() {
+        use distribution::parse_release_line as p;
+        let read = |line: &str, version: &str, codename: &str| {
+            assert_eq!(
+                p(line),
+                (version.to_string(), codename.to_string()),
+                "{line}"
+            );
+        };
+        read("CentOS Linux release 7.9.2009 (Core)", "7.9.2009", "Core");
+        read("CentOS Stream release 9", "9", "");
+        read("Ubuntu 24.04.1 LTS", "24.04.1", "");
+        read("Debian GNU/Linux trixie/sid", "", "");
     }
 }
