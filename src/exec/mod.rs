@@ -2,11 +2,15 @@
 //! its own worker, at most `--forks` at once; a batch that fails more than
 //! `max_fail_percentage` halts the rollout.
 
-pub mod host;
+mod host;
+mod instance;
+mod outcome;
+mod prepared;
 pub mod result;
 #[cfg(test)]
 mod run_tests;
-pub mod vars;
+pub(crate) mod vars;
+mod wire;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -21,9 +25,31 @@ use crate::load::yaml::{self, Node};
 use crate::modules::params::Sources;
 use crate::remote::{fd_limit, Transport, TransportError};
 use crate::template::Templates;
-use host::{HostRun, PlayCtx, RunOptions};
+use host::HostRun;
+use prepared::PreparedPlay;
 use result::HostReport;
 use vars::VarLayers;
+
+pub struct RunOptions {
+    pub check: bool,
+    /// Keep file diffs in the reports; without it they are dropped as soon
+    /// as planned, since a fleet's worth of them would stay in memory.
+    pub diff: bool,
+    pub tags: Vec<String>,
+    pub skip_tags: Vec<String>,
+}
+
+/// What a play needs that is the same for every host.
+pub(crate) struct PlayCtx<'a> {
+    pub play: &'a Play,
+    pub prepared: &'a PreparedPlay<'a>,
+    pub templates: &'a Templates,
+    /// Renders undefined values as empty, to guess probes early.
+    pub lenient: &'a Templates,
+    pub search_dirs: &'a [std::path::PathBuf],
+    pub sources: &'a Sources,
+    pub opts: &'a RunOptions,
+}
 
 /// Opens the transport to a host from its merged inventory variables.
 pub type Connector =
@@ -81,8 +107,10 @@ pub fn run_playbook(
     for (p, play) in req.playbook.plays.iter().enumerate() {
         let hosts = select_hosts(req, play, &failed_hosts)?;
         let later = hosts_of_later_plays(req, p);
+        let prepared = PreparedPlay::new(play, &templates, &req.opts);
         let ctx = PlayCtx {
             play,
+            prepared: &prepared,
             templates: &templates,
             lenient: &lenient,
             search_dirs: &search_dirs,
@@ -175,7 +203,7 @@ fn halt_reason(play: &Play, size: usize, failed: usize) -> Option<String> {
 }
 
 /// Splits hosts as `serial` asks; the last size repeats, as in Ansible.
-pub fn batches(hosts: &[String], serial: &[BatchSize]) -> Vec<Vec<String>> {
+fn batches(hosts: &[String], serial: &[BatchSize]) -> Vec<Vec<String>> {
     if serial.is_empty() {
         return vec![hosts.to_vec()];
     }
@@ -221,7 +249,7 @@ fn play_vars(
 
 /// One `vars_files` entry: a missing file is reported at the entry that
 /// names it, a bad one inside the file.
-pub fn load_vars_file(entry: &Node, path: &Path) -> Result<Map<String, Value>, Diagnostic> {
+pub(crate) fn load_vars_file(entry: &Node, path: &Path) -> Result<Map<String, Value>, Diagnostic> {
     if let Err(e) = std::fs::metadata(path) {
         return Err(entry.error(format!("vars_files: cannot read {}: {e}", path.display())));
     }

@@ -4,8 +4,8 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::host::RunOptions;
 use super::result::Status;
+use super::RunOptions;
 use super::*;
 use crate::load::inventory::Inventory;
 use crate::modules::kit::files::FileState;

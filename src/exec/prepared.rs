@@ -1,0 +1,142 @@
+//! Resolve, first half: what each task of a play says, read once per play.
+//!
+//! A task's parameters, loop and conditions are YAML nodes; every host and
+//! every loop item needs them as JSON, along with the names they read and
+//! whether the task is selected by tags. Converting them here, once, keeps
+//! the per-host phases free of YAML and of repeated conversions.
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::vars::template_vars;
+use super::RunOptions;
+use crate::load::diag::Span;
+use crate::load::playbook::{Play, Task};
+use crate::load::yaml::{self, Node};
+use crate::template::Templates;
+
+/// One task of a play, its YAML read into what the per-host phases use.
+pub(crate) struct PreparedTask<'p> {
+    pub task: &'p Task,
+    /// What reports call it: its name, or its module's.
+    pub name: String,
+    /// The task's own tags and its play's.
+    pub tags: Vec<String>,
+    /// Chosen by `--tags` / `--skip-tags`.
+    pub selected: bool,
+    /// Parameters as written, as JSON, with where each was written.
+    pub params: Vec<(String, Value, Span)>,
+    pub loop_items: Option<Value>,
+    pub loop_label: Option<String>,
+    /// The `when:` condition and its file:line:column.
+    pub when: Option<(Value, String)>,
+    pub changed_when: Option<Value>,
+    pub failed_when: Option<Value>,
+    /// Top-level names the task's templates and conditions read.
+    pub referenced: BTreeSet<String>,
+    /// `changed_when: false`: the task declares itself read-only.
+    pub read_only: bool,
+}
+
+/// The tasks, handlers and validations of one play.
+pub(crate) struct PreparedPlay<'p> {
+    pub tasks: Vec<PreparedTask<'p>>,
+    pub handlers: Vec<PreparedTask<'p>>,
+    pub validate: Vec<PreparedTask<'p>>,
+}
+
+impl<'p> PreparedPlay<'p> {
+    pub fn new(play: &'p Play, templates: &Templates, opts: &RunOptions) -> Self {
+        let prepare = |tasks: &'p [Task]| -> Vec<PreparedTask<'p>> {
+            tasks
+                .iter()
+                .map(|t| PreparedTask::new(t, play, templates, opts))
+                .collect()
+        };
+        PreparedPlay {
+            tasks: prepare(&play.tasks),
+            handlers: prepare(&play.handlers),
+            validate: prepare(&play.validate),
+        }
+    }
+}
+
+impl<'p> PreparedTask<'p> {
+    fn new(task: &'p Task, play: &Play, templates: &Templates, opts: &RunOptions) -> Self {
+        let tags: Vec<String> = task.tags.iter().chain(&play.tags).cloned().collect();
+        let params: Vec<(String, Value, Span)> = task
+            .params
+            .iter()
+            .map(|(name, node)| (name.clone(), node.to_json(), node.span.clone()))
+            .collect();
+        let loop_items = task.loop_items.as_ref().map(Node::to_json);
+        let json = |n: &Option<Node>| n.as_ref().map(Node::to_json);
+        let (changed_when, failed_when) = (json(&task.changed_when), json(&task.failed_when));
+        let when = task.when.as_ref().map(|n| (n.to_json(), n.span.location()));
+        let mut referenced = BTreeSet::new();
+        for v in params.iter().map(|(_, v, _)| v).chain(&loop_items) {
+            template_vars(templates, v, &mut referenced);
+        }
+        for cond in [when.as_ref().map(|(v, _)| v), changed_when.as_ref()]
+            .into_iter()
+            .chain([failed_when.as_ref()])
+            .flatten()
+        {
+            condition_vars(templates, cond, &mut referenced);
+        }
+        PreparedTask {
+            task,
+            name: display_name(task),
+            selected: selected(&tags, opts),
+            tags,
+            params,
+            loop_items,
+            loop_label: task
+                .loop_label
+                .as_ref()
+                .map(|l| l.scalar_text().unwrap_or_default()),
+            when,
+            changed_when,
+            failed_when,
+            referenced,
+            read_only: task
+                .changed_when
+                .as_ref()
+                .is_some_and(|c| c.value == yaml::Value::Bool(false)),
+        }
+    }
+
+    /// A declared query (`changed_when: false`; in check mode also
+    /// `check_mode: false`) may ride in a probe batch.
+    pub fn may_query(&self, check: bool) -> bool {
+        self.read_only && (!check || self.task.check_mode == Some(false))
+    }
+}
+
+fn selected(tags: &[String], opts: &RunOptions) -> bool {
+    let tags: BTreeSet<&str> = tags.iter().map(String::as_str).collect();
+    if opts.skip_tags.iter().any(|t| tags.contains(t.as_str())) {
+        return false;
+    }
+    if opts.tags.is_empty() || opts.tags.iter().any(|t| t == "all") {
+        return !tags.contains("never");
+    }
+    tags.contains("always") || opts.tags.iter().any(|t| tags.contains(t.as_str()))
+}
+
+fn condition_vars(t: &Templates, v: &Value, out: &mut BTreeSet<String>) {
+    match v {
+        Value::String(s) => out.extend(t.expression_vars(s)),
+        Value::Array(a) => a.iter().for_each(|x| condition_vars(t, x, out)),
+        _ => {}
+    }
+}
+
+fn display_name(task: &Task) -> String {
+    if task.name.is_empty() {
+        task.module.name.to_string()
+    } else {
+        task.name.clone()
+    }
+}
