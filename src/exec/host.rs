@@ -12,25 +12,26 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use serde_json::{json, Value};
+use serde_json::json;
 
 use super::instance::{Resolution, Resolver, TaskInstance};
-use super::outcome::{Outcomes, Planned};
+use super::outcome::Outcomes;
 use super::prepared::PreparedTask;
-use super::result::{HostReport, Status};
+use super::result::HostReport;
 use super::vars::VarLayers;
 use super::wire::{Step, Wire};
 use super::PlayCtx;
-use crate::modules::{Effect, Facts, Module, Plan};
+use crate::modules::{Facts, Module};
 use crate::remote::host_facts;
-use crate::remote::probe::{Probe, ProbeResult};
+use crate::remote::probe::Probe;
 use crate::remote::Transport;
+
+mod apply;
+mod plan;
 
 /// A planned instance whose steps wait in the current batch.
 struct Pending<'p> {
-    result: usize,
-    body: String,
-    may_fail: bool,
+    step: Step,
     is_command: bool,
     instance: TaskInstance<'p>,
 }
@@ -373,322 +374,8 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }
     }
 
-    /// Plans one instance; returns its registered result and whether the
-    /// batch must be run before planning anything else.
-    fn plan_instance(
-        &mut self,
-        instance: TaskInstance<'p>,
-        module: Box<dyn Module>,
-    ) -> (Value, bool) {
-        let started = Instant::now();
-        let spec = instance.spec;
-        let plan = match module.plan(&self.facts) {
-            Ok(plan) => plan,
-            Err(e) => {
-                self.fail(spec, instance.label, e.to_string());
-                let result = json!({"changed": false, "failed": true, "msg": e.to_string()});
-                return (result, false);
-            }
-        };
-        if let Some(r) = self.query_answer(spec, module.as_ref(), &plan) {
-            let i = self.outcomes.answered(&instance);
-            return (self.settle(instance, i, true, &r), false);
-        }
-        // A command marked `check_mode: false` runs even in check mode, as in Ansible.
-        let check = spec.task.check_mode.unwrap_or(self.ctx.opts.check);
-        let runs = !check || (module.is_command() && spec.task.check_mode == Some(false));
-        let Plan {
-            changes,
-            steps,
-            effects,
-            unknown,
-            notes,
-        } = plan;
-        let planned = Planned {
-            changes,
-            notes,
-            unknown,
-            runs,
-        };
-        let i = self.outcomes.planned(&instance, planned);
-        let mut flush = self.predict(spec, effects, runs);
-        let keys: Vec<String> = module.probes().into_iter().map(|p| p.key).collect();
-        let observed_at = self.wire.newest_observation(&keys);
-        flush |= self.track_command(spec, module.is_command(), runs, self.outcomes.status(i));
-        let result = self.finish(instance, i, steps, module);
-        let ms = started.elapsed().as_millis() as u64;
-        self.outcomes.observed(i, keys, observed_at, ms);
-        (result, flush)
-    }
-
-    /// Applies a plan's predicted effects to the facts, so later tasks plan
-    /// against the state this one leaves; true when the batch must run
-    /// before anything else is planned.
-    fn predict(&mut self, spec: &PreparedTask, effects: Vec<Effect>, runs: bool) -> bool {
-        let mut flush = false;
-        for effect in effects {
-            match effect {
-                Effect::Predict(key, r) => self.facts.insert(key, r),
-                Effect::Invalidate(key) if runs => self.facts.remove(&key),
-                // `changed_when: false` declares a command read-only: later facts stay valid.
-                Effect::InvalidateAll if runs && !spec.read_only => flush = true,
-                _ => {}
-            }
-        }
-        flush
-    }
-
-    /// Where a command's result will come from; true when the batch must
-    /// run right after it (its `failed_when` decides whether to go on).
-    fn track_command(
-        &mut self,
-        spec: &PreparedTask,
-        is_command: bool,
-        runs: bool,
-        status: Status,
-    ) -> bool {
-        let task = spec.task;
-        let (Some(reg), true) = (&task.register, is_command) else {
-            return is_command && runs && task.failed_when.is_some();
-        };
-        if runs {
-            self.pending_registers.insert(reg.clone());
-        } else if status != Status::Ok {
-            self.unknown_vars.insert(reg.clone(), spec.name.clone());
-        }
-        runs && task.failed_when.is_some()
-    }
-
-    /// Evaluates a module's `changed_when`/`failed_when` on its predicted
-    /// result, notifies handlers, and queues the steps to run.
-    fn finish(
-        &mut self,
-        instance: TaskInstance<'p>,
-        i: usize,
-        steps: Vec<String>,
-        module: Box<dyn Module>,
-    ) -> Value {
-        let spec = instance.spec;
-        let planned = self.outcomes.status(i);
-        let is_command = module.is_command();
-        let changed = matches!(planned, Status::Changed | Status::Drift);
-        let mut result = json!({"changed": changed, "failed": false});
-        if !is_command {
-            let t = self.ctx.templates;
-            match self.outcomes.conditions(t, &instance, i, &mut result) {
-                Status::Failed => {
-                    if !spec.task.ignore_errors {
-                        self.task_failed();
-                    }
-                    return result;
-                }
-                Status::Changed | Status::Drift => self.notify(spec),
-                _ => {}
-            }
-        }
-        if planned == Status::Changed {
-            if !is_command && self.outcomes.status(i) == Status::Changed {
-                self.to_verify.push(ToVerify { result: i, module });
-            }
-            self.pending.push(Pending {
-                result: i,
-                body: join_steps(steps),
-                may_fail: spec.task.ignore_errors || spec.failed_when.is_some(),
-                is_command,
-                instance,
-            });
-        }
-        result
-    }
-
-    /// A declared query (a command with `changed_when: false`; in check
-    /// mode also `check_mode: false`) rides in the probe batch; its early
-    /// answer stands when nothing changed on the host since that probe.
-    fn query_answer(
-        &self,
-        spec: &PreparedTask,
-        module: &dyn Module,
-        plan: &Plan,
-    ) -> Option<ProbeResult> {
-        let probe = module.query_probe()?;
-        let quiet = self.pending.is_empty() && !self.changed_since_probe;
-        if !(spec.may_query(self.ctx.opts.check) && quiet && !plan.steps.is_empty()) {
-            return None;
-        }
-        self.facts.get(&probe.key).ok().cloned()
-    }
-
     fn notify(&mut self, spec: &PreparedTask) {
         self.notified
             .extend(spec.task.notify.iter().map(|(n, _)| n.clone()));
     }
-
-    fn register(&mut self, spec: &PreparedTask, mut results: Vec<Value>) {
-        let Some(name) = &spec.task.register else {
-            return;
-        };
-        if self.pending_registers.contains(name) || self.unknown_vars.contains_key(name) {
-            return;
-        }
-        let value = if spec.loop_items.is_some() {
-            let changed = results.iter().any(|r| r["changed"] == json!(true));
-            json!({"results": results, "changed": changed})
-        } else {
-            results.pop().unwrap_or(Value::Null)
-        };
-        self.vars.registered.insert(name.clone(), value);
-    }
-
-    /// Runs the pending steps as one script that stops at the first failure.
-    fn flush(&mut self) {
-        if self.pending.is_empty() {
-            return;
-        }
-        let mut pending = std::mem::take(&mut self.pending);
-        let ran_command = pending
-            .iter()
-            .any(|p| p.is_command && !p.instance.spec.read_only);
-        let steps = pending
-            .iter_mut()
-            .map(|p| Step {
-                result: p.result,
-                body: std::mem::take(&mut p.body),
-                may_fail: p.may_fail,
-            })
-            .collect();
-        let applied = self.wire.apply(steps);
-        self.changed_since_probe = true;
-        for p in pending {
-            let Some(r) = applied.reports.get(&p.result) else {
-                self.outcomes
-                    .unfinished(p.result, &applied.ended, self.stopped);
-                self.stopped = true;
-                break;
-            };
-            self.settle(p.instance, p.result, p.is_command, r);
-        }
-        if let Err(e) = applied.ended {
-            self.lost(e.to_string());
-        }
-        self.pending_registers.clear();
-        if ran_command {
-            self.forget_facts();
-        }
-    }
-
-    /// A command ran, so anything may have changed; the gathered facts
-    /// are kept.
-    fn forget_facts(&mut self) {
-        let gathered = self.facts.get(host_facts::KEY).ok().cloned();
-        self.facts = Facts::default();
-        if let Some(g) = gathered {
-            self.facts.insert(host_facts::KEY.into(), g);
-        }
-    }
-
-    /// Records what a step really did; for a command, returns its result.
-    fn settle(
-        &mut self,
-        instance: TaskInstance<'p>,
-        i: usize,
-        is_command: bool,
-        r: &ProbeResult,
-    ) -> Value {
-        self.outcomes.step_reported(i, r);
-        let spec = instance.spec;
-        let mut registered = Value::Null;
-        if is_command {
-            let mut result = command_result(r);
-            let t = self.ctx.templates;
-            if self.outcomes.conditions(t, &instance, i, &mut result) == Status::Changed {
-                self.notify(spec);
-            }
-            if let Some(reg) = &spec.task.register {
-                self.vars.registered.insert(reg.clone(), result.clone());
-            }
-            registered = result;
-        }
-        if self.outcomes.tolerated(spec, i) {
-            self.task_failed();
-        }
-        registered
-    }
-
-    /// Re-probes what changed and re-plans it: anything still to change
-    /// means the module did not converge.
-    fn verify(&mut self) {
-        let applied = std::mem::take(&mut self.to_verify);
-        let checks: Vec<&ToVerify> = applied
-            .iter()
-            .filter(|a| self.outcomes.status(a.result) == Status::Changed)
-            .collect();
-        if checks.is_empty() {
-            return;
-        }
-        let probes: BTreeMap<String, Probe> = checks
-            .iter()
-            .flat_map(|a| a.module.probes())
-            .map(|p| (p.key.clone(), p))
-            .collect();
-        let facts = match self.wire.probe(probes.into_values().collect()) {
-            Ok(results) => Facts::new(results),
-            Err(e) => return self.lost(e.to_string()),
-        };
-        for (n, a) in checks.iter().enumerate() {
-            // What a later task changed again is judged by that task alone
-            // (a file templated, then edited by lineinfile).
-            let later: BTreeSet<&str> = checks[n + 1..]
-                .iter()
-                .flat_map(|l| self.outcomes.changes(l.result))
-                .map(|c| c.subject.as_str())
-                .collect();
-            let problem = still_to_change(a.module.as_ref(), &facts, &later);
-            if !problem.is_empty() {
-                self.outcomes.did_not_converge(a.result, problem);
-            }
-        }
-    }
-}
-
-/// What a module would still change on re-probed facts, leaving out what
-/// later tasks changed again; empty when it converged.
-fn still_to_change(module: &dyn Module, facts: &Facts, later: &BTreeSet<&str>) -> String {
-    match module.plan(facts) {
-        Ok(plan) => plan
-            .changes
-            .iter()
-            .filter(|c| !later.contains(c.subject.as_str()))
-            .map(ToString::to_string)
-            .collect::<Vec<_>>()
-            .join("; "),
-        Err(e) => e.to_string(),
-    }
-}
-
-/// A command's registered result, as Ansible shapes it.
-fn command_result(r: &ProbeResult) -> Value {
-    json!({
-        "rc": r.rc,
-        "stdout": r.stdout.trim_end_matches('\n'),
-        "stderr": r.stderr.trim_end_matches('\n'),
-        "stdout_lines": r.stdout.lines().collect::<Vec<_>>(),
-        "stderr_lines": r.stderr.lines().collect::<Vec<_>>(),
-        "changed": true,
-        "failed": r.rc != 0,
-    })
-}
-
-/// The steps of one task as one guarded block, built in one buffer: a
-/// step may carry a whole file.
-fn join_steps(steps: Vec<String>) -> String {
-    let mut body = String::with_capacity(steps.iter().map(|s| s.len() + 8).sum());
-    for (n, step) in steps.into_iter().enumerate() {
-        if n > 0 {
-            body.push_str(" &&\n");
-        }
-        body.push_str("{\n");
-        body.push_str(&step);
-        body.push_str("\n}");
-    }
-    body
 }

@@ -29,6 +29,27 @@ pub(crate) struct Step {
     pub may_fail: bool,
 }
 
+impl Step {
+    /// The steps of one task as one guarded block, built in one buffer: a
+    /// step may carry a whole file.
+    pub fn new(result: usize, steps: Vec<String>, may_fail: bool) -> Self {
+        let mut body = String::with_capacity(steps.iter().map(|s| s.len() + 8).sum());
+        for (n, step) in steps.into_iter().enumerate() {
+            if n > 0 {
+                body.push_str(" &&\n");
+            }
+            body.push_str("{\n");
+            body.push_str(&step);
+            body.push_str("\n}");
+        }
+        Step {
+            result,
+            body,
+            may_fail,
+        }
+    }
+}
+
 /// What came back from an apply batch.
 pub(crate) struct Applied {
     /// Reports of the steps known to have finished, by result index.
