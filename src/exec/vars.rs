@@ -103,31 +103,37 @@ fn resolve(
             }
         }
     }
+    // Names of one level do not read each other, so each level renders
+    // against the map as the previous levels left it, borrowed, not copied.
+    let mut vars = Value::Object(vars);
     for names in levels.into_values() {
-        let ctx = Value::Object(vars.clone());
-        for name in names {
-            let uses_broken = deps[&name].iter().find(|d| broken.contains_key(*d));
-            let rendered = match uses_broken {
-                Some(dep) => Err(format!("it uses '{dep}': {}", broken[dep])),
-                None => templates
-                    .render_value(&vars[&name], &ctx)
-                    .map_err(|e| e.message),
-            };
-            match rendered {
+        let rendered: Vec<(String, Result<Value, String>)> = names
+            .into_iter()
+            .map(|name| {
+                let uses_broken = deps[&name].iter().find(|d| broken.contains_key(*d));
+                let r = match uses_broken {
+                    Some(dep) => Err(format!("it uses '{dep}': {}", broken[dep])),
+                    None => templates
+                        .render_value(&vars[&name], &vars)
+                        .map_err(|e| e.message),
+                };
+                (name, r)
+            })
+            .collect();
+        let map = vars.as_object_mut().expect("the variables are a map");
+        for (name, r) in rendered {
+            match r {
                 Ok(v) => {
-                    vars.insert(name, v);
+                    map.insert(name, v);
                 }
                 Err(why) => {
-                    vars.remove(&name);
+                    map.remove(&name);
                     broken.insert(name, why);
                 }
             }
         }
     }
-    Resolved {
-        vars: Value::Object(vars),
-        broken,
-    }
+    Resolved { vars, broken }
 }
 
 /// For each templated variable, how many render passes it needs (1 when
