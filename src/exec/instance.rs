@@ -9,11 +9,11 @@
 use serde_json::Value;
 
 use super::prepared::PreparedTask;
-use super::vars::{Resolved, VarLayers};
+use super::vars::{Resolved, VarError, VarLayers};
 use super::PlayCtx;
 use crate::modules::params::BuildCtx;
 use crate::modules::{Module, Params};
-use crate::template::{Templates, OMIT};
+use crate::template::{TemplateError, Templates, OMIT};
 
 /// Why a task cannot be resolved on a host.
 #[derive(Debug, thiserror::Error)]
@@ -23,19 +23,19 @@ pub(crate) enum ResolveError {
         name: String,
         /// ` (file:line:column)` of its definition, when known.
         at: String,
-        why: String,
+        why: VarError,
     },
     #[error("loop must be a list, got {0}")]
     LoopNotList(Value),
     #[error("cannot render loop: {0}")]
-    Loop(String),
+    Loop(TemplateError),
     #[error("{at}: when: {why}")]
-    When { at: String, why: String },
+    When { at: String, why: TemplateError },
     #[error("{at}: parameter '{name}': {why}")]
     Parameter {
         at: String,
         name: String,
-        why: String,
+        why: TemplateError,
     },
     /// The module refused its parameters (a rendered diagnostic).
     #[error("{0}")]
@@ -79,7 +79,7 @@ impl Resolver<'_> {
         match self.ctx.templates.render_value(items, &vars) {
             Ok(Value::Array(items)) => Ok(items.into_iter().map(Some).collect()),
             Ok(other) => Err(ResolveError::LoopNotList(other)),
-            Err(e) => Err(ResolveError::Loop(e.to_string())),
+            Err(e) => Err(ResolveError::Loop(e)),
         }
     }
 
@@ -169,7 +169,7 @@ impl Resolver<'_> {
             .eval_condition(cond, &instance.vars)
             .map_err(|e| ResolveError::When {
                 at: at.clone(),
-                why: e.to_string(),
+                why: e,
             })
     }
 
@@ -187,7 +187,7 @@ impl Resolver<'_> {
                 .map_err(|e| ResolveError::Parameter {
                     at: span.location(),
                     name: name.clone(),
-                    why: e.to_string(),
+                    why: e,
                 })?;
             if value != Value::String(OMIT.into()) {
                 entries.push((name.clone(), value, span.clone()));

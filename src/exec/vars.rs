@@ -27,7 +27,26 @@ pub struct VarLayers {
 /// that uses one fails (Ansible resolves variables lazily).
 pub struct Resolved {
     pub vars: Value,
-    pub broken: BTreeMap<String, String>,
+    pub broken: BTreeMap<String, VarError>,
+}
+
+/// Why a variable cannot be rendered.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum VarError {
+    #[error("it refers to itself")]
+    SelfReference,
+    /// The cycle it is on, as `a → b → a`.
+    #[error("it refers back to itself through {0}")]
+    Cycle(String),
+    #[error("it depends on a cycle of variables: {0}")]
+    OnCycle(String),
+    #[error("it ends a chain of variables more than {MAX_CHAIN} deep")]
+    TooDeep,
+    #[error("it uses '{name}': {why}")]
+    Uses { name: String, why: Box<VarError> },
+    /// Rendering failed (an undefined reference, a value over the limit).
+    #[error("{0}")]
+    Render(String),
 }
 
 impl VarLayers {
@@ -107,15 +126,18 @@ fn resolve(
     // against the map as the previous levels left it, borrowed, not copied.
     let mut vars = Value::Object(vars);
     for names in levels.into_values() {
-        let rendered: Vec<(String, Result<Value, String>)> = names
+        let rendered: Vec<(String, Result<Value, VarError>)> = names
             .into_iter()
             .map(|name| {
                 let uses_broken = deps[&name].iter().find(|d| broken.contains_key(*d));
                 let r = match uses_broken {
-                    Some(dep) => Err(format!("it uses '{dep}': {}", broken[dep])),
+                    Some(dep) => Err(VarError::Uses {
+                        name: dep.clone(),
+                        why: Box::new(broken[dep].clone()),
+                    }),
                     None => templates
                         .render_value(&vars[&name], &vars)
-                        .map_err(|e| e.message),
+                        .map_err(|e| VarError::Render(e.message)),
                 };
                 (name, r)
             })
@@ -142,7 +164,7 @@ fn resolve(
 /// [`MAX_CHAIN`]. Iterative, so a hostile chain cannot exhaust the stack.
 pub fn depths(
     deps: &BTreeMap<String, BTreeSet<String>>,
-) -> BTreeMap<String, Result<usize, String>> {
+) -> BTreeMap<String, Result<usize, VarError>> {
     let inner = |name: &String| deps[name].iter().filter(|d| deps.contains_key(*d));
     let mut waiting: BTreeMap<&str, usize> = BTreeMap::new();
     let mut users: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
@@ -170,12 +192,10 @@ pub fn depths(
             }
         }
     }
-    let mut out: BTreeMap<String, Result<usize, String>> = BTreeMap::new();
+    let mut out: BTreeMap<String, Result<usize, VarError>> = BTreeMap::new();
     for (name, d) in &depth {
         let result = if *d > MAX_CHAIN {
-            Err(format!(
-                "it ends a chain of variables more than {MAX_CHAIN} deep"
-            ))
+            Err(VarError::TooDeep)
         } else {
             Ok(*d)
         };
@@ -202,9 +222,9 @@ pub fn depths(
         };
         for (i, name) in path.into_iter().enumerate() {
             let why = match (i >= on_cycle, cycle.matches('→').count()) {
-                (true, 1) => "it refers to itself".to_string(),
-                (true, _) => format!("it refers back to itself through {cycle}"),
-                (false, _) => format!("it depends on a cycle of variables: {cycle}"),
+                (true, 1) => VarError::SelfReference,
+                (true, _) => VarError::Cycle(cycle.clone()),
+                (false, _) => VarError::OnCycle(cycle.clone()),
             };
             cycles.insert(name, cycle.clone());
             out.insert(name.clone(), Err(why));
@@ -294,10 +314,13 @@ mod tests {
             "ok": "{{ base }}/bin",
             "base": "/opt",
         }));
-        assert_eq!(r.broken["a"], "it refers to itself");
-        assert_eq!(r.broken["b"], "it refers back to itself through b → c → b");
+        assert_eq!(r.broken["a"].to_string(), "it refers to itself");
         assert_eq!(
-            r.broken["d"],
+            r.broken["b"].to_string(),
+            "it refers back to itself through b → c → b"
+        );
+        assert_eq!(
+            r.broken["d"].to_string(),
             "it depends on a cycle of variables: b → c → b"
         );
         assert!(r.vars.get("a").is_none(), "never the text '{{{{ a }}}}'");
@@ -308,7 +331,7 @@ mod tests {
     #[test]
     fn growth_by_self_reference_is_a_cycle_not_gigabytes() {
         let r = resolve_play(json!({"a": "{{ a ~ a ~ a ~ a }}"}));
-        assert_eq!(r.broken["a"], "it refers to itself");
+        assert_eq!(r.broken["a"].to_string(), "it refers to itself");
     }
 
     #[test]
@@ -324,14 +347,18 @@ mod tests {
         let r = resolve_play(vars);
         assert_eq!(r.vars["v0"].as_str().unwrap().len(), 4 << 20);
         assert!(
-            r.broken["v1"].contains("larger than the 16 MiB limit"),
-            "{}",
             r.broken["v1"]
+                .to_string()
+                .contains("larger than the 16 MiB limit"),
+            "{}",
+            r.broken["v1"].to_string()
         );
         assert!(
-            r.broken["user"].starts_with("it uses 'v4': it uses 'v3'"),
-            "{}",
             r.broken["user"]
+                .to_string()
+                .starts_with("it uses 'v4': it uses 'v3'"),
+            "{}",
+            r.broken["user"].to_string()
         );
     }
 
@@ -349,7 +376,7 @@ mod tests {
         assert!(r.broken.is_empty());
         let r = chain(MAX_CHAIN + 1);
         assert_eq!(
-            r.broken[&format!("v{}", MAX_CHAIN + 1)],
+            r.broken[&format!("v{}", MAX_CHAIN + 1)].to_string(),
             format!("it ends a chain of variables more than {MAX_CHAIN} deep")
         );
         assert_eq!(r.vars[format!("v{MAX_CHAIN}")], "end");
@@ -369,7 +396,7 @@ mod tests {
         let r = resolve_play(Value::Object(vars));
         assert_eq!(r.broken.len(), n);
         assert_eq!(
-            r.broken["v0"],
+            r.broken["v0"].to_string(),
             "it refers back to itself through v0 → v1 → v2 → … → v9998 → v9999 → v0"
         );
     }
@@ -393,9 +420,12 @@ mod tests {
     #[test]
     fn an_undefined_reference_breaks_only_that_variable() {
         let r = resolve_play(json!({"bin": "{{ cuda_home }}/bin", "x": "{{ bin }}", "y": "1"}));
-        assert_eq!(r.broken["bin"], "undefined variable 'cuda_home'");
         assert_eq!(
-            r.broken["x"],
+            r.broken["bin"].to_string(),
+            "undefined variable 'cuda_home'"
+        );
+        assert_eq!(
+            r.broken["x"].to_string(),
             "it uses 'bin': undefined variable 'cuda_home'"
         );
         assert_eq!(r.vars["y"], "1");
