@@ -102,10 +102,9 @@ pub fn run_playbook(
     let search_dirs = crate::modules::params::search_dirs(&req.playbook.path);
     let sources = Sources::default();
     let sessions = Sessions::default();
-    let mut outcome = RunOutcome::default();
-    let mut failed_hosts: Vec<String> = Vec::new();
+    let mut rollout = Rollout::default();
     for (p, play) in req.playbook.plays.iter().enumerate() {
-        let hosts = select_hosts(req, play, &failed_hosts)?;
+        let hosts = select_hosts(req, play, &rollout.failed_hosts)?;
         let later = hosts_of_later_plays(req, p);
         let prepared = PreparedPlay::new(play, &templates, &req.opts);
         let ctx = PlayCtx {
@@ -118,7 +117,38 @@ pub fn run_playbook(
             opts: &req.opts,
         };
         let play_vars = play_vars(play, &base, &templates, &req.extra_vars)?;
-        let batches = batches(&hosts, &play.serial);
+        let keep = Keep {
+            sessions: &sessions,
+            later: &later,
+        };
+        if rollout.play(req, &ctx, &play_vars, &hosts, &keep, on_event) {
+            break;
+        }
+    }
+    Ok(rollout.outcome)
+}
+
+/// What the plays so far came to.
+#[derive(Default)]
+struct Rollout {
+    outcome: RunOutcome,
+    /// Later plays leave these hosts out.
+    failed_hosts: Vec<String>,
+}
+
+impl Rollout {
+    /// Runs one play's batches in turn; true when the rollout halts.
+    fn play(
+        &mut self,
+        req: &RunRequest,
+        ctx: &PlayCtx,
+        play_vars: &Map<String, Value>,
+        hosts: &[String],
+        keep: &Keep,
+        on_event: &(dyn Fn(Event) + Sync),
+    ) -> bool {
+        let play = ctx.play;
+        let batches = batches(hosts, &play.serial);
         for (n, batch) in batches.iter().enumerate() {
             on_event(Event::Batch {
                 play: &play.name,
@@ -126,26 +156,23 @@ pub fn run_playbook(
                 of: batches.len(),
                 hosts: batch,
             });
-            let keep = Keep {
-                sessions: &sessions,
-                later: &later,
-            };
-            let reports = run_batch(req, &ctx, &play_vars, batch, &keep, on_event);
+            let reports = run_batch(req, ctx, play_vars, batch, keep, on_event);
             let failed: Vec<String> = reports
                 .iter()
                 .filter(|r| r.failed())
                 .map(|r| r.host.clone())
                 .collect();
-            failed_hosts.extend(failed.iter().cloned());
-            outcome.reports.extend(reports);
-            if let Some(why) = halt_reason(play, batch.len(), failed.len()) {
-                outcome.never_touched = batches[n + 1..].iter().flatten().cloned().collect();
-                outcome.halted = Some(format!("play '{}': {why}", play.name));
-                return Ok(outcome);
+            let failed_count = failed.len();
+            self.failed_hosts.extend(failed);
+            self.outcome.reports.extend(reports);
+            if let Some(why) = halt_reason(play, batch.len(), failed_count) {
+                self.outcome.never_touched = batches[n + 1..].iter().flatten().cloned().collect();
+                self.outcome.halted = Some(format!("play '{}': {why}", play.name));
+                return true;
             }
         }
+        false
     }
-    Ok(outcome)
 }
 
 /// Every host a play after `p` may select (before failures narrow it):

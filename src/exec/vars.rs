@@ -129,16 +129,7 @@ fn resolve(
         let rendered: Vec<(String, Result<Value, VarError>)> = names
             .into_iter()
             .map(|name| {
-                let uses_broken = deps[&name].iter().find(|d| broken.contains_key(*d));
-                let r = match uses_broken {
-                    Some(dep) => Err(VarError::Uses {
-                        name: dep.clone(),
-                        why: Box::new(broken[dep].clone()),
-                    }),
-                    None => templates
-                        .render_value(&vars[&name], &vars)
-                        .map_err(|e| VarError::Render(e.message)),
-                };
+                let r = render_var(templates, &vars, &deps[&name], &broken, &name);
                 (name, r)
             })
             .collect();
@@ -158,6 +149,26 @@ fn resolve(
     Resolved { vars, broken }
 }
 
+/// One variable, rendered with the ones it reads, unless one of those is
+/// broken.
+fn render_var(
+    templates: &Templates,
+    vars: &Value,
+    reads: &BTreeSet<String>,
+    broken: &BTreeMap<String, VarError>,
+    name: &str,
+) -> Result<Value, VarError> {
+    if let Some(dep) = reads.iter().find(|d| broken.contains_key(*d)) {
+        return Err(VarError::Uses {
+            name: dep.clone(),
+            why: Box::new(broken[dep].clone()),
+        });
+    }
+    templates
+        .render_value(&vars[name], vars)
+        .map_err(|e| VarError::Render(e.message))
+}
+
 /// For each templated variable, how many render passes it needs (1 when
 /// it reads no other templated variable), or why it cannot be rendered:
 /// it is part of a cycle, uses one, or ends a chain longer than
@@ -165,12 +176,11 @@ fn resolve(
 pub fn depths(
     deps: &BTreeMap<String, BTreeSet<String>>,
 ) -> BTreeMap<String, Result<usize, VarError>> {
-    let inner = |name: &String| deps[name].iter().filter(|d| deps.contains_key(*d));
     let mut waiting: BTreeMap<&str, usize> = BTreeMap::new();
     let mut users: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for name in deps.keys() {
-        waiting.insert(name, inner(name).count());
-        for dep in inner(name) {
+        waiting.insert(name, templated_reads(deps, name).count());
+        for dep in templated_reads(deps, name) {
             users.entry(dep).or_default().push(name);
         }
     }
@@ -202,6 +212,25 @@ pub fn depths(
         out.insert(name.to_string(), result);
     }
     // What is left waits on a cycle: walk its references to find it.
+    cycle_errors(deps, &depth, &mut out);
+    out
+}
+
+/// The templated variables `name` reads.
+fn templated_reads<'d>(
+    deps: &'d BTreeMap<String, BTreeSet<String>>,
+    name: &str,
+) -> impl Iterator<Item = &'d String> {
+    deps[name].iter().filter(|d| deps.contains_key(*d))
+}
+
+/// Names every variable left waiting after `depths`' ordering: each is on a
+/// cycle or reads one.
+fn cycle_errors(
+    deps: &BTreeMap<String, BTreeSet<String>>,
+    depth: &BTreeMap<&str, usize>,
+    out: &mut BTreeMap<String, Result<usize, VarError>>,
+) {
     let mut cycles: BTreeMap<&str, String> = BTreeMap::new();
     for start in deps.keys().filter(|k| !depth.contains_key(k.as_str())) {
         let mut path: Vec<&String> = Vec::new();
@@ -216,7 +245,7 @@ pub fn depths(
             }
             on_path.insert(at, path.len());
             path.push(at);
-            at = inner(at)
+            at = templated_reads(deps, at)
                 .find(|d| !depth.contains_key(d.as_str()))
                 .expect("a variable left waiting waits on another one");
         };
@@ -230,7 +259,6 @@ pub fn depths(
             out.insert(name.clone(), Err(why));
         }
     }
-    out
 }
 
 /// `a → b → a`; a long cycle shows its ends, so a message stays one line.
