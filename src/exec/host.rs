@@ -16,11 +16,10 @@ use serde_json::json;
 
 use super::instance::{Resolution, Resolver, TaskInstance};
 use super::outcome::Outcomes;
-use super::prepared::PreparedTask;
+use super::prepared::{PlayCtx, PreparedTask};
 use super::result::HostReport;
 use super::vars::VarLayers;
 use super::wire::{Step, Wire};
-use super::PlayCtx;
 use crate::modules::{Facts, Module};
 use crate::remote::host_facts;
 use crate::remote::probe::Probe;

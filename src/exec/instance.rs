@@ -8,9 +8,8 @@
 
 use serde_json::Value;
 
-use super::prepared::PreparedTask;
+use super::prepared::{PlayCtx, PreparedTask};
 use super::vars::{Resolved, VarError, VarLayers};
-use super::PlayCtx;
 use crate::modules::params::BuildCtx;
 use crate::modules::{Module, Params};
 use crate::template::{TemplateError, Templates, OMIT};

@@ -26,30 +26,10 @@ use crate::modules::params::Sources;
 use crate::remote::{fd_limit, Transport, TransportError};
 use crate::template::Templates;
 use host::HostRun;
-use prepared::PreparedPlay;
+pub use prepared::RunOptions;
+use prepared::{PlayCtx, PreparedPlay};
 use result::HostReport;
 use vars::VarLayers;
-
-pub struct RunOptions {
-    pub check: bool,
-    /// Keep file diffs in the reports; without it they are dropped as soon
-    /// as planned, since a fleet's worth of them would stay in memory.
-    pub diff: bool,
-    pub tags: Vec<String>,
-    pub skip_tags: Vec<String>,
-}
-
-/// What a play needs that is the same for every host.
-pub(crate) struct PlayCtx<'a> {
-    pub play: &'a Play,
-    pub prepared: &'a PreparedPlay<'a>,
-    pub templates: &'a Templates,
-    /// Renders undefined values as empty, to guess probes early.
-    pub lenient: &'a Templates,
-    pub search_dirs: &'a [std::path::PathBuf],
-    pub sources: &'a Sources,
-    pub opts: &'a RunOptions,
-}
 
 /// Opens the transport to a host from its merged inventory variables.
 pub type Connector =

@@ -3,18 +3,42 @@
 //! A task's parameters, loop and conditions are YAML nodes; every host and
 //! every loop item needs them as JSON, along with the names they read and
 //! whether the task is selected by tags. Converting them here, once, keeps
-//! the per-host phases free of YAML and of repeated conversions.
+//! the per-host phases free of YAML and of repeated conversions. What else
+//! a play shares among its hosts (the run's options, templates, where
+//! files are found) travels with it in [`PlayCtx`].
 
 use std::collections::BTreeSet;
 
 use serde_json::Value;
 
 use super::vars::template_vars;
-use super::RunOptions;
 use crate::load::diag::Span;
 use crate::load::playbook::{Play, Task};
 use crate::load::yaml::{self, Node};
+use crate::modules::params::Sources;
 use crate::template::Templates;
+
+/// How the run was asked for on the command line.
+pub struct RunOptions {
+    pub check: bool,
+    /// Keep file diffs in the reports; without it they are dropped as soon
+    /// as planned, since a fleet's worth of them would stay in memory.
+    pub diff: bool,
+    pub tags: Vec<String>,
+    pub skip_tags: Vec<String>,
+}
+
+/// What a play needs that is the same for every host.
+pub(crate) struct PlayCtx<'a> {
+    pub play: &'a Play,
+    pub prepared: &'a PreparedPlay<'a>,
+    pub templates: &'a Templates,
+    /// Renders undefined values as empty, to guess probes early.
+    pub lenient: &'a Templates,
+    pub search_dirs: &'a [std::path::PathBuf],
+    pub sources: &'a Sources,
+    pub opts: &'a RunOptions,
+}
 
 /// One task of a play, its YAML read into what the per-host phases use.
 pub(crate) struct PreparedTask<'p> {
