@@ -264,3 +264,143 @@ fn step_failure(r: &ProbeResult) -> String {
         }
     )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::prepared::{testing, PreparedPlay, RunOptions};
+
+    /// Runs `f` on the outcomes of the one task of a play, resolved with
+    /// no variables.
+    fn with_task(task: &str, diff: bool, f: impl FnOnce(&mut Outcomes, &TaskInstance)) {
+        let (_dir, pb) = testing::tasks(&[task]);
+        let opts = RunOptions {
+            check: false,
+            diff,
+            tags: Vec::new(),
+            skip_tags: Vec::new(),
+        };
+        let prepared = PreparedPlay::new(&pb.plays[0], &Templates::new(), &opts);
+        let instance = TaskInstance {
+            spec: &prepared.tasks[0],
+            label: None,
+            vars: json!({}),
+        };
+        f(&mut Outcomes::new(diff), &instance);
+    }
+
+    fn planned(changes: usize, runs: bool, unknown: Option<&str>) -> Planned {
+        let mut change = Change::new("/etc/f", None, Some("x".into()));
+        change.diff = Some("+x".into());
+        Planned {
+            changes: vec![change; changes],
+            notes: Vec::new(),
+            unknown: unknown.map(String::from),
+            runs,
+        }
+    }
+
+    #[test]
+    fn a_plan_gives_ok_changed_unknown_or_drift() {
+        with_task("{command: 'true'}", false, |o, inst| {
+            let statuses: Vec<Status> = [
+                planned(0, true, None),
+                planned(1, true, None),
+                planned(1, false, Some("needs a command")),
+                planned(1, false, None),
+            ]
+            .into_iter()
+            .map(|p| {
+                let i = o.planned(inst, p);
+                o.status(i)
+            })
+            .collect();
+            use Status::*;
+            assert_eq!(statuses, [Ok, Changed, Unknown, Drift]);
+            let results = std::mem::replace(o, Outcomes::new(false)).into_results();
+            assert_eq!(results[2].message.as_deref(), Some("needs a command"));
+            assert_eq!(
+                results[1].changes[0].diff, None,
+                "diffs only when asked for"
+            );
+        });
+        with_task("{command: 'true'}", true, |o, inst| {
+            let i = o.planned(inst, planned(1, true, None));
+            assert_eq!(o.changes(i)[0].diff.as_deref(), Some("+x"));
+        });
+    }
+
+    /// The status a command's step leaves, given its exit status.
+    fn command_status(task: &str, rc: i32) -> (Status, Value, Option<String>) {
+        let mut out = None;
+        with_task(task, false, |o, inst| {
+            let i = o.planned(inst, planned(1, true, None));
+            let r = ProbeResult {
+                rc,
+                stdout: String::new(),
+                stderr: "boom\n".into(),
+            };
+            o.step_reported(i, &r);
+            let mut result = json!({"rc": rc, "changed": true, "failed": rc != 0});
+            let status = o.conditions(&Templates::new(), inst, i, &mut result);
+            let message = o.results[i].message.clone();
+            out = Some((status, result, message));
+        });
+        out.unwrap()
+    }
+
+    #[test]
+    fn conditions_see_the_result_under_its_register_name_and_as_result() {
+        let task = "{command: x, register: out, changed_when: 'out.rc == 7', failed_when: 'result.rc > 7'}";
+        assert_eq!(command_status(task, 7).0, Status::Changed);
+        let (status, result, _) = command_status(task, 0);
+        assert_eq!((status, &result["changed"]), (Status::Ok, &json!(false)));
+        let (status, result, message) = command_status(task, 9);
+        assert_eq!(status, Status::Failed);
+        assert_eq!(result["failed"], json!(true));
+        assert_eq!(message.as_deref(), Some("failed_when condition is true"));
+    }
+
+    #[test]
+    fn a_failed_step_fails_unless_failed_when_says_otherwise() {
+        let (status, _, message) = command_status("{command: x}", 3);
+        assert_eq!(status, Status::Failed);
+        assert_eq!(message.as_deref(), Some("exit status 3: boom"));
+        let (status, _, _) = command_status("{command: x, failed_when: false}", 3);
+        assert_eq!(status, Status::Changed);
+    }
+
+    #[test]
+    fn an_ignored_failure_does_not_stop_the_host() {
+        with_task("{command: x, ignore_errors: true}", false, |o, inst| {
+            assert!(!o.fail(inst.spec, None, "no".into()));
+            assert!(o.results[0].ignored);
+        });
+        with_task("{command: x}", false, |o, inst| {
+            assert!(o.fail(inst.spec, None, "no".into()));
+        });
+    }
+
+    #[test]
+    fn a_step_without_a_report_says_why_and_later_steps_are_dropped() {
+        with_task("{command: x}", false, |o, inst| {
+            for _ in 0..3 {
+                o.planned(inst, planned(1, true, None));
+            }
+            let lost = Err(TransportError::Interrupted {
+                why: "reset".into(),
+                stdout: Vec::new(),
+            });
+            o.unfinished(1, &lost, false);
+            assert_eq!(o.results.len(), 2);
+            assert_eq!(o.status(1), Status::Unreachable);
+            let message = o.results[1].message.clone().unwrap();
+            assert!(
+                message.contains("may have taken effect in part"),
+                "{message}"
+            );
+            o.unfinished(1, &lost, true);
+            assert_eq!(o.results.len(), 1, "after a failed step it never ran");
+        });
+    }
+}

@@ -164,3 +164,80 @@ fn display_name(task: &Task) -> String {
         task.name.clone()
     }
 }
+
+/// Plays for the tests of the phases.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::load::playbook::Playbook;
+
+    /// Loads a playbook written as `text`; the folder holds it while the
+    /// test needs it.
+    pub fn load(text: &str) -> (tempfile::TempDir, Playbook) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.yml");
+        std::fs::write(&path, text).unwrap();
+        let pb = crate::load::playbook::load(&path).unwrap();
+        (dir, pb)
+    }
+
+    /// A play on all hosts, without fact gathering, of these tasks (one
+    /// flow mapping each).
+    pub fn tasks(tasks: &[&str]) -> (tempfile::TempDir, Playbook) {
+        let mut text = String::from("- hosts: all\n  gather_facts: false\n  tasks:\n");
+        for t in tasks {
+            text.push_str(&format!("    - {t}\n"));
+        }
+        load(&text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn selected_names(tags: &[&str], skip_tags: &[&str]) -> Vec<String> {
+        let (_dir, pb) = testing::tasks(&[
+            "{name: plain, command: 'true'}",
+            "{name: never, command: 'true', tags: [never]}",
+            "{name: always, command: 'true', tags: [always]}",
+            "{name: gpu, command: 'true', tags: [gpu]}",
+        ]);
+        let opts = RunOptions {
+            check: false,
+            diff: false,
+            tags: tags.iter().map(ToString::to_string).collect(),
+            skip_tags: skip_tags.iter().map(ToString::to_string).collect(),
+        };
+        let prepared = PreparedPlay::new(&pb.plays[0], &Templates::new(), &opts);
+        let names = prepared.tasks.iter().filter(|t| t.selected);
+        names.map(|t| t.name.clone()).collect()
+    }
+
+    #[test]
+    fn tags_select_as_in_ansible() {
+        assert_eq!(selected_names(&[], &[]), ["plain", "always", "gpu"]);
+        assert_eq!(selected_names(&["gpu"], &[]), ["always", "gpu"]);
+        assert_eq!(selected_names(&["never"], &[]), ["never", "always"]);
+        assert_eq!(selected_names(&[], &["always"]), ["plain", "gpu"]);
+    }
+
+    #[test]
+    fn a_task_is_read_once_into_json_with_the_names_it_reads() {
+        let (_dir, pb) = testing::tasks(&[
+            "{command: 'echo {{ a }}', when: 'b', failed_when: [c], changed_when: false, loop: '{{ d }}'}",
+        ]);
+        let opts = RunOptions {
+            check: false,
+            diff: false,
+            tags: Vec::new(),
+            skip_tags: Vec::new(),
+        };
+        let prepared = PreparedPlay::new(&pb.plays[0], &Templates::new(), &opts);
+        let t = &prepared.tasks[0];
+        assert_eq!(t.name, "command");
+        let names: Vec<&str> = t.referenced.iter().map(String::as_str).collect();
+        assert_eq!(names, ["a", "b", "c", "d"]);
+        assert!(t.read_only && t.may_query(false) && !t.may_query(true));
+        assert_eq!(t.loop_items, Some(Value::String("{{ d }}".into())));
+    }
+}

@@ -4,6 +4,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+use super::prepared::testing::{self, load};
 use super::result::Status;
 use super::RunOptions;
 use super::*;
@@ -17,17 +18,10 @@ const CONTENT: &str = "managed\n";
 
 /// A playbook of `n` copy tasks, the first `missing` of whose files are absent.
 fn playbook(n: usize) -> (tempfile::TempDir, Playbook) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut text = String::from("- hosts: all\n  gather_facts: false\n  tasks:\n");
-    for i in 0..n {
-        text.push_str(&format!(
-            "    - copy: {{dest: /etc/f{i}, content: \"managed\\n\"}}\n"
-        ));
-    }
-    let path = dir.path().join("p.yml");
-    std::fs::write(&path, text).unwrap();
-    let pb = crate::load::playbook::load(&path).unwrap();
-    (dir, pb)
+    let tasks: Vec<String> = (0..n)
+        .map(|i| format!("copy: {{dest: /etc/f{i}, content: \"managed\\n\"}}"))
+        .collect();
+    testing::tasks(&tasks.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 type Log = Arc<Mutex<Vec<Script>>>;
@@ -224,14 +218,6 @@ fn diffs_stay_in_reports_only_when_asked_for() {
     };
     assert!(diffs(true), "check mode keeps the diff");
     assert!(!diffs(false), "apply without --diff drops it");
-}
-
-fn load(text: &str) -> (tempfile::TempDir, Playbook) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("p.yml");
-    std::fs::write(&path, text).unwrap();
-    let pb = crate::load::playbook::load(&path).unwrap();
-    (dir, pb)
 }
 
 #[test]

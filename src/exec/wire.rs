@@ -163,3 +163,76 @@ fn new_token() -> String {
         .unwrap_or(0);
     format!("{:x}{:x}", nanos, std::process::id())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::remote::fake::FakeTransport;
+    use crate::remote::probe::fake_answer;
+
+    fn answering(stderr: &'static str) -> FakeTransport {
+        FakeTransport::new(move |s: &Script| {
+            Ok(Output {
+                status: 0,
+                stdout: fake_answer(&s.body, |key| ProbeResult::ok(format!("answer {key}"))),
+                stderr: stderr.as_bytes().to_vec(),
+            })
+        })
+    }
+
+    #[test]
+    fn a_probe_batch_is_one_round_trip_and_every_probe_is_observed() {
+        let mut fake = answering("");
+        let log = fake.log();
+        let mut wire = Wire::new(&mut fake, Some("root".into()));
+        let answers = wire
+            .probe(vec![Probe::new("a", "cat /a"), Probe::new("b", "cat /b")])
+            .unwrap();
+        assert_eq!(answers["b"].stdout, "answer b");
+        assert!(wire.newest_observation(&["b".into()]).is_some());
+        assert_eq!(wire.newest_observation(&["c".into()]), None);
+        let (trips, observed) = wire.finish();
+        assert_eq!(trips, 1);
+        let keys: Vec<&str> = observed.iter().map(|o| o.key.as_str()).collect();
+        assert_eq!(keys, ["a", "b"]);
+        let sent = log.lock().unwrap();
+        assert_eq!(sent[0].purpose, Purpose::Probe);
+        assert_eq!(sent[0].become_user.as_deref(), Some("root"));
+    }
+
+    #[test]
+    fn unreadable_probe_output_names_what_the_host_said() {
+        let mut fake = FakeTransport::new(|_: &Script| {
+            Ok(Output {
+                status: 1,
+                stdout: b"not a frame".to_vec(),
+                stderr: b"sudo: a password is required\n".to_vec(),
+            })
+        });
+        let mut wire = Wire::new(&mut fake, None);
+        let err = wire.probe(vec![Probe::new("a", "cat /a")]).unwrap_err();
+        assert!(matches!(err, WireError::Unreadable { .. }));
+        assert!(
+            err.to_string().ends_with("): sudo: a password is required"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn an_apply_batch_reports_by_result_index() {
+        let mut fake = answering("");
+        let log = fake.log();
+        let mut wire = Wire::new(&mut fake, None);
+        let steps = vec![
+            Step::new(0, vec!["a".into(), "b".into()], false),
+            Step::new(2, vec!["c".into()], true),
+        ];
+        assert_eq!(steps[0].body, "{\na\n} &&\n{\nb\n}");
+        let applied = wire.apply(steps);
+        assert!(applied.ended.is_ok());
+        let indexes: Vec<usize> = applied.reports.keys().copied().collect();
+        assert_eq!(indexes, [0, 2]);
+        assert_eq!(log.lock().unwrap()[0].purpose, Purpose::Mutate);
+        assert_eq!(wire.round_trips(), 1);
+    }
+}
