@@ -10,7 +10,7 @@ use serde_json::{json, Value};
 use super::instance::TaskInstance;
 use super::prepared::PreparedTask;
 use super::result::{Status, TaskResult};
-use crate::modules::Change;
+use crate::modules::{Change, Effect, Plan};
 use crate::remote::probe::ProbeResult;
 use crate::remote::{Output, TransportError};
 use crate::template::Templates;
@@ -29,6 +29,26 @@ pub(crate) struct Planned {
     pub unknown: Option<String>,
     /// Its steps will run (apply mode, or a command that runs in check mode).
     pub runs: bool,
+}
+
+impl Planned {
+    /// What of a plan its outcome reads, apart from its steps and effects.
+    pub fn split(plan: Plan, runs: bool) -> (Planned, Vec<String>, Vec<Effect>) {
+        let Plan {
+            changes,
+            steps,
+            effects,
+            unknown,
+            notes,
+        } = plan;
+        let planned = Planned {
+            changes,
+            notes,
+            unknown,
+            runs,
+        };
+        (planned, steps, effects)
+    }
 }
 
 impl Outcomes {

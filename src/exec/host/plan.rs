@@ -5,8 +5,9 @@
 //! Kept apart from the schedule so that `host.rs` reads as the order of
 //! things, and this file as what planning one instance does.
 
-use serde_json::{json, Value};
 use std::time::Instant;
+
+use serde_json::{json, Value};
 
 use super::{HostRun, Pending, ToVerify};
 use crate::exec::instance::TaskInstance;
@@ -42,19 +43,7 @@ impl<'p> HostRun<'_, 'p> {
         // A command marked `check_mode: false` runs even in check mode, as in Ansible.
         let check = spec.task.check_mode.unwrap_or(self.ctx.opts.check);
         let runs = !check || (module.is_command() && spec.task.check_mode == Some(false));
-        let Plan {
-            changes,
-            steps,
-            effects,
-            unknown,
-            notes,
-        } = plan;
-        let planned = Planned {
-            changes,
-            notes,
-            unknown,
-            runs,
-        };
+        let (planned, steps, effects) = Planned::split(plan, runs);
         let i = self.outcomes.planned(&instance, planned);
         let mut flush = self.predict(spec, effects, runs);
         let keys: Vec<String> = module.probes().into_iter().map(|p| p.key).collect();
