@@ -14,7 +14,7 @@ use std::time::Instant;
 
 use serde_json::json;
 
-use super::instance::{Resolution, Resolver, TaskInstance};
+use super::instance::{Items, Resolution, Resolver, TaskInstance};
 use super::outcome::Outcomes;
 use super::prepared::{PlayCtx, PreparedTask};
 use super::result::HostReport;
@@ -237,8 +237,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
     /// The probes a task is likely to need that are not known yet.
     fn probes_wanted(&self, spec: &PreparedTask, wanted: &mut BTreeMap<String, Probe>) {
         let resolver = self.resolver();
-        for item in resolver.items(spec).unwrap_or_default() {
-            let Some(module) = resolver.guess(spec, item.as_ref()) else {
+        let Ok(Items { list, contexts }) = resolver.items(spec) else {
+            return;
+        };
+        for item in list {
+            let Some(module) = resolver.guess(spec, contexts.as_ref(), item.as_ref()) else {
                 continue;
             };
             let query = module
@@ -332,7 +335,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
     /// Resolves every item of a task; stops at the first item that fails
     /// (the task is then done) or that needs the batch run first.
     fn resolve_all(&mut self, spec: &'p PreparedTask<'p>) -> Result<Instances<'p>, Next> {
-        let items = match self.resolver().items(spec) {
+        let Items { list, contexts } = match self.resolver().items(spec) {
             Ok(items) => items,
             Err(e) => {
                 self.fail(spec, None, e.to_string());
@@ -340,8 +343,8 @@ impl<'a, 'p> HostRun<'a, 'p> {
             }
         };
         let mut instances = Vec::new();
-        for item in items {
-            match self.resolver().resolve(spec, item) {
+        for item in list {
+            match self.resolver().resolve(spec, contexts.as_ref(), item) {
                 Resolution::Failed { label, error } => {
                     self.fail(spec, label, error.to_string());
                     return Err(Next::Continue);

@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use super::prepared::{PlayCtx, PreparedTask};
-use super::vars::{Resolved, VarError, VarLayers};
+use super::vars::{ItemContexts, Resolved, VarError, VarLayers};
 use crate::modules::params::BuildCtx;
 use crate::modules::{Module, Params};
 use crate::template::{TemplateError, Templates, OMIT};
@@ -62,6 +62,13 @@ pub(crate) enum Resolution<'p> {
     },
 }
 
+/// A task's loop items (one pass with no item when it has no loop), and
+/// the contexts they render in.
+pub(crate) struct Items {
+    pub list: Vec<Option<Value>>,
+    pub contexts: Option<ItemContexts>,
+}
+
 /// Renders tasks against one host's variables.
 pub(crate) struct Resolver<'r> {
     pub ctx: &'r PlayCtx<'r>,
@@ -70,21 +77,37 @@ pub(crate) struct Resolver<'r> {
 
 impl Resolver<'_> {
     /// Loop items, or one pass with no item.
-    pub fn items(&self, spec: &PreparedTask) -> Result<Vec<Option<Value>>, ResolveError> {
+    pub fn items(&self, spec: &PreparedTask) -> Result<Items, ResolveError> {
         let Some(items) = &spec.loop_items else {
-            return Ok(vec![None]);
+            return Ok(Items {
+                list: vec![None],
+                contexts: None,
+            });
         };
-        let vars = self.checked(spec, self.resolve_vars(spec, None))?;
-        match self.ctx.templates.render_value(items, &vars) {
-            Ok(Value::Array(items)) => Ok(items.into_iter().map(Some).collect()),
-            Ok(other) => Err(ResolveError::LoopNotList(other)),
-            Err(e) => Err(ResolveError::Loop(e)),
-        }
+        let vars = self.checked(spec, self.resolve_vars(spec, None, None))?;
+        let list = match self.ctx.templates.render_value(items, &vars) {
+            Ok(Value::Array(items)) => items.into_iter().map(Some).collect(),
+            Ok(other) => return Err(ResolveError::LoopNotList(other)),
+            Err(e) => return Err(ResolveError::Loop(e)),
+        };
+        let task = spec.task;
+        let contexts = self
+            .vars
+            .item_contexts(self.ctx.templates, &task.vars, &task.loop_var);
+        Ok(Items {
+            list,
+            contexts: Some(contexts),
+        })
     }
 
     /// Renders one instance: its variables, `when:`, and module.
-    pub fn resolve<'p>(&self, spec: &'p PreparedTask<'p>, item: Option<Value>) -> Resolution<'p> {
-        let resolved = self.resolve_vars(spec, item.as_ref());
+    pub fn resolve<'p>(
+        &self,
+        spec: &'p PreparedTask<'p>,
+        contexts: Option<&ItemContexts>,
+        item: Option<Value>,
+    ) -> Resolution<'p> {
+        let resolved = self.resolve_vars(spec, contexts, item.as_ref());
         let label = item.map(|i| self.label(spec, i, &resolved.vars));
         let vars = match self.checked(spec, resolved) {
             Ok(vars) => vars,
@@ -113,17 +136,32 @@ impl Resolver<'_> {
     /// variable that cannot be rendered yet is left out (the task fails on
     /// it when planned); a value not known yet renders empty, since such a
     /// task usually still reads the same path.
-    pub fn guess(&self, spec: &PreparedTask, item: Option<&Value>) -> Option<Box<dyn Module>> {
-        let vars = self.resolve_vars(spec, item).vars;
+    pub fn guess(
+        &self,
+        spec: &PreparedTask,
+        contexts: Option<&ItemContexts>,
+        item: Option<&Value>,
+    ) -> Option<Box<dyn Module>> {
+        let vars = self.resolve_vars(spec, contexts, item).vars;
         self.build(self.ctx.templates, spec, &vars)
             .or_else(|_| self.build(self.ctx.lenient, spec, &vars))
             .ok()
     }
 
-    fn resolve_vars(&self, spec: &PreparedTask, item: Option<&Value>) -> Resolved {
+    fn resolve_vars(
+        &self,
+        spec: &PreparedTask,
+        contexts: Option<&ItemContexts>,
+        item: Option<&Value>,
+    ) -> Resolved {
         let task = spec.task;
-        let item = item.map(|i| (task.loop_var.as_str(), i));
-        self.vars.context(self.ctx.templates, &task.vars, item)
+        match (contexts, item) {
+            (Some(contexts), Some(item)) => contexts.context(self.ctx.templates, item),
+            (_, item) => {
+                let item = item.map(|i| (task.loop_var.as_str(), i));
+                self.vars.context(self.ctx.templates, &task.vars, item)
+            }
+        }
     }
 
     /// The variables, unless the task reads one that could not be rendered

@@ -409,3 +409,26 @@ fn steps_after_a_failed_step_are_not_reported() {
     assert!(msg.starts_with("exit status 1"), "{msg}");
     assert!(report.unreachable.is_none());
 }
+
+#[test]
+fn loop_items_render_with_task_variables_and_their_labels() {
+    let (_d, pb) = load(
+        "- hosts: all\n  gather_facts: false\n  vars:\n    dir: /etc\n  tasks:\n    - copy: {dest: \"{{ prefix }}{{ file.n }}\", content: \"managed\\n\"}\n      vars:\n        prefix: \"{{ dir }}/f\"\n      loop: [{n: 0}, {n: 1}]\n      loop_control: {loop_var: file, label: \"file {{ prefix }}{{ file.n }}\"}\n",
+    );
+    let (outcome, log) = run(&pb, 1, false);
+    let report = &outcome.reports[0];
+    let results: Vec<(Status, Option<&str>)> = report
+        .tasks
+        .iter()
+        .map(|t| (t.status, t.item.as_deref()))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            (Status::Changed, Some("file /etc/f0")),
+            (Status::Ok, Some("file /etc/f1")),
+        ]
+    );
+    assert_eq!(report.tasks[0].changes[0].subject, "/etc/f0");
+    assert_eq!(count(&log, Purpose::Mutate), 1);
+}

@@ -57,6 +57,18 @@ impl VarLayers {
         task_vars: &Map<String, Value>,
         item: Option<(&str, &Value)>,
     ) -> Resolved {
+        let (all, data) = self.merged(task_vars, item);
+        let deps = dependencies(templates, &all, &data);
+        let depths = depths(&deps);
+        render_levels(templates, all, &deps, depths, BTreeMap::new())
+    }
+
+    /// Every layer in one map, and the names whose values are data.
+    fn merged(
+        &self,
+        task_vars: &Map<String, Value>,
+        item: Option<(&str, &Value)>,
+    ) -> (Map<String, Value>, BTreeSet<String>) {
         // Facts, registered results and loop items are data: a command's
         // output that happens to hold `{{ }}` must not be evaluated.
         let mut all = Map::new();
@@ -82,8 +94,96 @@ impl VarLayers {
             all.insert(k.clone(), v.clone());
             mark(&mut data, k, false);
         }
-        resolve(templates, all, &data)
+        (all, data)
     }
+
+    /// The contexts of a loop's items, as [`VarLayers::context`] gives
+    /// them, built so that what does not read the item is rendered once.
+    pub fn item_contexts(
+        &self,
+        templates: &Templates,
+        task_vars: &Map<String, Value>,
+        loop_var: &str,
+    ) -> ItemContexts {
+        // An extra variable of the same name hides the item altogether.
+        let loop_var = (!self.extra.contains_key(loop_var)).then(|| loop_var.to_string());
+        let (mut all, mut data) = self.merged(task_vars, None);
+        if let Some(name) = &loop_var {
+            all.remove(name);
+            mark(&mut data, name, true);
+        }
+        let deps = dependencies(templates, &all, &data);
+        let readers = loop_var
+            .as_deref()
+            .map(|name| readers_of(name, &deps))
+            .unwrap_or_default();
+        // Depths over the whole graph, so that an item's variables meet
+        // the chain limit exactly as when everything renders at once.
+        let (item_depths, base_depths): (BTreeMap<_, _>, BTreeMap<_, _>) = depths(&deps)
+            .into_iter()
+            .partition(|(k, _)| readers.contains(k));
+        let (item_deps, base_deps): (BTreeMap<_, _>, BTreeMap<_, _>) =
+            deps.into_iter().partition(|(k, _)| readers.contains(k));
+        let per_item: Map<String, Value> = readers
+            .iter()
+            .filter_map(|k| Some((k.clone(), all.remove(k)?)))
+            .collect();
+        let base = render_levels(templates, all, &base_deps, base_depths, BTreeMap::new());
+        ItemContexts {
+            loop_var,
+            base,
+            per_item,
+            deps: item_deps,
+            depths: item_depths,
+        }
+    }
+}
+
+/// The contexts of one loop's items: the variables that do not read the
+/// item, rendered once, and those that do, rendered for each item.
+pub struct ItemContexts {
+    /// `None` when an extra variable hides the item.
+    loop_var: Option<String>,
+    base: Resolved,
+    /// The variables that read the item, as written.
+    per_item: Map<String, Value>,
+    deps: BTreeMap<String, BTreeSet<String>>,
+    depths: BTreeMap<String, Result<usize, VarError>>,
+}
+
+impl ItemContexts {
+    pub fn context(&self, templates: &Templates, item: &Value) -> Resolved {
+        let mut vars = match &self.base.vars {
+            Value::Object(m) => m.clone(),
+            _ => Map::new(),
+        };
+        vars.extend(self.per_item.clone());
+        if let Some(name) = &self.loop_var {
+            vars.insert(name.clone(), item.clone());
+        }
+        let broken = self.base.broken.clone();
+        render_levels(templates, vars, &self.deps, self.depths.clone(), broken)
+    }
+}
+
+/// Every variable that reads `name`, directly or through others.
+fn readers_of(name: &str, deps: &BTreeMap<String, BTreeSet<String>>) -> BTreeSet<String> {
+    let mut users: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (user, reads) in deps {
+        for read in reads {
+            users.entry(read).or_default().push(user);
+        }
+    }
+    let mut found = BTreeSet::new();
+    let mut todo = vec![name];
+    while let Some(n) = todo.pop() {
+        for user in users.get(n).into_iter().flatten() {
+            if found.insert(user.to_string()) {
+                todo.push(user);
+            }
+        }
+    }
+    found
 }
 
 fn mark(data: &mut BTreeSet<String>, name: &str, is_data: bool) {
@@ -94,26 +194,34 @@ fn mark(data: &mut BTreeSet<String>, name: &str, is_data: bool) {
     }
 }
 
-/// Variables may refer to other variables (`bin: "{{ home }}/bin"`); each
-/// is rendered once, after the ones it reads, so a chain resolves in as
-/// many passes as it is long and a cycle is found instead of rendered.
-fn resolve(
+/// The names each templated variable (not data) reads.
+fn dependencies(
     templates: &Templates,
-    mut vars: Map<String, Value>,
+    vars: &Map<String, Value>,
     data: &BTreeSet<String>,
-) -> Resolved {
-    let deps: BTreeMap<String, BTreeSet<String>> = vars
-        .iter()
+) -> BTreeMap<String, BTreeSet<String>> {
+    vars.iter()
         .filter(|(k, v)| !data.contains(*k) && has_template(v))
         .map(|(k, v)| {
             let mut names = BTreeSet::new();
             template_vars(templates, v, &mut names);
             (k.clone(), names)
         })
-        .collect();
-    let mut broken = BTreeMap::new();
+        .collect()
+}
+
+/// Variables may refer to other variables (`bin: "{{ home }}/bin"`); each
+/// is rendered once, after the ones it reads, so a chain resolves in as
+/// many passes as it is long and a cycle is found instead of rendered.
+fn render_levels(
+    templates: &Templates,
+    mut vars: Map<String, Value>,
+    deps: &BTreeMap<String, BTreeSet<String>>,
+    depths: BTreeMap<String, Result<usize, VarError>>,
+    mut broken: BTreeMap<String, VarError>,
+) -> Resolved {
     let mut levels: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-    for (name, depth) in depths(&deps) {
+    for (name, depth) in depths {
         match depth {
             Ok(d) => levels.entry(d).or_default().push(name),
             Err(why) => {
@@ -457,5 +565,67 @@ mod tests {
             "it uses 'bin': undefined variable 'cuda_home'"
         );
         assert_eq!(r.vars["y"], "1");
+    }
+    /// Each item's context, built once per item and through
+    /// `item_contexts`, as JSON with its broken variables' reasons.
+    fn both_ways(layers: &VarLayers, task_vars: Value, items: &[Value]) -> Vec<(Value, Value)> {
+        let t = Templates::new();
+        let task_vars = map(task_vars);
+        let contexts = layers.item_contexts(&t, &task_vars, "item");
+        let shown = |r: Resolved| {
+            let broken: Map<String, Value> = r
+                .broken
+                .into_iter()
+                .map(|(k, why)| (k, json!(why.to_string())))
+                .collect();
+            json!({"vars": r.vars, "broken": broken})
+        };
+        items
+            .iter()
+            .map(|item| {
+                let whole = layers.context(&t, &task_vars, Some(("item", item)));
+                (shown(whole), shown(contexts.context(&t, item)))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn item_contexts_equal_contexts_built_whole() {
+        let mut chain = json!({"c0": "{{ item.n }}"});
+        for i in 1..=MAX_CHAIN {
+            chain[format!("c{i}")] = json!(format!("{{{{ c{} }}}}", i - 1));
+        }
+        let layers = VarLayers {
+            inventory: map(json!({"home": "/opt", "item": "{{ home }}/shadowed"})),
+            facts: map(json!({"os": "{{ not rendered }}"})),
+            play: map(json!({
+                "bin": "{{ home }}/bin",
+                "dest": "{{ bin }}/{{ item.name }}",
+                "cycle": "{{ item.name ~ cycle }}",
+                "bad": "{{ missing }}",
+                "uses_bad": "{{ bad ~ item.name }}",
+                "deep": chain,
+            })),
+            registered: map(json!({"out": {"stdout": "{{ item }}"}})),
+            extra: Map::new(),
+        };
+        let mut play = layers.play.clone();
+        play.extend(map(layers.play["deep"].clone()));
+        play.remove("deep");
+        let layers = VarLayers { play, ..layers };
+        let items = [json!({"name": "a", "n": 1}), json!({"name": "b", "n": 2})];
+        for (whole, split) in both_ways(&layers, json!({"mode": "{{ item.n }}"}), &items) {
+            assert_eq!(whole, split);
+        }
+        let r = &both_ways(&layers, json!({}), &items)[1].1;
+        assert_eq!(r["vars"]["dest"], "/opt/bin/b");
+        assert!(r["broken"][format!("c{MAX_CHAIN}")].is_string(), "{r}");
+        let hidden = VarLayers {
+            extra: map(json!({"item": "{{ home }}"})),
+            ..layers
+        };
+        for (whole, split) in both_ways(&hidden, json!({}), &items) {
+            assert_eq!(whole, split);
+        }
     }
 }
