@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 use crate::cli::{
     Cli, Command, FactsArgs, Format, InventoryArgs, RunArgs, SmokeArgs, ValidateArgs,
 };
-use crate::exec::host::RunOptions;
+use crate::exec::RunOptions;
 use crate::exec::{run_playbook, RunRequest};
 use crate::load::diag::Diagnostic;
 use crate::load::inventory::Inventory;

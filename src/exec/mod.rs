@@ -2,11 +2,15 @@
 //! its own worker, at most `--forks` at once; a batch that fails more than
 //! `max_fail_percentage` halts the rollout.
 
-pub mod host;
+mod host;
+mod instance;
+mod outcome;
+mod prepared;
 pub mod result;
 #[cfg(test)]
 mod run_tests;
-pub mod vars;
+pub(crate) mod vars;
+mod wire;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
@@ -21,7 +25,9 @@ use crate::load::yaml::{self, Node};
 use crate::modules::params::Sources;
 use crate::remote::{fd_limit, Transport, TransportError};
 use crate::template::Templates;
-use host::{HostRun, PlayCtx, RunOptions};
+use host::HostRun;
+pub use prepared::RunOptions;
+use prepared::{PlayCtx, PreparedPlay};
 use result::HostReport;
 use vars::VarLayers;
 
@@ -76,13 +82,14 @@ pub fn run_playbook(
     let search_dirs = crate::modules::params::search_dirs(&req.playbook.path);
     let sources = Sources::default();
     let sessions = Sessions::default();
-    let mut outcome = RunOutcome::default();
-    let mut failed_hosts: Vec<String> = Vec::new();
+    let mut rollout = Rollout::default();
     for (p, play) in req.playbook.plays.iter().enumerate() {
-        let hosts = select_hosts(req, play, &failed_hosts)?;
+        let hosts = select_hosts(req, play, &rollout.failed_hosts)?;
         let later = hosts_of_later_plays(req, p);
+        let prepared = PreparedPlay::new(play, &templates, &req.opts);
         let ctx = PlayCtx {
             play,
+            prepared: &prepared,
             templates: &templates,
             lenient: &lenient,
             search_dirs: &search_dirs,
@@ -90,7 +97,38 @@ pub fn run_playbook(
             opts: &req.opts,
         };
         let play_vars = play_vars(play, &base, &templates, &req.extra_vars)?;
-        let batches = batches(&hosts, &play.serial);
+        let keep = Keep {
+            sessions: &sessions,
+            later: &later,
+        };
+        if rollout.play(req, &ctx, &play_vars, &hosts, &keep, on_event) {
+            break;
+        }
+    }
+    Ok(rollout.outcome)
+}
+
+/// What the plays so far came to.
+#[derive(Default)]
+struct Rollout {
+    outcome: RunOutcome,
+    /// Later plays leave these hosts out.
+    failed_hosts: Vec<String>,
+}
+
+impl Rollout {
+    /// Runs one play's batches in turn; true when the rollout halts.
+    fn play(
+        &mut self,
+        req: &RunRequest,
+        ctx: &PlayCtx,
+        play_vars: &Map<String, Value>,
+        hosts: &[String],
+        keep: &Keep,
+        on_event: &(dyn Fn(Event) + Sync),
+    ) -> bool {
+        let play = ctx.play;
+        let batches = batches(hosts, &play.serial);
         for (n, batch) in batches.iter().enumerate() {
             on_event(Event::Batch {
                 play: &play.name,
@@ -98,26 +136,23 @@ pub fn run_playbook(
                 of: batches.len(),
                 hosts: batch,
             });
-            let keep = Keep {
-                sessions: &sessions,
-                later: &later,
-            };
-            let reports = run_batch(req, &ctx, &play_vars, batch, &keep, on_event);
+            let reports = run_batch(req, ctx, play_vars, batch, keep, on_event);
             let failed: Vec<String> = reports
                 .iter()
                 .filter(|r| r.failed())
                 .map(|r| r.host.clone())
                 .collect();
-            failed_hosts.extend(failed.iter().cloned());
-            outcome.reports.extend(reports);
-            if let Some(why) = halt_reason(play, batch.len(), failed.len()) {
-                outcome.never_touched = batches[n + 1..].iter().flatten().cloned().collect();
-                outcome.halted = Some(format!("play '{}': {why}", play.name));
-                return Ok(outcome);
+            let failed_count = failed.len();
+            self.failed_hosts.extend(failed);
+            self.outcome.reports.extend(reports);
+            if let Some(why) = halt_reason(play, batch.len(), failed_count) {
+                self.outcome.never_touched = batches[n + 1..].iter().flatten().cloned().collect();
+                self.outcome.halted = Some(format!("play '{}': {why}", play.name));
+                return true;
             }
         }
+        false
     }
-    Ok(outcome)
 }
 
 /// Every host a play after `p` may select (before failures narrow it):
@@ -175,7 +210,7 @@ fn halt_reason(play: &Play, size: usize, failed: usize) -> Option<String> {
 }
 
 /// Splits hosts as `serial` asks; the last size repeats, as in Ansible.
-pub fn batches(hosts: &[String], serial: &[BatchSize]) -> Vec<Vec<String>> {
+fn batches(hosts: &[String], serial: &[BatchSize]) -> Vec<Vec<String>> {
     if serial.is_empty() {
         return vec![hosts.to_vec()];
     }
@@ -221,7 +256,7 @@ fn play_vars(
 
 /// One `vars_files` entry: a missing file is reported at the entry that
 /// names it, a bad one inside the file.
-pub fn load_vars_file(entry: &Node, path: &Path) -> Result<Map<String, Value>, Diagnostic> {
+pub(crate) fn load_vars_file(entry: &Node, path: &Path) -> Result<Map<String, Value>, Diagnostic> {
     if let Err(e) = std::fs::metadata(path) {
         return Err(entry.error(format!("vars_files: cannot read {}: {e}", path.display())));
     }

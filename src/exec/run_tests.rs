@@ -4,8 +4,9 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use super::host::RunOptions;
+use super::prepared::testing::{self, load};
 use super::result::Status;
+use super::RunOptions;
 use super::*;
 use crate::load::inventory::Inventory;
 use crate::modules::kit::fact::Fact;
@@ -18,17 +19,10 @@ const CONTENT: &str = "managed\n";
 
 /// A playbook of `n` copy tasks, the first `missing` of whose files are absent.
 fn playbook(n: usize) -> (tempfile::TempDir, Playbook) {
-    let dir = tempfile::tempdir().unwrap();
-    let mut text = String::from("- hosts: all\n  gather_facts: false\n  tasks:\n");
-    for i in 0..n {
-        text.push_str(&format!(
-            "    - copy: {{dest: /etc/f{i}, content: \"managed\\n\"}}\n"
-        ));
-    }
-    let path = dir.path().join("p.yml");
-    std::fs::write(&path, text).unwrap();
-    let pb = crate::load::playbook::load(&path).unwrap();
-    (dir, pb)
+    let tasks: Vec<String> = (0..n)
+        .map(|i| format!("copy: {{dest: /etc/f{i}, content: \"managed\\n\"}}"))
+        .collect();
+    testing::tasks(&tasks.iter().map(String::as_str).collect::<Vec<_>>())
 }
 
 type Log = Arc<Mutex<Vec<Script>>>;
@@ -227,14 +221,6 @@ fn diffs_stay_in_reports_only_when_asked_for() {
     assert!(!diffs(false), "apply without --diff drops it");
 }
 
-fn load(text: &str) -> (tempfile::TempDir, Playbook) {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("p.yml");
-    std::fs::write(&path, text).unwrap();
-    let pb = crate::load::playbook::load(&path).unwrap();
-    (dir, pb)
-}
-
 #[test]
 fn changed_when_false_runs_the_step_but_reports_ok() {
     let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - copy: {dest: /etc/f0, content: \"managed\\n\"}\n      changed_when: false\n      notify: h\n  handlers:\n    - name: h\n      copy: {dest: /etc/f1, content: \"managed\\n\"}\n");
@@ -423,4 +409,27 @@ fn steps_after_a_failed_step_are_not_reported() {
     let msg = report.tasks[0].message.as_deref().unwrap();
     assert!(msg.starts_with("exit status 1"), "{msg}");
     assert!(report.unreachable.is_none());
+}
+
+#[test]
+fn loop_items_render_with_task_variables_and_their_labels() {
+    let (_d, pb) = load(
+        "- hosts: all\n  gather_facts: false\n  vars:\n    dir: /etc\n  tasks:\n    - copy: {dest: \"{{ prefix }}{{ file.n }}\", content: \"managed\\n\"}\n      vars:\n        prefix: \"{{ dir }}/f\"\n      loop: [{n: 0}, {n: 1}]\n      loop_control: {loop_var: file, label: \"file {{ prefix }}{{ file.n }}\"}\n",
+    );
+    let (outcome, log) = run(&pb, 1, false);
+    let report = &outcome.reports[0];
+    let results: Vec<(Status, Option<&str>)> = report
+        .tasks
+        .iter()
+        .map(|t| (t.status, t.item.as_deref()))
+        .collect();
+    assert_eq!(
+        results,
+        [
+            (Status::Changed, Some("file /etc/f0")),
+            (Status::Ok, Some("file /etc/f1")),
+        ]
+    );
+    assert_eq!(report.tasks[0].changes[0].subject, "/etc/f0");
+    assert_eq!(count(&log, Purpose::Mutate), 1);
 }

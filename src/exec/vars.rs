@@ -27,29 +27,81 @@ pub struct VarLayers {
 /// that uses one fails (Ansible resolves variables lazily).
 pub struct Resolved {
     pub vars: Value,
-    pub broken: BTreeMap<String, String>,
+    pub broken: BTreeMap<String, VarError>,
+}
+
+/// Why a variable cannot be rendered.
+#[derive(Clone, Debug, thiserror::Error)]
+pub enum VarError {
+    #[error("it refers to itself")]
+    SelfReference,
+    /// The cycle it is on, as `a → b → a`.
+    #[error("it refers back to itself through {0}")]
+    Cycle(String),
+    #[error("it depends on a cycle of variables: {0}")]
+    OnCycle(String),
+    #[error("it ends a chain of variables more than {MAX_CHAIN} deep")]
+    TooDeep,
+    #[error("it uses '{name}': {why}")]
+    Uses { name: String, why: Box<VarError> },
+    /// Rendering failed (an undefined reference, a value over the limit).
+    #[error("{0}")]
+    Render(String),
+}
+
+/// A task's own variables: its role's defaults, below everything else,
+/// and its `vars:` (with the role's and its blocks'), above the play's.
+#[derive(Clone, Copy)]
+pub(crate) struct TaskVars<'a> {
+    pub defaults: &'a Map<String, Value>,
+    pub own: &'a Map<String, Value>,
+}
+
+impl<'a> TaskVars<'a> {
+    pub fn of(task: &'a crate::load::playbook::Task) -> TaskVars<'a> {
+        TaskVars {
+            defaults: task.role.as_ref().map_or(no_vars(), |r| &r.defaults),
+            own: &task.vars,
+        }
+    }
+}
+
+/// An empty set of variables, for a task outside any role.
+fn no_vars() -> &'static Map<String, Value> {
+    static NONE: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
+    NONE.get_or_init(Map::new)
 }
 
 impl VarLayers {
-    /// The context a task renders in; `defaults` are its role's, below
-    /// everything else.
+    /// The context a task renders in.
     pub fn context(
         &self,
         templates: &Templates,
-        defaults: &Map<String, Value>,
-        task_vars: &Map<String, Value>,
+        task_vars: TaskVars,
         item: Option<(&str, &Value)>,
     ) -> Resolved {
+        let (all, data) = self.merged(task_vars, item);
+        let deps = dependencies(templates, &all, &data);
+        let depths = depths(&deps);
+        render_levels(templates, all, &deps, depths, BTreeMap::new())
+    }
+
+    /// Every layer in one map, and the names whose values are data.
+    fn merged(
+        &self,
+        task_vars: TaskVars,
+        item: Option<(&str, &Value)>,
+    ) -> (Map<String, Value>, BTreeSet<String>) {
         // Facts, registered results and loop items are data: a command's
         // output that happens to hold `{{ }}` must not be evaluated.
         let mut all = Map::new();
         let mut data = BTreeSet::new();
         let layers = [
-            (defaults, false),
+            (task_vars.defaults, false),
             (&self.inventory, false),
             (&self.facts, true),
             (&self.play, false),
-            (task_vars, false),
+            (task_vars.own, false),
             (&self.registered, true),
         ];
         for (layer, is_data) in layers {
@@ -66,8 +118,96 @@ impl VarLayers {
             all.insert(k.clone(), v.clone());
             mark(&mut data, k, false);
         }
-        resolve(templates, all, &data)
+        (all, data)
     }
+
+    /// The contexts of a loop's items, as [`VarLayers::context`] gives
+    /// them, built so that what does not read the item is rendered once.
+    pub fn item_contexts(
+        &self,
+        templates: &Templates,
+        task_vars: TaskVars,
+        loop_var: &str,
+    ) -> ItemContexts {
+        // An extra variable of the same name hides the item altogether.
+        let loop_var = (!self.extra.contains_key(loop_var)).then(|| loop_var.to_string());
+        let (mut all, mut data) = self.merged(task_vars, None);
+        if let Some(name) = &loop_var {
+            all.remove(name);
+            mark(&mut data, name, true);
+        }
+        let deps = dependencies(templates, &all, &data);
+        let readers = loop_var
+            .as_deref()
+            .map(|name| readers_of(name, &deps))
+            .unwrap_or_default();
+        // Depths over the whole graph, so that an item's variables meet
+        // the chain limit exactly as when everything renders at once.
+        let (item_depths, base_depths): (BTreeMap<_, _>, BTreeMap<_, _>) = depths(&deps)
+            .into_iter()
+            .partition(|(k, _)| readers.contains(k));
+        let (item_deps, base_deps): (BTreeMap<_, _>, BTreeMap<_, _>) =
+            deps.into_iter().partition(|(k, _)| readers.contains(k));
+        let per_item: Map<String, Value> = readers
+            .iter()
+            .filter_map(|k| Some((k.clone(), all.remove(k)?)))
+            .collect();
+        let base = render_levels(templates, all, &base_deps, base_depths, BTreeMap::new());
+        ItemContexts {
+            loop_var,
+            base,
+            per_item,
+            deps: item_deps,
+            depths: item_depths,
+        }
+    }
+}
+
+/// The contexts of one loop's items: the variables that do not read the
+/// item, rendered once, and those that do, rendered for each item.
+pub struct ItemContexts {
+    /// `None` when an extra variable hides the item.
+    loop_var: Option<String>,
+    base: Resolved,
+    /// The variables that read the item, as written.
+    per_item: Map<String, Value>,
+    deps: BTreeMap<String, BTreeSet<String>>,
+    depths: BTreeMap<String, Result<usize, VarError>>,
+}
+
+impl ItemContexts {
+    pub fn context(&self, templates: &Templates, item: &Value) -> Resolved {
+        let mut vars = match &self.base.vars {
+            Value::Object(m) => m.clone(),
+            _ => Map::new(),
+        };
+        vars.extend(self.per_item.clone());
+        if let Some(name) = &self.loop_var {
+            vars.insert(name.clone(), item.clone());
+        }
+        let broken = self.base.broken.clone();
+        render_levels(templates, vars, &self.deps, self.depths.clone(), broken)
+    }
+}
+
+/// Every variable that reads `name`, directly or through others.
+fn readers_of(name: &str, deps: &BTreeMap<String, BTreeSet<String>>) -> BTreeSet<String> {
+    let mut users: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for (user, reads) in deps {
+        for read in reads {
+            users.entry(read).or_default().push(user);
+        }
+    }
+    let mut found = BTreeSet::new();
+    let mut todo = vec![name];
+    while let Some(n) = todo.pop() {
+        for user in users.get(n).into_iter().flatten() {
+            if found.insert(user.to_string()) {
+                todo.push(user);
+            }
+        }
+    }
+    found
 }
 
 fn mark(data: &mut BTreeSet<String>, name: &str, is_data: bool) {
@@ -78,26 +218,34 @@ fn mark(data: &mut BTreeSet<String>, name: &str, is_data: bool) {
     }
 }
 
-/// Variables may refer to other variables (`bin: "{{ home }}/bin"`); each
-/// is rendered once, after the ones it reads, so a chain resolves in as
-/// many passes as it is long and a cycle is found instead of rendered.
-fn resolve(
+/// The names each templated variable (not data) reads.
+fn dependencies(
     templates: &Templates,
-    mut vars: Map<String, Value>,
+    vars: &Map<String, Value>,
     data: &BTreeSet<String>,
-) -> Resolved {
-    let deps: BTreeMap<String, BTreeSet<String>> = vars
-        .iter()
+) -> BTreeMap<String, BTreeSet<String>> {
+    vars.iter()
         .filter(|(k, v)| !data.contains(*k) && has_template(v))
         .map(|(k, v)| {
             let mut names = BTreeSet::new();
             template_vars(templates, v, &mut names);
             (k.clone(), names)
         })
-        .collect();
-    let mut broken = BTreeMap::new();
+        .collect()
+}
+
+/// Variables may refer to other variables (`bin: "{{ home }}/bin"`); each
+/// is rendered once, after the ones it reads, so a chain resolves in as
+/// many passes as it is long and a cycle is found instead of rendered.
+fn render_levels(
+    templates: &Templates,
+    mut vars: Map<String, Value>,
+    deps: &BTreeMap<String, BTreeSet<String>>,
+    depths: BTreeMap<String, Result<usize, VarError>>,
+    mut broken: BTreeMap<String, VarError>,
+) -> Resolved {
     let mut levels: BTreeMap<usize, Vec<String>> = BTreeMap::new();
-    for (name, depth) in depths(&deps) {
+    for (name, depth) in depths {
         match depth {
             Ok(d) => levels.entry(d).or_default().push(name),
             Err(why) => {
@@ -106,31 +254,51 @@ fn resolve(
             }
         }
     }
+    // Names of one level do not read each other, so each level renders
+    // against the map as the previous levels left it, borrowed, not copied.
+    let mut vars = Value::Object(vars);
     for names in levels.into_values() {
-        let ctx = Value::Object(vars.clone());
-        for name in names {
-            let uses_broken = deps[&name].iter().find(|d| broken.contains_key(*d));
-            let rendered = match uses_broken {
-                Some(dep) => Err(format!("it uses '{dep}': {}", broken[dep])),
-                None => templates
-                    .render_value(&vars[&name], &ctx)
-                    .map_err(|e| e.message),
-            };
-            match rendered {
+        let rendered: Vec<(String, Result<Value, VarError>)> = names
+            .into_iter()
+            .map(|name| {
+                let r = render_var(templates, &vars, &deps[&name], &broken, &name);
+                (name, r)
+            })
+            .collect();
+        let map = vars.as_object_mut().expect("the variables are a map");
+        for (name, r) in rendered {
+            match r {
                 Ok(v) => {
-                    vars.insert(name, v);
+                    map.insert(name, v);
                 }
                 Err(why) => {
-                    vars.remove(&name);
+                    map.remove(&name);
                     broken.insert(name, why);
                 }
             }
         }
     }
-    Resolved {
-        vars: Value::Object(vars),
-        broken,
+    Resolved { vars, broken }
+}
+
+/// One variable, rendered with the ones it reads, unless one of those is
+/// broken.
+fn render_var(
+    templates: &Templates,
+    vars: &Value,
+    reads: &BTreeSet<String>,
+    broken: &BTreeMap<String, VarError>,
+    name: &str,
+) -> Result<Value, VarError> {
+    if let Some(dep) = reads.iter().find(|d| broken.contains_key(*d)) {
+        return Err(VarError::Uses {
+            name: dep.clone(),
+            why: Box::new(broken[dep].clone()),
+        });
     }
+    templates
+        .render_value(&vars[name], vars)
+        .map_err(|e| VarError::Render(e.message))
 }
 
 /// For each templated variable, how many render passes it needs (1 when
@@ -139,13 +307,12 @@ fn resolve(
 /// [`MAX_CHAIN`]. Iterative, so a hostile chain cannot exhaust the stack.
 pub fn depths(
     deps: &BTreeMap<String, BTreeSet<String>>,
-) -> BTreeMap<String, Result<usize, String>> {
-    let inner = |name: &String| deps[name].iter().filter(|d| deps.contains_key(*d));
+) -> BTreeMap<String, Result<usize, VarError>> {
     let mut waiting: BTreeMap<&str, usize> = BTreeMap::new();
     let mut users: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
     for name in deps.keys() {
-        waiting.insert(name, inner(name).count());
-        for dep in inner(name) {
+        waiting.insert(name, templated_reads(deps, name).count());
+        for dep in templated_reads(deps, name) {
             users.entry(dep).or_default().push(name);
         }
     }
@@ -167,18 +334,35 @@ pub fn depths(
             }
         }
     }
-    let mut out: BTreeMap<String, Result<usize, String>> = BTreeMap::new();
+    let mut out: BTreeMap<String, Result<usize, VarError>> = BTreeMap::new();
     for (name, d) in &depth {
         let result = if *d > MAX_CHAIN {
-            Err(format!(
-                "it ends a chain of variables more than {MAX_CHAIN} deep"
-            ))
+            Err(VarError::TooDeep)
         } else {
             Ok(*d)
         };
         out.insert(name.to_string(), result);
     }
     // What is left waits on a cycle: walk its references to find it.
+    cycle_errors(deps, &depth, &mut out);
+    out
+}
+
+/// The templated variables `name` reads.
+fn templated_reads<'d>(
+    deps: &'d BTreeMap<String, BTreeSet<String>>,
+    name: &str,
+) -> impl Iterator<Item = &'d String> {
+    deps[name].iter().filter(|d| deps.contains_key(*d))
+}
+
+/// Names every variable left waiting after `depths`' ordering: each is on a
+/// cycle or reads one.
+fn cycle_errors(
+    deps: &BTreeMap<String, BTreeSet<String>>,
+    depth: &BTreeMap<&str, usize>,
+    out: &mut BTreeMap<String, Result<usize, VarError>>,
+) {
     let mut cycles: BTreeMap<&str, String> = BTreeMap::new();
     for start in deps.keys().filter(|k| !depth.contains_key(k.as_str())) {
         let mut path: Vec<&String> = Vec::new();
@@ -193,21 +377,20 @@ pub fn depths(
             }
             on_path.insert(at, path.len());
             path.push(at);
-            at = inner(at)
+            at = templated_reads(deps, at)
                 .find(|d| !depth.contains_key(d.as_str()))
                 .expect("a variable left waiting waits on another one");
         };
         for (i, name) in path.into_iter().enumerate() {
             let why = match (i >= on_cycle, cycle.matches('→').count()) {
-                (true, 1) => "it refers to itself".to_string(),
-                (true, _) => format!("it refers back to itself through {cycle}"),
-                (false, _) => format!("it depends on a cycle of variables: {cycle}"),
+                (true, 1) => VarError::SelfReference,
+                (true, _) => VarError::Cycle(cycle.clone()),
+                (false, _) => VarError::OnCycle(cycle.clone()),
             };
             cycles.insert(name, cycle.clone());
             out.insert(name.clone(), Err(why));
         }
     }
-    out
 }
 
 /// `a → b → a`; a long cycle shows its ends, so a message stays one line.
@@ -265,8 +448,10 @@ mod tests {
         let ctx = layers
             .context(
                 &t,
-                &map(json!({"a": "default", "z": "default"})),
-                &map(json!({"d": "task"})),
+                TaskVars {
+                    defaults: &map(json!({"a": "default", "z": "default"})),
+                    own: &map(json!({"d": "task"})),
+                },
                 Some(("item", &json!(1))),
             )
             .vars;
@@ -279,12 +464,19 @@ mod tests {
         assert_eq!(ctx["bin"], "/usr/local/cuda/bin");
     }
 
+    fn no_task_vars() -> TaskVars<'static> {
+        TaskVars {
+            defaults: no_vars(),
+            own: no_vars(),
+        }
+    }
+
     fn resolve_play(play: Value) -> Resolved {
         let layers = VarLayers {
             play: map(play),
             ..VarLayers::default()
         };
-        layers.context(&Templates::new(), &Map::new(), &Map::new(), None)
+        layers.context(&Templates::new(), no_task_vars(), None)
     }
 
     #[test]
@@ -297,10 +489,13 @@ mod tests {
             "ok": "{{ base }}/bin",
             "base": "/opt",
         }));
-        assert_eq!(r.broken["a"], "it refers to itself");
-        assert_eq!(r.broken["b"], "it refers back to itself through b → c → b");
+        assert_eq!(r.broken["a"].to_string(), "it refers to itself");
         assert_eq!(
-            r.broken["d"],
+            r.broken["b"].to_string(),
+            "it refers back to itself through b → c → b"
+        );
+        assert_eq!(
+            r.broken["d"].to_string(),
             "it depends on a cycle of variables: b → c → b"
         );
         assert!(r.vars.get("a").is_none(), "never the text '{{{{ a }}}}'");
@@ -311,7 +506,7 @@ mod tests {
     #[test]
     fn growth_by_self_reference_is_a_cycle_not_gigabytes() {
         let r = resolve_play(json!({"a": "{{ a ~ a ~ a ~ a }}"}));
-        assert_eq!(r.broken["a"], "it refers to itself");
+        assert_eq!(r.broken["a"].to_string(), "it refers to itself");
     }
 
     #[test]
@@ -327,14 +522,18 @@ mod tests {
         let r = resolve_play(vars);
         assert_eq!(r.vars["v0"].as_str().unwrap().len(), 4 << 20);
         assert!(
-            r.broken["v1"].contains("larger than the 16 MiB limit"),
-            "{}",
             r.broken["v1"]
+                .to_string()
+                .contains("larger than the 16 MiB limit"),
+            "{}",
+            r.broken["v1"].to_string()
         );
         assert!(
-            r.broken["user"].starts_with("it uses 'v4': it uses 'v3'"),
-            "{}",
             r.broken["user"]
+                .to_string()
+                .starts_with("it uses 'v4': it uses 'v3'"),
+            "{}",
+            r.broken["user"].to_string()
         );
     }
 
@@ -352,7 +551,7 @@ mod tests {
         assert!(r.broken.is_empty());
         let r = chain(MAX_CHAIN + 1);
         assert_eq!(
-            r.broken[&format!("v{}", MAX_CHAIN + 1)],
+            r.broken[&format!("v{}", MAX_CHAIN + 1)].to_string(),
             format!("it ends a chain of variables more than {MAX_CHAIN} deep")
         );
         assert_eq!(r.vars[format!("v{MAX_CHAIN}")], "end");
@@ -372,7 +571,7 @@ mod tests {
         let r = resolve_play(Value::Object(vars));
         assert_eq!(r.broken.len(), n);
         assert_eq!(
-            r.broken["v0"],
+            r.broken["v0"].to_string(),
             "it refers back to itself through v0 → v1 → v2 → … → v9998 → v9999 → v0"
         );
     }
@@ -386,12 +585,7 @@ mod tests {
             ..VarLayers::default()
         };
         let item = json!("{{ secret }}");
-        let r = layers.context(
-            &Templates::new(),
-            &Map::new(),
-            &Map::new(),
-            Some(("item", &item)),
-        );
+        let r = layers.context(&Templates::new(), no_task_vars(), Some(("item", &item)));
         assert_eq!(r.vars["motd"], "{{ secret }}");
         assert_eq!(r.vars["out"]["stdout"], "{{ secret }}");
         assert_eq!(r.vars["item"], "{{ secret }}");
@@ -401,11 +595,80 @@ mod tests {
     #[test]
     fn an_undefined_reference_breaks_only_that_variable() {
         let r = resolve_play(json!({"bin": "{{ cuda_home }}/bin", "x": "{{ bin }}", "y": "1"}));
-        assert_eq!(r.broken["bin"], "undefined variable 'cuda_home'");
         assert_eq!(
-            r.broken["x"],
+            r.broken["bin"].to_string(),
+            "undefined variable 'cuda_home'"
+        );
+        assert_eq!(
+            r.broken["x"].to_string(),
             "it uses 'bin': undefined variable 'cuda_home'"
         );
         assert_eq!(r.vars["y"], "1");
+    }
+    /// Each item's context, built once per item and through
+    /// `item_contexts`, as JSON with its broken variables' reasons.
+    fn both_ways(layers: &VarLayers, task_vars: Value, items: &[Value]) -> Vec<(Value, Value)> {
+        let t = Templates::new();
+        let own = map(task_vars);
+        let task_vars = TaskVars {
+            defaults: no_vars(),
+            own: &own,
+        };
+        let contexts = layers.item_contexts(&t, task_vars, "item");
+        let shown = |r: Resolved| {
+            let broken: Map<String, Value> = r
+                .broken
+                .into_iter()
+                .map(|(k, why)| (k, json!(why.to_string())))
+                .collect();
+            json!({"vars": r.vars, "broken": broken})
+        };
+        items
+            .iter()
+            .map(|item| {
+                let whole = layers.context(&t, task_vars, Some(("item", item)));
+                (shown(whole), shown(contexts.context(&t, item)))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn item_contexts_equal_contexts_built_whole() {
+        let mut chain = json!({"c0": "{{ item.n }}"});
+        for i in 1..=MAX_CHAIN {
+            chain[format!("c{i}")] = json!(format!("{{{{ c{} }}}}", i - 1));
+        }
+        let layers = VarLayers {
+            inventory: map(json!({"home": "/opt", "item": "{{ home }}/shadowed"})),
+            facts: map(json!({"os": "{{ not rendered }}"})),
+            play: map(json!({
+                "bin": "{{ home }}/bin",
+                "dest": "{{ bin }}/{{ item.name }}",
+                "cycle": "{{ item.name ~ cycle }}",
+                "bad": "{{ missing }}",
+                "uses_bad": "{{ bad ~ item.name }}",
+                "deep": chain,
+            })),
+            registered: map(json!({"out": {"stdout": "{{ item }}"}})),
+            extra: Map::new(),
+        };
+        let mut play = layers.play.clone();
+        play.extend(map(layers.play["deep"].clone()));
+        play.remove("deep");
+        let layers = VarLayers { play, ..layers };
+        let items = [json!({"name": "a", "n": 1}), json!({"name": "b", "n": 2})];
+        for (whole, split) in both_ways(&layers, json!({"mode": "{{ item.n }}"}), &items) {
+            assert_eq!(whole, split);
+        }
+        let r = &both_ways(&layers, json!({}), &items)[1].1;
+        assert_eq!(r["vars"]["dest"], "/opt/bin/b");
+        assert!(r["broken"][format!("c{MAX_CHAIN}")].is_string(), "{r}");
+        let hidden = VarLayers {
+            extra: map(json!({"item": "{{ home }}"})),
+            ..layers
+        };
+        for (whole, split) in both_ways(&hidden, json!({}), &items) {
+            assert_eq!(whole, split);
+        }
     }
 }

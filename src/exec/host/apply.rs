@@ -1,0 +1,156 @@
+//! Apply and verify, inside the schedule: the queued steps go out as one
+//! script, each step's report settles its instance (a command's result is
+//! registered, handlers notified), and what changed is probed once more.
+//!
+//! Kept apart from the schedule so that `host.rs` reads as the order of
+//! things, and this file as what running a batch does to the host's state.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{json, Value};
+
+use super::{HostRun, ToVerify};
+use crate::exec::instance::TaskInstance;
+use crate::exec::result::Status;
+use crate::exec::wire::Step;
+use crate::modules::{Facts, Module};
+use crate::remote::host_facts;
+use crate::remote::probe::{Probe, ProbeResult};
+
+impl<'p> HostRun<'_, 'p> {
+    /// Runs the pending steps as one script that stops at the first failure.
+    pub(super) fn flush(&mut self) {
+        if self.pending.is_empty() {
+            return;
+        }
+        let pending = std::mem::take(&mut self.pending);
+        let ran_command = pending
+            .iter()
+            .any(|p| p.is_command && !p.instance.spec.read_only);
+        let (steps, waiting): (Vec<Step>, Vec<_>) = pending
+            .into_iter()
+            .map(|p| {
+                let i = p.step.result;
+                (p.step, (i, p.is_command, p.instance))
+            })
+            .unzip();
+        let applied = self.wire.apply(steps);
+        self.changed_since_probe = true;
+        for (i, is_command, instance) in waiting {
+            let Some(r) = applied.reports.get(&i) else {
+                self.outcomes.unfinished(i, &applied.ended, self.stopped);
+                self.stopped = true;
+                break;
+            };
+            self.settle(instance, i, is_command, r);
+        }
+        if let Err(e) = applied.ended {
+            self.lost(e.to_string());
+        }
+        self.pending_registers.clear();
+        if ran_command {
+            self.forget_facts();
+        }
+    }
+
+    /// A command ran, so anything may have changed; the gathered facts
+    /// are kept.
+    fn forget_facts(&mut self) {
+        let gathered = self.facts.get(host_facts::KEY).ok().cloned();
+        self.facts = Facts::default();
+        if let Some(g) = gathered {
+            self.facts.insert(host_facts::KEY.into(), g);
+        }
+    }
+
+    /// Records what a step really did; for a command, returns its result.
+    pub(super) fn settle(
+        &mut self,
+        instance: TaskInstance<'p>,
+        i: usize,
+        is_command: bool,
+        r: &ProbeResult,
+    ) -> Value {
+        self.outcomes.step_reported(i, r);
+        let spec = instance.spec;
+        let mut registered = Value::Null;
+        if is_command {
+            let mut result = command_result(r);
+            let t = self.ctx.templates;
+            if self.outcomes.conditions(t, &instance, i, &mut result) == Status::Changed {
+                self.notify(spec);
+            }
+            if let Some(reg) = &spec.task.register {
+                self.vars.registered.insert(reg.clone(), result.clone());
+            }
+            registered = result;
+        }
+        if self.outcomes.tolerated(spec, i) {
+            self.task_failed();
+        }
+        registered
+    }
+
+    /// Re-probes what changed and re-plans it: anything still to change
+    /// means the module did not converge.
+    pub(super) fn verify(&mut self) {
+        let applied = std::mem::take(&mut self.to_verify);
+        let checks: Vec<&ToVerify> = applied
+            .iter()
+            .filter(|a| self.outcomes.status(a.result) == Status::Changed)
+            .collect();
+        if checks.is_empty() {
+            return;
+        }
+        let probes: BTreeMap<String, Probe> = checks
+            .iter()
+            .flat_map(|a| a.module.probes())
+            .map(|p| (p.key.clone(), p))
+            .collect();
+        let facts = match self.wire.probe(probes.into_values().collect()) {
+            Ok(results) => Facts::new(results),
+            Err(e) => return self.lost(e.to_string()),
+        };
+        for (n, a) in checks.iter().enumerate() {
+            // What a later task changed again is judged by that task alone
+            // (a file templated, then edited by lineinfile).
+            let later: BTreeSet<&str> = checks[n + 1..]
+                .iter()
+                .flat_map(|l| self.outcomes.changes(l.result))
+                .map(|c| c.subject.as_str())
+                .collect();
+            let problem = still_to_change(a.module.as_ref(), &facts, &later);
+            if !problem.is_empty() {
+                self.outcomes.did_not_converge(a.result, problem);
+            }
+        }
+    }
+}
+
+/// What a module would still change on re-probed facts, leaving out what
+/// later tasks changed again; empty when it converged.
+fn still_to_change(module: &dyn Module, facts: &Facts, later: &BTreeSet<&str>) -> String {
+    match module.plan(facts) {
+        Ok(plan) => plan
+            .changes
+            .iter()
+            .filter(|c| !later.contains(c.subject.as_str()))
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; "),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// A command's registered result, as Ansible shapes it.
+fn command_result(r: &ProbeResult) -> Value {
+    json!({
+        "rc": r.rc,
+        "stdout": r.stdout.trim_end_matches('\n'),
+        "stderr": r.stderr.trim_end_matches('\n'),
+        "stdout_lines": r.stdout.lines().collect::<Vec<_>>(),
+        "stderr_lines": r.stderr.lines().collect::<Vec<_>>(),
+        "changed": true,
+        "failed": r.rc != 0,
+    })
+}

@@ -1,0 +1,175 @@
+//! Plan, inside the schedule: one resolved instance planned from the
+//! known facts, its predicted effects applied to them, its conditions
+//! judged, and its steps queued for the next apply batch.
+//!
+//! Kept apart from the schedule so that `host.rs` reads as the order of
+//! things, and this file as what planning one instance does.
+
+use std::time::Instant;
+
+use serde_json::{json, Value};
+
+use super::{HostRun, Pending, ToVerify};
+use crate::exec::instance::TaskInstance;
+use crate::exec::outcome::Planned;
+use crate::exec::prepared::PreparedTask;
+use crate::exec::result::Status;
+use crate::exec::wire::Step;
+use crate::modules::{Effect, Module, Plan};
+use crate::remote::probe::ProbeResult;
+
+impl<'p> HostRun<'_, 'p> {
+    /// Plans one instance; returns its registered result and whether the
+    /// batch must be run before planning anything else.
+    pub(super) fn plan_instance(
+        &mut self,
+        instance: TaskInstance<'p>,
+        module: Box<dyn Module>,
+    ) -> (Value, bool) {
+        let started = Instant::now();
+        let spec = instance.spec;
+        let mut plan = match module.plan(&self.facts) {
+            Ok(plan) => plan,
+            Err(e) => {
+                self.fail(spec, instance.label, e.to_string());
+                let result = json!({"changed": false, "failed": true, "msg": e.to_string()});
+                return (result, false);
+            }
+        };
+        if let Some(r) = self.query_answer(spec, module.as_ref(), &plan) {
+            let i = self.outcomes.answered(&instance);
+            return (self.settle(instance, i, true, &r), false);
+        }
+        // A command marked `check_mode: false` runs even in check mode, as in Ansible.
+        let check = spec.task.check_mode.unwrap_or(self.ctx.opts.check);
+        let runs = !check || (module.is_command() && spec.task.check_mode == Some(false));
+        // Variables a task sets (set_fact) are there for the next task.
+        self.vars.registered.extend(std::mem::take(&mut plan.sets));
+        let returns = std::mem::take(&mut plan.returns);
+        let (planned, steps, effects) = Planned::split(plan, runs);
+        let i = self.outcomes.planned(&instance, planned);
+        let mut flush = self.predict(spec, effects, runs);
+        let keys: Vec<String> = module.probes().into_iter().map(|p| p.key).collect();
+        let observed_at = self.wire.newest_observation(&keys);
+        flush |= self.track_command(spec, module.is_command(), runs, self.outcomes.status(i));
+        let mut result = self.finish(instance, i, steps, module);
+        if let Value::Object(r) = &mut result {
+            r.extend(returns);
+        }
+        let ms = started.elapsed().as_millis() as u64;
+        self.outcomes.observed(i, keys, observed_at, ms);
+        (result, flush)
+    }
+
+    /// Applies a plan's predicted effects to the facts, so later tasks plan
+    /// against the state this one leaves; true when the batch must run
+    /// before anything else is planned.
+    fn predict(&mut self, spec: &PreparedTask, effects: Vec<Effect>, runs: bool) -> bool {
+        let mut flush = false;
+        for effect in effects {
+            match effect {
+                Effect::Predict(key, r) => self.facts.insert(key, r),
+                Effect::Invalidate(key) if runs => self.facts.remove(&key),
+                // `changed_when: false` declares a command read-only: later facts stay valid.
+                Effect::InvalidateAll if runs && !spec.read_only => flush = true,
+                _ => {}
+            }
+        }
+        flush
+    }
+
+    /// Where a command's result will come from; true when the batch must
+    /// run right after it (its `failed_when` decides whether to go on).
+    fn track_command(
+        &mut self,
+        spec: &PreparedTask,
+        is_command: bool,
+        runs: bool,
+        status: Status,
+    ) -> bool {
+        let task = spec.task;
+        let (Some(reg), true) = (&task.register, is_command) else {
+            return is_command && runs && task.failed_when.is_some();
+        };
+        if runs {
+            self.pending_registers.insert(reg.clone());
+        } else if status != Status::Ok {
+            self.unknown_vars.insert(reg.clone(), spec.name.clone());
+        }
+        runs && task.failed_when.is_some()
+    }
+
+    /// Evaluates a module's `changed_when`/`failed_when` on its predicted
+    /// result, notifies handlers, and queues the steps to run.
+    fn finish(
+        &mut self,
+        instance: TaskInstance<'p>,
+        i: usize,
+        steps: Vec<String>,
+        module: Box<dyn Module>,
+    ) -> Value {
+        let spec = instance.spec;
+        let planned = self.outcomes.status(i);
+        let is_command = module.is_command();
+        let changed = matches!(planned, Status::Changed | Status::Drift);
+        let mut result = json!({"changed": changed, "failed": false});
+        if !is_command {
+            let t = self.ctx.templates;
+            match self.outcomes.conditions(t, &instance, i, &mut result) {
+                Status::Failed => {
+                    if !spec.task.ignore_errors {
+                        self.task_failed();
+                    }
+                    return result;
+                }
+                Status::Changed | Status::Drift => self.notify(spec),
+                _ => {}
+            }
+        }
+        if planned == Status::Changed {
+            if !is_command && self.outcomes.status(i) == Status::Changed {
+                self.to_verify.push(ToVerify { result: i, module });
+            }
+            let may_fail = spec.task.ignore_errors || spec.failed_when.is_some();
+            self.pending.push(Pending {
+                step: Step::new(i, steps, may_fail),
+                is_command,
+                instance,
+            });
+        }
+        result
+    }
+
+    /// A declared query (a command with `changed_when: false`; in check
+    /// mode also `check_mode: false`) rides in the probe batch; its early
+    /// answer stands when nothing changed on the host since that probe.
+    fn query_answer(
+        &self,
+        spec: &PreparedTask,
+        module: &dyn Module,
+        plan: &Plan,
+    ) -> Option<ProbeResult> {
+        let probe = module.query_probe()?;
+        let quiet = self.pending.is_empty() && !self.changed_since_probe;
+        if !(spec.may_query(self.ctx.opts.check) && quiet && !plan.steps.is_empty()) {
+            return None;
+        }
+        self.facts.get(&probe.key).ok().cloned()
+    }
+
+    pub(super) fn register(&mut self, spec: &PreparedTask, mut results: Vec<Value>) {
+        let Some(name) = &spec.task.register else {
+            return;
+        };
+        if self.pending_registers.contains(name) || self.unknown_vars.contains_key(name) {
+            return;
+        }
+        let value = if spec.loop_items.is_some() {
+            let changed = results.iter().any(|r| r["changed"] == json!(true));
+            json!({"results": results, "changed": changed})
+        } else {
+            results.pop().unwrap_or(Value::Null)
+        };
+        self.vars.registered.insert(name.clone(), value);
+    }
+}

@@ -1,0 +1,246 @@
+//! Resolve, second half: a task on one host for one loop item, rendered
+//! once into a [`TaskInstance`] (its variables, label, `when:` verdict and
+//! module with rendered parameters).
+//!
+//! Kept apart from the schedule so that everything after resolution reads
+//! one finished value instead of rendering the same templates again, and
+//! so that what a task's parameters become can be followed in one file.
+
+use serde_json::Value;
+
+use super::prepared::{PlayCtx, PreparedTask};
+use super::vars::{ItemContexts, Resolved, TaskVars, VarError, VarLayers};
+use crate::modules::params::BuildCtx;
+use crate::modules::{Module, Params};
+use crate::template::{TemplateError, Templates, OMIT};
+
+/// Why a task cannot be resolved on a host.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum ResolveError {
+    #[error("variable '{name}'{at} cannot be rendered: {why}")]
+    Variable {
+        name: String,
+        /// ` (file:line:column)` of its definition, when known.
+        at: String,
+        why: VarError,
+    },
+    #[error("loop must be a list, got {0}")]
+    LoopNotList(Value),
+    #[error("cannot render loop: {0}")]
+    Loop(TemplateError),
+    #[error("{at}: when: {why}")]
+    When { at: String, why: TemplateError },
+    #[error("{at}: parameter '{name}': {why}")]
+    Parameter {
+        at: String,
+        name: String,
+        why: TemplateError,
+    },
+    /// The module refused its parameters (a rendered diagnostic).
+    #[error("{0}")]
+    Module(String),
+}
+
+/// One task for one loop item on one host, resolved.
+pub(crate) struct TaskInstance<'p> {
+    pub spec: &'p PreparedTask<'p>,
+    /// The loop item as reports show it.
+    pub label: Option<String>,
+    /// The variables its templates and conditions render in.
+    pub vars: Value,
+}
+
+/// What resolving an instance came to.
+pub(crate) enum Resolution<'p> {
+    /// `when:` is false.
+    Skip(TaskInstance<'p>),
+    Run(TaskInstance<'p>, Box<dyn Module>),
+    /// The task fails on this item (and is not planned further).
+    Failed {
+        label: Option<String>,
+        error: ResolveError,
+    },
+}
+
+/// A task's loop items (one pass with no item when it has no loop), and
+/// the contexts they render in.
+pub(crate) struct Items {
+    pub list: Vec<Option<Value>>,
+    pub contexts: Option<ItemContexts>,
+}
+
+/// Renders tasks against one host's variables.
+pub(crate) struct Resolver<'r> {
+    pub ctx: &'r PlayCtx<'r>,
+    pub vars: &'r VarLayers,
+}
+
+impl Resolver<'_> {
+    /// Loop items, or one pass with no item.
+    pub fn items(&self, spec: &PreparedTask) -> Result<Items, ResolveError> {
+        let Some(items) = &spec.loop_items else {
+            return Ok(Items {
+                list: vec![None],
+                contexts: None,
+            });
+        };
+        let vars = self.checked(spec, self.resolve_vars(spec, None, None))?;
+        let list = match self.ctx.templates.render_value(items, &vars) {
+            Ok(Value::Array(items)) => items.into_iter().map(Some).collect(),
+            Ok(other) => return Err(ResolveError::LoopNotList(other)),
+            Err(e) => return Err(ResolveError::Loop(e)),
+        };
+        let task = spec.task;
+        let contexts =
+            self.vars
+                .item_contexts(self.ctx.templates, TaskVars::of(task), &task.loop_var);
+        Ok(Items {
+            list,
+            contexts: Some(contexts),
+        })
+    }
+
+    /// Renders one instance: its variables, `when:`, and module.
+    pub fn resolve<'p>(
+        &self,
+        spec: &'p PreparedTask<'p>,
+        contexts: Option<&ItemContexts>,
+        item: Option<Value>,
+    ) -> Resolution<'p> {
+        let resolved = self.resolve_vars(spec, contexts, item.as_ref());
+        let label = item.map(|i| self.label(spec, i, &resolved.vars));
+        let vars = match self.checked(spec, resolved) {
+            Ok(vars) => vars,
+            Err(error) => return Resolution::Failed { label, error },
+        };
+        let instance = TaskInstance { spec, label, vars };
+        match self.when_holds(&instance) {
+            Ok(true) => {}
+            Ok(false) => return Resolution::Skip(instance),
+            Err(error) => {
+                let label = instance.label;
+                return Resolution::Failed { label, error };
+            }
+        }
+        match self.build(self.ctx.templates, spec, &instance.vars) {
+            Ok(module) => Resolution::Run(instance, module),
+            Err(error) => Resolution::Failed {
+                label: instance.label,
+                error,
+            },
+        }
+    }
+
+    /// The module an instance will most likely need, built before facts
+    /// and registered results are known, to gather its probes early. A
+    /// variable that cannot be rendered yet is left out (the task fails on
+    /// it when planned); a value not known yet renders empty, since such a
+    /// task usually still reads the same path.
+    pub fn guess(
+        &self,
+        spec: &PreparedTask,
+        contexts: Option<&ItemContexts>,
+        item: Option<&Value>,
+    ) -> Option<Box<dyn Module>> {
+        let vars = self.resolve_vars(spec, contexts, item).vars;
+        self.build(self.ctx.templates, spec, &vars)
+            .or_else(|_| self.build(self.ctx.lenient, spec, &vars))
+            .ok()
+    }
+
+    fn resolve_vars(
+        &self,
+        spec: &PreparedTask,
+        contexts: Option<&ItemContexts>,
+        item: Option<&Value>,
+    ) -> Resolved {
+        let task = spec.task;
+        match (contexts, item) {
+            (Some(contexts), Some(item)) => contexts.context(self.ctx.templates, item),
+            (_, item) => {
+                let item = item.map(|i| (task.loop_var.as_str(), i));
+                self.vars
+                    .context(self.ctx.templates, TaskVars::of(task), item)
+            }
+        }
+    }
+
+    /// The variables, unless the task reads one that could not be rendered
+    /// (a cycle, an undefined reference, a value over the size limit).
+    fn checked(&self, spec: &PreparedTask, r: Resolved) -> Result<Value, ResolveError> {
+        let Some((name, why)) = r
+            .broken
+            .into_iter()
+            .find(|(name, _)| spec.referenced.contains(name))
+        else {
+            return Ok(r.vars);
+        };
+        let at = [&spec.task.vars_node, &self.ctx.play.vars_node]
+            .into_iter()
+            .flatten()
+            .filter_map(|n| n.as_map())
+            .flatten()
+            .find(|(k, _)| k.as_str() == Some(&name))
+            .map(|(k, _)| format!(" ({})", k.span.location()))
+            .unwrap_or_default();
+        Err(ResolveError::Variable { name, at, why })
+    }
+
+    fn label(&self, spec: &PreparedTask, item: Value, vars: &Value) -> String {
+        match (&spec.loop_label, item) {
+            (Some(text), _) => self
+                .ctx
+                .templates
+                .render_str(text, vars)
+                .unwrap_or_else(|_| text.clone()),
+            (None, Value::String(s)) => s,
+            (None, other) => other.to_string(),
+        }
+    }
+
+    fn when_holds(&self, instance: &TaskInstance) -> Result<bool, ResolveError> {
+        let Some((cond, at)) = &instance.spec.when else {
+            return Ok(true);
+        };
+        self.ctx
+            .templates
+            .eval_condition(cond, &instance.vars)
+            .map_err(|e| ResolveError::When {
+                at: at.clone(),
+                why: e,
+            })
+    }
+
+    /// Renders the parameters and builds the module from them.
+    fn build(
+        &self,
+        t: &Templates,
+        spec: &PreparedTask,
+        vars: &Value,
+    ) -> Result<Box<dyn Module>, ResolveError> {
+        let mut entries = Vec::new();
+        for (name, value, span) in &spec.params {
+            let value = t
+                .render_value(value, vars)
+                .map_err(|e| ResolveError::Parameter {
+                    at: span.location(),
+                    name: name.clone(),
+                    why: e,
+                })?;
+            if value != Value::String(OMIT.into()) {
+                entries.push((name.clone(), value, span.clone()));
+            }
+        }
+        let task = spec.task;
+        let search_dirs = task.search_dirs(self.ctx.search_dirs);
+        let bctx = BuildCtx {
+            templates: t,
+            vars,
+            search_dirs: &search_dirs,
+            sources: self.ctx.sources,
+        };
+        let params = Params::new(task.module.name, task.module_span.clone(), entries, &bctx);
+        (task.module.build)(&params)
+            .map_err(|e| ResolveError::Module(e.to_diagnostic().to_string()))
+    }
+}

@@ -1,0 +1,427 @@
+//! Outcome: the one place that decides what a task's [`Status`] is, from
+//! its plan, its `changed_when`/`failed_when`, what its step reported, and
+//! how the apply script ended.
+//!
+//! Kept apart so that a result is written by one owner: the schedule asks
+//! for a verdict and reads it back, and never sets a status itself.
+
+use serde_json::{json, Value};
+
+use super::instance::TaskInstance;
+use super::prepared::PreparedTask;
+use super::result::{Status, TaskResult};
+use crate::modules::{Change, Effect, Plan};
+use crate::remote::probe::ProbeResult;
+use crate::remote::{Output, TransportError};
+use crate::template::Templates;
+
+/// The results of one host's tasks, in the order they were planned.
+pub(crate) struct Outcomes {
+    results: Vec<TaskResult>,
+    /// Keep file diffs (dropped as soon as planned otherwise).
+    diff: bool,
+}
+
+/// What a plan says, before conditions are applied.
+pub(crate) struct Planned {
+    pub changes: Vec<Change>,
+    pub notes: Vec<String>,
+    pub unknown: Option<String>,
+    /// Its steps will run (apply mode, or a command that runs in check mode).
+    pub runs: bool,
+}
+
+impl Planned {
+    /// What of a plan its outcome reads, apart from its steps and effects.
+    pub fn split(plan: Plan, runs: bool) -> (Planned, Vec<String>, Vec<Effect>) {
+        let Plan {
+            changes,
+            steps,
+            effects,
+            unknown,
+            notes,
+            ..
+        } = plan;
+        let planned = Planned {
+            changes,
+            notes,
+            unknown,
+            runs,
+        };
+        (planned, steps, effects)
+    }
+}
+
+impl Outcomes {
+    pub fn new(diff: bool) -> Self {
+        Outcomes {
+            results: Vec::new(),
+            diff,
+        }
+    }
+
+    pub fn status(&self, i: usize) -> Status {
+        self.results[i].status
+    }
+
+    pub fn changes(&self, i: usize) -> &[Change] {
+        &self.results[i].changes
+    }
+
+    pub fn into_results(self) -> Vec<TaskResult> {
+        self.results
+    }
+
+    fn push(&mut self, spec: &PreparedTask, label: Option<String>, status: Status) -> usize {
+        self.results.push(TaskResult {
+            task: spec.name.clone(),
+            module: spec.task.module.name,
+            location: spec.task.location(),
+            tags: spec.tags.clone(),
+            item: label,
+            status,
+            changes: Vec::new(),
+            notes: Vec::new(),
+            message: None,
+            ignored: false,
+            duration_ms: 0,
+            observed_by: Vec::new(),
+            observed_at: None,
+        });
+        self.results.len() - 1
+    }
+
+    /// The task fails on this item; true when that stops the host (the
+    /// failure is not ignored).
+    pub fn fail(&mut self, spec: &PreparedTask, label: Option<String>, message: String) -> bool {
+        let i = self.push(spec, label, Status::Failed);
+        self.results[i].message = Some(message);
+        self.tolerated(spec, i)
+    }
+
+    /// Check mode: the task reads what a command that did not run registered.
+    pub fn unknown(&mut self, spec: &PreparedTask, message: String) {
+        let i = self.push(spec, None, Status::Unknown);
+        self.results[i].message = Some(message);
+    }
+
+    pub fn skipped(&mut self, instance: &TaskInstance) {
+        self.push(instance.spec, instance.label.clone(), Status::Skipped);
+    }
+
+    /// A declared query answered from the probe batch: it ran as a command.
+    pub fn answered(&mut self, instance: &TaskInstance) -> usize {
+        self.push(instance.spec, instance.label.clone(), Status::Changed)
+    }
+
+    /// Records a plan as the instance's result.
+    pub fn planned(&mut self, instance: &TaskInstance, plan: Planned) -> usize {
+        let status = match (plan.changes.is_empty(), plan.runs, &plan.unknown) {
+            (true, _, _) => Status::Ok,
+            (false, true, _) => Status::Changed,
+            (false, false, Some(_)) => Status::Unknown,
+            (false, false, None) => Status::Drift,
+        };
+        let i = self.push(instance.spec, instance.label.clone(), status);
+        let r = &mut self.results[i];
+        r.changes = plan.changes;
+        if !self.diff {
+            r.changes.iter_mut().for_each(|c| c.diff = None);
+        }
+        r.notes = plan.notes;
+        if status == Status::Unknown {
+            r.message = plan.unknown;
+        }
+        i
+    }
+
+    /// Which probes a result was planned from, when the newest was read,
+    /// and how long planning took.
+    pub fn observed(&mut self, i: usize, keys: Vec<String>, at: Option<String>, ms: u64) {
+        let r = &mut self.results[i];
+        r.observed_by = keys;
+        r.observed_at = at;
+        r.duration_ms = ms;
+    }
+
+    /// `changed_when` / `failed_when`, evaluated with the task's result bound
+    /// to its `register` name (and as `result`), as Ansible does; updates
+    /// `result` and returns the status they leave.
+    pub fn conditions(
+        &mut self,
+        t: &Templates,
+        instance: &TaskInstance,
+        i: usize,
+        result: &mut Value,
+    ) -> Status {
+        let spec = instance.spec;
+        let ctx = condition_context(instance, result);
+        if let Some(cond) = &spec.changed_when {
+            match t.eval_condition(cond, &ctx) {
+                Ok(changed) => {
+                    result["changed"] = json!(changed);
+                    if !changed && matches!(self.status(i), Status::Changed | Status::Drift) {
+                        self.results[i].status = Status::Ok;
+                    }
+                }
+                Err(e) => self.mark_failed(i, format!("changed_when: {e}")),
+            }
+        }
+        if let Some(cond) = &spec.failed_when {
+            match t.eval_condition(cond, &ctx) {
+                Ok(true) => self.mark_failed(i, "failed_when condition is true".into()),
+                Ok(false) if self.status(i) == Status::Failed => {
+                    self.results[i].status = if result["changed"] == json!(true) {
+                        Status::Changed
+                    } else {
+                        Status::Ok
+                    };
+                }
+                Ok(false) => {}
+                Err(e) => self.mark_failed(i, format!("failed_when: {e}")),
+            }
+        }
+        if self.status(i) == Status::Failed {
+            result["failed"] = json!(true);
+            self.results[i].ignored = spec.task.ignore_errors;
+        }
+        self.status(i)
+    }
+
+    /// A step's report arrived: a non-zero exit fails it.
+    pub fn step_reported(&mut self, i: usize, r: &ProbeResult) {
+        if r.rc != 0 {
+            self.mark_failed(i, step_failure(r));
+        }
+    }
+
+    /// True when the result failed in a way that stops the host; an
+    /// ignored failure is marked so.
+    pub fn tolerated(&mut self, spec: &PreparedTask, i: usize) -> bool {
+        if self.status(i) != Status::Failed {
+            return false;
+        }
+        if spec.task.ignore_errors {
+            self.results[i].ignored = true;
+            return false;
+        }
+        true
+    }
+
+    /// The first step without a report. After a failed step (`stopped`) it
+    /// simply never ran and is dropped; otherwise the script ended or the
+    /// host was lost before it reported, and its result says so instead of
+    /// the planned `changed`. Steps planned after it never ran and are
+    /// dropped too.
+    pub fn unfinished(&mut self, i: usize, ended: &Result<Output, TransportError>, stopped: bool) {
+        if stopped {
+            self.results.truncate(i);
+            return;
+        }
+        let (status, message) = match ended {
+            Ok(out) => (
+                Status::Failed,
+                format!(
+                    "the apply script ended before this step reported: {}",
+                    step_failure(&ProbeResult {
+                        rc: out.status,
+                        stdout: String::new(),
+                        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+                    })
+                ),
+            ),
+            Err(e @ TransportError::Interrupted { .. }) => (
+                Status::Unreachable,
+                format!("the connection was lost while this step ran, so it may have taken effect in part: {e}"),
+            ),
+            Err(e @ TransportError::Unreachable(_)) => (Status::Unreachable, format!("not run: {e}")),
+            Err(e) => (Status::Failed, format!("not run: {e}")),
+        };
+        self.results[i].status = status;
+        self.results[i].message = Some(message);
+        self.results.truncate(i + 1);
+    }
+
+    /// Verify found changes still to make after apply.
+    pub fn did_not_converge(&mut self, i: usize, problem: String) {
+        self.mark_failed(i, format!("did not converge after apply: {problem}"));
+    }
+
+    fn mark_failed(&mut self, i: usize, message: String) {
+        self.results[i].status = Status::Failed;
+        self.results[i].message = Some(message);
+    }
+}
+
+/// The instance's variables with its result bound as `result` and under
+/// its `register` name.
+fn condition_context(instance: &TaskInstance, result: &Value) -> Value {
+    let mut ctx = instance.vars.clone();
+    if let Some(obj) = ctx.as_object_mut() {
+        obj.insert("result".into(), result.clone());
+        if let Some(reg) = &instance.spec.task.register {
+            obj.insert(reg.clone(), result.clone());
+        }
+    }
+    ctx
+}
+
+/// The last lines of stderr (or stdout) of a failed step, one line.
+fn step_failure(r: &ProbeResult) -> String {
+    let text = if r.stderr.trim().is_empty() {
+        &r.stdout
+    } else {
+        &r.stderr
+    };
+    let lines: Vec<&str> = text.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = lines[lines.len().saturating_sub(3)..].join(" | ");
+    format!(
+        "exit status {}: {}",
+        r.rc,
+        if tail.is_empty() {
+            "no output".into()
+        } else {
+            tail
+        }
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::exec::prepared::{testing, PreparedPlay, RunOptions};
+
+    /// Runs `f` on the outcomes of the one task of a play, resolved with
+    /// no variables.
+    fn with_task(task: &str, diff: bool, f: impl FnOnce(&mut Outcomes, &TaskInstance)) {
+        let (_dir, pb) = testing::tasks(&[task]);
+        let opts = RunOptions {
+            check: false,
+            diff,
+            tags: Vec::new(),
+            skip_tags: Vec::new(),
+        };
+        let prepared = PreparedPlay::new(&pb.plays[0], &Templates::new(), &opts);
+        let instance = TaskInstance {
+            spec: &prepared.tasks[0],
+            label: None,
+            vars: json!({}),
+        };
+        f(&mut Outcomes::new(diff), &instance);
+    }
+
+    fn planned(changes: usize, runs: bool, unknown: Option<&str>) -> Planned {
+        let mut change = Change::new("/etc/f", None, Some("x".into()));
+        change.diff = Some("+x".into());
+        Planned {
+            changes: vec![change; changes],
+            notes: Vec::new(),
+            unknown: unknown.map(String::from),
+            runs,
+        }
+    }
+
+    #[test]
+    fn a_plan_gives_ok_changed_unknown_or_drift() {
+        with_task("{command: 'true'}", false, |o, inst| {
+            let statuses: Vec<Status> = [
+                planned(0, true, None),
+                planned(1, true, None),
+                planned(1, false, Some("needs a command")),
+                planned(1, false, None),
+            ]
+            .into_iter()
+            .map(|p| {
+                let i = o.planned(inst, p);
+                o.status(i)
+            })
+            .collect();
+            use Status::*;
+            assert_eq!(statuses, [Ok, Changed, Unknown, Drift]);
+            let results = std::mem::replace(o, Outcomes::new(false)).into_results();
+            assert_eq!(results[2].message.as_deref(), Some("needs a command"));
+            assert_eq!(
+                results[1].changes[0].diff, None,
+                "diffs only when asked for"
+            );
+        });
+        with_task("{command: 'true'}", true, |o, inst| {
+            let i = o.planned(inst, planned(1, true, None));
+            assert_eq!(o.changes(i)[0].diff.as_deref(), Some("+x"));
+        });
+    }
+
+    /// The status a command's step leaves, given its exit status.
+    fn command_status(task: &str, rc: i32) -> (Status, Value, Option<String>) {
+        let mut out = None;
+        with_task(task, false, |o, inst| {
+            let i = o.planned(inst, planned(1, true, None));
+            let r = ProbeResult {
+                rc,
+                stdout: String::new(),
+                stderr: "boom\n".into(),
+            };
+            o.step_reported(i, &r);
+            let mut result = json!({"rc": rc, "changed": true, "failed": rc != 0});
+            let status = o.conditions(&Templates::new(), inst, i, &mut result);
+            let message = o.results[i].message.clone();
+            out = Some((status, result, message));
+        });
+        out.unwrap()
+    }
+
+    #[test]
+    fn conditions_see_the_result_under_its_register_name_and_as_result() {
+        let task = "{command: x, register: out, changed_when: 'out.rc == 7', failed_when: 'result.rc > 7'}";
+        assert_eq!(command_status(task, 7).0, Status::Changed);
+        let (status, result, _) = command_status(task, 0);
+        assert_eq!((status, &result["changed"]), (Status::Ok, &json!(false)));
+        let (status, result, message) = command_status(task, 9);
+        assert_eq!(status, Status::Failed);
+        assert_eq!(result["failed"], json!(true));
+        assert_eq!(message.as_deref(), Some("failed_when condition is true"));
+    }
+
+    #[test]
+    fn a_failed_step_fails_unless_failed_when_says_otherwise() {
+        let (status, _, message) = command_status("{command: x}", 3);
+        assert_eq!(status, Status::Failed);
+        assert_eq!(message.as_deref(), Some("exit status 3: boom"));
+        let (status, _, _) = command_status("{command: x, failed_when: false}", 3);
+        assert_eq!(status, Status::Changed);
+    }
+
+    #[test]
+    fn an_ignored_failure_does_not_stop_the_host() {
+        with_task("{command: x, ignore_errors: true}", false, |o, inst| {
+            assert!(!o.fail(inst.spec, None, "no".into()));
+            assert!(o.results[0].ignored);
+        });
+        with_task("{command: x}", false, |o, inst| {
+            assert!(o.fail(inst.spec, None, "no".into()));
+        });
+    }
+
+    #[test]
+    fn a_step_without_a_report_says_why_and_later_steps_are_dropped() {
+        with_task("{command: x}", false, |o, inst| {
+            for _ in 0..3 {
+                o.planned(inst, planned(1, true, None));
+            }
+            let lost = Err(TransportError::Interrupted {
+                why: "reset".into(),
+                stdout: Vec::new(),
+            });
+            o.unfinished(1, &lost, false);
+            assert_eq!(o.results.len(), 2);
+            assert_eq!(o.status(1), Status::Unreachable);
+            let message = o.results[1].message.clone().unwrap();
+            assert!(
+                message.contains("may have taken effect in part"),
+                "{message}"
+            );
+            o.unfinished(1, &lost, true);
+            assert_eq!(o.results.len(), 1, "after a failed step it never ran");
+        });
+    }
+}

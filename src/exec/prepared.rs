@@ -1,0 +1,243 @@
+//! Resolve, first half: what each task of a play says, read once per play.
+//!
+//! A task's parameters, loop and conditions are YAML nodes; every host and
+//! every loop item needs them as JSON, along with the names they read and
+//! whether the task is selected by tags. Converting them here, once, keeps
+//! the per-host phases free of YAML and of repeated conversions. What else
+//! a play shares among its hosts (the run's options, templates, where
+//! files are found) travels with it in [`PlayCtx`].
+
+use std::collections::BTreeSet;
+
+use serde_json::Value;
+
+use super::vars::template_vars;
+use crate::load::diag::Span;
+use crate::load::playbook::{Play, Task};
+use crate::load::yaml::{self, Node};
+use crate::modules::params::Sources;
+use crate::template::Templates;
+
+/// How the run was asked for on the command line.
+pub struct RunOptions {
+    pub check: bool,
+    /// Keep file diffs in the reports; without it they are dropped as soon
+    /// as planned, since a fleet's worth of them would stay in memory.
+    pub diff: bool,
+    pub tags: Vec<String>,
+    pub skip_tags: Vec<String>,
+}
+
+/// What a play needs that is the same for every host.
+pub(crate) struct PlayCtx<'a> {
+    pub play: &'a Play,
+    pub prepared: &'a PreparedPlay<'a>,
+    pub templates: &'a Templates,
+    /// Renders undefined values as empty, to guess probes early.
+    pub lenient: &'a Templates,
+    pub search_dirs: &'a [std::path::PathBuf],
+    pub sources: &'a Sources,
+    pub opts: &'a RunOptions,
+}
+
+/// One task of a play, its YAML read into what the per-host phases use.
+pub(crate) struct PreparedTask<'p> {
+    pub task: &'p Task,
+    /// What reports call it: its name, or its module's.
+    pub name: String,
+    /// The task's own tags and its play's.
+    pub tags: Vec<String>,
+    /// Chosen by `--tags` / `--skip-tags`.
+    pub selected: bool,
+    /// Parameters as written, as JSON, with where each was written.
+    pub params: Vec<(String, Value, Span)>,
+    pub loop_items: Option<Value>,
+    pub loop_label: Option<String>,
+    /// The `when:` condition and its file:line:column.
+    pub when: Option<(Value, String)>,
+    pub changed_when: Option<Value>,
+    pub failed_when: Option<Value>,
+    /// Top-level names the task's templates and conditions read.
+    pub referenced: BTreeSet<String>,
+    /// `changed_when: false`: the task declares itself read-only.
+    pub read_only: bool,
+}
+
+/// The tasks, handlers and validations of one play.
+pub(crate) struct PreparedPlay<'p> {
+    pub tasks: Vec<PreparedTask<'p>>,
+    pub handlers: Vec<PreparedTask<'p>>,
+    pub validate: Vec<PreparedTask<'p>>,
+}
+
+impl<'p> PreparedPlay<'p> {
+    pub fn new(play: &'p Play, templates: &Templates, opts: &RunOptions) -> Self {
+        let prepare = |tasks: &'p [Task]| -> Vec<PreparedTask<'p>> {
+            tasks
+                .iter()
+                .map(|t| PreparedTask::new(t, play, templates, opts))
+                .collect()
+        };
+        PreparedPlay {
+            tasks: prepare(&play.tasks),
+            handlers: prepare(&play.handlers),
+            validate: prepare(&play.validate),
+        }
+    }
+}
+
+impl<'p> PreparedTask<'p> {
+    fn new(task: &'p Task, play: &Play, templates: &Templates, opts: &RunOptions) -> Self {
+        let tags: Vec<String> = task.tags.iter().chain(&play.tags).cloned().collect();
+        let params: Vec<(String, Value, Span)> = task
+            .params
+            .iter()
+            .map(|(name, node)| (name.clone(), node.to_json(), node.span.clone()))
+            .collect();
+        let loop_items = task.loop_items.as_ref().map(Node::to_json);
+        let json = |n: &Option<Node>| n.as_ref().map(Node::to_json);
+        let (changed_when, failed_when) = (json(&task.changed_when), json(&task.failed_when));
+        let when = task.when.as_ref().map(|n| (n.to_json(), n.span.location()));
+        let mut referenced = BTreeSet::new();
+        for v in params.iter().map(|(_, v, _)| v).chain(&loop_items) {
+            template_vars(templates, v, &mut referenced);
+        }
+        for cond in [when.as_ref().map(|(v, _)| v), changed_when.as_ref()]
+            .into_iter()
+            .chain([failed_when.as_ref()])
+            .flatten()
+        {
+            condition_vars(templates, cond, &mut referenced);
+        }
+        PreparedTask {
+            task,
+            name: display_name(task),
+            selected: selected(&tags, opts),
+            tags,
+            params,
+            loop_items,
+            loop_label: task
+                .loop_label
+                .as_ref()
+                .map(|l| l.scalar_text().unwrap_or_default()),
+            when,
+            changed_when,
+            failed_when,
+            referenced,
+            read_only: task
+                .changed_when
+                .as_ref()
+                .is_some_and(|c| c.value == yaml::Value::Bool(false)),
+        }
+    }
+
+    /// A declared query (`changed_when: false`; in check mode also
+    /// `check_mode: false`) may ride in a probe batch.
+    pub fn may_query(&self, check: bool) -> bool {
+        self.read_only && (!check || self.task.check_mode == Some(false))
+    }
+}
+
+fn selected(tags: &[String], opts: &RunOptions) -> bool {
+    let tags: BTreeSet<&str> = tags.iter().map(String::as_str).collect();
+    if opts.skip_tags.iter().any(|t| tags.contains(t.as_str())) {
+        return false;
+    }
+    if opts.tags.is_empty() || opts.tags.iter().any(|t| t == "all") {
+        return !tags.contains("never");
+    }
+    tags.contains("always") || opts.tags.iter().any(|t| tags.contains(t.as_str()))
+}
+
+fn condition_vars(t: &Templates, v: &Value, out: &mut BTreeSet<String>) {
+    match v {
+        Value::String(s) => out.extend(t.expression_vars(s)),
+        Value::Array(a) => a.iter().for_each(|x| condition_vars(t, x, out)),
+        _ => {}
+    }
+}
+
+fn display_name(task: &Task) -> String {
+    if task.name.is_empty() {
+        task.module.name.to_string()
+    } else {
+        task.name.clone()
+    }
+}
+
+/// Plays for the tests of the phases.
+#[cfg(test)]
+pub(crate) mod testing {
+    use crate::load::playbook::Playbook;
+
+    /// Loads a playbook written as `text`; the folder holds it while the
+    /// test needs it.
+    pub fn load(text: &str) -> (tempfile::TempDir, Playbook) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.yml");
+        std::fs::write(&path, text).unwrap();
+        let pb = crate::load::playbook::load(&path).unwrap();
+        (dir, pb)
+    }
+
+    /// A play on all hosts, without fact gathering, of these tasks (one
+    /// flow mapping each).
+    pub fn tasks(tasks: &[&str]) -> (tempfile::TempDir, Playbook) {
+        let mut text = String::from("- hosts: all\n  gather_facts: false\n  tasks:\n");
+        for t in tasks {
+            text.push_str(&format!("    - {t}\n"));
+        }
+        load(&text)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn selected_names(tags: &[&str], skip_tags: &[&str]) -> Vec<String> {
+        let (_dir, pb) = testing::tasks(&[
+            "{name: plain, command: 'true'}",
+            "{name: never, command: 'true', tags: [never]}",
+            "{name: always, command: 'true', tags: [always]}",
+            "{name: gpu, command: 'true', tags: [gpu]}",
+        ]);
+        let opts = RunOptions {
+            check: false,
+            diff: false,
+            tags: tags.iter().map(ToString::to_string).collect(),
+            skip_tags: skip_tags.iter().map(ToString::to_string).collect(),
+        };
+        let prepared = PreparedPlay::new(&pb.plays[0], &Templates::new(), &opts);
+        let names = prepared.tasks.iter().filter(|t| t.selected);
+        names.map(|t| t.name.clone()).collect()
+    }
+
+    #[test]
+    fn tags_select_as_in_ansible() {
+        assert_eq!(selected_names(&[], &[]), ["plain", "always", "gpu"]);
+        assert_eq!(selected_names(&["gpu"], &[]), ["always", "gpu"]);
+        assert_eq!(selected_names(&["never"], &[]), ["never", "always"]);
+        assert_eq!(selected_names(&[], &["always"]), ["plain", "gpu"]);
+    }
+
+    #[test]
+    fn a_task_is_read_once_into_json_with_the_names_it_reads() {
+        let (_dir, pb) = testing::tasks(&[
+            "{command: 'echo {{ a }}', when: 'b', failed_when: [c], changed_when: false, loop: '{{ d }}'}",
+        ]);
+        let opts = RunOptions {
+            check: false,
+            diff: false,
+            tags: Vec::new(),
+            skip_tags: Vec::new(),
+        };
+        let prepared = PreparedPlay::new(&pb.plays[0], &Templates::new(), &opts);
+        let t = &prepared.tasks[0];
+        assert_eq!(t.name, "command");
+        let names: Vec<&str> = t.referenced.iter().map(String::as_str).collect();
+        assert_eq!(names, ["a", "b", "c", "d"]);
+        assert!(t.read_only && t.may_query(false) && !t.may_query(true));
+        assert_eq!(t.loop_items, Some(Value::String("{{ d }}".into())));
+    }
+}
