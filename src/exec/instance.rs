@@ -48,6 +48,8 @@ pub(crate) struct TaskInstance<'p> {
     pub label: Option<String>,
     /// The variables its templates and conditions render in.
     pub vars: Value,
+    /// `ignore_errors`, judged with those variables when templated.
+    pub ignore_errors: bool,
 }
 
 /// What resolving an instance came to.
@@ -113,7 +115,13 @@ impl Resolver<'_> {
             Ok(vars) => vars,
             Err(error) => return Resolution::Failed { label, error },
         };
-        let instance = TaskInstance { spec, label, vars };
+        let ignore_errors = self.ignores_errors(spec, &vars);
+        let instance = TaskInstance {
+            spec,
+            label,
+            vars,
+            ignore_errors,
+        };
         match self.when_holds(&instance) {
             Ok(true) => {}
             Ok(false) => return Resolution::Skip(instance),
@@ -196,6 +204,18 @@ impl Resolver<'_> {
             (None, Value::String(s)) => s,
             (None, other) => other.to_string(),
         }
+    }
+
+    /// A templated `ignore_errors` that cannot be judged does not ignore.
+    fn ignores_errors(&self, spec: &PreparedTask, vars: &Value) -> bool {
+        let task = spec.task;
+        task.ignore_errors
+            || task.ignore_errors_if.as_ref().is_some_and(|n| {
+                self.ctx
+                    .templates
+                    .eval_condition(&n.to_json(), vars)
+                    .unwrap_or(false)
+            })
     }
 
     fn when_holds(&self, instance: &TaskInstance) -> Result<bool, ResolveError> {

@@ -96,7 +96,7 @@ impl Outcomes {
     pub fn fail(&mut self, spec: &PreparedTask, label: Option<String>, message: String) -> bool {
         let i = self.push(spec, label, Status::Failed);
         self.results[i].message = Some(message);
-        self.tolerated(spec, i)
+        self.tolerated(spec.task.ignore_errors, i)
     }
 
     /// Check mode: the task reads what a command that did not run registered.
@@ -183,7 +183,7 @@ impl Outcomes {
         }
         if self.status(i) == Status::Failed {
             result["failed"] = json!(true);
-            self.results[i].ignored = spec.task.ignore_errors;
+            self.results[i].ignored = instance.ignore_errors;
         }
         self.status(i)
     }
@@ -197,11 +197,11 @@ impl Outcomes {
 
     /// True when the result failed in a way that stops the host; an
     /// ignored failure is marked so.
-    pub fn tolerated(&mut self, spec: &PreparedTask, i: usize) -> bool {
+    pub fn tolerated(&mut self, ignore_errors: bool, i: usize) -> bool {
         if self.status(i) != Status::Failed {
             return false;
         }
-        if spec.task.ignore_errors {
+        if ignore_errors {
             self.results[i].ignored = true;
             return false;
         }
@@ -306,6 +306,7 @@ mod tests {
             spec: &prepared.tasks[0],
             label: None,
             vars: json!({}),
+            ignore_errors: prepared.tasks[0].task.ignore_errors,
         };
         f(&mut Outcomes::new(diff), &instance);
     }

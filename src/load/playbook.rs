@@ -105,6 +105,8 @@ pub struct Task {
     /// `Some(user)` to escalate, `Some(None)`-like cases folded: `None` = inherit.
     pub become_user: Option<Option<String>>,
     pub ignore_errors: bool,
+    /// A templated `ignore_errors` (`"{{ ansible_check_mode }}"`), judged per host.
+    pub ignore_errors_if: Option<Node>,
     pub changed_when: Option<Node>,
     pub failed_when: Option<Node>,
     pub check_mode: Option<bool>,
@@ -661,6 +663,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
         tags: Vec::new(),
         become_user: None,
         ignore_errors: false,
+        ignore_errors_if: None,
         changed_when: None,
         failed_when: None,
         check_mode: None,
@@ -694,7 +697,12 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
             "tags" => task.tags = string_list(v, "tags", errors),
             "become" => become_ = Some(boolean(v, "become", errors)),
             "become_user" => become_user = Some(string(v, "become_user", errors)),
-            "ignore_errors" => task.ignore_errors = boolean(v, "ignore_errors", errors),
+            "ignore_errors" => match v.as_str() {
+                Some(t) if crate::template::is_templated(t) => {
+                    task.ignore_errors_if = Some(v.clone())
+                }
+                _ => task.ignore_errors = boolean(v, "ignore_errors", errors),
+            },
             "changed_when" => task.changed_when = condition(v, key, errors),
             "failed_when" => task.failed_when = condition(v, key, errors),
             "check_mode" => task.check_mode = Some(boolean(v, "check_mode", errors)),

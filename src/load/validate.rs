@@ -60,10 +60,15 @@ fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Dia
         .iter()
         .filter(|(name, _)| task.module.name == "assert" && name == "that")
         .map(|(_, node)| node);
-    for cond in [&task.when, &task.changed_when, &task.failed_when]
-        .into_iter()
-        .flatten()
-        .chain(that)
+    for cond in [
+        &task.when,
+        &task.changed_when,
+        &task.failed_when,
+        &task.ignore_errors_if,
+    ]
+    .into_iter()
+    .flatten()
+    .chain(that)
     {
         check_condition(t, cond, errors);
     }

@@ -85,7 +85,7 @@ impl<'p> HostRun<'_, 'p> {
             }
             registered = result;
         }
-        if self.outcomes.tolerated(spec, i) {
+        if self.outcomes.tolerated(instance.ignore_errors, i) {
             self.task_failed();
         }
         registered

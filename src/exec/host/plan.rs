@@ -117,7 +117,7 @@ impl<'p> HostRun<'_, 'p> {
             let t = self.ctx.templates;
             match self.outcomes.conditions(t, &instance, i, &mut result) {
                 Status::Failed => {
-                    if !spec.task.ignore_errors {
+                    if !instance.ignore_errors {
                         self.task_failed();
                     }
                     return result;
@@ -130,7 +130,7 @@ impl<'p> HostRun<'_, 'p> {
             if !is_command && self.outcomes.status(i) == Status::Changed {
                 self.to_verify.push(ToVerify { result: i, module });
             }
-            let may_fail = spec.task.ignore_errors || spec.failed_when.is_some();
+            let may_fail = instance.ignore_errors || spec.failed_when.is_some();
             self.pending.push(Pending {
                 step: Step::new(i, steps, may_fail),
                 is_command,
