@@ -7,17 +7,22 @@
 //! only `kit` and `params`, and those know no module
 //! (`tests/module_imports.rs` holds them to it).
 
+pub mod blockinfile;
 pub mod command;
 pub mod copy;
 pub mod cuda_env;
 pub mod file;
 pub mod gpu_smoke;
+pub mod kernel_blacklist;
 pub mod kit;
 pub mod lineinfile;
+pub mod modprobe;
 pub mod mount;
 pub mod package;
+pub mod pam_limits;
 pub mod params;
 pub mod registry;
+pub mod replace;
 pub mod service;
 pub mod swapfile;
 pub mod sysctl;

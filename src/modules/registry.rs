@@ -3,7 +3,8 @@
 
 use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
-    command, copy, cuda_env, file, gpu_smoke, lineinfile, mount, package, service, swapfile, sysctl,
+    blockinfile, command, copy, cuda_env, file, gpu_smoke, kernel_blacklist, lineinfile, modprobe,
+    mount, package, pam_limits, replace, service, swapfile, sysctl,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -21,6 +22,11 @@ pub fn registry() -> &'static [ModuleSpec] {
         cuda_env::CUDA_ENV,
         package::PACKAGE,
         mount::MOUNT,
+        blockinfile::BLOCKINFILE,
+        replace::REPLACE,
+        pam_limits::PAM_LIMITS,
+        kernel_blacklist::KERNEL_BLACKLIST,
+        modprobe::MODPROBE,
     ];
     SPECS
 }
