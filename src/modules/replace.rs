@@ -1,7 +1,7 @@
 //! `replace`: every match of a regular expression in a file (or in the
 //! part of it between `after` and `before`) replaced.
 
-use regex::Regex;
+use regex::{Regex, RegexBuilder};
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, WriteOpts};
@@ -55,13 +55,19 @@ struct Replace {
     opts: WriteOpts,
 }
 
-fn regex(p: &Params, key: &str, r: &str) -> Result<Regex, ParamError> {
-    Regex::new(r).map_err(|e| {
-        let text = e.to_string();
-        let why = text.lines().last().unwrap_or_default();
-        let why = why.trim_start_matches("error: ");
-        p.error(key, format!("invalid regular expression '{r}': {why}"))
-    })
+/// `r` compiled as Python's `re` does with `re.MULTILINE` (`^` and `$` at
+/// each line) or `re.DOTALL` (`.` across lines).
+fn regex(p: &Params, key: &str, r: &str, multi_line: bool) -> Result<Regex, ParamError> {
+    RegexBuilder::new(r)
+        .multi_line(multi_line)
+        .dot_matches_new_line(!multi_line)
+        .build()
+        .map_err(|e| {
+            let text = e.to_string();
+            let why = text.lines().last().unwrap_or_default();
+            let why = why.trim_start_matches("error: ");
+            p.error(key, format!("invalid regular expression '{r}': {why}"))
+        })
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -71,21 +77,21 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     // Checked alone first, so an error quotes what the task wrote.
     for (key, r) in [("after", &a.after), ("before", &a.before)] {
         if let Some(r) = r {
-            regex(p, key, r)?;
+            regex(p, key, r, false)?;
         }
     }
     // As Ansible does: the section is the shortest text between the two,
     // across lines.
     let section = match (&a.after, &a.before) {
-        (Some(af), Some(bf)) => Some(format!("(?s)(?:{af})(?P<section>.*?)(?:{bf})")),
-        (Some(af), None) => Some(format!("(?s)(?:{af})(?P<section>.*)")),
-        (None, Some(bf)) => Some(format!("(?s)(?P<section>.*?)(?:{bf})")),
+        (Some(af), Some(bf)) => Some(format!("(?:{af})(?P<section>.*?)(?:{bf})")),
+        (Some(af), None) => Some(format!("(?:{af})(?P<section>.*)")),
+        (None, Some(bf)) => Some(format!("(?P<section>.*?)(?:{bf})")),
         (None, None) => None,
     };
-    let section = section.map(|s| regex(p, "after", &s)).transpose()?;
+    let section = section.map(|s| regex(p, "after", &s, false)).transpose()?;
     Ok(Box::new(Replace {
         path,
-        regexp: regex(p, "regexp", &format!("(?m){}", a.regexp))?,
+        regexp: regex(p, "regexp", &a.regexp, true)?,
         replace: python_replacement(&a.replace),
         section,
         opts: WriteOpts {
@@ -179,10 +185,7 @@ impl Module for Replace {
         let new = format!("{}{replaced}{}", &text[..start], &text[end..]);
         let mut plan = files::plan_content(&self.path, current.as_ref(), &new, &self.opts, true)?;
         for c in plan.changes.iter_mut().filter(|c| c.subject == self.path) {
-            c.before = Some(format!(
-                "{count} match(es) of '{}'",
-                self.regexp.as_str().trim_start_matches("(?m)")
-            ));
+            c.before = Some(format!("{count} match(es) of '{}'", self.regexp.as_str()));
             c.after = Some("replaced".into());
             if let Some(m) = self.regexp.find(part) {
                 let line = text[..start + m.start()].matches('\n').count() + 1;
@@ -317,7 +320,10 @@ mod tests {
         assert!(plan.steps.join("\n").contains("chown ':`reboot`'"));
         assert_eq!(content(&settle(&facts, &plan)), "user=$(reboot)\n");
         let err = build_error(&REPLACE, json!({"path": PATH, "regexp": "(a"}));
-        assert!(err.contains("invalid regular expression"), "{err}");
+        assert_eq!(
+            err,
+            "replace: invalid regular expression '(a': unclosed group"
+        );
         let err = build_error(
             &REPLACE,
             json!({"path": PATH, "regexp": "a", "before": "(b"}),
