@@ -172,6 +172,22 @@ fn apply_twice_changes_nothing_the_second_time_and_check_names_hand_edits() {
         format!("options {kmod} nodeprov_test=1\n")
     );
 
+    // The built-in module counts as loaded: only its boot files changed.
+    let kmod_task = tasks(&first).iter().find(|t| t["task"] == "kmod").unwrap();
+    let subjects: Vec<&str> = kmod_task["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["subject"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        subjects,
+        [
+            format!("/etc/modules-load.d/{kmod}.conf"),
+            format!("/etc/modprobe.d/{kmod}.conf")
+        ]
+    );
+
     let (code, second) = json(&host, "apply");
     assert_eq!(code, 0, "{second:#}");
     assert_eq!(
@@ -240,5 +256,57 @@ fn apply_twice_changes_nothing_the_second_time_and_check_names_hand_edits() {
     for (p, text) in &edits {
         assert_eq!(&read(&host, p), text, "check must not fix {p}");
     }
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn absent_removes_the_line_the_block_and_the_boot_files_once() {
+    let before = machine_digest();
+    let kmod = builtin_module();
+    let host = host_with_files(&kmod);
+    assert_eq!(json(&host, "apply").0, 0);
+    let removal = format!(
+        r#"- hosts: all
+  tasks:
+    - name: sshd block
+      blockinfile:
+        path: {SSHD}
+        state: absent
+    - name: nouveau
+      kernel_blacklist:
+        name: nouveau
+        state: absent
+    - name: kmod
+      modprobe:
+        name: {kmod}
+        persistent: absent
+"#
+    );
+    std::fs::write(host.path("/root/conf.yml"), removal).unwrap();
+    let (code, first) = json(&host, "apply");
+    assert_eq!(code, 0, "{first:#}");
+    assert_eq!(
+        statuses(&first),
+        ["sshd block", "nouveau", "kmod"].map(|t| (t.to_string(), "changed".to_string()))
+    );
+    assert_eq!(
+        read(&host, SSHD),
+        "Port 22\nUsePAM yes\nMatch User backup\n  X11Forwarding no\n"
+    );
+    assert_eq!(read(&host, BLACKLIST), "");
+    for f in [
+        format!("/etc/modules-load.d/{kmod}.conf"),
+        format!("/etc/modprobe.d/{kmod}.conf"),
+    ] {
+        assert!(!host.path(&f).exists(), "{f} is still there");
+    }
+    let (code, second) = json(&host, "apply");
+    assert_eq!(code, 0);
+    assert_eq!(
+        second["hosts"][0]["recap"]["changed"],
+        0,
+        "{:?}",
+        statuses(&second)
+    );
     assert_machine_unchanged(&before);
 }
