@@ -188,6 +188,13 @@ fn apply_twice_changes_nothing_the_second_time_and_check_names_hand_edits() {
         ]
     );
 
+    // The parameter is no parameter of the built-in module: said, not drift.
+    let note = kmod_task["notes"][0].as_str().unwrap_or_default();
+    assert!(
+        note.contains("nodeprov_test not shown in sysfs (wanted 1)"),
+        "{kmod_task:#}"
+    );
+
     let (code, second) = json(&host, "apply");
     assert_eq!(code, 0, "{second:#}");
     assert_eq!(

@@ -1,6 +1,8 @@
 //! `modprobe`: a kernel module loaded or unloaded now, and (with
 //! `persistent`) loaded at boot with its options.
 
+use std::collections::BTreeMap;
+
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleSpec};
@@ -93,6 +95,72 @@ else echo absent; fi"#,
     }
 }
 
+/// A loaded module's parameters, as `/sys/module/NAME/parameters` shows them.
+pub struct ParamsQuery {
+    /// The kernel name.
+    pub name: String,
+    pub keys: Vec<String>,
+}
+
+/// The running values of some parameters of a module; `None` for one that
+/// sysfs does not show (not exposed, or the module is not loaded).
+pub struct KmodParams;
+
+impl Fact for KmodParams {
+    type Query = ParamsQuery;
+    type Value = BTreeMap<String, Option<String>>;
+
+    fn key(q: &ParamsQuery) -> String {
+        format!("kmod-params:{}:{}", q.name, q.keys.join(","))
+    }
+
+    fn script(q: &ParamsQuery) -> String {
+        let mut s = format!("d=/sys/module/{}/parameters\n", quote(&q.name));
+        for k in &q.keys {
+            let k = quote(k);
+            s.push_str(&format!(
+                "if [ -r \"$d\"/{k} ]; then printf '%s\\t%s\\n' {k} \"$(cat -- \"$d\"/{k})\"; else printf '%s\\n' {k}; fi\n"
+            ));
+        }
+        s
+    }
+
+    fn parse(q: &ParamsQuery, r: &ProbeResult) -> Result<Self::Value, ModuleError> {
+        if r.rc != 0 {
+            return Err(fact::bad(Self::key(q), r.stderr.trim()));
+        }
+        Ok(r.stdout
+            .lines()
+            .map(|l| match l.split_once('\t') {
+                Some((k, v)) => (k.to_string(), Some(v.to_string())),
+                None => (l.to_string(), None),
+            })
+            .collect())
+    }
+
+    fn render(v: &Self::Value) -> ProbeResult {
+        ProbeResult::ok(
+            v.iter()
+                .map(|(k, v)| match v {
+                    Some(v) => format!("{k}\t{v}\n"),
+                    None => format!("{k}\n"),
+                })
+                .collect::<String>(),
+        )
+    }
+}
+
+/// Whether a running value `have` is what `want` sets: sysfs shows a bool
+/// as `Y`/`N` whichever of the kernel's spellings set it.
+fn same_param(have: &str, want: &str) -> bool {
+    let truth = |v: &str| match v {
+        "y" | "Y" | "1" | "on" => Some(true),
+        "n" | "N" | "0" | "off" => Some(false),
+        _ => None,
+    };
+    have == want || (matches!(have, "Y" | "N") && truth(have) == truth(want))
+}
+
 struct Modprobe {
     /// As the task names it, for modprobe and file names.
     name: String,
@@ -127,6 +195,9 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
 impl Module for Modprobe {
     fn probes(&self) -> Vec<Probe> {
         let mut probes = vec![KmodFact::probe(&self.kernel_name)];
+        if self.load && !self.params.is_empty() {
+            probes.push(KmodParams::probe(&self.params_query()));
+        }
         if self.persistent != Persistent::Disabled {
             probes.push(FileFact::probe(&self.load_file()));
             probes.push(FileFact::probe(&self.options_file()));
@@ -135,7 +206,7 @@ impl Module for Modprobe {
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
-        let mut plan = self.plan_live(KmodFact::read(facts, &self.kernel_name)?)?;
+        let mut plan = self.plan_live(facts, KmodFact::read(facts, &self.kernel_name)?)?;
         match self.persistent {
             Persistent::Disabled => {}
             Persistent::Present => {
@@ -167,7 +238,52 @@ impl Modprobe {
         format!("{}\n", self.name)
     }
 
-    fn plan_live(&self, live: Live) -> Result<Plan, ModuleError> {
+    /// The parameters as `key → value` (a bare flag is `1`, as the kernel takes it).
+    fn wanted_params(&self) -> BTreeMap<String, Option<String>> {
+        self.params
+            .iter()
+            .map(|p| {
+                let (k, v) = p.split_once('=').unwrap_or((p, "1"));
+                (k.to_string(), Some(v.to_string()))
+            })
+            .collect()
+    }
+
+    fn params_query(&self) -> ParamsQuery {
+        ParamsQuery {
+            name: self.kernel_name.clone(),
+            keys: self.wanted_params().into_keys().collect(),
+        }
+    }
+
+    /// A loaded module is never reloaded to change its parameters (that
+    /// would take its devices away): running values that differ, or that
+    /// sysfs does not show, are a note with the evidence.
+    fn params_note(&self, facts: &Facts) -> Result<Option<String>, ModuleError> {
+        let running = KmodParams::read(facts, &self.params_query())?;
+        let odd: Vec<String> = self
+            .wanted_params()
+            .iter()
+            .filter_map(|(k, want)| {
+                let want = want.as_deref().unwrap_or_default();
+                match running.get(k).cloned().flatten() {
+                    Some(have) if same_param(&have, want) => None,
+                    Some(have) => Some(format!("{k}={have} (wanted {want})")),
+                    None => Some(format!("{k} not shown in sysfs (wanted {want})")),
+                }
+            })
+            .collect();
+        Ok((!odd.is_empty()).then(|| {
+            format!(
+                "kernel module {} is loaded with {} (/sys/module/{}/parameters): params apply at its next load or boot",
+                self.name,
+                odd.join(", "),
+                self.kernel_name
+            )
+        }))
+    }
+
+    fn plan_live(&self, facts: &Facts, live: Live) -> Result<Plan, ModuleError> {
         let mut plan = Plan::noop();
         let subject = format!("kernel module {}", self.name);
         let (after, step) = match (self.load, live) {
@@ -190,9 +306,7 @@ impl Modprobe {
             }
             (true, _) => {
                 if !self.params.is_empty() {
-                    plan.notes.push(format!(
-                        "{subject} is already loaded: its params are not compared with the running module's and apply at its next load"
-                    ));
+                    plan.notes.extend(self.params_note(facts)?);
                 }
                 return Ok(plan);
             }
@@ -209,6 +323,12 @@ impl Modprobe {
         plan.steps.push(step);
         plan.effects
             .push(KmodFact::predict(&self.kernel_name, &after));
+        if after == Live::Loaded && !self.params.is_empty() {
+            plan.effects.push(KmodParams::predict(
+                &self.params_query(),
+                &self.wanted_params(),
+            ));
+        }
         Ok(plan)
     }
 
@@ -289,6 +409,19 @@ mod tests {
             rt.check::<KmodFact>("nvidia_peermem", v);
         }
         assert!(rt.failures.is_empty(), "{:?}", rt.failures);
+        let q = ParamsQuery {
+            name: "nvidia".into(),
+            keys: vec!["NVreg_A".into(), "NVreg_B".into()],
+        };
+        rt.check::<KmodParams>(
+            &q,
+            [
+                ("NVreg_A".to_string(), Some("1 2".to_string())),
+                ("NVreg_B".to_string(), None),
+            ]
+            .into(),
+        );
+        assert!(rt.failures.is_empty(), "{:?}", rt.failures);
         let garbled = ProbeResult::ok("maybe\n");
         assert!(KmodFact::parse("x", &garbled).is_err());
     }
@@ -298,11 +431,17 @@ mod tests {
         let m = modprobe(
             json!({"params": "peerdirect_support=1  persistence_mode=$(reboot)", "persistent": "present"}),
         );
-        let f = facts("absent\n", None, Some("options nvidia-peermem old=1\n"));
+        let mut f = facts("absent\n", None, Some("options nvidia-peermem old=1\n"));
+        let params_key = "kmod-params:nvidia_peermem:peerdirect_support,persistence_mode";
+        f.insert(
+            params_key.into(),
+            ProbeResult::ok("peerdirect_support\npersistence_mode\n"),
+        );
         assert_eq!(
             m.probes().iter().map(|p| p.key.clone()).collect::<Vec<_>>(),
             [
                 "kmod:nvidia_peermem",
+                params_key,
                 &format!("file:{LOAD}"),
                 &format!("file:{OPTIONS}")
             ]
@@ -323,12 +462,7 @@ mod tests {
             read(OPTIONS),
             "options nvidia-peermem peerdirect_support=1 persistence_mode=$(reboot)\n"
         );
-        // Loaded now; only the note that running params are not compared stays.
-        let again = m.plan(&after).unwrap();
-        assert_eq!(
-            (again.changes, again.steps, again.notes.len()),
-            (vec![], vec![], 1)
-        );
+        assert_eq!(m.plan(&after).unwrap(), Plan::noop());
     }
 
     #[test]
@@ -338,10 +472,23 @@ mod tests {
         for live in ["loaded\n", "builtin\n"] {
             assert_eq!(m.plan(&facts(live, None, None)).unwrap(), Plan::noop());
         }
-        let with_params = modprobe(json!({"params": "a=1"}));
-        let plan = with_params.plan(&facts("loaded\n", None, None)).unwrap();
+        let with_params = modprobe(json!({"params": "enable=1 mode=fast debug"}));
+        let running = |answer: &str| {
+            let mut f = facts("loaded\n", None, None);
+            f.insert(
+                "kmod-params:nvidia_peermem:debug,enable,mode".into(),
+                ProbeResult::ok(answer),
+            );
+            with_params.plan(&f).unwrap()
+        };
+        // sysfs shows bools as Y/N
+        assert_eq!(running("debug\tY\nenable\tY\nmode\tfast\n"), Plan::noop());
+        let plan = running("debug\tN\nenable\tY\nmode\n");
         assert!(plan.changes.is_empty() && plan.steps.is_empty());
-        assert!(plan.notes[0].contains("not compared"), "{plan:?}");
+        assert_eq!(
+            plan.notes,
+            ["kernel module nvidia-peermem is loaded with debug=N (wanted 1), mode not shown in sysfs (wanted fast) (/sys/module/nvidia_peermem/parameters): params apply at its next load or boot"]
+        );
     }
 
     #[test]
