@@ -246,6 +246,7 @@ fn apply_twice_changes_nothing_the_second_time_and_check_names_hand_edits() {
     assert_eq!(memlock["evidence"], format!("{LIMITS}:3"));
     let block = change("sshd block");
     assert_eq!(block["before"], "block at lines 2-4");
+    assert_eq!(block["after"], "2 lines between the markers");
     assert_eq!(block["evidence"], format!("{SSHD}:2"));
     assert!(block["diff"].as_str().unwrap().contains("-MaxSessions 10"));
     assert_eq!(change("nouveau")["after"], "blacklist nouveau");

@@ -154,17 +154,17 @@ impl Module for BlockInFile {
         };
         let (new, markers) = self.edit(&text);
         let mut plan = files::plan_content(&self.path, current.as_ref(), &new, &self.opts, true)?;
-        let shown = |present: bool| match present {
-            true => "block".to_string(),
-            false => "no block".to_string(),
+        let after = match &self.lines {
+            Some(lines) => format!("{} lines between the markers", lines.len()),
+            None => "no block".to_string(),
         };
         for c in plan.changes.iter_mut().filter(|c| c.subject == self.path) {
             c.subject = format!("{} block '{}'", self.path, self.begin);
             c.before = Some(match markers {
                 Some((b, e)) => format!("block at lines {}-{}", b + 1, e + 1),
-                None => shown(false),
+                None => "no block".to_string(),
             });
-            c.after = Some(shown(self.lines.is_some()));
+            c.after = Some(after.clone());
             if let Some((b, _)) = markers {
                 c.evidence = Some(format!("{}:{}", self.path, b + 1));
             }
@@ -265,6 +265,10 @@ mod tests {
         let m = block(json!({}));
         let plan = m.plan(&facts).unwrap();
         assert_eq!(plan.changes[0].before.as_deref(), Some("no block"));
+        assert_eq!(
+            plan.changes[0].after.as_deref(),
+            Some("2 lines between the markers")
+        );
         assert_sh_syntax(m.as_ref(), &plan);
         let after = settle(&facts, &plan);
         assert_eq!(
