@@ -4,7 +4,7 @@ use regex::Regex;
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;
-use crate::modules::kit::files::{self, WriteOpts};
+use crate::modules::kit::files::{self, WhenMissing, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{first_of, module_params, Mode, ParamError, Params, Presence};
@@ -153,21 +153,13 @@ impl Module for LineInFile {
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let current = FileFact::read(facts, &self.path)?;
-        let text = match &current {
-            Some(st) => st.content.clone().ok_or_else(|| {
-                ModuleError::Refused(format!(
-                    "{} is not a regular file of readable size",
-                    self.path
-                ))
-            })?,
-            None if self.create && self.present => String::new(),
-            None if !self.present => return Ok(Plan::noop()),
-            None => {
-                return Err(ModuleError::Missing(format!(
-                    "{} does not exist (set create: true to create it)",
-                    self.path
-                )))
-            }
+        let missing = match (self.present, self.create) {
+            (false, _) => WhenMissing::Nothing,
+            (true, true) => WhenMissing::Create,
+            (true, false) => WhenMissing::NeedsCreate,
+        };
+        let Some(text) = files::text_to_edit(&self.path, current.as_ref(), missing)? else {
+            return Ok(Plan::noop());
         };
         let new = self.edit(&text);
         files::plan_content(&self.path, current.as_ref(), &new, &self.opts, true)

@@ -8,18 +8,23 @@
 //! (`tests/module_imports.rs` holds them to it).
 
 pub(crate) mod assert;
+pub(crate) mod blockinfile;
 pub(crate) mod command;
 pub(crate) mod copy;
 pub(crate) mod cuda_env;
 pub(crate) mod debug;
 pub(crate) mod file;
 pub(crate) mod gpu_smoke;
+pub(crate) mod kernel_blacklist;
 pub(crate) mod kit;
 pub(crate) mod lineinfile;
+pub(crate) mod modprobe;
 pub(crate) mod mount;
 pub(crate) mod package;
+pub(crate) mod pam_limits;
 pub(crate) mod params;
 pub(crate) mod registry;
+pub(crate) mod replace;
 pub(crate) mod service;
 pub(crate) mod set_fact;
 pub(crate) mod stat;

@@ -3,8 +3,9 @@
 
 use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
-    assert, command, copy, cuda_env, debug, file, gpu_smoke, lineinfile, mount, package, service,
-    set_fact, stat, swapfile, sysctl,
+    assert, blockinfile, command, copy, cuda_env, debug, file, gpu_smoke, kernel_blacklist,
+    lineinfile, modprobe, mount, package, pam_limits, replace, service, set_fact, stat, swapfile,
+    sysctl,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -28,6 +29,11 @@ pub fn registry() -> &'static [ModuleSpec] {
         assert::FAIL,
         set_fact::SET_FACT,
         set_fact::INCLUDE_VARS,
+        blockinfile::BLOCKINFILE,
+        replace::REPLACE,
+        pam_limits::PAM_LIMITS,
+        kernel_blacklist::KERNEL_BLACKLIST,
+        modprobe::MODPROBE,
     ];
     SPECS
 }
@@ -45,7 +51,7 @@ pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
 #[cfg(test)]
 mod tests {
     use crate::modules::kit::{fact::RoundTrip, files};
-    use crate::modules::{cuda_env, mount, package, service, swapfile, sysctl};
+    use crate::modules::{cuda_env, modprobe, mount, package, service, swapfile, sysctl};
 
     /// Every fact reads back what it renders for predictions, and every
     /// `impl Fact for` in src/modules is among those checked.
@@ -59,6 +65,7 @@ mod tests {
         package::fact_samples(&mut rt);
         cuda_env::fact_samples(&mut rt);
         sysctl::fact_samples(&mut rt);
+        modprobe::fact_samples(&mut rt);
         assert!(rt.failures.is_empty(), "{}", rt.failures.join("\n"));
         let declared = declared_facts(std::path::Path::new("src/modules"));
         let checked: Vec<String> = rt.checked.into_iter().collect();

@@ -277,6 +277,39 @@ fn reason(r: &ProbeResult) -> String {
     }
 }
 
+/// What a missing file means to a module that edits text in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum WhenMissing {
+    /// Start from an empty file.
+    Create,
+    /// Nothing to do (removing text from a file that is not there).
+    Nothing,
+    /// An error; the module has a `create` option that was not set.
+    NeedsCreate,
+    /// An error; the module cannot create the file.
+    Missing,
+}
+
+/// The text a module that edits a file starts from; `None` when the file
+/// is missing and there is nothing to do.
+pub(crate) fn text_to_edit(
+    path: &str,
+    current: Option<&FileState>,
+    missing: WhenMissing,
+) -> Result<Option<String>, ModuleError> {
+    match (current, missing) {
+        (Some(st), _) => st.content.clone().map(Some).ok_or_else(|| {
+            ModuleError::Refused(format!("{path} is not a regular file of readable size"))
+        }),
+        (None, WhenMissing::Create) => Ok(Some(String::new())),
+        (None, WhenMissing::Nothing) => Ok(None),
+        (None, WhenMissing::NeedsCreate) => Err(ModuleError::Missing(format!(
+            "{path} does not exist (set create: true to create it)"
+        ))),
+        (None, WhenMissing::Missing) => Err(ModuleError::Missing(format!("{path} does not exist"))),
+    }
+}
+
 /// The plan for "this path holds exactly this content, with these attributes".
 pub(crate) fn plan_content(
     dest: &str,

@@ -1,0 +1,347 @@
+//! `blockinfile`: a block of lines between two marker lines, added,
+//! replaced or removed; the rest of the file untouched.
+
+use regex::Regex;
+
+use crate::modules::kit::fact::Fact;
+use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Facts, ModuleError, Plan};
+use crate::modules::params::{first_of, module_params, Mode, ParamError, Params, Presence};
+use crate::remote::probe::Probe;
+
+pub const BLOCKINFILE: ModuleSpec = ModuleSpec {
+    name: "blockinfile",
+    aliases: &["ansible.builtin.blockinfile"],
+    params: &BlockArgs::SPEC,
+    free_form: None,
+    build,
+};
+
+module_params! {
+    struct BlockArgs {
+        /// the file on the host
+        path: Option<String>,
+        /// another name for `path`
+        dest: Option<String>,
+        /// another name for `path`
+        name: Option<String>,
+        /// the lines between the markers; empty removes the block
+        block: Option<String>,
+        /// another name for `block`
+        content: Option<String>,
+        /// the marker line, `{mark}` standing for `marker_begin` or `marker_end`
+        marker: String = "# {mark} ANSIBLE MANAGED BLOCK".into(),
+        /// what `{mark}` is in the first marker
+        marker_begin: String = "BEGIN".into(),
+        /// what `{mark}` is in the last marker
+        marker_end: String = "END".into(),
+        /// a regular expression a new block goes after (or EOF)
+        insertafter: Option<String>,
+        /// a regular expression a new block goes before (or BOF)
+        insertbefore: Option<String>,
+        /// whether the block is there
+        state: Presence = Presence::Present,
+        /// create a missing file
+        create: bool = false,
+        /// keep a timestamped copy of the old file
+        backup: bool = false,
+        /// the file's mode, such as 0644
+        mode: Option<Mode>,
+        /// its owner
+        owner: Option<String>,
+        /// its group
+        group: Option<String>,
+    }
+}
+
+/// Where a block without markers in the file goes.
+enum Anchor {
+    Bof,
+    Eof,
+    After(Regex),
+    Before(Regex),
+}
+
+struct BlockInFile {
+    path: String,
+    begin: String,
+    end: String,
+    /// The block's lines; `None` removes the block.
+    lines: Option<Vec<String>>,
+    anchor: Anchor,
+    create: bool,
+    opts: WriteOpts,
+}
+
+fn regex(p: &Params, key: &str, r: &str) -> Result<Regex, ParamError> {
+    Regex::new(r).map_err(|e| {
+        let text = e.to_string();
+        let why = text.lines().last().unwrap_or_default();
+        let why = why.trim_start_matches("error: ");
+        p.error(key, format!("invalid regular expression '{r}': {why}"))
+    })
+}
+
+fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let a = BlockArgs::read(p)?;
+    let (key, path) = first_of(p, [("path", a.path), ("dest", a.dest), ("name", a.name)])?;
+    p.destructive_path(key, &path)?;
+    let begin = a.marker.replace("{mark}", &a.marker_begin);
+    let end = a.marker.replace("{mark}", &a.marker_end);
+    if begin.contains('\n') || end.contains('\n') {
+        return Err(p.error("marker", "a marker is one line"));
+    }
+    if begin == end {
+        return Err(p.error(
+            "marker",
+            "the begin and end markers are the same line (is '{mark}' missing?)",
+        ));
+    }
+    let block = a.block.or(a.content).unwrap_or_default();
+    let lines = (a.state == Presence::Present && !block.is_empty())
+        .then(|| block.lines().map(str::to_string).collect());
+    let anchor = match (a.insertafter.as_deref(), a.insertbefore.as_deref()) {
+        (Some("EOF") | None, None) => Anchor::Eof,
+        (None, Some("BOF")) => Anchor::Bof,
+        (Some(r), None) => Anchor::After(regex(p, "insertafter", r)?),
+        (None, Some(r)) => Anchor::Before(regex(p, "insertbefore", r)?),
+        _ => {
+            return Err(p.error(
+                "insertbefore",
+                "give only one of 'insertafter' and 'insertbefore'",
+            ))
+        }
+    };
+    Ok(Box::new(BlockInFile {
+        path,
+        begin,
+        end,
+        lines,
+        anchor,
+        create: a.create,
+        opts: WriteOpts {
+            mode: a.mode.map(|m| m.0),
+            owner: a.owner,
+            group: a.group,
+            backup: a.backup,
+        },
+    }))
+}
+
+impl Module for BlockInFile {
+    fn probes(&self) -> Vec<Probe> {
+        vec![FileFact::probe(&self.path)]
+    }
+
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        let current = FileFact::read(facts, &self.path)?;
+        let missing = match (&self.lines, self.create) {
+            (None, _) => WhenMissing::Nothing,
+            (Some(_), true) => WhenMissing::Create,
+            (Some(_), false) => WhenMissing::NeedsCreate,
+        };
+        let Some(text) = files::text_to_edit(&self.path, current.as_ref(), missing)? else {
+            return Ok(Plan::noop());
+        };
+        let (new, markers) = self.edit(&text);
+        let mut plan = files::plan_content(&self.path, current.as_ref(), &new, &self.opts, true)?;
+        let after = match &self.lines {
+            Some(lines) => format!("{} lines between the markers", lines.len()),
+            None => "no block".to_string(),
+        };
+        for c in plan.changes.iter_mut().filter(|c| c.subject == self.path) {
+            c.subject = format!("{} block '{}'", self.path, self.begin);
+            c.before = Some(match markers {
+                Some((b, e)) => format!("block at lines {}-{}", b + 1, e + 1),
+                None => "no block".to_string(),
+            });
+            c.after = Some(after.clone());
+            if let Some((b, _)) = markers {
+                c.evidence = Some(format!("{}:{}", self.path, b + 1));
+            }
+        }
+        Ok(plan)
+    }
+}
+
+impl BlockInFile {
+    /// The 0-based lines of the last begin and end markers, in file order,
+    /// when both are there.
+    fn markers(&self, lines: &[&str]) -> Option<(usize, usize)> {
+        let last = |m: &str| lines.iter().rposition(|l| *l == m);
+        let (b, e) = (last(&self.begin)?, last(&self.end)?);
+        Some((b.min(e), b.max(e)))
+    }
+
+    /// Where a new block goes: after or before the last line the anchor
+    /// matches, at the end when none does.
+    fn insertion_point(&self, lines: &[&str]) -> usize {
+        let last = |r: &Regex| lines.iter().rposition(|l| r.is_match(l));
+        match &self.anchor {
+            Anchor::Bof => 0,
+            Anchor::Eof => lines.len(),
+            Anchor::After(r) => last(r).map_or(lines.len(), |i| i + 1),
+            Anchor::Before(r) => last(r).unwrap_or(lines.len()),
+        }
+    }
+
+    /// The file's text with the block in place (or gone), and where the
+    /// markers were; `text` itself when nothing changes.
+    fn edit(&self, text: &str) -> (String, Option<(usize, usize)>) {
+        let mut lines: Vec<&str> = text.lines().collect();
+        let markers = self.markers(&lines);
+        let at = match markers {
+            Some((b, e)) => {
+                lines.drain(b..=e);
+                b
+            }
+            None => self.insertion_point(&lines),
+        };
+        if let Some(block) = &self.lines {
+            let framed = std::iter::once(self.begin.as_str())
+                .chain(block.iter().map(String::as_str))
+                .chain(std::iter::once(self.end.as_str()));
+            lines.splice(at..at, framed);
+        }
+        if lines.iter().copied().eq(text.lines()) {
+            return (text.to_string(), markers);
+        }
+        (lines.iter().map(|l| format!("{l}\n")).collect(), markers)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modules::kit::plan::Effect;
+    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
+    use serde_json::json;
+
+    const PATH: &str = "/etc/ssh/sshd_config";
+
+    fn facts_with(content: Option<&str>) -> Facts {
+        let state = content.map(|c| files::FileState::written(c, 0o600, "root", "root"));
+        facts_of(&[(&format!("file:{PATH}"), &FileFact::render(&state).stdout)])
+    }
+
+    fn settle(facts: &Facts, plan: &Plan) -> Facts {
+        let mut f = facts.clone();
+        for e in &plan.effects {
+            if let Effect::Predict(k, r) = e {
+                f.insert(k.clone(), r.clone());
+            }
+        }
+        f
+    }
+
+    fn content(facts: &Facts) -> String {
+        FileFact::read(facts, PATH)
+            .unwrap()
+            .unwrap()
+            .content
+            .unwrap()
+    }
+
+    fn block(extra: serde_json::Value) -> Box<dyn Module> {
+        let mut p = json!({"path": PATH, "block": "Match User gpu\n  X11Forwarding no\n"});
+        p.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        build_test(&BLOCKINFILE, p).unwrap()
+    }
+
+    #[test]
+    fn inserts_a_framed_block_then_replans_to_a_noop() {
+        let facts = facts_with(Some("Port 22\nUsePAM yes\n"));
+        let m = block(json!({}));
+        let plan = m.plan(&facts).unwrap();
+        assert_eq!(plan.changes[0].before.as_deref(), Some("no block"));
+        assert_eq!(
+            plan.changes[0].after.as_deref(),
+            Some("2 lines between the markers")
+        );
+        assert_sh_syntax(m.as_ref(), &plan);
+        let after = settle(&facts, &plan);
+        assert_eq!(
+            content(&after),
+            "Port 22\nUsePAM yes\n# BEGIN ANSIBLE MANAGED BLOCK\nMatch User gpu\n  X11Forwarding no\n# END ANSIBLE MANAGED BLOCK\n"
+        );
+        assert_eq!(m.plan(&after).unwrap(), Plan::noop());
+    }
+
+    #[test]
+    fn replaces_the_block_between_markers_in_place() {
+        let text = "a\n# BEGIN ANSIBLE MANAGED BLOCK\nold\n# END ANSIBLE MANAGED BLOCK\nb\n";
+        let facts = facts_with(Some(text));
+        let plan = block(json!({})).plan(&facts).unwrap();
+        assert_eq!(
+            plan.changes[0].before.as_deref(),
+            Some("block at lines 2-4")
+        );
+        assert_eq!(
+            plan.changes[0].evidence.as_deref(),
+            Some(&*format!("{PATH}:2"))
+        );
+        assert_eq!(
+            content(&settle(&facts, &plan)),
+            "a\n# BEGIN ANSIBLE MANAGED BLOCK\nMatch User gpu\n  X11Forwarding no\n# END ANSIBLE MANAGED BLOCK\nb\n"
+        );
+        let gone = block(json!({"state": "absent"})).plan(&facts).unwrap();
+        assert_eq!(content(&settle(&facts, &gone)), "a\nb\n");
+        let emptied = block(json!({"block": ""})).plan(&facts).unwrap();
+        assert_eq!(content(&settle(&facts, &emptied)), "a\nb\n");
+    }
+
+    #[test]
+    fn anchors_custom_markers_and_missing_files() {
+        let text = "x\nMatch all\ny\n";
+        let facts = facts_with(Some(text));
+        let m = block(
+            json!({"insertbefore": "^Match", "marker": "## {mark} gpu", "marker_begin": "start", "marker_end": "stop", "block": "k"}),
+        );
+        assert_eq!(
+            content(&settle(&facts, &m.plan(&facts).unwrap())),
+            "x\n## start gpu\nk\n## stop gpu\nMatch all\ny\n"
+        );
+        let m = block(json!({"insertafter": "^nothing", "block": "k"}));
+        assert!(content(&settle(&facts, &m.plan(&facts).unwrap()))
+            .ends_with("y\n# BEGIN ANSIBLE MANAGED BLOCK\nk\n# END ANSIBLE MANAGED BLOCK\n"));
+        let m = block(json!({"insertbefore": "BOF", "block": "k"}));
+        assert!(content(&settle(&facts, &m.plan(&facts).unwrap())).starts_with("# BEGIN"));
+
+        let missing = facts_with(None);
+        let err = block(json!({})).plan(&missing).unwrap_err();
+        assert!(err.to_string().contains("create: true"), "{err}");
+        assert_eq!(
+            block(json!({"state": "absent"})).plan(&missing).unwrap(),
+            Plan::noop()
+        );
+        let m = block(json!({"create": true, "mode": "0640"}));
+        let after = settle(&missing, &m.plan(&missing).unwrap());
+        assert_eq!(FileFact::read(&after, PATH).unwrap().unwrap().mode, 0o640);
+        assert_eq!(m.plan(&after).unwrap(), Plan::noop());
+    }
+
+    #[test]
+    fn hostile_input_is_encoded_or_refused() {
+        let m = block(json!({"block": "$(reboot)\n`reboot`", "owner": "$(reboot)"}));
+        let plan = m.plan(&facts_with(Some(""))).unwrap();
+        assert_sh_syntax(m.as_ref(), &plan);
+        let step = plan.steps.join("\n");
+        assert!(step.contains("chown '$(reboot)'"), "{step}");
+        assert!(!step.contains("`reboot`"), "{step}");
+        let err = build_error(
+            &BLOCKINFILE,
+            json!({"path": PATH, "block": "x", "marker": "# fixed"}),
+        );
+        assert!(err.contains("{mark}"), "{err}");
+        let err = build_error(
+            &BLOCKINFILE,
+            json!({"path": PATH, "block": "x", "marker_begin": "a\nb"}),
+        );
+        assert!(err.contains("one line"), "{err}");
+        let err = build_error(&BLOCKINFILE, json!({"path": "/", "block": "x"}));
+        assert!(err.contains("refusing"), "{err}");
+    }
+}

@@ -1,0 +1,330 @@
+//! `replace`: every match of a regular expression in a file (or in the
+//! part of it between `after` and `before`) replaced.
+
+use regex::{Regex, RegexBuilder};
+
+use crate::modules::kit::fact::Fact;
+use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Facts, ModuleError, Plan};
+use crate::modules::params::{first_of, module_params, Mode, ParamError, Params};
+use crate::remote::probe::Probe;
+
+pub const REPLACE: ModuleSpec = ModuleSpec {
+    name: "replace",
+    aliases: &["ansible.builtin.replace"],
+    params: &ReplaceArgs::SPEC,
+    free_form: None,
+    build,
+};
+
+module_params! {
+    struct ReplaceArgs {
+        /// the file on the host
+        path: Option<String>,
+        /// another name for `path`
+        dest: Option<String>,
+        /// another name for `path`
+        name: Option<String>,
+        /// the regular expression (Python syntax, multi-line: `^` and `$` match at each line)
+        regexp: String,
+        /// what each match becomes; `\1` and `\g<name>` name groups
+        replace: String = String::new(),
+        /// only the text after the first match of this regular expression
+        after: Option<String>,
+        /// only the text before the first match of this regular expression
+        before: Option<String>,
+        /// keep a timestamped copy of the old file
+        backup: bool = false,
+        /// the file's mode, such as 0644
+        mode: Option<Mode>,
+        /// its owner
+        owner: Option<String>,
+        /// its group
+        group: Option<String>,
+    }
+}
+
+struct Replace {
+    path: String,
+    regexp: Regex,
+    /// The replacement in the regex crate's syntax.
+    replace: String,
+    /// Selects the part of the file to work on as its `section` group.
+    section: Option<Regex>,
+    opts: WriteOpts,
+}
+
+/// `r` compiled as Python's `re` does with `re.MULTILINE` (`^` and `$` at
+/// each line) or `re.DOTALL` (`.` across lines).
+fn regex(p: &Params, key: &str, r: &str, multi_line: bool) -> Result<Regex, ParamError> {
+    RegexBuilder::new(r)
+        .multi_line(multi_line)
+        .dot_matches_new_line(!multi_line)
+        .build()
+        .map_err(|e| {
+            let text = e.to_string();
+            let why = text.lines().last().unwrap_or_default();
+            let why = why.trim_start_matches("error: ");
+            p.error(key, format!("invalid regular expression '{r}': {why}"))
+        })
+}
+
+fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let a = ReplaceArgs::read(p)?;
+    let (key, path) = first_of(p, [("path", a.path), ("dest", a.dest), ("name", a.name)])?;
+    p.destructive_path(key, &path)?;
+    // Checked alone first, so an error quotes what the task wrote.
+    for (key, r) in [("after", &a.after), ("before", &a.before)] {
+        if let Some(r) = r {
+            regex(p, key, r, false)?;
+        }
+    }
+    // As Ansible does: the section is the shortest text between the two,
+    // across lines.
+    let section = match (&a.after, &a.before) {
+        (Some(af), Some(bf)) => Some(format!("(?:{af})(?P<section>.*?)(?:{bf})")),
+        (Some(af), None) => Some(format!("(?:{af})(?P<section>.*)")),
+        (None, Some(bf)) => Some(format!("(?P<section>.*?)(?:{bf})")),
+        (None, None) => None,
+    };
+    let section = section.map(|s| regex(p, "after", &s, false)).transpose()?;
+    Ok(Box::new(Replace {
+        path,
+        regexp: regex(p, "regexp", &a.regexp, true)?,
+        replace: python_replacement(&a.replace),
+        section,
+        opts: WriteOpts {
+            mode: a.mode.map(|m| m.0),
+            owner: a.owner,
+            group: a.group,
+            backup: a.backup,
+        },
+    }))
+}
+
+/// Python's replacement syntax (`\1`, `\g<1>`, `\g<name>`, `\n`, `\t`,
+/// `\\`) in the regex crate's (`${1}`, `$$` for a dollar).
+fn python_replacement(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '$' => out.push_str("$$"),
+            '\\' => match chars.peek().copied() {
+                Some(d) if d.is_ascii_digit() => {
+                    let mut group = String::new();
+                    while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
+                        group.push(d);
+                        chars.next();
+                    }
+                    out.push_str(&format!("${{{group}}}"));
+                }
+                Some('g') => {
+                    chars.next();
+                    let rest: String = chars.clone().collect();
+                    match rest.strip_prefix('<').and_then(|r| r.split_once('>')) {
+                        Some((name, _)) => {
+                            out.push_str(&format!("${{{name}}}"));
+                            for _ in 0..name.chars().count() + 2 {
+                                chars.next();
+                            }
+                        }
+                        None => out.push_str("\\g"),
+                    }
+                }
+                Some('n') => {
+                    chars.next();
+                    out.push('\n');
+                }
+                Some('t') => {
+                    chars.next();
+                    out.push('\t');
+                }
+                Some('\\') => {
+                    chars.next();
+                    out.push('\\');
+                }
+                _ => out.push('\\'),
+            },
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+impl Module for Replace {
+    fn probes(&self) -> Vec<Probe> {
+        vec![FileFact::probe(&self.path)]
+    }
+
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        let current = FileFact::read(facts, &self.path)?;
+        let Some(text) = files::text_to_edit(&self.path, current.as_ref(), WhenMissing::Missing)?
+        else {
+            return Ok(Plan::noop());
+        };
+        let Some((start, end)) = self.section(&text) else {
+            let mut plan = Plan::noop();
+            plan.notes.push(format!(
+                "{}: the 'after'/'before' patterns do not match; nothing replaced",
+                self.path
+            ));
+            return Ok(plan);
+        };
+        let part = &text[start..end];
+        let count = self.regexp.find_iter(part).count();
+        let replaced = self.regexp.replace_all(part, self.replace.as_str());
+        let new = format!("{}{replaced}{}", &text[..start], &text[end..]);
+        let mut plan = files::plan_content(&self.path, current.as_ref(), &new, &self.opts, true)?;
+        for c in plan.changes.iter_mut().filter(|c| c.subject == self.path) {
+            c.before = Some(format!("{count} match(es) of '{}'", self.regexp.as_str()));
+            c.after = Some("replaced".into());
+            if let Some(m) = self.regexp.find(part) {
+                let line = text[..start + m.start()].matches('\n').count() + 1;
+                c.evidence = Some(format!("{}:{line}", self.path));
+            }
+        }
+        Ok(plan)
+    }
+}
+
+impl Replace {
+    /// The byte range to work on: all of `text`, or the section between
+    /// `after` and `before`; `None` when those do not match.
+    fn section(&self, text: &str) -> Option<(usize, usize)> {
+        match &self.section {
+            None => Some((0, text.len())),
+            Some(re) => {
+                let m = re.captures(text)?.name("section")?;
+                Some((m.start(), m.end()))
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modules::kit::plan::Effect;
+    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
+    use serde_json::json;
+
+    const PATH: &str = "/etc/default/grub";
+
+    fn facts_with(content: Option<&str>) -> Facts {
+        let state = content.map(|c| files::FileState::written(c, 0o644, "root", "root"));
+        facts_of(&[(&format!("file:{PATH}"), &FileFact::render(&state).stdout)])
+    }
+
+    fn settle(facts: &Facts, plan: &Plan) -> Facts {
+        let mut f = facts.clone();
+        for e in &plan.effects {
+            if let Effect::Predict(k, r) = e {
+                f.insert(k.clone(), r.clone());
+            }
+        }
+        f
+    }
+
+    fn content(facts: &Facts) -> String {
+        FileFact::read(facts, PATH)
+            .unwrap()
+            .unwrap()
+            .content
+            .unwrap()
+    }
+
+    fn replace(params: serde_json::Value) -> Box<dyn Module> {
+        let mut p = json!({"path": PATH});
+        p.as_object_mut()
+            .unwrap()
+            .extend(params.as_object().unwrap().clone());
+        build_test(&REPLACE, p).unwrap()
+    }
+
+    #[test]
+    fn replaces_every_match_with_python_backreferences_then_replans_to_a_noop() {
+        let text = "GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX=\"quiet\"\n";
+        let facts = facts_with(Some(text));
+        let m = replace(json!({
+            "regexp": r#"^(GRUB_CMDLINE_LINUX)="quiet"$"#,
+            "replace": r#"\1="quiet iommu=pt""#,
+        }));
+        let plan = m.plan(&facts).unwrap();
+        assert_eq!(plan.changes.len(), 1);
+        assert_eq!(
+            plan.changes[0].evidence.as_deref(),
+            Some(&*format!("{PATH}:2"))
+        );
+        assert_sh_syntax(m.as_ref(), &plan);
+        let after = settle(&facts, &plan);
+        assert_eq!(
+            content(&after),
+            "GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX=\"quiet iommu=pt\"\n"
+        );
+        assert_eq!(m.plan(&after).unwrap(), Plan::noop());
+    }
+
+    #[test]
+    fn no_match_is_a_noop() {
+        let facts = facts_with(Some("a\n"));
+        let m = replace(json!({"regexp": "^b$", "replace": "c"}));
+        assert_eq!(m.plan(&facts).unwrap(), Plan::noop());
+    }
+
+    #[test]
+    fn after_and_before_bound_the_section() {
+        let text = "x=1\n[gpu]\nx=1\n[end]\nx=1\n";
+        let facts = facts_with(Some(text));
+        let m = replace(
+            json!({"regexp": "^x=1$", "replace": "x=2", "after": r"\[gpu\]", "before": r"\[end\]"}),
+        );
+        let after = settle(&facts, &m.plan(&facts).unwrap());
+        assert_eq!(content(&after), "x=1\n[gpu]\nx=2\n[end]\nx=1\n");
+        assert_eq!(m.plan(&after).unwrap(), Plan::noop());
+        let m = replace(json!({"regexp": "^x=1$", "replace": "x=2", "after": r"\[gpu\]"}));
+        assert_eq!(
+            content(&settle(&facts, &m.plan(&facts).unwrap())),
+            "x=1\n[gpu]\nx=2\n[end]\nx=2\n"
+        );
+        let m = replace(json!({"regexp": "^x=1$", "replace": "x=2", "after": "nowhere"}));
+        let plan = m.plan(&facts).unwrap();
+        assert!(plan.changes.is_empty() && plan.steps.is_empty());
+        assert!(plan.notes[0].contains("do not match"), "{plan:?}");
+    }
+
+    #[test]
+    fn python_replacement_syntax_translates() {
+        assert_eq!(
+            python_replacement(r"\1-\g<2>-\g<name>"),
+            "${1}-${2}-${name}"
+        );
+        assert_eq!(python_replacement(r"a\nb\\c$HOME"), "a\nb\\c$$HOME");
+        assert_eq!(python_replacement(r"\q\g"), r"\q\g");
+    }
+
+    #[test]
+    fn hostile_and_broken_input() {
+        let facts = facts_with(Some("user=x\n"));
+        let m = replace(json!({"regexp": "x", "replace": "$(reboot)", "group": "`reboot`"}));
+        let plan = m.plan(&facts).unwrap();
+        assert_sh_syntax(m.as_ref(), &plan);
+        assert!(plan.steps.join("\n").contains("chown ':`reboot`'"));
+        assert_eq!(content(&settle(&facts, &plan)), "user=$(reboot)\n");
+        let err = build_error(&REPLACE, json!({"path": PATH, "regexp": "(a"}));
+        assert_eq!(
+            err,
+            "replace: invalid regular expression '(a': unclosed group"
+        );
+        let err = build_error(
+            &REPLACE,
+            json!({"path": PATH, "regexp": "a", "before": "(b"}),
+        );
+        assert!(err.contains("'(b'"), "{err}");
+        let err = replace(json!({"regexp": "a"}))
+            .plan(&facts_with(None))
+            .unwrap_err();
+        assert!(err.to_string().contains("does not exist"), "{err}");
+    }
+}
