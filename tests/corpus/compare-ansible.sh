@@ -7,6 +7,7 @@
 # totals; needs root and util-linux unshare.
 #
 # usage: tests/corpus/compare-ansible.sh [CASE_GLOB]
+# CORPUS_DEBUG=1 prints ansible's whole output for each failed check.
 # ANSIBLE_VENV (default ~/.cache/nodeprov-corpus/venv) holds the pinned
 # `ansible` package (ansible-core plus the collections the cases name);
 # it is created when missing.
