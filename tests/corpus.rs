@@ -1,8 +1,8 @@
-//! Real public Ansible content (`tests/corpus/`, sources in its MANIFEST.tsv,
-//! each source repository's licence in `licenses/`)
-//! through the real binary: `validate` on each case's play, and `check -c
-//! local` inside an isolated host. The figures must equal the ones the README
-//! states, so the README stays true and a regression (or progress) shows.
+//! Real public Ansible content through the real binary: `validate` on each
+//! case's play, and `check -c local` inside an isolated host. The figures must
+//! equal the ones the README states, so the README stays true and a
+//! regression (or progress) shows. Sources are in `tests/corpus/MANIFEST.tsv`,
+//! each source repository's licence in `tests/corpus/licenses/`.
 //!
 //! A second, diagnostic pass inlines each case's task and handler files into
 //! one plain play, as if roles and includes were supported, and counts which
