@@ -48,9 +48,12 @@ impl Finder {
         Finder { dirs }
     }
 
+    /// A name is looked up in each folder, also when it holds a `/`
+    /// (`kubernetes/preinstall`, as kubespray names its roles); an
+    /// absolute path is taken as it is.
     fn find(&self, name: &str) -> Option<PathBuf> {
         let path = Path::new(name);
-        if path.is_absolute() || name.contains('/') {
+        if path.is_absolute() {
             return path.is_dir().then(|| path.to_path_buf());
         }
         self.dirs.iter().map(|d| d.join(name)).find(|p| p.is_dir())

@@ -320,7 +320,12 @@ fn candidates(
         return Vec::new();
     };
     let pattern = glob_of(file);
-    let mut found: Vec<PathBuf> = glob_in(&scope.dir, &pattern);
+    // The including file matches a pattern such as `{{ os }}.yml` too; it
+    // is not a file the name can mean.
+    let mut found: Vec<PathBuf> = glob_in(&scope.dir, &pattern)
+        .into_iter()
+        .filter(|p| !scope.stack.contains(p))
+        .collect();
     found.sort();
     if found.is_empty() {
         errors.push(at.error(format!(

@@ -27,6 +27,7 @@ pub(crate) mod registry;
 pub(crate) mod replace;
 pub(crate) mod service;
 pub(crate) mod set_fact;
+pub(crate) mod setup;
 pub(crate) mod stat;
 pub(crate) mod swapfile;
 pub(crate) mod sysctl;

@@ -4,8 +4,8 @@
 use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
     assert, blockinfile, command, copy, cuda_env, debug, file, gpu_smoke, kernel_blacklist,
-    lineinfile, modprobe, mount, package, pam_limits, replace, service, set_fact, stat, swapfile,
-    sysctl,
+    lineinfile, modprobe, mount, package, pam_limits, replace, service, set_fact, setup, stat,
+    swapfile, sysctl,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -29,6 +29,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         assert::FAIL,
         set_fact::SET_FACT,
         set_fact::INCLUDE_VARS,
+        setup::SETUP,
         blockinfile::BLOCKINFILE,
         replace::REPLACE,
         pam_limits::PAM_LIMITS,
