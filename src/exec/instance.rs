@@ -39,6 +39,8 @@ pub(crate) enum ResolveError {
     /// The module refused its parameters (a rendered diagnostic).
     #[error("{0}")]
     Module(String),
+    #[error("{at}: environment: {why}")]
+    Environment { at: String, why: String },
 }
 
 /// One task for one loop item on one host, resolved.
@@ -50,6 +52,8 @@ pub(crate) struct TaskInstance<'p> {
     pub vars: Value,
     /// `ignore_errors`, judged with those variables when templated.
     pub ignore_errors: bool,
+    /// `environment:` rendered, for the task's steps.
+    pub environment: Vec<(String, String)>,
 }
 
 /// What resolving an instance came to.
@@ -121,10 +125,19 @@ impl Resolver<'_> {
             label,
             vars,
             ignore_errors,
+            environment: Vec::new(),
         };
         match self.when_holds(&instance) {
             Ok(true) => {}
             Ok(false) => return Resolution::Skip(instance),
+            Err(error) => {
+                let label = instance.label;
+                return Resolution::Failed { label, error };
+            }
+        }
+        let mut instance = instance;
+        match self.environment(spec, &instance.vars) {
+            Ok(env) => instance.environment = env,
             Err(error) => {
                 let label = instance.label;
                 return Resolution::Failed { label, error };
@@ -204,6 +217,43 @@ impl Resolver<'_> {
             (None, Value::String(s)) => s,
             (None, other) => other.to_string(),
         }
+    }
+
+    /// The task's environment: each source rendered to a mapping, later
+    /// keys winning.
+    fn environment(
+        &self,
+        spec: &PreparedTask,
+        vars: &Value,
+    ) -> Result<Vec<(String, String)>, ResolveError> {
+        let mut env: Vec<(String, String)> = Vec::new();
+        for node in &spec.task.environment {
+            let fail = |why: String| ResolveError::Environment {
+                at: node.span.location(),
+                why,
+            };
+            let rendered = self
+                .ctx
+                .templates
+                .render_value(&node.to_json(), vars)
+                .map_err(|e| fail(e.to_string()))?;
+            let Value::Object(map) = rendered else {
+                return Err(fail(format!("must be a mapping, got {rendered}")));
+            };
+            for (k, v) in map {
+                // The name reaches the shell unquoted in `export`.
+                if !crate::load::playbook::is_identifier(&k) {
+                    return Err(fail(format!("'{k}' is not an environment variable name")));
+                }
+                let text = match v {
+                    Value::String(s) => s,
+                    other => other.to_string(),
+                };
+                env.retain(|(name, _)| *name != k);
+                env.push((k, text));
+            }
+        }
+        Ok(env)
     }
 
     /// A templated `ignore_errors` that cannot be judged does not ignore.

@@ -30,6 +30,7 @@ const PLAY_KEYS: &[&str] = &[
     "handlers",
     "validate",
     "tags",
+    "environment",
 ];
 
 const TASK_KEYS: &[&str] = &[
@@ -51,6 +52,7 @@ const TASK_KEYS: &[&str] = &[
     "args",
     "listen",
     "vars",
+    "environment",
 ];
 
 #[derive(Debug)]
@@ -115,6 +117,9 @@ pub struct Task {
     pub vars_node: Option<Node>,
     /// The role the task comes from, if any.
     pub role: Option<Arc<Role>>,
+    /// `environment:` of the play, its blocks and the task, in that order:
+    /// mappings, or templates that render to one; later keys win.
+    pub environment: Vec<Node>,
     pub span: Span,
 }
 
@@ -499,7 +504,10 @@ fn parse_play(
     };
     let mut become_ = false;
     let mut hosts_seen = false;
-    let scope = tasks::Scope::new(dir.to_path_buf(), finder.clone());
+    let mut scope = tasks::Scope::new(dir.to_path_buf(), finder.clone());
+    if let Some(env) = node.get("environment") {
+        scope.inherit_environment(environment(env, errors));
+    }
     let mut sections: [Option<&Node>; 4] = [None; 4];
     for (k, v) in entries {
         let Some(key) = key_name(k, "a play keyword", errors) else {
@@ -537,6 +545,7 @@ fn parse_play(
             "handlers" => play.handlers = tasks::expand(v, &scope, errors),
             "validate" => play.validate = tasks::expand(v, &scope, errors),
             "become_method" => become_method(v, errors),
+            "environment" => {}
             "remote_user" | "connection" => errors.push(unsupported(k)),
             _ => errors.push(unknown_key(k, "play keyword", PLAY_KEYS)),
         }
@@ -670,6 +679,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
         vars: serde_json::Map::new(),
         vars_node: None,
         role: None,
+        environment: Vec::new(),
         span: node.span.clone(),
     };
     let mut become_: Option<bool> = None;
@@ -711,6 +721,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
                 task.vars_node = Some(v.clone());
             }
             "args" => args = Some(v),
+            "environment" => task.environment.extend(environment(v, errors)),
             "become_method" => become_method(v, errors),
             "timeout" | "no_log" => errors.push(unsupported(k)),
             _ => match modules::find(key) {
@@ -761,6 +772,31 @@ fn unknown_module(k: &Node) -> Diagnostic {
         "'{name}' is not a module or task keyword supported by nodeprov"
     ))
     .with_hint(format!("modules nodeprov has: {}", modules.join(", ")))
+}
+
+/// An `environment:` value: a mapping of variable names, or a template
+/// that renders to one (`"{{ proxy_env }}"`).
+pub(super) fn environment(v: &Node, errors: &mut Errors) -> Option<Node> {
+    match &v.value {
+        Value::Map(entries) => {
+            for (k, _) in entries {
+                let name = k.scalar_text().unwrap_or_default();
+                if !is_identifier(&name) {
+                    errors.push(k.error(format!("'{name}' is not an environment variable name")));
+                }
+            }
+            Some(v.clone())
+        }
+        Value::Str(s) if crate::template::is_templated(s) => Some(v.clone()),
+        Value::Null => None,
+        _ => {
+            errors.push(v.error(format!(
+                "environment must be a mapping or a template of one, found {}",
+                v.kind()
+            )));
+            None
+        }
+    }
 }
 
 /// `become`/`become_user` as one setting: `Some(None)` runs as the login

@@ -429,7 +429,7 @@ mod tests {
     fn blocks_hand_down_conditions_tags_become_and_vars() {
         let (_dir, pb) = load_tree(&[(
             "site.yml",
-            "- hosts: all\n  become: true\n  tasks:\n    - block:\n        - name: inner\n          command: echo {{ a }}\n          when: b\n          tags: t2\n          vars: {c: 3}\n      when: a is defined\n      tags: [t1]\n      vars: {a: 1, c: 2}\n      ignore_errors: true\n",
+            "- hosts: all\n  become: true\n  environment: {P: play}\n  tasks:\n    - environment: {B: block}\n      block:\n        - name: inner\n          command: echo {{ a }}\n          when: b\n          tags: t2\n          vars: {c: 3}\n      when: a is defined\n      tags: [t1]\n      vars: {a: 1, c: 2}\n      ignore_errors: true\n",
         )]);
         let t = &pb.plays[0].tasks[0];
         assert_eq!(
@@ -439,6 +439,14 @@ mod tests {
         assert_eq!(t.tags, ["t1", "t2"]);
         assert_eq!(t.vars["a"], 1);
         assert_eq!(t.vars["c"], 3, "the task's own vars win");
+        let env: Vec<_> = t.environment.iter().map(|n| n.to_json()).collect();
+        assert_eq!(
+            env,
+            [
+                serde_json::json!({"P": "play"}),
+                serde_json::json!({"B": "block"})
+            ]
+        );
         assert!(t.ignore_errors);
     }
 

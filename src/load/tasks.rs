@@ -24,6 +24,7 @@ const BLOCK_KEYS: &[&str] = &[
     "vars",
     "ignore_errors",
     "check_mode",
+    "environment",
 ];
 
 const INCLUDE_KEYS: &[&str] = &[
@@ -37,6 +38,7 @@ const INCLUDE_KEYS: &[&str] = &[
     "loop",
     "with_items",
     "loop_control",
+    "environment",
 ];
 
 /// What an enclosing block, include or role hands down to its tasks.
@@ -50,6 +52,7 @@ pub(super) struct Inherit {
     ignore_errors: bool,
     check_mode: Option<bool>,
     role: Option<Arc<Role>>,
+    environment: Vec<Node>,
 }
 
 /// Where a task list is read: relative includes resolve against `dir`.
@@ -72,6 +75,10 @@ impl Scope {
             roles,
             play: roles::Shared::default(),
         }
+    }
+
+    pub fn inherit_environment(&mut self, env: Option<Node>) {
+        self.inherit.environment.extend(env);
     }
 
     pub fn with_role(&self, role: Arc<Role>, vars: Vec<(Node, Node)>) -> Scope {
@@ -98,6 +105,7 @@ impl Scope {
                 "tags" => inh.tags.extend(playbook::string_list(v, "tags", errors)),
                 "become" => become_ = Some(playbook::boolean(v, "become", errors)),
                 "become_user" => become_user = Some(playbook::string(v, "become_user", errors)),
+                "environment" => inh.environment.extend(playbook::environment(v, errors)),
                 "vars" => {
                     playbook::vars_map(v, errors);
                     inh.vars
@@ -511,6 +519,10 @@ fn inherit(task: &mut Task, inh: &Inherit) {
             task.vars = m;
         }
         task.vars_node = Some(node);
+    }
+    if !inh.environment.is_empty() {
+        let own = std::mem::take(&mut task.environment);
+        task.environment = inh.environment.iter().cloned().chain(own).collect();
     }
     task.ignore_errors |= inh.ignore_errors;
     task.check_mode = task.check_mode.or(inh.check_mode);

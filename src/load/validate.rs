@@ -50,7 +50,8 @@ fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Dia
     let nodes = params
         .chain(&task.loop_items)
         .chain(&task.loop_label)
-        .chain(&task.vars_node);
+        .chain(&task.vars_node)
+        .chain(&task.environment);
     for node in nodes {
         check_strings(t, node, errors);
     }

@@ -131,6 +131,7 @@ impl<'p> HostRun<'_, 'p> {
                 self.to_verify.push(ToVerify { result: i, module });
             }
             let may_fail = instance.ignore_errors || spec.failed_when.is_some();
+            let steps = with_environment(&instance.environment, steps);
             self.pending.push(Pending {
                 step: Step::new(i, steps, may_fail),
                 is_command,
@@ -171,5 +172,35 @@ impl<'p> HostRun<'_, 'p> {
             results.pop().unwrap_or(Value::Null)
         };
         self.vars.registered.insert(name.clone(), value);
+    }
+}
+
+/// Each step with the task's environment exported first: a step runs in
+/// its own subshell, so the variables reach only this task's commands.
+fn with_environment(env: &[(String, String)], steps: Vec<String>) -> Vec<String> {
+    if env.is_empty() {
+        return steps;
+    }
+    let exports: String = env
+        .iter()
+        .map(|(k, v)| format!("export {k}={}\n", crate::remote::shell::quote(v)))
+        .collect();
+    steps.into_iter().map(|s| format!("{exports}{s}")).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_environment;
+
+    #[test]
+    fn environment_is_exported_quoted_before_each_step() {
+        let env = vec![(
+            "HTTP_PROXY".to_string(),
+            "http://p:3128 $(reboot)".to_string(),
+        )];
+        let steps = with_environment(&env, vec!["a".into(), "b".into()]);
+        assert_eq!(steps[0], "export HTTP_PROXY='http://p:3128 $(reboot)'\na");
+        assert_eq!(steps[1], "export HTTP_PROXY='http://p:3128 $(reboot)'\nb");
+        assert_eq!(with_environment(&[], vec!["a".into()]), ["a"]);
     }
 }
