@@ -64,6 +64,7 @@ fn execute_with(
     let req = RunRequest {
         playbook: pb,
         inventory: &inventory,
+        shard: None,
         limit: None,
         opts: RunOptions {
             check,
