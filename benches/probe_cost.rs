@@ -6,7 +6,8 @@
 //! NODEPROV_BENCH_REPS (default 5) size it. Needs root, like the SSH tests.
 //! For each host it counts the processes the run started inside the host's
 //! PID namespace and the CPU time they used (see probe_cost/meter.rs), and
-//! prints a markdown table of medians per host.
+//! prints a markdown table of medians per host, also written to
+//! benches/PROBE_COST.md.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -24,6 +25,7 @@ use support::sshd::SshFleet;
 const FIRST_ADDRESS: u8 = 201;
 const PLAYBOOK: &str = include_str!("scenarios/sysctl/nodeprov.yml");
 const FLOOR: &str = include_str!("scenarios/sysctl/floor.sh");
+const RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/PROBE_COST.md");
 
 fn main() {
     let hosts = env_number("NODEPROV_BENCH_HOSTS", 10);
@@ -63,7 +65,9 @@ fn main() {
         floor.extend(measure(&meters, || floor_run(&fleet, dir.path())));
     }
     let (ours, floor) = (Cost::median(&ours), Cost::median(&floor));
-    println!("{}", table(hosts, reps, &ours, &floor));
+    let md = table(hosts, reps, &ours, &floor);
+    println!("{md}");
+    std::fs::write(RESULTS, md).expect("write benches/PROBE_COST.md");
 }
 
 fn env_number(name: &str, default: usize) -> usize {
@@ -128,7 +132,9 @@ fn table(hosts: usize, reps: usize, ours: &Cost, floor: &Cost) -> String {
         )
     };
     format!(
-        "No-op check of the sysctl scenario, target cost per host \
+        "# Target cost of a no-op check\n\n`cargo bench --bench probe_cost`; \
+         see benches/README.md for how it is measured.\n\n\
+         No-op check of the sysctl scenario, target cost per host \
          (median of {hosts} hosts × {reps} runs):\n\n\
          | run | processes started | CPU s | vs floor |\n|---|---:|---:|---:|\n{}{}",
         row("nodeprov check", ours),
