@@ -19,6 +19,7 @@ use support::{assert_machine_unchanged, machine_digest};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 const SUBMIT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/slurm/submit.sh");
+const SCHEMA: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/schemas/report.schema.json");
 const START_TIMEOUT: Duration = Duration::from_secs(30);
 const JOB_TIMEOUT: Duration = Duration::from_secs(180);
 
@@ -310,6 +311,7 @@ fn a_slurm_array_of_four_shards_merges_into_the_single_controller_report() {
     );
 
     let fleet_doc = read_json(&reports.join("fleet/report.json"));
+    assert_valid(&fleet_doc);
     assert_eq!(
         comparable(&fleet_doc),
         comparable(&single.doc),
@@ -333,6 +335,13 @@ fn a_slurm_array_of_four_shards_merges_into_the_single_controller_report() {
     assert_machine_unchanged(&before);
 }
 
+fn assert_valid(doc: &Value) {
+    let schema: Value = serde_json::from_str(&std::fs::read_to_string(SCHEMA).unwrap()).unwrap();
+    let validator = jsonschema::draft202012::new(&schema).expect("a valid schema");
+    let errors: Vec<String> = validator.iter_errors(doc).map(|e| e.to_string()).collect();
+    assert!(errors.is_empty(), "{errors:#?}\n{doc:#}");
+}
+
 #[test]
 fn merge_names_a_shard_that_wrote_no_report() {
     let fleet = SshFleet::start(3);
@@ -354,6 +363,7 @@ fn merge_names_a_shard_that_wrote_no_report() {
             dir.to_str().unwrap(),
         ]));
         assert_eq!(run.code, 2, "{run}");
+        assert_valid(&read_json(&dir.join("report.json")));
         written.push(dir.join("report.json").display().to_string());
     }
     let mut args = vec!["report", "merge"];
