@@ -55,17 +55,36 @@ fn main() {
     let applied = nodeprov("apply").status().unwrap();
     assert!(applied.success(), "the first apply failed");
     let meters: Vec<Meter> = fleet.hosts.iter().map(Meter::new).collect();
-    let (mut ours, mut floor) = (Vec::new(), Vec::new());
+    let mut rows = [
+        Row::new("nodeprov check"),
+        Row::new(&format!("nodeprov check, {SHARDS} × --shard")),
+        Row::new("floor: one ssh + sh script"),
+    ];
     for rep in 1..=reps {
         eprintln!("rep {rep}/{reps}");
-        ours.extend(measure(&meters, || {
+        rows[0].measure(&meters, || {
             let code = nodeprov("check").status().unwrap().code();
             assert_eq!(code, Some(0), "the no-op check found drift or failed");
-        }));
-        floor.extend(measure(&meters, || floor_run(&fleet, dir.path())));
+        });
+        rows[1].measure(&meters, || {
+            let shards: Vec<_> = (1..=SHARDS)
+                .map(|i| {
+                    let mut cmd = nodeprov("check");
+                    cmd.args(["--shard", &format!("{i}/{SHARDS}")]);
+                    cmd.spawn().unwrap()
+                })
+                .collect();
+            for mut shard in shards {
+                assert_eq!(
+                    shard.wait().unwrap().code(),
+                    Some(0),
+                    "a shard found drift or failed"
+                );
+            }
+        });
+        rows[2].measure(&meters, || floor_run(&fleet, dir.path()));
     }
-    let (ours, floor) = (Cost::median(&ours), Cost::median(&floor));
-    let md = table(hosts, reps, &ours, &floor);
+    let md = table(hosts, reps, &rows);
     println!("{md}");
     std::fs::write(RESULTS, md).expect("write benches/PROBE_COST.md");
 }
@@ -77,15 +96,35 @@ fn env_number(name: &str, default: usize) -> usize {
     })
 }
 
-/// Each host's cost of one `run` over all of them.
-fn measure(meters: &[Meter], run: impl FnOnce()) -> Vec<Cost> {
-    let before: Vec<_> = meters.iter().map(Meter::read).collect();
-    run();
-    meters
-        .iter()
-        .zip(before)
-        .map(|(m, b)| m.read().since(&b))
-        .collect()
+const SHARDS: usize = 4;
+
+/// One way of checking the fleet: each host's cost per run, and the
+/// controller's CPU per host per run.
+struct Row {
+    name: String,
+    targets: Vec<Cost>,
+    controller_s: Vec<f64>,
+}
+
+impl Row {
+    fn new(name: &str) -> Row {
+        Row {
+            name: name.into(),
+            targets: Vec::new(),
+            controller_s: Vec::new(),
+        }
+    }
+
+    /// One `run` over all hosts.
+    fn measure(&mut self, meters: &[Meter], run: impl FnOnce()) {
+        let before: Vec<_> = meters.iter().map(Meter::read).collect();
+        let controller = meter::children_cpu_s();
+        run();
+        let controller = meter::children_cpu_s() - controller;
+        self.controller_s.push(controller / meters.len() as f64);
+        self.targets
+            .extend(meters.iter().zip(before).map(|(m, b)| m.read().since(&b)));
+    }
 }
 
 /// One `ssh host sh -s < floor.sh` per host, all at once, as a shell script
@@ -122,22 +161,28 @@ fn floor_run(fleet: &SshFleet, dir: &Path) {
     }
 }
 
-fn table(hosts: usize, reps: usize, ours: &Cost, floor: &Cost) -> String {
-    let row = |name: &str, c: &Cost| {
-        format!(
-            "| {name} | {} | {:.3} | {:.2}× |\n",
-            c.processes,
-            c.cpu_s,
-            c.cpu_s / floor.cpu_s.max(f64::EPSILON)
-        )
-    };
-    format!(
+fn table(hosts: usize, reps: usize, rows: &[Row]) -> String {
+    let floor = Cost::median(&rows[rows.len() - 1].targets);
+    let mut md = format!(
         "# Target cost of a no-op check\n\n`cargo bench --bench probe_cost`; \
          see benches/README.md for how it is measured.\n\n\
-         No-op check of the sysctl scenario, target cost per host \
-         (median of {hosts} hosts × {reps} runs):\n\n\
-         | run | processes started | CPU s | vs floor |\n|---|---:|---:|---:|\n{}{}",
-        row("nodeprov check", ours),
-        row("floor: one ssh + sh script", floor)
-    )
+         No-op check of the sysctl scenario, cost per host \
+         (medians of {hosts} hosts × {reps} runs):\n\n\
+         | run | target: processes started | target: CPU s | vs floor | controller: CPU ms |\n\
+         |---|---:|---:|---:|---:|\n"
+    );
+    for row in rows {
+        let c = Cost::median(&row.targets);
+        let mut ctl = row.controller_s.clone();
+        ctl.sort_by(f64::total_cmp);
+        md += &format!(
+            "| {} | {} | {:.3} | {:.2}× | {:.1} |\n",
+            row.name,
+            c.processes,
+            c.cpu_s,
+            c.cpu_s / floor.cpu_s.max(f64::EPSILON),
+            1000.0 * ctl[ctl.len() / 2]
+        );
+    }
+    md
 }

@@ -84,3 +84,14 @@ impl Cost {
         }
     }
 }
+
+/// CPU seconds of this process's waited-for children so far: the controller
+/// side of a run (nodeprov, or the floor's `ssh` clients).
+pub fn children_cpu_s() -> f64 {
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes the struct it is given.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    assert_eq!(rc, 0, "getrusage");
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
+}
