@@ -26,6 +26,10 @@ REQUIRED_COMMANDS=(
 	"useradd passwd"
 	"xmllint libxml2-utils"
 	"chromium chromium"
+	"munged munge"
+	"slurmctld slurmctld"
+	"slurmd slurmd"
+	"sbatch slurm-client"
 )
 
 # What the real-VM tests add.

@@ -4,6 +4,8 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+use crate::load::inventory::shard::Shard;
+
 const EXIT_CODES: &str = "Exit codes:
   0  success; in check mode: compliant
   1  nothing ran: usage or configuration error
@@ -35,6 +37,29 @@ pub enum Command {
     /// GPU smoke test: prove each node really computes (exit 4 when a host fails it).
     #[command(after_help = EXIT_CODES)]
     Smoke(SmokeArgs),
+    /// Work on reports written by earlier runs.
+    #[command(subcommand)]
+    Report(ReportCommand),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ReportCommand {
+    /// Merge the JSON reports of the N shards of one run (`--shard I/N`) into
+    /// the fleet report; exits with the fleet's exit code.
+    #[command(after_help = EXIT_CODES)]
+    Merge(MergeArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct MergeArgs {
+    /// The shards' JSON reports (`--format json` output or `--report` report.json), each once.
+    #[arg(required = true)]
+    pub reports: Vec<PathBuf>,
+    /// Also write DIR/report.json, DIR/junit.xml and DIR/report.html of the whole fleet.
+    #[arg(long, value_name = "DIR")]
+    pub report: Option<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Format::Human)]
+    pub format: Format,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -128,6 +153,10 @@ pub struct RunArgs {
     /// Also write DIR/report.json and DIR/junit.xml (created if missing).
     #[arg(long, value_name = "DIR")]
     pub report: Option<PathBuf>,
+    /// Work on part I of N of the targeted hosts (1-based; names sorted, dealt in turn);
+    /// merge the N reports with `nodeprov report merge`.
+    #[arg(long, value_name = "I/N")]
+    pub shard: Option<Shard>,
 }
 
 #[derive(Args, Debug)]

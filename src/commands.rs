@@ -1,6 +1,7 @@
 //! The subcommands, wired from CLI flags to the layers below; errors become
 //! one readable message here and nowhere else.
 
+use std::collections::HashSet;
 use std::io::{IsTerminal, Write};
 use std::path::Path;
 use std::sync::Mutex;
@@ -8,11 +9,14 @@ use std::sync::Mutex;
 use serde_json::{Map, Value};
 
 use crate::cli::{
-    Cli, Command, FactsArgs, Format, InventoryArgs, RunArgs, SmokeArgs, ValidateArgs,
+    Cli, Command, FactsArgs, Format, InventoryArgs, MergeArgs, ReportCommand, RunArgs, SmokeArgs,
+    ValidateArgs,
 };
 use crate::exec::RunOptions;
 use crate::exec::{run_playbook, RunRequest};
 use crate::load::diag::Diagnostic;
+use crate::load::diag::Span;
+use crate::load::inventory::shard::Shard;
 use crate::load::inventory::Inventory;
 use crate::load::{playbook, validate, yaml};
 use crate::remote::connect;
@@ -27,6 +31,7 @@ pub fn run(cli: Cli) -> u8 {
         Command::Inventory(args) => inventory_cmd(&args),
         Command::Facts(args) => facts_cmd(&args),
         Command::Smoke(args) => smoke_cmd(&args),
+        Command::Report(ReportCommand::Merge(args)) => merge_cmd(&args),
     };
     result.unwrap_or_else(|errors| {
         let mut err = std::io::stderr().lock();
@@ -89,9 +94,13 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
     let inventory = load_inventory(args.target.inventory.as_deref())?;
     let conn = connect_options(args.target.connection, &args.target.ssh)?;
     let connect = move |host: &str, vars: &Map<String, Value>| connect::open(&conn, host, vars);
+    let shard_hosts = args
+        .shard
+        .map(|s| shard_hosts(&s, &pb, &inventory, args.target.limit.as_deref()));
     let req = RunRequest {
         playbook: &pb,
         inventory: &inventory,
+        shard: shard_hosts.as_ref(),
         limit: args.target.limit.as_deref(),
         opts: RunOptions {
             check,
@@ -129,7 +138,14 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
         .flatten();
     let mode = if check { "check" } else { "apply" };
     let doc = (!human_out || args.report.is_some()).then(|| {
-        report::json::document(&outcome, mode, &args.playbook.display().to_string(), code)
+        let mut doc =
+            report::json::document(&outcome, mode, &args.playbook.display().to_string(), code);
+        if let Some(shard) = args.shard {
+            let plays: Vec<&str> = pb.plays.iter().map(|p| p.name.as_str()).collect();
+            doc["shard"] =
+                serde_json::json!({"index": shard.index, "count": shard.count, "plays": plays});
+        }
+        doc
     });
     let mut out = stdout.lock().unwrap();
     match &doc {
@@ -148,6 +164,51 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
             let _ = writeln!(std::io::stderr(), "error: {e}");
             code |= EXIT_FAILED;
         }
+    }
+    Ok(code)
+}
+
+/// The hosts of one shard. A bad pattern gives none here: the run reports
+/// it at its play (or at `--limit`) before touching any host.
+fn shard_hosts(
+    shard: &Shard,
+    pb: &playbook::Playbook,
+    inventory: &Inventory,
+    limit: Option<&str>,
+) -> HashSet<String> {
+    let patterns: Vec<&str> = pb.plays.iter().map(|p| p.hosts.as_str()).collect();
+    shard.hosts(inventory, &patterns, limit).unwrap_or_default()
+}
+
+fn merge_cmd(args: &MergeArgs) -> Result<u8, Vec<Diagnostic>> {
+    let fail = |e: &dyn std::fmt::Display| {
+        vec![Diagnostic::new(
+            &Span::synthetic("report merge"),
+            e.to_string(),
+        )]
+    };
+    let docs = args
+        .reports
+        .iter()
+        .map(|p| report::merge::read(p).map(|doc| (p.clone(), doc)))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| fail(&e))?;
+    let doc = report::merge::merge(&docs).map_err(|e| fail(&e))?;
+    if let Some(dir) = &args.report {
+        report::report_dir(dir).map_err(|e| fail(&e))?;
+        write_reports(dir, &doc).map_err(|e| fail(&e))?;
+    }
+    let code = doc["exit_code"]
+        .as_u64()
+        .and_then(|c| u8::try_from(c).ok())
+        .unwrap_or(EXIT_FAILED);
+    match args.format {
+        Format::Json => print!("{}", report::json::text(&doc)),
+        Format::Human => println!(
+            "{} shards, {} host results, exit code {code}",
+            docs.len(),
+            doc["hosts"].as_array().map_or(0, Vec::len)
+        ),
     }
     Ok(code)
 }

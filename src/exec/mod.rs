@@ -39,6 +39,8 @@ pub struct RunRequest<'a> {
     pub playbook: &'a Playbook,
     pub inventory: &'a Inventory,
     pub limit: Option<&'a str>,
+    /// `--shard`: only these hosts, whatever the plays select.
+    pub shard: Option<&'a HashSet<String>>,
     pub opts: RunOptions,
     pub extra_vars: Map<String, Value>,
     pub forks: usize,
@@ -183,7 +185,7 @@ fn select_hosts(
         let allowed = req.inventory.select(limit).map_err(pattern_error(&at))?;
         hosts.retain(|h| allowed.contains(h));
     }
-    hosts.retain(|h| !failed.contains(h));
+    hosts.retain(|h| !failed.contains(h) && req.shard.is_none_or(|s| s.contains(h)));
     Ok(hosts)
 }
 

@@ -59,6 +59,7 @@ fn execute_with(
     let req = RunRequest {
         playbook: pb,
         inventory: &inventory,
+        shard: None,
         limit: None,
         opts: RunOptions {
             check,

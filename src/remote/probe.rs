@@ -4,6 +4,13 @@
 //! Each unit's output is framed as `@@NP <token> <index> <rc> <outlen> <errlen>`
 //! followed by exactly `outlen` bytes of stdout and `errlen` bytes of stderr,
 //! so no output can be mistaken for a frame boundary.
+//!
+//! Steps (scripts that stop at the first failure) send each frame as the unit
+//! ends, so a host lost mid-script still tells which steps finished. Probes
+//! are read-only and all run, so their frames are sent together at the end as
+//! a table (`@@NP <token> table <n>`, then the n headers, then the outputs
+//! in header order): one `wc` and one `cat` for the whole script instead of
+//! two `wc` and a `cat` per unit, since a probe runs on busy production nodes.
 
 use std::collections::BTreeMap;
 
@@ -56,12 +63,40 @@ done
 np_t=$(mktemp -d "$np_d/nodeprov.$$.XXXXXX") || exit 90
 trap 'rm -rf "$np_t"' EXIT
 trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM
-np_unit() {
+"#;
+
+/// Frames each unit as it ends.
+const STREAM: &str = r#"np_unit() {
   ( eval "$3" ) </dev/null >"$np_t/o" 2>"$np_t/e"
   np_rc=$?
   printf '@@NP %s %s %s %s %s\n' "$np_tok" "$1" "$np_rc" "$(wc -c <"$np_t/o")" "$(wc -c <"$np_t/e")"
   cat "$np_t/o" "$np_t/e"
   return $np_rc
+}
+"#;
+
+/// Keeps every unit's output in its own files and sends the table at the
+/// end; only shell builtins besides the one `wc` and the one `cat`.
+/// Names are relative to the staging folder, so a space in `$TMPDIR` does
+/// not split them.
+const TABLE: &str = r#"np_n=0 np_rcs= np_fs=
+np_unit() {
+  ( eval "$3" ) </dev/null >"$np_t/o$1" 2>"$np_t/e$1"
+  np_rcs="$np_rcs $?" np_fs="$np_fs o$1 e$1" np_n=$((np_n + 1))
+}
+np_end() {
+  cd "$np_t" || exit 90
+  printf '@@NP %s table %s\n' "$np_tok" "$np_n"
+  [ "$np_n" -gt 0 ] || exit 0
+  set -f
+  np_w=$(wc -c -- $np_fs) || exit 92
+  set -- $np_w
+  np_i=0
+  for np_rc in $np_rcs; do
+    printf '@@NP %s %s %s %s %s\n' "$np_tok" "$np_i" "$np_rc" "$1" "$3"
+    shift 4; np_i=$((np_i + 1))
+  done
+  cat -- $np_fs
 }
 "#;
 
@@ -93,8 +128,9 @@ pub struct ScriptBuilder {
 impl ScriptBuilder {
     /// `size` is what the units will roughly add, to allocate once.
     pub fn new(token: &str, stop_on_failure: bool, size: usize) -> ScriptBuilder {
-        let mut out = String::with_capacity(PRELUDE.len() + token.len() + size + 256);
-        out.push_str(&format!("np_tok={}\n{PRELUDE}", quote(token)));
+        let framing = if stop_on_failure { STREAM } else { TABLE };
+        let mut out = String::with_capacity(PRELUDE.len() + framing.len() + size + 256);
+        out.push_str(&format!("np_tok={}\n{PRELUDE}{framing}", quote(token)));
         ScriptBuilder {
             out,
             stop_on_failure,
@@ -114,7 +150,10 @@ impl ScriptBuilder {
         self.next += 1;
     }
 
-    pub fn finish(self) -> String {
+    pub fn finish(mut self) -> String {
+        if !self.stop_on_failure {
+            self.out.push_str("np_end\n");
+        }
         self.out
     }
 }
@@ -151,47 +190,89 @@ fn read_frames(
     ids: &[String],
     results: &mut BTreeMap<String, ProbeResult>,
 ) -> Result<(), FrameError> {
-    let mut rest = stdout;
     let marker = format!("@@NP {token} ");
-    while !rest.is_empty() {
-        let nl = rest
-            .iter()
-            .position(|&b| b == b'\n')
-            .ok_or_else(|| FrameError("truncated frame header".into()))?;
-        let header = String::from_utf8_lossy(&rest[..nl]).to_string();
-        let fields = header
-            .strip_prefix(&marker)
-            .ok_or_else(|| FrameError(format!("unexpected output: {header}")))?;
-        let parts: Vec<&str> = fields.split(' ').collect();
-        let [index, rc, outlen, errlen] = parts[..] else {
-            return Err(FrameError(format!("bad frame header: {header}")));
-        };
-        let id = index
-            .parse::<usize>()
-            .ok()
-            .and_then(|i| ids.get(i))
-            .ok_or_else(|| FrameError(format!("bad frame header: {header}")))?;
-        let num = |s: &str| {
-            s.trim()
-                .parse::<usize>()
-                .map_err(|_| FrameError(format!("bad frame header: {header}")))
-        };
-        let (outlen, errlen) = (num(outlen)?, num(errlen)?);
-        let body = &rest[nl + 1..];
-        if body.len() < outlen + errlen {
-            return Err(FrameError(format!("truncated output of {id}")));
+    let (first, after) = header_line(stdout)?;
+    if let Some(n) = first
+        .strip_prefix(&marker)
+        .and_then(|f| f.strip_prefix("table "))
+    {
+        let n: usize = n
+            .parse()
+            .map_err(|_| FrameError(format!("bad frame table: {first}")))?;
+        let mut rest = after;
+        let mut headers = Vec::with_capacity(n.min(4096));
+        for _ in 0..n {
+            let (header, next) = header_line(rest)?;
+            headers.push(header);
+            rest = next;
         }
-        results.insert(
-            id.to_string(),
-            ProbeResult {
-                rc: rc.parse().unwrap_or(-1),
-                stdout: String::from_utf8_lossy(&body[..outlen]).into_owned(),
-                stderr: String::from_utf8_lossy(&body[outlen..outlen + errlen]).into_owned(),
-            },
-        );
-        rest = &body[outlen + errlen..];
+        for header in headers {
+            rest = read_frame(&marker, &header, rest, ids, results)?;
+        }
+        return if rest.is_empty() {
+            Ok(())
+        } else {
+            Err(FrameError("output after the last frame".into()))
+        };
+    }
+    let mut rest = stdout;
+    while !rest.is_empty() {
+        let (header, body) = header_line(rest)?;
+        rest = read_frame(&marker, &header, body, ids, results)?;
     }
     Ok(())
+}
+
+/// The first line of `out` (without its newline) and what follows it.
+fn header_line(out: &[u8]) -> Result<(String, &[u8]), FrameError> {
+    let nl = out
+        .iter()
+        .position(|&b| b == b'\n')
+        .ok_or_else(|| FrameError("truncated frame header".into()))?;
+    Ok((
+        String::from_utf8_lossy(&out[..nl]).into_owned(),
+        &out[nl + 1..],
+    ))
+}
+
+/// Takes the output `header` announces from the front of `body`; returns the rest.
+fn read_frame<'a>(
+    marker: &str,
+    header: &str,
+    body: &'a [u8],
+    ids: &[String],
+    results: &mut BTreeMap<String, ProbeResult>,
+) -> Result<&'a [u8], FrameError> {
+    let fields = header
+        .strip_prefix(marker)
+        .ok_or_else(|| FrameError(format!("unexpected output: {header}")))?;
+    let parts: Vec<&str> = fields.split(' ').collect();
+    let [index, rc, outlen, errlen] = parts[..] else {
+        return Err(FrameError(format!("bad frame header: {header}")));
+    };
+    let id = index
+        .parse::<usize>()
+        .ok()
+        .and_then(|i| ids.get(i))
+        .ok_or_else(|| FrameError(format!("bad frame header: {header}")))?;
+    let num = |s: &str| {
+        s.trim()
+            .parse::<usize>()
+            .map_err(|_| FrameError(format!("bad frame header: {header}")))
+    };
+    let (outlen, errlen) = (num(outlen)?, num(errlen)?);
+    if body.len() < outlen + errlen {
+        return Err(FrameError(format!("truncated output of {id}")));
+    }
+    results.insert(
+        id.to_string(),
+        ProbeResult {
+            rc: rc.parse().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&body[..outlen]).into_owned(),
+            stderr: String::from_utf8_lossy(&body[outlen..outlen + errlen]).into_owned(),
+        },
+    );
+    Ok(&body[outlen + errlen..])
 }
 
 /// Answers a script built by [`build_script`] the way a host would, from a
@@ -314,6 +395,95 @@ mod tests {
         assert!(!own.exists(), "removed when the script ended");
         assert!(!stale.exists(), "swept: its shell is gone");
         assert!(in_use.exists() && not_ours.exists());
+    }
+
+    /// `dir` with `wc`, `cat`, `mktemp` and `rm` that log their name to
+    /// `dir/log` before running the real one.
+    fn logging_tools(dir: &std::path::Path) -> String {
+        use std::os::unix::fs::PermissionsExt;
+        for tool in ["wc", "cat", "mktemp", "rm"] {
+            let path = dir.join(tool);
+            let real = format!("/usr/bin/{tool}");
+            let real = if std::path::Path::new(&real).exists() {
+                real
+            } else {
+                format!("/bin/{tool}")
+            };
+            std::fs::write(
+                &path,
+                format!(
+                    "#!/bin/sh\necho {tool} >> '{}/log'\nexec {real} \"$@\"\n",
+                    dir.display()
+                ),
+            )
+            .unwrap();
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        }
+        format!("PATH={}:/usr/bin:/bin\n", dir.display())
+    }
+
+    #[test]
+    fn a_probe_script_frames_all_units_with_one_wc_and_one_cat() {
+        let tools = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir_in(tools.path()).unwrap();
+        let spaced = tmp.path().join("a b");
+        std::fs::create_dir(&spaced).unwrap();
+        let units: Vec<(String, String)> = (0..12)
+            .map(|i| {
+                (
+                    format!("u{i}"),
+                    format!("printf '%s' {i}; echo e{i} >&2; exit {}", i % 3),
+                )
+            })
+            .collect();
+        let body = build_script("t", &units, false, &[]);
+        let path = logging_tools(tools.path());
+        let out = run(format!("{path}TMPDIR='{}'\n{body}", spaced.display()));
+        let res = parse_frames("t", &out, &ids(&units)).unwrap();
+        assert_eq!(res.len(), 12);
+        assert_eq!(
+            res["u11"],
+            ProbeResult {
+                rc: 2,
+                stdout: "11".into(),
+                stderr: "e11\n".into()
+            }
+        );
+        let mut log: Vec<String> = std::fs::read_to_string(tools.path().join("log"))
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        log.sort();
+        assert_eq!(log, ["cat", "mktemp", "rm", "wc"]);
+    }
+
+    #[test]
+    fn a_probe_script_without_units_answers_an_empty_table() {
+        let out = run(build_script("t", &[], false, &[]));
+        assert_eq!(out, b"@@NP t table 0\n");
+        assert!(parse_frames("t", &out, &[]).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_table_cut_short_keeps_the_outputs_that_arrived_whole() {
+        let units = vec![
+            ("1".to_string(), "echo one".to_string()),
+            ("2".to_string(), "echo two".to_string()),
+        ];
+        let out = run(build_script("t", &units, false, &[]));
+        assert!(
+            out.starts_with(b"@@NP t table 2\n"),
+            "{}",
+            String::from_utf8_lossy(&out)
+        );
+        let cut = &out[..out.len() - 2];
+        assert!(parse_frames("t", cut, &ids(&units)).is_err());
+        let whole = complete_frames("t", cut, &ids(&units));
+        assert_eq!(whole.keys().collect::<Vec<_>>(), ["1"]);
+        let mut extra = out.clone();
+        extra.extend(b"x");
+        assert!(parse_frames("t", &extra, &ids(&units)).is_err());
     }
 
     #[test]

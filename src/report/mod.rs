@@ -6,6 +6,7 @@ pub mod html;
 pub mod human;
 pub mod json;
 pub mod junit;
+pub mod merge;
 pub mod progress;
 
 use std::borrow::Cow;

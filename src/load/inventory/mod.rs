@@ -9,6 +9,7 @@ mod load;
 mod pattern;
 mod pylit;
 mod range;
+pub mod shard;
 mod yaml;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
