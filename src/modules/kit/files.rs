@@ -75,9 +75,9 @@ impl Fact for FileFact {
         format!(
             r#"p={p}
 if [ -L "$p" ]; then t=l; elif [ -f "$p" ]; then t=f; elif [ -d "$p" ]; then t=d; elif [ -e "$p" ]; then t=o; else echo absent; exit 0; fi
-printf '%s %s\n' "$t" "$(stat -c '%a %U %G %s' -- "$p")"
+set -- $(stat -c '%a %U %G %s' -- "$p"); echo "$t $1 $2 $3 $4"
 if [ "$t" = l ]; then readlink -- "$p"; else echo; fi
-if [ "$t" = f ]; then if [ "$(stat -c %s -- "$p")" -le {MAX_CONTENT} ]; then cat -- "$p"; else sha256sum -- "$p"; exit 3; fi; fi"#,
+if [ "$t" = f ]; then if [ "$4" -le {MAX_CONTENT} ]; then cat -- "$p"; else sha256sum -- "$p"; exit 3; fi; fi"#,
             p = quote(path)
         )
     }

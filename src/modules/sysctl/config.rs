@@ -29,13 +29,14 @@ const FRAME: &str = "@@SYSCTL";
 /// A shell function that prints one file (following links) as
 /// `@@SYSCTL <f|u> <pathlen> <linklen> <contentlen>` and then exactly those
 /// bytes, so no content can be mistaken for a frame. The path is printed
-/// without the `$R` prefix that tests point at a temp folder.
-pub(crate) const FRAME_FN: &str = r#"np_len() { printf '%s' "$1" | wc -c | tr -d ' '; }
+/// without the `$R` prefix that tests point at a temp folder. In the C
+/// locale `${#var}` counts bytes, so no length costs a process.
+pub(crate) const FRAME_FN: &str = r#"LC_ALL=C; export LC_ALL
 np_sf() {
   p=${1#"$R"}; t=
   if [ -L "$1" ]; then t=$(readlink -- "$1"); fi
   if c=$(cat -- "$1" 2>/dev/null && printf x); then s=f; c=${c%x}; else s=u; c=; fi
-  printf '@@SYSCTL %s %s %s %s\n%s%s%s' "$s" "$(np_len "$p")" "$(np_len "$t")" "$(np_len "$c")" "$p" "$t" "$c"
+  printf '@@SYSCTL %s %s %s %s\n%s%s%s' "$s" "${#p}" "${#t}" "${#c}" "$p" "$t" "$c"
 }
 "#;
 
