@@ -1,12 +1,11 @@
 //! `blockinfile`: a block of lines between two marker lines, added,
 //! replaced or removed; the rest of the file untouched.
 
-use regex::Regex;
-
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
+use crate::modules::kit::text::Anchor;
 use crate::modules::params::{first_of, module_params, Mode, ParamError, Params, Presence};
 use crate::remote::probe::Probe;
 
@@ -56,13 +55,6 @@ module_params! {
 }
 
 /// Where a block without markers in the file goes.
-enum Anchor {
-    Bof,
-    Eof,
-    After(Regex),
-    Before(Regex),
-}
-
 struct BlockInFile {
     path: String,
     begin: String,
@@ -72,15 +64,6 @@ struct BlockInFile {
     anchor: Anchor,
     create: bool,
     opts: WriteOpts,
-}
-
-fn regex(p: &Params, key: &str, r: &str) -> Result<Regex, ParamError> {
-    Regex::new(r).map_err(|e| {
-        let text = e.to_string();
-        let why = text.lines().last().unwrap_or_default();
-        let why = why.trim_start_matches("error: ");
-        p.error(key, format!("invalid regular expression '{r}': {why}"))
-    })
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -101,18 +84,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let block = a.block.or(a.content).unwrap_or_default();
     let lines = (a.state == Presence::Present && !block.is_empty())
         .then(|| block.lines().map(str::to_string).collect());
-    let anchor = match (a.insertafter.as_deref(), a.insertbefore.as_deref()) {
-        (Some("EOF") | None, None) => Anchor::Eof,
-        (None, Some("BOF")) => Anchor::Bof,
-        (Some(r), None) => Anchor::After(regex(p, "insertafter", r)?),
-        (None, Some(r)) => Anchor::Before(regex(p, "insertbefore", r)?),
-        _ => {
-            return Err(p.error(
-                "insertbefore",
-                "give only one of 'insertafter' and 'insertbefore'",
-            ))
-        }
-    };
+    let anchor = Anchor::read(p, a.insertafter.as_deref(), a.insertbefore.as_deref())?;
     Ok(Box::new(BlockInFile {
         path,
         begin,
@@ -174,18 +146,6 @@ impl BlockInFile {
         Some((b.min(e), b.max(e)))
     }
 
-    /// Where a new block goes: after or before the last line the anchor
-    /// matches, at the end when none does.
-    fn insertion_point(&self, lines: &[&str]) -> usize {
-        let last = |r: &Regex| lines.iter().rposition(|l| r.is_match(l));
-        match &self.anchor {
-            Anchor::Bof => 0,
-            Anchor::Eof => lines.len(),
-            Anchor::After(r) => last(r).map_or(lines.len(), |i| i + 1),
-            Anchor::Before(r) => last(r).unwrap_or(lines.len()),
-        }
-    }
-
     /// The file's text with the block in place (or gone), and where the
     /// markers were; `text` itself when nothing changes.
     fn edit(&self, text: &str) -> (String, Option<(usize, usize)>) {
@@ -196,7 +156,7 @@ impl BlockInFile {
                 lines.drain(b..=e);
                 b
             }
-            None => self.insertion_point(&lines),
+            None => self.anchor.position(&lines),
         };
         if let Some(block) = &self.lines {
             let framed = std::iter::once(self.begin.as_str())

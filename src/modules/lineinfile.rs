@@ -7,6 +7,7 @@ use crate::modules::kit::files::FileFact;
 use crate::modules::kit::files::{self, WhenMissing, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
+use crate::modules::kit::text::{self, Anchor};
 use crate::modules::params::{first_of, module_params, Mode, ParamError, Params, Presence};
 use crate::remote::probe::Probe;
 
@@ -67,13 +68,6 @@ impl Matcher {
     }
 }
 
-enum Anchor {
-    Bof,
-    Eof,
-    After(Regex),
-    Before(Regex),
-}
-
 struct LineInFile {
     path: String,
     line: Option<String>,
@@ -85,22 +79,14 @@ struct LineInFile {
     opts: WriteOpts,
 }
 
-fn regex(p: &Params, key: &str, r: &str) -> Result<Regex, ParamError> {
-    Regex::new(r).map_err(|e| {
-        // The regex crate draws a multi-line picture; its last line says
-        // what is wrong, and an error here is one line.
-        let text = e.to_string();
-        let why = text.lines().last().unwrap_or_default();
-        let why = why.trim_start_matches("error: ");
-        p.error(key, format!("invalid regular expression '{r}': {why}"))
-    })
-}
-
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = LineArgs::read(p)?;
     let (_, path) = first_of(p, [("path", a.path), ("dest", a.dest), ("name", a.name)])?;
     let present = a.state == Presence::Present;
-    let regexp = a.regexp.map(|r| regex(p, "regexp", &r)).transpose()?;
+    let regexp = a
+        .regexp
+        .map(|r| text::regex(p, "regexp", &r, false, false))
+        .transpose()?;
     let matcher = match (regexp, a.search_string) {
         (Some(r), None) => Some(Matcher::Regex(r)),
         (None, Some(s)) => Some(Matcher::Literal(s)),
@@ -122,18 +108,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             "state=absent needs 'regexp', 'search_string' or 'line'",
         ));
     }
-    let anchor = match (a.insertafter.as_deref(), a.insertbefore.as_deref()) {
-        (Some("EOF") | None, None) => Anchor::Eof,
-        (None, Some("BOF")) => Anchor::Bof,
-        (Some(r), None) => Anchor::After(regex(p, "insertafter", r)?),
-        (None, Some(r)) => Anchor::Before(regex(p, "insertbefore", r)?),
-        _ => {
-            return Err(p.error(
-                "insertbefore",
-                "give only one of 'insertafter' and 'insertbefore'",
-            ))
-        }
-    };
+    let anchor = Anchor::read(p, a.insertafter.as_deref(), a.insertbefore.as_deref())?;
     Ok(Box::new(LineInFile {
         path,
         line,
@@ -207,18 +182,7 @@ impl LineInFile {
         if lines.contains(&line) {
             return;
         }
-        let at = match &self.anchor {
-            Anchor::Bof => 0,
-            Anchor::Eof => lines.len(),
-            Anchor::After(r) => lines
-                .iter()
-                .rposition(|l| r.is_match(l))
-                .map_or(lines.len(), |i| i + 1),
-            Anchor::Before(r) => lines
-                .iter()
-                .rposition(|l| r.is_match(l))
-                .unwrap_or(lines.len()),
-        };
+        let at = self.anchor.position(lines);
         lines.insert(at, line);
     }
 }

@@ -1,12 +1,13 @@
 //! `replace`: every match of a regular expression in a file (or in the
 //! part of it between `after` and `before`) replaced.
 
-use regex::{Regex, RegexBuilder};
+use regex::Regex;
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
+use crate::modules::kit::text;
 use crate::modules::params::{first_of, module_params, Mode, ParamError, Params};
 use crate::remote::probe::Probe;
 
@@ -58,16 +59,7 @@ struct Replace {
 /// `r` compiled as Python's `re` does with `re.MULTILINE` (`^` and `$` at
 /// each line) or `re.DOTALL` (`.` across lines).
 fn regex(p: &Params, key: &str, r: &str, multi_line: bool) -> Result<Regex, ParamError> {
-    RegexBuilder::new(r)
-        .multi_line(multi_line)
-        .dot_matches_new_line(!multi_line)
-        .build()
-        .map_err(|e| {
-            let text = e.to_string();
-            let why = text.lines().last().unwrap_or_default();
-            let why = why.trim_start_matches("error: ");
-            p.error(key, format!("invalid regular expression '{r}': {why}"))
-        })
+    text::regex(p, key, r, multi_line, !multi_line)
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {

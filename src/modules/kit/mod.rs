@@ -8,3 +8,4 @@ pub(crate) mod module;
 pub(crate) mod plan;
 #[cfg(test)]
 pub(crate) mod testing;
+pub(crate) mod text;
