@@ -144,3 +144,40 @@ fn failures(doc: &serde_json::Value) -> Vec<String> {
         .map(|t| t["message"].as_str().unwrap_or_default().to_string())
         .collect()
 }
+
+/// `no_log` hides a task's values from every output: the human report,
+/// JSON, JUnit and HTML, diffs included.
+#[test]
+fn no_log_values_reach_no_report() {
+    let host = IsolatedHost::new();
+    std::fs::create_dir_all(host.path("/root/play")).unwrap();
+    std::fs::write(
+        host.path("/root/play/secret.yml"),
+        "- hosts: all\n  tasks:\n    - name: token file\n      copy: {content: \"token=s3cr3t-value\\n\", dest: /etc/np-token}\n      no_log: true\n    - name: token command\n      command: echo s3cr3t-value\n      no_log: true\n    - name: shown\n      copy: {content: \"visible\\n\", dest: /etc/np-visible}\n",
+    )
+    .unwrap();
+    let out = host.run(&[
+        BIN,
+        "check",
+        "/root/play/secret.yml",
+        "-c",
+        "local",
+        "--diff",
+        "--report",
+        "/root/reports",
+    ]);
+    let human = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(
+        human.contains("visible"),
+        "the other task still shows: {human}"
+    );
+    assert!(human.contains("(hidden by no_log)"), "{human}");
+    let mut outputs = vec![("stdout".to_string(), human)];
+    for f in ["report.json", "junit.xml", "report.html"] {
+        let text = std::fs::read_to_string(host.path(&format!("/root/reports/{f}"))).unwrap();
+        outputs.push((f.to_string(), text));
+    }
+    for (name, text) in outputs {
+        assert!(!text.contains("s3cr3t"), "{name} shows the secret");
+    }
+}

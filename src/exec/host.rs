@@ -113,7 +113,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
             self.run_list(&prepared.validate.iter().collect::<Vec<_>>());
             self.flush();
         }
-        let (round_trips, probes) = self.wire.finish();
+        let hidden = self.outcomes.hidden_probes();
+        let (round_trips, mut probes) = self.wire.finish();
+        for p in probes.iter_mut().filter(|p| hidden.contains(&p.key)) {
+            p.command = super::outcome::HIDDEN.to_string();
+        }
         HostReport {
             host: self.host,
             play: self.ctx.play.name.clone(),

@@ -20,7 +20,12 @@ pub(crate) struct Outcomes {
     results: Vec<TaskResult>,
     /// Keep file diffs (dropped as soon as planned otherwise).
     diff: bool,
+    /// Results of `no_log` tasks, whose values no report may show.
+    hidden: std::collections::BTreeSet<usize>,
 }
+
+/// What a report shows in place of a `no_log` task's values.
+pub(crate) const HIDDEN: &str = "(hidden by no_log)";
 
 /// What a plan says, before conditions are applied.
 pub(crate) struct Planned {
@@ -57,6 +62,7 @@ impl Outcomes {
         Outcomes {
             results: Vec::new(),
             diff,
+            hidden: Default::default(),
         }
     }
 
@@ -68,11 +74,37 @@ impl Outcomes {
         &self.results[i].changes
     }
 
-    pub fn into_results(self) -> Vec<TaskResult> {
+    /// The results, with every value of a `no_log` task hidden: the
+    /// change's before and after, diffs, evidence, notes, message and item.
+    pub fn into_results(mut self) -> Vec<TaskResult> {
+        for &i in &self.hidden {
+            let r = &mut self.results[i];
+            for c in &mut r.changes {
+                c.before = c.before.as_ref().map(|_| HIDDEN.to_string());
+                c.after = c.after.as_ref().map(|_| HIDDEN.to_string());
+                c.diff = None;
+                c.evidence = None;
+            }
+            r.notes.iter_mut().for_each(|n| *n = HIDDEN.to_string());
+            r.message = r.message.as_ref().map(|_| HIDDEN.to_string());
+            r.item = r.item.as_ref().map(|_| HIDDEN.to_string());
+        }
         self.results
     }
 
+    /// Probes a `no_log` task was planned from: their commands may hold
+    /// its values.
+    pub fn hidden_probes(&self) -> std::collections::BTreeSet<String> {
+        self.hidden
+            .iter()
+            .flat_map(|&i| self.results[i].observed_by.iter().cloned())
+            .collect()
+    }
+
     fn push(&mut self, spec: &PreparedTask, label: Option<String>, status: Status) -> usize {
+        if spec.task.no_log {
+            self.hidden.insert(self.results.len());
+        }
         self.results.push(TaskResult {
             task: spec.name.clone(),
             module: spec.task.module.name,

@@ -31,6 +31,7 @@ const PLAY_KEYS: &[&str] = &[
     "validate",
     "tags",
     "environment",
+    "no_log",
 ];
 
 const TASK_KEYS: &[&str] = &[
@@ -53,6 +54,7 @@ const TASK_KEYS: &[&str] = &[
     "listen",
     "vars",
     "environment",
+    "no_log",
 ];
 
 #[derive(Debug)]
@@ -109,6 +111,8 @@ pub struct Task {
     pub ignore_errors: bool,
     /// A templated `ignore_errors` (`"{{ ansible_check_mode }}"`), judged per host.
     pub ignore_errors_if: Option<Node>,
+    /// `no_log`: the task's values are hidden from every report.
+    pub no_log: bool,
     pub changed_when: Option<Node>,
     pub failed_when: Option<Node>,
     pub check_mode: Option<bool>,
@@ -508,6 +512,9 @@ fn parse_play(
     if let Some(env) = node.get("environment") {
         scope.inherit_environment(environment(env, errors));
     }
+    if let Some(v) = node.get("no_log") {
+        scope.inherit_no_log(boolean(v, "no_log", errors));
+    }
     let mut sections: [Option<&Node>; 4] = [None; 4];
     for (k, v) in entries {
         let Some(key) = key_name(k, "a play keyword", errors) else {
@@ -545,7 +552,7 @@ fn parse_play(
             "handlers" => play.handlers = tasks::expand(v, &scope, errors),
             "validate" => play.validate = tasks::expand(v, &scope, errors),
             "become_method" => become_method(v, errors),
-            "environment" => {}
+            "environment" | "no_log" => {}
             "remote_user" | "connection" => errors.push(unsupported(k)),
             _ => errors.push(unknown_key(k, "play keyword", PLAY_KEYS)),
         }
@@ -673,6 +680,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
         become_user: None,
         ignore_errors: false,
         ignore_errors_if: None,
+        no_log: false,
         changed_when: None,
         failed_when: None,
         check_mode: None,
@@ -723,7 +731,8 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
             "args" => args = Some(v),
             "environment" => task.environment.extend(environment(v, errors)),
             "become_method" => become_method(v, errors),
-            "timeout" | "no_log" => errors.push(unsupported(k)),
+            "no_log" => task.no_log = boolean(v, "no_log", errors),
+            "timeout" => errors.push(unsupported(k)),
             _ => match modules::find(key) {
                 Some(spec) if module.is_none() => module = Some((spec, k, v)),
                 Some(_) => {
@@ -1267,14 +1276,14 @@ mod tests {
     #[test]
     fn keywords_that_would_be_ignored_are_refused() {
         load_text("- hosts: all\n  become: true\n  become_method: sudo\n  tasks:\n    - command: a\n      become: yes\n      become_user: root\n").unwrap();
-        let errs = messages("- hosts: all\n  become: true\n  remote_user: x\n  tasks:\n    - command: a\n      become_user: ops\n      no_log: true\n");
+        let errs = messages("- hosts: all\n  become: true\n  remote_user: x\n  tasks:\n    - command: a\n      become_user: ops\n      timeout: 5\n");
         let messages: Vec<&str> = errs.iter().map(|(_, m)| m.as_str()).collect();
         assert_eq!(
             messages,
             [
                 "'remote_user' is not supported",
                 "a task's become/become_user must match its play's",
-                "'no_log' is not supported"
+                "'timeout' is not supported"
             ]
         );
     }

@@ -25,6 +25,7 @@ const BLOCK_KEYS: &[&str] = &[
     "ignore_errors",
     "check_mode",
     "environment",
+    "no_log",
 ];
 
 const INCLUDE_KEYS: &[&str] = &[
@@ -39,6 +40,7 @@ const INCLUDE_KEYS: &[&str] = &[
     "with_items",
     "loop_control",
     "environment",
+    "no_log",
 ];
 
 /// What an enclosing block, include or role hands down to its tasks.
@@ -53,6 +55,7 @@ pub(super) struct Inherit {
     check_mode: Option<bool>,
     role: Option<Arc<Role>>,
     environment: Vec<Node>,
+    no_log: bool,
 }
 
 /// Where a task list is read: relative includes resolve against `dir`.
@@ -81,6 +84,10 @@ impl Scope {
         self.inherit.environment.extend(env);
     }
 
+    pub fn inherit_no_log(&mut self, no_log: bool) {
+        self.inherit.no_log |= no_log;
+    }
+
     pub fn with_role(&self, role: Arc<Role>, vars: Vec<(Node, Node)>) -> Scope {
         let mut scope = self.clone();
         scope.dir = role.path.join("tasks");
@@ -106,6 +113,7 @@ impl Scope {
                 "become" => become_ = Some(playbook::boolean(v, "become", errors)),
                 "become_user" => become_user = Some(playbook::string(v, "become_user", errors)),
                 "environment" => inh.environment.extend(playbook::environment(v, errors)),
+                "no_log" => inh.no_log |= playbook::boolean(v, "no_log", errors),
                 "vars" => {
                     playbook::vars_map(v, errors);
                     inh.vars
@@ -525,6 +533,7 @@ fn inherit(task: &mut Task, inh: &Inherit) {
         task.environment = inh.environment.iter().cloned().chain(own).collect();
     }
     task.ignore_errors |= inh.ignore_errors;
+    task.no_log |= inh.no_log;
     task.check_mode = task.check_mode.or(inh.check_mode);
     if task.role.is_none() {
         task.role.clone_from(&inh.role);
