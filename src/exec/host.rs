@@ -85,7 +85,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         HostRun {
             ctx,
             host: host.to_string(),
-            wire: Wire::new(transport, ctx.play.become_user.clone()),
+            wire: Wire::new(transport, ctx.play.script_user()),
             vars,
             facts: Facts::default(),
             outcomes: Outcomes::new(ctx.opts.diff),

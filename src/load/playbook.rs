@@ -568,21 +568,35 @@ fn parse_play(
         // Ansible names an unnamed play after its host pattern.
         play.name = play.hosts.clone();
     }
-    for task in play
-        .tasks
-        .iter()
-        .chain(&play.handlers)
-        .chain(&play.validate)
-    {
-        match &task.become_user {
-            Some(user) if *user != play.become_user => errors.push(
-                Diagnostic::new(&task.span, "a task's become/become_user must match its play's")
-                    .with_hint("every task of a play runs as one user; set become and become_user on the play, or split the play"),
-            ),
-            _ => {}
+    Some(play)
+}
+
+impl Play {
+    fn all_tasks(&self) -> impl Iterator<Item = &Task> {
+        self.tasks
+            .iter()
+            .chain(&self.handlers)
+            .chain(&self.validate)
+    }
+
+    /// The user a task's steps run as: its own `become`, else the play's;
+    /// `None` is the login user.
+    pub fn task_user<'a>(&'a self, task: &'a Task) -> &'a Option<String> {
+        task.become_user.as_ref().unwrap_or(&self.become_user)
+    }
+
+    /// The user every script of the play runs as: the play's, or root when
+    /// a task becomes another user than the play's (each step then drops to
+    /// its task's user).
+    pub fn script_user(&self) -> Option<String> {
+        let one_user = self
+            .all_tasks()
+            .all(|t| *self.task_user(t) == self.become_user);
+        match one_user {
+            true => self.become_user.clone(),
+            false => Some("root".into()),
         }
     }
-    Some(play)
 }
 
 fn percent(v: &Node, errors: &mut Errors) -> f64 {
@@ -1276,13 +1290,12 @@ mod tests {
     #[test]
     fn keywords_that_would_be_ignored_are_refused() {
         load_text("- hosts: all\n  become: true\n  become_method: sudo\n  tasks:\n    - command: a\n      become: yes\n      become_user: root\n").unwrap();
-        let errs = messages("- hosts: all\n  become: true\n  remote_user: x\n  tasks:\n    - command: a\n      become_user: ops\n      timeout: 5\n");
+        let errs = messages("- hosts: all\n  become: true\n  remote_user: x\n  tasks:\n    - command: a\n      timeout: 5\n");
         let messages: Vec<&str> = errs.iter().map(|(_, m)| m.as_str()).collect();
         assert_eq!(
             messages,
             [
                 "'remote_user' is not supported",
-                "a task's become/become_user must match its play's",
                 "'timeout' is not supported"
             ]
         );

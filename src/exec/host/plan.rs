@@ -132,6 +132,8 @@ impl<'p> HostRun<'_, 'p> {
             }
             let may_fail = instance.ignore_errors || spec.failed_when.is_some();
             let steps = with_environment(&instance.environment, steps);
+            let play = self.ctx.play;
+            let steps = as_user(play.task_user(spec.task), &play.script_user(), steps);
             self.pending.push(Pending {
                 step: Step::new(i, steps, may_fail),
                 is_command,
@@ -188,9 +190,46 @@ fn with_environment(env: &[(String, String)], steps: Vec<String>) -> Vec<String>
     steps.into_iter().map(|s| format!("{exports}{s}")).collect()
 }
 
+/// Each step run as its task's user when the play's scripts run as
+/// another (root, because some task of the play becomes someone else).
+/// `None` is the login user: the one sudo was called by.
+fn as_user(user: &Option<String>, script_user: &Option<String>, steps: Vec<String>) -> Vec<String> {
+    if user == script_user {
+        return steps;
+    }
+    let who = match user {
+        Some(u) => crate::remote::shell::quote(u),
+        None => "\"${SUDO_USER:-$(id -un)}\"".to_string(),
+    };
+    steps
+        .into_iter()
+        .map(|s| {
+            format!(
+                "runuser -u {who} -- /bin/sh -c {}",
+                crate::remote::shell::quote(&s)
+            )
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::with_environment;
+    use super::{as_user, with_environment};
+
+    #[test]
+    fn steps_drop_to_their_task_user_when_the_script_runs_as_root() {
+        let root = Some("root".to_string());
+        let steps = vec!["echo a".to_string()];
+        assert_eq!(as_user(&root, &root, steps.clone()), steps);
+        assert_eq!(
+            as_user(&Some("postgres".into()), &root, steps.clone()),
+            ["runuser -u postgres -- /bin/sh -c 'echo a'"]
+        );
+        assert_eq!(
+            as_user(&None, &root, steps),
+            ["runuser -u \"${SUDO_USER:-$(id -un)}\" -- /bin/sh -c 'echo a'"]
+        );
+    }
 
     #[test]
     fn environment_is_exported_quoted_before_each_step() {
