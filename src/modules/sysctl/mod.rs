@@ -112,13 +112,8 @@ impl Fact for LiveValue {
         format!("sysctl:{}", normalize_key(key))
     }
 
-    /// Shell builtins only: a probe runs on busy production nodes, and a
-    /// `cat` per key is a process per key. A missing key fails the redirect.
     fn script((root, key): &(String, String)) -> String {
-        format!(
-            "while IFS= read -r l || [ -n \"$l\" ]; do printf '%s\\n' \"$l\"; done < {}",
-            quote(&format!("{root}{}", proc_path(key)))
-        )
+        format!("cat {}", quote(&format!("{root}{}", proc_path(key))))
     }
 
     fn parse(_: &(String, String), r: &ProbeResult) -> Result<Option<String>, ModuleError> {
