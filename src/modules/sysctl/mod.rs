@@ -112,6 +112,9 @@ impl Fact for LiveValue {
         format!("sysctl:{}", normalize_key(key))
     }
 
+    /// `cat`, not the shell's `read`: dash reads one byte at a time, and
+    /// procfs sysctl handlers answer a read past offset 0 with end of file,
+    /// so `read` would see "1" of "10".
     fn script((root, key): &(String, String)) -> String {
         format!("cat {}", quote(&format!("{root}{}", proc_path(key))))
     }
