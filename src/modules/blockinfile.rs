@@ -174,33 +174,19 @@ impl BlockInFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::kit::plan::Effect;
-    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
+    use crate::modules::kit::testing::{
+        assert_sh_syntax, build_error, build_test, file_content, file_facts, settled,
+    };
     use serde_json::json;
 
     const PATH: &str = "/etc/ssh/sshd_config";
 
     fn facts_with(content: Option<&str>) -> Facts {
-        let state = content.map(|c| files::FileState::written(c, 0o600, "root", "root"));
-        facts_of(&[(&format!("file:{PATH}"), &FileFact::render(&state).stdout)])
-    }
-
-    fn settle(facts: &Facts, plan: &Plan) -> Facts {
-        let mut f = facts.clone();
-        for e in &plan.effects {
-            if let Effect::Predict(k, r) = e {
-                f.insert(k.clone(), r.clone());
-            }
-        }
-        f
+        file_facts(PATH, content, 0o600)
     }
 
     fn content(facts: &Facts) -> String {
-        FileFact::read(facts, PATH)
-            .unwrap()
-            .unwrap()
-            .content
-            .unwrap()
+        file_content(facts, PATH)
     }
 
     fn block(extra: serde_json::Value) -> Box<dyn Module> {
@@ -222,7 +208,7 @@ mod tests {
             Some("2 lines between the markers")
         );
         assert_sh_syntax(m.as_ref(), &plan);
-        let after = settle(&facts, &plan);
+        let after = settled(&facts, &plan);
         assert_eq!(
             content(&after),
             "Port 22\nUsePAM yes\n# BEGIN ANSIBLE MANAGED BLOCK\nMatch User gpu\n  X11Forwarding no\n# END ANSIBLE MANAGED BLOCK\n"
@@ -244,13 +230,13 @@ mod tests {
             Some(&*format!("{PATH}:2"))
         );
         assert_eq!(
-            content(&settle(&facts, &plan)),
+            content(&settled(&facts, &plan)),
             "a\n# BEGIN ANSIBLE MANAGED BLOCK\nMatch User gpu\n  X11Forwarding no\n# END ANSIBLE MANAGED BLOCK\nb\n"
         );
         let gone = block(json!({"state": "absent"})).plan(&facts).unwrap();
-        assert_eq!(content(&settle(&facts, &gone)), "a\nb\n");
+        assert_eq!(content(&settled(&facts, &gone)), "a\nb\n");
         let emptied = block(json!({"block": ""})).plan(&facts).unwrap();
-        assert_eq!(content(&settle(&facts, &emptied)), "a\nb\n");
+        assert_eq!(content(&settled(&facts, &emptied)), "a\nb\n");
     }
 
     #[test]
@@ -261,14 +247,14 @@ mod tests {
             json!({"insertbefore": "^Match", "marker": "## {mark} gpu", "marker_begin": "start", "marker_end": "stop", "block": "k"}),
         );
         assert_eq!(
-            content(&settle(&facts, &m.plan(&facts).unwrap())),
+            content(&settled(&facts, &m.plan(&facts).unwrap())),
             "x\n## start gpu\nk\n## stop gpu\nMatch all\ny\n"
         );
         let m = block(json!({"insertafter": "^nothing", "block": "k"}));
-        assert!(content(&settle(&facts, &m.plan(&facts).unwrap()))
+        assert!(content(&settled(&facts, &m.plan(&facts).unwrap()))
             .ends_with("y\n# BEGIN ANSIBLE MANAGED BLOCK\nk\n# END ANSIBLE MANAGED BLOCK\n"));
         let m = block(json!({"insertbefore": "BOF", "block": "k"}));
-        assert!(content(&settle(&facts, &m.plan(&facts).unwrap())).starts_with("# BEGIN"));
+        assert!(content(&settled(&facts, &m.plan(&facts).unwrap())).starts_with("# BEGIN"));
 
         let missing = facts_with(None);
         let err = block(json!({})).plan(&missing).unwrap_err();
@@ -278,7 +264,7 @@ mod tests {
             Plan::noop()
         );
         let m = block(json!({"create": true, "mode": "0640"}));
-        let after = settle(&missing, &m.plan(&missing).unwrap());
+        let after = settled(&missing, &m.plan(&missing).unwrap());
         assert_eq!(FileFact::read(&after, PATH).unwrap().unwrap().mode, 0o640);
         assert_eq!(m.plan(&after).unwrap(), Plan::noop());
     }

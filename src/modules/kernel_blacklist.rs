@@ -120,8 +120,9 @@ impl Blacklist {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::kit::plan::Effect;
-    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
+    use crate::modules::kit::testing::{
+        assert_sh_syntax, build_error, build_test, facts_of, settled,
+    };
     use crate::remote::probe::ProbeResult;
     use serde_json::json;
 
@@ -134,16 +135,6 @@ mod tests {
         .stdout
     }
 
-    fn settle(facts: &Facts, plan: &Plan) -> Facts {
-        let mut f = facts.clone();
-        for e in &plan.effects {
-            if let Effect::Predict(k, r) = e {
-                f.insert(k.clone(), r.clone());
-            }
-        }
-        f
-    }
-
     #[test]
     fn adds_the_line_keeps_the_rest_and_replans_to_a_noop() {
         let m = build_test(&KERNEL_BLACKLIST, json!({"name": "nouveau"})).unwrap();
@@ -154,7 +145,7 @@ mod tests {
         assert_eq!(plan.changes[0].before.as_deref(), Some("no line"));
         assert_eq!(plan.changes[0].after.as_deref(), Some("blacklist nouveau"));
         assert_sh_syntax(m.as_ref(), &plan);
-        let after = settle(&facts, &plan);
+        let after = settled(&facts, &plan);
         let written = FileFact::read(&after, FILE).unwrap().unwrap();
         assert_eq!(
             written.content.as_deref(),
@@ -179,7 +170,7 @@ mod tests {
             plan.changes[0].evidence.as_deref(),
             Some(&*format!("{FILE}:2"))
         );
-        let after = settle(&facts, &plan);
+        let after = settled(&facts, &plan);
         let left = FileFact::read(&after, FILE).unwrap().unwrap();
         assert_eq!(left.content.as_deref(), Some("a\nb\n"));
         assert_eq!(absent.plan(&after).unwrap(), Plan::noop());
@@ -197,7 +188,7 @@ mod tests {
         let present = build_test(&KERNEL_BLACKLIST, json!({"name": "nouveau"})).unwrap();
         let plan = present.plan(&facts).unwrap();
         assert_eq!(plan.steps.len(), 1);
-        assert_eq!(present.plan(&settle(&facts, &plan)).unwrap(), Plan::noop());
+        assert_eq!(present.plan(&settled(&facts, &plan)).unwrap(), Plan::noop());
     }
 
     #[test]

@@ -383,8 +383,9 @@ pub(crate) fn fact_samples(rt: &mut crate::modules::kit::fact::RoundTrip) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::kit::plan::Effect;
-    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
+    use crate::modules::kit::testing::{
+        assert_sh_syntax, build_error, build_test, facts_of, settled,
+    };
     use serde_json::json;
 
     const LOAD: &str = "/etc/modules-load.d/nvidia-peermem.conf";
@@ -401,16 +402,6 @@ mod tests {
             (&format!("file:{LOAD}"), &file(load)),
             (&format!("file:{OPTIONS}"), &file(options)),
         ])
-    }
-
-    fn settle(facts: &Facts, plan: &Plan) -> Facts {
-        let mut f = facts.clone();
-        for e in &plan.effects {
-            if let Effect::Predict(k, r) = e {
-                f.insert(k.clone(), r.clone());
-            }
-        }
-        f
     }
 
     fn modprobe(params: serde_json::Value) -> Box<dyn Module> {
@@ -456,7 +447,7 @@ mod tests {
         assert_eq!(subjects, ["kernel module nvidia-peermem", LOAD, OPTIONS]);
         assert_eq!(plan.changes[0].before.as_deref(), Some("not loaded"));
         assert_sh_syntax(m.as_ref(), &plan);
-        let after = settle(&f, &plan);
+        let after = settled(&f, &plan);
         let read = |p: &str| FileFact::read(&after, p).unwrap().unwrap().content.unwrap();
         assert_eq!(read(LOAD), "nvidia-peermem\n");
         assert_eq!(
@@ -509,7 +500,7 @@ mod tests {
             format!("{LOAD}: present → absent")
         );
         assert_sh_syntax(m.as_ref(), &plan);
-        assert_eq!(m.plan(&settle(&f, &plan)).unwrap(), Plan::noop());
+        assert_eq!(m.plan(&settled(&f, &plan)).unwrap(), Plan::noop());
         let err = m.plan(&facts("builtin\n", None, None)).unwrap_err();
         assert!(err.to_string().contains("built into the kernel"), "{err}");
     }

@@ -252,33 +252,19 @@ impl PamLimits {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::kit::plan::Effect;
-    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
+    use crate::modules::kit::testing::{
+        assert_sh_syntax, build_error, build_test, file_content, file_facts, settled,
+    };
     use serde_json::json;
 
     const DEST: &str = "/etc/security/limits.conf";
 
     fn facts_with(content: Option<&str>) -> Facts {
-        let state = content.map(|c| files::FileState::written(c, 0o644, "root", "root"));
-        facts_of(&[(&format!("file:{DEST}"), &FileFact::render(&state).stdout)])
-    }
-
-    fn settle(facts: &Facts, plan: &Plan) -> Facts {
-        let mut f = facts.clone();
-        for e in &plan.effects {
-            if let Effect::Predict(k, r) = e {
-                f.insert(k.clone(), r.clone());
-            }
-        }
-        f
+        file_facts(DEST, content, 0o644)
     }
 
     fn content(facts: &Facts) -> String {
-        FileFact::read(facts, DEST)
-            .unwrap()
-            .unwrap()
-            .content
-            .unwrap()
+        file_content(facts, DEST)
     }
 
     fn memlock(extra: serde_json::Value) -> Box<dyn Module> {
@@ -302,7 +288,7 @@ mod tests {
         assert_eq!(c.after.as_deref(), Some("unlimited"));
         assert_eq!(c.evidence.as_deref(), Some(&*format!("{DEST}:2")));
         assert_sh_syntax(m.as_ref(), &plan);
-        let after = settle(&facts, &plan);
+        let after = settled(&facts, &plan);
         assert_eq!(
             content(&after),
             "# /etc/security/limits.conf\n*\t-\tmemlock\tunlimited\n@gpu hard nofile 1024\n"
@@ -317,7 +303,7 @@ mod tests {
         let other_type = facts_with(Some("* hard memlock unlimited\n"));
         let plan = memlock(json!({})).plan(&other_type).unwrap();
         assert_eq!(
-            content(&settle(&other_type, &plan)),
+            content(&settled(&other_type, &plan)),
             "* hard memlock unlimited\n*\t-\tmemlock\tunlimited\n"
         );
     }
@@ -355,7 +341,7 @@ mod tests {
         let facts = facts_with(None);
         let m = memlock(json!({"comment": "GPUDirect RDMA"}));
         let plan = m.plan(&facts).unwrap();
-        let after = settle(&facts, &plan);
+        let after = settled(&facts, &plan);
         assert_eq!(
             content(&after),
             "*\t-\tmemlock\tunlimited\t#GPUDirect RDMA\n"
@@ -399,7 +385,7 @@ mod tests {
         let facts = facts_with(Some("* - memlock unlimited\nx\n* - memlock 64\n"));
         let plan = memlock(json!({})).plan(&facts).unwrap();
         assert_eq!(
-            content(&settle(&facts, &plan)),
+            content(&settled(&facts, &plan)),
             "* - memlock unlimited\nx\n"
         );
     }

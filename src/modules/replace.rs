@@ -198,33 +198,19 @@ impl Replace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::kit::plan::Effect;
-    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
+    use crate::modules::kit::testing::{
+        assert_sh_syntax, build_error, build_test, file_content, file_facts, settled,
+    };
     use serde_json::json;
 
     const PATH: &str = "/etc/default/grub";
 
     fn facts_with(content: Option<&str>) -> Facts {
-        let state = content.map(|c| files::FileState::written(c, 0o644, "root", "root"));
-        facts_of(&[(&format!("file:{PATH}"), &FileFact::render(&state).stdout)])
-    }
-
-    fn settle(facts: &Facts, plan: &Plan) -> Facts {
-        let mut f = facts.clone();
-        for e in &plan.effects {
-            if let Effect::Predict(k, r) = e {
-                f.insert(k.clone(), r.clone());
-            }
-        }
-        f
+        file_facts(PATH, content, 0o644)
     }
 
     fn content(facts: &Facts) -> String {
-        FileFact::read(facts, PATH)
-            .unwrap()
-            .unwrap()
-            .content
-            .unwrap()
+        file_content(facts, PATH)
     }
 
     fn replace(params: serde_json::Value) -> Box<dyn Module> {
@@ -250,7 +236,7 @@ mod tests {
             Some(&*format!("{PATH}:2"))
         );
         assert_sh_syntax(m.as_ref(), &plan);
-        let after = settle(&facts, &plan);
+        let after = settled(&facts, &plan);
         assert_eq!(
             content(&after),
             "GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX=\"quiet iommu=pt\"\n"
@@ -272,12 +258,12 @@ mod tests {
         let m = replace(
             json!({"regexp": "^x=1$", "replace": "x=2", "after": r"\[gpu\]", "before": r"\[end\]"}),
         );
-        let after = settle(&facts, &m.plan(&facts).unwrap());
+        let after = settled(&facts, &m.plan(&facts).unwrap());
         assert_eq!(content(&after), "x=1\n[gpu]\nx=2\n[end]\nx=1\n");
         assert_eq!(m.plan(&after).unwrap(), Plan::noop());
         let m = replace(json!({"regexp": "^x=1$", "replace": "x=2", "after": r"\[gpu\]"}));
         assert_eq!(
-            content(&settle(&facts, &m.plan(&facts).unwrap())),
+            content(&settled(&facts, &m.plan(&facts).unwrap())),
             "x=1\n[gpu]\nx=2\n[end]\nx=2\n"
         );
         let m = replace(json!({"regexp": "^x=1$", "replace": "x=2", "after": "nowhere"}));
@@ -303,7 +289,7 @@ mod tests {
         let plan = m.plan(&facts).unwrap();
         assert_sh_syntax(m.as_ref(), &plan);
         assert!(plan.steps.join("\n").contains("chown ':`reboot`'"));
-        assert_eq!(content(&settle(&facts, &plan)), "user=$(reboot)\n");
+        assert_eq!(content(&settled(&facts, &plan)), "user=$(reboot)\n");
         let err = build_error(&REPLACE, json!({"path": PATH, "regexp": "(a"}));
         assert_eq!(
             err,

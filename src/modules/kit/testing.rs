@@ -90,3 +90,32 @@ pub(crate) fn facts_of(answers: &[(&str, &str)]) -> Facts {
     }
     f
 }
+
+/// The facts after a plan's steps ran: its predicted answers in place.
+pub(crate) fn settled(facts: &Facts, plan: &Plan) -> Facts {
+    let mut f = facts.clone();
+    for e in &plan.effects {
+        if let super::plan::Effect::Predict(k, r) = e {
+            f.insert(k.clone(), r.clone());
+        }
+    }
+    f
+}
+
+/// Facts holding one root-owned file at `path` with `content` (or none).
+pub(crate) fn file_facts(path: &str, content: Option<&str>, mode: u32) -> Facts {
+    use super::fact::Fact;
+    let state = content.map(|c| super::files::FileState::written(c, mode, "root", "root"));
+    let answer = super::files::FileFact::render(&state).stdout;
+    facts_of(&[(&super::files::FileFact::key(path), &answer)])
+}
+
+/// The content of the file at `path` among `facts`.
+pub(crate) fn file_content(facts: &Facts, path: &str) -> String {
+    use super::fact::Fact;
+    super::files::FileFact::read(facts, path)
+        .unwrap()
+        .unwrap()
+        .content
+        .unwrap()
+}
