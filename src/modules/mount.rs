@@ -11,7 +11,7 @@ use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, first_of, module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell::quote;
+use crate::remote::shell::{quote, unescape_octal};
 
 pub(crate) const MOUNT: ModuleSpec = ModuleSpec {
     name: "mount",
@@ -118,7 +118,7 @@ impl Fact for Mounts {
                 let (left, right) = l.split_once(" - ")?;
                 let point = left.split_whitespace().nth(4)?;
                 let fstype = right.split_whitespace().next().unwrap_or("");
-                Some((fstab::unescape(point), fstype.to_string()))
+                Some((unescape_octal(point), fstype.to_string()))
             })
             .collect())
     }

@@ -12,7 +12,7 @@ use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, ParamValue, Params, Presence};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell::{quote, sbin};
+use crate::remote::shell::{quote, sbin, unescape_octal};
 
 pub(crate) const SWAPFILE: ModuleSpec = ModuleSpec {
     name: "swapfile",
@@ -453,7 +453,7 @@ struct SwapArea {
 fn active_swap<'a>(areas: &'a [SwapArea], names: &[&str]) -> Option<&'a SwapArea> {
     areas
         .iter()
-        .find(|a| names.contains(&fstab::unescape(&a.raw_name).as_str()))
+        .find(|a| names.contains(&unescape_octal(&a.raw_name).as_str()))
 }
 
 fn swapoff_need_kib(used_kib: u64) -> u64 {

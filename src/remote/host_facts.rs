@@ -199,8 +199,8 @@ fn mounts(lines: &[&str]) -> Value {
             let mut f = l.split_whitespace();
             let (device, mount, fstype, options) = (f.next()?, f.next()?, f.next()?, f.next()?);
             Some(json!({
-                "device": crate::modules::kit::fstab::unescape(device),
-                "mount": crate::modules::kit::fstab::unescape(mount),
+                "device": crate::remote::shell::unescape_octal(device),
+                "mount": crate::remote::shell::unescape_octal(mount),
                 "fstype": fstype,
                 "options": options,
             }))

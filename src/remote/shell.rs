@@ -108,9 +108,40 @@ fn scan(line: &str) -> (Vec<String>, Option<UnclosedQuote>) {
     (words, open)
 }
 
+/// Decodes `\NNN` octal escapes, as fstab(5) and the kernel write them in
+/// /proc/mounts, /proc/swaps and /proc/self/mountinfo.
+pub(crate) fn unescape_octal(field: &str) -> String {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let code = b
+            .get(i + 1..i + 4)
+            .filter(|d| b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)))
+            .and_then(|d| u8::from_str_radix(std::str::from_utf8(d).ok()?, 8).ok());
+        match code {
+            Some(c) => {
+                out.push(c);
+                i += 4;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn octal_escapes_decode_and_others_stay() {
+        assert_eq!(unescape_octal("a\\134b\\9"), "a\\b\\9");
+        assert_eq!(unescape_octal("/swap\\040file"), "/swap file");
+    }
 
     #[test]
     fn hostile_values_stay_one_word() {

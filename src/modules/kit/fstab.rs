@@ -6,6 +6,7 @@ use super::fact::Fact;
 use super::files::{self, FileFact, WriteOpts};
 use super::plan::{Facts, ModuleError, Plan};
 use crate::remote::probe::Probe;
+use crate::remote::shell::unescape_octal;
 
 pub(crate) const PATH: &str = "/etc/fstab";
 
@@ -31,7 +32,7 @@ impl Entry {
         if t.is_empty() || t.starts_with('#') {
             return None;
         }
-        let f: Vec<String> = t.split_whitespace().map(unescape).collect();
+        let f: Vec<String> = t.split_whitespace().map(unescape_octal).collect();
         let field = |i: usize, default: &str| f.get(i).cloned().unwrap_or_else(|| default.into());
         (f.len() >= 3).then(|| Entry {
             src: f[0].clone(),
@@ -81,31 +82,6 @@ pub(crate) fn escape(field: &str) -> String {
         }
     }
     out
-}
-
-/// Decodes `\NNN` octal escapes, as the kernel writes them in /proc/swaps
-/// and /proc/self/mountinfo too.
-pub(crate) fn unescape(field: &str) -> String {
-    let b = field.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let code = b
-            .get(i + 1..i + 4)
-            .filter(|d| b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)))
-            .and_then(|d| u8::from_str_radix(std::str::from_utf8(d).ok()?, 8).ok());
-        match code {
-            Some(c) => {
-                out.push(c);
-                i += 4;
-            }
-            None => {
-                out.push(b[i]);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The first line holding an entry selected by `is_target`.
@@ -198,7 +174,6 @@ mod tests {
         let e = swap("/data/swap file");
         assert_eq!(e.render(), "/data/swap\\040file none swap sw 0 0");
         assert_eq!(Entry::parse(&e.render()), Some(e));
-        assert_eq!(unescape("a\\134b\\9"), "a\\b\\9");
         assert_eq!(Entry::parse("# c"), None);
         let short = Entry::parse("/dev/sda1 / xfs").unwrap();
         assert_eq!(
