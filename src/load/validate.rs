@@ -55,11 +55,12 @@ fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Dia
     for node in nodes {
         check_strings(t, node, errors);
     }
-    // `assert`'s `that` holds conditions, as `when:` does.
+    // Parameters declared as conditions (`assert`'s `that`) compile as `when:` does.
+    let docs = task.module.params.docs;
     let that = task
         .params
         .iter()
-        .filter(|(name, _)| task.module.name == "assert" && name == "that")
+        .filter(|(name, _)| docs.iter().any(|d| d.conditions && d.name == name))
         .map(|(_, node)| node);
     for cond in [
         &task.when,

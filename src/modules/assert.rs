@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
-use crate::modules::params::{module_params, ParamError, Params};
+use crate::modules::params::{module_params, Conditions, ParamError, Params};
 use crate::remote::probe::Probe;
 
 pub const ASSERT: ModuleSpec = ModuleSpec {
@@ -27,7 +27,7 @@ pub const FAIL: ModuleSpec = ModuleSpec {
 module_params! {
     struct AssertArgs {
         /// conditions (expressions, as in `when:`) that must all hold
-        that: Vec<String> [required],
+        that: Conditions [required],
         /// the failure message (default "Assertion failed")
         fail_msg: Option<Value>,
         /// another name for `fail_msg`
@@ -65,7 +65,7 @@ fn text(v: Value) -> String {
 
 fn build_assert(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = AssertArgs::read(p)?;
-    if a.that.is_empty() {
+    if a.that.0.is_empty() {
         return Err(p.error("that", "assert needs at least one condition in 'that'"));
     }
     let note = match a.quiet {
@@ -73,7 +73,7 @@ fn build_assert(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         false => Some(a.success_msg.map_or("All assertions passed".into(), text)),
     };
     Ok(Box::new(Verdict {
-        that: a.that,
+        that: a.that.0,
         vars: p.ctx.vars.clone(),
         failure: a.fail_msg.or(a.msg).map(text).unwrap_or_default(),
         note,

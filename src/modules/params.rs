@@ -327,6 +327,8 @@ pub struct ParamDoc {
     pub required: bool,
     /// The words a choice takes (first spelling of each); empty otherwise.
     pub choices: &'static [&'static str],
+    /// Its values are conditions, as in `when:` (`validate` compiles them).
+    pub conditions: bool,
 }
 
 /// A type a parameter is read as, with the error that points at it.
@@ -334,6 +336,7 @@ pub(crate) trait ParamValue: Sized {
     /// Whether a task must set it (unless the declaration gives a default).
     const REQUIRED: bool = false;
     const CHOICES: &'static [&'static str] = &[];
+    const CONDITIONS: bool = false;
     fn read(p: &Params, key: &str) -> Result<Self, ParamError>;
     /// Read with a declared default for when the task does not set it.
     fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError>;
@@ -395,6 +398,20 @@ impl ParamValue for Vec<String> {
     fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError> {
         let v = p.str_list(key)?;
         Ok(if v.is_empty() { default } else { v })
+    }
+}
+
+/// Conditions, as `when:` takes them: one expression or a list.
+#[derive(Debug, Default)]
+pub(crate) struct Conditions(pub Vec<String>);
+
+impl ParamValue for Conditions {
+    const CONDITIONS: bool = true;
+    fn read(p: &Params, key: &str) -> Result<Self, ParamError> {
+        Vec::<String>::read(p, key).map(Conditions)
+    }
+    fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError> {
+        Vec::<String>::read_or(p, key, default.0).map(Conditions)
     }
 }
 
@@ -561,6 +578,7 @@ pub(crate) const fn concat_docs<const N: usize>(
         doc: "",
         required: false,
         choices: &[],
+        conditions: false,
     }; N];
     let mut i = 0;
     while i < N {
@@ -618,6 +636,7 @@ macro_rules! module_params {
                     doc: concat!($($doc, "\n"),+),
                     required: $crate::modules::params::module_params!(@required $ty; $($req)?; $($default)?),
                     choices: <$ty as $crate::modules::params::ParamValue>::CHOICES,
+                    conditions: <$ty as $crate::modules::params::ParamValue>::CONDITIONS,
                 },
             )+];
             pub(crate) const DOCS: &'static [$crate::modules::params::ParamDoc] =
