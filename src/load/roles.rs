@@ -20,6 +20,10 @@ const ENTRY_KEYS: &[&str] = &[
     "become",
     "become_user",
     "vars",
+    "environment",
+    "no_log",
+    "ignore_errors",
+    "check_mode",
 ];
 
 /// Where roles are looked for, in order.
@@ -385,7 +389,7 @@ mod tests {
     #[test]
     fn a_role_brings_dependencies_defaults_vars_handlers_in_ansible_order() {
         let mut files = SWAP_ROLE.to_vec();
-        files.push(("site.yml", "- hosts: all\n  pre_tasks: [{name: pre, command: echo}]\n  roles:\n    - role: swap\n      tags: [swap]\n      when: enabled\n    - swap\n  tasks: [{name: main, command: echo}]\n  post_tasks: [{name: post, command: echo}]\n"));
+        files.push(("site.yml", "- hosts: all\n  pre_tasks: [{name: pre, command: echo}]\n  roles:\n    - role: swap\n      tags: [swap]\n      when: enabled\n      environment: {HTTP_PROXY: p}\n      no_log: true\n    - swap\n  tasks: [{name: main, command: echo}]\n  post_tasks: [{name: post, command: echo}]\n"));
         let (_dir, pb) = load_tree(&files);
         let play = &pb.plays[0];
         // `swap` listed twice with the same parameters runs once.
@@ -412,6 +416,13 @@ mod tests {
             .unwrap()
             .ends_with("roles/swap"));
         assert_eq!(size.tags, ["swap"]);
+        // Keywords of a role entry reach its tasks; they are not role variables.
+        assert!(size.no_log);
+        assert_eq!(
+            size.environment[0].to_json(),
+            serde_json::json!({"HTTP_PROXY": "p"})
+        );
+        assert!(!size.vars.contains_key("environment") && !size.vars.contains_key("no_log"));
         let when = size.when.as_ref().unwrap().to_json();
         assert_eq!(when, serde_json::json!(["enabled"]));
         let debian = play.tasks[3].when.as_ref().unwrap().to_json();
