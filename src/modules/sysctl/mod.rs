@@ -349,6 +349,10 @@ fn checked_path(p: &Params, param: &str, path: String) -> Result<String, ParamEr
 impl Module for Sysctl {
     fn probes(&self) -> Vec<Probe> {
         let mut probes = vec![FileFact::probe(&self.host_path(&self.file))];
+        if self.file != config::SYSCTL_CONF {
+            // What EL's `99-sysctl.conf` link writes through to, in the same probe.
+            probes.push(FileFact::probe(&self.host_path(config::SYSCTL_CONF)));
+        }
         if !self.settings.is_empty() {
             probes.push(SysctlFiles::probe(&self.root));
             probes.push(TunedProfile::probe(&self.root));
@@ -362,14 +366,9 @@ impl Module for Sysctl {
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
-        let path = self.host_path(&self.file);
+        let file = self.target(facts)?;
+        let path = self.host_path(&file);
         let current = FileFact::read(facts, &path)?;
-        if let Some(link) = current.as_ref().and_then(|s| s.link_target.as_ref()) {
-            return Err(ModuleError::Refused(format!(
-                "{} is a symlink to {link}; writing it would replace the link (and whatever reads through it), so name the target file instead",
-                self.file
-            )));
-        }
         let text = current
             .as_ref()
             .and_then(|s| s.content.clone())
@@ -387,7 +386,7 @@ impl Module for Sysctl {
             )?
         };
         if !self.settings.is_empty() {
-            self.plan_keys(facts, &text, &new_text, &mut plan)?;
+            self.plan_keys(facts, &file, &text, &new_text, &mut plan)?;
         }
         Ok(plan)
     }
@@ -436,6 +435,24 @@ impl std::fmt::Display for KeyFacts<'_> {
 }
 
 impl Sysctl {
+    /// The file to write: `file` itself, or `/etc/sysctl.conf` when `file` is
+    /// a link to it (EL's `/etc/sysctl.d/99-sysctl.conf`), written through as
+    /// Ansible does, so the link stays. Any other link is refused.
+    fn target(&self, facts: &Facts) -> Result<String, ModuleError> {
+        let current = FileFact::read(facts, &self.host_path(&self.file))?;
+        let Some(link) = current.as_ref().and_then(|s| s.link_target.as_ref()) else {
+            return Ok(self.file.clone());
+        };
+        let real = ConfFile::new(&self.file, Some(link), None).real();
+        if real == config::SYSCTL_CONF {
+            return Ok(real);
+        }
+        Err(ModuleError::Refused(format!(
+            "{} is a symlink to {link}; writing it would replace the link (and whatever reads through it), so name the target file instead",
+            self.file
+        )))
+    }
+
     fn live(&self, key: &str) -> (String, String) {
         (self.root.clone(), key.to_string())
     }
@@ -462,13 +479,14 @@ impl Sysctl {
     fn plan_keys(
         &self,
         facts: &Facts,
+        file: &str,
         text: &str,
         new_text: &str,
         plan: &mut Plan,
     ) -> Result<(), ModuleError> {
         let now = SysctlFiles::read(facts, &self.root)?;
         let host = Host {
-            after: config::with_file(&now, &self.file, new_text),
+            after: config::with_file(&now, file, new_text),
             now,
             tuned: TunedProfile::read(facts, &self.root)?,
         };

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 
-use super::config::{self, ConfFile, SysctlFiles, FRAME_FN};
+use super::config::{self, ConfFile, SysctlFiles, FRAME};
 use super::normalize_key;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::plan::ModuleError;
@@ -40,22 +40,38 @@ impl Fact for TunedProfile {
         "sysctl:tuned".into()
     }
 
+    /// Reads every file with the shell's own `read`, so following a chain of
+    /// includes costs no process per profile.
     fn script(root: &str) -> String {
         let dirs = PROFILE_DIRS.join(" ");
         format!(
             r#"R={root}
-{FRAME_FN}for f in {ACTIVE} {MAIN}; do if [ -e "$R$f" ]; then np_sf "$R$f"; fi; done
+LC_ALL=C; export LC_ALL
+np_tf() {{
+  f=$1; fp=${{f#"$R"}}; c=; inc=
+  while IFS= read -r l || [ -n "$l" ]; do
+    c="$c$l
+"
+    case $l in *include*=*)
+      set -- ${{l%%=*}}
+      if [ "$#" = 1 ] && [ "$1" = include ]; then IFS=' ,;'; set -- ${{l#*=}}; unset IFS; inc="$inc $*"; fi ;;
+    esac
+  done < "$f"
+  printf '{FRAME} f %s 0 %s\n%s%s' "${{#fp}}" "${{#c}}" "$fp" "$c"
+}}
 set -f
-q=$(cat "$R{ACTIVE}" 2>/dev/null); seen=' '; n=0
+q=
+if [ -f "$R{ACTIVE}" ] && [ -r "$R{ACTIVE}" ]; then np_tf "$R{ACTIVE}"; q=$c; fi
+if [ -f "$R{MAIN}" ] && [ -r "$R{MAIN}" ]; then np_tf "$R{MAIN}"; fi
+seen=' '; n=0
 while set -- $q && [ "$#" -gt 0 ] && [ "$n" -lt {MAX_PROFILES} ]; do
   p=$1; shift; q="$*"; n=$((n+1))
   case "$seen" in *" $p "*) continue ;; esac
   seen="$seen$p "
   for d in {dirs}; do
-    f="$R$d/$p/tuned.conf"
-    if [ -f "$f" ]; then
-      np_sf "$f"
-      q="$q $(sed -n 's/^[[:space:]]*include[[:space:]]*=//p' "$f" | tr ',;' '  ')"
+    if [ -f "$R$d/$p/tuned.conf" ] && [ -r "$R$d/$p/tuned.conf" ]; then
+      np_tf "$R$d/$p/tuned.conf"
+      q="$q $inc"
       break
     fi
   done
@@ -240,5 +256,80 @@ mod tests {
         let t = parse(&r).unwrap().unwrap();
         assert_eq!((t.value("vm.x"), t.reapply), (Some("2"), true));
         assert_eq!(parse(&probe_output("", None, &[])).unwrap(), None);
+    }
+
+    /// The probe run by `sh` with no `PATH` (so builtins only: no process
+    /// per profile file) over the profiles EL ships, copied from this
+    /// machine's tuned package (`/usr/lib/tuned`, the same profiles as EL's).
+    #[test]
+    fn shipped_profiles_resolve_their_includes_with_builtins_only() {
+        let root = tempfile::tempdir().unwrap();
+        let r = |p: &str| root.path().join(p.trim_start_matches('/'));
+        for name in [
+            "throughput-performance",
+            "virtual-guest",
+            "latency-performance",
+            "hpc-compute",
+        ] {
+            let shipped = format!("/usr/lib/tuned/{name}/tuned.conf");
+            let text = std::fs::read_to_string(&shipped)
+                .unwrap_or_else(|e| panic!("{shipped}: {e} (scripts/test.sh installs tuned)"));
+            std::fs::create_dir_all(r(&format!("/usr/lib/tuned/{name}"))).unwrap();
+            std::fs::write(r(&shipped), text).unwrap();
+        }
+        std::fs::create_dir_all(r("/etc/tuned/gpu-node")).unwrap();
+        std::fs::write(
+            r("/etc/tuned/gpu-node/tuned.conf"),
+            "[main]\ninclude = hpc-compute\n[sysctl]\nvm.swappiness = 1\n",
+        )
+        .unwrap();
+        let probe = |active: &str| {
+            std::fs::write(r(ACTIVE), format!("{active}\n")).unwrap();
+            let root = root.path().to_str().unwrap();
+            let out = std::process::Command::new("/bin/sh")
+                .args(["-c", &TunedProfile::script(root)])
+                .env_clear()
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let r = ProbeResult::ok(String::from_utf8(out.stdout).unwrap());
+            parse(&r).unwrap().unwrap()
+        };
+        let guest = probe("virtual-guest");
+        assert_eq!(
+            guest.value("vm.swappiness"),
+            Some("30"),
+            "its own value over the included one"
+        );
+        assert_eq!(guest.value("vm.dirty_ratio"), Some("30"));
+        assert_eq!(
+            guest.value("vm.dirty_background_ratio"),
+            Some("10"),
+            "from throughput-performance"
+        );
+        let throughput = probe("throughput-performance");
+        assert_eq!(throughput.value("vm.swappiness"), Some("10"));
+        assert_eq!(throughput.value("vm.dirty_ratio"), Some("40"));
+        let hpc = probe("hpc-compute");
+        assert_eq!(
+            hpc.value("vm.swappiness"),
+            Some("10"),
+            "from latency-performance"
+        );
+        assert_eq!(hpc.value("vm.dirty_ratio"), Some("10"));
+        assert_eq!(hpc.value("vm.min_free_kbytes"), Some("135168"));
+        let ours = probe("gpu-node");
+        assert_eq!(
+            ours.value("vm.swappiness"),
+            Some("1"),
+            "a user profile over two levels of includes"
+        );
+        assert_eq!(ours.value("vm.zone_reclaim_mode"), Some("1"));
+        assert_eq!(ours.value("vm.dirty_background_ratio"), Some("3"));
+        assert!(ours.reapply, "no tuned-main.conf: tuned's default");
     }
 }
