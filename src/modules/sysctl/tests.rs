@@ -364,6 +364,54 @@ fn tuned_loses_to_etc_files_with_reapply_and_wins_without() {
 }
 
 #[test]
+fn a_selected_tuned_profile_is_switched_to_and_counts_at_boot() {
+    let m = parse_params(json!({
+        "settings": {"vm.swappiness": 10},
+        "file": OURS,
+        "tuned_profile": "throughput-performance",
+    }))
+    .unwrap();
+    let conf = [file(OURS, &owned("vm.swappiness = 10\n"))];
+    let active = tuned_profile("virtual-guest", "vm.swappiness = 30\n", "0");
+    let target = tuned_profile("throughput-performance", "vm.swappiness=10\n", "0");
+    let mut f = facts(&m, &conf, &active, &[("vm.swappiness", "10")]);
+    let q = (String::new(), "throughput-performance".to_string());
+    f.insert(TunedCandidate::key(&q), SysctlFiles::render(&target));
+    let plan = m.plan(&f).unwrap();
+    assert_eq!(subjects(&plan), ["vm.swappiness at boot", "tuned profile"]);
+    assert_eq!(plan.changes[1].before.as_deref(), Some("virtual-guest"));
+    assert_eq!(
+        plan.steps,
+        ["tuned-adm profile throughput-performance || { echo 'tuned-adm profile failed' >&2; exit 1; }"]
+    );
+    assert!(
+        plan.notes.is_empty(),
+        "the new profile's 10 wins at boot: {:?}",
+        plan.notes
+    );
+    let after = TunedProfile::parse("", &predicted(&plan, &TunedProfile::key(""))).unwrap();
+    assert_eq!(after.unwrap().profile, "throughput-performance");
+
+    // Once active: nothing to do, and the report names the profile.
+    let mut f = facts(&m, &conf, &target, &[("vm.swappiness", "10")]);
+    f.insert(TunedCandidate::key(&q), SysctlFiles::render(&target));
+    let plan = m.plan(&f).unwrap();
+    assert!(plan.changes.is_empty(), "{:?}", plan.changes);
+    assert!(plan.notes[0].contains("tuned profile 'throughput-performance' sets 10 and wins"));
+
+    // A profile tuned does not have is a host error, not a silent no-op.
+    let mut f = facts(&m, &conf, &active, &[("vm.swappiness", "10")]);
+    f.insert(TunedCandidate::key(&q), SysctlFiles::render(&Vec::new()));
+    assert!(
+        matches!(m.plan(&f), Err(ModuleError::Missing(msg)) if msg.contains("no profile 'throughput-performance'"))
+    );
+    assert!(parse_params(
+        json!({"name": "vm.swappiness", "value": 1, "tuned_profile": "x;reboot"})
+    )
+    .is_err());
+}
+
+#[test]
 fn tuned_reapply_skips_usr_lib_files() {
     let m = map_form(json!({"vm.swappiness": 10}));
     let m = Sysctl {

@@ -40,12 +40,54 @@ impl Fact for TunedProfile {
         "sysctl:tuned".into()
     }
 
-    /// Reads every file with the shell's own `read`, so following a chain of
-    /// includes costs no process per profile.
     fn script(root: &str) -> String {
-        let dirs = PROFILE_DIRS.join(" ");
-        format!(
-            r#"R={root}
+        script(root, None)
+    }
+
+    fn parse(root: &str, r: &ProbeResult) -> Result<Option<Tuned>, ModuleError> {
+        parse(r, None).map_err(|d| fact::bad(Self::key(root), d))
+    }
+
+    /// The profile as one file of its first name, and reapply_sysctl.
+    fn render(tuned: &Option<Tuned>) -> ProbeResult {
+        render(tuned)
+    }
+}
+
+/// A profile a task makes active (`tuned-adm profile`), read like the
+/// active one: its files and includes, and reapply_sysctl. The query is the
+/// root prefix and the profile names; `None` when tuned has no such profile.
+pub(crate) struct TunedCandidate;
+
+impl Fact for TunedCandidate {
+    type Query = (String, String);
+    type Value = Option<Tuned>;
+
+    fn key((_, profile): &(String, String)) -> String {
+        format!("sysctl:tuned:{profile}")
+    }
+
+    fn script((root, profile): &(String, String)) -> String {
+        script(root, Some(profile))
+    }
+
+    fn parse(q: &(String, String), r: &ProbeResult) -> Result<Option<Tuned>, ModuleError> {
+        parse(r, Some(&q.1)).map_err(|d| fact::bad(Self::key(q), d))
+    }
+
+    fn render(tuned: &Option<Tuned>) -> ProbeResult {
+        render(tuned)
+    }
+}
+
+/// Reads every file with the shell's own `read`, so following a chain of
+/// includes costs no process per profile. The chain starts at `start`, or
+/// at the active profile.
+fn script(root: &str, start: Option<&str>) -> String {
+    let dirs = PROFILE_DIRS.join(" ");
+    let start = start.map_or(String::new(), |names| format!("q={}\n", quote(names)));
+    format!(
+        r#"R={root}
 LC_ALL=C; export LC_ALL
 np_tf() {{
   f=$1; fp=${{f#"$R"}}; c=; inc=
@@ -63,7 +105,7 @@ set -f
 q=
 if [ -f "$R{ACTIVE}" ] && [ -r "$R{ACTIVE}" ]; then np_tf "$R{ACTIVE}"; q=$c; fi
 if [ -f "$R{MAIN}" ] && [ -r "$R{MAIN}" ]; then np_tf "$R{MAIN}"; fi
-seen=' '; n=0
+{start}seen=' '; n=0
 while set -- $q && [ "$#" -gt 0 ] && [ "$n" -lt {MAX_PROFILES} ]; do
   p=$1; shift; q="$*"; n=$((n+1))
   case "$seen" in *" $p "*) continue ;; esac
@@ -77,39 +119,33 @@ while set -- $q && [ "$#" -gt 0 ] && [ "$n" -lt {MAX_PROFILES} ]; do
   done
 done
 exit 0"#,
-            root = quote(root)
-        )
-    }
+        root = quote(root)
+    )
+}
 
-    fn parse(root: &str, r: &ProbeResult) -> Result<Option<Tuned>, ModuleError> {
-        parse(r).map_err(|d| fact::bad(Self::key(root), d))
-    }
-
-    /// The profile as one file of its first name, and reapply_sysctl.
-    fn render(tuned: &Option<Tuned>) -> ProbeResult {
-        let Some(t) = tuned else {
-            return SysctlFiles::render(&Vec::new());
-        };
-        let first = t.profile.split_whitespace().next().unwrap_or_default();
-        let sysctl: String = t
-            .sysctl
-            .iter()
-            .map(|(k, v)| format!("{k} = {v}\n"))
-            .collect();
-        SysctlFiles::render(&vec![
-            ConfFile::new(ACTIVE, None, Some(&format!("{}\n", t.profile))),
-            ConfFile::new(
-                MAIN,
-                None,
-                Some(&format!("reapply_sysctl = {}\n", u8::from(t.reapply))),
-            ),
-            ConfFile::new(
-                &format!("{}/{first}/tuned.conf", PROFILE_DIRS[0]),
-                None,
-                Some(&format!("[sysctl]\n{sysctl}")),
-            ),
-        ])
-    }
+fn render(tuned: &Option<Tuned>) -> ProbeResult {
+    let Some(t) = tuned else {
+        return SysctlFiles::render(&Vec::new());
+    };
+    let first = t.profile.split_whitespace().next().unwrap_or_default();
+    let sysctl: String = t
+        .sysctl
+        .iter()
+        .map(|(k, v)| format!("{k} = {v}\n"))
+        .collect();
+    SysctlFiles::render(&vec![
+        ConfFile::new(ACTIVE, None, Some(&format!("{}\n", t.profile))),
+        ConfFile::new(
+            MAIN,
+            None,
+            Some(&format!("reapply_sysctl = {}\n", u8::from(t.reapply))),
+        ),
+        ConfFile::new(
+            &format!("{}/{first}/tuned.conf", PROFILE_DIRS[0]),
+            None,
+            Some(&format!("[sysctl]\n{sysctl}")),
+        ),
+    ])
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -128,7 +164,9 @@ impl Tuned {
     }
 }
 
-fn parse(r: &ProbeResult) -> Result<Option<Tuned>, String> {
+/// The active profile, or `want` when a task makes it active (`None` then
+/// when tuned has no profile of its first name).
+fn parse(r: &ProbeResult, want: Option<&str>) -> Result<Option<Tuned>, String> {
     let files = config::parse_frames(r)?;
     let read = |path: &str| {
         files
@@ -136,12 +174,17 @@ fn parse(r: &ProbeResult) -> Result<Option<Tuned>, String> {
             .find(|f| f.path == path)
             .and_then(|f| f.content.as_deref())
     };
-    let profile = read(ACTIVE)
+    let profile = want
+        .or(read(ACTIVE))
         .unwrap_or("")
         .split_whitespace()
         .collect::<Vec<_>>()
         .join(" ");
-    if profile.is_empty() {
+    let first = profile.split_whitespace().next().unwrap_or_default();
+    let found = PROFILE_DIRS
+        .iter()
+        .any(|d| read(&format!("{d}/{first}/tuned.conf")).is_some());
+    if profile.is_empty() || (want.is_some() && !found) {
         return Ok(None);
     }
     let reapply = read(MAIN)
@@ -236,7 +279,7 @@ mod tests {
                 ),
             ],
         );
-        let t = parse(&r).unwrap().unwrap();
+        let t = parse(&r, None).unwrap().unwrap();
         assert_eq!(t.profile, "virtual-guest");
         assert_eq!(t.value("vm.swappiness"), Some("30"));
         assert_eq!(t.value("vm.dirty_ratio"), Some("40"));
@@ -253,9 +296,9 @@ mod tests {
                 ("/etc/tuned/p/tuned.conf", "[sysctl]\nvm.x=2\n"),
             ],
         );
-        let t = parse(&r).unwrap().unwrap();
+        let t = parse(&r, None).unwrap().unwrap();
         assert_eq!((t.value("vm.x"), t.reapply), (Some("2"), true));
-        assert_eq!(parse(&probe_output("", None, &[])).unwrap(), None);
+        assert_eq!(parse(&probe_output("", None, &[]), None).unwrap(), None);
     }
 
     /// The probe run by `sh` with no `PATH` (so builtins only: no process
@@ -297,7 +340,7 @@ mod tests {
                 String::from_utf8_lossy(&out.stderr)
             );
             let r = ProbeResult::ok(String::from_utf8(out.stdout).unwrap());
-            parse(&r).unwrap().unwrap()
+            parse(&r, None).unwrap().unwrap()
         };
         let guest = probe("virtual-guest");
         assert_eq!(
@@ -331,5 +374,33 @@ mod tests {
         assert_eq!(ours.value("vm.zone_reclaim_mode"), Some("1"));
         assert_eq!(ours.value("vm.dirty_background_ratio"), Some("3"));
         assert!(ours.reapply, "no tuned-main.conf: tuned's default");
+        // A profile a task selects is read the same way, whatever is active.
+        std::fs::write(r(ACTIVE), "virtual-guest\n").unwrap();
+        let out = std::process::Command::new("/bin/sh")
+            .args([
+                "-c",
+                &script(root.path().to_str().unwrap(), Some("gpu-node")),
+            ])
+            .env_clear()
+            .output()
+            .unwrap();
+        let selected = parse(
+            &ProbeResult::ok(String::from_utf8(out.stdout).unwrap()),
+            Some("gpu-node"),
+        );
+        assert_eq!(selected.unwrap().unwrap(), ours);
+        let out = std::process::Command::new("/bin/sh")
+            .args([
+                "-c",
+                &script(root.path().to_str().unwrap(), Some("no-such")),
+            ])
+            .env_clear()
+            .output()
+            .unwrap();
+        let missing = parse(
+            &ProbeResult::ok(String::from_utf8(out.stdout).unwrap()),
+            Some("no-such"),
+        );
+        assert_eq!(missing.unwrap(), None);
     }
 }
