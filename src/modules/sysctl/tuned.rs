@@ -326,11 +326,11 @@ mod tests {
             "[main]\ninclude = hpc-compute\n[sysctl]\nvm.swappiness = 1\n",
         )
         .unwrap();
-        let probe = |active: &str| {
-            std::fs::write(r(ACTIVE), format!("{active}\n")).unwrap();
-            let root = root.path().to_str().unwrap();
+        let base = root.path().to_str().unwrap().to_string();
+        // With `want`, the chain starts at that profile instead of the active one.
+        let run = |want: Option<&str>| {
             let out = std::process::Command::new("/bin/sh")
-                .args(["-c", &TunedProfile::script(root)])
+                .args(["-c", &script(&base, want)])
                 .env_clear()
                 .output()
                 .unwrap();
@@ -340,7 +340,11 @@ mod tests {
                 String::from_utf8_lossy(&out.stderr)
             );
             let r = ProbeResult::ok(String::from_utf8(out.stdout).unwrap());
-            parse(&r, None).unwrap().unwrap()
+            parse(&r, want).unwrap()
+        };
+        let probe = |active: &str| {
+            std::fs::write(r(ACTIVE), format!("{active}\n")).unwrap();
+            run(None).unwrap()
         };
         let guest = probe("virtual-guest");
         assert_eq!(
@@ -376,31 +380,7 @@ mod tests {
         assert!(ours.reapply, "no tuned-main.conf: tuned's default");
         // A profile a task selects is read the same way, whatever is active.
         std::fs::write(r(ACTIVE), "virtual-guest\n").unwrap();
-        let out = std::process::Command::new("/bin/sh")
-            .args([
-                "-c",
-                &script(root.path().to_str().unwrap(), Some("gpu-node")),
-            ])
-            .env_clear()
-            .output()
-            .unwrap();
-        let selected = parse(
-            &ProbeResult::ok(String::from_utf8(out.stdout).unwrap()),
-            Some("gpu-node"),
-        );
-        assert_eq!(selected.unwrap().unwrap(), ours);
-        let out = std::process::Command::new("/bin/sh")
-            .args([
-                "-c",
-                &script(root.path().to_str().unwrap(), Some("no-such")),
-            ])
-            .env_clear()
-            .output()
-            .unwrap();
-        let missing = parse(
-            &ProbeResult::ok(String::from_utf8(out.stdout).unwrap()),
-            Some("no-such"),
-        );
-        assert_eq!(missing.unwrap(), None);
+        assert_eq!(run(Some("gpu-node")), Some(ours));
+        assert_eq!(run(Some("no-such")), None);
     }
 }
