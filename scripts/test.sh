@@ -30,6 +30,7 @@ REQUIRED_COMMANDS=(
 	"slurmctld slurmctld"
 	"slurmd slurmd"
 	"sbatch slurm-client"
+	"tuned-adm tuned"
 )
 
 # What the real-VM tests add.

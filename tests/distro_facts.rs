@@ -1,4 +1,4 @@
-//! Distribution facts proven on Ansible's own recorded release files
+//! Distribution facts proven on recorded release files with Ansible's own answers
 //! (tests/fixtures/distro, see its README): each fixture's files become an
 //! isolated host's release files, and the real binary's `facts` must report
 //! what Ansible reported from them.

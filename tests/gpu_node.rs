@@ -84,7 +84,10 @@ fn bare_host_check_reports_every_drift_and_the_gpu_failure() {
         assert!(subjects.contains(&s), "{subjects:?}");
     }
     assert_eq!(
-        task(&doc, "Redundant services disabled and stopped")["status"],
+        task(
+            &doc,
+            "Redundant services disabled and stopped (Debian family)"
+        )["status"],
         "ok",
         "no systemd here"
     );
@@ -136,9 +139,112 @@ fn apply_converges_and_check_is_clean() {
     assert_eq!(second["hosts"][0]["recap"]["changed"], 0, "{second:#}");
     assert_eq!(second["hosts"][0]["round_trips"], 1);
     assert_eq!(
-        second["hosts"][0]["recap"]["skipped"], 1,
-        "the smoke step is skipped by its when: {second:#}"
+        second["hosts"][0]["recap"]["skipped"], 2,
+        "the smoke step and the other family's services are skipped: {second:#}"
     );
+    let (code, check) = run(&host, "check", &skip);
+    assert_eq!(code, 0, "{check:#}");
+    assert_machine_unchanged(&before);
+}
+
+/// An EL 9 host as Rocky 9 and NVIDIA's RPMs lay it out: Rocky's release
+/// files (tests/fixtures/distro/rocky_9.json), `/etc/sysctl.d/99-sysctl.conf`
+/// linked to `../sysctl.conf`, and a CUDA 12.4 toolkit behind the `cuda`
+/// alternative (`cuda -> /etc/alternatives/cuda -> cuda-12.4`) whose
+/// packages dropped `000_cuda.conf` and `cuda-12-4.conf`. /usr/local is not
+/// private to an isolated host, so the toolkit lives under /root.
+fn rocky_9_host() -> IsolatedHost {
+    use std::os::unix::fs::symlink;
+    let host = IsolatedHost::new();
+    let fixture: serde_json::Value =
+        serde_json::from_str(include_str!("fixtures/distro/rocky_9.json")).unwrap();
+    for name in ["os-release", "debian_version", "lsb-release"] {
+        let _ = std::fs::remove_file(host.path(&format!("/etc/{name}")));
+    }
+    for (path, content) in fixture["input"].as_object().unwrap() {
+        if path.starts_with("/etc/") {
+            std::fs::write(host.path(path), content.as_str().unwrap()).unwrap();
+        }
+    }
+    std::fs::write(host.path("/etc/sysctl.conf"), "# sysctl settings are defined through files in\n# /usr/lib/sysctl.d/, /run/sysctl.d/, and /etc/sysctl.d/.\n").unwrap();
+    std::fs::create_dir_all(host.path("/etc/sysctl.d")).unwrap();
+    let _ = std::fs::remove_file(host.path("/etc/sysctl.d/99-sysctl.conf"));
+    symlink("../sysctl.conf", host.path("/etc/sysctl.d/99-sysctl.conf")).unwrap();
+    let lib = "/root/cuda-12.4/targets/x86_64-linux/lib";
+    std::fs::create_dir_all(host.path(lib)).unwrap();
+    symlink(
+        "targets/x86_64-linux/lib",
+        host.path("/root/cuda-12.4/lib64"),
+    )
+    .unwrap();
+    std::fs::write(
+        host.path("/root/cuda-12.4/version.json"),
+        r#"{"cuda": {"name": "CUDA SDK", "version": "12.4.131"}}"#,
+    )
+    .unwrap();
+    std::fs::create_dir_all(host.path("/etc/alternatives")).unwrap();
+    symlink("/root/cuda-12.4", host.path("/etc/alternatives/cuda")).unwrap();
+    symlink("/etc/alternatives/cuda", host.path("/root/cuda")).unwrap();
+    let ld = host.path("/etc/ld.so.conf.d");
+    std::fs::create_dir_all(&ld).unwrap();
+    std::fs::write(
+        ld.join("000_cuda.conf"),
+        "/root/cuda/targets/x86_64-linux/lib\n",
+    )
+    .unwrap();
+    std::fs::write(ld.join("cuda-12-4.conf"), format!("{lib}\n")).unwrap();
+    host
+}
+
+#[test]
+fn rocky_9_layout_gets_el_names_and_its_rpm_entries_are_kept() {
+    let before = machine_digest();
+    let host = rocky_9_host();
+    let (code, doc) = run(&host, "check", &[]);
+    assert_eq!(code, 6, "drift and a failed smoke test: {doc:#}");
+    assert_eq!(doc["hosts"][0]["round_trips"], 1, "still one probe");
+    let services = task(&doc, "Redundant services disabled and stopped");
+    let notes = services["notes"].to_string();
+    assert!(
+        notes.contains("httpd.service, mysqld.service"),
+        "EL's unit names, picked by ansible_os_family: {services:#}"
+    );
+    let cuda = task(&doc, "CUDA toolkit on PATH and in the linker cache");
+    assert_eq!(cuda["status"], "drift");
+    let subjects: Vec<&str> = cuda["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["subject"].as_str().unwrap())
+        .collect();
+    assert_eq!(subjects, ["/etc/profile.d/cuda.sh"], "{cuda:#}");
+    assert!(
+        cuda["notes"]
+            .to_string()
+            .contains("000_cuda.conf already makes"),
+        "{cuda:#}"
+    );
+    assert_eq!(
+        task(&doc, "Memory sysctls, live and at boot")["status"],
+        "drift"
+    );
+
+    let skip = ["--skip-tags", "swap", "-e", "gpu_validate=false"];
+    let (code, applied) = run(&host, "apply", &skip);
+    assert_eq!(code, 0, "{applied:#}");
+    assert!(
+        !host.path("/etc/ld.so.conf.d/cuda.conf").exists(),
+        "no duplicate of the RPMs' entries"
+    );
+    assert_eq!(
+        std::fs::read_link(host.path("/etc/alternatives/cuda")).unwrap(),
+        std::path::Path::new("/root/cuda-12.4")
+    );
+    assert_eq!(
+        std::fs::read_link(host.path("/etc/sysctl.d/99-sysctl.conf")).unwrap(),
+        std::path::Path::new("../sysctl.conf")
+    );
+    assert_eq!(host.sysctl("vm.swappiness"), "10");
     let (code, check) = run(&host, "check", &skip);
     assert_eq!(code, 0, "{check:#}");
     assert_machine_unchanged(&before);

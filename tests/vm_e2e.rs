@@ -22,8 +22,16 @@ const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 const GPU_NODE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/playbooks/gpu-node.yml");
 
 /// The VMs have no GPU and a 4 GiB root disk: skip the smoke validation and
-/// keep the swap file small. Every gpu-node run uses these.
-const GPU_NODE_VARS: [&str; 4] = ["-e", "gpu_validate=false", "-e", "swap_size=256M"];
+/// keep the swap file small. Their Debian image's redundant services carry
+/// EL's unit names (httpd, mysqld). Every gpu-node run uses these.
+const GPU_NODE_VARS: [&str; 6] = [
+    "-e",
+    "gpu_validate=false",
+    "-e",
+    "swap_size=256M",
+    "-e",
+    r#"{"redundant_services": {"RedHat": ["httpd", "mysqld"], "Debian": ["httpd", "mysqld"]}}"#,
+];
 const SWAP_BYTES: u64 = 256 << 20;
 
 /// tuned applies its profile some seconds after sshd is up.

@@ -307,7 +307,17 @@ impl Module for CudaEnv {
         })?;
         self.check_version(&f, home)?;
         let mut plan = self.write(&self.profile, &self.profile_text, facts)?;
-        let ld = self.write(&self.ldconfig_file, &self.ld_conf(&f)?, facts)?;
+        let dirs = self.ld_dirs(&f)?;
+        let ld = match self.listed_elsewhere(&f, &dirs, facts)? {
+            Some(file) => {
+                plan.notes.push(format!(
+                    "{file} already makes the toolkit's libraries findable (as NVIDIA's packages install it); {} is not added beside it",
+                    self.ldconfig_file
+                ));
+                Plan::noop()
+            }
+            None => self.write(&self.ldconfig_file, &ld_conf(&dirs), facts)?,
+        };
         let mut reload = !ld.steps.is_empty();
         plan.absorb(ld);
         reload |= self.plan_stale(&f, &mut plan);
@@ -321,6 +331,10 @@ impl Module for CudaEnv {
         }
         Ok(plan)
     }
+}
+
+fn ld_conf(dirs: &[String]) -> String {
+    format!("# Managed by nodeprov (cuda_env)\n{}\n", dirs.join("\n"))
 }
 
 fn installed(f: &CudaFacts) -> String {
@@ -366,7 +380,8 @@ impl CudaEnv {
         }
     }
 
-    fn ld_conf(&self, f: &CudaFacts) -> Result<String, ModuleError> {
+    /// The toolkit's library folders, named through `cuda_home`.
+    fn ld_dirs(&self, f: &CudaFacts) -> Result<Vec<String>, ModuleError> {
         let real = f.home.as_deref().unwrap_or(&self.cuda_home);
         // Entries name `cuda_home`, not its resolved folder, so a switch of
         // the alternative takes effect with one ldconfig.
@@ -381,10 +396,34 @@ impl CudaEnv {
                 self.cuda_home
             )));
         }
-        Ok(format!(
-            "# Managed by nodeprov (cuda_env)\n{}\n",
-            dirs.join("\n")
-        ))
+        Ok(dirs)
+    }
+
+    /// Another ld.so.conf.d file that already lists one of the toolkit's
+    /// library folders (through `cuda_home` or its resolved folder), such as
+    /// the `000_cuda.conf` and `cuda-12-4.conf` NVIDIA's RPMs install, while
+    /// ours does not exist: adding ours would only duplicate it. lib64 is a
+    /// link to targets/<arch>/lib in NVIDIA's toolkits, so one suffices.
+    fn listed_elsewhere(
+        &self,
+        f: &CudaFacts,
+        dirs: &[String],
+        facts: &Facts,
+    ) -> Result<Option<String>, ModuleError> {
+        if FileFact::read(facts, &self.ldconfig_file)?.is_some() {
+            return Ok(None);
+        }
+        let real = f.home.as_deref().unwrap_or(&self.cuda_home);
+        let lists = |text: &str| {
+            text.lines()
+                .map(|l| l.split('#').next().unwrap_or_default().trim())
+                .map(|l| l.trim_end_matches('/').replacen(real, &self.cuda_home, 1))
+                .any(|l| dirs.contains(&l))
+        };
+        Ok(f.ldconf
+            .iter()
+            .find(|(p, text)| *p != self.ldconfig_file && lists(text))
+            .map(|(p, _)| p.clone()))
     }
 
     fn write(&self, path: &str, content: &str, facts: &Facts) -> Result<Plan, ModuleError> {
@@ -527,7 +566,21 @@ mod tests {
 
     #[test]
     fn h200_fresh_host_gets_profile_and_ld_conf_then_ldconfig() {
+        // The H200 host's NVIDIA packages list the libraries already.
         let plan = plan_with(json!({"version": "13.0"}), H200, &[]).unwrap();
+        let subjects: Vec<&str> = plan.changes.iter().map(|c| c.subject.as_str()).collect();
+        assert_eq!(subjects, ["/etc/profile.d/cuda.sh"]);
+        assert!(plan.notes[0].starts_with("/etc/ld.so.conf.d/000_cuda.conf already makes"));
+        // Without their entries, ours is written and the cache rebuilt.
+        let (head, rest) = H200
+            .split_once("## /etc/ld.so.conf.d/000_cuda.conf")
+            .unwrap();
+        let unlisted = format!(
+            "{head}{}",
+            &rest[rest.find("## /etc/ld.so.conf.d/libc.conf").unwrap()..]
+        )
+        .replace("/usr/local/cuda/lib64\n", "");
+        let plan = plan_with(json!({"version": "13.0"}), &unlisted, &[]).unwrap();
         let subjects: Vec<&str> = plan.changes.iter().map(|c| c.subject.as_str()).collect();
         assert_eq!(
             subjects,
@@ -646,5 +699,73 @@ mod tests {
         let diff = plan.changes[0].diff.as_deref().unwrap();
         assert!(diff.contains("+CUDA_HOME='/opt/$(reboot)'\\'''"), "{diff}");
         assert!(Toolkit::script(home).starts_with("h='/opt/$(reboot)'\\'''\n"));
+    }
+
+    /// NVIDIA's RPMs on EL: `/usr/local/cuda` is the `cuda` alternative
+    /// (resolved to cuda-12.4), and the packages drop `000_cuda.conf` and
+    /// `cuda-12-4.conf`. Those already make the libraries findable.
+    const EL_RPM: &str = "@@home\n/usr/local/cuda-12.4\n@@toolkits\n/usr/local/cuda /usr/local/cuda-12.4\n/usr/local/cuda-12.4 /usr/local/cuda-12.4\n@@version\n{\"cuda\": {\"version\": \"12.4.131\"}}\n@@nvcc\n@@libdirs\n/usr/local/cuda/lib64\n/usr/local/cuda/targets/x86_64-linux/lib\n@@ldconf\n## /etc/ld.so.conf.d/000_cuda.conf\n/usr/local/cuda/targets/x86_64-linux/lib\n\n## /etc/ld.so.conf.d/cuda-12-4.conf\n/usr/local/cuda-12.4/targets/x86_64-linux/lib\n\n@@ldcache\n";
+
+    #[test]
+    fn entries_of_nvidias_packages_satisfy_and_are_not_duplicated() {
+        let plan = plan_with(json!({"version": "12"}), EL_RPM, &[]).unwrap();
+        let subjects: Vec<&str> = plan.changes.iter().map(|c| c.subject.as_str()).collect();
+        assert_eq!(subjects, ["/etc/profile.d/cuda.sh"], "{plan:?}");
+        assert!(!plan
+            .steps
+            .iter()
+            .any(|s| s.contains("ldconfig") || s.contains("cuda.conf")));
+        assert!(
+            plan.notes
+                .iter()
+                .any(|n| n.starts_with("/etc/ld.so.conf.d/000_cuda.conf already makes")),
+            "{:?}",
+            plan.notes
+        );
+        assert!(
+            !plan.notes.iter().any(|n| n.contains("cuda-12-4.conf adds")),
+            "same major: not stale"
+        );
+        // Only the versioned file: still listed (through the resolved folder).
+        let versioned = EL_RPM.replace(
+            "## /etc/ld.so.conf.d/000_cuda.conf\n/usr/local/cuda/targets/x86_64-linux/lib\n\n",
+            "",
+        );
+        let plan = plan_with(json!({}), &versioned, &[]).unwrap();
+        assert!(
+            plan.notes
+                .iter()
+                .any(|n| n.starts_with("/etc/ld.so.conf.d/cuda-12-4.conf already makes")),
+            "{:?}",
+            plan.notes
+        );
+        // Ours, once written, stays managed.
+        let plan = plan_with(
+            json!({}),
+            EL_RPM,
+            &[("/etc/ld.so.conf.d/cuda.conf", "# old\n")],
+        )
+        .unwrap();
+        assert!(plan
+            .changes
+            .iter()
+            .any(|c| c.subject == "/etc/ld.so.conf.d/cuda.conf"));
+        // Nothing listed: ours is written.
+        let bare = EL_RPM
+            .replace(
+                "/usr/local/cuda/targets/x86_64-linux/lib\n\n##",
+                "/opt/other\n\n##",
+            )
+            .replace(
+                "/usr/local/cuda-12.4/targets/x86_64-linux/lib\n\n@@",
+                "/opt/x\n\n@@",
+            );
+        let plan = plan_with(json!({}), &bare, &[]).unwrap();
+        assert!(
+            plan.changes
+                .iter()
+                .any(|c| c.subject == "/etc/ld.so.conf.d/cuda.conf"),
+            "{plan:?}"
+        );
     }
 }

@@ -778,6 +778,42 @@ mod tests {
         );
     }
 
+    /// `systemctl show -p Id,LoadState,UnitFileState,ActiveState,TriggeredBy,NeedDaemonReload`
+    /// as EL7's systemd 219 prints it: every property exists there (its
+    /// `bus_unit_vtable`, redhat-plumbers/systemd-rhel7 src/core/dbus-unit.c),
+    /// but they come in that table's order, not the order asked, and empty
+    /// ones are left out (no `TriggeredBy=` on an untriggered unit, no
+    /// `UnitFileState=` on a unit that is not installed).
+    const EL7_SHOW: &str = "Id=httpd.service\nLoadState=loaded\nActiveState=active\nUnitFileState=enabled\nNeedDaemonReload=no\n\nId=mysqld.service\nLoadState=not-found\nActiveState=inactive\nNeedDaemonReload=no\n\nId=cups.service\nTriggeredBy=cups.socket cups.path\nLoadState=loaded\nActiveState=inactive\nUnitFileState=enabled\nNeedDaemonReload=no\n\n@@triggers\nId=cups.socket\nLoadState=loaded\nActiveState=active\nUnitFileState=enabled\nNeedDaemonReload=no\n\nId=cups.path\nLoadState=loaded\nActiveState=active\nUnitFileState=enabled\nNeedDaemonReload=no\n";
+
+    #[test]
+    fn systemd_219_output_of_el7_reads_the_same() {
+        let plan = plan_on(
+            json!({"name": ["httpd", "mysqld", "cups"], "state": "stopped", "enabled": false}),
+            EL7_SHOW,
+        )
+        .unwrap();
+        assert_eq!(
+            summary(&plan),
+            [
+                "httpd.service enabled: enabled → disabled",
+                "httpd.service state: active → stopped",
+                "cups.socket (starts cups.service): active → stopped",
+                "cups.socket (starts cups.service): enabled → disabled",
+                "cups.path (starts cups.service): active → stopped",
+                "cups.path (starts cups.service): enabled → disabled",
+                "cups.service enabled: enabled → disabled",
+            ]
+        );
+        assert!(
+            plan.notes
+                .iter()
+                .any(|n| n.contains("mysqld.service") && n.contains("not installed")),
+            "{:?}",
+            plan.notes
+        );
+    }
+
     #[test]
     fn alias_is_acted_on_through_its_real_unit() {
         let show = block("ssh.service", "loaded", "enabled", "active", "");

@@ -24,7 +24,7 @@ pub(crate) const SYSCTL_CONF: &str = "/etc/sysctl.conf";
 /// Folders tuned's `reapply_sysctl` re-reads after applying its profile.
 const REAPPLIED_DIRS: &[&str] = &["/etc/sysctl.d", "/run/sysctl.d"];
 
-const FRAME: &str = "@@SYSCTL";
+pub(crate) const FRAME: &str = "@@SYSCTL";
 
 /// A shell function that prints one file (following links) as
 /// `@@SYSCTL <f|u> <pathlen> <linklen> <contentlen>` and then exactly those

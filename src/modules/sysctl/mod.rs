@@ -25,7 +25,7 @@ use crate::modules::params::{module_params, ParamError, ParamValue, Params, Pres
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
 use config::{ConfFile, SysctlFiles, Winner};
-use tuned::{Tuned, TunedProfile};
+use tuned::{Tuned, TunedCandidate, TunedProfile};
 
 pub(crate) const SYSCTL: ModuleSpec = ModuleSpec {
     name: "sysctl",
@@ -60,6 +60,8 @@ module_params! {
         settings: Option<serde_json::Map<String, Value>>,
         /// the drop-in the map form writes as a whole
         file: Option<String>,
+        /// the tuned profile (or several, space-separated) made active with tuned-adm; its settings then count at boot
+        tuned_profile: Option<String>,
     }
 }
 
@@ -198,6 +200,8 @@ struct Sysctl {
     settings: Vec<(String, String)>,
     reload: Reload,
     ignore_errors: bool,
+    /// The tuned profile this task makes active, names space-separated.
+    tuned_profile: Option<String>,
     /// Prefix for every host path; only tests point it at a temp folder.
     root: String,
 }
@@ -218,10 +222,34 @@ fn from_params(p: &Params) -> Result<Sysctl, ParamError> {
         }
     }
     let a = SysctlArgs::read(p)?;
-    match a.settings {
+    let tuned_profile = checked_profile(p, a.tuned_profile.as_deref())?;
+    let mut s = match a.settings {
         Some(ref map) => build_map(p, map, &a),
         None => build_ansible(p, a),
+    }?;
+    s.tuned_profile = tuned_profile;
+    Ok(s)
+}
+
+/// Profile names as tuned-adm takes them: words of letters, digits, `-`, `_` and `.`.
+fn checked_profile(p: &Params, names: Option<&str>) -> Result<Option<String>, ParamError> {
+    let Some(names) = names else {
+        return Ok(None);
+    };
+    let words: Vec<&str> = names.split_whitespace().collect();
+    let bad = |w: &&str| {
+        w.starts_with(['-', '.'])
+            || !w
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c))
+    };
+    if words.is_empty() || words.iter().any(bad) {
+        return Err(p.error(
+            "tuned_profile",
+            format!("'{names}' is not a tuned profile name (letters, digits, '-', '_', '.')"),
+        ));
     }
+    Ok(Some(words.join(" ")))
 }
 
 fn build_map(
@@ -254,6 +282,7 @@ fn build_map(
         settings,
         reload: a.reload.unwrap_or(Reload::Keys),
         ignore_errors: a.ignoreerrors,
+        tuned_profile: None,
         root: String::new(),
     })
 }
@@ -296,6 +325,7 @@ fn build_ansible(p: &Params, a: SysctlArgs) -> Result<Sysctl, ParamError> {
         settings,
         reload,
         ignore_errors: a.ignoreerrors,
+        tuned_profile: None,
         root: String::new(),
     })
 }
@@ -349,27 +379,31 @@ fn checked_path(p: &Params, param: &str, path: String) -> Result<String, ParamEr
 impl Module for Sysctl {
     fn probes(&self) -> Vec<Probe> {
         let mut probes = vec![FileFact::probe(&self.host_path(&self.file))];
+        if self.file != config::SYSCTL_CONF {
+            // What EL's `99-sysctl.conf` link writes through to, in the same probe.
+            probes.push(FileFact::probe(&self.host_path(config::SYSCTL_CONF)));
+        }
         if !self.settings.is_empty() {
             probes.push(SysctlFiles::probe(&self.root));
-            probes.push(TunedProfile::probe(&self.root));
             probes.extend(
                 self.settings
                     .iter()
                     .map(|(k, _)| LiveValue::probe(&self.live(k))),
             );
         }
+        if !self.settings.is_empty() || self.tuned_profile.is_some() {
+            probes.push(TunedProfile::probe(&self.root));
+        }
+        if let Some(profile) = &self.tuned_profile {
+            probes.push(TunedCandidate::probe(&(self.root.clone(), profile.clone())));
+        }
         probes
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
-        let path = self.host_path(&self.file);
+        let file = self.target(facts)?;
+        let path = self.host_path(&file);
         let current = FileFact::read(facts, &path)?;
-        if let Some(link) = current.as_ref().and_then(|s| s.link_target.as_ref()) {
-            return Err(ModuleError::Refused(format!(
-                "{} is a symlink to {link}; writing it would replace the link (and whatever reads through it), so name the target file instead",
-                self.file
-            )));
-        }
         let text = current
             .as_ref()
             .and_then(|s| s.content.clone())
@@ -386,19 +420,27 @@ impl Module for Sysctl {
                 true,
             )?
         };
+        let switch = self.tuned_switch(facts)?;
         if !self.settings.is_empty() {
-            self.plan_keys(facts, &text, &new_text, &mut plan)?;
+            self.plan_keys(facts, &file, &text, &new_text, switch.as_ref(), &mut plan)?;
+        } else if let Some(to) = &switch {
+            self.push_switch(
+                TunedProfile::read(facts, &self.root)?.as_ref(),
+                to,
+                &mut plan,
+            );
         }
         Ok(plan)
     }
 }
 
 /// The sysctl configuration now, after this task's file is written, and
-/// the active tuned profile.
+/// the tuned profile active now and after this task.
 struct Host {
     now: Vec<ConfFile>,
     after: Vec<ConfFile>,
     tuned: Option<Tuned>,
+    tuned_after: Option<Tuned>,
 }
 
 /// What is known about one key, for evidence and notes.
@@ -436,6 +478,58 @@ impl std::fmt::Display for KeyFacts<'_> {
 }
 
 impl Sysctl {
+    /// The file to write: `file` itself, or `/etc/sysctl.conf` when `file` is
+    /// a link to it (EL's `/etc/sysctl.d/99-sysctl.conf`), written through as
+    /// Ansible does, so the link stays. Any other link is refused.
+    fn target(&self, facts: &Facts) -> Result<String, ModuleError> {
+        let current = FileFact::read(facts, &self.host_path(&self.file))?;
+        let Some(link) = current.as_ref().and_then(|s| s.link_target.as_ref()) else {
+            return Ok(self.file.clone());
+        };
+        let real = ConfFile::new(&self.file, Some(link), None).real();
+        if real == config::SYSCTL_CONF {
+            return Ok(real);
+        }
+        Err(ModuleError::Refused(format!(
+            "{} is a symlink to {link}; writing it would replace the link (and whatever reads through it), so name the target file instead",
+            self.file
+        )))
+    }
+
+    /// The profile this task makes active, when it is not active yet.
+    fn tuned_switch(&self, facts: &Facts) -> Result<Option<Tuned>, ModuleError> {
+        let Some(want) = &self.tuned_profile else {
+            return Ok(None);
+        };
+        let now = TunedProfile::read(facts, &self.root)?;
+        if now.is_some_and(|t| t.profile == *want) {
+            return Ok(None);
+        }
+        let to = TunedCandidate::read(facts, &(self.root.clone(), want.clone()))?;
+        to.map(Some).ok_or_else(|| {
+            ModuleError::Missing(format!(
+                "tuned has no profile '{want}' (looked in /etc/tuned and /usr/lib/tuned)"
+            ))
+        })
+    }
+
+    /// `tuned-adm profile`, which writes /etc/tuned/active_profile and
+    /// (re)starts tuned to apply it.
+    fn push_switch(&self, now: Option<&Tuned>, to: &Tuned, plan: &mut Plan) {
+        let before = now.map_or("none".to_string(), |t| t.profile.clone());
+        plan.changes.push(
+            Change::new("tuned profile", Some(before), Some(to.profile.clone()))
+                .with_evidence("/etc/tuned/active_profile"),
+        );
+        let names: Vec<String> = to.profile.split_whitespace().map(quote).collect();
+        plan.steps.push(format!(
+            "tuned-adm profile {} || {{ echo 'tuned-adm profile failed' >&2; exit 1; }}",
+            names.join(" ")
+        ));
+        plan.effects
+            .push(TunedProfile::predict(&self.root, &Some(to.clone())));
+    }
+
     fn live(&self, key: &str) -> (String, String) {
         (self.root.clone(), key.to_string())
     }
@@ -462,15 +556,19 @@ impl Sysctl {
     fn plan_keys(
         &self,
         facts: &Facts,
+        file: &str,
         text: &str,
         new_text: &str,
+        switch: Option<&Tuned>,
         plan: &mut Plan,
     ) -> Result<(), ModuleError> {
         let now = SysctlFiles::read(facts, &self.root)?;
+        let tuned = TunedProfile::read(facts, &self.root)?;
         let host = Host {
-            after: config::with_file(&now, &self.file, new_text),
+            after: config::with_file(&now, file, new_text),
             now,
-            tuned: TunedProfile::read(facts, &self.root)?,
+            tuned_after: switch.cloned().or_else(|| tuned.clone()),
+            tuned,
         };
         let mut live_steps = Vec::new();
         for (key, want) in &self.settings {
@@ -480,6 +578,9 @@ impl Sysctl {
         }
         if self.reload == Reload::System && !plan.changes.is_empty() {
             plan.steps.push(SYSTEM_RELOAD.to_string());
+        }
+        if let Some(to) = switch {
+            self.push_switch(host.tuned.as_ref(), to, plan);
         }
         plan.steps.extend(live_steps);
         if new_text != text {
@@ -500,7 +601,7 @@ impl Sysctl {
     ) -> Option<String> {
         let tuned = host.tuned.as_ref();
         let now = config::boot(key, &host.now, tuned);
-        let next = config::boot(key, &host.after, tuned);
+        let next = config::boot(key, &host.after, host.tuned_after.as_ref());
         let known = KeyFacts {
             live,
             boot: now.as_ref(),
@@ -635,6 +736,16 @@ pub(crate) fn fact_samples(rt: &mut crate::modules::kit::fact::RoundTrip) {
         ],
     );
     rt.check::<TunedProfile>("", None);
+    let candidate = (String::new(), "virtual-guest".to_string());
+    rt.check::<TunedCandidate>(&candidate, None);
+    rt.check::<TunedCandidate>(
+        &candidate,
+        Some(Tuned {
+            profile: "virtual-guest".into(),
+            sysctl: [("vm.dirty_ratio".to_string(), "30".to_string())].into(),
+            reapply: true,
+        }),
+    );
     rt.check::<TunedProfile>(
         "",
         Some(Tuned {

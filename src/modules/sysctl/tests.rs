@@ -364,6 +364,54 @@ fn tuned_loses_to_etc_files_with_reapply_and_wins_without() {
 }
 
 #[test]
+fn a_selected_tuned_profile_is_switched_to_and_counts_at_boot() {
+    let m = parse_params(json!({
+        "settings": {"vm.swappiness": 10},
+        "file": OURS,
+        "tuned_profile": "throughput-performance",
+    }))
+    .unwrap();
+    let conf = [file(OURS, &owned("vm.swappiness = 10\n"))];
+    let active = tuned_profile("virtual-guest", "vm.swappiness = 30\n", "0");
+    let target = tuned_profile("throughput-performance", "vm.swappiness=10\n", "0");
+    let mut f = facts(&m, &conf, &active, &[("vm.swappiness", "10")]);
+    let q = (String::new(), "throughput-performance".to_string());
+    f.insert(TunedCandidate::key(&q), SysctlFiles::render(&target));
+    let plan = m.plan(&f).unwrap();
+    assert_eq!(subjects(&plan), ["vm.swappiness at boot", "tuned profile"]);
+    assert_eq!(plan.changes[1].before.as_deref(), Some("virtual-guest"));
+    assert_eq!(
+        plan.steps,
+        ["tuned-adm profile throughput-performance || { echo 'tuned-adm profile failed' >&2; exit 1; }"]
+    );
+    assert!(
+        plan.notes.is_empty(),
+        "the new profile's 10 wins at boot: {:?}",
+        plan.notes
+    );
+    let after = TunedProfile::parse("", &predicted(&plan, &TunedProfile::key(""))).unwrap();
+    assert_eq!(after.unwrap().profile, "throughput-performance");
+
+    // Once active: nothing to do, and the report names the profile.
+    let mut f = facts(&m, &conf, &target, &[("vm.swappiness", "10")]);
+    f.insert(TunedCandidate::key(&q), SysctlFiles::render(&target));
+    let plan = m.plan(&f).unwrap();
+    assert!(plan.changes.is_empty(), "{:?}", plan.changes);
+    assert!(plan.notes[0].contains("tuned profile 'throughput-performance' sets 10 and wins"));
+
+    // A profile tuned does not have is a host error, not a silent no-op.
+    let mut f = facts(&m, &conf, &active, &[("vm.swappiness", "10")]);
+    f.insert(TunedCandidate::key(&q), SysctlFiles::render(&Vec::new()));
+    assert!(
+        matches!(m.plan(&f), Err(ModuleError::Missing(msg)) if msg.contains("no profile 'throughput-performance'"))
+    );
+    assert!(parse_params(
+        json!({"name": "vm.swappiness", "value": 1, "tuned_profile": "x;reboot"})
+    )
+    .is_err());
+}
+
+#[test]
 fn tuned_reapply_skips_usr_lib_files() {
     let m = map_form(json!({"vm.swappiness": 10}));
     let m = Sysctl {
@@ -452,7 +500,7 @@ fn ansible_form_edits_only_its_lines() {
 
     let m = parse_params(json!({"name": "vm.swappiness", "state": "absent", "sysctl_file": OURS}))
         .unwrap();
-    assert!(m.probes().len() == 1 && m.settings.is_empty());
+    assert!(m.probes().len() == 2 && m.settings.is_empty());
     let plan = m.plan(&facts(&m, &[file(OURS, text)], &[], &[])).unwrap();
     assert_eq!(subjects(&plan), [OURS]);
 }
@@ -614,19 +662,57 @@ fn hostile_values_are_quoted() {
 }
 
 #[test]
-fn symlinked_target_file_is_refused() {
+fn a_link_to_sysctl_conf_is_written_through_and_other_links_are_refused() {
     let m = parse_params(json!({"name": "vm.swappiness", "value": 10, "sysctl_file": "/etc/sysctl.d/99-sysctl.conf"})).unwrap();
-    let mut f = facts(&m, &[], &[], &[("vm.swappiness", "10")]);
-    let link = FileState {
+    let conf = sysctl_conf_link("# EL's sysctl.conf\nvm.swappiness = 60\n");
+    let link = |target: &str| FileState {
         kind: files::Kind::Link,
-        link_target: Some("../sysctl.conf".into()),
+        link_target: Some(target.into()),
         content: None,
         ..FileState::written("", 0o777, "root", "root")
     };
-    f.insert(FileFact::key(&m.file), FileFact::render(&Some(link)));
+    let mut f = facts(&m, &conf, &[], &[("vm.swappiness", "10")]);
+    f.insert(
+        FileFact::key(&m.file),
+        FileFact::render(&Some(link("../sysctl.conf"))),
+    );
+    f.insert(
+        FileFact::key(config::SYSCTL_CONF),
+        FileFact::render(&Some(FileState::written(
+            "# EL's sysctl.conf\nvm.swappiness = 60\n",
+            0o644,
+            "root",
+            "root",
+        ))),
+    );
+    let plan = m.plan(&f).unwrap();
+    assert_eq!(
+        subjects(&plan),
+        ["/etc/sysctl.conf", "vm.swappiness at boot"]
+    );
+    assert!(
+        plan.steps[0].contains("/etc/sysctl.conf") && !plan.steps[0].contains("99-sysctl.conf"),
+        "the target is replaced, the link stays: {}",
+        plan.steps[0]
+    );
+    let after = SysctlFiles::parse("", &predicted(&plan, &SysctlFiles::key(""))).unwrap();
+    let read = |p: &str| after.iter().find(|c| c.path == p).unwrap().content.clone();
+    assert_eq!(
+        read("/etc/sysctl.conf").as_deref(),
+        Some("# EL's sysctl.conf\nvm.swappiness = 10\n")
+    );
+    assert_eq!(
+        read("/etc/sysctl.d/99-sysctl.conf"),
+        read("/etc/sysctl.conf")
+    );
+
+    f.insert(
+        FileFact::key(&m.file),
+        FileFact::render(&Some(link("/opt/elsewhere.conf"))),
+    );
     let err = m.plan(&f).unwrap_err();
     assert!(
-        matches!(&err, ModuleError::Refused(msg) if msg.contains("is a symlink to ../sysctl.conf")),
+        matches!(&err, ModuleError::Refused(msg) if msg.contains("is a symlink to /opt/elsewhere.conf")),
         "{err:?}"
     );
 }
