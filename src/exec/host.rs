@@ -27,6 +27,7 @@ use crate::remote::Transport;
 
 mod apply;
 mod plan;
+mod retry;
 
 /// A planned instance whose steps wait in the current batch.
 struct Pending<'p> {
@@ -306,6 +307,12 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }
         if self.reads_unknown(spec) {
             return Next::Continue;
+        }
+        if spec.until.is_some() {
+            if !self.pending.is_empty() {
+                return Next::FlushBefore;
+            }
+            return self.plan_retried(spec);
         }
         let instances = match self.resolve_all(spec) {
             Ok(instances) => instances,

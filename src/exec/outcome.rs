@@ -57,6 +57,19 @@ impl Planned {
     }
 }
 
+/// One attempt of a task with `until:`, to judge.
+pub(crate) struct Retried<'a> {
+    pub until: &'a Value,
+    /// The instance's variables, which the condition reads besides its result.
+    pub vars: &'a Value,
+    pub register: Option<&'a str>,
+    pub attempt: u32,
+    /// No attempt is left after this one.
+    pub last: bool,
+    /// The task's own `ignore_errors` (each attempt ran with failures tolerated).
+    pub ignore_errors: bool,
+}
+
 impl Outcomes {
     pub fn new(diff: bool) -> Self {
         Outcomes {
@@ -64,6 +77,68 @@ impl Outcomes {
             diff,
             hidden: Default::default(),
         }
+    }
+
+    pub fn len(&self) -> usize {
+        self.results.len()
+    }
+
+    /// Drops the results from `i` on: an attempt that is tried again.
+    pub fn forget_from(&mut self, i: usize) {
+        self.results.truncate(i);
+        self.hidden.retain(|&h| h < i);
+    }
+
+    /// `until:` on an attempt's result. `None`: try again; otherwise the
+    /// task is done, and true when its failure stops the host. An attempt
+    /// that planned no run (check mode's drift) is not judged: nothing ran
+    /// that could meet the condition.
+    pub fn retried(
+        &mut self,
+        t: &Templates,
+        i: usize,
+        attempt: &Retried,
+        result: &mut Value,
+    ) -> Option<bool> {
+        let status = self.status(i);
+        let judged = matches!(status, Status::Ok | Status::Changed | Status::Failed);
+        let mut ctx = attempt.vars.clone();
+        if let Some(obj) = ctx.as_object_mut() {
+            obj.insert("result".into(), result.clone());
+            if let Some(reg) = attempt.register {
+                obj.insert(reg.into(), result.clone());
+            }
+        }
+        let met = match t.eval_condition(attempt.until, &ctx) {
+            Ok(met) => met || !judged,
+            Err(e) => {
+                self.mark_failed(i, format!("until: {e}"));
+                true
+            }
+        };
+        if !met && !attempt.last {
+            return None;
+        }
+        let n = attempt.attempt;
+        if n > 1 {
+            self.results[i].notes.push(format!("{n} attempts"));
+        }
+        if !met {
+            let why = match &self.results[i].message {
+                Some(m) => format!("until: still false after {n} attempt(s); last: {m}"),
+                None => format!("until: still false after {n} attempt(s)"),
+            };
+            self.mark_failed(i, why);
+            result["failed"] = json!(true);
+        }
+        self.results[i].ignored = false;
+        Some(self.tolerated(attempt.ignore_errors, i))
+    }
+
+    /// The task was not run on this host, for the reason given.
+    pub fn skipped_because(&mut self, instance: &TaskInstance, message: String) {
+        let i = self.push(instance.spec, instance.label.clone(), Status::Skipped);
+        self.results[i].message = Some(message);
     }
 
     pub fn status(&self, i: usize) -> Status {

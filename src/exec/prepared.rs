@@ -57,6 +57,7 @@ pub(crate) struct PreparedTask<'p> {
     pub when: Option<(Value, String)>,
     pub changed_when: Option<Value>,
     pub failed_when: Option<Value>,
+    pub until: Option<Value>,
     /// Top-level names the task's templates and conditions read.
     pub referenced: BTreeSet<String>,
     /// `changed_when: false`: the task declares itself read-only.
@@ -123,6 +124,7 @@ impl<'p> PreparedTask<'p> {
             when,
             changed_when,
             failed_when,
+            until: task.retry.as_ref().map(|r| r.until.to_json()),
             referenced,
             read_only: task
                 .changed_when

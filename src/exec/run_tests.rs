@@ -434,3 +434,100 @@ fn loop_items_render_with_task_variables_and_their_labels() {
     assert_eq!(report.tasks[0].changes[0].subject, "/etc/f0");
     assert_eq!(count(&log, Purpose::Mutate), 1);
 }
+
+/// A host whose apply scripts answer every step with the next of
+/// `answers` (exit status, stdout), the last repeating; probes answer empty.
+fn scripted_host(answers: Vec<(i32, &'static str)>) -> (Box<Connector>, Arc<Mutex<Option<Log>>>) {
+    let log: Arc<Mutex<Option<Log>>> = Arc::new(Mutex::new(None));
+    let log2 = log.clone();
+    let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
+        let mut n = 0;
+        let answers = answers.clone();
+        let fake = FakeTransport::new(move |s: &Script| {
+            let (rc, out) = match s.purpose {
+                Purpose::Mutate => {
+                    n += 1;
+                    answers[(n - 1).min(answers.len() - 1)]
+                }
+                Purpose::Probe => (0, ""),
+            };
+            let stdout = fake_answer(&s.body, |_| ProbeResult {
+                rc,
+                stdout: out.to_string(),
+                stderr: String::new(),
+            });
+            Ok(Output {
+                status: 0,
+                stdout,
+                stderr: Vec::new(),
+            })
+        });
+        *log2.lock().unwrap() = Some(fake.log());
+        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
+    };
+    (Box::new(connect), log)
+}
+
+const RETRIED: &str = "- hosts: all\n  gather_facts: false\n  tasks:\n    - command: ready?\n      register: r\n      until: r.stdout == 'ready'\n      retries: 4\n      delay: 0\n    - command: \"echo {{ r.attempts }} {{ r.rc }}\"\n";
+
+#[test]
+fn until_runs_a_command_again_until_its_condition_holds() {
+    let (_d, pb) = load(RETRIED);
+    let (connect, log) = scripted_host(vec![(1, "starting"), (0, "wait"), (0, "ready")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    let statuses: Vec<Status> = report.tasks.iter().map(|t| t.status).collect();
+    assert_eq!(statuses, [Status::Changed, Status::Changed]);
+    assert_eq!(report.tasks[0].notes, ["3 attempts"]);
+    let log = log.lock().unwrap().clone().unwrap();
+    let scripts = log.lock().unwrap();
+    // Each attempt is its own apply script; the next task reads the result.
+    assert_eq!(scripts.len(), 4);
+    assert!(scripts.iter().all(|s| s.purpose == Purpose::Mutate));
+    assert!(scripts[3].body.contains("echo 3 0"), "{}", scripts[3].body);
+}
+
+#[test]
+fn until_still_false_after_every_attempt_fails_the_host() {
+    let (_d, pb) = load(RETRIED);
+    let (connect, log) = scripted_host(vec![(1, "no")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    assert_eq!(report.tasks.len(), 1, "the host stops at the failed task");
+    assert_eq!(report.tasks[0].status, Status::Failed);
+    let msg = report.tasks[0].message.as_deref().unwrap();
+    assert!(
+        msg.starts_with("until: still false after 5 attempt(s); last: exit status 1"),
+        "{msg}"
+    );
+    assert!(!report.tasks[0].ignored);
+    let log = log.lock().unwrap().clone().unwrap();
+    assert_eq!(count(&log, Purpose::Mutate), 5);
+}
+
+#[test]
+fn until_without_retries_tries_three_times_and_honours_ignore_errors() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - command: ready?\n      register: r\n      until: r.rc == 0\n      delay: 0\n      ignore_errors: true\n    - command: next\n");
+    let (connect, log) = scripted_host(vec![(1, "no"), (1, "no"), (1, "no"), (0, "")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    let statuses: Vec<Status> = report.tasks.iter().map(|t| t.status).collect();
+    assert_eq!(statuses, [Status::Failed, Status::Changed]);
+    assert!(report.tasks[0].ignored);
+    let log = log.lock().unwrap().clone().unwrap();
+    assert_eq!(count(&log, Purpose::Mutate), 4);
+}
+
+#[test]
+fn check_mode_skips_a_retried_command_unless_check_mode_is_false() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - command: ready?\n      register: r\n      until: r.rc == 0\n    - command: ready?\n      register: q\n      until: q.stdout == 'ready'\n      delay: 0\n      check_mode: false\n");
+    let (connect, log) = scripted_host(vec![(0, "wait"), (0, "ready")]);
+    let outcome = execute(&pb, true, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    let statuses: Vec<Status> = report.tasks.iter().map(|t| t.status).collect();
+    assert_eq!(statuses, [Status::Skipped, Status::Changed]);
+    let msg = report.tasks[0].message.as_deref().unwrap();
+    assert!(msg.contains("only in apply mode"), "{msg}");
+    let log = log.lock().unwrap().clone().unwrap();
+    assert_eq!(count(&log, Purpose::Mutate), 2);
+}

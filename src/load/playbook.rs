@@ -55,6 +55,9 @@ const TASK_KEYS: &[&str] = &[
     "vars",
     "environment",
     "no_log",
+    "until",
+    "retries",
+    "delay",
 ];
 
 #[derive(Debug)]
@@ -124,6 +127,8 @@ pub struct Task {
     /// `environment:` of the play, its blocks and the task, in that order:
     /// mappings, or templates that render to one; later keys win.
     pub environment: Vec<Node>,
+    /// `until:` with its `retries:` and `delay:`.
+    pub retry: Option<tasks::Retry>,
     pub span: Span,
 }
 
@@ -702,8 +707,10 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
         vars_node: None,
         role: None,
         environment: Vec::new(),
+        retry: None,
         span: node.span.clone(),
     };
+    let mut retry_keys = tasks::RetryKeys::default();
     let mut become_: Option<bool> = None;
     let mut become_user: Option<String> = None;
     let mut unknown = false;
@@ -747,6 +754,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
             "become_method" => become_method(v, errors),
             "no_log" => task.no_log = boolean(v, "no_log", errors),
             "timeout" => errors.push(unsupported(k)),
+            "until" | "retries" | "delay" => retry_keys.add(k, v),
             _ => match modules::find(key) {
                 Some(spec) if module.is_none() => module = Some((spec, k, v)),
                 Some(_) => {
@@ -760,6 +768,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
         }
     }
     task.become_user = become_setting(become_, become_user);
+    task.retry = retry_keys.parse(&task, errors);
     let Some((spec, key, value)) = module else {
         // An unknown key already said what is wrong: most likely the module.
         if !unknown {

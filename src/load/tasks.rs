@@ -147,6 +147,100 @@ impl Scope {
     }
 }
 
+/// `until:` with how often and how far apart it is tried.
+#[derive(Clone, Debug)]
+pub struct Retry {
+    pub until: Node,
+    /// Attempts in all: `retries` plus the first, or 3 without `retries`,
+    /// as in ansible-core.
+    pub attempts: u32,
+    /// Seconds between attempts (5 unless `delay:` says otherwise).
+    pub delay: u64,
+}
+
+/// A task's `until:`, `retries:` and `delay:` as written.
+#[derive(Default)]
+pub(super) struct RetryKeys {
+    until: Option<Node>,
+    retries: Option<(Node, Node)>,
+    delay: Option<(Node, Node)>,
+}
+
+impl RetryKeys {
+    pub fn add(&mut self, key: &Node, value: &Node) {
+        let pair = Some((key.clone(), value.clone()));
+        match key.as_str().unwrap_or_default() {
+            "until" => self.until = Some(value.clone()),
+            "retries" => self.retries = pair,
+            _ => self.delay = pair,
+        }
+    }
+
+    /// The retry a task asks for; `retries:` or `delay:` alone, or `until:`
+    /// over a loop, are refused rather than run differently from Ansible.
+    pub fn parse(self, task: &Task, errors: &mut Errors) -> Option<Retry> {
+        let Some(until) = self.until else {
+            for (k, _) in self.retries.iter().chain(&self.delay) {
+                let key = k.as_str().unwrap_or_default();
+                errors.push(
+                    k.error(format!(
+                        "'{key}' without 'until:' is not supported by nodeprov"
+                    ))
+                    .with_hint(
+                        "add the condition to retry on, such as 'until: result is succeeded'",
+                    ),
+                );
+            }
+            return None;
+        };
+        if task.loop_items.is_some() {
+            errors.push(
+                until
+                    .error("'until:' on a looped task is not supported by nodeprov")
+                    .with_hint(
+                        "retry each item in a task of its own, or retry a command that loops",
+                    ),
+            );
+        }
+        let until = playbook::condition(&until, "until", errors)?;
+        let count = |kv: &Option<(Node, Node)>, errors: &mut Errors| {
+            kv.as_ref().map(|(k, v)| seconds_or_count(k, v, errors))
+        };
+        let attempts = match count(&self.retries, errors) {
+            None => 3,
+            Some(0) => 1,
+            Some(n) => n.saturating_add(1),
+        };
+        let delay = count(&self.delay, errors).unwrap_or(5);
+        Some(Retry {
+            until,
+            attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+            delay,
+        })
+    }
+}
+
+/// `retries:` / `delay:`: a whole number, written as one or as its text.
+fn seconds_or_count(key: &Node, v: &Node, errors: &mut Errors) -> u64 {
+    let name = key.as_str().unwrap_or_default();
+    let n = match &v.value {
+        Value::Int(i) => u64::try_from(*i).ok(),
+        Value::Str(s) => s.trim().parse().ok(),
+        _ => None,
+    };
+    n.unwrap_or_else(|| {
+        let hint = "a template is not supported here: write the number";
+        errors.push(
+            v.error(format!(
+                "{name} must be a whole number of 0 or more, found {}",
+                v.scalar_text().unwrap_or_else(|| v.kind().to_string())
+            ))
+            .with_hint(hint),
+        );
+        0
+    })
+}
+
 /// One `when:` as a list of conditions, so inherited ones can be prepended.
 fn conditions(node: Node) -> Vec<Node> {
     match node.value {
@@ -554,5 +648,44 @@ mod tests {
         assert_eq!(glob_of(t), "setup-*.yml");
         assert_eq!(template_as_expression("{% if x %}a{% endif %}"), None);
         assert_eq!(jinja_string("it's"), "'it\\'s'");
+    }
+
+    fn load(text: &str) -> Result<playbook::Playbook, Vec<String>> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("site.yml");
+        std::fs::write(&path, text).unwrap();
+        playbook::load(&path).map_err(|errs| {
+            errs.into_iter()
+                .map(|d| {
+                    format!(
+                        "{}: {}",
+                        d.span.location().rsplit('/').next().unwrap(),
+                        d.message
+                    )
+                })
+                .collect()
+        })
+    }
+
+    #[test]
+    fn until_takes_ansible_defaults_and_whole_numbers() {
+        let pb = load("- hosts: all\n  tasks:\n    - command: a\n      until: r.rc == 0\n    - command: b\n      until: [x, y]\n      retries: '0'\n      delay: 2\n    - command: c\n      until: x\n      retries: 10\n").unwrap();
+        let retry = |i: usize| pb.plays[0].tasks[i].retry.clone().unwrap();
+        assert_eq!((retry(0).attempts, retry(0).delay), (3, 5));
+        assert_eq!((retry(1).attempts, retry(1).delay), (1, 2));
+        assert_eq!(retry(2).attempts, 11);
+    }
+
+    #[test]
+    fn retries_alone_a_looped_until_and_a_bad_count_are_refused_where_written() {
+        let errs = load("- hosts: all\n  tasks:\n    - command: a\n      retries: 3\n    - command: b\n      until: x\n      loop: [1]\n    - command: c\n      until: x\n      delay: '{{ d }}'\n").unwrap_err();
+        assert_eq!(
+            errs,
+            [
+                "site.yml:4:7: 'retries' without 'until:' is not supported by nodeprov",
+                "site.yml:6:14: 'until:' on a looped task is not supported by nodeprov",
+                "site.yml:10:14: delay must be a whole number of 0 or more, found {{ d }}",
+            ]
+        );
     }
 }

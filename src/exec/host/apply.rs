@@ -18,10 +18,12 @@ use crate::remote::host_facts;
 use crate::remote::probe::{Probe, ProbeResult};
 
 impl<'p> HostRun<'_, 'p> {
-    /// Runs the pending steps as one script that stops at the first failure.
-    pub(super) fn flush(&mut self) {
+    /// Runs the pending steps as one script that stops at the first failure;
+    /// returns the commands' results by result index.
+    pub(super) fn flush(&mut self) -> BTreeMap<usize, Value> {
+        let mut results = BTreeMap::new();
         if self.pending.is_empty() {
-            return;
+            return results;
         }
         let pending = std::mem::take(&mut self.pending);
         let ran_command = pending
@@ -42,7 +44,10 @@ impl<'p> HostRun<'_, 'p> {
                 self.stopped = true;
                 break;
             };
-            self.settle(instance, i, is_command, r);
+            let result = self.settle(instance, i, is_command, r);
+            if is_command {
+                results.insert(i, result);
+            }
         }
         if let Err(e) = applied.ended {
             self.lost(e.to_string());
@@ -51,6 +56,7 @@ impl<'p> HostRun<'_, 'p> {
         if ran_command {
             self.forget_facts();
         }
+        results
     }
 
     /// A command ran, so anything may have changed; the gathered facts

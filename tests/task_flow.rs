@@ -1,0 +1,76 @@
+//! Task-flow keywords (`until`/`retries`/`delay`, …) through the real
+//! binary with `-c local` inside an isolated host.
+
+mod support;
+
+use support::{assert_machine_unchanged, machine_digest, run_json, IsolatedHost};
+
+const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
+
+/// Runs `cmd` (apply or check) on a playbook written into the host's /root.
+fn run(host: &IsolatedHost, cmd: &str, playbook: &str) -> (i32, serde_json::Value) {
+    std::fs::write(host.path("/root/flow.yml"), playbook).unwrap();
+    let argv = [
+        BIN,
+        cmd,
+        "/root/flow.yml",
+        "-c",
+        "local",
+        "--format",
+        "json",
+    ];
+    run_json(host, &argv)
+}
+
+fn tasks(doc: &serde_json::Value) -> &Vec<serde_json::Value> {
+    doc["hosts"][0]["tasks"].as_array().unwrap()
+}
+
+/// Counts its runs in /root/n and prints the count.
+const COUNTER: &str =
+    "n=$(cat /root/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /root/n; echo $n";
+
+fn retried(until: &str) -> String {
+    format!(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - shell: '{COUNTER}'\n      register: r\n      until: {until}\n      retries: 4\n      delay: 1\n    - copy: {{dest: /root/attempts, content: \"{{{{ r.attempts }}}}\"}}\n"
+    )
+}
+
+#[test]
+fn until_retries_a_command_until_its_condition_holds() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let (code, doc) = run(&host, "apply", &retried("r.stdout == '3'"));
+    assert_eq!(code, 0, "{doc:#}");
+    let read = |p: &str| std::fs::read_to_string(host.path(p)).unwrap();
+    assert_eq!(read("/root/n"), "3\n");
+    assert_eq!(read("/root/attempts"), "3");
+    assert_eq!(tasks(&doc)[0]["notes"][0], "3 attempts", "{doc:#}");
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn until_never_met_fails_after_every_attempt_and_check_mode_skips_it() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let (code, doc) = run(&host, "check", &retried("r.stdout == 'never'"));
+    assert_eq!(tasks(&doc)[0]["status"], "skipped", "{doc:#}");
+    assert!(!host.path("/root/n").exists(), "check mode ran the command");
+    assert!(code == 0 || code == 2, "{doc:#}");
+
+    let (code, doc) = run(&host, "apply", &retried("r.stdout == 'never'"));
+    assert_ne!(code, 0, "{doc:#}");
+    let t = &tasks(&doc)[0];
+    assert_eq!(t["status"], "failed", "{doc:#}");
+    let msg = t["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("until: still false after 5 attempt(s)"),
+        "{msg}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(host.path("/root/n")).unwrap(),
+        "5\n"
+    );
+    assert!(!host.path("/root/attempts").exists());
+    assert_machine_unchanged(&before);
+}
