@@ -74,3 +74,22 @@ fn until_never_met_fails_after_every_attempt_and_check_mode_skips_it() {
     assert!(!host.path("/root/attempts").exists());
     assert_machine_unchanged(&before);
 }
+
+#[test]
+fn a_block_failure_is_rescued_and_always_runs() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - block:\n        - name: breaks\n          shell: echo partial > /root/body; exit 3\n        - copy: {dest: /root/never, content: x}\n      rescue:\n        - copy: {dest: /root/rescued, content: \"{{ ansible_failed_task.name }} {{ ansible_failed_result.rc }}\"}\n      always:\n        - copy: {dest: /root/always, content: done}\n    - copy: {dest: /root/after, content: after}\n";
+    let (code, doc) = run(&host, "apply", playbook);
+    assert_eq!(code, 0, "a rescued failure does not fail the host: {doc:#}");
+    let read = |p: &str| std::fs::read_to_string(host.path(p)).unwrap();
+    assert_eq!(read("/root/body"), "partial\n");
+    assert_eq!(read("/root/rescued"), "breaks 3");
+    assert_eq!(read("/root/always"), "done");
+    assert_eq!(read("/root/after"), "after");
+    assert!(!host.path("/root/never").exists());
+    let first = &tasks(&doc)[0];
+    assert_eq!(first["status"], "failed", "{doc:#}");
+    assert_eq!(first["notes"][0], "rescued", "{doc:#}");
+    assert_machine_unchanged(&before);
+}

@@ -26,6 +26,7 @@ use crate::remote::probe::Probe;
 use crate::remote::Transport;
 
 mod apply;
+mod blocks;
 mod plan;
 mod retry;
 
@@ -74,6 +75,10 @@ pub(crate) struct HostRun<'a, 'p> {
     changed_since_probe: bool,
     unreachable: Option<String>,
     stopped: bool,
+    /// Blocks with `rescue:`/`always:` failing on this host, innermost last.
+    failing: Vec<blocks::Failing>,
+    /// The section the last planned task is in.
+    section: Option<std::sync::Arc<crate::load::tasks::Frame>>,
 }
 
 impl<'a, 'p> HostRun<'a, 'p> {
@@ -98,6 +103,8 @@ impl<'a, 'p> HostRun<'a, 'p> {
             changed_since_probe: false,
             unreachable: None,
             stopped: false,
+            failing: Vec::new(),
+            section: None,
         }
     }
 
@@ -197,6 +204,12 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 stalled = true;
             }
         }
+        // A failure still pending in a block is known only once it ran.
+        if self.section.is_some() && !self.stopped {
+            self.flush();
+        }
+        self.leave_blocks(None);
+        self.section = None;
     }
 
     fn resolver(&self) -> Resolver<'_> {
@@ -275,17 +288,19 @@ impl<'a, 'p> HostRun<'a, 'p> {
         sets
     }
 
-    /// A failed task stops the host in apply mode, as in Ansible; check mode
-    /// changes nothing, so it goes on and reports every task.
-    fn task_failed(&mut self) {
-        if !self.ctx.opts.check {
+    /// A failed task stops the host in apply mode, as in Ansible, unless a
+    /// block around it handles the failure; check mode changes nothing, so
+    /// it goes on and reports every task.
+    fn task_failed(&mut self, spec: &PreparedTask, result: usize, value: serde_json::Value) {
+        if !self.caught(spec, result, value) && !self.ctx.opts.check {
             self.stopped = true;
         }
     }
 
     fn fail(&mut self, spec: &PreparedTask, label: Option<String>, message: String) {
+        let value = json!({"changed": false, "failed": true, "msg": message});
         if self.outcomes.fail(spec, label, message) {
-            self.task_failed();
+            self.task_failed(spec, self.outcomes.len() - 1, value);
         }
     }
 
@@ -295,7 +310,16 @@ impl<'a, 'p> HostRun<'a, 'p> {
     }
 
     fn plan_task(&mut self, spec: &'p PreparedTask<'p>) -> Next {
-        if !spec.selected {
+        let frame = spec.task.frame.as_ref();
+        if !blocks::same_section(frame, self.section.as_ref()) {
+            // A failure must be known before the next section is chosen.
+            if !self.pending.is_empty() {
+                return Next::FlushBefore;
+            }
+            self.leave_blocks(frame);
+            self.section = frame.cloned();
+        }
+        if self.stopped || !spec.selected || !self.in_running_section(spec) {
             return Next::Continue;
         }
         if spec

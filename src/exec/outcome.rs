@@ -141,6 +141,24 @@ impl Outcomes {
         self.results[i].message = Some(message);
     }
 
+    /// Failed and not ignored.
+    pub fn failed_for_good(&self, i: usize) -> bool {
+        self.status(i) == Status::Failed && !self.results[i].ignored
+    }
+
+    pub fn message(&self, i: usize) -> Option<&str> {
+        self.results[i].message.as_deref()
+    }
+
+    /// A block's `rescue:` went through after this failure: it no longer
+    /// fails the host, as in Ansible.
+    pub fn rescued(&mut self, i: usize) {
+        if let Some(r) = self.results.get_mut(i) {
+            r.ignored = true;
+            r.notes.push("rescued".into());
+        }
+    }
+
     pub fn status(&self, i: usize) -> Status {
         self.results[i].status
     }

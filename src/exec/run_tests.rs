@@ -451,7 +451,12 @@ fn scripted_host(answers: Vec<(i32, &'static str)>) -> (Box<Connector>, Arc<Mute
                 }
                 Purpose::Probe => (0, ""),
             };
-            let stdout = fake_answer(&s.body, |_| ProbeResult {
+            // A script stops at its first failed step.
+            let body = match rc {
+                0 => s.body.clone(),
+                _ => first_unit(&s.body),
+            };
+            let stdout = fake_answer(&body, |_| ProbeResult {
                 rc,
                 stdout: out.to_string(),
                 stderr: String::new(),
@@ -466,6 +471,13 @@ fn scripted_host(answers: Vec<(i32, &'static str)>) -> (Box<Connector>, Arc<Mute
         Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
     };
     (Box::new(connect), log)
+}
+
+/// A script cut after its first step.
+fn first_unit(body: &str) -> String {
+    let end = body.find("np_unit ").unwrap_or(body.len());
+    let end = body[end..].find('\n').map_or(body.len(), |n| end + n);
+    body[..end].to_string()
 }
 
 const RETRIED: &str = "- hosts: all\n  gather_facts: false\n  tasks:\n    - command: ready?\n      register: r\n      until: r.stdout == 'ready'\n      retries: 4\n      delay: 0\n    - command: \"echo {{ r.attempts }} {{ r.rc }}\"\n";
@@ -530,4 +542,89 @@ fn check_mode_skips_a_retried_command_unless_check_mode_is_false() {
     assert!(msg.contains("only in apply mode"), "{msg}");
     let log = log.lock().unwrap().clone().unwrap();
     assert_eq!(count(&log, Purpose::Mutate), 2);
+}
+
+/// Statuses and notes of one host's tasks, by name.
+fn results(report: &HostReport) -> Vec<(String, Status, bool)> {
+    report
+        .tasks
+        .iter()
+        .map(|t| (t.task.clone(), t.status, t.ignored))
+        .collect()
+}
+
+fn names_statuses(want: &[(&str, Status, bool)]) -> Vec<(String, Status, bool)> {
+    want.iter()
+        .map(|(n, s, i)| (n.to_string(), *s, *i))
+        .collect()
+}
+
+const BLOCK: &str = "- hosts: all\n  gather_facts: false\n  tasks:\n    - block:\n        - {name: a, command: a}\n        - {name: b, command: b}\n      rescue:\n        - {name: r, command: \"echo {{ ansible_failed_task.name }} {{ ansible_failed_result.rc }}\"}\n      always:\n        - {name: c, command: c}\n    - {name: d, command: d}\n";
+
+#[test]
+fn a_rescued_block_failure_leaves_the_host_ok_and_always_runs() {
+    let (_d, pb) = load(BLOCK);
+    let (connect, log) = scripted_host(vec![(3, "boom"), (0, "")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    use Status::*;
+    let want = [
+        ("a", Failed, true),
+        ("r", Changed, false),
+        ("c", Changed, false),
+        ("d", Changed, false),
+    ];
+    assert_eq!(results(report), names_statuses(&want));
+    assert_eq!(report.tasks[0].notes, ["rescued"]);
+    assert!(!report.failed());
+    let log = log.lock().unwrap().clone().unwrap();
+    let scripts = log.lock().unwrap();
+    // Body, rescue, always and what follows: one apply script per section.
+    assert_eq!(scripts.len(), 4);
+    assert!(scripts[1].body.contains("echo a 3"), "{}", scripts[1].body);
+}
+
+#[test]
+fn a_block_without_failure_skips_its_rescue() {
+    let (_d, pb) = load(BLOCK);
+    let (connect, _log) = scripted_host(vec![(0, "")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let names: Vec<String> = outcome.reports[0]
+        .tasks
+        .iter()
+        .map(|t| t.task.clone())
+        .collect();
+    assert_eq!(names, ["a", "b", "c", "d"]);
+}
+
+#[test]
+fn always_runs_after_an_unrescued_failure_which_then_stops_the_host() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - block:\n        - block:\n            - {name: a, command: a}\n          always:\n            - {name: inner, command: i}\n        - {name: b, command: b}\n      always:\n        - {name: c, command: c}\n    - {name: d, command: d}\n");
+    let (connect, _log) = scripted_host(vec![(1, "boom"), (0, "")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    use Status::*;
+    let want = [
+        ("a", Failed, false),
+        ("inner", Changed, false),
+        ("c", Changed, false),
+    ];
+    assert_eq!(results(report), names_statuses(&want));
+    assert!(report.failed());
+}
+
+#[test]
+fn a_failure_in_rescue_runs_always_and_fails_the_host() {
+    let (_d, pb) = load(BLOCK);
+    let (connect, _log) = scripted_host(vec![(1, "boom"), (2, "again"), (0, "")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    use Status::*;
+    let want = [
+        ("a", Failed, false),
+        ("r", Failed, false),
+        ("c", Changed, false),
+    ];
+    assert_eq!(results(report), names_statuses(&want));
+    assert!(report.failed());
 }

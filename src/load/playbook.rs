@@ -129,6 +129,8 @@ pub struct Task {
     pub environment: Vec<Node>,
     /// `until:` with its `retries:` and `delay:`.
     pub retry: Option<tasks::Retry>,
+    /// The innermost section of a block with `rescue:`/`always:` the task is in.
+    pub frame: Option<Arc<tasks::Frame>>,
     pub span: Span,
 }
 
@@ -708,6 +710,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
         role: None,
         environment: Vec::new(),
         retry: None,
+        frame: None,
         span: node.span.clone(),
     };
     let mut retry_keys = tasks::RetryKeys::default();

@@ -16,6 +16,8 @@ const MAX_DEPTH: usize = 32;
 
 const BLOCK_KEYS: &[&str] = &[
     "block",
+    "rescue",
+    "always",
     "name",
     "when",
     "tags",
@@ -56,6 +58,33 @@ pub(super) struct Inherit {
     role: Option<Arc<Role>>,
     environment: Vec<Node>,
     no_log: bool,
+    frame: Option<Arc<Frame>>,
+}
+
+/// Where a task sits in a block that has `rescue:` or `always:`: which
+/// block, which of its sections, and where that block itself sits. Blocks
+/// without either add no frame: they only hand down keywords.
+#[derive(Debug)]
+pub struct Frame {
+    /// Unique among the blocks of a run.
+    pub block: usize,
+    pub part: Part,
+    pub has_rescue: bool,
+    pub outer: Option<Arc<Frame>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    Body,
+    Rescue,
+    Always,
+}
+
+impl Frame {
+    /// This frame and those of the blocks around it, innermost first.
+    pub fn chain(self: &Arc<Frame>) -> impl Iterator<Item = &Arc<Frame>> {
+        std::iter::successors(Some(self), |f| f.outer.as_ref())
+    }
 }
 
 /// Where a task list is read: relative includes resolve against `dir`.
@@ -300,18 +329,40 @@ fn block(
 ) -> Vec<Task> {
     for (k, _) in entries {
         let key = k.as_str().unwrap_or_default();
-        match key {
-            "rescue" | "always" => errors.push(
-                k.error(format!("'{key}' is not supported by nodeprov"))
-                    .with_hint("a block's tasks run in one batch; handle failures with failed_when or ignore_errors"),
-            ),
-            _ if BLOCK_KEYS.contains(&key) => {}
-            _ => errors.push(playbook::unknown_key(k, "block keyword", BLOCK_KEYS)),
+        if !BLOCK_KEYS.contains(&key) {
+            errors.push(playbook::unknown_key(k, "block keyword", BLOCK_KEYS));
         }
     }
     let inner = scope.narrowed(entries, errors);
     let body = node.get("block").expect("a block has 'block:'");
-    expand(body, &inner, errors)
+    let (rescue, always) = (node.get("rescue"), node.get("always"));
+    if rescue.is_none() && always.is_none() {
+        return expand(body, &inner, errors);
+    }
+    static BLOCKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let id = BLOCKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let section = |part: Part, tasks: &Node, errors: &mut Errors| {
+        let mut s = inner.clone();
+        s.inherit.frame = Some(Arc::new(Frame {
+            block: id,
+            part,
+            has_rescue: rescue.is_some(),
+            outer: inner.inherit.frame.clone(),
+        }));
+        expand(tasks, &s, errors)
+    };
+    let mut tasks = section(Part::Body, body, errors);
+    tasks.extend(
+        rescue
+            .map(|r| section(Part::Rescue, r, errors))
+            .unwrap_or_default(),
+    );
+    tasks.extend(
+        always
+            .map(|a| section(Part::Always, a, errors))
+            .unwrap_or_default(),
+    );
+    tasks
 }
 
 /// `import_tasks: file.yml` / `include_tasks: file.yml` (also `{file: …}`).
@@ -632,6 +683,7 @@ fn inherit(task: &mut Task, inh: &Inherit) {
     if task.role.is_none() {
         task.role.clone_from(&inh.role);
     }
+    task.frame.clone_from(&inh.frame);
 }
 
 #[cfg(test)]

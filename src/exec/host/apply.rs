@@ -38,13 +38,17 @@ impl<'p> HostRun<'_, 'p> {
             .unzip();
         let applied = self.wire.apply(steps);
         self.changed_since_probe = true;
+        // A step failed for good: the script stopped there.
+        let mut step_failed = false;
         for (i, is_command, instance) in waiting {
             let Some(r) = applied.reports.get(&i) else {
-                self.outcomes.unfinished(i, &applied.ended, self.stopped);
-                self.stopped = true;
+                let stopped = self.stopped || step_failed;
+                self.outcomes.unfinished(i, &applied.ended, stopped);
+                self.stopped |= !step_failed;
                 break;
             };
             let result = self.settle(instance, i, is_command, r);
+            step_failed |= self.outcomes.failed_for_good(i);
             if is_command {
                 results.insert(i, result);
             }
@@ -92,7 +96,11 @@ impl<'p> HostRun<'_, 'p> {
             registered = result;
         }
         if self.outcomes.tolerated(instance.ignore_errors, i) {
-            self.task_failed();
+            let value = match &registered {
+                Value::Null => json!({"failed": true, "msg": self.outcomes.message(i)}),
+                v => v.clone(),
+            };
+            self.task_failed(spec, i, value);
         }
         registered
     }

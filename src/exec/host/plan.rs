@@ -118,7 +118,7 @@ impl<'p> HostRun<'_, 'p> {
             match self.outcomes.conditions(t, &instance, i, &mut result) {
                 Status::Failed => {
                     if !instance.ignore_errors {
-                        self.task_failed();
+                        self.task_failed(spec, i, result.clone());
                     }
                     return result;
                 }

@@ -71,7 +71,7 @@ impl<'p> HostRun<'_, 'p> {
             {
                 Some(stops) => {
                     if stops {
-                        self.task_failed();
+                        self.task_failed(spec, mark, result.clone());
                     }
                     self.register(spec, vec![result]);
                     return Next::Continue;
