@@ -93,3 +93,21 @@ fn a_block_failure_is_rescued_and_always_runs() {
     assert_eq!(first["notes"][0], "rescued", "{doc:#}");
     assert_machine_unchanged(&before);
 }
+
+#[test]
+fn meta_flush_handlers_runs_them_in_place_and_end_host_stops_without_failing() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - copy: {dest: /root/conf, content: v1}\n      notify: reload\n    - meta: flush_handlers\n    - shell: cat /root/reloaded > /root/seen\n    - meta: end_host\n    - copy: {dest: /root/never, content: x}\n  handlers:\n    - name: reload\n      shell: echo reloaded >> /root/reloaded\n";
+    let (code, doc) = run(&host, "apply", playbook);
+    assert_eq!(code, 0, "{doc:#}");
+    let read = |p: &str| std::fs::read_to_string(host.path(p)).unwrap();
+    assert_eq!(
+        read("/root/seen"),
+        "reloaded\n",
+        "the handler ran before the next task"
+    );
+    assert_eq!(read("/root/reloaded"), "reloaded\n", "and only once");
+    assert!(!host.path("/root/never").exists());
+    assert_machine_unchanged(&before);
+}

@@ -27,6 +27,7 @@ use crate::remote::Transport;
 
 mod apply;
 mod blocks;
+mod meta;
 mod plan;
 mod retry;
 
@@ -77,6 +78,8 @@ pub(crate) struct HostRun<'a, 'p> {
     stopped: bool,
     /// Blocks with `rescue:`/`always:` failing on this host, innermost last.
     failing: Vec<blocks::Failing>,
+    /// `meta: end_host` or `end_play` ended the play here (not a failure).
+    ended: bool,
     /// The section the last planned task is in.
     section: Option<std::sync::Arc<crate::load::tasks::Frame>>,
 }
@@ -104,6 +107,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             unreachable: None,
             stopped: false,
             failing: Vec::new(),
+            ended: false,
             section: None,
         }
     }
@@ -114,7 +118,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         self.run_list(&prepared.tasks.iter().collect::<Vec<_>>());
         self.run_handlers();
         self.flush();
-        if !self.stopped && !self.ctx.opts.check {
+        if (!self.stopped || self.ended) && !self.ctx.opts.check {
             self.verify();
         }
         if !self.stopped {
@@ -160,6 +164,9 @@ impl<'a, 'p> HostRun<'a, 'p> {
             done.extend(due.iter().map(|(i, _)| *i));
             self.run_list(&due.into_iter().map(|(_, h)| h).collect::<Vec<_>>());
         }
+        // Run once per notification: `meta: flush_handlers` leaves nothing
+        // for the end of the play.
+        self.notified.clear();
     }
 
     fn is_notified(&self, handler: &PreparedTask) -> bool {
@@ -342,6 +349,9 @@ impl<'a, 'p> HostRun<'a, 'p> {
             Ok(instances) => instances,
             Err(next) => return next,
         };
+        if spec.task.module.name == "meta" {
+            return self.meta(instances);
+        }
         let mut next = Next::Continue;
         let mut loop_results = Vec::new();
         for (instance, module) in instances {

@@ -135,6 +135,12 @@ impl Outcomes {
         Some(self.tolerated(attempt.ignore_errors, i))
     }
 
+    /// A `meta:` action carried out by the schedule.
+    pub fn meta(&mut self, instance: &TaskInstance, note: &str) {
+        let i = self.push(instance.spec, instance.label.clone(), Status::Ok);
+        self.results[i].notes.push(note.into());
+    }
+
     /// The task was not run on this host, for the reason given.
     pub fn skipped_because(&mut self, instance: &TaskInstance, message: String) {
         let i = self.push(instance.spec, instance.label.clone(), Status::Skipped);

@@ -628,3 +628,27 @@ fn a_failure_in_rescue_runs_always_and_fails_the_host() {
     assert_eq!(results(report), names_statuses(&want));
     assert!(report.failed());
 }
+
+#[test]
+fn meta_flush_handlers_runs_them_there_and_end_host_ends_without_failing() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - {name: a, command: a, notify: h}\n    - meta: flush_handlers\n    - {name: b, command: b}\n    - meta: noop\n    - {name: end, meta: end_host, when: true}\n    - {name: never, command: c}\n  handlers:\n    - {name: h, command: h}\n");
+    let (connect, log) = scripted_host(vec![(0, "")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    use Status::*;
+    let want = [
+        ("a", Changed, false),
+        ("h", Changed, false),
+        ("meta", Ok, false),
+        ("b", Changed, false),
+        ("meta", Ok, false),
+        ("end", Ok, false),
+    ];
+    assert_eq!(results(report), names_statuses(&want));
+    assert!(!report.failed());
+    let log = log.lock().unwrap().clone().unwrap();
+    let scripts = log.lock().unwrap();
+    // The handler ran before b, and did not run again at the end.
+    assert_eq!(scripts.len(), 3, "a, then h, then b");
+    assert!(scripts[1].body.contains("h") && !scripts[2].body.contains("'h'"));
+}

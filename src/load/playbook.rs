@@ -786,6 +786,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
     task.module_span = key.span.clone();
     task.params = module_params(spec, value, args, errors);
     check_params(spec, key, &task.params, errors);
+    tasks::check_meta(&task, key, errors);
     Some(task)
 }
 

@@ -249,6 +249,26 @@ impl RetryKeys {
     }
 }
 
+/// `meta:` acts on the schedule once per host: a loop over it, or an
+/// `end_play` that a condition would end for some hosts only (hosts run
+/// independently, so it could not end the others), is refused.
+pub(super) fn check_meta(task: &Task, key: &Node, errors: &mut Errors) {
+    if task.module.name != "meta" {
+        return;
+    }
+    if task.loop_items.is_some() {
+        errors.push(key.error("a loop over meta is not supported by nodeprov"));
+    }
+    let action = task.params.iter().find(|(n, _)| n == "action");
+    let end_play = action.is_some_and(|(_, v)| v.as_str() == Some("end_play"));
+    if end_play && task.when.is_some() {
+        errors.push(
+            key.error("'meta: end_play' with 'when:' is not supported by nodeprov")
+                .with_hint("hosts run independently: use 'meta: end_host' with the condition"),
+        );
+    }
+}
+
 /// `retries:` / `delay:`: a whole number, written as one or as its text.
 fn seconds_or_count(key: &Node, v: &Node, errors: &mut Errors) -> u64 {
     let name = key.as_str().unwrap_or_default();
@@ -738,6 +758,33 @@ mod tests {
                 "site.yml:6:14: 'until:' on a looped task is not supported by nodeprov",
                 "site.yml:10:14: delay must be a whole number of 0 or more, found {{ d }}",
             ]
+        );
+    }
+
+    #[test]
+    fn meta_actions_nodeprov_cannot_honour_are_refused_where_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("site.yml");
+        std::fs::write(
+            &path,
+            "- hosts: all\n  tasks:\n    - meta: refresh_inventory\n",
+        )
+        .unwrap();
+        let pb = playbook::load(&path).unwrap();
+        let errs = crate::load::validate::templates(&pb).unwrap_err();
+        let msg = errs[0].to_string();
+        assert!(
+            msg.contains("site.yml:3:13") && msg.contains("'refresh_inventory'"),
+            "{msg}"
+        );
+        let errs = load("- hosts: all\n  tasks:\n    - meta: end_play\n      when: x\n    - meta: noop\n      loop: [1]\n").unwrap_err();
+        assert_eq!(
+            errs[0],
+            "site.yml:3:7: 'meta: end_play' with 'when:' is not supported by nodeprov"
+        );
+        assert_eq!(
+            errs[1],
+            "site.yml:5:7: a loop over meta is not supported by nodeprov"
         );
     }
 }
