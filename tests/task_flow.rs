@@ -111,3 +111,31 @@ fn meta_flush_handlers_runs_them_in_place_and_end_host_stops_without_failing() {
     assert!(!host.path("/root/never").exists());
     assert_machine_unchanged(&before);
 }
+
+#[test]
+fn a_task_running_past_its_timeout_fails_saying_so() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - shell: echo started > /root/started; sleep 30; echo late > /root/late\n      timeout: 1\n    - shell: echo quick > /root/quick\n      timeout: 20\n";
+    let started = std::time::Instant::now();
+    let (code, doc) = run(&host, "apply", playbook);
+    assert!(
+        started.elapsed().as_secs() < 20,
+        "the step was not cut short"
+    );
+    assert_ne!(code, 0, "{doc:#}");
+    let t = &tasks(&doc)[0];
+    assert_eq!(t["status"], "failed", "{doc:#}");
+    assert_eq!(t["message"], "timed out after 1s", "{doc:#}");
+    assert!(host.path("/root/started").exists());
+    assert!(!host.path("/root/late").exists());
+    assert!(
+        !host.path("/root/quick").exists(),
+        "the host stops at the failure"
+    );
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - shell: echo quick > /root/quick\n      timeout: 20\n";
+    let (code, doc) = run(&host, "apply", playbook);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(host.path("/root/quick").exists());
+    assert_machine_unchanged(&before);
+}

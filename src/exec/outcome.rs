@@ -319,10 +319,14 @@ impl Outcomes {
         self.status(i)
     }
 
-    /// A step's report arrived: a non-zero exit fails it.
-    pub fn step_reported(&mut self, i: usize, r: &ProbeResult) {
-        if r.rc != 0 {
-            self.mark_failed(i, step_failure(r));
+    /// A step's report arrived: a non-zero exit fails it; `timeout`'s own
+    /// exit statuses (124, or 137 once it had to kill) under a task's
+    /// `timeout:` say so.
+    pub fn step_reported(&mut self, i: usize, r: &ProbeResult, timeout: Option<u64>) {
+        match (r.rc, timeout) {
+            (0, _) => {}
+            (124 | 137, Some(n)) => self.mark_failed(i, format!("timed out after {n}s")),
+            _ => self.mark_failed(i, step_failure(r)),
         }
     }
 
@@ -494,7 +498,7 @@ mod tests {
                 stdout: String::new(),
                 stderr: "boom\n".into(),
             };
-            o.step_reported(i, &r);
+            o.step_reported(i, &r, None);
             let mut result = json!({"rc": rc, "changed": true, "failed": rc != 0});
             let status = o.conditions(&Templates::new(), inst, i, &mut result);
             let message = o.results[i].message.clone();

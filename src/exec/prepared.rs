@@ -134,9 +134,11 @@ impl<'p> PreparedTask<'p> {
     }
 
     /// A declared query (`changed_when: false`; in check mode also
-    /// `check_mode: false`) may ride in a probe batch.
+    /// `check_mode: false`) may ride in a probe batch, unless it has a
+    /// `timeout:`, which only its own step honours.
     pub fn may_query(&self, check: bool) -> bool {
-        self.read_only && (!check || self.task.check_mode == Some(false))
+        let allowed = !check || self.task.check_mode == Some(false);
+        self.read_only && allowed && self.task.timeout.is_none()
     }
 }
 

@@ -58,6 +58,7 @@ const TASK_KEYS: &[&str] = &[
     "until",
     "retries",
     "delay",
+    "timeout",
 ];
 
 #[derive(Debug)]
@@ -131,6 +132,8 @@ pub struct Task {
     pub retry: Option<tasks::Retry>,
     /// The innermost section of a block with `rescue:`/`always:` the task is in.
     pub frame: Option<Arc<tasks::Frame>>,
+    /// `timeout:` seconds the task's steps may run.
+    pub timeout: Option<u64>,
     pub span: Span,
 }
 
@@ -711,6 +714,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
         environment: Vec::new(),
         retry: None,
         frame: None,
+        timeout: None,
         span: node.span.clone(),
     };
     let mut retry_keys = tasks::RetryKeys::default();
@@ -756,7 +760,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
             "environment" => task.environment.extend(environment(v, errors)),
             "become_method" => become_method(v, errors),
             "no_log" => task.no_log = boolean(v, "no_log", errors),
-            "timeout" => errors.push(unsupported(k)),
+            "timeout" => task.timeout = tasks::timeout(v, errors),
             "until" | "retries" | "delay" => retry_keys.add(k, v),
             _ => match modules::find(key) {
                 Some(spec) if module.is_none() => module = Some((spec, k, v)),
@@ -1303,13 +1307,13 @@ mod tests {
     #[test]
     fn keywords_that_would_be_ignored_are_refused() {
         load_text("- hosts: all\n  become: true\n  become_method: sudo\n  tasks:\n    - command: a\n      become: yes\n      become_user: root\n").unwrap();
-        let errs = messages("- hosts: all\n  become: true\n  remote_user: x\n  tasks:\n    - command: a\n      timeout: 5\n");
+        let errs = messages("- hosts: all\n  become: true\n  remote_user: x\n  connection: ssh\n  tasks:\n    - command: a\n");
         let messages: Vec<&str> = errs.iter().map(|(_, m)| m.as_str()).collect();
         assert_eq!(
             messages,
             [
                 "'remote_user' is not supported",
-                "'timeout' is not supported"
+                "'connection' is not supported"
             ]
         );
     }

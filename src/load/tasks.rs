@@ -233,7 +233,8 @@ impl RetryKeys {
         }
         let until = playbook::condition(&until, "until", errors)?;
         let count = |kv: &Option<(Node, Node)>, errors: &mut Errors| {
-            kv.as_ref().map(|(k, v)| seconds_or_count(k, v, errors))
+            kv.as_ref()
+                .map(|(k, v)| whole_number(k, v, errors).unwrap_or(0))
         };
         let attempts = match count(&self.retries, errors) {
             None => 3,
@@ -269,25 +270,37 @@ pub(super) fn check_meta(task: &Task, key: &Node, errors: &mut Errors) {
     }
 }
 
+/// A task's `timeout:`: whole seconds above 0.
+pub(super) fn timeout(v: &Node, errors: &mut Errors) -> Option<u64> {
+    let key = Node::new(Value::Str("timeout".into()), v.span.clone());
+    match whole_number(&key, v, errors) {
+        Some(0) => {
+            errors.push(v.error("timeout must be at least 1 second"));
+            None
+        }
+        n => n,
+    }
+}
+
 /// `retries:` / `delay:`: a whole number, written as one or as its text.
-fn seconds_or_count(key: &Node, v: &Node, errors: &mut Errors) -> u64 {
+fn whole_number(key: &Node, v: &Node, errors: &mut Errors) -> Option<u64> {
     let name = key.as_str().unwrap_or_default();
     let n = match &v.value {
         Value::Int(i) => u64::try_from(*i).ok(),
         Value::Str(s) => s.trim().parse().ok(),
         _ => None,
     };
-    n.unwrap_or_else(|| {
+    if n.is_none() {
         let hint = "a template is not supported here: write the number";
+        let found = v.scalar_text().unwrap_or_else(|| v.kind().to_string());
         errors.push(
             v.error(format!(
-                "{name} must be a whole number of 0 or more, found {}",
-                v.scalar_text().unwrap_or_else(|| v.kind().to_string())
+                "{name} must be a whole number of 0 or more, found {found}"
             ))
             .with_hint(hint),
         );
-        0
-    })
+    }
+    n
 }
 
 /// One `when:` as a list of conditions, so inherited ones can be prepended.
@@ -785,6 +798,20 @@ mod tests {
         assert_eq!(
             errs[1],
             "site.yml:5:7: a loop over meta is not supported by nodeprov"
+        );
+    }
+
+    #[test]
+    fn a_timeout_is_whole_seconds_above_zero() {
+        let pb = load("- hosts: all\n  tasks:\n    - command: a\n      timeout: 30\n").unwrap();
+        assert_eq!(pb.plays[0].tasks[0].timeout, Some(30));
+        let errs = load("- hosts: all\n  tasks:\n    - command: a\n      timeout: 0\n    - command: b\n      timeout: soon\n").unwrap_err();
+        assert_eq!(
+            errs,
+            [
+                "site.yml:4:16: timeout must be at least 1 second",
+                "site.yml:6:16: timeout must be a whole number of 0 or more, found soon",
+            ]
         );
     }
 }

@@ -81,7 +81,8 @@ impl<'p> HostRun<'_, 'p> {
         is_command: bool,
         r: &ProbeResult,
     ) -> Value {
-        self.outcomes.step_reported(i, r);
+        self.outcomes
+            .step_reported(i, r, instance.spec.task.timeout);
         let spec = instance.spec;
         let mut registered = Value::Null;
         if is_command {
