@@ -762,6 +762,11 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
             "no_log" => task.no_log = boolean(v, "no_log", errors),
             "timeout" => task.timeout = tasks::timeout(v, errors),
             "until" | "retries" | "delay" => retry_keys.add(k, v),
+            "run_once" | "delegate_to" | "delegate_facts" | "local_action" => {
+                // As for an unknown key, "names no module" would add nothing.
+                unknown |= key == "local_action";
+                errors.push(tasks::not_yet(k))
+            }
             _ => match modules::find(key) {
                 Some(spec) if module.is_none() => module = Some((spec, k, v)),
                 Some(_) => {

@@ -270,6 +270,18 @@ pub(super) fn check_meta(task: &Task, key: &Node, errors: &mut Errors) {
     }
 }
 
+/// Task keywords nodeprov does not honour yet: refused by name, with what
+/// to do instead, rather than as an unknown module.
+pub(super) fn not_yet(key: &Node) -> crate::load::diag::Diagnostic {
+    let name = key.as_str().unwrap_or_default();
+    let hint = match name {
+        "run_once" => "every host runs its own tasks; guard the task with a condition on inventory_hostname",
+        _ => "run controller-side steps before nodeprov, or as a task of their own play on localhost with -c local",
+    };
+    key.error(format!("'{name}' is not supported by nodeprov"))
+        .with_hint(hint)
+}
+
 /// A task's `timeout:`: whole seconds above 0.
 pub(super) fn timeout(v: &Node, errors: &mut Errors) -> Option<u64> {
     let key = Node::new(Value::Str("timeout".into()), v.span.clone());
@@ -811,6 +823,19 @@ mod tests {
             [
                 "site.yml:4:16: timeout must be at least 1 second",
                 "site.yml:6:16: timeout must be a whole number of 0 or more, found soon",
+            ]
+        );
+    }
+
+    #[test]
+    fn delegation_and_run_once_are_refused_by_name() {
+        let errs = load("- hosts: all\n  tasks:\n    - command: a\n      run_once: true\n    - command: b\n      delegate_to: localhost\n    - local_action: command c\n").unwrap_err();
+        assert_eq!(
+            errs,
+            [
+                "site.yml:4:7: 'run_once' is not supported by nodeprov",
+                "site.yml:6:7: 'delegate_to' is not supported by nodeprov",
+                "site.yml:7:7: 'local_action' is not supported by nodeprov",
             ]
         );
     }
