@@ -139,3 +139,15 @@ fn a_task_running_past_its_timeout_fails_saying_so() {
     assert!(host.path("/root/quick").exists());
     assert_machine_unchanged(&before);
 }
+
+#[test]
+fn a_task_delegated_to_localhost_registers_what_the_controller_said() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - shell: echo from-controller\n      register: r\n      changed_when: false\n      delegate_to: localhost\n    - copy: {dest: /root/delegated, content: \"{{ r.stdout }}\"}\n";
+    let (code, doc) = run(&host, "apply", playbook);
+    assert_eq!(code, 0, "{doc:#}");
+    let read = std::fs::read_to_string(host.path("/root/delegated")).unwrap();
+    assert_eq!(read, "from-controller");
+    assert_machine_unchanged(&before);
+}

@@ -339,10 +339,12 @@ impl<'a, 'p> HostRun<'a, 'p> {
         if self.reads_unknown(spec) {
             return Next::Continue;
         }
+        // A retried or delegated task's steps go out alone.
+        let alone = spec.until.is_some() || spec.task.delegate_local;
+        if alone && !self.pending.is_empty() {
+            return Next::FlushBefore;
+        }
         if spec.until.is_some() {
-            if !self.pending.is_empty() {
-                return Next::FlushBefore;
-            }
             return self.plan_retried(spec);
         }
         let instances = match self.resolve_all(spec) {
@@ -371,7 +373,10 @@ impl<'a, 'p> HostRun<'a, 'p> {
             }
         }
         self.register(spec, loop_results);
-        next
+        match spec.task.delegate_local {
+            true => Next::FlushAfter,
+            false => next,
+        }
     }
 
     /// Check mode: a task reading what a command that did not run

@@ -135,10 +135,12 @@ impl<'p> PreparedTask<'p> {
 
     /// A declared query (`changed_when: false`; in check mode also
     /// `check_mode: false`) may ride in a probe batch, unless it has a
-    /// `timeout:`, which only its own step honours.
+    /// `timeout:`, which only its own step honours, or runs on the
+    /// controller.
     pub fn may_query(&self, check: bool) -> bool {
         let allowed = !check || self.task.check_mode == Some(false);
-        self.read_only && allowed && self.task.timeout.is_none()
+        let own_step = self.task.timeout.is_some() || self.task.delegate_local;
+        self.read_only && allowed && !own_step
     }
 }
 

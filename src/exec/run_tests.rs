@@ -652,3 +652,33 @@ fn meta_flush_handlers_runs_them_there_and_end_host_ends_without_failing() {
     assert_eq!(scripts.len(), 3, "a, then h, then b");
     assert!(scripts[1].body.contains("h") && !scripts[2].body.contains("'h'"));
 }
+
+#[test]
+fn a_task_delegated_to_localhost_runs_on_the_controller_alone() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - {name: a, command: a}\n    - name: local\n      shell: echo delegated-out\n      register: r\n      changed_when: false\n      delegate_to: localhost\n    - {name: c, command: \"echo {{ r.stdout }}\"}\n");
+    let (connect, log) = scripted_host(vec![(0, "")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    use Status::*;
+    let want = [
+        ("a", Changed, false),
+        ("local", Ok, false),
+        ("c", Changed, false),
+    ];
+    assert_eq!(results(report), names_statuses(&want));
+    let log = log.lock().unwrap().clone().unwrap();
+    let scripts = log.lock().unwrap();
+    assert_eq!(scripts.len(), 2, "the host saw a and c only");
+    assert!(
+        !scripts[0].body.contains("delegated"),
+        "{}",
+        scripts[0].body
+    );
+    // The fake host answers every step with empty output: this came from
+    // the controller.
+    assert!(
+        scripts[1].body.contains("echo delegated-out"),
+        "{}",
+        scripts[1].body
+    );
+}

@@ -134,6 +134,8 @@ pub struct Task {
     pub frame: Option<Arc<tasks::Frame>>,
     /// `timeout:` seconds the task's steps may run.
     pub timeout: Option<u64>,
+    /// `delegate_to: localhost`: the steps run on the controller.
+    pub delegate_local: bool,
     pub span: Span,
 }
 
@@ -715,6 +717,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
         retry: None,
         frame: None,
         timeout: None,
+        delegate_local: false,
         span: node.span.clone(),
     };
     let mut retry_keys = tasks::RetryKeys::default();
@@ -762,7 +765,8 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
             "no_log" => task.no_log = boolean(v, "no_log", errors),
             "timeout" => task.timeout = tasks::timeout(v, errors),
             "until" | "retries" | "delay" => retry_keys.add(k, v),
-            "run_once" | "delegate_to" | "delegate_facts" | "local_action" => {
+            "delegate_to" => task.delegate_local = tasks::delegate_to(v, errors),
+            "run_once" | "delegate_facts" | "local_action" => {
                 // As for an unknown key, "names no module" would add nothing.
                 unknown |= key == "local_action";
                 errors.push(tasks::not_yet(k))
@@ -796,6 +800,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
     task.params = module_params(spec, value, args, errors);
     check_params(spec, key, &task.params, errors);
     tasks::check_meta(&task, key, errors);
+    tasks::check_delegated(&task, key, errors);
     Some(task)
 }
 

@@ -275,11 +275,51 @@ pub(super) fn check_meta(task: &Task, key: &Node, errors: &mut Errors) {
 pub(super) fn not_yet(key: &Node) -> crate::load::diag::Diagnostic {
     let name = key.as_str().unwrap_or_default();
     let hint = match name {
-        "run_once" => "every host runs its own tasks; guard the task with a condition on inventory_hostname",
-        _ => "run controller-side steps before nodeprov, or as a task of their own play on localhost with -c local",
+        "run_once" => {
+            "every host runs its own tasks; guard the task with a condition on inventory_hostname"
+        }
+        _ => "use 'delegate_to: localhost' with a command or shell task",
     };
     key.error(format!("'{name}' is not supported by nodeprov"))
         .with_hint(hint)
+}
+
+/// `delegate_to:`: only the controller itself, which nodeprov reaches
+/// without a connection.
+pub(super) fn delegate_to(v: &Node, errors: &mut Errors) -> bool {
+    let to = playbook::string(v, "delegate_to", errors);
+    let local = matches!(to.as_str(), "localhost" | "127.0.0.1");
+    if !local && !to.is_empty() {
+        errors.push(
+            v.error(format!("delegate_to '{to}' is not supported by nodeprov"))
+                .with_hint("only localhost (or 127.0.0.1), the controller, may be delegated to"),
+        );
+    }
+    local
+}
+
+/// A delegated task runs its steps on the controller, but probes only the
+/// host: so only commands that read nothing first may be delegated.
+pub(super) fn check_delegated(task: &Task, key: &Node, errors: &mut Errors) {
+    if !task.delegate_local {
+        return;
+    }
+    if !matches!(task.module.name, "command" | "shell") {
+        errors.push(
+            key.error(format!(
+                "'{}' cannot be delegated to localhost in nodeprov",
+                task.module.name
+            ))
+            .with_hint("only command and shell tasks run on the controller"),
+        );
+    }
+    for (name, node) in &task.params {
+        if name == "creates" || name == "removes" {
+            errors.push(node.error(format!(
+                "'{name}' on a task delegated to localhost is not supported by nodeprov"
+            )));
+        }
+    }
 }
 
 /// A task's `timeout:`: whole seconds above 0.
@@ -829,14 +869,19 @@ mod tests {
 
     #[test]
     fn delegation_and_run_once_are_refused_by_name() {
-        let errs = load("- hosts: all\n  tasks:\n    - command: a\n      run_once: true\n    - command: b\n      delegate_to: localhost\n    - local_action: command c\n").unwrap_err();
+        let errs = load("- hosts: all\n  tasks:\n    - command: a\n      run_once: true\n    - command: b\n      delegate_to: gpu-01\n    - local_action: command c\n    - copy: {dest: /a, content: b}\n      delegate_to: localhost\n    - command: {cmd: d, creates: /x}\n      delegate_to: 127.0.0.1\n").unwrap_err();
         assert_eq!(
             errs,
             [
                 "site.yml:4:7: 'run_once' is not supported by nodeprov",
-                "site.yml:6:7: 'delegate_to' is not supported by nodeprov",
+                "site.yml:6:20: delegate_to 'gpu-01' is not supported by nodeprov",
                 "site.yml:7:7: 'local_action' is not supported by nodeprov",
+                "site.yml:8:7: 'copy' cannot be delegated to localhost in nodeprov",
+                "site.yml:10:34: 'creates' on a task delegated to localhost is not supported by nodeprov",
             ]
         );
+        let pb = load("- hosts: all\n  tasks:\n    - shell: date\n      delegate_to: localhost\n")
+            .unwrap();
+        assert!(pb.plays[0].tasks[0].delegate_local);
     }
 }

@@ -12,9 +12,10 @@ use serde_json::{json, Value};
 use super::{HostRun, ToVerify};
 use crate::exec::instance::TaskInstance;
 use crate::exec::result::Status;
-use crate::exec::wire::Step;
+use crate::exec::wire::{Step, Wire};
 use crate::modules::{Facts, Module};
 use crate::remote::host_facts;
+use crate::remote::local::LocalTransport;
 use crate::remote::probe::{Probe, ProbeResult};
 
 impl<'p> HostRun<'_, 'p> {
@@ -29,6 +30,7 @@ impl<'p> HostRun<'_, 'p> {
         let ran_command = pending
             .iter()
             .any(|p| p.is_command && !p.instance.spec.read_only);
+        let delegated = pending.iter().any(|p| p.instance.spec.task.delegate_local);
         let (steps, waiting): (Vec<Step>, Vec<_>) = pending
             .into_iter()
             .map(|p| {
@@ -36,7 +38,11 @@ impl<'p> HostRun<'_, 'p> {
                 (p.step, (i, p.is_command, p.instance))
             })
             .unzip();
-        let applied = self.wire.apply(steps);
+        // A delegated task is alone in its batch (see `plan_task`).
+        let applied = match delegated {
+            true => Wire::new(&mut LocalTransport, self.ctx.play.script_user()).apply(steps),
+            false => self.wire.apply(steps),
+        };
         self.changed_since_probe = true;
         // A step failed for good: the script stopped there.
         let mut step_failed = false;
@@ -53,8 +59,10 @@ impl<'p> HostRun<'_, 'p> {
                 results.insert(i, result);
             }
         }
-        if let Err(e) = applied.ended {
-            self.lost(e.to_string());
+        // The controller failing a delegated step does not lose the host.
+        match applied.ended {
+            Err(e) if !delegated => self.lost(e.to_string()),
+            _ => {}
         }
         self.pending_registers.clear();
         if ran_command {
