@@ -151,3 +151,34 @@ fn a_task_delegated_to_localhost_registers_what_the_controller_said() {
     assert_eq!(read, "from-controller");
     assert_machine_unchanged(&before);
 }
+
+#[test]
+fn a_run_once_task_runs_once_for_the_batch_and_shares_its_result() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    std::fs::write(host.path("/root/hosts.ini"), "node-a\nnode-b\nnode-c\n").unwrap();
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - shell: echo {{ inventory_hostname }} >> /root/once; echo token-$(wc -l < /root/once)\n      register: t\n      run_once: true\n    - shell: echo {{ inventory_hostname }} {{ t.stdout }} >> /root/joined\n";
+    std::fs::write(host.path("/root/flow.yml"), playbook).unwrap();
+    let argv = [
+        BIN,
+        "apply",
+        "/root/flow.yml",
+        "-i",
+        "/root/hosts.ini",
+        "-c",
+        "local",
+        "--format",
+        "json",
+    ];
+    let (code, doc) = run_json(&host, &argv);
+    assert_eq!(code, 0, "{doc:#}");
+    let read = |p: &str| std::fs::read_to_string(host.path(p)).unwrap();
+    assert_eq!(read("/root/once"), "node-a\n");
+    let mut joined: Vec<String> = read("/root/joined").lines().map(String::from).collect();
+    joined.sort();
+    assert_eq!(
+        joined,
+        ["node-a token-1", "node-b token-1", "node-c token-1"]
+    );
+    assert_machine_unchanged(&before);
+}

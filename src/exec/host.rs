@@ -30,6 +30,7 @@ mod blocks;
 mod meta;
 mod plan;
 mod retry;
+mod run_once;
 
 /// A planned instance whose steps wait in the current batch.
 struct Pending<'p> {
@@ -59,6 +60,7 @@ type Instances<'p> = Vec<(TaskInstance<'p>, Option<Box<dyn Module>>)>;
 
 pub(crate) struct HostRun<'a, 'p> {
     ctx: &'a PlayCtx<'p>,
+    once: &'a super::once::Once,
     host: String,
     wire: Wire<'a>,
     vars: VarLayers,
@@ -90,9 +92,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
         host: &str,
         vars: VarLayers,
         transport: &'a mut dyn Transport,
+        once: &'a super::once::Once,
     ) -> Self {
         HostRun {
             ctx,
+            once,
             host: host.to_string(),
             wire: Wire::new(transport, ctx.play.script_user()),
             vars,
@@ -339,11 +343,20 @@ impl<'a, 'p> HostRun<'a, 'p> {
         if self.reads_unknown(spec) {
             return Next::Continue;
         }
-        // A retried or delegated task's steps go out alone.
-        let alone = spec.until.is_some() || spec.task.delegate_local;
+        // A retried, delegated or run-once task's steps go out alone.
+        let task = spec.task;
+        let alone = spec.until.is_some() || task.delegate_local || task.run_once;
         if alone && !self.pending.is_empty() {
             return Next::FlushBefore;
         }
+        if task.run_once {
+            return self.plan_once(spec);
+        }
+        self.plan_resolved(spec)
+    }
+
+    /// Plans a task on this host once it is known to run here.
+    fn plan_resolved(&mut self, spec: &'p PreparedTask<'p>) -> Next {
         if spec.until.is_some() {
             return self.plan_retried(spec);
         }

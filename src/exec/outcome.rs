@@ -135,10 +135,11 @@ impl Outcomes {
         Some(self.tolerated(attempt.ignore_errors, i))
     }
 
-    /// A `meta:` action carried out by the schedule.
-    pub fn meta(&mut self, instance: &TaskInstance, note: &str) {
-        let i = self.push(instance.spec, instance.label.clone(), Status::Ok);
-        self.results[i].notes.push(note.into());
+    /// Done by the schedule, not by a step on this host (`meta:`, a
+    /// `run_once` task another host ran): ok, with what happened.
+    pub fn noted(&mut self, spec: &PreparedTask, note: String) {
+        let i = self.push(spec, None, Status::Ok);
+        self.results[i].notes.push(note);
     }
 
     /// The task was not run on this host, for the reason given.

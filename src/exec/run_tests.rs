@@ -55,10 +55,20 @@ fn execute_with(
     connect: &Connector,
     on_event: &(dyn Fn(Event) + Sync),
 ) -> RunOutcome {
-    let inventory = Inventory::localhost();
+    execute_on(pb, &Inventory::localhost(), check, forks, connect, on_event)
+}
+
+fn execute_on(
+    pb: &Playbook,
+    inventory: &Inventory,
+    check: bool,
+    forks: usize,
+    connect: &Connector,
+    on_event: &(dyn Fn(Event) + Sync),
+) -> RunOutcome {
     let req = RunRequest {
         playbook: pb,
-        inventory: &inventory,
+        inventory,
         shard: None,
         limit: None,
         opts: RunOptions {
@@ -681,4 +691,74 @@ fn a_task_delegated_to_localhost_runs_on_the_controller_alone() {
         "{}",
         scripts[1].body
     );
+}
+
+#[test]
+fn a_run_once_task_runs_on_the_first_host_and_every_host_gets_its_result() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - {name: token, command: make-token, register: t, run_once: true}\n    - {name: use, command: \"join {{ t.stdout }}\"}\n");
+    let inventory = Inventory::from_host_list("h1,h2,h3");
+    let sent: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let sent2 = sent.clone();
+    let connect = move |host: &str, _: &serde_json::Map<String, serde_json::Value>| {
+        let (host, sent) = (host.to_string(), sent2.clone());
+        let fake = FakeTransport::new(move |s: &Script| {
+            sent.lock().unwrap().push((host.clone(), s.body.clone()));
+            let stdout = fake_answer(&s.body, |_| ProbeResult::ok(format!("tok-{host}")));
+            Ok(Output {
+                status: 0,
+                stdout,
+                stderr: Vec::new(),
+            })
+        });
+        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
+    };
+    let outcome = execute_on(&pb, &inventory, false, 3, &connect, &|_| {});
+    let sent = sent.lock().unwrap();
+    let made: Vec<&str> = sent
+        .iter()
+        .filter(|(_, body)| body.contains("make-token"))
+        .map(|(h, _)| h.as_str())
+        .collect();
+    assert_eq!(made, ["h1"]);
+    for host in ["h1", "h2", "h3"] {
+        assert!(
+            sent.iter()
+                .any(|(h, b)| h == host && b.contains("join tok-h1")),
+            "{host} did not get h1's result"
+        );
+    }
+    let h2 = outcome.reports.iter().find(|r| r.host == "h2").unwrap();
+    assert_eq!(h2.tasks[0].notes, ["ran once, on h1"]);
+}
+
+#[test]
+fn a_run_once_task_passes_to_the_next_host_when_the_first_is_unreachable() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - {name: token, command: make-token, register: t, run_once: true}\n");
+    let inventory = Inventory::from_host_list("h1,h2,h3");
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let runs2 = runs.clone();
+    let connect = move |host: &str, _: &serde_json::Map<String, serde_json::Value>| {
+        if host == "h1" {
+            return Err(crate::remote::TransportError::Unreachable(
+                "h1: no route".into(),
+            ));
+        }
+        let runs = runs2.clone();
+        let fake = FakeTransport::new(move |s: &Script| {
+            if s.body.contains("make-token") {
+                runs.fetch_add(1, Ordering::SeqCst);
+            }
+            let stdout = fake_answer(&s.body, |_| ProbeResult::ok(""));
+            Ok(Output {
+                status: 0,
+                stdout,
+                stderr: Vec::new(),
+            })
+        });
+        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
+    };
+    let outcome = execute_on(&pb, &inventory, false, 1, &connect, &|_| {});
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let h3 = outcome.reports.iter().find(|r| r.host == "h3").unwrap();
+    assert_eq!(h3.tasks[0].notes, ["ran once, on h2"]);
 }

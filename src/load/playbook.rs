@@ -136,6 +136,8 @@ pub struct Task {
     pub timeout: Option<u64>,
     /// `delegate_to: localhost`: the steps run on the controller.
     pub delegate_local: bool,
+    /// `run_once`: one host of the batch runs it for all.
+    pub run_once: bool,
     pub span: Span,
 }
 
@@ -718,6 +720,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
         frame: None,
         timeout: None,
         delegate_local: false,
+        run_once: false,
         span: node.span.clone(),
     };
     let mut retry_keys = tasks::RetryKeys::default();
@@ -766,7 +769,8 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
             "timeout" => task.timeout = tasks::timeout(v, errors),
             "until" | "retries" | "delay" => retry_keys.add(k, v),
             "delegate_to" => task.delegate_local = tasks::delegate_to(v, errors),
-            "run_once" | "delegate_facts" | "local_action" => {
+            "run_once" => task.run_once = boolean(v, key, errors),
+            "delegate_facts" | "local_action" => {
                 // As for an unknown key, "names no module" would add nothing.
                 unknown |= key == "local_action";
                 errors.push(tasks::not_yet(k))

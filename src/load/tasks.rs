@@ -274,14 +274,8 @@ pub(super) fn check_meta(task: &Task, key: &Node, errors: &mut Errors) {
 /// to do instead, rather than as an unknown module.
 pub(super) fn not_yet(key: &Node) -> crate::load::diag::Diagnostic {
     let name = key.as_str().unwrap_or_default();
-    let hint = match name {
-        "run_once" => {
-            "every host runs its own tasks; guard the task with a condition on inventory_hostname"
-        }
-        _ => "use 'delegate_to: localhost' with a command or shell task",
-    };
     key.error(format!("'{name}' is not supported by nodeprov"))
-        .with_hint(hint)
+        .with_hint("use 'delegate_to: localhost' with a command or shell task")
 }
 
 /// `delegate_to:`: only the controller itself, which nodeprov reaches
@@ -299,8 +293,12 @@ pub(super) fn delegate_to(v: &Node, errors: &mut Errors) -> bool {
 }
 
 /// A delegated task runs its steps on the controller, but probes only the
-/// host: so only commands that read nothing first may be delegated.
+/// host: so only commands that read nothing first may be delegated. A
+/// `run_once` task shares one result, so it may not loop.
 pub(super) fn check_delegated(task: &Task, key: &Node, errors: &mut Errors) {
+    if task.run_once && task.loop_items.is_some() {
+        errors.push(key.error("a loop over a run_once task is not supported by nodeprov"));
+    }
     if !task.delegate_local {
         return;
     }
@@ -868,16 +866,16 @@ mod tests {
     }
 
     #[test]
-    fn delegation_and_run_once_are_refused_by_name() {
-        let errs = load("- hosts: all\n  tasks:\n    - command: a\n      run_once: true\n    - command: b\n      delegate_to: gpu-01\n    - local_action: command c\n    - copy: {dest: /a, content: b}\n      delegate_to: localhost\n    - command: {cmd: d, creates: /x}\n      delegate_to: 127.0.0.1\n").unwrap_err();
+    fn delegation_and_run_once_are_checked_where_written() {
+        let errs = load("- hosts: all\n  tasks:\n    - command: a\n      run_once: true\n      loop: [1]\n    - command: b\n      delegate_to: gpu-01\n    - local_action: command c\n    - copy: {dest: /a, content: b}\n      delegate_to: localhost\n    - command: {cmd: d, creates: /x}\n      delegate_to: 127.0.0.1\n").unwrap_err();
         assert_eq!(
             errs,
             [
-                "site.yml:4:7: 'run_once' is not supported by nodeprov",
-                "site.yml:6:20: delegate_to 'gpu-01' is not supported by nodeprov",
-                "site.yml:7:7: 'local_action' is not supported by nodeprov",
-                "site.yml:8:7: 'copy' cannot be delegated to localhost in nodeprov",
-                "site.yml:10:34: 'creates' on a task delegated to localhost is not supported by nodeprov",
+                "site.yml:3:7: a loop over a run_once task is not supported by nodeprov",
+                "site.yml:7:20: delegate_to 'gpu-01' is not supported by nodeprov",
+                "site.yml:8:7: 'local_action' is not supported by nodeprov",
+                "site.yml:9:7: 'copy' cannot be delegated to localhost in nodeprov",
+                "site.yml:11:34: 'creates' on a task delegated to localhost is not supported by nodeprov",
             ]
         );
         let pb = load("- hosts: all\n  tasks:\n    - shell: date\n      delegate_to: localhost\n")

@@ -44,7 +44,7 @@ impl<'p> HostRun<'_, 'p> {
             }
             _ => "nothing to do",
         };
-        self.outcomes.meta(&instance, note);
+        self.outcomes.noted(instance.spec, note.into());
         Next::Continue
     }
 }
