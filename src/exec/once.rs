@@ -16,6 +16,10 @@ pub(crate) struct Ran {
     pub registered: Value,
     /// The failure that fails every host of the batch, as in Ansible.
     pub failed: Option<String>,
+    /// Its `when:` was false there.
+    pub skipped: bool,
+    /// Check mode: what it registers is not known, as it did not run.
+    pub unknown: bool,
 }
 
 /// Whether a host runs a `run_once` task or takes another's result.
@@ -99,6 +103,8 @@ mod tests {
                 host: "h2".into(),
                 registered: Value::from(7),
                 failed: None,
+                skipped: false,
+                unknown: false,
             };
             once.ran(2, ran);
             match waiter.join().unwrap() {

@@ -136,9 +136,9 @@ impl Outcomes {
     }
 
     /// Done by the schedule, not by a step on this host (`meta:`, a
-    /// `run_once` task another host ran): ok, with what happened.
-    pub fn noted(&mut self, spec: &PreparedTask, note: String) {
-        let i = self.push(spec, None, Status::Ok);
+    /// `run_once` task another host ran), with what happened.
+    pub fn noted(&mut self, spec: &PreparedTask, status: Status, note: String) {
+        let i = self.push(spec, None, status);
         self.results[i].notes.push(note);
     }
 

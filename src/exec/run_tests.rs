@@ -762,3 +762,16 @@ fn a_run_once_task_passes_to_the_next_host_when_the_first_is_unreachable() {
     let h3 = outcome.reports.iter().find(|r| r.host == "h3").unwrap();
     assert_eq!(h3.tasks[0].notes, ["ran once, on h2"]);
 }
+
+#[test]
+fn a_run_once_task_skipped_on_the_first_host_is_skipped_on_all() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - {name: token, command: make-token, run_once: true, when: \"inventory_hostname == 'h2'\"}\n");
+    let inventory = Inventory::from_host_list("h1,h2");
+    let (connect, log) = scripted_host(vec![(0, "")]);
+    let outcome = execute_on(&pb, &inventory, false, 2, connect.as_ref(), &|_| {});
+    for r in &outcome.reports {
+        assert_eq!(r.tasks[0].status, Status::Skipped, "{}", r.host);
+    }
+    let log = log.lock().unwrap().clone().unwrap();
+    assert_eq!(count(&log, Purpose::Mutate), 0);
+}

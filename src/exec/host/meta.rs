@@ -44,7 +44,8 @@ impl<'p> HostRun<'_, 'p> {
             }
             _ => "nothing to do",
         };
-        self.outcomes.noted(instance.spec, note.into());
+        let ok = crate::exec::result::Status::Ok;
+        self.outcomes.noted(instance.spec, ok, note.into());
         Next::Continue
     }
 }

@@ -7,6 +7,7 @@ use serde_json::Value;
 use super::{HostRun, Next};
 use crate::exec::once::{Ran, Turn};
 use crate::exec::prepared::PreparedTask;
+use crate::exec::result::Status;
 
 impl<'p> HostRun<'_, 'p> {
     pub(super) fn plan_once(&mut self, spec: &'p PreparedTask<'p>) -> Next {
@@ -27,26 +28,33 @@ impl<'p> HostRun<'_, 'p> {
                 let failed = (mark..self.outcomes.len())
                     .find(|&i| self.outcomes.failed_for_good(i))
                     .map(|i| self.outcomes.message(i).unwrap_or("failed").to_string());
-                let host = self.host.clone();
+                let reg = spec.task.register.as_ref();
                 let ran = Ran {
-                    host,
+                    host: self.host.clone(),
                     registered,
                     failed,
+                    skipped: self.outcomes.len() > mark
+                        && self.outcomes.status(mark) == Status::Skipped,
+                    unknown: reg.is_some_and(|r| self.unknown_vars.contains_key(r)),
                 };
                 self.once.ran(key, ran);
             }
             Turn::Take(ran) => {
                 if let Some(reg) = &spec.task.register {
-                    self.vars.registered.insert(reg.clone(), ran.registered);
+                    if ran.unknown {
+                        self.unknown_vars.insert(reg.clone(), spec.name.clone());
+                    } else {
+                        self.vars.registered.insert(reg.clone(), ran.registered);
+                    }
                 }
+                let note = format!("ran once, on {}", ran.host);
                 match ran.failed {
                     Some(why) => {
                         let message = format!("failed on {} (run_once): {why}", ran.host);
                         self.fail(spec, None, message);
                     }
-                    None => self
-                        .outcomes
-                        .noted(spec, format!("ran once, on {}", ran.host)),
+                    None if ran.skipped => self.outcomes.noted(spec, Status::Skipped, note),
+                    None => self.outcomes.noted(spec, Status::Ok, note),
                 }
             }
         }
