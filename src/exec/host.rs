@@ -26,7 +26,11 @@ use crate::remote::probe::Probe;
 use crate::remote::Transport;
 
 mod apply;
+mod blocks;
+mod meta;
 mod plan;
+mod retry;
+mod run_once;
 
 /// A planned instance whose steps wait in the current batch.
 struct Pending<'p> {
@@ -56,6 +60,7 @@ type Instances<'p> = Vec<(TaskInstance<'p>, Option<Box<dyn Module>>)>;
 
 pub(crate) struct HostRun<'a, 'p> {
     ctx: &'a PlayCtx<'p>,
+    once: &'a super::once::Once,
     host: String,
     wire: Wire<'a>,
     vars: VarLayers,
@@ -73,6 +78,12 @@ pub(crate) struct HostRun<'a, 'p> {
     changed_since_probe: bool,
     unreachable: Option<String>,
     stopped: bool,
+    /// Blocks with `rescue:`/`always:` failing on this host, innermost last.
+    failing: Vec<blocks::Failing>,
+    /// `meta: end_host` or `end_play` ended the play here (not a failure).
+    ended: bool,
+    /// The section the last planned task is in.
+    section: Option<std::sync::Arc<crate::load::tasks::Frame>>,
 }
 
 impl<'a, 'p> HostRun<'a, 'p> {
@@ -81,9 +92,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
         host: &str,
         vars: VarLayers,
         transport: &'a mut dyn Transport,
+        once: &'a super::once::Once,
     ) -> Self {
         HostRun {
             ctx,
+            once,
             host: host.to_string(),
             wire: Wire::new(transport, ctx.play.script_user()),
             vars,
@@ -97,6 +110,9 @@ impl<'a, 'p> HostRun<'a, 'p> {
             changed_since_probe: false,
             unreachable: None,
             stopped: false,
+            failing: Vec::new(),
+            ended: false,
+            section: None,
         }
     }
 
@@ -106,7 +122,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         self.run_list(&prepared.tasks.iter().collect::<Vec<_>>());
         self.run_handlers();
         self.flush();
-        if !self.stopped && !self.ctx.opts.check {
+        if (!self.stopped || self.ended) && !self.ctx.opts.check {
             self.verify();
         }
         if !self.stopped {
@@ -152,6 +168,9 @@ impl<'a, 'p> HostRun<'a, 'p> {
             done.extend(due.iter().map(|(i, _)| *i));
             self.run_list(&due.into_iter().map(|(_, h)| h).collect::<Vec<_>>());
         }
+        // Run once per notification: `meta: flush_handlers` leaves nothing
+        // for the end of the play.
+        self.notified.clear();
     }
 
     fn is_notified(&self, handler: &PreparedTask) -> bool {
@@ -196,6 +215,12 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 stalled = true;
             }
         }
+        // A failure still pending in a block is known only once it ran.
+        if self.section.is_some() && !self.stopped {
+            self.flush();
+        }
+        self.leave_blocks(None);
+        self.section = None;
     }
 
     fn resolver(&self) -> Resolver<'_> {
@@ -274,17 +299,19 @@ impl<'a, 'p> HostRun<'a, 'p> {
         sets
     }
 
-    /// A failed task stops the host in apply mode, as in Ansible; check mode
-    /// changes nothing, so it goes on and reports every task.
-    fn task_failed(&mut self) {
-        if !self.ctx.opts.check {
+    /// A failed task stops the host in apply mode, as in Ansible, unless a
+    /// block around it handles the failure; check mode changes nothing, so
+    /// it goes on and reports every task.
+    fn task_failed(&mut self, spec: &PreparedTask, result: usize, value: serde_json::Value) {
+        if !self.caught(spec, result, value) && !self.ctx.opts.check {
             self.stopped = true;
         }
     }
 
     fn fail(&mut self, spec: &PreparedTask, label: Option<String>, message: String) {
+        let value = json!({"changed": false, "failed": true, "msg": message});
         if self.outcomes.fail(spec, label, message) {
-            self.task_failed();
+            self.task_failed(spec, self.outcomes.len() - 1, value);
         }
     }
 
@@ -294,7 +321,16 @@ impl<'a, 'p> HostRun<'a, 'p> {
     }
 
     fn plan_task(&mut self, spec: &'p PreparedTask<'p>) -> Next {
-        if !spec.selected {
+        let frame = spec.task.frame.as_ref();
+        if !blocks::same_section(frame, self.section.as_ref()) {
+            // A failure must be known before the next section is chosen.
+            if !self.pending.is_empty() {
+                return Next::FlushBefore;
+            }
+            self.leave_blocks(frame);
+            self.section = frame.cloned();
+        }
+        if self.stopped || !spec.selected || !self.in_running_section(spec) {
             return Next::Continue;
         }
         if spec
@@ -307,10 +343,30 @@ impl<'a, 'p> HostRun<'a, 'p> {
         if self.reads_unknown(spec) {
             return Next::Continue;
         }
+        // A retried, delegated or run-once task's steps go out alone.
+        let task = spec.task;
+        let alone = spec.until.is_some() || task.delegate_local || task.run_once;
+        if alone && !self.pending.is_empty() {
+            return Next::FlushBefore;
+        }
+        if task.run_once {
+            return self.plan_once(spec);
+        }
+        self.plan_resolved(spec)
+    }
+
+    /// Plans a task on this host once it is known to run here.
+    fn plan_resolved(&mut self, spec: &'p PreparedTask<'p>) -> Next {
+        if spec.until.is_some() {
+            return self.plan_retried(spec);
+        }
         let instances = match self.resolve_all(spec) {
             Ok(instances) => instances,
             Err(next) => return next,
         };
+        if spec.task.module.name == "meta" {
+            return self.meta(instances);
+        }
         let mut next = Next::Continue;
         let mut loop_results = Vec::new();
         for (instance, module) in instances {
@@ -330,7 +386,10 @@ impl<'a, 'p> HostRun<'a, 'p> {
             }
         }
         self.register(spec, loop_results);
-        next
+        match spec.task.delegate_local {
+            true => Next::FlushAfter,
+            false => next,
+        }
     }
 
     /// Check mode: a task reading what a command that did not run

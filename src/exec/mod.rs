@@ -4,6 +4,7 @@
 
 mod host;
 mod instance;
+mod once;
 mod outcome;
 mod prepared;
 pub mod result;
@@ -284,13 +285,15 @@ fn run_batch(
 ) -> Vec<HostReport> {
     let queue = Mutex::new(batch.iter().enumerate());
     let reports = Mutex::new(Vec::new());
+    let once = once::Once::new(batch);
     std::thread::scope(|s| {
         for _ in 0..req.forks.clamp(1, batch.len().max(1)) {
             s.spawn(|| loop {
                 let Some((i, host)) = queue.lock().unwrap().next() else {
                     break;
                 };
-                let report = run_host(req, ctx, play_vars, host, keep);
+                let report = run_host(req, ctx, play_vars, host, keep, &once);
+                once.leave(host);
                 on_event(Event::Host(&report));
                 reports.lock().unwrap().push((i, report));
             });
@@ -336,6 +339,7 @@ fn run_host(
     play_vars: &Map<String, Value>,
     host: &str,
     keep: &Keep,
+    once: &once::Once,
 ) -> HostReport {
     let inventory = req.inventory.host_vars(host);
     let mut magic = inventory.clone();
@@ -353,7 +357,7 @@ fn run_host(
     };
     match transport {
         Ok(mut transport) => {
-            let report = HostRun::new(ctx, host, layers, transport.as_mut()).run();
+            let report = HostRun::new(ctx, host, layers, transport.as_mut(), once).run();
             if report.unreachable.is_none() {
                 keep.keep(host, transport);
             }

@@ -57,12 +57,112 @@ impl Planned {
     }
 }
 
+/// One attempt of a task with `until:`, to judge.
+pub(crate) struct Retried<'a> {
+    pub until: &'a Value,
+    /// The instance's variables, which the condition reads besides its result.
+    pub vars: &'a Value,
+    pub register: Option<&'a str>,
+    pub attempt: u32,
+    /// No attempt is left after this one.
+    pub last: bool,
+    /// The task's own `ignore_errors` (each attempt ran with failures tolerated).
+    pub ignore_errors: bool,
+}
+
 impl Outcomes {
     pub fn new(diff: bool) -> Self {
         Outcomes {
             results: Vec::new(),
             diff,
             hidden: Default::default(),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.results.len()
+    }
+
+    /// Drops the results from `i` on: an attempt that is tried again.
+    pub fn forget_from(&mut self, i: usize) {
+        self.results.truncate(i);
+        self.hidden.retain(|&h| h < i);
+    }
+
+    /// `until:` on an attempt's result. `None`: try again; otherwise the
+    /// task is done, and true when its failure stops the host. An attempt
+    /// that planned no run (check mode's drift) is not judged: nothing ran
+    /// that could meet the condition.
+    pub fn retried(
+        &mut self,
+        t: &Templates,
+        i: usize,
+        attempt: &Retried,
+        result: &mut Value,
+    ) -> Option<bool> {
+        let status = self.status(i);
+        let judged = matches!(status, Status::Ok | Status::Changed | Status::Failed);
+        let mut ctx = attempt.vars.clone();
+        if let Some(obj) = ctx.as_object_mut() {
+            obj.insert("result".into(), result.clone());
+            if let Some(reg) = attempt.register {
+                obj.insert(reg.into(), result.clone());
+            }
+        }
+        let met = match t.eval_condition(attempt.until, &ctx) {
+            Ok(met) => met || !judged,
+            Err(e) => {
+                self.mark_failed(i, format!("until: {e}"));
+                true
+            }
+        };
+        if !met && !attempt.last {
+            return None;
+        }
+        let n = attempt.attempt;
+        if n > 1 {
+            self.results[i].notes.push(format!("{n} attempts"));
+        }
+        if !met {
+            let why = match &self.results[i].message {
+                Some(m) => format!("until: still false after {n} attempt(s); last: {m}"),
+                None => format!("until: still false after {n} attempt(s)"),
+            };
+            self.mark_failed(i, why);
+            result["failed"] = json!(true);
+        }
+        self.results[i].ignored = false;
+        Some(self.tolerated(attempt.ignore_errors, i))
+    }
+
+    /// Done by the schedule, not by a step on this host (`meta:`, a
+    /// `run_once` task another host ran), with what happened.
+    pub fn noted(&mut self, spec: &PreparedTask, status: Status, note: String) {
+        let i = self.push(spec, None, status);
+        self.results[i].notes.push(note);
+    }
+
+    /// The task was not run on this host, for the reason given.
+    pub fn skipped_because(&mut self, instance: &TaskInstance, message: String) {
+        let i = self.push(instance.spec, instance.label.clone(), Status::Skipped);
+        self.results[i].message = Some(message);
+    }
+
+    /// Failed and not ignored.
+    pub fn failed_for_good(&self, i: usize) -> bool {
+        self.status(i) == Status::Failed && !self.results[i].ignored
+    }
+
+    pub fn message(&self, i: usize) -> Option<&str> {
+        self.results[i].message.as_deref()
+    }
+
+    /// A block's `rescue:` went through after this failure: it no longer
+    /// fails the host, as in Ansible.
+    pub fn rescued(&mut self, i: usize) {
+        if let Some(r) = self.results.get_mut(i) {
+            r.ignored = true;
+            r.notes.push("rescued".into());
         }
     }
 
@@ -220,10 +320,14 @@ impl Outcomes {
         self.status(i)
     }
 
-    /// A step's report arrived: a non-zero exit fails it.
-    pub fn step_reported(&mut self, i: usize, r: &ProbeResult) {
-        if r.rc != 0 {
-            self.mark_failed(i, step_failure(r));
+    /// A step's report arrived: a non-zero exit fails it; `timeout`'s own
+    /// exit statuses (124, or 137 once it had to kill) under a task's
+    /// `timeout:` say so.
+    pub fn step_reported(&mut self, i: usize, r: &ProbeResult, timeout: Option<u64>) {
+        match (r.rc, timeout) {
+            (0, _) => {}
+            (124 | 137, Some(n)) => self.mark_failed(i, format!("timed out after {n}s")),
+            _ => self.mark_failed(i, step_failure(r)),
         }
     }
 
@@ -395,7 +499,7 @@ mod tests {
                 stdout: String::new(),
                 stderr: "boom\n".into(),
             };
-            o.step_reported(i, &r);
+            o.step_reported(i, &r, None);
             let mut result = json!({"rc": rc, "changed": true, "failed": rc != 0});
             let status = o.conditions(&Templates::new(), inst, i, &mut result);
             let message = o.results[i].message.clone();

@@ -57,6 +57,7 @@ pub(crate) struct PreparedTask<'p> {
     pub when: Option<(Value, String)>,
     pub changed_when: Option<Value>,
     pub failed_when: Option<Value>,
+    pub until: Option<Value>,
     /// Top-level names the task's templates and conditions read.
     pub referenced: BTreeSet<String>,
     /// `changed_when: false`: the task declares itself read-only.
@@ -123,6 +124,7 @@ impl<'p> PreparedTask<'p> {
             when,
             changed_when,
             failed_when,
+            until: task.retry.as_ref().map(|r| r.until.to_json()),
             referenced,
             read_only: task
                 .changed_when
@@ -132,9 +134,13 @@ impl<'p> PreparedTask<'p> {
     }
 
     /// A declared query (`changed_when: false`; in check mode also
-    /// `check_mode: false`) may ride in a probe batch.
+    /// `check_mode: false`) may ride in a probe batch, unless it has a
+    /// `timeout:`, which only its own step honours, or runs on the
+    /// controller.
     pub fn may_query(&self, check: bool) -> bool {
-        self.read_only && (!check || self.task.check_mode == Some(false))
+        let allowed = !check || self.task.check_mode == Some(false);
+        let own_step = self.task.timeout.is_some() || self.task.delegate_local;
+        self.read_only && allowed && !own_step
     }
 }
 

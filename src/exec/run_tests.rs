@@ -55,10 +55,20 @@ fn execute_with(
     connect: &Connector,
     on_event: &(dyn Fn(Event) + Sync),
 ) -> RunOutcome {
-    let inventory = Inventory::localhost();
+    execute_on(pb, &Inventory::localhost(), check, forks, connect, on_event)
+}
+
+fn execute_on(
+    pb: &Playbook,
+    inventory: &Inventory,
+    check: bool,
+    forks: usize,
+    connect: &Connector,
+    on_event: &(dyn Fn(Event) + Sync),
+) -> RunOutcome {
     let req = RunRequest {
         playbook: pb,
-        inventory: &inventory,
+        inventory,
         shard: None,
         limit: None,
         opts: RunOptions {
@@ -433,4 +443,335 @@ fn loop_items_render_with_task_variables_and_their_labels() {
     );
     assert_eq!(report.tasks[0].changes[0].subject, "/etc/f0");
     assert_eq!(count(&log, Purpose::Mutate), 1);
+}
+
+/// A host whose apply scripts answer every step with the next of
+/// `answers` (exit status, stdout), the last repeating; probes answer empty.
+fn scripted_host(answers: Vec<(i32, &'static str)>) -> (Box<Connector>, Arc<Mutex<Option<Log>>>) {
+    let log: Arc<Mutex<Option<Log>>> = Arc::new(Mutex::new(None));
+    let log2 = log.clone();
+    let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
+        let mut n = 0;
+        let answers = answers.clone();
+        let fake = FakeTransport::new(move |s: &Script| {
+            let (rc, out) = match s.purpose {
+                Purpose::Mutate => {
+                    n += 1;
+                    answers[(n - 1).min(answers.len() - 1)]
+                }
+                Purpose::Probe => (0, ""),
+            };
+            // A script stops at its first failed step.
+            let body = match rc {
+                0 => s.body.clone(),
+                _ => first_unit(&s.body),
+            };
+            let stdout = fake_answer(&body, |_| ProbeResult {
+                rc,
+                stdout: out.to_string(),
+                stderr: String::new(),
+            });
+            Ok(Output {
+                status: 0,
+                stdout,
+                stderr: Vec::new(),
+            })
+        });
+        *log2.lock().unwrap() = Some(fake.log());
+        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
+    };
+    (Box::new(connect), log)
+}
+
+/// A script cut after its first step.
+fn first_unit(body: &str) -> String {
+    let end = body.find("np_unit ").unwrap_or(body.len());
+    let end = body[end..].find('\n').map_or(body.len(), |n| end + n);
+    body[..end].to_string()
+}
+
+const RETRIED: &str = "- hosts: all\n  gather_facts: false\n  tasks:\n    - command: ready?\n      register: r\n      until: r.stdout == 'ready'\n      retries: 4\n      delay: 0\n    - command: \"echo {{ r.attempts }} {{ r.rc }}\"\n";
+
+#[test]
+fn until_runs_a_command_again_until_its_condition_holds() {
+    let (_d, pb) = load(RETRIED);
+    let (connect, log) = scripted_host(vec![(1, "starting"), (0, "wait"), (0, "ready")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    let statuses: Vec<Status> = report.tasks.iter().map(|t| t.status).collect();
+    assert_eq!(statuses, [Status::Changed, Status::Changed]);
+    assert_eq!(report.tasks[0].notes, ["3 attempts"]);
+    let log = log.lock().unwrap().clone().unwrap();
+    let scripts = log.lock().unwrap();
+    // Each attempt is its own apply script; the next task reads the result.
+    assert_eq!(scripts.len(), 4);
+    assert!(scripts.iter().all(|s| s.purpose == Purpose::Mutate));
+    assert!(scripts[3].body.contains("echo 3 0"), "{}", scripts[3].body);
+}
+
+#[test]
+fn until_still_false_after_every_attempt_fails_the_host() {
+    let (_d, pb) = load(RETRIED);
+    let (connect, log) = scripted_host(vec![(1, "no")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    assert_eq!(report.tasks.len(), 1, "the host stops at the failed task");
+    assert_eq!(report.tasks[0].status, Status::Failed);
+    let msg = report.tasks[0].message.as_deref().unwrap();
+    assert!(
+        msg.starts_with("until: still false after 5 attempt(s); last: exit status 1"),
+        "{msg}"
+    );
+    assert!(!report.tasks[0].ignored);
+    let log = log.lock().unwrap().clone().unwrap();
+    assert_eq!(count(&log, Purpose::Mutate), 5);
+}
+
+#[test]
+fn until_without_retries_tries_three_times_and_honours_ignore_errors() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - command: ready?\n      register: r\n      until: r.rc == 0\n      delay: 0\n      ignore_errors: true\n    - command: next\n");
+    let (connect, log) = scripted_host(vec![(1, "no"), (1, "no"), (1, "no"), (0, "")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    let statuses: Vec<Status> = report.tasks.iter().map(|t| t.status).collect();
+    assert_eq!(statuses, [Status::Failed, Status::Changed]);
+    assert!(report.tasks[0].ignored);
+    let log = log.lock().unwrap().clone().unwrap();
+    assert_eq!(count(&log, Purpose::Mutate), 4);
+}
+
+#[test]
+fn check_mode_skips_a_retried_command_unless_check_mode_is_false() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - command: ready?\n      register: r\n      until: r.rc == 0\n    - command: ready?\n      register: q\n      until: q.stdout == 'ready'\n      delay: 0\n      check_mode: false\n");
+    let (connect, log) = scripted_host(vec![(0, "wait"), (0, "ready")]);
+    let outcome = execute(&pb, true, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    let statuses: Vec<Status> = report.tasks.iter().map(|t| t.status).collect();
+    assert_eq!(statuses, [Status::Skipped, Status::Changed]);
+    let msg = report.tasks[0].message.as_deref().unwrap();
+    assert!(msg.contains("only in apply mode"), "{msg}");
+    let log = log.lock().unwrap().clone().unwrap();
+    assert_eq!(count(&log, Purpose::Mutate), 2);
+}
+
+/// Statuses and notes of one host's tasks, by name.
+fn results(report: &HostReport) -> Vec<(String, Status, bool)> {
+    report
+        .tasks
+        .iter()
+        .map(|t| (t.task.clone(), t.status, t.ignored))
+        .collect()
+}
+
+fn names_statuses(want: &[(&str, Status, bool)]) -> Vec<(String, Status, bool)> {
+    want.iter()
+        .map(|(n, s, i)| (n.to_string(), *s, *i))
+        .collect()
+}
+
+const BLOCK: &str = "- hosts: all\n  gather_facts: false\n  tasks:\n    - block:\n        - {name: a, command: a}\n        - {name: b, command: b}\n      rescue:\n        - {name: r, command: \"echo {{ ansible_failed_task.name }} {{ ansible_failed_result.rc }}\"}\n      always:\n        - {name: c, command: c}\n    - {name: d, command: d}\n";
+
+#[test]
+fn a_rescued_block_failure_leaves_the_host_ok_and_always_runs() {
+    let (_d, pb) = load(BLOCK);
+    let (connect, log) = scripted_host(vec![(3, "boom"), (0, "")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    use Status::*;
+    let want = [
+        ("a", Failed, true),
+        ("r", Changed, false),
+        ("c", Changed, false),
+        ("d", Changed, false),
+    ];
+    assert_eq!(results(report), names_statuses(&want));
+    assert_eq!(report.tasks[0].notes, ["rescued"]);
+    assert!(!report.failed());
+    let log = log.lock().unwrap().clone().unwrap();
+    let scripts = log.lock().unwrap();
+    // Body, rescue, always and what follows: one apply script per section.
+    assert_eq!(scripts.len(), 4);
+    assert!(scripts[1].body.contains("echo a 3"), "{}", scripts[1].body);
+}
+
+#[test]
+fn a_block_without_failure_skips_its_rescue() {
+    let (_d, pb) = load(BLOCK);
+    let (connect, _log) = scripted_host(vec![(0, "")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let names: Vec<String> = outcome.reports[0]
+        .tasks
+        .iter()
+        .map(|t| t.task.clone())
+        .collect();
+    assert_eq!(names, ["a", "b", "c", "d"]);
+}
+
+#[test]
+fn always_runs_after_an_unrescued_failure_which_then_stops_the_host() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - block:\n        - block:\n            - {name: a, command: a}\n          always:\n            - {name: inner, command: i}\n        - {name: b, command: b}\n      always:\n        - {name: c, command: c}\n    - {name: d, command: d}\n");
+    let (connect, _log) = scripted_host(vec![(1, "boom"), (0, "")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    use Status::*;
+    let want = [
+        ("a", Failed, false),
+        ("inner", Changed, false),
+        ("c", Changed, false),
+    ];
+    assert_eq!(results(report), names_statuses(&want));
+    assert!(report.failed());
+}
+
+#[test]
+fn a_failure_in_rescue_runs_always_and_fails_the_host() {
+    let (_d, pb) = load(BLOCK);
+    let (connect, _log) = scripted_host(vec![(1, "boom"), (2, "again"), (0, "")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    use Status::*;
+    let want = [
+        ("a", Failed, false),
+        ("r", Failed, false),
+        ("c", Changed, false),
+    ];
+    assert_eq!(results(report), names_statuses(&want));
+    assert!(report.failed());
+}
+
+#[test]
+fn meta_flush_handlers_runs_them_there_and_end_host_ends_without_failing() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - {name: a, command: a, notify: h}\n    - meta: flush_handlers\n    - {name: b, command: b}\n    - meta: noop\n    - {name: end, meta: end_host, when: true}\n    - {name: never, command: c}\n  handlers:\n    - {name: h, command: h}\n");
+    let (connect, log) = scripted_host(vec![(0, "")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    use Status::*;
+    let want = [
+        ("a", Changed, false),
+        ("h", Changed, false),
+        ("meta", Ok, false),
+        ("b", Changed, false),
+        ("meta", Ok, false),
+        ("end", Ok, false),
+    ];
+    assert_eq!(results(report), names_statuses(&want));
+    assert!(!report.failed());
+    let log = log.lock().unwrap().clone().unwrap();
+    let scripts = log.lock().unwrap();
+    // The handler ran before b, and did not run again at the end.
+    assert_eq!(scripts.len(), 3, "a, then h, then b");
+    assert!(scripts[1].body.contains("h") && !scripts[2].body.contains("'h'"));
+}
+
+#[test]
+fn a_task_delegated_to_localhost_runs_on_the_controller_alone() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - {name: a, command: a}\n    - name: local\n      shell: echo delegated-out\n      register: r\n      changed_when: false\n      delegate_to: localhost\n    - {name: c, command: \"echo {{ r.stdout }}\"}\n");
+    let (connect, log) = scripted_host(vec![(0, "")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    use Status::*;
+    let want = [
+        ("a", Changed, false),
+        ("local", Ok, false),
+        ("c", Changed, false),
+    ];
+    assert_eq!(results(report), names_statuses(&want));
+    let log = log.lock().unwrap().clone().unwrap();
+    let scripts = log.lock().unwrap();
+    assert_eq!(scripts.len(), 2, "the host saw a and c only");
+    assert!(
+        !scripts[0].body.contains("delegated"),
+        "{}",
+        scripts[0].body
+    );
+    // The fake host answers every step with empty output: this came from
+    // the controller.
+    assert!(
+        scripts[1].body.contains("echo delegated-out"),
+        "{}",
+        scripts[1].body
+    );
+}
+
+#[test]
+fn a_run_once_task_runs_on_the_first_host_and_every_host_gets_its_result() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - {name: token, command: make-token, register: t, run_once: true}\n    - {name: use, command: \"join {{ t.stdout }}\"}\n");
+    let inventory = Inventory::from_host_list("h1,h2,h3");
+    let sent: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let sent2 = sent.clone();
+    let connect = move |host: &str, _: &serde_json::Map<String, serde_json::Value>| {
+        let (host, sent) = (host.to_string(), sent2.clone());
+        let fake = FakeTransport::new(move |s: &Script| {
+            sent.lock().unwrap().push((host.clone(), s.body.clone()));
+            let stdout = fake_answer(&s.body, |_| ProbeResult::ok(format!("tok-{host}")));
+            Ok(Output {
+                status: 0,
+                stdout,
+                stderr: Vec::new(),
+            })
+        });
+        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
+    };
+    let outcome = execute_on(&pb, &inventory, false, 3, &connect, &|_| {});
+    let sent = sent.lock().unwrap();
+    let made: Vec<&str> = sent
+        .iter()
+        .filter(|(_, body)| body.contains("make-token"))
+        .map(|(h, _)| h.as_str())
+        .collect();
+    assert_eq!(made, ["h1"]);
+    for host in ["h1", "h2", "h3"] {
+        assert!(
+            sent.iter()
+                .any(|(h, b)| h == host && b.contains("join tok-h1")),
+            "{host} did not get h1's result"
+        );
+    }
+    let h2 = outcome.reports.iter().find(|r| r.host == "h2").unwrap();
+    assert_eq!(h2.tasks[0].notes, ["ran once, on h1"]);
+}
+
+#[test]
+fn a_run_once_task_passes_to_the_next_host_when_the_first_is_unreachable() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - {name: token, command: make-token, register: t, run_once: true}\n");
+    let inventory = Inventory::from_host_list("h1,h2,h3");
+    let runs = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    let runs2 = runs.clone();
+    let connect = move |host: &str, _: &serde_json::Map<String, serde_json::Value>| {
+        if host == "h1" {
+            return Err(crate::remote::TransportError::Unreachable(
+                "h1: no route".into(),
+            ));
+        }
+        let runs = runs2.clone();
+        let fake = FakeTransport::new(move |s: &Script| {
+            if s.body.contains("make-token") {
+                runs.fetch_add(1, Ordering::SeqCst);
+            }
+            let stdout = fake_answer(&s.body, |_| ProbeResult::ok(""));
+            Ok(Output {
+                status: 0,
+                stdout,
+                stderr: Vec::new(),
+            })
+        });
+        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
+    };
+    let outcome = execute_on(&pb, &inventory, false, 1, &connect, &|_| {});
+    assert_eq!(runs.load(Ordering::SeqCst), 1);
+    let h3 = outcome.reports.iter().find(|r| r.host == "h3").unwrap();
+    assert_eq!(h3.tasks[0].notes, ["ran once, on h2"]);
+}
+
+#[test]
+fn a_run_once_task_skipped_on_the_first_host_is_skipped_on_all() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - {name: token, command: make-token, run_once: true, when: \"inventory_hostname == 'h2'\"}\n");
+    let inventory = Inventory::from_host_list("h1,h2");
+    let (connect, log) = scripted_host(vec![(0, "")]);
+    let outcome = execute_on(&pb, &inventory, false, 2, connect.as_ref(), &|_| {});
+    for r in &outcome.reports {
+        assert_eq!(r.tasks[0].status, Status::Skipped, "{}", r.host);
+    }
+    let log = log.lock().unwrap().clone().unwrap();
+    assert_eq!(count(&log, Purpose::Mutate), 0);
 }

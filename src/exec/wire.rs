@@ -33,21 +33,26 @@ impl Step {
     /// The steps of one task as one guarded block, built in one buffer: a
     /// step may carry a whole file.
     pub fn new(result: usize, steps: Vec<String>, may_fail: bool) -> Self {
-        let mut body = String::with_capacity(steps.iter().map(|s| s.len() + 8).sum());
-        for (n, step) in steps.into_iter().enumerate() {
-            if n > 0 {
-                body.push_str(" &&\n");
-            }
-            body.push_str("{\n");
-            body.push_str(&step);
-            body.push_str("\n}");
-        }
         Step {
             result,
-            body,
+            body: chained(steps),
             may_fail,
         }
     }
+}
+
+/// Steps as one block that stops at the first that fails.
+pub(crate) fn chained(steps: Vec<String>) -> String {
+    let mut body = String::with_capacity(steps.iter().map(|s| s.len() + 8).sum());
+    for (n, step) in steps.into_iter().enumerate() {
+        if n > 0 {
+            body.push_str(" &&\n");
+        }
+        body.push_str("{\n");
+        body.push_str(&step);
+        body.push_str("\n}");
+    }
+    body
 }
 
 /// What came back from an apply batch.

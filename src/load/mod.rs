@@ -8,6 +8,6 @@ pub mod input;
 pub mod inventory;
 pub mod playbook;
 mod roles;
-mod tasks;
+pub mod tasks;
 pub mod validate;
 pub mod yaml;

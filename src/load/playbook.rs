@@ -55,6 +55,10 @@ const TASK_KEYS: &[&str] = &[
     "vars",
     "environment",
     "no_log",
+    "until",
+    "retries",
+    "delay",
+    "timeout",
 ];
 
 #[derive(Debug)]
@@ -124,6 +128,16 @@ pub struct Task {
     /// `environment:` of the play, its blocks and the task, in that order:
     /// mappings, or templates that render to one; later keys win.
     pub environment: Vec<Node>,
+    /// `until:` with its `retries:` and `delay:`.
+    pub retry: Option<tasks::Retry>,
+    /// The innermost section of a block with `rescue:`/`always:` the task is in.
+    pub frame: Option<Arc<tasks::Frame>>,
+    /// `timeout:` seconds the task's steps may run.
+    pub timeout: Option<u64>,
+    /// `delegate_to: localhost`: the steps run on the controller.
+    pub delegate_local: bool,
+    /// `run_once`: one host of the batch runs it for all.
+    pub run_once: bool,
     pub span: Span,
 }
 
@@ -702,8 +716,14 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
         vars_node: None,
         role: None,
         environment: Vec::new(),
+        retry: None,
+        frame: None,
+        timeout: None,
+        delegate_local: false,
+        run_once: false,
         span: node.span.clone(),
     };
+    let mut retry_keys = tasks::RetryKeys::default();
     let mut become_: Option<bool> = None;
     let mut become_user: Option<String> = None;
     let mut unknown = false;
@@ -746,7 +766,15 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
             "environment" => task.environment.extend(environment(v, errors)),
             "become_method" => become_method(v, errors),
             "no_log" => task.no_log = boolean(v, "no_log", errors),
-            "timeout" => errors.push(unsupported(k)),
+            "timeout" => task.timeout = tasks::timeout(v, errors),
+            "until" | "retries" | "delay" => retry_keys.add(k, v),
+            "delegate_to" => task.delegate_local = tasks::delegate_to(v, errors),
+            "run_once" => task.run_once = boolean(v, key, errors),
+            "delegate_facts" | "local_action" => {
+                // As for an unknown key, "names no module" would add nothing.
+                unknown |= key == "local_action";
+                errors.push(tasks::not_yet(k))
+            }
             _ => match modules::find(key) {
                 Some(spec) if module.is_none() => module = Some((spec, k, v)),
                 Some(_) => {
@@ -760,6 +788,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
         }
     }
     task.become_user = become_setting(become_, become_user);
+    task.retry = retry_keys.parse(&task, errors);
     let Some((spec, key, value)) = module else {
         // An unknown key already said what is wrong: most likely the module.
         if !unknown {
@@ -774,6 +803,8 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
     task.module_span = key.span.clone();
     task.params = module_params(spec, value, args, errors);
     check_params(spec, key, &task.params, errors);
+    tasks::check_meta(&task, key, errors);
+    tasks::check_delegated(&task, key, errors);
     Some(task)
 }
 
@@ -1290,13 +1321,13 @@ mod tests {
     #[test]
     fn keywords_that_would_be_ignored_are_refused() {
         load_text("- hosts: all\n  become: true\n  become_method: sudo\n  tasks:\n    - command: a\n      become: yes\n      become_user: root\n").unwrap();
-        let errs = messages("- hosts: all\n  become: true\n  remote_user: x\n  tasks:\n    - command: a\n      timeout: 5\n");
+        let errs = messages("- hosts: all\n  become: true\n  remote_user: x\n  connection: ssh\n  tasks:\n    - command: a\n");
         let messages: Vec<&str> = errs.iter().map(|(_, m)| m.as_str()).collect();
         assert_eq!(
             messages,
             [
                 "'remote_user' is not supported",
-                "'timeout' is not supported"
+                "'connection' is not supported"
             ]
         );
     }

@@ -16,6 +16,8 @@ const MAX_DEPTH: usize = 32;
 
 const BLOCK_KEYS: &[&str] = &[
     "block",
+    "rescue",
+    "always",
     "name",
     "when",
     "tags",
@@ -56,6 +58,33 @@ pub(super) struct Inherit {
     role: Option<Arc<Role>>,
     environment: Vec<Node>,
     no_log: bool,
+    frame: Option<Arc<Frame>>,
+}
+
+/// Where a task sits in a block that has `rescue:` or `always:`: which
+/// block, which of its sections, and where that block itself sits. Blocks
+/// without either add no frame: they only hand down keywords.
+#[derive(Debug)]
+pub struct Frame {
+    /// Unique among the blocks of a run.
+    pub block: usize,
+    pub part: Part,
+    pub has_rescue: bool,
+    pub outer: Option<Arc<Frame>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Part {
+    Body,
+    Rescue,
+    Always,
+}
+
+impl Frame {
+    /// This frame and those of the blocks around it, innermost first.
+    pub fn chain(self: &Arc<Frame>) -> impl Iterator<Item = &Arc<Frame>> {
+        std::iter::successors(Some(self), |f| f.outer.as_ref())
+    }
 }
 
 /// Where a task list is read: relative includes resolve against `dir`.
@@ -147,6 +176,183 @@ impl Scope {
     }
 }
 
+/// `until:` with how often and how far apart it is tried.
+#[derive(Clone, Debug)]
+pub struct Retry {
+    pub until: Node,
+    /// Attempts in all: `retries` plus the first, or 3 without `retries`,
+    /// as in ansible-core.
+    pub attempts: u32,
+    /// Seconds between attempts (5 unless `delay:` says otherwise).
+    pub delay: u64,
+}
+
+/// A task's `until:`, `retries:` and `delay:` as written.
+#[derive(Default)]
+pub(super) struct RetryKeys {
+    until: Option<Node>,
+    retries: Option<(Node, Node)>,
+    delay: Option<(Node, Node)>,
+}
+
+impl RetryKeys {
+    pub fn add(&mut self, key: &Node, value: &Node) {
+        let pair = Some((key.clone(), value.clone()));
+        match key.as_str().unwrap_or_default() {
+            "until" => self.until = Some(value.clone()),
+            "retries" => self.retries = pair,
+            _ => self.delay = pair,
+        }
+    }
+
+    /// The retry a task asks for; `retries:` or `delay:` alone, or `until:`
+    /// over a loop, are refused rather than run differently from Ansible.
+    pub fn parse(self, task: &Task, errors: &mut Errors) -> Option<Retry> {
+        let Some(until) = self.until else {
+            for (k, _) in self.retries.iter().chain(&self.delay) {
+                let key = k.as_str().unwrap_or_default();
+                errors.push(
+                    k.error(format!(
+                        "'{key}' without 'until:' is not supported by nodeprov"
+                    ))
+                    .with_hint(
+                        "add the condition to retry on, such as 'until: result is succeeded'",
+                    ),
+                );
+            }
+            return None;
+        };
+        if task.loop_items.is_some() {
+            errors.push(
+                until
+                    .error("'until:' on a looped task is not supported by nodeprov")
+                    .with_hint(
+                        "retry each item in a task of its own, or retry a command that loops",
+                    ),
+            );
+        }
+        let until = playbook::condition(&until, "until", errors)?;
+        let count = |kv: &Option<(Node, Node)>, errors: &mut Errors| {
+            kv.as_ref()
+                .map(|(k, v)| whole_number(k, v, errors).unwrap_or(0))
+        };
+        let attempts = match count(&self.retries, errors) {
+            None => 3,
+            Some(0) => 1,
+            Some(n) => n.saturating_add(1),
+        };
+        let delay = count(&self.delay, errors).unwrap_or(5);
+        Some(Retry {
+            until,
+            attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
+            delay,
+        })
+    }
+}
+
+/// `meta:` acts on the schedule once per host: a loop over it, or an
+/// `end_play` that a condition would end for some hosts only (hosts run
+/// independently, so it could not end the others), is refused.
+pub(super) fn check_meta(task: &Task, key: &Node, errors: &mut Errors) {
+    if task.module.name != "meta" {
+        return;
+    }
+    if task.loop_items.is_some() {
+        errors.push(key.error("a loop over meta is not supported by nodeprov"));
+    }
+    let action = task.params.iter().find(|(n, _)| n == "action");
+    let end_play = action.is_some_and(|(_, v)| v.as_str() == Some("end_play"));
+    if end_play && task.when.is_some() {
+        errors.push(
+            key.error("'meta: end_play' with 'when:' is not supported by nodeprov")
+                .with_hint("hosts run independently: use 'meta: end_host' with the condition"),
+        );
+    }
+}
+
+/// Task keywords nodeprov does not honour yet: refused by name, with what
+/// to do instead, rather than as an unknown module.
+pub(super) fn not_yet(key: &Node) -> crate::load::diag::Diagnostic {
+    let name = key.as_str().unwrap_or_default();
+    key.error(format!("'{name}' is not supported by nodeprov"))
+        .with_hint("use 'delegate_to: localhost' with a command or shell task")
+}
+
+/// `delegate_to:`: only the controller itself, which nodeprov reaches
+/// without a connection.
+pub(super) fn delegate_to(v: &Node, errors: &mut Errors) -> bool {
+    let to = playbook::string(v, "delegate_to", errors);
+    let local = matches!(to.as_str(), "localhost" | "127.0.0.1");
+    if !local && !to.is_empty() {
+        errors.push(
+            v.error(format!("delegate_to '{to}' is not supported by nodeprov"))
+                .with_hint("only localhost (or 127.0.0.1), the controller, may be delegated to"),
+        );
+    }
+    local
+}
+
+/// A delegated task runs its steps on the controller, but probes only the
+/// host: so only commands that read nothing first may be delegated. A
+/// `run_once` task shares one result, so it may not loop.
+pub(super) fn check_delegated(task: &Task, key: &Node, errors: &mut Errors) {
+    if task.run_once && task.loop_items.is_some() {
+        errors.push(key.error("a loop over a run_once task is not supported by nodeprov"));
+    }
+    if !task.delegate_local {
+        return;
+    }
+    if !matches!(task.module.name, "command" | "shell") {
+        errors.push(
+            key.error(format!(
+                "'{}' cannot be delegated to localhost in nodeprov",
+                task.module.name
+            ))
+            .with_hint("only command and shell tasks run on the controller"),
+        );
+    }
+    for (name, node) in &task.params {
+        if name == "creates" || name == "removes" {
+            errors.push(node.error(format!(
+                "'{name}' on a task delegated to localhost is not supported by nodeprov"
+            )));
+        }
+    }
+}
+
+/// A task's `timeout:`: whole seconds above 0.
+pub(super) fn timeout(v: &Node, errors: &mut Errors) -> Option<u64> {
+    let key = Node::new(Value::Str("timeout".into()), v.span.clone());
+    match whole_number(&key, v, errors) {
+        Some(0) => {
+            errors.push(v.error("timeout must be at least 1 second"));
+            None
+        }
+        n => n,
+    }
+}
+
+/// `retries:` / `delay:`: a whole number, written as one or as its text.
+fn whole_number(key: &Node, v: &Node, errors: &mut Errors) -> Option<u64> {
+    let name = key.as_str().unwrap_or_default();
+    let n = match &v.value {
+        Value::Int(i) => u64::try_from(*i).ok(),
+        Value::Str(s) => s.trim().parse().ok(),
+        _ => None,
+    };
+    if n.is_none() {
+        let hint = "a template is not supported here: write the number";
+        let found = v.scalar_text().unwrap_or_else(|| v.kind().to_string());
+        errors.push(
+            v.error(format!(
+                "{name} must be a whole number of 0 or more, found {found}"
+            ))
+            .with_hint(hint),
+        );
+    }
+    n
+}
+
 /// One `when:` as a list of conditions, so inherited ones can be prepended.
 fn conditions(node: Node) -> Vec<Node> {
     match node.value {
@@ -206,18 +412,40 @@ fn block(
 ) -> Vec<Task> {
     for (k, _) in entries {
         let key = k.as_str().unwrap_or_default();
-        match key {
-            "rescue" | "always" => errors.push(
-                k.error(format!("'{key}' is not supported by nodeprov"))
-                    .with_hint("a block's tasks run in one batch; handle failures with failed_when or ignore_errors"),
-            ),
-            _ if BLOCK_KEYS.contains(&key) => {}
-            _ => errors.push(playbook::unknown_key(k, "block keyword", BLOCK_KEYS)),
+        if !BLOCK_KEYS.contains(&key) {
+            errors.push(playbook::unknown_key(k, "block keyword", BLOCK_KEYS));
         }
     }
     let inner = scope.narrowed(entries, errors);
     let body = node.get("block").expect("a block has 'block:'");
-    expand(body, &inner, errors)
+    let (rescue, always) = (node.get("rescue"), node.get("always"));
+    if rescue.is_none() && always.is_none() {
+        return expand(body, &inner, errors);
+    }
+    static BLOCKS: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let id = BLOCKS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let section = |part: Part, tasks: &Node, errors: &mut Errors| {
+        let mut s = inner.clone();
+        s.inherit.frame = Some(Arc::new(Frame {
+            block: id,
+            part,
+            has_rescue: rescue.is_some(),
+            outer: inner.inherit.frame.clone(),
+        }));
+        expand(tasks, &s, errors)
+    };
+    let mut tasks = section(Part::Body, body, errors);
+    tasks.extend(
+        rescue
+            .map(|r| section(Part::Rescue, r, errors))
+            .unwrap_or_default(),
+    );
+    tasks.extend(
+        always
+            .map(|a| section(Part::Always, a, errors))
+            .unwrap_or_default(),
+    );
+    tasks
 }
 
 /// `import_tasks: file.yml` / `include_tasks: file.yml` (also `{file: …}`).
@@ -538,6 +766,7 @@ fn inherit(task: &mut Task, inh: &Inherit) {
     if task.role.is_none() {
         task.role.clone_from(&inh.role);
     }
+    task.frame.clone_from(&inh.frame);
 }
 
 #[cfg(test)]
@@ -554,5 +783,103 @@ mod tests {
         assert_eq!(glob_of(t), "setup-*.yml");
         assert_eq!(template_as_expression("{% if x %}a{% endif %}"), None);
         assert_eq!(jinja_string("it's"), "'it\\'s'");
+    }
+
+    fn load(text: &str) -> Result<playbook::Playbook, Vec<String>> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("site.yml");
+        std::fs::write(&path, text).unwrap();
+        playbook::load(&path).map_err(|errs| {
+            errs.into_iter()
+                .map(|d| {
+                    format!(
+                        "{}: {}",
+                        d.span.location().rsplit('/').next().unwrap(),
+                        d.message
+                    )
+                })
+                .collect()
+        })
+    }
+
+    #[test]
+    fn until_takes_ansible_defaults_and_whole_numbers() {
+        let pb = load("- hosts: all\n  tasks:\n    - command: a\n      until: r.rc == 0\n    - command: b\n      until: [x, y]\n      retries: '0'\n      delay: 2\n    - command: c\n      until: x\n      retries: 10\n").unwrap();
+        let retry = |i: usize| pb.plays[0].tasks[i].retry.clone().unwrap();
+        assert_eq!((retry(0).attempts, retry(0).delay), (3, 5));
+        assert_eq!((retry(1).attempts, retry(1).delay), (1, 2));
+        assert_eq!(retry(2).attempts, 11);
+    }
+
+    #[test]
+    fn retries_alone_a_looped_until_and_a_bad_count_are_refused_where_written() {
+        let errs = load("- hosts: all\n  tasks:\n    - command: a\n      retries: 3\n    - command: b\n      until: x\n      loop: [1]\n    - command: c\n      until: x\n      delay: '{{ d }}'\n").unwrap_err();
+        assert_eq!(
+            errs,
+            [
+                "site.yml:4:7: 'retries' without 'until:' is not supported by nodeprov",
+                "site.yml:6:14: 'until:' on a looped task is not supported by nodeprov",
+                "site.yml:10:14: delay must be a whole number of 0 or more, found {{ d }}",
+            ]
+        );
+    }
+
+    #[test]
+    fn meta_actions_nodeprov_cannot_honour_are_refused_where_written() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("site.yml");
+        std::fs::write(
+            &path,
+            "- hosts: all\n  tasks:\n    - meta: refresh_inventory\n",
+        )
+        .unwrap();
+        let pb = playbook::load(&path).unwrap();
+        let errs = crate::load::validate::templates(&pb).unwrap_err();
+        let msg = errs[0].to_string();
+        assert!(
+            msg.contains("site.yml:3:13") && msg.contains("'refresh_inventory'"),
+            "{msg}"
+        );
+        let errs = load("- hosts: all\n  tasks:\n    - meta: end_play\n      when: x\n    - meta: noop\n      loop: [1]\n").unwrap_err();
+        assert_eq!(
+            errs[0],
+            "site.yml:3:7: 'meta: end_play' with 'when:' is not supported by nodeprov"
+        );
+        assert_eq!(
+            errs[1],
+            "site.yml:5:7: a loop over meta is not supported by nodeprov"
+        );
+    }
+
+    #[test]
+    fn a_timeout_is_whole_seconds_above_zero() {
+        let pb = load("- hosts: all\n  tasks:\n    - command: a\n      timeout: 30\n").unwrap();
+        assert_eq!(pb.plays[0].tasks[0].timeout, Some(30));
+        let errs = load("- hosts: all\n  tasks:\n    - command: a\n      timeout: 0\n    - command: b\n      timeout: soon\n").unwrap_err();
+        assert_eq!(
+            errs,
+            [
+                "site.yml:4:16: timeout must be at least 1 second",
+                "site.yml:6:16: timeout must be a whole number of 0 or more, found soon",
+            ]
+        );
+    }
+
+    #[test]
+    fn delegation_and_run_once_are_checked_where_written() {
+        let errs = load("- hosts: all\n  tasks:\n    - command: a\n      run_once: true\n      loop: [1]\n    - command: b\n      delegate_to: gpu-01\n    - local_action: command c\n    - copy: {dest: /a, content: b}\n      delegate_to: localhost\n    - command: {cmd: d, creates: /x}\n      delegate_to: 127.0.0.1\n").unwrap_err();
+        assert_eq!(
+            errs,
+            [
+                "site.yml:3:7: a loop over a run_once task is not supported by nodeprov",
+                "site.yml:7:20: delegate_to 'gpu-01' is not supported by nodeprov",
+                "site.yml:8:7: 'local_action' is not supported by nodeprov",
+                "site.yml:9:7: 'copy' cannot be delegated to localhost in nodeprov",
+                "site.yml:11:34: 'creates' on a task delegated to localhost is not supported by nodeprov",
+            ]
+        );
+        let pb = load("- hosts: all\n  tasks:\n    - shell: date\n      delegate_to: localhost\n")
+            .unwrap();
+        assert!(pb.plays[0].tasks[0].delegate_local);
     }
 }

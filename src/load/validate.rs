@@ -70,6 +70,7 @@ fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Dia
     ]
     .into_iter()
     .flatten()
+    .chain(task.retry.as_ref().map(|r| &r.until))
     .chain(that)
     {
         check_condition(t, cond, errors);

@@ -18,6 +18,7 @@ pub(crate) mod gpu_smoke;
 pub(crate) mod kernel_blacklist;
 pub(crate) mod kit;
 pub(crate) mod lineinfile;
+pub(crate) mod meta;
 pub(crate) mod modprobe;
 pub(crate) mod mount;
 pub(crate) mod package;

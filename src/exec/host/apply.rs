@@ -12,21 +12,25 @@ use serde_json::{json, Value};
 use super::{HostRun, ToVerify};
 use crate::exec::instance::TaskInstance;
 use crate::exec::result::Status;
-use crate::exec::wire::Step;
+use crate::exec::wire::{Step, Wire};
 use crate::modules::{Facts, Module};
 use crate::remote::host_facts;
+use crate::remote::local::LocalTransport;
 use crate::remote::probe::{Probe, ProbeResult};
 
 impl<'p> HostRun<'_, 'p> {
-    /// Runs the pending steps as one script that stops at the first failure.
-    pub(super) fn flush(&mut self) {
+    /// Runs the pending steps as one script that stops at the first failure;
+    /// returns the commands' results by result index.
+    pub(super) fn flush(&mut self) -> BTreeMap<usize, Value> {
+        let mut results = BTreeMap::new();
         if self.pending.is_empty() {
-            return;
+            return results;
         }
         let pending = std::mem::take(&mut self.pending);
         let ran_command = pending
             .iter()
             .any(|p| p.is_command && !p.instance.spec.read_only);
+        let delegated = pending.iter().any(|p| p.instance.spec.task.delegate_local);
         let (steps, waiting): (Vec<Step>, Vec<_>) = pending
             .into_iter()
             .map(|p| {
@@ -34,23 +38,37 @@ impl<'p> HostRun<'_, 'p> {
                 (p.step, (i, p.is_command, p.instance))
             })
             .unzip();
-        let applied = self.wire.apply(steps);
+        // A delegated task is alone in its batch (see `plan_task`).
+        let applied = match delegated {
+            true => Wire::new(&mut LocalTransport, self.ctx.play.script_user()).apply(steps),
+            false => self.wire.apply(steps),
+        };
         self.changed_since_probe = true;
+        // A step failed for good: the script stopped there.
+        let mut step_failed = false;
         for (i, is_command, instance) in waiting {
             let Some(r) = applied.reports.get(&i) else {
-                self.outcomes.unfinished(i, &applied.ended, self.stopped);
-                self.stopped = true;
+                let stopped = self.stopped || step_failed;
+                self.outcomes.unfinished(i, &applied.ended, stopped);
+                self.stopped |= !step_failed;
                 break;
             };
-            self.settle(instance, i, is_command, r);
+            let result = self.settle(instance, i, is_command, r);
+            step_failed |= self.outcomes.failed_for_good(i);
+            if is_command {
+                results.insert(i, result);
+            }
         }
-        if let Err(e) = applied.ended {
-            self.lost(e.to_string());
+        // The controller failing a delegated step does not lose the host.
+        match applied.ended {
+            Err(e) if !delegated => self.lost(e.to_string()),
+            _ => {}
         }
         self.pending_registers.clear();
         if ran_command {
             self.forget_facts();
         }
+        results
     }
 
     /// A command ran, so anything may have changed; the gathered facts
@@ -71,7 +89,8 @@ impl<'p> HostRun<'_, 'p> {
         is_command: bool,
         r: &ProbeResult,
     ) -> Value {
-        self.outcomes.step_reported(i, r);
+        self.outcomes
+            .step_reported(i, r, instance.spec.task.timeout);
         let spec = instance.spec;
         let mut registered = Value::Null;
         if is_command {
@@ -86,7 +105,11 @@ impl<'p> HostRun<'_, 'p> {
             registered = result;
         }
         if self.outcomes.tolerated(instance.ignore_errors, i) {
-            self.task_failed();
+            let value = match &registered {
+                Value::Null => json!({"failed": true, "msg": self.outcomes.message(i)}),
+                v => v.clone(),
+            };
+            self.task_failed(spec, i, value);
         }
         registered
     }

@@ -118,7 +118,7 @@ impl<'p> HostRun<'_, 'p> {
             match self.outcomes.conditions(t, &instance, i, &mut result) {
                 Status::Failed => {
                     if !instance.ignore_errors {
-                        self.task_failed();
+                        self.task_failed(spec, i, result.clone());
                     }
                     return result;
                 }
@@ -134,6 +134,7 @@ impl<'p> HostRun<'_, 'p> {
             let steps = with_environment(&instance.environment, steps);
             let play = self.ctx.play;
             let steps = as_user(play.task_user(spec.task), &play.script_user(), steps);
+            let steps = with_timeout(spec.task.timeout, steps);
             self.pending.push(Pending {
                 step: Step::new(i, steps, may_fail),
                 is_command,
@@ -212,9 +213,42 @@ fn as_user(user: &Option<String>, script_user: &Option<String>, steps: Vec<Strin
         .collect()
 }
 
+/// A task's steps bounded by its `timeout:` as a whole. They go through a
+/// file rather than `sh -c`, as a step may carry a file larger than one
+/// argument may be; `timeout` kills the steps' process group.
+fn with_timeout(seconds: Option<u64>, steps: Vec<String>) -> Vec<String> {
+    let Some(n) = seconds else {
+        return steps;
+    };
+    let end = format!("NP_TIMEOUT_{:x}", rand_tag());
+    let body = crate::exec::wire::chained(steps);
+    vec![format!(
+        "np_t=$(mktemp) && cat > \"$np_t\" <<'{end}'\n{body}\n{end}\n\
+         timeout -k 5 {n} /bin/sh \"$np_t\" </dev/null\n\
+         np_rc=$?; rm -f \"$np_t\"; (exit $np_rc)"
+    )]
+}
+
+/// A tag no step's text is likely to hold as a line of its own.
+fn rand_tag() -> u128 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    nanos ^ (u128::from(std::process::id()) << 64)
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{as_user, with_environment};
+    use super::{as_user, with_environment, with_timeout};
+
+    #[test]
+    fn a_timeout_bounds_all_of_a_tasks_steps_at_once() {
+        let steps = with_timeout(Some(7), vec!["a".into(), "b".into()]);
+        assert_eq!(steps.len(), 1);
+        assert!(steps[0].contains("{\na\n} &&\n{\nb\n}"), "{}", steps[0]);
+        assert!(steps[0].contains("timeout -k 5 7 /bin/sh"), "{}", steps[0]);
+        assert_eq!(with_timeout(None, vec!["a".into()]), ["a"]);
+    }
 
     #[test]
     fn steps_drop_to_their_task_user_when_the_script_runs_as_root() {

@@ -1,0 +1,63 @@
+//! `run_once` inside the schedule: this host either runs the task for the
+//! whole batch, alone in its apply batch so its result is known at once,
+//! or takes the result of the host that did.
+
+use serde_json::Value;
+
+use super::{HostRun, Next};
+use crate::exec::once::{Ran, Turn};
+use crate::exec::prepared::PreparedTask;
+use crate::exec::result::Status;
+
+impl<'p> HostRun<'_, 'p> {
+    pub(super) fn plan_once(&mut self, spec: &'p PreparedTask<'p>) -> Next {
+        let key = std::ptr::from_ref(spec) as usize;
+        match self.once.turn(key, &self.host) {
+            Turn::Run => {
+                let mark = self.outcomes.len();
+                if let Next::FlushBefore = self.plan_resolved(spec) {
+                    return Next::FlushBefore;
+                }
+                self.flush();
+                let registered = spec
+                    .task
+                    .register
+                    .as_ref()
+                    .and_then(|r| self.vars.registered.get(r).cloned())
+                    .unwrap_or(Value::Null);
+                let failed = (mark..self.outcomes.len())
+                    .find(|&i| self.outcomes.failed_for_good(i))
+                    .map(|i| self.outcomes.message(i).unwrap_or("failed").to_string());
+                let reg = spec.task.register.as_ref();
+                let ran = Ran {
+                    host: self.host.clone(),
+                    registered,
+                    failed,
+                    skipped: self.outcomes.len() > mark
+                        && self.outcomes.status(mark) == Status::Skipped,
+                    unknown: reg.is_some_and(|r| self.unknown_vars.contains_key(r)),
+                };
+                self.once.ran(key, ran);
+            }
+            Turn::Take(ran) => {
+                if let Some(reg) = &spec.task.register {
+                    if ran.unknown {
+                        self.unknown_vars.insert(reg.clone(), spec.name.clone());
+                    } else {
+                        self.vars.registered.insert(reg.clone(), ran.registered);
+                    }
+                }
+                let note = format!("ran once, on {}", ran.host);
+                match ran.failed {
+                    Some(why) => {
+                        let message = format!("failed on {} (run_once): {why}", ran.host);
+                        self.fail(spec, None, message);
+                    }
+                    None if ran.skipped => self.outcomes.noted(spec, Status::Skipped, note),
+                    None => self.outcomes.noted(spec, Status::Ok, note),
+                }
+            }
+        }
+        Next::Continue
+    }
+}

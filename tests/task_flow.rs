@@ -1,0 +1,184 @@
+//! Task-flow keywords (`until`/`retries`/`delay`, …) through the real
+//! binary with `-c local` inside an isolated host.
+
+mod support;
+
+use support::{assert_machine_unchanged, machine_digest, run_json, IsolatedHost};
+
+const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
+
+/// Runs `cmd` (apply or check) on a playbook written into the host's /root.
+fn run(host: &IsolatedHost, cmd: &str, playbook: &str) -> (i32, serde_json::Value) {
+    std::fs::write(host.path("/root/flow.yml"), playbook).unwrap();
+    let argv = [
+        BIN,
+        cmd,
+        "/root/flow.yml",
+        "-c",
+        "local",
+        "--format",
+        "json",
+    ];
+    run_json(host, &argv)
+}
+
+fn tasks(doc: &serde_json::Value) -> &Vec<serde_json::Value> {
+    doc["hosts"][0]["tasks"].as_array().unwrap()
+}
+
+/// Counts its runs in /root/n and prints the count.
+const COUNTER: &str =
+    "n=$(cat /root/n 2>/dev/null || echo 0); n=$((n+1)); echo $n > /root/n; echo $n";
+
+fn retried(until: &str) -> String {
+    format!(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - shell: '{COUNTER}'\n      register: r\n      until: {until}\n      retries: 4\n      delay: 1\n    - copy: {{dest: /root/attempts, content: \"{{{{ r.attempts }}}}\"}}\n"
+    )
+}
+
+#[test]
+fn until_retries_a_command_until_its_condition_holds() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let (code, doc) = run(&host, "apply", &retried("r.stdout == '3'"));
+    assert_eq!(code, 0, "{doc:#}");
+    let read = |p: &str| std::fs::read_to_string(host.path(p)).unwrap();
+    assert_eq!(read("/root/n"), "3\n");
+    assert_eq!(read("/root/attempts"), "3");
+    assert_eq!(tasks(&doc)[0]["notes"][0], "3 attempts", "{doc:#}");
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn until_never_met_fails_after_every_attempt_and_check_mode_skips_it() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let (code, doc) = run(&host, "check", &retried("r.stdout == 'never'"));
+    assert_eq!(tasks(&doc)[0]["status"], "skipped", "{doc:#}");
+    assert!(!host.path("/root/n").exists(), "check mode ran the command");
+    assert!(code == 0 || code == 2, "{doc:#}");
+
+    let (code, doc) = run(&host, "apply", &retried("r.stdout == 'never'"));
+    assert_ne!(code, 0, "{doc:#}");
+    let t = &tasks(&doc)[0];
+    assert_eq!(t["status"], "failed", "{doc:#}");
+    let msg = t["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("until: still false after 5 attempt(s)"),
+        "{msg}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(host.path("/root/n")).unwrap(),
+        "5\n"
+    );
+    assert!(!host.path("/root/attempts").exists());
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn a_block_failure_is_rescued_and_always_runs() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - block:\n        - name: breaks\n          shell: echo partial > /root/body; exit 3\n        - copy: {dest: /root/never, content: x}\n      rescue:\n        - copy: {dest: /root/rescued, content: \"{{ ansible_failed_task.name }} {{ ansible_failed_result.rc }}\"}\n      always:\n        - copy: {dest: /root/always, content: done}\n    - copy: {dest: /root/after, content: after}\n";
+    let (code, doc) = run(&host, "apply", playbook);
+    assert_eq!(code, 0, "a rescued failure does not fail the host: {doc:#}");
+    let read = |p: &str| std::fs::read_to_string(host.path(p)).unwrap();
+    assert_eq!(read("/root/body"), "partial\n");
+    assert_eq!(read("/root/rescued"), "breaks 3");
+    assert_eq!(read("/root/always"), "done");
+    assert_eq!(read("/root/after"), "after");
+    assert!(!host.path("/root/never").exists());
+    let first = &tasks(&doc)[0];
+    assert_eq!(first["status"], "failed", "{doc:#}");
+    assert_eq!(first["notes"][0], "rescued", "{doc:#}");
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn meta_flush_handlers_runs_them_in_place_and_end_host_stops_without_failing() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - copy: {dest: /root/conf, content: v1}\n      notify: reload\n    - meta: flush_handlers\n    - shell: cat /root/reloaded > /root/seen\n    - meta: end_host\n    - copy: {dest: /root/never, content: x}\n  handlers:\n    - name: reload\n      shell: echo reloaded >> /root/reloaded\n";
+    let (code, doc) = run(&host, "apply", playbook);
+    assert_eq!(code, 0, "{doc:#}");
+    let read = |p: &str| std::fs::read_to_string(host.path(p)).unwrap();
+    assert_eq!(
+        read("/root/seen"),
+        "reloaded\n",
+        "the handler ran before the next task"
+    );
+    assert_eq!(read("/root/reloaded"), "reloaded\n", "and only once");
+    assert!(!host.path("/root/never").exists());
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn a_task_running_past_its_timeout_fails_saying_so() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - shell: echo started > /root/started; sleep 30; echo late > /root/late\n      timeout: 1\n    - shell: echo quick > /root/quick\n      timeout: 20\n";
+    let started = std::time::Instant::now();
+    let (code, doc) = run(&host, "apply", playbook);
+    assert!(
+        started.elapsed().as_secs() < 20,
+        "the step was not cut short"
+    );
+    assert_ne!(code, 0, "{doc:#}");
+    let t = &tasks(&doc)[0];
+    assert_eq!(t["status"], "failed", "{doc:#}");
+    assert_eq!(t["message"], "timed out after 1s", "{doc:#}");
+    assert!(host.path("/root/started").exists());
+    assert!(!host.path("/root/late").exists());
+    assert!(
+        !host.path("/root/quick").exists(),
+        "the host stops at the failure"
+    );
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - shell: echo quick > /root/quick\n      timeout: 20\n";
+    let (code, doc) = run(&host, "apply", playbook);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(host.path("/root/quick").exists());
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn a_task_delegated_to_localhost_registers_what_the_controller_said() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - shell: echo from-controller\n      register: r\n      changed_when: false\n      delegate_to: localhost\n    - copy: {dest: /root/delegated, content: \"{{ r.stdout }}\"}\n";
+    let (code, doc) = run(&host, "apply", playbook);
+    assert_eq!(code, 0, "{doc:#}");
+    let read = std::fs::read_to_string(host.path("/root/delegated")).unwrap();
+    assert_eq!(read, "from-controller");
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn a_run_once_task_runs_once_for_the_batch_and_shares_its_result() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    std::fs::write(host.path("/root/hosts.ini"), "node-a\nnode-b\nnode-c\n").unwrap();
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - shell: echo {{ inventory_hostname }} >> /root/once; echo token-$(wc -l < /root/once)\n      register: t\n      run_once: true\n    - shell: echo {{ inventory_hostname }} {{ t.stdout }} >> /root/joined\n";
+    std::fs::write(host.path("/root/flow.yml"), playbook).unwrap();
+    let argv = [
+        BIN,
+        "apply",
+        "/root/flow.yml",
+        "-i",
+        "/root/hosts.ini",
+        "-c",
+        "local",
+        "--format",
+        "json",
+    ];
+    let (code, doc) = run_json(&host, &argv);
+    assert_eq!(code, 0, "{doc:#}");
+    let read = |p: &str| std::fs::read_to_string(host.path(p)).unwrap();
+    assert_eq!(read("/root/once"), "node-a\n");
+    let mut joined: Vec<String> = read("/root/joined").lines().map(String::from).collect();
+    joined.sort();
+    assert_eq!(
+        joined,
+        ["node-a token-1", "node-b token-1", "node-c token-1"]
+    );
+    assert_machine_unchanged(&before);
+}
