@@ -30,6 +30,11 @@ REQUIRED_COMMANDS=(
 	"slurmctld slurmctld"
 	"slurmd slurmd"
 	"sbatch slurm-client"
+	"dnf dnf"
+	"rpm rpm"
+	"rpmbuild rpm"
+	"createrepo_c createrepo-c"
+	"dpkg-scanpackages dpkg-dev"
 )
 
 # What the real-VM tests add.

@@ -1,0 +1,154 @@
+//! The package module with the real dnf/rpm and apt/dpkg, inside isolated
+//! hosts whose package state is their own: a Rocky-like EL host with a
+//! local rpm repository built by rpmbuild and createrepo_c, and a Debian
+//! host with a flat apt repository built by dpkg-deb and dpkg-scanpackages.
+//! Packages install files only under /etc, which is the host's.
+
+mod support;
+
+use support::{assert_machine_unchanged, machine_digest, run_json, IsolatedHost};
+
+const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
+
+/// Builds `npdemo` 1.0 and 1.1 and `npapp` 1.0 (which requires npdemo)
+/// as noarch rpms inside the host and makes /tmp/repo a repository of them.
+const BUILD_RPMS: &str = r#"set -eu
+mkdir -p /root/spec
+cat >/root/spec/pkg.spec <<'SPEC'
+Name: %{pkg}
+Version: %{ver}
+Release: 1
+Summary: nodeprov test package
+License: MIT
+BuildArch: noarch
+%{?dep:Requires: %{dep}}
+%description
+nodeprov test package
+%install
+mkdir -p %{buildroot}/etc/nodeprov-pkg
+echo %{version} >%{buildroot}/etc/nodeprov-pkg/%{name}
+%files
+/etc/nodeprov-pkg/%{name}
+SPEC
+build() { rpmbuild -bb --quiet --define "_topdir /root/rpmbuild" "$@" /root/spec/pkg.spec; }
+build --define 'pkg npdemo' --define 'ver 1.0'
+build --define 'pkg npdemo' --define 'ver 1.1'
+build --define 'pkg npapp' --define 'ver 1.0' --define 'dep npdemo'
+cp /root/rpmbuild/RPMS/noarch/*.rpm /tmp/repo/
+createrepo_c -q /tmp/repo
+"#;
+
+fn sh(host: &IsolatedHost, script: &str) -> String {
+    let out = host.run(&["sh", "-c", script]);
+    assert!(
+        out.status.success(),
+        "{script}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs `tasks` (a YAML task list) with `cmd` (apply or check) on the host.
+fn play(host: &IsolatedHost, cmd: &str, tasks: &str) -> serde_json::Value {
+    let book = format!("- hosts: localhost\n  become: true\n  tasks:\n{tasks}");
+    std::fs::write(host.path("/root/site.yml"), book).unwrap();
+    let (code, doc) = run_json(
+        host,
+        &[
+            BIN,
+            cmd,
+            "/root/site.yml",
+            "-c",
+            "local",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(code == 0 || code == 2, "{doc:#}");
+    doc
+}
+
+fn statuses(doc: &serde_json::Value) -> Vec<String> {
+    doc["hosts"][0]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn changes(doc: &serde_json::Value, task: usize) -> Vec<String> {
+    doc["hosts"][0]["tasks"][task]["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: {} -> {}",
+                c["subject"].as_str().unwrap(),
+                c["before"],
+                c["after"]
+            )
+        })
+        .collect()
+}
+
+fn rpm_q(host: &IsolatedHost, name: &str) -> String {
+    let out = host.run(&["rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}", name]);
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn dnf_pins_upgrades_and_removes_real_rpms() {
+    let before = machine_digest();
+    let host = IsolatedHost::el();
+    sh(&host, BUILD_RPMS);
+
+    let pin = "    - dnf: {name: npdemo-1.0, update_cache: true}\n";
+    let check = play(&host, "check", pin);
+    assert_eq!(statuses(&check), ["drift"], "{check:#}");
+    assert_eq!(
+        changes(&check, 0)[0],
+        r#"package npdemo: "absent" -> "1.0""#
+    );
+    assert_eq!(rpm_q(&host, "npdemo"), "package npdemo is not installed");
+    let first = play(&host, "apply", pin);
+    assert_eq!(statuses(&first), ["changed"], "{first:#}");
+    assert_eq!(rpm_q(&host, "npdemo"), "1.0-1");
+    assert_eq!(statuses(&play(&host, "apply", pin)), ["ok"]);
+
+    let latest = "    - package: {name: npdemo, state: latest}\n";
+    let check = play(&host, "check", latest);
+    assert_eq!(
+        changes(&check, 0),
+        [r#"package npdemo: "1.0-1" -> "1.1-1""#],
+        "{check:#}"
+    );
+    assert_eq!(statuses(&play(&host, "apply", latest)), ["changed"]);
+    assert_eq!(rpm_q(&host, "npdemo"), "1.1-1");
+    assert_eq!(
+        std::fs::read_to_string(host.path("/etc/nodeprov-pkg/npdemo")).unwrap(),
+        "1.1\n"
+    );
+    assert_eq!(statuses(&play(&host, "apply", latest)), ["ok"]);
+
+    // Two package tasks read the installed packages once, in the one probe.
+    let both = "    - yum: {name: [npapp], disable_gpg_check: true, disablerepo: nothere-*}\n    - dnf: {name: npdemo-1.1-1}\n";
+    let doc = play(&host, "apply", both);
+    assert_eq!(statuses(&doc), ["changed", "ok"], "{doc:#}");
+    assert_eq!(rpm_q(&host, "npapp"), "1.0-1");
+    let doc = play(&host, "check", both);
+    assert_eq!(statuses(&doc), ["ok", "ok"]);
+    assert_eq!(doc["hosts"][0]["round_trips"], 1, "{doc:#}");
+
+    let gone = "    - dnf: {name: [npapp, npdemo], state: absent, autoremove: true}\n";
+    assert_eq!(statuses(&play(&host, "apply", gone)), ["changed"]);
+    assert_eq!(rpm_q(&host, "npapp"), "package npapp is not installed");
+    assert_eq!(rpm_q(&host, "npdemo"), "package npdemo is not installed");
+    assert_eq!(statuses(&play(&host, "apply", gone)), ["ok"]);
+
+    let refresh = "    - dnf: {update_cache: true}\n";
+    assert_eq!(statuses(&play(&host, "apply", refresh)), ["changed"]);
+    assert_machine_unchanged(&before);
+}
