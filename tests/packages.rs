@@ -152,3 +152,90 @@ fn dnf_pins_upgrades_and_removes_real_rpms() {
     assert_eq!(statuses(&play(&host, "apply", refresh)), ["changed"]);
     assert_machine_unchanged(&before);
 }
+
+/// Builds `npdemo` 1.0 and 1.1, `npextra` 1.0 and `npapp` 1.0 (which
+/// depends on npdemo and recommends npextra) as .debs inside the host, makes
+/// /tmp/repo a flat repository of all but npdemo 1.1, and leaves npdemo 1.1
+/// at /tmp/npdemo_1.1_all.deb.
+const BUILD_DEBS: &str = r#"set -eu
+build() {
+	d=/root/deb/$1-$2
+	mkdir -p "$d/DEBIAN" "$d/etc/nodeprov-pkg"
+	echo "$2" >"$d/etc/nodeprov-pkg/$1"
+	printf 'Package: %s\nVersion: %s\nArchitecture: all\nMaintainer: nodeprov <test@example.com>\nDescription: nodeprov test package\n%s' "$1" "$2" "$3" >"$d/DEBIAN/control"
+	dpkg-deb -Zgzip --build "$d" "$4/$1_$2_all.deb" >/dev/null
+}
+build npdemo 1.0 '' /tmp/repo
+build npextra 1.0 '' /tmp/repo
+build npapp 1.0 'Depends: npdemo
+Recommends: npextra
+' /tmp/repo
+build npdemo 1.1 '' /tmp
+cd /tmp/repo && dpkg-scanpackages -m . /dev/null 2>/dev/null >Packages
+"#;
+
+fn dpkg_q(host: &IsolatedHost, name: &str) -> String {
+    let out = host.run(&[
+        "dpkg-query",
+        "-W",
+        "-f",
+        "${db:Status-Abbrev}${Version}",
+        name,
+    ]);
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn apt_pins_local_debs_and_cleanup_with_real_dpkg() {
+    let before = machine_digest();
+    let host = IsolatedHost::apt();
+    sh(&host, BUILD_DEBS);
+
+    let refresh = "    - apt: {update_cache: true, cache_valid_time: 3600}\n";
+    assert_eq!(statuses(&play(&host, "apply", refresh)), ["changed"]);
+    assert_eq!(statuses(&play(&host, "apply", refresh)), ["ok"]);
+
+    let pin = "    - apt: {name: 'npdemo=1.*', install_recommends: false}\n    - apt: {name: npapp, install_recommends: false}\n";
+    let check = play(&host, "check", pin);
+    assert_eq!(
+        changes(&check, 0),
+        [r#"package npdemo: "absent" -> "1.0""#],
+        "{check:#}"
+    );
+    assert_eq!(statuses(&play(&host, "apply", pin)), ["changed", "changed"]);
+    assert_eq!(dpkg_q(&host, "npdemo"), "ii 1.0");
+    assert_eq!(dpkg_q(&host, "npapp"), "ii 1.0");
+    assert!(
+        !dpkg_q(&host, "npextra").starts_with("ii"),
+        "recommends were not to be installed"
+    );
+    assert_eq!(statuses(&play(&host, "apply", pin)), ["ok", "ok"]);
+
+    let deb = "    - apt: {deb: /tmp/npdemo_1.1_all.deb}\n";
+    let check = play(&host, "check", deb);
+    assert_eq!(
+        changes(&check, 0),
+        [r#"package npdemo: "1.0" -> "1.1""#],
+        "{check:#}"
+    );
+    assert_eq!(statuses(&play(&host, "apply", deb)), ["changed"]);
+    assert_eq!(dpkg_q(&host, "npdemo"), "ii 1.1");
+    assert_eq!(statuses(&play(&host, "apply", deb)), ["ok"]);
+
+    // npdemo came in as npapp's dependency the second time, so once npapp
+    // is purged, autoremove takes it too.
+    sh(&host, "apt-mark auto npdemo >/dev/null");
+    let gone =
+        "    - apt: {name: npapp, state: absent, purge: true, autoremove: true, clean: true}\n";
+    assert_eq!(statuses(&play(&host, "apply", gone)), ["changed"]);
+    // Purged: not even configuration files ("rc") are left.
+    for gone in ["npapp", "npdemo"] {
+        let status = dpkg_q(&host, gone);
+        assert!(
+            !status.starts_with("ii") && !status.starts_with("rc"),
+            "{gone}: {status}"
+        );
+    }
+    assert_eq!(statuses(&play(&host, "apply", gone)), ["ok"]);
+    assert_machine_unchanged(&before);
+}

@@ -61,10 +61,21 @@ impl Host {
 /// configuration-only one; `none` without a package manager.
 pub(super) struct Installed;
 
-const INSTALLED_SCRIPT: &str = r#"if command -v dnf >/dev/null 2>&1; then m=dnf; elif command -v yum >/dev/null 2>&1; then m=yum; elif command -v apt-get >/dev/null 2>&1; then m=apt; else echo none; exit 0; fi
+/// Sets `$m` to the host's package manager, as Ansible's `pkg_mgr` picks
+/// it: apt on the Debian family even when dnf is installed too, else dnf,
+/// yum, apt-get, or `none`.
+const DETECT: &str = r#"if [ -f /etc/debian_version ] && command -v apt-get >/dev/null 2>&1; then m=apt
+elif command -v dnf >/dev/null 2>&1; then m=dnf
+elif command -v yum >/dev/null 2>&1; then m=yum
+elif command -v apt-get >/dev/null 2>&1; then m=apt
+else m=none; fi"#;
+
+const INSTALLED_SCRIPT: &str = r#"[ "$m" = none ] && { echo none; exit 0; }
 echo "manager $m"
 if [ "$m" = apt ]; then
+  # Lists without any Packages file were never refreshed: as old as can be.
   s=/var/lib/apt/periodic/update-success-stamp; [ -e "$s" ] || s=/var/lib/apt/lists
+  [ "$s" = /var/lib/apt/lists ] && ! ls "$s" 2>/dev/null | grep -q '_Packages' && s=/nonexistent
   n=$(ls /var/cache/apt/archives 2>/dev/null | grep -c '\.deb$')
   echo "cache $(( $(date +%s) - $(stat -c %Y "$s" 2>/dev/null || echo 0) )) $n"
   dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\n' | awk '$1 == "ii" { print "i", $2, $3 } $1 == "rc" { print "c", $2 }'
@@ -81,7 +92,7 @@ impl Fact for Installed {
     }
 
     fn script(_: &()) -> String {
-        INSTALLED_SCRIPT.into()
+        format!("{DETECT}\n{INSTALLED_SCRIPT}")
     }
 
     fn parse(_: &(), r: &ProbeResult) -> Result<Self::Value, ModuleError> {
@@ -168,14 +179,14 @@ impl Fact for Available {
     fn script(names: &[String]) -> String {
         let args = names.iter().map(|n| quote(n)).collect::<Vec<_>>().join(" ");
         format!(
-            r#"if command -v apt-get >/dev/null 2>&1 && ! command -v dnf >/dev/null 2>&1 && ! command -v yum >/dev/null 2>&1; then
+            r#"{DETECT}
+if [ "$m" = apt ]; then
   for n in {args}; do
     c=$(apt-cache policy "$n" 2>/dev/null | sed -n 's/^  Candidate: //p')
     [ -n "$c" ] && [ "$c" != "(none)" ] && echo "c $n $c"
-    apt-cache madison "$n" 2>/dev/null | awk -F'|' '{{ gsub(/ /, "", $1); gsub(/ /, "", $2); print "v", $1, $2 }}'
+    apt-cache show "$n" 2>/dev/null | sed -n "s/^Version: /v $n /p"
   done
-else
-  m=yum; command -v dnf >/dev/null 2>&1 && m=dnf
+elif [ "$m" != none ]; then
   if out=$($m -C -q list updates {args} 2>/dev/null); then
     printf '%s\n' "$out" | awk 'NF == 3 && $1 ~ /\./ {{ n = $1; sub(/\.[^.]*$/, "", n); print "c", n, $2 }}'
   elif $m -C -q list installed >/dev/null 2>&1; then :
@@ -245,14 +256,15 @@ impl Fact for Cleanup {
     }
 
     fn script(_: &()) -> String {
-        r#"if command -v dnf >/dev/null 2>&1; then
-  dnf -C -q repoquery --unneeded --qf 'remove %{name}' 2>/dev/null
-elif command -v yum >/dev/null 2>&1; then :
-else
-  apt-get -s -q autoremove 2>/dev/null | awk '$1 == "Remv" { print "remove", $2 }'
-  apt-get -s -q autoclean 2>/dev/null | awk '$1 == "Del" { print "clean", $2 }'
+        format!(
+            r#"{DETECT}
+if [ "$m" = dnf ]; then
+  dnf -C -q repoquery --unneeded --qf 'remove %{{name}}' 2>/dev/null
+elif [ "$m" = apt ]; then
+  apt-get -s -q autoremove 2>/dev/null | awk '$1 == "Remv" {{ print "remove", $2 }}'
+  apt-get -s -q autoclean 2>/dev/null | awk '$1 == "Del" {{ print "clean", $2 }}'
 fi"#
-        .into()
+        )
     }
 
     fn parse(_: &(), r: &ProbeResult) -> Result<Leftovers, ModuleError> {

@@ -245,7 +245,7 @@ impl Module for Package {
     fn probes(&self) -> Vec<Probe> {
         let mut probes = vec![Installed::probe(&())];
         if self.want == Want::Latest || self.names.iter().any(|n| n.contains('=')) {
-            probes.push(Available::probe(&self.names));
+            probes.push(Available::probe(&self.offered()));
         }
         if self.autoremove || self.autoclean {
             probes.push(Cleanup::probe(&()));
@@ -277,7 +277,7 @@ impl Module for Package {
             .iter()
             .any(|p| p.key.starts_with("pkg:available:"))
         {
-            Available::read(facts, &self.names)?
+            Available::read(facts, &self.offered())?
         } else {
             Offer::default()
         };
@@ -311,7 +311,7 @@ impl Module for Package {
             &actions,
         ));
         plan.effects.push(Installed::invalidate(&()));
-        plan.effects.push(Available::invalidate(&self.names));
+        plan.effects.push(Available::invalidate(&self.offered()));
         plan.effects.push(Cleanup::invalidate(&()));
         Ok(plan)
     }
@@ -328,6 +328,13 @@ impl Module for Package {
 }
 
 impl Package {
+    /// The names the package cache is asked about: apt pins without their
+    /// version pattern.
+    fn offered(&self) -> Vec<String> {
+        let bare = |n: &String| n.split_once('=').map_or(n.clone(), |(n, _)| n.to_string());
+        self.names.iter().map(bare).collect()
+    }
+
     /// The change and action one name needs, if any.
     fn one(
         &self,
