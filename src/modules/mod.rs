@@ -31,6 +31,7 @@ pub(crate) mod setup;
 pub(crate) mod stat;
 pub(crate) mod swapfile;
 pub(crate) mod sysctl;
+pub(crate) mod yum_repository;
 
 pub(crate) use kit::module::Module;
 pub use kit::module::ModuleSpec;

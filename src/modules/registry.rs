@@ -5,7 +5,7 @@ use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
     assert, blockinfile, command, copy, cuda_env, debug, file, gpu_smoke, kernel_blacklist,
     lineinfile, modprobe, mount, package, pam_limits, replace, service, set_fact, setup, stat,
-    swapfile, sysctl,
+    swapfile, sysctl, yum_repository,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -35,6 +35,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         pam_limits::PAM_LIMITS,
         kernel_blacklist::KERNEL_BLACKLIST,
         modprobe::MODPROBE,
+        yum_repository::YUM_REPOSITORY,
     ];
     SPECS
 }
