@@ -3,9 +3,9 @@
 
 use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
-    assert, blockinfile, command, copy, cuda_env, debug, file, gpu_smoke, kernel_blacklist,
-    lineinfile, modprobe, mount, package, pam_limits, replace, service, set_fact, setup, stat,
-    swapfile, sysctl, yum_repository,
+    apt_repository, assert, blockinfile, command, copy, cuda_env, debug, file, gpu_smoke,
+    kernel_blacklist, lineinfile, modprobe, mount, package, pam_limits, replace, service, set_fact,
+    setup, stat, swapfile, sysctl, yum_repository,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -36,6 +36,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         kernel_blacklist::KERNEL_BLACKLIST,
         modprobe::MODPROBE,
         yum_repository::YUM_REPOSITORY,
+        apt_repository::APT_REPOSITORY,
     ];
     SPECS
 }
