@@ -239,3 +239,46 @@ fn apt_pins_local_debs_and_cleanup_with_real_dpkg() {
     assert_eq!(statuses(&play(&host, "apply", gone)), ["ok"]);
     assert_machine_unchanged(&before);
 }
+
+#[test]
+fn repository_files_and_rpm_keys_on_an_el_host() {
+    let before = machine_digest();
+    let host = IsolatedHost::el();
+    sh(&host, BUILD_RPMS);
+    sh(
+        &host,
+        "export GNUPGHOME=/root/gnupg; mkdir -m 700 $GNUPGHOME
+        gpg -q --batch --passphrase '' --quick-gen-key 'nodeprov test <test@example.com>' ed25519 sign never
+        gpg -q --armor --export >/tmp/key.asc",
+    );
+    let tasks = "    - yum_repository: {name: extra, description: Extra, baseurl: 'file:///tmp/repo', enabled: false, gpgcheck: true, gpgkey: 'file:///tmp/key.asc'}
+    - rpm_key: {key: /tmp/key.asc}
+    - dnf: {name: npdemo, enablerepo: extra, disablerepo: local, disable_gpg_check: true}
+";
+    let check = play(&host, "check", tasks);
+    assert_eq!(statuses(&check), ["drift", "drift", "drift"], "{check:#}");
+    assert!(!host.path("/etc/yum.repos.d/extra.repo").exists());
+    let doc = play(&host, "apply", tasks);
+    assert_eq!(statuses(&doc), ["changed", "changed", "changed"], "{doc:#}");
+    assert_eq!(
+        std::fs::read_to_string(host.path("/etc/yum.repos.d/extra.repo")).unwrap(),
+        "[extra]\nbaseurl = file:///tmp/repo\nenabled = 0\ngpgcheck = 1\ngpgkey = file:///tmp/key.asc\nname = Extra\n\n"
+    );
+    let keys = sh(&host, "rpm -q gpg-pubkey --qf '%{VERSION} %{SUMMARY}\\n'");
+    assert!(keys.contains("nodeprov test"), "{keys}");
+    assert_eq!(rpm_q(&host, "npdemo"), "1.1-1");
+    assert_eq!(statuses(&play(&host, "apply", tasks)), ["ok", "ok", "ok"]);
+
+    let gone = "    - rpm_key: {key: /tmp/key.asc, state: absent}\n    - yum_repository: {name: extra, state: absent}\n";
+    assert_eq!(
+        statuses(&play(&host, "apply", gone)),
+        ["changed", "changed"]
+    );
+    assert_eq!(
+        sh(&host, "rpm -q gpg-pubkey >/dev/null || echo none"),
+        "none\n"
+    );
+    assert!(!host.path("/etc/yum.repos.d/extra.repo").exists());
+    assert_eq!(statuses(&play(&host, "apply", gone)), ["ok", "ok"]);
+    assert_machine_unchanged(&before);
+}

@@ -26,6 +26,7 @@ pub(crate) mod pam_limits;
 pub(crate) mod params;
 pub(crate) mod registry;
 pub(crate) mod replace;
+pub(crate) mod rpm_key;
 pub(crate) mod service;
 pub(crate) mod set_fact;
 pub(crate) mod setup;

@@ -4,8 +4,8 @@
 use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
     apt_repository, assert, blockinfile, command, copy, cuda_env, debug, file, gpu_smoke,
-    kernel_blacklist, lineinfile, modprobe, mount, package, pam_limits, replace, service, set_fact,
-    setup, stat, swapfile, sysctl, yum_repository,
+    kernel_blacklist, lineinfile, modprobe, mount, package, pam_limits, replace, rpm_key, service,
+    set_fact, setup, stat, swapfile, sysctl, yum_repository,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -37,6 +37,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         modprobe::MODPROBE,
         yum_repository::YUM_REPOSITORY,
         apt_repository::APT_REPOSITORY,
+        rpm_key::RPM_KEY,
     ];
     SPECS
 }
@@ -54,7 +55,7 @@ pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
 #[cfg(test)]
 mod tests {
     use crate::modules::kit::{fact::RoundTrip, files};
-    use crate::modules::{cuda_env, modprobe, mount, package, service, swapfile, sysctl};
+    use crate::modules::{cuda_env, modprobe, mount, package, rpm_key, service, swapfile, sysctl};
 
     /// Every fact reads back what it renders for predictions, and every
     /// `impl Fact for` in src/modules is among those checked.
@@ -69,6 +70,7 @@ mod tests {
         cuda_env::fact_samples(&mut rt);
         sysctl::fact_samples(&mut rt);
         modprobe::fact_samples(&mut rt);
+        rpm_key::fact_samples(&mut rt);
         assert!(rt.failures.is_empty(), "{}", rt.failures.join("\n"));
         let declared = declared_facts(std::path::Path::new("src/modules"));
         let checked: Vec<String> = rt.checked.into_iter().collect();
