@@ -282,3 +282,58 @@ fn repository_files_and_rpm_keys_on_an_el_host() {
     assert_eq!(statuses(&play(&host, "apply", gone)), ["ok", "ok"]);
     assert_machine_unchanged(&before);
 }
+
+#[test]
+fn apt_keys_and_repository_lines_on_a_debian_host() {
+    let before = machine_digest();
+    let host = IsolatedHost::apt();
+    sh(&host, BUILD_DEBS);
+    sh(
+        &host,
+        "export GNUPGHOME=/root/gnupg; mkdir -m 700 $GNUPGHOME
+        gpg -q --batch --passphrase '' --quick-gen-key 'nodeprov test <test@example.com>' ed25519 sign never
+        gpg -q --armor --export >/tmp/key.asc",
+    );
+    let id = sh(
+        &host,
+        "GNUPGHOME=/root/gnupg gpg --with-colons -k | awk -F: '$1 == \"pub\" { print tolower(substr($5, 9)) }'",
+    );
+    let id = id.trim();
+    let tasks = "    - apt_key: {file: /tmp/key.asc, keyring: /etc/apt/keyrings/np.gpg}
+    - apt_repository: {repo: 'deb [trusted=yes] file:/tmp/repo ./', filename: second}
+";
+    let check = play(&host, "check", tasks);
+    assert_eq!(statuses(&check), ["drift", "drift"], "{check:#}");
+    assert_eq!(
+        changes(&check, 0),
+        [format!(
+            r#"apt key {id}: "absent" -> "/etc/apt/keyrings/np.gpg""#
+        )]
+    );
+    let doc = play(&host, "apply", tasks);
+    assert_eq!(statuses(&doc), ["changed", "changed"], "{doc:#}");
+    let listed = sh(
+        &host,
+        "GNUPGHOME=$(mktemp -d) gpg --with-colons --show-keys /etc/apt/keyrings/np.gpg",
+    );
+    assert!(listed.contains("nodeprov test"), "{listed}");
+    assert_eq!(
+        std::fs::read_to_string(host.path("/etc/apt/sources.list.d/second.list")).unwrap(),
+        "deb [trusted=yes] file:/tmp/repo ./\n"
+    );
+    // update_cache ran: the lists know the repository.
+    assert!(sh(&host, "apt-cache policy npdemo").contains("Candidate: 1.0"));
+    assert_eq!(statuses(&play(&host, "apply", tasks)), ["ok", "ok"]);
+
+    let gone = format!(
+        "    - apt_key: {{id: '{id}', keyring: /etc/apt/keyrings/np.gpg, state: absent}}\n    - apt_repository: {{repo: 'deb [trusted=yes] file:/tmp/repo ./', filename: second, state: absent}}\n"
+    );
+    assert_eq!(
+        statuses(&play(&host, "apply", &gone)),
+        ["changed", "changed"]
+    );
+    assert!(!host.path("/etc/apt/keyrings/np.gpg").exists());
+    assert!(!host.path("/etc/apt/sources.list.d/second.list").exists());
+    assert_eq!(statuses(&play(&host, "apply", &gone)), ["ok", "ok"]);
+    assert_machine_unchanged(&before);
+}
