@@ -199,12 +199,17 @@ impl<'a> Spec<'a> {
                 None => Spec::Plain(raw),
             };
         }
-        // The version starts at the first dash followed by a digit that
-        // leaves at most one more dash (the release) after it.
+        // The version starts at the first dash followed by a dotted number
+        // that leaves at most one more dash (the release) after it; names
+        // such as cuda-toolkit-12-4 or cuda-drivers-550 stay names.
         let mut cut = None;
         for (i, _) in raw.match_indices('-') {
             let rest = &raw[i + 1..];
-            if rest.starts_with(|c: char| c.is_ascii_digit()) && rest.matches('-').count() <= 1 {
+            let version = rest.split('-').next().unwrap_or("");
+            if rest.starts_with(|c: char| c.is_ascii_digit())
+                && version.contains('.')
+                && rest.matches('-').count() <= 1
+            {
                 cut = Some(i);
                 break;
             }
@@ -219,6 +224,21 @@ impl<'a> Spec<'a> {
         match self {
             Spec::Plain(n) | Spec::AptPin(n, _) | Spec::RpmPin(n, _) | Spec::Stream(n, _) => n,
         }
+    }
+}
+
+/// The name the package database lists `name` under: without apt's
+/// `:arch` or rpm's `.arch`.
+fn installed_name(name: &str, manager: Manager) -> &str {
+    const RPM_ARCHES: [&str; 6] = [
+        ".x86_64", ".aarch64", ".noarch", ".i686", ".ppc64le", ".s390x",
+    ];
+    match manager {
+        Manager::Apt => name.split(':').next().unwrap_or(name),
+        _ => RPM_ARCHES
+            .iter()
+            .find_map(|a| name.strip_suffix(a))
+            .unwrap_or(name),
     }
 }
 
@@ -343,9 +363,12 @@ impl Package {
         facts: &Facts,
         raw: &str,
     ) -> Result<Option<(Change, Action)>, ModuleError> {
-        let spec = Spec::parse(raw, host.manager);
+        let spec = match host.installed.contains_key(raw) {
+            true => Spec::Plain(raw),
+            false => Spec::parse(raw, host.manager),
+        };
         let name = spec.name();
-        let installed = host.versions(name);
+        let installed = host.versions(installed_name(name, host.manager));
         let now = installed.first().cloned();
         let evidence = if host.manager == Manager::Apt {
             "dpkg-query -W"
@@ -652,9 +675,33 @@ mod tests {
         assert!(plan.steps[0].starts_with("dnf -y install -- npdemo-1.1 ||"));
         assert!(rpm_matches("2:1.0-1.el9", "1.0"));
         assert!(!rpm_matches("1.0.1-1", "1.0"));
-        // A dash in the name is not a version.
-        let plan = plan_on(json!({"name": "python3-libs"}), &installed).unwrap();
-        assert_eq!(plan.changes[0].subject, "package python3-libs");
+        // A dash in the name is not a version, nor is an undotted number.
+        for name in ["python3-libs", "cuda-toolkit-12-4", "cuda-drivers-550"] {
+            let plan = plan_on(json!({ "name": name }), &installed).unwrap();
+            assert_eq!(plan.changes[0].subject, format!("package {name}"));
+        }
+        let plan = plan_on(json!({"name": "cuda-drivers-550.54.15"}), &installed).unwrap();
+        assert_eq!(
+            plan.changes[0].to_string(),
+            "package cuda-drivers: absent → 550.54.15"
+        );
+        // An installed name is a name, and an arch suffix names the package.
+        let el = [(
+            "pkg:installed",
+            "manager dnf\ni libfoo-1.0 2-1\ni glibc 2.34-100.el9\n",
+        )];
+        for name in ["libfoo-1.0", "glibc.x86_64"] {
+            assert_eq!(
+                plan_on(json!({ "name": name }), &el).unwrap(),
+                Plan::noop(),
+                "{name}"
+            );
+        }
+        let deb = [("pkg:installed", "manager apt\ni libc6 2.36-9\n")];
+        assert_eq!(
+            plan_on(json!({"name": "libc6:amd64"}), &deb).unwrap(),
+            Plan::noop()
+        );
     }
 
     #[test]
