@@ -94,6 +94,22 @@ fn changes(doc: &serde_json::Value, task: usize) -> Vec<String> {
         .collect()
 }
 
+/// Makes a signing key in the host's /root/gnupg, exports it armored to
+/// /tmp/key.asc and returns its short id.
+fn make_key(host: &IsolatedHost) -> String {
+    sh(
+        host,
+        "export GNUPGHOME=/root/gnupg; mkdir -m 700 $GNUPGHOME
+        gpg -q --batch --passphrase '' --quick-gen-key 'nodeprov test <test@example.com>' ed25519 sign never
+        gpg -q --armor --export >/tmp/key.asc",
+    );
+    let id = sh(
+        host,
+        "GNUPGHOME=/root/gnupg gpg --with-colons -k | awk -F: '$1 == \"pub\" { print tolower(substr($5, 9)) }'",
+    );
+    id.trim().to_string()
+}
+
 fn rpm_q(host: &IsolatedHost, name: &str) -> String {
     let out = host.run(&["rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}", name]);
     String::from_utf8_lossy(&out.stdout).trim().to_string()
@@ -245,12 +261,7 @@ fn repository_files_and_rpm_keys_on_an_el_host() {
     let before = machine_digest();
     let host = IsolatedHost::el();
     sh(&host, BUILD_RPMS);
-    sh(
-        &host,
-        "export GNUPGHOME=/root/gnupg; mkdir -m 700 $GNUPGHOME
-        gpg -q --batch --passphrase '' --quick-gen-key 'nodeprov test <test@example.com>' ed25519 sign never
-        gpg -q --armor --export >/tmp/key.asc",
-    );
+    let id = make_key(&host);
     let tasks = "    - yum_repository: {name: extra, description: Extra, baseurl: 'file:///tmp/repo', enabled: false, gpgcheck: true, gpgkey: 'file:///tmp/key.asc'}
     - rpm_key: {key: /tmp/key.asc}
     - dnf: {name: npdemo, enablerepo: extra, disablerepo: local, disable_gpg_check: true}
@@ -265,7 +276,10 @@ fn repository_files_and_rpm_keys_on_an_el_host() {
         "[extra]\nbaseurl = file:///tmp/repo\nenabled = 0\ngpgcheck = 1\ngpgkey = file:///tmp/key.asc\nname = Extra\n\n"
     );
     let keys = sh(&host, "rpm -q gpg-pubkey --qf '%{VERSION} %{SUMMARY}\\n'");
-    assert!(keys.contains("nodeprov test"), "{keys}");
+    assert!(
+        keys.starts_with(&format!("{id} ")) && keys.contains("nodeprov test"),
+        "{keys}"
+    );
     assert_eq!(rpm_q(&host, "npdemo"), "1.1-1");
     assert_eq!(statuses(&play(&host, "apply", tasks)), ["ok", "ok", "ok"]);
 
@@ -288,17 +302,7 @@ fn apt_keys_and_repository_lines_on_a_debian_host() {
     let before = machine_digest();
     let host = IsolatedHost::apt();
     sh(&host, BUILD_DEBS);
-    sh(
-        &host,
-        "export GNUPGHOME=/root/gnupg; mkdir -m 700 $GNUPGHOME
-        gpg -q --batch --passphrase '' --quick-gen-key 'nodeprov test <test@example.com>' ed25519 sign never
-        gpg -q --armor --export >/tmp/key.asc",
-    );
-    let id = sh(
-        &host,
-        "GNUPGHOME=/root/gnupg gpg --with-colons -k | awk -F: '$1 == \"pub\" { print tolower(substr($5, 9)) }'",
-    );
-    let id = id.trim();
+    let id = make_key(&host);
     let tasks = "    - apt_key: {file: /tmp/key.asc, keyring: /etc/apt/keyrings/np.gpg}
     - apt_repository: {repo: 'deb [trusted=yes] file:/tmp/repo ./', filename: second}
 ";
