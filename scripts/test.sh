@@ -34,6 +34,7 @@ REQUIRED_COMMANDS=(
 	"rpm rpm"
 	"rpmbuild rpm"
 	"createrepo_c createrepo-c"
+	"modifyrepo_c createrepo-c"
 	"dpkg-scanpackages dpkg-dev"
 )
 

@@ -341,3 +341,62 @@ fn apt_keys_and_repository_lines_on_a_debian_host() {
     assert_eq!(statuses(&play(&host, "apply", &gone)), ["ok", "ok"]);
     assert_machine_unchanged(&before);
 }
+
+/// A modular repository: stream `stable` of module `npmod`, whose default
+/// profile installs npdemo.
+const MODULES_YAML: &str = r#"---
+document: modulemd
+version: 2
+data:
+  name: npmod
+  stream: stable
+  version: 1
+  context: c0ffee42
+  arch: noarch
+  summary: nodeprov test module
+  description: nodeprov test module
+  license:
+    module: [MIT]
+  profiles:
+    default:
+      rpms: [npdemo]
+  artifacts:
+    rpms:
+      - npdemo-0:1.0-1.noarch
+      - npdemo-0:1.1-1.noarch
+...
+---
+document: modulemd-defaults
+version: 1
+data:
+  module: npmod
+  stream: stable
+  profiles:
+    stable: [default]
+...
+"#;
+
+#[test]
+fn dnf_module_streams_from_a_modular_repository() {
+    let before = machine_digest();
+    let host = IsolatedHost::el();
+    sh(&host, BUILD_RPMS);
+    std::fs::write(host.path("/tmp/modules.yaml"), MODULES_YAML).unwrap();
+    sh(
+        &host,
+        "modifyrepo_c --mdtype=modules /tmp/modules.yaml /tmp/repo/repodata >/dev/null",
+    );
+    let stream = "    - dnf: {name: '@npmod:stable/default', update_cache: true}\n";
+    let check = play(&host, "check", stream);
+    assert_eq!(
+        changes(&check, 0)[0],
+        r#"module npmod: "not enabled" -> "stable""#,
+        "{check:#}"
+    );
+    let doc = play(&host, "apply", stream);
+    assert_eq!(statuses(&doc), ["changed"], "{doc:#}");
+    assert!(sh(&host, "dnf -C -q module list --enabled npmod").contains("[e]"));
+    assert_ne!(rpm_q(&host, "npdemo"), "package npdemo is not installed");
+    assert_eq!(statuses(&play(&host, "apply", stream)), ["ok"]);
+    assert_machine_unchanged(&before);
+}
