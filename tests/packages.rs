@@ -30,7 +30,8 @@ echo %{version} >%{buildroot}/etc/nodeprov-pkg/%{name}
 %files
 /etc/nodeprov-pkg/%{name}
 SPEC
-build() { rpmbuild -bb --quiet --define "_topdir /root/rpmbuild" "$@" /root/spec/pkg.spec; }
+# Build scripts go to the host's /tmp, not the machine's /var/tmp.
+build() { rpmbuild -bb --quiet --define "_topdir /root/rpmbuild" --define "_tmppath /tmp" "$@" /root/spec/pkg.spec; }
 build --define 'pkg npdemo' --define 'ver 1.0'
 build --define 'pkg npdemo' --define 'ver 1.1'
 build --define 'pkg npapp' --define 'ver 1.0' --define 'dep npdemo'

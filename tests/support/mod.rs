@@ -147,6 +147,10 @@ impl IsolatedHost {
         host.extra_private = &APT_STATE;
         host.make_private_dirs();
         let apt = host.path("/etc/apt");
+        // The machine's apt hooks (appstream's cache refresh, debconf) would
+        // write to its own /var: the host's apt runs without them.
+        let _ = fs::remove_dir_all(apt.join("apt.conf.d"));
+        fs::create_dir_all(apt.join("apt.conf.d")).expect("create apt.conf.d");
         let _ = fs::remove_file(apt.join("sources.list"));
         let _ = fs::remove_dir_all(apt.join("sources.list.d"));
         fs::create_dir_all(apt.join("sources.list.d")).expect("create sources.list.d");
