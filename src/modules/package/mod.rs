@@ -124,16 +124,11 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         ));
     }
     let mut rpm_options = Vec::new();
-    for (key, flag) in [
-        ("enablerepo", "--enablerepo="),
-        ("disablerepo", "--disablerepo="),
-        ("disable_plugin", "--disableplugin="),
+    for (key, flag, ids) in [
+        ("enablerepo", "--enablerepo=", &a.enablerepo),
+        ("disablerepo", "--disablerepo=", &a.disablerepo),
+        ("disable_plugin", "--disableplugin=", &a.disable_plugin),
     ] {
-        let ids = match key {
-            "enablerepo" => &a.enablerepo,
-            "disablerepo" => &a.disablerepo,
-            _ => &a.disable_plugin,
-        };
         if let Some(bad) = ids.iter().find(|i| !valid_id(i)) {
             return Err(p.error(key, format!("'{bad}' is not a valid name")));
         }
@@ -264,7 +259,7 @@ fn rpm_matches(installed: &str, pin: &str) -> bool {
 impl Module for Package {
     fn probes(&self) -> Vec<Probe> {
         let mut probes = vec![Installed::probe(&())];
-        if self.want == Want::Latest || self.names.iter().any(|n| n.contains('=')) {
+        if self.asks_cache() {
             probes.push(Available::probe(&self.offered()));
         }
         if self.autoremove || self.autoclean {
@@ -292,14 +287,9 @@ impl Module for Package {
                 host.manager.name()
             )));
         }
-        let offer = if self
-            .probes()
-            .iter()
-            .any(|p| p.key.starts_with("pkg:available:"))
-        {
-            Available::read(facts, &self.offered())?
-        } else {
-            Offer::default()
+        let offer = match self.asks_cache() {
+            true => Available::read(facts, &self.offered())?,
+            false => Offer::default(),
         };
         let mut plan = Plan::noop();
         let mut actions = Vec::new();
@@ -320,7 +310,7 @@ impl Module for Package {
             plan.changes.push(change.clone());
         }
         let cleanup = self.cleanup(&host, facts, &actions)?;
-        plan.changes.extend(cleanup.iter().cloned());
+        plan.changes.extend(cleanup);
         if plan.changes.is_empty() {
             return Ok(plan);
         }
@@ -333,6 +323,7 @@ impl Module for Package {
         plan.effects.push(Installed::invalidate(&()));
         plan.effects.push(Available::invalidate(&self.offered()));
         plan.effects.push(Cleanup::invalidate(&()));
+        plan.effects.push(Streams::invalidate(&()));
         Ok(plan)
     }
 
@@ -348,6 +339,12 @@ impl Module for Package {
 }
 
 impl Package {
+    /// Whether planning needs what the package cache offers: for `latest`
+    /// and for apt version patterns.
+    fn asks_cache(&self) -> bool {
+        self.want == Want::Latest || self.names.iter().any(|n| n.contains('='))
+    }
+
     /// The names the package cache is asked about: apt pins without their
     /// version pattern.
     fn offered(&self) -> Vec<String> {
