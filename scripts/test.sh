@@ -31,6 +31,12 @@ REQUIRED_COMMANDS=(
 	"slurmd slurmd"
 	"sbatch slurm-client"
 	"tuned-adm tuned"
+	"dnf dnf"
+	"rpm rpm"
+	"rpmbuild rpm"
+	"createrepo_c createrepo-c"
+	"modifyrepo_c createrepo-c"
+	"dpkg-scanpackages dpkg-dev"
 )
 
 # What the real-VM tests add.

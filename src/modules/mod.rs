@@ -7,6 +7,8 @@
 //! only `kit` and `params`, and those know no module
 //! (`tests/module_imports.rs` holds them to it).
 
+pub(crate) mod apt_key;
+pub(crate) mod apt_repository;
 pub(crate) mod assert;
 pub(crate) mod blockinfile;
 pub(crate) mod command;
@@ -26,12 +28,14 @@ pub(crate) mod pam_limits;
 pub(crate) mod params;
 pub(crate) mod registry;
 pub(crate) mod replace;
+pub(crate) mod rpm_key;
 pub(crate) mod service;
 pub(crate) mod set_fact;
 pub(crate) mod setup;
 pub(crate) mod stat;
 pub(crate) mod swapfile;
 pub(crate) mod sysctl;
+pub(crate) mod yum_repository;
 
 pub(crate) use kit::module::Module;
 pub use kit::module::ModuleSpec;

@@ -3,9 +3,9 @@
 
 use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
-    assert, blockinfile, command, copy, cuda_env, debug, file, gpu_smoke, kernel_blacklist,
-    lineinfile, meta, modprobe, mount, package, pam_limits, replace, service, set_fact, setup,
-    stat, swapfile, sysctl,
+    apt_key, apt_repository, assert, blockinfile, command, copy, cuda_env, debug, file, gpu_smoke,
+    kernel_blacklist, lineinfile, meta, modprobe, mount, package, pam_limits, replace, rpm_key,
+    service, set_fact, setup, stat, swapfile, sysctl, yum_repository,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -36,6 +36,10 @@ pub fn registry() -> &'static [ModuleSpec] {
         kernel_blacklist::KERNEL_BLACKLIST,
         modprobe::MODPROBE,
         meta::META,
+        yum_repository::YUM_REPOSITORY,
+        apt_repository::APT_REPOSITORY,
+        rpm_key::RPM_KEY,
+        apt_key::APT_KEY,
     ];
     SPECS
 }
@@ -53,7 +57,9 @@ pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
 #[cfg(test)]
 mod tests {
     use crate::modules::kit::{fact::RoundTrip, files};
-    use crate::modules::{cuda_env, modprobe, mount, package, service, swapfile, sysctl};
+    use crate::modules::{
+        apt_key, cuda_env, modprobe, mount, package, rpm_key, service, swapfile, sysctl,
+    };
 
     /// Every fact reads back what it renders for predictions, and every
     /// `impl Fact for` in src/modules is among those checked.
@@ -68,6 +74,8 @@ mod tests {
         cuda_env::fact_samples(&mut rt);
         sysctl::fact_samples(&mut rt);
         modprobe::fact_samples(&mut rt);
+        rpm_key::fact_samples(&mut rt);
+        apt_key::fact_samples(&mut rt);
         assert!(rt.failures.is_empty(), "{}", rt.failures.join("\n"));
         let declared = declared_facts(std::path::Path::new("src/modules"));
         let checked: Vec<String> = rt.checked.into_iter().collect();

@@ -4,11 +4,13 @@
 # mutable state, then execs the command, so nothing the command does can reach the
 # real /etc, /root, /tmp, /run, /var/log or kernel settings.
 #
-# usage: enter-host.sh ROOT VMDIR HOSTNAME [--keep PATH]... -- COMMAND [ARG]...
+# usage: enter-host.sh ROOT VMDIR HOSTNAME [--keep PATH]... [--private DIR]... -- COMMAND [ARG]...
 #   ROOT   host tree holding etc/ root/ tmp/ run/ var/log/
 #   VMDIR  plain files standing in for /proc/sys/vm
 #   --keep a real directory under /etc, /root, /tmp or /run that must stay visible
 #          (the binary under test, the caller's working directory)
+#   --private DIR  one more machine directory (relative, e.g. var/lib/dpkg) that
+#          ROOT/DIR covers, for hosts whose package manager keeps state there
 set -eu
 
 # 125 tells the harness that the namespace was never built, so a broken harness
@@ -33,6 +35,11 @@ while [ "${1-}" = --keep ] && [ $# -ge 2 ]; do
 	# Mounted into the private tree first so the --rbind below carries it along.
 	mkdir -p "./$keep" && mount -n --bind "$keep" "./$keep" || fail "cannot keep $keep visible"
 done
+private=
+while [ "${1-}" = --private ] && [ $# -ge 2 ]; do
+	private="$private $2"
+	shift 2
+done
 [ "${1-}" = -- ] || fail "expected -- before the command, got ${1-nothing}"
 shift
 [ $# -ge 1 ] || fail "no command to run"
@@ -45,7 +52,7 @@ printf '%s\n' "$name" >/proc/sys/kernel/hostname || fail "cannot set hostname"
 mount -n --bind /proc/sys /proc/sys && mount -n -o remount,bind,ro /proc/sys || fail "cannot make /proc/sys read-only"
 mount -n --bind "$vmdir" /proc/sys/vm || fail "cannot bind fake vm dir $vmdir"
 
-for dir in etc root run tmp var/log; do
+for dir in etc root run tmp var/log $private; do
 	mount -n --rbind "./$dir" "/$dir" || fail "cannot cover /$dir"
 done
 

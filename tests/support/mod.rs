@@ -60,7 +60,32 @@ pub struct IsolatedHost {
     root: TempDir,
     vm: TempDir,
     hostname: String,
+    /// Machine directories besides PRIVATE_DIRS that this host covers with
+    /// its own (a package manager's state).
+    extra_private: &'static [&'static str],
 }
+
+/// Where dnf keeps its history and cache. rpm's database follows `%_dbpath`,
+/// which Debian's rpm puts under /root (private already); on the host it is
+/// kept there too, so no rpmdb of the machine is ever opened.
+const DNF_STATE: [&str; 2] = ["/var/lib/dnf", "/var/cache/dnf"];
+
+/// Where apt and dpkg keep what is installed, the package lists and the
+/// downloaded archives.
+const APT_STATE: [&str; 3] = ["/var/lib/dpkg", "/var/lib/apt", "/var/cache/apt"];
+
+/// The Rocky Linux 9 identity files an EL host carries.
+const EL_OS_RELEASE: &str = r#"NAME="Rocky Linux"
+VERSION="9.4 (Blue Onyx)"
+ID="rocky"
+ID_LIKE="rhel centos fedora"
+VERSION_ID="9.4"
+PLATFORM_ID="platform:el9"
+PRETTY_NAME="Rocky Linux 9.4 (Blue Onyx)"
+ANSI_COLOR="0;32"
+CPE_NAME="cpe:/o:rocky:rocky:9::baseos"
+HOME_URL="https://rockylinux.org/"
+"#;
 
 impl IsolatedHost {
     /// A fresh host with a generated, process-unique hostname.
@@ -80,6 +105,80 @@ impl IsolatedHost {
             root,
             vm,
             hostname: hostname.to_string(),
+            extra_private: &[],
+        }
+    }
+
+    /// A host laid out like Rocky Linux 9 with dnf: its own os-release and
+    /// redhat-release, `/etc/yum.repos.d/` holding only `local.repo` (the
+    /// repository at `/tmp/repo`, unsigned, for tests to fill with
+    /// `createrepo_c`), and private dnf state and rpm database.
+    pub fn el() -> Self {
+        let mut host = Self::new();
+        host.extra_private = &DNF_STATE;
+        host.make_private_dirs();
+        let etc = host.path("/etc");
+        for stale in ["os-release", "debian_version", "lsb-release"] {
+            let _ = fs::remove_file(etc.join(stale));
+        }
+        fs::write(etc.join("os-release"), EL_OS_RELEASE).expect("write os-release");
+        fs::write(
+            etc.join("redhat-release"),
+            "Rocky Linux release 9.4 (Blue Onyx)\n",
+        )
+        .expect("write redhat-release");
+        let repos = etc.join("yum.repos.d");
+        let _ = fs::remove_dir_all(&repos);
+        fs::create_dir_all(&repos).expect("create yum.repos.d");
+        fs::write(
+            repos.join("local.repo"),
+            "[local]\nname=Local test packages\nbaseurl=file:///tmp/repo\nenabled=1\ngpgcheck=0\n",
+        )
+        .expect("write local.repo");
+        fs::create_dir_all(host.path("/tmp/repo")).expect("create /tmp/repo");
+        host
+    }
+
+    /// A Debian host whose apt and dpkg state is its own: nothing installed,
+    /// and one source, the flat repository at `/tmp/repo` (trusted, for
+    /// tests to fill with `dpkg-scanpackages`).
+    pub fn apt() -> Self {
+        let mut host = Self::new();
+        host.extra_private = &APT_STATE;
+        host.make_private_dirs();
+        let apt = host.path("/etc/apt");
+        // The machine's apt hooks (appstream's cache refresh, debconf) would
+        // write to its own /var: the host's apt runs without them.
+        let _ = fs::remove_dir_all(apt.join("apt.conf.d"));
+        fs::create_dir_all(apt.join("apt.conf.d")).expect("create apt.conf.d");
+        let _ = fs::remove_file(apt.join("sources.list"));
+        let _ = fs::remove_dir_all(apt.join("sources.list.d"));
+        fs::create_dir_all(apt.join("sources.list.d")).expect("create sources.list.d");
+        fs::write(
+            apt.join("sources.list.d/local.list"),
+            "deb [trusted=yes] file:/tmp/repo ./\n",
+        )
+        .expect("write local.list");
+        let dpkg = host.path("/var/lib/dpkg");
+        for dir in ["info", "updates", "triggers"] {
+            fs::create_dir_all(dpkg.join(dir)).expect("create dpkg dirs");
+        }
+        for file in ["status", "available"] {
+            fs::write(dpkg.join(file), "").expect("create dpkg db");
+        }
+        for dir in [
+            "/var/lib/apt/lists/partial",
+            "/var/cache/apt/archives/partial",
+            "/tmp/repo",
+        ] {
+            fs::create_dir_all(host.path(dir)).expect("create apt dirs");
+        }
+        host
+    }
+
+    fn make_private_dirs(&self) {
+        for dir in self.extra_private {
+            fs::create_dir_all(self.path(dir)).expect("create private state dir");
         }
     }
 
@@ -136,6 +235,9 @@ impl IsolatedHost {
         for keep in dirs_to_keep_visible(program) {
             cmd.arg("--keep").arg(keep);
         }
+        for dir in self.extra_private {
+            cmd.arg("--private").arg(&dir[1..]);
+        }
         cmd.arg("--").args(argv);
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
@@ -146,14 +248,16 @@ impl IsolatedHost {
     }
 
     /// The machine-side path of `inside`, which must lie in the host's private
-    /// state (/etc, /root, /tmp, /run or /proc/sys/vm). Anything else would be
-    /// the real machine, so it panics instead.
+    /// state (/etc, /root, /tmp, /run, /proc/sys/vm, or the package state of
+    /// `el` and `apt` hosts). Anything else would be the real machine, so it
+    /// panics instead.
     pub fn path(&self, inside: &str) -> PathBuf {
         let inside = Path::new(inside);
         if let Ok(rest) = inside.strip_prefix(FAKE_VM) {
             return self.vm.path().join(rest);
         }
-        let private = PRIVATE_DIRS.iter().any(|(dir, _)| inside.starts_with(dir));
+        let private = PRIVATE_DIRS.iter().any(|(dir, _)| inside.starts_with(dir))
+            || self.extra_private.iter().any(|dir| inside.starts_with(dir));
         assert!(private, "{} is not private to the host", inside.display());
         self.root
             .path()

@@ -1,0 +1,414 @@
+//! What the package manager of a host says: what is installed (read once
+//! per host), what the local package cache offers, what cleanup would
+//! remove, and which dnf module streams are enabled.
+
+use std::collections::BTreeMap;
+
+use crate::modules::kit::fact::{self, Fact};
+use crate::modules::kit::plan::ModuleError;
+use crate::remote::probe::ProbeResult;
+use crate::remote::shell::quote;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Manager {
+    Dnf,
+    Yum,
+    Apt,
+}
+
+impl Manager {
+    fn parse(s: &str) -> Option<Self> {
+        match s {
+            "dnf" => Some(Manager::Dnf),
+            "yum" => Some(Manager::Yum),
+            "apt" => Some(Manager::Apt),
+            _ => None,
+        }
+    }
+
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Manager::Dnf => "dnf",
+            Manager::Yum => "yum",
+            Manager::Apt => "apt",
+        }
+    }
+}
+
+/// Every package a host has, with its package manager and, for apt, how old
+/// the package lists are and whether downloaded archives are cached.
+#[derive(Clone, Debug, PartialEq)]
+pub(super) struct Host {
+    pub manager: Manager,
+    /// Seconds since the package lists were last refreshed (apt only).
+    pub cache_age: Option<u64>,
+    /// `.deb` files in apt's archive cache (what `clean` removes).
+    pub archives: u64,
+    /// Installed versions by name (`epoch:version-release` or the Debian version).
+    pub installed: BTreeMap<String, Vec<String>>,
+    /// Removed packages whose configuration files remain (dpkg `rc`).
+    pub config_only: Vec<String>,
+}
+
+impl Host {
+    pub(super) fn versions(&self, name: &str) -> &[String] {
+        self.installed.get(name).map(Vec::as_slice).unwrap_or(&[])
+    }
+}
+
+/// The host's package state: `manager M`, for apt `cache AGE ARCHIVES`,
+/// then `i NAME VERSION` per installed package and `c NAME` per
+/// configuration-only one; `none` without a package manager.
+pub(super) struct Installed;
+
+/// Sets `$m` to the host's package manager, as Ansible's `pkg_mgr` picks
+/// it: apt on the Debian family even when dnf is installed too, else dnf,
+/// yum, apt-get, or `none`.
+const DETECT: &str = r#"if [ -f /etc/debian_version ] && command -v apt-get >/dev/null 2>&1; then m=apt
+elif command -v dnf >/dev/null 2>&1; then m=dnf
+elif command -v yum >/dev/null 2>&1; then m=yum
+elif command -v apt-get >/dev/null 2>&1; then m=apt
+else m=none; fi"#;
+
+const INSTALLED_SCRIPT: &str = r#"[ "$m" = none ] && { echo none; exit 0; }
+echo "manager $m"
+if [ "$m" = apt ]; then
+  # Lists without any Packages file were never refreshed: as old as can be.
+  s=/var/lib/apt/periodic/update-success-stamp; [ -e "$s" ] || s=/var/lib/apt/lists
+  [ "$s" = /var/lib/apt/lists ] && ! ls "$s" 2>/dev/null | grep -q '_Packages' && s=/nonexistent
+  n=$(ls /var/cache/apt/archives 2>/dev/null | grep -c '\.deb$')
+  echo "cache $(( $(date +%s) - $(stat -c %Y "$s" 2>/dev/null || echo 0) )) $n"
+  dpkg-query -W -f='${db:Status-Abbrev} ${Package} ${Version}\n' | awk '$1 == "ii" { print "i", $2, $3 } $1 == "rc" { print "c", $2 }'
+else
+  rpm -qa --qf 'i %{NAME} %|EPOCH?{%{EPOCH}:}:{}|%{VERSION}-%{RELEASE}\n'
+fi"#;
+
+impl Fact for Installed {
+    type Query = ();
+    type Value = Option<Host>;
+
+    fn key(_: &()) -> String {
+        "pkg:installed".into()
+    }
+
+    fn script(_: &()) -> String {
+        format!("{DETECT}\n{INSTALLED_SCRIPT}")
+    }
+
+    fn parse(_: &(), r: &ProbeResult) -> Result<Self::Value, ModuleError> {
+        let bad = |detail: String| fact::bad(Self::key(&()), detail);
+        let mut lines = r.stdout.lines();
+        let first = lines.next().unwrap_or("none");
+        if first == "none" {
+            return Ok(None);
+        }
+        let manager = first
+            .strip_prefix("manager ")
+            .and_then(Manager::parse)
+            .ok_or_else(|| bad(format!("no package manager in: {first}")))?;
+        let mut host = Host {
+            manager,
+            cache_age: None,
+            archives: 0,
+            installed: BTreeMap::new(),
+            config_only: Vec::new(),
+        };
+        for line in lines {
+            let f: Vec<&str> = line.split(' ').collect();
+            match f.as_slice() {
+                ["cache", age, archives] => {
+                    host.cache_age = age.parse().ok();
+                    host.archives = archives.parse().unwrap_or(0);
+                }
+                ["i", name, version] => host
+                    .installed
+                    .entry(name.to_string())
+                    .or_default()
+                    .push(version.to_string()),
+                ["c", name] => host.config_only.push(name.to_string()),
+                _ => return Err(bad(format!("unexpected line: {line}"))),
+            }
+        }
+        Ok(Some(host))
+    }
+
+    fn render(v: &Self::Value) -> ProbeResult {
+        let Some(h) = v else {
+            return ProbeResult::ok("none\n");
+        };
+        let mut out = format!("manager {}\n", h.manager.name());
+        if let Some(age) = h.cache_age {
+            out.push_str(&format!("cache {age} {}\n", h.archives));
+        }
+        for (name, versions) in &h.installed {
+            for v in versions {
+                out.push_str(&format!("i {name} {v}\n"));
+            }
+        }
+        for name in &h.config_only {
+            out.push_str(&format!("c {name}\n"));
+        }
+        ProbeResult::ok(out)
+    }
+}
+
+/// What the host's package cache offers for some names, without refreshing
+/// it: for each name its candidate (what an install or upgrade would take)
+/// and, for apt, every version (for `name=1.2*` pins).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct Offer {
+    pub candidate: BTreeMap<String, String>,
+    pub versions: BTreeMap<String, Vec<String>>,
+    /// The cache could not be read (rpm metadata never downloaded).
+    pub unknown: bool,
+}
+
+/// `c NAME VERSION` (candidate) and `v NAME VERSION` lines; `unknown`
+/// when dnf or yum has no cached metadata. For dnf and yum a candidate is
+/// listed only when it upgrades an installed package.
+pub(super) struct Available;
+
+impl Fact for Available {
+    type Query = [String];
+    type Value = Offer;
+
+    fn key(names: &[String]) -> String {
+        format!("pkg:available:{}", names.join(" "))
+    }
+
+    fn script(names: &[String]) -> String {
+        let args = names.iter().map(|n| quote(n)).collect::<Vec<_>>().join(" ");
+        format!(
+            r#"{DETECT}
+if [ "$m" = apt ]; then
+  for n in {args}; do
+    c=$(apt-cache policy "$n" 2>/dev/null | sed -n 's/^  Candidate: //p')
+    [ -n "$c" ] && [ "$c" != "(none)" ] && echo "c $n $c"
+    apt-cache show "$n" 2>/dev/null | sed -n "s/^Version: /v $n /p"
+  done
+elif [ "$m" != none ]; then
+  if out=$($m -C -q list updates {args} 2>/dev/null); then
+    printf '%s\n' "$out" | awk 'NF == 3 && $1 ~ /\./ {{ n = $1; sub(/\.[^.]*$/, "", n); print "c", n, $2 }}'
+  elif $m -C -q list installed >/dev/null 2>&1; then :
+  else echo unknown; fi
+fi"#
+        )
+    }
+
+    fn parse(names: &[String], r: &ProbeResult) -> Result<Offer, ModuleError> {
+        let mut offer = Offer::default();
+        for line in r.stdout.lines() {
+            let f: Vec<&str> = line.split(' ').collect();
+            match f.as_slice() {
+                ["unknown"] => offer.unknown = true,
+                ["c", name, v] => {
+                    offer.candidate.insert(name.to_string(), v.to_string());
+                }
+                ["v", name, v] => offer
+                    .versions
+                    .entry(name.to_string())
+                    .or_default()
+                    .push(v.to_string()),
+                _ => {
+                    return Err(fact::bad(
+                        Self::key(names),
+                        format!("unexpected line: {line}"),
+                    ))
+                }
+            }
+        }
+        Ok(offer)
+    }
+
+    fn render(v: &Offer) -> ProbeResult {
+        let mut out = String::new();
+        if v.unknown {
+            out.push_str("unknown\n");
+        }
+        for (name, c) in &v.candidate {
+            out.push_str(&format!("c {name} {c}\n"));
+        }
+        for (name, versions) in &v.versions {
+            for version in versions {
+                out.push_str(&format!("v {name} {version}\n"));
+            }
+        }
+        ProbeResult::ok(out)
+    }
+}
+
+/// What `autoremove` and apt's `autoclean` would remove, simulated:
+/// `remove NAME` and `clean FILE` lines.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(super) struct Leftovers {
+    pub unneeded: Vec<String>,
+    pub obsolete: Vec<String>,
+}
+
+pub(super) struct Cleanup;
+
+impl Fact for Cleanup {
+    type Query = ();
+    type Value = Leftovers;
+
+    fn key(_: &()) -> String {
+        "pkg:cleanup".into()
+    }
+
+    fn script(_: &()) -> String {
+        format!(
+            r#"{DETECT}
+if [ "$m" = dnf ]; then
+  dnf -C -q repoquery --unneeded --qf 'remove %{{name}}' 2>/dev/null
+elif [ "$m" = apt ]; then
+  apt-get -s -q autoremove 2>/dev/null | awk '$1 == "Remv" {{ print "remove", $2 }}'
+  apt-get -s -q autoclean 2>/dev/null | awk '$1 == "Del" {{ print "clean", $2 }}'
+fi"#
+        )
+    }
+
+    fn parse(_: &(), r: &ProbeResult) -> Result<Leftovers, ModuleError> {
+        let mut l = Leftovers::default();
+        for line in r.stdout.lines() {
+            match line.split_once(' ') {
+                Some(("remove", n)) => l.unneeded.push(n.to_string()),
+                Some(("clean", n)) => l.obsolete.push(n.to_string()),
+                _ => {
+                    return Err(fact::bad(
+                        Self::key(&()),
+                        format!("unexpected line: {line}"),
+                    ))
+                }
+            }
+        }
+        Ok(l)
+    }
+
+    fn render(v: &Leftovers) -> ProbeResult {
+        let mut out = String::new();
+        for n in &v.unneeded {
+            out.push_str(&format!("remove {n}\n"));
+        }
+        for n in &v.obsolete {
+            out.push_str(&format!("clean {n}\n"));
+        }
+        ProbeResult::ok(out)
+    }
+}
+
+/// The dnf module streams a host has enabled, as `NAME STREAM` lines read
+/// from `dnf module list --enabled`, whose enabled stream carries `[e]`
+/// (`[d][e]` when it is also the default).
+pub(super) struct Streams;
+
+impl Fact for Streams {
+    type Query = ();
+    type Value = BTreeMap<String, String>;
+
+    fn key(_: &()) -> String {
+        "pkg:streams".into()
+    }
+
+    fn script(_: &()) -> String {
+        "dnf -C -q module list --enabled 2>/dev/null | awk '$3 ~ /\\[e\\]/ { print $1, $2 }'".into()
+    }
+
+    fn parse(_: &(), r: &ProbeResult) -> Result<Self::Value, ModuleError> {
+        r.stdout
+            .lines()
+            .map(|l| match l.split_once(' ') {
+                Some((n, s)) => Ok((n.to_string(), s.to_string())),
+                None => Err(fact::bad(Self::key(&()), format!("unexpected line: {l}"))),
+            })
+            .collect()
+    }
+
+    fn render(v: &Self::Value) -> ProbeResult {
+        ProbeResult::ok(
+            v.iter()
+                .map(|(n, s)| format!("{n} {s}\n"))
+                .collect::<String>(),
+        )
+    }
+}
+
+/// The package inside a local `.deb`: `NAME VERSION`, or nothing when the
+/// file is missing.
+pub(super) struct DebFile;
+
+impl Fact for DebFile {
+    type Query = str;
+    type Value = Option<(String, String)>;
+
+    fn key(path: &str) -> String {
+        format!("pkg:deb:{path}")
+    }
+
+    fn script(path: &str) -> String {
+        format!(
+            "[ -f {p} ] && dpkg-deb -W --showformat='${{Package}} ${{Version}}\\n' {p}",
+            p = quote(path)
+        )
+    }
+
+    fn parse(path: &str, r: &ProbeResult) -> Result<Self::Value, ModuleError> {
+        let line = r.stdout.trim();
+        if line.is_empty() {
+            return Ok(None);
+        }
+        match line.split_once(' ') {
+            Some((n, v)) => Ok(Some((n.to_string(), v.to_string()))),
+            None => Err(fact::bad(Self::key(path), format!("unexpected: {line}"))),
+        }
+    }
+
+    fn render(v: &Self::Value) -> ProbeResult {
+        ProbeResult::ok(
+            v.as_ref()
+                .map(|(n, v)| format!("{n} {v}\n"))
+                .unwrap_or_default(),
+        )
+    }
+}
+
+/// Values of every fact here, for the round trip every fact must pass.
+#[cfg(test)]
+pub(crate) fn fact_samples(rt: &mut fact::RoundTrip) {
+    rt.check::<Installed>(&(), None);
+    rt.check::<Installed>(
+        &(),
+        Some(Host {
+            manager: Manager::Apt,
+            cache_age: Some(120),
+            archives: 3,
+            installed: BTreeMap::from([
+                ("curl".into(), vec!["8.5.0-2ubuntu10.6".into()]),
+                ("linux-image".into(), vec!["6.1".into(), "6.2".into()]),
+            ]),
+            config_only: vec!["old".into()],
+        }),
+    );
+    let names = ["npdemo".to_string()];
+    rt.check::<Available>(&names, Offer::default());
+    rt.check::<Available>(
+        &names,
+        Offer {
+            candidate: BTreeMap::from([("npdemo".into(), "1.1-1".into())]),
+            versions: BTreeMap::from([("npdemo".into(), vec!["1.1-1".into(), "1.0-1".into()])]),
+            unknown: true,
+        },
+    );
+    rt.check::<Cleanup>(
+        &(),
+        Leftovers {
+            unneeded: vec!["libold".into()],
+            obsolete: vec!["x_1.0_all.deb".into()],
+        },
+    );
+    rt.check::<Streams>(
+        &(),
+        BTreeMap::from([("nvidia-driver".into(), "latest-dkms".into())]),
+    );
+    rt.check::<DebFile>("/tmp/x.deb", None);
+    rt.check::<DebFile>("/tmp/x.deb", Some(("x".into(), "1.0".into())));
+}

@@ -1,0 +1,403 @@
+//! The package module with the real dnf/rpm and apt/dpkg, inside isolated
+//! hosts whose package state is their own: a Rocky-like EL host with a
+//! local rpm repository built by rpmbuild and createrepo_c, and a Debian
+//! host with a flat apt repository built by dpkg-deb and dpkg-scanpackages.
+//! Packages install files only under /etc, which is the host's.
+
+mod support;
+
+use support::{assert_machine_unchanged, machine_digest, run_json, IsolatedHost};
+
+const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
+
+/// Builds `npdemo` 1.0 and 1.1 and `npapp` 1.0 (which requires npdemo)
+/// as noarch rpms inside the host and makes /tmp/repo a repository of them.
+const BUILD_RPMS: &str = r#"set -eu
+mkdir -p /root/spec
+cat >/root/spec/pkg.spec <<'SPEC'
+Name: %{pkg}
+Version: %{ver}
+Release: 1
+Summary: nodeprov test package
+License: MIT
+BuildArch: noarch
+%{?dep:Requires: %{dep}}
+%description
+nodeprov test package
+%install
+mkdir -p %{buildroot}/etc/nodeprov-pkg
+echo %{version} >%{buildroot}/etc/nodeprov-pkg/%{name}
+%files
+/etc/nodeprov-pkg/%{name}
+SPEC
+# Build scripts go to the host's /tmp, not the machine's /var/tmp.
+build() { rpmbuild -bb --quiet --define "_topdir /root/rpmbuild" --define "_tmppath /tmp" "$@" /root/spec/pkg.spec; }
+build --define 'pkg npdemo' --define 'ver 1.0'
+build --define 'pkg npdemo' --define 'ver 1.1'
+build --define 'pkg npapp' --define 'ver 1.0' --define 'dep npdemo'
+cp /root/rpmbuild/RPMS/noarch/*.rpm /tmp/repo/
+createrepo_c -q /tmp/repo
+"#;
+
+fn sh(host: &IsolatedHost, script: &str) -> String {
+    let out = host.run(&["sh", "-c", script]);
+    assert!(
+        out.status.success(),
+        "{script}: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs `tasks` (a YAML task list) with `cmd` (apply or check) on the host.
+fn play(host: &IsolatedHost, cmd: &str, tasks: &str) -> serde_json::Value {
+    let book = format!("- hosts: localhost\n  become: true\n  tasks:\n{tasks}");
+    std::fs::write(host.path("/root/site.yml"), book).unwrap();
+    let (code, doc) = run_json(
+        host,
+        &[
+            BIN,
+            cmd,
+            "/root/site.yml",
+            "-c",
+            "local",
+            "--format",
+            "json",
+        ],
+    );
+    assert!(code == 0 || code == 2, "{doc:#}");
+    doc
+}
+
+fn statuses(doc: &serde_json::Value) -> Vec<String> {
+    doc["hosts"][0]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap().to_string())
+        .collect()
+}
+
+fn changes(doc: &serde_json::Value, task: usize) -> Vec<String> {
+    doc["hosts"][0]["tasks"][task]["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            format!(
+                "{}: {} -> {}",
+                c["subject"].as_str().unwrap(),
+                c["before"],
+                c["after"]
+            )
+        })
+        .collect()
+}
+
+/// Makes a signing key in the host's /root/gnupg, exports it armored to
+/// /tmp/key.asc and returns its short id.
+fn make_key(host: &IsolatedHost) -> String {
+    sh(
+        host,
+        "export GNUPGHOME=/root/gnupg; mkdir -m 700 $GNUPGHOME
+        gpg -q --batch --passphrase '' --quick-gen-key 'nodeprov test <test@example.com>' ed25519 sign never
+        gpg -q --armor --export >/tmp/key.asc",
+    );
+    let id = sh(
+        host,
+        "GNUPGHOME=/root/gnupg gpg --with-colons -k | awk -F: '$1 == \"pub\" { print tolower(substr($5, 9)) }'",
+    );
+    id.trim().to_string()
+}
+
+fn rpm_q(host: &IsolatedHost, name: &str) -> String {
+    let out = host.run(&["rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}", name]);
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn dnf_pins_upgrades_and_removes_real_rpms() {
+    let before = machine_digest();
+    let host = IsolatedHost::el();
+    sh(&host, BUILD_RPMS);
+
+    let pin = "    - dnf: {name: npdemo-1.0, update_cache: true}\n";
+    let check = play(&host, "check", pin);
+    assert_eq!(statuses(&check), ["drift"], "{check:#}");
+    assert_eq!(
+        changes(&check, 0)[0],
+        r#"package npdemo: "absent" -> "1.0""#
+    );
+    assert_eq!(rpm_q(&host, "npdemo"), "package npdemo is not installed");
+    let first = play(&host, "apply", pin);
+    assert_eq!(statuses(&first), ["changed"], "{first:#}");
+    assert_eq!(rpm_q(&host, "npdemo"), "1.0-1");
+    assert_eq!(statuses(&play(&host, "apply", pin)), ["ok"]);
+
+    let latest = "    - package: {name: npdemo, state: latest}\n";
+    let check = play(&host, "check", latest);
+    assert_eq!(
+        changes(&check, 0),
+        [r#"package npdemo: "1.0-1" -> "1.1-1""#],
+        "{check:#}"
+    );
+    assert_eq!(statuses(&play(&host, "apply", latest)), ["changed"]);
+    assert_eq!(rpm_q(&host, "npdemo"), "1.1-1");
+    assert_eq!(
+        std::fs::read_to_string(host.path("/etc/nodeprov-pkg/npdemo")).unwrap(),
+        "1.1\n"
+    );
+    assert_eq!(statuses(&play(&host, "apply", latest)), ["ok"]);
+
+    // Two package tasks read the installed packages once, in the one probe.
+    let both = "    - yum: {name: [npapp], disable_gpg_check: true, disablerepo: nothere-*}\n    - dnf: {name: npdemo-1.1-1}\n";
+    let doc = play(&host, "apply", both);
+    assert_eq!(statuses(&doc), ["changed", "ok"], "{doc:#}");
+    assert_eq!(rpm_q(&host, "npapp"), "1.0-1");
+    let doc = play(&host, "check", both);
+    assert_eq!(statuses(&doc), ["ok", "ok"]);
+    assert_eq!(doc["hosts"][0]["round_trips"], 1, "{doc:#}");
+
+    let gone = "    - dnf: {name: [npapp, npdemo], state: absent, autoremove: true}\n";
+    assert_eq!(statuses(&play(&host, "apply", gone)), ["changed"]);
+    assert_eq!(rpm_q(&host, "npapp"), "package npapp is not installed");
+    assert_eq!(rpm_q(&host, "npdemo"), "package npdemo is not installed");
+    assert_eq!(statuses(&play(&host, "apply", gone)), ["ok"]);
+
+    let refresh = "    - dnf: {update_cache: true}\n";
+    assert_eq!(statuses(&play(&host, "apply", refresh)), ["changed"]);
+    assert_machine_unchanged(&before);
+}
+
+/// Builds `npdemo` 1.0 and 1.1, `npextra` 1.0 and `npapp` 1.0 (which
+/// depends on npdemo and recommends npextra) as .debs inside the host, makes
+/// /tmp/repo a flat repository of all but npdemo 1.1, and leaves npdemo 1.1
+/// at /tmp/npdemo_1.1_all.deb.
+const BUILD_DEBS: &str = r#"set -eu
+build() {
+	d=/root/deb/$1-$2
+	mkdir -p "$d/DEBIAN" "$d/etc/nodeprov-pkg"
+	echo "$2" >"$d/etc/nodeprov-pkg/$1"
+	printf 'Package: %s\nVersion: %s\nArchitecture: all\nMaintainer: nodeprov <test@example.com>\nDescription: nodeprov test package\n%s' "$1" "$2" "$3" >"$d/DEBIAN/control"
+	dpkg-deb -Zgzip --build "$d" "$4/$1_$2_all.deb" >/dev/null
+}
+build npdemo 1.0 '' /tmp/repo
+build npextra 1.0 '' /tmp/repo
+build npapp 1.0 'Depends: npdemo
+Recommends: npextra
+' /tmp/repo
+build npdemo 1.1 '' /tmp
+cd /tmp/repo && dpkg-scanpackages -m . /dev/null 2>/dev/null >Packages
+"#;
+
+fn dpkg_q(host: &IsolatedHost, name: &str) -> String {
+    let out = host.run(&[
+        "dpkg-query",
+        "-W",
+        "-f",
+        "${db:Status-Abbrev}${Version}",
+        name,
+    ]);
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+#[test]
+fn apt_pins_local_debs_and_cleanup_with_real_dpkg() {
+    let before = machine_digest();
+    let host = IsolatedHost::apt();
+    sh(&host, BUILD_DEBS);
+
+    let refresh = "    - apt: {update_cache: true, cache_valid_time: 3600}\n";
+    assert_eq!(statuses(&play(&host, "apply", refresh)), ["changed"]);
+    assert_eq!(statuses(&play(&host, "apply", refresh)), ["ok"]);
+
+    let pin = "    - apt: {name: 'npdemo=1.*', install_recommends: false}\n    - apt: {name: npapp, install_recommends: false}\n";
+    let check = play(&host, "check", pin);
+    assert_eq!(
+        changes(&check, 0),
+        [r#"package npdemo: "absent" -> "1.0""#],
+        "{check:#}"
+    );
+    assert_eq!(statuses(&play(&host, "apply", pin)), ["changed", "changed"]);
+    assert_eq!(dpkg_q(&host, "npdemo"), "ii 1.0");
+    assert_eq!(dpkg_q(&host, "npapp"), "ii 1.0");
+    assert!(
+        !dpkg_q(&host, "npextra").starts_with("ii"),
+        "recommends were not to be installed"
+    );
+    assert_eq!(statuses(&play(&host, "apply", pin)), ["ok", "ok"]);
+
+    let deb = "    - apt: {deb: /tmp/npdemo_1.1_all.deb}\n";
+    let check = play(&host, "check", deb);
+    assert_eq!(
+        changes(&check, 0),
+        [r#"package npdemo: "1.0" -> "1.1""#],
+        "{check:#}"
+    );
+    assert_eq!(statuses(&play(&host, "apply", deb)), ["changed"]);
+    assert_eq!(dpkg_q(&host, "npdemo"), "ii 1.1");
+    assert_eq!(statuses(&play(&host, "apply", deb)), ["ok"]);
+
+    // npdemo came in as npapp's dependency the second time, so once npapp
+    // is purged, autoremove takes it too.
+    sh(&host, "apt-mark auto npdemo >/dev/null");
+    let gone =
+        "    - apt: {name: npapp, state: absent, purge: true, autoremove: true, clean: true}\n";
+    assert_eq!(statuses(&play(&host, "apply", gone)), ["changed"]);
+    // Purged: not even configuration files ("rc") are left.
+    for gone in ["npapp", "npdemo"] {
+        let status = dpkg_q(&host, gone);
+        assert!(
+            !status.starts_with("ii") && !status.starts_with("rc"),
+            "{gone}: {status}"
+        );
+    }
+    assert_eq!(statuses(&play(&host, "apply", gone)), ["ok"]);
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn repository_files_and_rpm_keys_on_an_el_host() {
+    let before = machine_digest();
+    let host = IsolatedHost::el();
+    sh(&host, BUILD_RPMS);
+    let id = make_key(&host);
+    let tasks = "    - yum_repository: {name: extra, description: Extra, baseurl: 'file:///tmp/repo', enabled: false, gpgcheck: true, gpgkey: 'file:///tmp/key.asc'}
+    - rpm_key: {key: /tmp/key.asc}
+    - dnf: {name: npdemo, enablerepo: extra, disablerepo: local, disable_gpg_check: true}
+";
+    let check = play(&host, "check", tasks);
+    assert_eq!(statuses(&check), ["drift", "drift", "drift"], "{check:#}");
+    assert!(!host.path("/etc/yum.repos.d/extra.repo").exists());
+    let doc = play(&host, "apply", tasks);
+    assert_eq!(statuses(&doc), ["changed", "changed", "changed"], "{doc:#}");
+    assert_eq!(
+        std::fs::read_to_string(host.path("/etc/yum.repos.d/extra.repo")).unwrap(),
+        "[extra]\nbaseurl = file:///tmp/repo\nenabled = 0\ngpgcheck = 1\ngpgkey = file:///tmp/key.asc\nname = Extra\n\n"
+    );
+    let keys = sh(&host, "rpm -q gpg-pubkey --qf '%{VERSION} %{SUMMARY}\\n'");
+    assert!(
+        keys.starts_with(&format!("{id} ")) && keys.contains("nodeprov test"),
+        "{keys}"
+    );
+    assert_eq!(rpm_q(&host, "npdemo"), "1.1-1");
+    assert_eq!(statuses(&play(&host, "apply", tasks)), ["ok", "ok", "ok"]);
+
+    let gone = "    - rpm_key: {key: /tmp/key.asc, state: absent}\n    - yum_repository: {name: extra, state: absent}\n";
+    assert_eq!(
+        statuses(&play(&host, "apply", gone)),
+        ["changed", "changed"]
+    );
+    assert_eq!(
+        sh(&host, "rpm -q gpg-pubkey >/dev/null || echo none"),
+        "none\n"
+    );
+    assert!(!host.path("/etc/yum.repos.d/extra.repo").exists());
+    assert_eq!(statuses(&play(&host, "apply", gone)), ["ok", "ok"]);
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn apt_keys_and_repository_lines_on_a_debian_host() {
+    let before = machine_digest();
+    let host = IsolatedHost::apt();
+    sh(&host, BUILD_DEBS);
+    let id = make_key(&host);
+    let tasks = "    - apt_key: {file: /tmp/key.asc, keyring: /etc/apt/keyrings/np.gpg}
+    - apt_repository: {repo: 'deb [trusted=yes] file:/tmp/repo ./', filename: second}
+";
+    let check = play(&host, "check", tasks);
+    assert_eq!(statuses(&check), ["drift", "drift"], "{check:#}");
+    assert_eq!(
+        changes(&check, 0),
+        [format!(
+            r#"apt key {id}: "absent" -> "/etc/apt/keyrings/np.gpg""#
+        )]
+    );
+    let doc = play(&host, "apply", tasks);
+    assert_eq!(statuses(&doc), ["changed", "changed"], "{doc:#}");
+    let listed = sh(
+        &host,
+        "GNUPGHOME=$(mktemp -d) gpg --with-colons --show-keys /etc/apt/keyrings/np.gpg",
+    );
+    assert!(listed.contains("nodeprov test"), "{listed}");
+    assert_eq!(
+        std::fs::read_to_string(host.path("/etc/apt/sources.list.d/second.list")).unwrap(),
+        "deb [trusted=yes] file:/tmp/repo ./\n"
+    );
+    // update_cache ran: the lists know the repository.
+    assert!(sh(&host, "apt-cache policy npdemo").contains("Candidate: 1.0"));
+    assert_eq!(statuses(&play(&host, "apply", tasks)), ["ok", "ok"]);
+
+    let gone = format!(
+        "    - apt_key: {{id: '{id}', keyring: /etc/apt/keyrings/np.gpg, state: absent}}\n    - apt_repository: {{repo: 'deb [trusted=yes] file:/tmp/repo ./', filename: second, state: absent}}\n"
+    );
+    assert_eq!(
+        statuses(&play(&host, "apply", &gone)),
+        ["changed", "changed"]
+    );
+    assert!(!host.path("/etc/apt/keyrings/np.gpg").exists());
+    assert!(!host.path("/etc/apt/sources.list.d/second.list").exists());
+    assert_eq!(statuses(&play(&host, "apply", &gone)), ["ok", "ok"]);
+    assert_machine_unchanged(&before);
+}
+
+/// A modular repository: stream `stable` of module `npmod`, whose default
+/// profile installs npdemo.
+const MODULES_YAML: &str = r#"---
+document: modulemd
+version: 2
+data:
+  name: npmod
+  stream: stable
+  version: 1
+  context: c0ffee42
+  arch: noarch
+  summary: nodeprov test module
+  description: nodeprov test module
+  license:
+    module: [MIT]
+  profiles:
+    default:
+      rpms: [npdemo]
+  artifacts:
+    rpms:
+      - npdemo-0:1.0-1.noarch
+      - npdemo-0:1.1-1.noarch
+...
+---
+document: modulemd-defaults
+version: 1
+data:
+  module: npmod
+  stream: stable
+  profiles:
+    stable: [default]
+...
+"#;
+
+#[test]
+fn dnf_module_streams_from_a_modular_repository() {
+    let before = machine_digest();
+    let host = IsolatedHost::el();
+    sh(&host, BUILD_RPMS);
+    std::fs::write(host.path("/tmp/modules.yaml"), MODULES_YAML).unwrap();
+    sh(
+        &host,
+        "modifyrepo_c --mdtype=modules /tmp/modules.yaml /tmp/repo/repodata >/dev/null",
+    );
+    let stream = "    - dnf: {name: '@npmod:stable/default', update_cache: true}\n";
+    let check = play(&host, "check", stream);
+    assert_eq!(
+        changes(&check, 0)[0],
+        r#"module npmod: "not enabled" -> "stable""#,
+        "{check:#}"
+    );
+    let doc = play(&host, "apply", stream);
+    assert_eq!(statuses(&doc), ["changed"], "{doc:#}");
+    assert!(sh(&host, "dnf -C -q module list --enabled npmod").contains("[e]"));
+    assert_ne!(rpm_q(&host, "npdemo"), "package npdemo is not installed");
+    assert_eq!(statuses(&play(&host, "apply", stream)), ["ok"]);
+    assert_machine_unchanged(&before);
+}
