@@ -13,7 +13,8 @@ use std::process::Command;
 use crate::support::sshd::SshHost;
 
 pub struct Meter {
-    pid: i32,
+    /// The host's sshd, as seen from outside.
+    pub pid: i32,
 }
 
 pub struct Reading {
@@ -72,26 +73,16 @@ impl Reading {
 }
 
 impl Cost {
-    /// Median processes and median CPU, each on its own.
-    pub fn median(costs: &[Cost]) -> Cost {
+    /// The median of the processes, and the mean of the CPU time: CPU is
+    /// read in clock ticks (10 ms, about a third of a run), and a run's delta
+    /// is off by under a tick either way, so a median snaps to whole ticks
+    /// where the mean over many runs does not.
+    pub fn typical(costs: &[Cost]) -> Cost {
         let mut p: Vec<u64> = costs.iter().map(|c| c.processes).collect();
-        let mut s: Vec<f64> = costs.iter().map(|c| c.cpu_s).collect();
         p.sort_unstable();
-        s.sort_by(f64::total_cmp);
         Cost {
             processes: p[p.len() / 2],
-            cpu_s: s[s.len() / 2],
+            cpu_s: costs.iter().map(|c| c.cpu_s).sum::<f64>() / costs.len() as f64,
         }
     }
-}
-
-/// CPU seconds of this process's waited-for children so far: the controller
-/// side of a run (nodeprov, or the floor's `ssh` clients).
-pub fn children_cpu_s() -> f64 {
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    // SAFETY: getrusage only writes the struct it is given.
-    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
-    assert_eq!(rc, 0, "getrusage");
-    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
