@@ -61,6 +61,7 @@ fn main() {
     let sizes = sizes();
     let reps = env_number("NODEPROV_BENCH_REPS", 3);
     let ansible_max = env_number("NODEPROV_BENCH_ANSIBLE_MAX", 50);
+    run::adopt_orphans();
     let venv = Venv::prepare();
     let posix = venv.ansible_posix();
     let load_before = load_average();

@@ -1,7 +1,8 @@
 //! Runs a tool's processes and reads what they cost the controller: wall
 //! time, and from wait4(2) the CPU time and peak memory of each process
 //! together with the children it waited for (Ansible's forks, every tool's
-//! `ssh` clients).
+//! `ssh` clients), and of the `ssh` clients it left running (Ansible's
+//! ControlPersist masters), which are ended after the run.
 
 use std::io::Read;
 use std::process::{Command, ExitStatus, Stdio};
@@ -50,8 +51,7 @@ pub fn run_all(commands: Vec<Command>) -> Measured {
     };
     for (child, out, err) in running {
         let (status, usage) = wait4(child.id());
-        let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
-        measured.cpu_s += secs(usage.ru_utime) + secs(usage.ru_stime);
+        measured.cpu_s += cpu_s(&usage);
         measured.peak_rss_kib = measured.peak_rss_kib.max(usage.ru_maxrss as u64);
         measured.finished.push(Finished {
             status,
@@ -60,7 +60,52 @@ pub fn run_all(commands: Vec<Command>) -> Measured {
         });
     }
     measured.secs = started.elapsed().as_secs_f64();
+    end_leftovers(&mut measured);
     measured
+}
+
+/// Makes this process the reaper of its orphaned descendants: a helper a
+/// tool leaves running in the background (an ssh ControlPersist master)
+/// becomes its child, so its cost can be read and its connection ended.
+pub fn adopt_orphans() {
+    // SAFETY: prctl with an integer flag changes only this process.
+    let rc = unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    assert_eq!(rc, 0, "prctl: {}", std::io::Error::last_os_error());
+}
+
+/// Ends the `ssh` clients a run left behind and adds their cost: otherwise
+/// their sessions would go on on the hosts and be counted in a later run.
+fn end_leftovers(measured: &mut Measured) {
+    for pid in children_named("ssh") {
+        // SAFETY: SIGTERM to an orphaned ssh client this process adopted.
+        unsafe { libc::kill(pid as i32, libc::SIGTERM) };
+        let (_, usage) = wait4(pid);
+        measured.cpu_s += cpu_s(&usage);
+        measured.peak_rss_kib = measured.peak_rss_kib.max(usage.ru_maxrss as u64);
+    }
+}
+
+/// This process's children whose command name is `name`.
+fn children_named(name: &str) -> Vec<u32> {
+    let tasks = std::fs::read_dir("/proc/self/task").expect("read /proc/self/task");
+    let listed: String = tasks
+        .flatten()
+        .filter_map(|t| std::fs::read_to_string(t.path().join("children")).ok())
+        .collect::<Vec<_>>()
+        .join(" ");
+    listed
+        .split_whitespace()
+        .filter_map(|pid| pid.parse().ok())
+        .filter(|pid| {
+            let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+            comm.trim_end() == name
+        })
+        .collect()
+}
+
+fn cpu_s(usage: &libc::rusage) -> f64 {
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }
 
 /// Reads a pipe to its end on a thread of its own, so a tool that fills
