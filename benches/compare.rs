@@ -6,9 +6,14 @@
 //! that every host holds the desired state. A run that exits non-zero or
 //! leaves a host unconverged is reported as failed, never timed.
 //!
-//! `cargo bench --bench compare`; NODEPROV_BENCH_HOSTS (default 10) and
-//! NODEPROV_BENCH_REPS (default 3) size it. Needs root, like the SSH tests.
-//! Prints a markdown table and writes it to benches/RESULTS.md.
+//! `cargo bench --bench compare`. NODEPROV_BENCH_SIZES (fleet sizes, e.g.
+//! `10,50,200`; default NODEPROV_BENCH_HOSTS, else 10) and
+//! NODEPROV_BENCH_REPS (default 3) size it; ansible-core only runs on
+//! fleets of up to NODEPROV_BENCH_ANSIBLE_MAX hosts (default 50). Needs root,
+//! like the SSH tests. Besides wall time it reads each run's cost on the
+//! targets (probe_cost/meter.rs) and on the controller (wait4), prints
+//! markdown tables and writes them to benches/RESULTS.md (or to
+//! NODEPROV_BENCH_RESULTS, for a trial run).
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -17,8 +22,12 @@ mod support;
 // its own, so they live in benches/compare/.
 #[path = "compare/control.rs"]
 mod control;
+#[path = "probe_cost/meter.rs"]
+mod meter;
 #[path = "compare/report.rs"]
 mod report;
+#[path = "compare/run.rs"]
+mod run;
 #[path = "compare/scenario.rs"]
 mod scenario;
 #[path = "compare/tools.rs"]
@@ -26,42 +35,85 @@ mod tools;
 #[path = "compare/venv.rs"]
 mod venv;
 
+use std::net::Ipv4Addr;
 use std::process::Command;
 
 use control::Control;
-use report::Samples;
+use meter::Meter;
+use report::{Cell, Sample, Samples};
 use scenario::Scenario;
-use support::sshd::SshFleet;
+use support::sshd::{SshFleet, SshHost};
 use tools::{Outcome, Phase, Tool};
 use venv::Venv;
 
-/// The test suite's fleets take 127.0.1.1 upwards on the shared loopback;
-/// starting well above keeps a benchmark clear of a test run beside it.
-const FIRST_ADDRESS: u8 = 101;
+/// The test suite's fleets take 127.0.1.1 upwards on the shared loopback
+/// and probe_cost 127.0.1.201 upwards; the first 100 hosts take
+/// 127.0.1.101–200, clear of both, the rest 127.0.2.1 upwards.
+const FIRST_RANGE: (u8, u8) = (101, 200);
+const SECOND_RANGE: (u8, u8) = (1, 254);
+
+/// Hosts set up at the same time, on a machine of few cores.
+const STARTING_AT_ONCE: usize = 20;
 
 const RESULTS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/benches/RESULTS.md");
 
 fn main() {
-    let hosts = env_number("NODEPROV_BENCH_HOSTS", 10);
+    let sizes = sizes();
     let reps = env_number("NODEPROV_BENCH_REPS", 3);
+    let ansible_max = env_number("NODEPROV_BENCH_ANSIBLE_MAX", 50);
+    run::adopt_orphans();
     let venv = Venv::prepare();
     let posix = venv.ansible_posix();
     let load_before = load_average();
-    let fleet = start_fleet(hosts);
-    let control = Control::new(&fleet, venv, posix);
+    let fleet = start_fleet(*sizes.iter().max().expect("a fleet size"));
+    let meters: Vec<Meter> = fleet.hosts.iter().map(Meter::new).collect();
     let mut samples = Samples::default();
-    for rep in 1..=reps {
-        for scenario in Scenario::ALL {
-            for tool in Tool::ALL {
-                eprintln!("rep {rep}/{reps}: {} with {}", scenario.name(), tool.name());
-                cycle(&fleet, &control, scenario, tool, &mut samples);
+    let mut control = None;
+    for &size in &sizes {
+        let hosts = &fleet.hosts[..size];
+        let ctl = Control::new(hosts, venv.clone(), posix);
+        let tools: Vec<Tool> = Tool::ALL
+            .into_iter()
+            .filter(|t| t.runs_at(size, ansible_max))
+            .collect();
+        for rep in 1..=reps {
+            for scenario in Scenario::ALL {
+                for &tool in &tools {
+                    eprintln!(
+                        "{size} hosts, rep {rep}/{reps}: {} with {}",
+                        scenario.name(),
+                        tool.name()
+                    );
+                    let fleet = (hosts, &meters[..size]);
+                    cycle(fleet, &ctl, (size, scenario, tool), &mut samples);
+                }
             }
         }
+        control = Some(ctl);
     }
-    let facts = machine_facts(&control, hosts, reps, &load_before);
-    let md = format!("{}\n{}", facts, samples.markdown());
+    let control = control.expect("a fleet size");
+    let facts = machine_facts(&control, &sizes, reps, ansible_max, &load_before);
+    let md = format!("{}\n{}", facts, samples.markdown(&sizes));
     println!("{md}");
-    std::fs::write(RESULTS, md).expect("write benches/RESULTS.md");
+    // A trial run can write elsewhere and leave the recorded results alone.
+    let out = std::env::var("NODEPROV_BENCH_RESULTS").unwrap_or(RESULTS.into());
+    std::fs::write(&out, md).unwrap_or_else(|e| panic!("write {out}: {e}"));
+}
+
+/// NODEPROV_BENCH_SIZES as a list, else NODEPROV_BENCH_HOSTS alone.
+fn sizes() -> Vec<usize> {
+    let Ok(list) = std::env::var("NODEPROV_BENCH_SIZES") else {
+        return vec![env_number("NODEPROV_BENCH_HOSTS", 10)];
+    };
+    list.split(',')
+        .map(|n| {
+            n.trim()
+                .parse()
+                .ok()
+                .filter(|&n| n > 0)
+                .unwrap_or_else(|| panic!("NODEPROV_BENCH_SIZES={list}: {n:?} is not a size"))
+        })
+        .collect()
 }
 
 fn env_number(name: &str, default: usize) -> usize {
@@ -74,36 +126,38 @@ fn env_number(name: &str, default: usize) -> usize {
 }
 
 fn start_fleet(count: usize) -> SshFleet {
-    let count = u8::try_from(count)
-        .ok()
-        .filter(|c| u16::from(FIRST_ADDRESS) + u16::from(*c) <= 255)
-        .unwrap_or_else(|| panic!("at most {} hosts", 255 - FIRST_ADDRESS));
+    let range = |(c, (lo, hi)): (u8, (u8, u8))| (lo..=hi).map(move |n| Ipv4Addr::new(127, 0, c, n));
+    let ips: Vec<Ipv4Addr> = [(1, FIRST_RANGE), (2, SECOND_RANGE)]
+        .into_iter()
+        .flat_map(range)
+        .take(count)
+        .collect();
+    assert_eq!(ips.len(), count, "at most {} hosts", ips.len());
     eprintln!("starting {count} SSH hosts");
-    SshFleet::start_at(FIRST_ADDRESS, count)
+    SshFleet::start_on(&ips, STARTING_AT_ONCE)
 }
 
 /// One repetition of the three phases for one tool, from the initial state.
 /// After a failed phase the later ones are failed too: they would run on
 /// hosts in an unknown state.
 fn cycle(
-    fleet: &SshFleet,
+    fleet: (&[SshHost], &[Meter]),
     control: &Control,
-    scenario: Scenario,
-    tool: Tool,
+    (size, scenario, tool): (usize, Scenario, Tool),
     samples: &mut Samples,
 ) {
-    for host in &fleet.hosts {
+    for host in fleet.0 {
         scenario.reset(host);
     }
     let mut failed = None;
     for phase in Phase::ALL {
-        let cell = (scenario, phase, tool);
+        let cell = (size, scenario, phase, tool);
         if let Some(earlier) = failed {
             samples.fail(cell, format!("not run: {earlier} failed"));
             continue;
         }
         match attempt(fleet, control, cell) {
-            Ok(outcome) => record(samples, cell, &outcome),
+            Ok((outcome, targets)) => record(samples, cell, &outcome, targets),
             Err(why) => {
                 eprintln!("  {}: FAILED: {why}", phase.label());
                 samples.fail(cell, why);
@@ -114,30 +168,50 @@ fn cycle(
 }
 
 /// Runs the phase, then insists every host holds the desired state: a check
-/// run must not have undone anything either.
+/// run must not have undone anything either. Also returns the run's cost on
+/// the targets, per host.
 fn attempt(
-    fleet: &SshFleet,
+    (hosts, meters): (&[SshHost], &[Meter]),
     control: &Control,
-    (scenario, phase, tool): (Scenario, Phase, Tool),
-) -> Result<Outcome, String> {
+    (_, scenario, phase, tool): Cell,
+) -> Result<(Outcome, Vec<meter::Cost>), String> {
+    let before: Vec<_> = meters.iter().map(Meter::read).collect();
     let outcome = tool.run(control, scenario, phase)?;
-    for host in &fleet.hosts {
+    let costs: Vec<_> = meters
+        .iter()
+        .zip(&before)
+        .map(|(m, b)| m.read().since(b))
+        .collect();
+    for host in hosts {
         scenario
             .verify(host)
             .map_err(|e| format!("not converged: {e}"))?;
     }
-    Ok(outcome)
+    Ok((outcome, costs))
 }
 
-fn record(samples: &mut Samples, cell: (Scenario, Phase, Tool), outcome: &Outcome) {
-    let (scenario, phase, tool) = cell;
+/// Records a run; `targets` is its cost on each host.
+fn record(samples: &mut Samples, cell: Cell, outcome: &Outcome, targets: Vec<meter::Cost>) {
+    let (hosts, scenario, phase, tool) = cell;
     eprintln!("  {}: {:.2}s", phase.label(), outcome.secs);
-    samples.time(cell, outcome.secs);
-    samples.round_trips(scenario, phase, &outcome.round_trips);
+    let target = meter::Cost::typical(&targets);
+    samples.add(
+        cell,
+        Sample {
+            secs: outcome.secs,
+            target_cpu_s: target.cpu_s,
+            target_processes: target.processes as f64,
+            controller_cpu_s: outcome.controller_cpu_s / hosts as f64,
+            peak_rss_kib: outcome.peak_rss_kib as f64,
+        },
+    );
+    if matches!(tool, Tool::Nodeprov | Tool::Sharded) {
+        samples.round_trips(cell, &outcome.round_trips);
+    }
     let changed = outcome.changed.unwrap_or(0);
     if phase != Phase::Apply && changed > 0 {
         samples.note(format!(
-            "{} reported {changed} change(s) in the {} of {} on converged hosts.",
+            "{} reported {changed} change(s) in the {} of {} on {hosts} converged hosts.",
             tool.name(),
             phase.label(),
             scenario.title()
@@ -145,9 +219,19 @@ fn record(samples: &mut Samples, cell: (Scenario, Phase, Tool), outcome: &Outcom
     }
 }
 
-fn machine_facts(control: &Control, hosts: usize, reps: usize, load_before: &str) -> String {
+fn machine_facts(
+    control: &Control,
+    sizes: &[usize],
+    reps: usize,
+    ansible_max: usize,
+    load_before: &str,
+) -> String {
     let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let versions: Vec<String> = Tool::ALL.iter().map(|t| t.version(control)).collect();
+    let versions: Vec<String> = [Tool::Nodeprov, Tool::Ansible, Tool::Pyinfra]
+        .iter()
+        .map(|t| t.version(control))
+        .collect();
+    let sizes: Vec<String> = sizes.iter().map(usize::to_string).collect();
     let sysctl_flavour = if control.posix {
         "`ansible.posix.sysctl` (collection from Galaxy)"
     } else {
@@ -160,7 +244,12 @@ fn machine_facts(control: &Control, hosts: usize, reps: usize, load_before: &str
          - date: {}\n\
          - machine: {cores} cores ({}), load average {load_before} before, {} after; \
          shared with other jobs, so numbers are noisy: medians of {reps} runs\n\
-         - hosts: {hosts} namespaced OpenSSH servers on this machine's loopback\n\
+         - hosts: fleets of {} namespaced OpenSSH servers on this machine's loopback; \
+         ansible-core on fleets of up to {ansible_max}\n\
+         - nodeprov 4×shard: four `nodeprov --shard I/4` processes at once, each with a quarter of the hosts\n\
+         - target CPU and processes: everything the run did on each host, SSH sessions included, \
+         read from outside (benches/probe_cost/meter.rs); controller CPU: the tool's processes and \
+         their children (wait4), per host; peak RSS: the largest single controller process\n\
          - nodeprov: {}; ansible-core: {}; pyinfra: {}; controller Python: {}; {}\n\
          - Ansible's sysctl scenario uses {sysctl_flavour}\n\
          - ratios: the other tool's median over nodeprov's; above 1× means nodeprov is faster\n\
@@ -169,6 +258,7 @@ fn machine_facts(control: &Control, hosts: usize, reps: usize, load_before: &str
         first_line(Command::new("date").args(["-u", "+%Y-%m-%d %H:%M UTC"])),
         cpu_model(),
         load_average(),
+        sizes.join(", "),
         versions[0],
         versions[1],
         versions[2],

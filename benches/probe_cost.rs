@@ -6,14 +6,19 @@
 //! NODEPROV_BENCH_REPS (default 5) size it. Needs root, like the SSH tests.
 //! For each host it counts the processes the run started inside the host's
 //! PID namespace and the CPU time they used (see probe_cost/meter.rs), and
-//! prints a markdown table of medians per host, also written to
-//! benches/PROBE_COST.md.
+//! prints a markdown table of the typical cost per host, also written to
+//! benches/PROBE_COST.md. NODEPROV_BENCH_TRACE=1 adds what each process a
+//! run started on one host ran (needs strace); NODEPROV_BENCH_BASELINE=path
+//! adds a row for another nodeprov binary, such as the build from before a
+//! change.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
 
 #[path = "probe_cost/meter.rs"]
 mod meter;
+#[path = "probe_cost/trace.rs"]
+mod trace;
 
 use std::path::Path;
 use std::process::{Command, Stdio};
@@ -34,14 +39,17 @@ fn main() {
         .ok()
         .filter(|c| u16::from(FIRST_ADDRESS) + u16::from(*c) <= 255)
         .unwrap_or_else(|| panic!("at most {} hosts", 255 - FIRST_ADDRESS));
+    // Another build of nodeprov, such as the one from before a change, is
+    // measured in the same repetitions, so a busy spell hurts both alike.
+    let baseline = std::env::var_os("NODEPROV_BENCH_BASELINE").map(std::path::PathBuf::from);
     let fleet = SshFleet::start_at(FIRST_ADDRESS, count);
     let dir = tempfile::tempdir().expect("control dir");
     let path = |name: &str| dir.path().join(name);
     std::fs::write(path("known_hosts"), fleet.known_hosts()).unwrap();
     std::fs::write(path("inventory.ini"), fleet.inventory("root", "")).unwrap();
     std::fs::write(path("p.yml"), PLAYBOOK).unwrap();
-    let nodeprov = |mode: &str| {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_nodeprov"));
+    let nodeprov_of = |bin: &Path, mode: &str| {
+        let mut cmd = Command::new(bin);
         cmd.arg(mode)
             .arg(path("p.yml"))
             .arg("-i")
@@ -52,41 +60,81 @@ fn main() {
             .stdout(Stdio::null());
         cmd
     };
+    let nodeprov = |mode: &str| nodeprov_of(Path::new(env!("CARGO_BIN_EXE_nodeprov")), mode);
     let applied = nodeprov("apply").status().unwrap();
     assert!(applied.success(), "the first apply failed");
     let meters: Vec<Meter> = fleet.hosts.iter().map(Meter::new).collect();
-    let mut rows = [
-        Row::new("nodeprov check"),
-        Row::new(&format!("nodeprov check, {SHARDS} × --shard")),
-        Row::new("floor: one ssh + sh script"),
+    let check_with = |bin: &Path| {
+        let code = nodeprov_of(bin, "check").status().unwrap().code();
+        assert_eq!(code, Some(0), "the no-op check found drift or failed");
+    };
+    let check = || check_with(Path::new(env!("CARGO_BIN_EXE_nodeprov")));
+    let check_baseline = || check_with(baseline.as_deref().expect("a baseline"));
+    let sharded = || {
+        let shards: Vec<_> = (1..=SHARDS)
+            .map(|i| {
+                let mut cmd = nodeprov("check");
+                cmd.args(["--shard", &format!("{i}/{SHARDS}")]);
+                cmd.spawn().unwrap()
+            })
+            .collect();
+        for mut shard in shards {
+            assert_eq!(
+                shard.wait().unwrap().code(),
+                Some(0),
+                "a shard found drift or failed"
+            );
+        }
+    };
+    let floor = || floor_run(&fleet, dir.path());
+    let mut runs: Vec<(String, &dyn Fn())> = vec![
+        ("nodeprov check".into(), &check),
+        (format!("nodeprov check, {SHARDS} × --shard"), &sharded),
+        ("floor: one ssh + sh script".into(), &floor),
     ];
+    if baseline.is_some() {
+        runs.insert(
+            0,
+            ("nodeprov check, baseline build".into(), &check_baseline),
+        );
+    }
+    let mut rows: Vec<Row> = runs.iter().map(|(name, _)| Row::new(name)).collect();
     for rep in 1..=reps {
         eprintln!("rep {rep}/{reps}");
-        rows[0].measure(&meters, || {
-            let code = nodeprov("check").status().unwrap().code();
-            assert_eq!(code, Some(0), "the no-op check found drift or failed");
-        });
-        rows[1].measure(&meters, || {
-            let shards: Vec<_> = (1..=SHARDS)
-                .map(|i| {
-                    let mut cmd = nodeprov("check");
-                    cmd.args(["--shard", &format!("{i}/{SHARDS}")]);
-                    cmd.spawn().unwrap()
-                })
-                .collect();
-            for mut shard in shards {
-                assert_eq!(
-                    shard.wait().unwrap().code(),
-                    Some(0),
-                    "a shard found drift or failed"
-                );
-            }
-        });
-        rows[2].measure(&meters, || floor_run(&fleet, dir.path()));
+        for (row, (_, run)) in rows.iter_mut().zip(&runs) {
+            row.measure(&meters, run);
+        }
     }
-    let md = table(hosts, reps, &rows);
+    let mut md = table(hosts, reps, &rows);
+    if std::env::var_os("NODEPROV_BENCH_TRACE").is_some() {
+        md += &traced(&meters[0], &runs);
+    }
     println!("{md}");
-    std::fs::write(RESULTS, md).expect("write benches/PROBE_COST.md");
+    // The record of earlier steps is written by hand, below the measured part.
+    let old = std::fs::read_to_string(RESULTS).unwrap_or_default();
+    let kept = old.find(STEPS).map_or("", |at| &old[at..]);
+    std::fs::write(RESULTS, md + kept).expect("write benches/PROBE_COST.md");
+}
+
+/// Where the hand-kept part of benches/PROBE_COST.md begins.
+const STEPS: &str = "\n## Steps so far\n";
+
+/// One more run of each kind with strace on the first host: what each
+/// process it started there ran.
+fn traced(meter: &Meter, runs: &[(String, &dyn Fn())]) -> String {
+    let mut md = String::from(
+        "\nProcesses one run starts on one host (`NODEPROV_BENCH_TRACE=1`), in order:\n",
+    );
+    for (name, run) in runs {
+        let tracer = meter.trace();
+        run();
+        let started = tracer.finish();
+        md += &format!("\n{name}: {}\n\n", started.len());
+        for (n, what) in started.iter().enumerate() {
+            md += &format!("{}. `{}`\n", n + 1, what.replace('`', "'"));
+        }
+    }
+    md
 }
 
 fn env_number(name: &str, default: usize) -> usize {
@@ -116,11 +164,11 @@ impl Row {
     }
 
     /// One `run` over all hosts.
-    fn measure(&mut self, meters: &[Meter], run: impl FnOnce()) {
+    fn measure(&mut self, meters: &[Meter], run: &dyn Fn()) {
         let before: Vec<_> = meters.iter().map(Meter::read).collect();
-        let controller = meter::children_cpu_s();
+        let controller = children_cpu_s();
         run();
-        let controller = meter::children_cpu_s() - controller;
+        let controller = children_cpu_s() - controller;
         self.controller_s.push(controller / meters.len() as f64);
         self.targets
             .extend(meters.iter().zip(before).map(|(m, b)| m.read().since(&b)));
@@ -162,27 +210,38 @@ fn floor_run(fleet: &SshFleet, dir: &Path) {
 }
 
 fn table(hosts: usize, reps: usize, rows: &[Row]) -> String {
-    let floor = Cost::median(&rows[rows.len() - 1].targets);
+    let floor = Cost::typical(&rows[rows.len() - 1].targets);
     let mut md = format!(
         "# Target cost of a no-op check\n\n`cargo bench --bench probe_cost`; \
          see benches/README.md for how it is measured.\n\n\
-         No-op check of the sysctl scenario, cost per host \
-         (medians of {hosts} hosts × {reps} runs):\n\n\
-         | run | target: processes started | target: CPU s | vs floor | controller: CPU ms |\n\
+         No-op check of the sysctl scenario, cost per host over {hosts} hosts × \
+         {reps} runs (processes: median; CPU: mean):\n\n\
+         | run | target: processes started | target: CPU ms | vs floor | controller: CPU ms |\n\
          |---|---:|---:|---:|---:|\n"
     );
     for row in rows {
-        let c = Cost::median(&row.targets);
+        let c = Cost::typical(&row.targets);
         let mut ctl = row.controller_s.clone();
         ctl.sort_by(f64::total_cmp);
         md += &format!(
-            "| {} | {} | {:.3} | {:.2}× | {:.1} |\n",
+            "| {} | {} | {:.1} | {:.2}× | {:.1} |\n",
             row.name,
             c.processes,
-            c.cpu_s,
+            1000.0 * c.cpu_s,
             c.cpu_s / floor.cpu_s.max(f64::EPSILON),
             1000.0 * ctl[ctl.len() / 2]
         );
     }
     md
+}
+
+/// CPU seconds of this process's waited-for children so far: the controller
+/// side of a run (nodeprov, or the floor's `ssh` clients).
+fn children_cpu_s() -> f64 {
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: getrusage only writes the struct it is given.
+    let rc = unsafe { libc::getrusage(libc::RUSAGE_CHILDREN, &mut usage) };
+    assert_eq!(rc, 0, "getrusage");
+    let secs = |t: libc::timeval| t.tv_sec as f64 + t.tv_usec as f64 / 1e6;
+    secs(usage.ru_utime) + secs(usage.ru_stime)
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use tempfile::TempDir;
 
 use crate::scenario::Scenario;
-use crate::support::sshd::SshFleet;
+use crate::support::sshd::{self, SshHost};
 use crate::tools::Tool;
 use crate::venv::Venv;
 
@@ -21,7 +21,8 @@ pub struct Control {
 }
 
 impl Control {
-    pub fn new(fleet: &SshFleet, venv: Venv, posix: bool) -> Control {
+    /// For a run on `hosts`.
+    pub fn new(hosts: &[SshHost], venv: Venv, posix: bool) -> Control {
         let control = Control {
             dir: tempfile::Builder::new()
                 .prefix("nodeprov-bench-")
@@ -29,12 +30,12 @@ impl Control {
                 .expect("control dir"),
             venv,
             posix,
-            forks: fleet.hosts.len(),
+            forks: hosts.len(),
         };
         std::fs::create_dir(control.path("home")).expect("create HOME");
-        control.write("known_hosts", &fleet.known_hosts());
-        control.write("inventory.ini", &control.ini_inventory(fleet));
-        control.write("inventory.py", &control.pyinfra_inventory(fleet));
+        control.write("known_hosts", &sshd::known_hosts(hosts));
+        control.write("inventory.ini", &control.ini_inventory(hosts));
+        control.write("inventory.py", &control.pyinfra_inventory(hosts));
         control.write("ansible.cfg", &control.ansible_cfg());
         control.write_scenarios();
         control
@@ -61,7 +62,7 @@ impl Control {
     fn write_scenarios(&self) {
         for scenario in Scenario::ALL {
             std::fs::create_dir(self.path(scenario.name())).expect("create scenario dir");
-            for tool in Tool::ALL {
+            for tool in [Tool::Nodeprov, Tool::Ansible, Tool::Pyinfra] {
                 let (name, text) = scenario.source(tool, self.posix);
                 self.write(&format!("{}/{name}", scenario.name()), text);
             }
@@ -70,19 +71,19 @@ impl Control {
 
     /// Read by nodeprov and Ansible alike. nodeprov gets known_hosts from
     /// `--known-hosts`; Ansible's OpenSSH client from the common args.
-    fn ini_inventory(&self, fleet: &SshFleet) -> String {
+    fn ini_inventory(&self, hosts: &[SshHost]) -> String {
         let known_hosts = self.path("known_hosts");
         format!(
             "{}\n[fleet:vars]\nansible_ssh_common_args='-o UserKnownHostsFile={} -o StrictHostKeyChecking=yes'\n",
-            fleet.inventory("root", ""),
+            sshd::inventory(hosts, "root", ""),
             known_hosts.display()
         )
     }
 
     /// pyinfra's inventory is Python: a list of (name, data) pairs.
-    fn pyinfra_inventory(&self, fleet: &SshFleet) -> String {
+    fn pyinfra_inventory(&self, hosts: &[SshHost]) -> String {
         let mut py = String::from("fleet = [\n");
-        for h in &fleet.hosts {
+        for h in hosts {
             writeln!(
                 py,
                 "    ({:?}, {{\"ssh_hostname\": {:?}, \"ssh_port\": 22, \"ssh_user\": \"root\", \

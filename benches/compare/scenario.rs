@@ -50,7 +50,7 @@ impl Scenario {
     /// Ansible has the ansible.posix collection.
     pub fn source(self, tool: Tool, posix: bool) -> (&'static str, &'static str) {
         match (self, tool) {
-            (Scenario::Sysctl, Tool::Nodeprov) => (
+            (Scenario::Sysctl, Tool::Nodeprov | Tool::Sharded) => (
                 "nodeprov.yml",
                 include_str!("../scenarios/sysctl/nodeprov.yml"),
             ),
@@ -65,7 +65,7 @@ impl Scenario {
             (Scenario::Sysctl, Tool::Pyinfra) => {
                 ("pyinfra.py", include_str!("../scenarios/sysctl/pyinfra.py"))
             }
-            (Scenario::Files, Tool::Nodeprov) => (
+            (Scenario::Files, Tool::Nodeprov | Tool::Sharded) => (
                 "nodeprov.yml",
                 include_str!("../scenarios/files/nodeprov.yml"),
             ),

@@ -3,17 +3,22 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::time::Instant;
 
 use regex::Regex;
 use serde_json::Value;
 
 use crate::control::Control;
+use crate::run::run_all;
 use crate::scenario::Scenario;
+
+/// How many `nodeprov --shard I/N` processes the sharded run starts at once.
+pub const SHARDS: usize = 4;
 
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Debug)]
 pub enum Tool {
     Nodeprov,
+    /// nodeprov as [`SHARDS`] processes, each given its share of the hosts.
+    Sharded,
     Ansible,
     Pyinfra,
 }
@@ -48,67 +53,94 @@ pub struct Outcome {
     pub changed: Option<u64>,
     /// nodeprov's round trips of each host.
     pub round_trips: Vec<u64>,
+    /// CPU seconds of the tool's processes and every child they waited for.
+    pub controller_cpu_s: f64,
+    /// The largest peak resident set of any one of those processes, KiB.
+    pub peak_rss_kib: u64,
 }
 
 impl Tool {
-    pub const ALL: [Tool; 3] = [Tool::Nodeprov, Tool::Ansible, Tool::Pyinfra];
+    pub const ALL: [Tool; 4] = [Tool::Nodeprov, Tool::Sharded, Tool::Ansible, Tool::Pyinfra];
 
     pub fn name(self) -> &'static str {
         match self {
             Tool::Nodeprov => "nodeprov",
+            Tool::Sharded => "nodeprov 4×shard",
             Tool::Ansible => "ansible-core",
             Tool::Pyinfra => "pyinfra",
         }
     }
 
-    /// Runs the phase and times the whole process, start-up included, as an
-    /// operator would wait for it. Err holds the tail of its output when it
-    /// did not exit 0.
+    /// Whether the tool works on this many hosts in this benchmark.
+    pub fn runs_at(self, hosts: usize, ansible_max: usize) -> bool {
+        self != Tool::Ansible || hosts <= ansible_max
+    }
+
+    /// Runs the phase and times the whole run, start-up included, as an
+    /// operator would wait for it. Err holds the tail of the output of a
+    /// process that did not exit 0.
     pub fn run(
         self,
         control: &Control,
         scenario: Scenario,
         phase: Phase,
     ) -> Result<Outcome, String> {
-        let mut cmd = self.command(control, scenario, phase);
-        let started = Instant::now();
-        let out = cmd.output().expect("spawn tool");
-        let secs = started.elapsed().as_secs_f64();
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        if !out.status.success() {
-            let stderr = String::from_utf8_lossy(&out.stderr);
-            return Err(format!(
-                "{}: {}",
-                out.status,
-                tail(&format!("{stdout}{stderr}"))
-            ));
-        }
-        let (changed, round_trips) = match self {
-            Tool::Nodeprov => nodeprov_summary(&stdout),
-            Tool::Ansible => (ansible_changed(&stdout), Vec::new()),
-            Tool::Pyinfra => (None, Vec::new()),
+        let measured = run_all(self.commands(control, scenario, phase));
+        let mut outcome = Outcome {
+            secs: measured.secs,
+            changed: None,
+            round_trips: Vec::new(),
+            controller_cpu_s: measured.cpu_s,
+            peak_rss_kib: measured.peak_rss_kib,
         };
-        Ok(Outcome {
-            secs,
-            changed,
-            round_trips,
-        })
+        for out in &measured.finished {
+            if !out.status.success() {
+                return Err(format!(
+                    "{}: {}",
+                    out.status,
+                    tail(&format!("{}{}", out.stdout, out.stderr))
+                ));
+            }
+            let (changed, trips) = match self {
+                Tool::Nodeprov | Tool::Sharded => nodeprov_summary(&out.stdout),
+                Tool::Ansible => (ansible_changed(&out.stdout), Vec::new()),
+                Tool::Pyinfra => (None, Vec::new()),
+            };
+            outcome.changed = match (outcome.changed, changed) {
+                (Some(a), Some(b)) => Some(a + b),
+                (a, b) => a.or(b),
+            };
+            outcome.round_trips.extend(trips);
+        }
+        Ok(outcome)
     }
 
-    fn command(self, control: &Control, scenario: Scenario, phase: Phase) -> Command {
-        let mut cmd = program(control, &self.binary(control));
-        match self {
-            Tool::Nodeprov => nodeprov_args(&mut cmd, control, phase),
-            Tool::Ansible => ansible_args(&mut cmd, control, phase),
-            Tool::Pyinfra => pyinfra_args(&mut cmd, control, phase),
+    fn commands(self, control: &Control, scenario: Scenario, phase: Phase) -> Vec<Command> {
+        let command = || {
+            let mut cmd = program(control, &self.binary(control));
+            match self {
+                Tool::Nodeprov | Tool::Sharded => nodeprov_args(&mut cmd, control, phase),
+                Tool::Ansible => ansible_args(&mut cmd, control, phase),
+                Tool::Pyinfra => pyinfra_args(&mut cmd, control, phase),
+            }
+            cmd.arg(control.source(scenario, self));
+            cmd
+        };
+        if self != Tool::Sharded {
+            return vec![command()];
         }
-        cmd.arg(control.source(scenario, self));
-        cmd
+        (1..=SHARDS)
+            .map(|i| {
+                let mut cmd = command();
+                cmd.args(["--shard", &format!("{i}/{SHARDS}")]);
+                cmd
+            })
+            .collect()
     }
 
     fn binary(self, control: &Control) -> PathBuf {
         match self {
-            Tool::Nodeprov => PathBuf::from(env!("CARGO_BIN_EXE_nodeprov")),
+            Tool::Nodeprov | Tool::Sharded => PathBuf::from(env!("CARGO_BIN_EXE_nodeprov")),
             Tool::Ansible => control.venv.bin("ansible-playbook"),
             Tool::Pyinfra => control.venv.bin("pyinfra"),
         }

@@ -13,6 +13,7 @@ const PINS: [&str; 2] = ["ansible-core==2.21.5", "pyinfra==3.10.0"];
 
 const POSIX_COLLECTION: &str = "ansible.posix:==2.0.0";
 
+#[derive(Clone)]
 pub struct Venv {
     cache: PathBuf,
 }

@@ -11,6 +11,16 @@
 //! a table (`@@NP <token> table <n>`, then the n headers, then the outputs
 //! in header order): one `wc` and one `cat` for the whole script instead of
 //! two `wc` and a `cat` per unit, since a probe runs on busy production nodes.
+//!
+//! A unit runs as `command eval "( BODY )"`: a subshell, so its `exit`, `cd`
+//! or variables stay its own, that is the unit's only extra process, since
+//! the shell runs the subshell's last command in place (`( eval BODY )`
+//! would start it as one more process: eval runs every command of its text
+//! as a child). `command` keeps a syntax error in a body to its own unit
+//! (rc 2, the shell's message as its stderr) instead of ending the script.
+//! Only a body built to close the subshell's parenthesis and reopen one
+//! could run code in the script's own shell; bodies come from the playbook's
+//! author, who runs commands on the host anyway.
 
 use std::collections::BTreeMap;
 
@@ -67,7 +77,8 @@ trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' 
 
 /// Frames each unit as it ends.
 const STREAM: &str = r#"np_unit() {
-  ( eval "$3" ) </dev/null >"$np_t/o" 2>"$np_t/e"
+  command eval "( $3
+)" </dev/null >"$np_t/o" 2>"$np_t/e"
   np_rc=$?
   printf '@@NP %s %s %s %s %s\n' "$np_tok" "$1" "$np_rc" "$(wc -c <"$np_t/o")" "$(wc -c <"$np_t/e")"
   cat "$np_t/o" "$np_t/e"
@@ -81,7 +92,8 @@ const STREAM: &str = r#"np_unit() {
 /// not split them.
 const TABLE: &str = r#"np_n=0 np_rcs= np_fs=
 np_unit() {
-  ( eval "$3" ) </dev/null >"$np_t/o$1" 2>"$np_t/e$1"
+  command eval "( $3
+)" </dev/null >"$np_t/o$1" 2>"$np_t/e$1"
   np_rcs="$np_rcs $?" np_fs="$np_fs o$1 e$1" np_n=$((np_n + 1))
 }
 np_end() {
@@ -343,6 +355,41 @@ mod tests {
         assert_eq!(res["a"].stdout, "@@NP fake 1 2 3\nx");
         assert_eq!(res["a"].stderr, "e\n");
         assert_eq!(res["b"].stdout, "it's\n");
+    }
+
+    #[test]
+    fn a_unit_keeps_its_exit_variables_and_syntax_errors_to_itself() {
+        let units = vec![
+            ("set".to_string(), "np_x=1; cd /; exit 4".to_string()),
+            ("broken".to_string(), "if then".to_string()),
+            ("after".to_string(), "echo \"[$np_x]\"".to_string()),
+        ];
+        for stop_on_failure in [false, true] {
+            let may_fail: Vec<String> = ids(&units);
+            let out = run(build_script("t", &units, stop_on_failure, &may_fail));
+            let res = parse_frames("t", &out, &ids(&units)).unwrap();
+            assert_eq!(res["set"].rc, 4);
+            assert_eq!(res["broken"].rc, 2);
+            assert!(
+                res["broken"].stderr.contains("yntax"),
+                "{:?}",
+                res["broken"]
+            );
+            assert_eq!(res["after"].stdout, "[]\n");
+        }
+    }
+
+    /// The unit's subshell runs its last command in place: that command's
+    /// parent is the script's shell, not a shell in between.
+    #[test]
+    fn a_unit_running_one_command_is_one_process() {
+        let units = vec![
+            ("shell".to_string(), "echo $$".to_string()),
+            ("parent".to_string(), "sh -c 'echo $PPID'".to_string()),
+        ];
+        let out = run(build_script("t", &units, false, &[]));
+        let res = parse_frames("t", &out, &ids(&units)).unwrap();
+        assert_eq!(res["parent"].stdout, res["shell"].stdout);
     }
 
     #[test]

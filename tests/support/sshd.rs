@@ -7,7 +7,7 @@
 //! /proc/sys/vm, never the developer machine's.
 
 use std::fmt::Write as _;
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
 use std::sync::atomic::{AtomicU8, Ordering};
@@ -130,7 +130,7 @@ pub fn keygen(path: &Path) {
 
 pub struct SshHost {
     pub host: IsolatedHost,
-    n: u8,
+    ip: Ipv4Addr,
     server: Option<Child>,
     sshd_pid: i32,
 }
@@ -138,11 +138,25 @@ pub struct SshHost {
 impl SshHost {
     /// A host serving SSH on 127.0.1.`n`:22. Panics if it does not come up.
     pub fn start(n: u8) -> SshHost {
-        assert!((1..=254).contains(&n), "127.0.1.{n} is not a host address");
-        let host = IsolatedHost::with_hostname(&format!("ssh{n:03}"));
+        Self::start_on(Ipv4Addr::new(127, 0, 1, n))
+    }
+
+    /// A host serving SSH on `ip`:22, a loopback address; on 127.0.1.N its
+    /// name is `sshN`, elsewhere `sshC-N` for 127.0.C.N.
+    pub fn start_on(ip: Ipv4Addr) -> SshHost {
+        let [a, _, c, n] = ip.octets();
+        assert!(
+            a == 127 && (1..=254).contains(&n),
+            "{ip} is not a loopback host address"
+        );
+        let name = match c {
+            1 => format!("ssh{n:03}"),
+            _ => format!("ssh{c}-{n:03}"),
+        };
+        let host = IsolatedHost::with_hostname(&name);
         let mut me = SshHost {
             host,
-            n,
+            ip,
             server: None,
             sshd_pid: 0,
         };
@@ -192,11 +206,11 @@ impl SshHost {
     }
 
     pub fn ip(&self) -> String {
-        format!("127.0.1.{}", self.n)
+        self.ip.to_string()
     }
 
     pub fn addr(&self) -> SocketAddr {
-        SocketAddr::from(([127, 0, 1, self.n], 22))
+        SocketAddr::from((self.ip, 22))
     }
 
     pub fn key_path(&self) -> PathBuf {
@@ -285,30 +299,57 @@ impl SshFleet {
         SshFleet { hosts }
     }
 
+    /// One host on each of `ips`, started in parallel `at_once` at a time, so
+    /// that a large fleet does not set up hundreds of hosts at the same time.
+    pub fn start_on(ips: &[Ipv4Addr], at_once: usize) -> SshFleet {
+        let mut hosts = Vec::with_capacity(ips.len());
+        for chunk in ips.chunks(at_once.max(1)) {
+            std::thread::scope(|s| {
+                let starting: Vec<_> = chunk
+                    .iter()
+                    .map(|&ip| s.spawn(move || SshHost::start_on(ip)))
+                    .collect();
+                hosts.extend(
+                    starting
+                        .into_iter()
+                        .map(|t| t.join().unwrap_or_else(|e| std::panic::resume_unwind(e))),
+                );
+            });
+        }
+        SshFleet { hosts }
+    }
+
     /// Every host's known_hosts line.
     pub fn known_hosts(&self) -> String {
-        self.hosts
-            .iter()
-            .map(|h| h.known_hosts_line() + "\n")
-            .collect()
+        known_hosts(&self.hosts)
     }
 
     /// An INI inventory of all hosts in group `fleet`, logging in as `user`
     /// with the test key, plus `extra` variables on every host line.
     pub fn inventory(&self, user: &str, extra: &str) -> String {
-        let mut ini = String::from("[fleet]\n");
-        for h in &self.hosts {
-            writeln!(
-                ini,
-                "{} ansible_host={} ansible_user={user} ansible_ssh_private_key_file={} {extra}",
-                h.name(),
-                h.ip(),
-                h.key_path().display()
-            )
-            .unwrap();
-        }
-        ini
+        inventory(&self.hosts, user, extra)
     }
+}
+
+/// The known_hosts lines of `hosts`.
+pub fn known_hosts(hosts: &[SshHost]) -> String {
+    hosts.iter().map(|h| h.known_hosts_line() + "\n").collect()
+}
+
+/// [`SshFleet::inventory`] of some of a fleet's hosts.
+pub fn inventory(hosts: &[SshHost], user: &str, extra: &str) -> String {
+    let mut ini = String::from("[fleet]\n");
+    for h in hosts {
+        writeln!(
+            ini,
+            "{} ansible_host={} ansible_user={user} ansible_ssh_private_key_file={} {extra}",
+            h.name(),
+            h.ip(),
+            h.key_path().display()
+        )
+        .unwrap();
+    }
+    ini
 }
 
 /// The PID of the namespace's first process, the only child of `unshare`.
