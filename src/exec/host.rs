@@ -18,7 +18,7 @@ use super::instance::{Items, Resolution, Resolver, TaskInstance};
 use super::outcome::Outcomes;
 use super::prepared::{PlayCtx, PreparedTask};
 use super::result::HostReport;
-use super::vars::VarLayers;
+use super::vars::{Known, VarLayers};
 use super::wire::{Step, Wire};
 use crate::modules::{Facts, Module};
 use crate::remote::host_facts;
@@ -73,6 +73,9 @@ pub(crate) struct HostRun<'a, 'p> {
     changed_since_probe: bool,
     unreachable: Option<String>,
     stopped: bool,
+    /// Why the play's `vars_files` could not be read for this host: every
+    /// task fails with it, as no task can know its variables.
+    vars_error: Option<String>,
 }
 
 impl<'a, 'p> HostRun<'a, 'p> {
@@ -97,12 +100,16 @@ impl<'a, 'p> HostRun<'a, 'p> {
             changed_since_probe: false,
             unreachable: None,
             stopped: false,
+            vars_error: None,
         }
     }
 
     pub fn run(mut self) -> HostReport {
         let started = Instant::now();
         let prepared = self.ctx.prepared;
+        if !self.ctx.play.gather_facts {
+            self.read_host_files(Known::NoFacts);
+        }
         self.run_list(&prepared.tasks.iter().collect::<Vec<_>>());
         self.run_handlers();
         self.flush();
@@ -236,10 +243,20 @@ impl<'a, 'p> HostRun<'a, 'p> {
             Ok(results) => {
                 if let Some(r) = results.get(host_facts::KEY) {
                     self.vars.facts = host_facts::parse(r);
+                    self.ctx
+                        .templates
+                        .record_facts(&self.host, &self.vars.facts);
+                    self.read_host_files(Known::Facts);
                 }
                 self.facts.extend(results);
             }
             Err(e) => self.lost(e.to_string()),
+        }
+    }
+
+    fn read_host_files(&mut self, known: Known) {
+        if let Err(d) = self.vars.read_host_files(self.ctx.templates, known) {
+            self.vars_error = Some(format!("{}: {}", d.span.location(), d.message));
         }
     }
 
@@ -295,6 +312,10 @@ impl<'a, 'p> HostRun<'a, 'p> {
 
     fn plan_task(&mut self, spec: &'p PreparedTask<'p>) -> Next {
         if !spec.selected {
+            return Next::Continue;
+        }
+        if let Some(why) = self.vars_error.clone() {
+            self.fail(spec, None, why);
             return Next::Continue;
         }
         if spec

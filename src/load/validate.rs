@@ -24,6 +24,9 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
             .iter()
             .chain(&play.vars_files)
             .for_each(|n| check_strings(&t, n, &mut errors));
+        if let Err(e) = t.check_template(&play.hosts) {
+            errors.push(Diagnostic::new(&play.span, format!("hosts: {e}")));
+        }
         check_var_cycles(&t, play, &mut errors);
         check_role_defaults(&t, play, &mut errors);
         check_handlers(play, &mut errors);
@@ -98,18 +101,42 @@ fn check_role_defaults(t: &Templates, play: &Play, errors: &mut Vec<Diagnostic>)
     }
 }
 
-/// A `vars_files` entry without templates names one file: it must exist
-/// and hold a mapping, or apply would stop at the play.
+/// A `vars_files` entry without templates names one file (or, as a list,
+/// alternatives): one must exist and hold a mapping, or apply would stop
+/// at the play.
 fn check_vars_files(pb: &Playbook, play: &Play, errors: &mut Vec<Diagnostic>) {
     let base = pb.path.parent().unwrap_or(std::path::Path::new("."));
     for entry in &play.vars_files {
-        match entry.as_str() {
-            Some(name) if !is_templated(name) => {
-                if let Err(d) = crate::exec::load_vars_file(entry, &base.join(name)) {
-                    errors.push(d);
-                }
-            }
-            _ => {}
+        let names = match &entry.value {
+            crate::load::yaml::Value::Seq(items) => items.as_slice(),
+            _ => std::slice::from_ref(entry),
+        };
+        let mut literal = names.iter().map(|n| (n, n.as_str().unwrap_or_default()));
+        if literal.clone().any(|(_, name)| is_templated(name)) {
+            continue;
+        }
+        let found = literal.find_map(|(n, name)| {
+            let path = vars::candidates(base, name)
+                .into_iter()
+                .find(|p| p.is_file())?;
+            Some((n, path))
+        });
+        let result = match found {
+            Some((n, path)) => vars::load_vars_file(n, &path).map(drop),
+            None => Err(entry.error(format!(
+                "vars_files: {} is not found",
+                names
+                    .iter()
+                    .map(|n| base
+                        .join(n.as_str().unwrap_or_default())
+                        .display()
+                        .to_string())
+                    .collect::<Vec<_>>()
+                    .join(" nor ")
+            ))),
+        };
+        if let Err(d) = result {
+            errors.push(d);
         }
     }
 }

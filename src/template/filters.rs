@@ -54,7 +54,7 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_test("skipped", skipped);
     env.add_test("version", version);
 
-    env.add_function("lookup", lookup);
+    super::lookups::register(env);
 }
 
 // ---- conversions ---------------------------------------------------------
@@ -637,21 +637,4 @@ fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
         }
     }
     std::cmp::Ordering::Equal
-}
-
-// ---- functions -----------------------------------------------------------
-
-/// `lookup('env', 'NAME', ...)`: unset variables read as empty, several
-/// names join with commas, as in Ansible.
-fn lookup(plugin: &str, terms: Rest<String>) -> Result<String, Error> {
-    if plugin != "env" {
-        return Err(invalid(format!(
-            "lookup plugin '{plugin}' is not supported (only 'env')"
-        )));
-    }
-    let values: Vec<String> = terms
-        .iter()
-        .map(|name| std::env::var(name).unwrap_or_default())
-        .collect();
-    Ok(values.join(","))
 }
