@@ -63,8 +63,6 @@ pub enum VarError {
 pub(crate) struct TaskVars<'a> {
     pub defaults: &'a Map<String, Value>,
     pub own: &'a Map<String, Value>,
-    /// The folder of the task's role: Ansible's `role_path`.
-    pub role_path: Option<&'a std::path::Path>,
 }
 
 impl<'a> TaskVars<'a> {
@@ -72,7 +70,6 @@ impl<'a> TaskVars<'a> {
         TaskVars {
             defaults: task.role.as_ref().map_or(no_vars(), |r| &r.defaults),
             own: &task.vars,
-            role_path: task.role.as_ref().map(|r| r.path.as_path()),
         }
     }
 }
@@ -128,7 +125,6 @@ impl VarLayers {
         let none = TaskVars {
             defaults: no_vars(),
             own: no_vars(),
-            role_path: None,
         };
         let ctx = self.context(templates, none, None).vars;
         self.play = files.for_host(templates, &ctx, known)?;
@@ -171,11 +167,6 @@ impl VarLayers {
                 all.insert(k.clone(), v.clone());
                 mark(&mut data, k, is_data);
             }
-        }
-        if let Some(path) = task_vars.role_path {
-            let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
-            all.insert("role_path".into(), path.display().to_string().into());
-            mark(&mut data, "role_path", true);
         }
         if let Some((name, value)) = item {
             all.insert(name.to_string(), value.clone());
@@ -519,7 +510,6 @@ mod tests {
                 TaskVars {
                     defaults: &map(json!({"a": "default", "z": "default"})),
                     own: &map(json!({"d": "task"})),
-                    role_path: None,
                 },
                 Some(("item", &json!(1))),
             )
@@ -537,7 +527,6 @@ mod tests {
         TaskVars {
             defaults: no_vars(),
             own: no_vars(),
-            role_path: None,
         }
     }
 
@@ -683,7 +672,6 @@ mod tests {
         let task_vars = TaskVars {
             defaults: no_vars(),
             own: &own,
-            role_path: None,
         };
         let contexts = layers.item_contexts(&t, task_vars, "item");
         let shown = |r: Resolved| {

@@ -10,9 +10,7 @@ use crate::load::diag::{suggest, Diagnostic, Span};
 use crate::load::yaml::{self, Node, Value};
 use crate::modules::{self, ModuleSpec};
 
-/// Play keywords the loader takes (the README's compatibility table is
-/// checked against this list).
-pub const PLAY_KEYS: &[&str] = &[
+const PLAY_KEYS: &[&str] = &[
     "name",
     "hosts",
     "remote_user",
@@ -38,8 +36,8 @@ pub const PLAY_KEYS: &[&str] = &[
     "no_log",
 ];
 
-/// Task keywords the loader takes, besides `with_<lookup>` loops.
-pub const TASK_KEYS: &[&str] = &[
+/// Besides these, `with_<lookup>` loops.
+const TASK_KEYS: &[&str] = &[
     "name",
     "when",
     "loop",
@@ -61,6 +59,17 @@ pub const TASK_KEYS: &[&str] = &[
     "environment",
     "no_log",
 ];
+
+/// The keywords the loader takes at each level (play, block, task), by
+/// name; any other keyword is refused. The README's compatibility table is
+/// checked against these.
+pub fn keywords() -> [(&'static str, &'static [&'static str]); 3] {
+    [
+        ("play", PLAY_KEYS),
+        ("block", tasks::BLOCK_KEYS),
+        ("task", TASK_KEYS),
+    ]
+}
 
 #[derive(Debug)]
 pub struct Playbook {
