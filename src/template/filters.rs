@@ -42,6 +42,7 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_filter("zip", zip);
     env.add_filter("subelements", subelements);
     env.add_filter("comment", comment);
+    env.add_filter("ternary", ternary);
 
     env.add_test("match", test_match);
     env.add_test("search", test_search);
@@ -637,4 +638,15 @@ fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
         }
     }
     std::cmp::Ordering::Equal
+}
+
+/// `cond | ternary(yes, no, none)`: `none` (when given) for a null value,
+/// else `yes` or `no` by truth, as Ansible's filter.
+fn ternary(v: &Value, yes: Value, no: Value, none: Option<Value>) -> Result<Value, Error> {
+    let v = defined(v)?;
+    Ok(match none {
+        Some(none) if v.is_none() => none,
+        _ if v.is_true() => yes,
+        _ => no,
+    })
 }

@@ -779,3 +779,30 @@ fn run_globals_give_the_playbook_dir_version_and_hostvars() {
 fn render_with(t: &Templates, text: &str) -> String {
     t.render_str(text, &json!({})).unwrap()
 }
+
+#[test]
+fn ternary_picks_by_truth_and_null() {
+    let vars = json!({"on": true, "off": 0, "nothing": null});
+    assert_eq!(
+        render("{{ on | ternary('yes', 'no') }}", vars.clone()),
+        "yes"
+    );
+    assert_eq!(
+        render("{{ off | ternary('yes', 'no') }}", vars.clone()),
+        "no"
+    );
+    assert_eq!(
+        render("{{ nothing | ternary('yes', 'no') }}", vars.clone()),
+        "no"
+    );
+    assert_eq!(
+        render(
+            "{{ nothing | ternary('yes', 'no', 'unset') }}",
+            vars.clone()
+        ),
+        "unset"
+    );
+    assert!(render_err("{{ missing | ternary(1, 2) }}", vars)
+        .message
+        .contains("missing"));
+}
