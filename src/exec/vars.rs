@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 use crate::load::diag::Diagnostic;
 use crate::template::Templates;
-pub(crate) use play_files::{candidates, load_vars_file, Known, PlayVars};
+pub(crate) use play_files::{read_literal, Known, PlayVars};
 
 /// The longest chain of variables referring to variables (`a` uses `b`
 /// uses `c`...) that is resolved; each link costs one render pass.

@@ -111,30 +111,13 @@ fn check_vars_files(pb: &Playbook, play: &Play, errors: &mut Vec<Diagnostic>) {
             crate::load::yaml::Value::Seq(items) => items.as_slice(),
             _ => std::slice::from_ref(entry),
         };
-        let mut literal = names.iter().map(|n| (n, n.as_str().unwrap_or_default()));
-        if literal.clone().any(|(_, name)| is_templated(name)) {
+        if names
+            .iter()
+            .any(|n| is_templated(n.as_str().unwrap_or_default()))
+        {
             continue;
         }
-        let found = literal.find_map(|(n, name)| {
-            let path = vars::candidates(base, name)
-                .into_iter()
-                .find(|p| p.is_file())?;
-            Some((n, path))
-        });
-        let result = match found {
-            Some((n, path)) => vars::load_vars_file(n, &path).map(drop),
-            None => Err(entry.error(format!(
-                "vars_files: {} is not found",
-                names
-                    .iter()
-                    .map(|n| base
-                        .join(n.as_str().unwrap_or_default())
-                        .display()
-                        .to_string())
-                    .collect::<Vec<_>>()
-                    .join(" nor ")
-            ))),
-        };
+        let result = vars::read_literal(entry, base);
         if let Err(d) = result {
             errors.push(d);
         }

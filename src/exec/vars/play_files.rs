@@ -110,9 +110,22 @@ impl PlayVars {
 }
 
 /// Where Ansible looks for a `vars_files` name: the playbook's `vars/`
-/// folder, then the playbook's folder.
-pub fn candidates(base: &Path, name: &str) -> [PathBuf; 2] {
-    [base.join("vars").join(name), base.join(name)]
+/// folder, then the playbook's folder; the latter when neither exists, so
+/// that reading it says why.
+pub fn locate(base: &Path, name: &str) -> PathBuf {
+    let beside = base.join(name);
+    let in_vars = base.join("vars").join(name);
+    match in_vars.exists() && !beside.exists() {
+        true => in_vars,
+        false => beside,
+    }
+}
+
+/// An entry named without templates, read as a run would read it.
+pub fn read_literal(node: &Node, base: &Path) -> Result<Map<String, Value>, Diagnostic> {
+    let none = Value::Object(Map::new());
+    let read = read_entry(node, base, &Templates::new(), &none, Known::Facts)?;
+    Ok(read.unwrap_or_default())
 }
 
 /// One entry's variables; `None` when a name cannot be rendered yet (or,
@@ -136,20 +149,17 @@ fn read_entry(
             Err(e) if e.is_undefined && known != Known::Facts => return Ok(None),
             Err(e) => return Err(n.error(format!("vars_files: {e}"))),
         };
-        if let Some(path) = candidates(base, &name).into_iter().find(|p| p.is_file()) {
+        let path = locate(base, &name);
+        if names.len() == 1 || path.exists() {
             return load_vars_file(n, &path).map(Some);
         }
         tried.push(name);
     }
-    let what = match tried.as_slice() {
-        [one] => format!("{} is not found", base.join(one).display()),
-        _ => format!(
-            "none of {} is found in {}",
-            tried.join(", "),
-            base.display()
-        ),
-    };
-    Err(node.error(format!("vars_files: {what}")))
+    Err(node.error(format!(
+        "vars_files: none of {} is found in {}",
+        tried.join(", "),
+        base.display()
+    )))
 }
 
 /// A variables file: a missing file is reported at the entry that names
@@ -220,7 +230,7 @@ mod tests {
         assert_eq!(host["who"], "common", "a later file still wins");
         let err = vars.for_host(&t, &facts("Suse"), Known::Facts).unwrap_err();
         assert!(
-            err.message.ends_with("vars/Suse.yml is not found"),
+            err.message.contains("cannot read") && err.message.contains("vars/Suse.yml: No such"),
             "{}",
             err.message
         );
@@ -266,9 +276,7 @@ mod tests {
         assert!(!vars.per_host());
         assert_eq!(vars.known()["pkg"], "apt");
         let (_d, vars) = load("['vars/{{ os }}.yml']", json!({"os": "Arch"}));
-        assert!(vars
-            .unwrap_err()
-            .message
-            .ends_with("vars/Arch.yml is not found"));
+        let err = vars.unwrap_err().message;
+        assert!(err.contains("vars/Arch.yml: No such file"), "{err}");
     }
 }
