@@ -110,14 +110,13 @@ impl PlayVars {
 }
 
 /// Where Ansible looks for a `vars_files` name: the playbook's `vars/`
-/// folder, then the playbook's folder; the latter when neither exists, so
-/// that reading it says why.
+/// folder first (unless the name starts with it), then the playbook's
+/// folder, where a name found nowhere is read so that the error says why.
 pub fn locate(base: &Path, name: &str) -> PathBuf {
-    let beside = base.join(name);
     let in_vars = base.join("vars").join(name);
-    match in_vars.exists() && !beside.exists() {
+    match !name.starts_with("vars/") && in_vars.exists() {
         true => in_vars,
-        false => beside,
+        false => base.join(name),
     }
 }
 
@@ -196,6 +195,7 @@ mod tests {
         )
         .unwrap();
         std::fs::write(dir.path().join("common.yml"), "who: common\n").unwrap();
+        std::fs::write(dir.path().join("Debian.yml"), "pkg: beside\n").unwrap();
         std::fs::write(dir.path().join("default.yml"), "pkg: default\n").unwrap();
         let path = dir.path().join("p.yml");
         let text = format!("- hosts: all\n  vars: {{who: play}}\n  vars_files: {files}\n");
