@@ -113,14 +113,9 @@ impl Templates {
         }
     }
 
-    /// An environment where undefined values render empty instead of
-    /// failing: for guessing which probes a task will need before the
+    /// The same environment, where undefined values render empty instead
+    /// of failing: for guessing which probes a task will need before the
     /// values it depends on (registered results, facts) are known.
-    pub fn lenient() -> Self {
-        Templates::new().into_lenient()
-    }
-
-    /// The same environment, undefined values rendering empty.
     pub fn into_lenient(mut self) -> Self {
         self.env
             .set_undefined_behavior(UndefinedBehavior::Chainable);
