@@ -94,9 +94,10 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
     let inventory = load_inventory(args.target.inventory.as_deref())?;
     let conn = connect_options(args.target.connection, &args.target.ssh)?;
     let connect = move |host: &str, vars: &Map<String, Value>| connect::open(&conn, host, vars);
+    let extra = extra_vars(&args.extra_vars)?;
     let shard_hosts = args
         .shard
-        .map(|s| shard_hosts(&s, &pb, &inventory, args.target.limit.as_deref()));
+        .map(|s| shard_hosts(&s, &pb, &inventory, &extra, args.target.limit.as_deref()));
     let req = RunRequest {
         playbook: &pb,
         inventory: &inventory,
@@ -108,7 +109,7 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
             tags: args.tags.clone(),
             skip_tags: args.skip_tags.clone(),
         },
-        extra_vars: extra_vars(&args.extra_vars)?,
+        extra_vars: extra,
         forks: args.forks,
         connect: &connect,
     };
@@ -174,9 +175,16 @@ fn shard_hosts(
     shard: &Shard,
     pb: &playbook::Playbook,
     inventory: &Inventory,
+    extra: &Map<String, Value>,
     limit: Option<&str>,
 ) -> HashSet<String> {
-    let patterns: Vec<&str> = pb.plays.iter().map(|p| p.hosts.as_str()).collect();
+    let templates = crate::template::Templates::new();
+    let patterns: Vec<String> = pb
+        .plays
+        .iter()
+        .filter_map(|p| crate::exec::vars::host_pattern(p, &templates, &p.vars, extra).ok())
+        .collect();
+    let patterns: Vec<&str> = patterns.iter().map(String::as_str).collect();
     shard.hosts(inventory, &patterns, limit).unwrap_or_default()
 }
 
@@ -237,7 +245,12 @@ fn validate_cmd(args: &ValidateArgs) -> Result<u8, Vec<Diagnostic>> {
     let pb = playbook::load_with(&args.playbook, &args.roles_path)?;
     validate::templates(&pb)?;
     let inventory = load_inventory(args.inventory.as_deref())?;
-    for play in &pb.plays {
+    // A templated pattern is known only with the run's extra variables.
+    let literal = pb
+        .plays
+        .iter()
+        .filter(|p| !crate::template::is_templated(&p.hosts));
+    for play in literal {
         inventory
             .select(&play.hosts)
             .map_err(|e| vec![Diagnostic::new(&play.span, format!("hosts: {e}"))])?;

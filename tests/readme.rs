@@ -137,3 +137,106 @@ fn every_parameter_has_one_line_of_doc() {
         }
     }
 }
+
+/// The compatibility table: each keyword with its cells for play, block
+/// and task (`yes`, `refused` or `—`).
+fn keyword_table() -> Vec<(&'static str, [&'static str; 3])> {
+    README
+        .split("## Ansible compatibility")
+        .nth(1)
+        .expect("an 'Ansible compatibility' section")
+        .lines()
+        .skip_while(|l| !l.starts_with("| keyword |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| {
+            let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+            let name = cells[1].trim_matches('`');
+            (name, [cells[2], cells[3], cells[4]])
+        })
+        .collect()
+}
+
+/// A play using `keyword` at `level`, each with a value of its own type
+/// where it has one; a refused keyword is refused by name whatever its value.
+fn play_with(level: &str, keyword: &str) -> String {
+    match level {
+        "play" => format!("- hosts: all\n  {keyword}: x\n  tasks: []\n"),
+        "block" => format!(
+            "- hosts: all\n  tasks:\n    - block: [{{debug: {{msg: a}}}}]\n      {keyword}: x\n"
+        ),
+        _ => format!("- hosts: all\n  tasks:\n    - debug: {{msg: a}}\n      {keyword}: x\n"),
+    }
+}
+
+fn load_errors(text: &str) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("site.yml");
+    std::fs::write(&path, text).unwrap();
+    match nodeprov::load::playbook::load(&path) {
+        Ok(_) => Vec::new(),
+        Err(errs) => errs.into_iter().map(|d| d.message).collect(),
+    }
+}
+
+#[test]
+fn the_keyword_table_says_what_the_loader_takes_and_refuses() {
+    let table = keyword_table();
+    assert!(table.len() > 60, "{} rows", table.len());
+    let mut wrong = Vec::new();
+    for (i, (level, taken)) in nodeprov::load::playbook::keywords().into_iter().enumerate() {
+        for keyword in taken {
+            match table.iter().find(|(k, _)| k == keyword) {
+                Some((_, cells)) if cells[i] == "yes" => {}
+                Some((_, cells)) => wrong.push(format!(
+                    "{level} `{keyword}` is taken, the table says {}",
+                    cells[i]
+                )),
+                None => wrong.push(format!("{level} `{keyword}` has no row")),
+            }
+        }
+        for (keyword, cells) in &table {
+            let cell = cells[i];
+            assert!(
+                ["yes", "refused", "—"].contains(&cell),
+                "`{keyword}`: '{cell}'"
+            );
+            if keyword.starts_with("with_") {
+                continue;
+            }
+            if cell == "yes" && !taken.contains(keyword) {
+                wrong.push(format!("{level} `{keyword}` is marked yes but not taken"));
+            }
+            if cell == "refused" {
+                let quoted = format!("'{keyword}'");
+                let errors = load_errors(&play_with(level, keyword));
+                if !errors.iter().any(|e| e.contains(&quoted)) {
+                    wrong.push(format!("{level} `{keyword}` is not refused: {errors:?}"));
+                }
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{wrong:#?}");
+}
+
+#[test]
+fn with_lookups_the_table_names_are_taken_and_others_refused() {
+    let (_, cells) = keyword_table()
+        .into_iter()
+        .find(|(k, _)| *k == "with_<lookup>")
+        .expect("a with_<lookup> row");
+    assert_eq!(cells, ["—", "—", "yes"]);
+    let row = README
+        .lines()
+        .find(|l| l.starts_with("| `with_<lookup>`"))
+        .unwrap();
+    for lookup in quoted_words(row.rsplit('|').nth(1).unwrap()) {
+        let lookup = lookup.split('/').next().unwrap();
+        let text = format!(
+            "- hosts: all\n  tasks:\n    - debug: {{msg: a}}\n      with_{lookup}: [[1], [2]]\n"
+        );
+        assert_eq!(load_errors(&text), Vec::<String>::new(), "with_{lookup}");
+    }
+    let errors = load_errors(&play_with("task", "with_sequence"));
+    assert_eq!(errors, ["'with_sequence' is not supported by nodeprov"]);
+}

@@ -18,7 +18,7 @@ use super::instance::{Items, Resolution, Resolver, TaskInstance};
 use super::outcome::Outcomes;
 use super::prepared::{PlayCtx, PreparedTask};
 use super::result::HostReport;
-use super::vars::VarLayers;
+use super::vars::{Known, VarLayers};
 use super::wire::{Step, Wire};
 use crate::modules::{Facts, Module};
 use crate::remote::host_facts;
@@ -84,6 +84,9 @@ pub(crate) struct HostRun<'a, 'p> {
     ended: bool,
     /// The section the last planned task is in.
     section: Option<std::sync::Arc<crate::load::tasks::Frame>>,
+    /// Why the play's `vars_files` could not be read for this host: every
+    /// task fails with it, as no task can know its variables.
+    vars_error: Option<String>,
 }
 
 impl<'a, 'p> HostRun<'a, 'p> {
@@ -113,12 +116,16 @@ impl<'a, 'p> HostRun<'a, 'p> {
             failing: Vec::new(),
             ended: false,
             section: None,
+            vars_error: None,
         }
     }
 
     pub fn run(mut self) -> HostReport {
         let started = Instant::now();
         let prepared = self.ctx.prepared;
+        if !self.ctx.play.gather_facts {
+            self.read_host_files(Known::NoFacts);
+        }
         self.run_list(&prepared.tasks.iter().collect::<Vec<_>>());
         self.run_handlers();
         self.flush();
@@ -261,10 +268,20 @@ impl<'a, 'p> HostRun<'a, 'p> {
             Ok(results) => {
                 if let Some(r) = results.get(host_facts::KEY) {
                     self.vars.facts = host_facts::parse(r);
+                    self.ctx
+                        .templates
+                        .record_facts(&self.host, &self.vars.facts);
+                    self.read_host_files(Known::Facts);
                 }
                 self.facts.extend(results);
             }
             Err(e) => self.lost(e.to_string()),
+        }
+    }
+
+    fn read_host_files(&mut self, known: Known) {
+        if let Err(d) = self.vars.read_host_files(self.ctx.templates, known) {
+            self.vars_error = Some(format!("{}: {}", d.span.location(), d.message));
         }
     }
 
@@ -331,6 +348,10 @@ impl<'a, 'p> HostRun<'a, 'p> {
             self.section = frame.cloned();
         }
         if self.stopped || !spec.selected || !self.in_running_section(spec) {
+            return Next::Continue;
+        }
+        if let Some(why) = self.vars_error.clone() {
+            self.fail(spec, None, why);
             return Next::Continue;
         }
         if spec

@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use super::prepared::{PlayCtx, PreparedTask};
-use super::vars::{ItemContexts, Resolved, TaskVars, VarError, VarLayers};
+use super::vars::{template_vars, ItemContexts, Resolved, TaskVars, VarError, VarLayers};
 use crate::modules::params::BuildCtx;
 use crate::modules::{Module, Params};
 use crate::template::{TemplateError, Templates, OMIT};
@@ -90,10 +90,25 @@ impl Resolver<'_> {
                 contexts: None,
             });
         };
-        let vars = self.checked(spec, self.resolve_vars(spec, None, None))?;
-        let list = match self.ctx.templates.render_value(items, &vars) {
+        // Only what the loop expression reads must render: task `vars:`
+        // reading the item cannot be rendered before there is one.
+        let mut reads = std::collections::BTreeSet::new();
+        template_vars(self.ctx.templates, items, &mut reads);
+        let resolved = self.resolve_vars(spec, None, None);
+        if let Some(error) = self.broken_read(spec, &resolved, &reads) {
+            return Err(error);
+        }
+        let list = match self.ctx.templates.render_value(items, &resolved.vars) {
             Ok(Value::Array(items)) => items.into_iter().map(Some).collect(),
             Ok(other) => return Err(ResolveError::LoopNotList(other)),
+            // As Ansible, an undefined loop fails only if `when:` holds
+            // without an item: otherwise the task is skipped.
+            Err(e) if e.is_undefined && self.when_is_false(spec, &resolved.vars) => {
+                return Ok(Items {
+                    list: vec![None],
+                    contexts: None,
+                })
+            }
             Err(e) => return Err(ResolveError::Loop(e)),
         };
         let task = spec.task;
@@ -115,10 +130,14 @@ impl Resolver<'_> {
     ) -> Resolution<'p> {
         let resolved = self.resolve_vars(spec, contexts, item.as_ref());
         let label = item.map(|i| self.label(spec, i, &resolved.vars));
-        let vars = match self.checked(spec, resolved) {
-            Ok(vars) => vars,
-            Err(error) => return Resolution::Failed { label, error },
-        };
+        if let Some(error) = self.broken_read(spec, &resolved, &spec.referenced) {
+            // A task whose `when:` is false is skipped whatever else it
+            // reads, as Ansible renders nothing else of a skipped task.
+            if !self.when_is_false(spec, &resolved.vars) {
+                return Resolution::Failed { label, error };
+            }
+        }
+        let vars = resolved.vars;
         let ignore_errors = self.ignores_errors(spec, &vars);
         let instance = TaskInstance {
             spec,
@@ -186,25 +205,36 @@ impl Resolver<'_> {
         }
     }
 
-    /// The variables, unless the task reads one that could not be rendered
-    /// (a cycle, an undefined reference, a value over the size limit).
-    fn checked(&self, spec: &PreparedTask, r: Resolved) -> Result<Value, ResolveError> {
-        let Some((name, why)) = r
-            .broken
-            .into_iter()
-            .find(|(name, _)| spec.referenced.contains(name))
-        else {
-            return Ok(r.vars);
-        };
+    /// Why the task cannot run, if it reads (`reads`) a variable that could
+    /// not be rendered (a cycle, an undefined reference, a value over the
+    /// size limit).
+    fn broken_read(
+        &self,
+        spec: &PreparedTask,
+        r: &Resolved,
+        reads: &std::collections::BTreeSet<String>,
+    ) -> Option<ResolveError> {
+        let (name, why) = r.broken.iter().find(|(name, _)| reads.contains(*name))?;
         let at = [&spec.task.vars_node, &self.ctx.play.vars_node]
             .into_iter()
             .flatten()
             .filter_map(|n| n.as_map())
             .flatten()
-            .find(|(k, _)| k.as_str() == Some(&name))
+            .find(|(k, _)| k.as_str() == Some(name))
             .map(|(k, _)| format!(" ({})", k.span.location()))
             .unwrap_or_default();
-        Err(ResolveError::Variable { name, at, why })
+        Some(ResolveError::Variable {
+            name: name.clone(),
+            at,
+            why: why.clone(),
+        })
+    }
+
+    /// `when:` is written and judged false with these variables.
+    fn when_is_false(&self, spec: &PreparedTask, vars: &Value) -> bool {
+        spec.when.as_ref().is_some_and(|(cond, _)| {
+            matches!(self.ctx.templates.eval_condition(cond, vars), Ok(false))
+        })
     }
 
     fn label(&self, spec: &PreparedTask, item: Value, vars: &Value) -> String {

@@ -6,6 +6,8 @@ mod host;
 mod instance;
 mod once;
 mod outcome;
+#[cfg(test)]
+mod play_tests;
 mod prepared;
 pub mod result;
 #[cfg(test)]
@@ -15,22 +17,21 @@ mod wire;
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
 use crate::load::diag::Diagnostic;
 use crate::load::inventory::Inventory;
 use crate::load::playbook::{BatchSize, Play, Playbook};
-use crate::load::yaml::{self, Node};
 use crate::modules::params::Sources;
 use crate::remote::{fd_limit, Transport, TransportError};
-use crate::template::Templates;
+use crate::template::{HostVars, Templates};
 use host::HostRun;
 pub use prepared::RunOptions;
 use prepared::{PlayCtx, PreparedPlay};
 use result::HostReport;
-use vars::VarLayers;
+use vars::{PlayVars, VarLayers};
 
 /// Opens the transport to a host from its merged inventory variables.
 pub type Connector =
@@ -74,21 +75,30 @@ pub fn run_playbook(
     req: &RunRequest,
     on_event: &(dyn Fn(Event) + Sync),
 ) -> Result<RunOutcome, Vec<Diagnostic>> {
-    let templates = Templates::new();
-    let lenient = Templates::lenient();
     let base = req
         .playbook
         .path
         .parent()
         .unwrap_or(Path::new("."))
         .to_path_buf();
+    let inventory = req.inventory.clone();
+    let hostvars = Arc::new(HostVars::new(req.inventory.hosts(), move |h: &str| {
+        inventory.host_vars(h)
+    }));
+    let templates = Templates::new().with_run(&base, hostvars.clone());
+    let lenient = Templates::new().with_run(&base, hostvars).into_lenient();
     let search_dirs = crate::modules::params::search_dirs(&req.playbook.path);
     let sources = Sources::default();
     let sessions = Sessions::default();
     let mut rollout = Rollout::default();
     for (p, play) in req.playbook.plays.iter().enumerate() {
-        let hosts = select_hosts(req, play, &rollout.failed_hosts)?;
-        let later = hosts_of_later_plays(req, p);
+        let play_vars = PlayVars::load(play, &base, &templates, &req.extra_vars)
+            .map(Arc::new)
+            .map_err(|d| vec![d])?;
+        let pattern = vars::host_pattern(play, &templates, &play_vars.known(), &req.extra_vars)
+            .map_err(|d| vec![d])?;
+        let hosts = select_hosts(req, play, &pattern, &rollout.failed_hosts)?;
+        let later = hosts_of_later_plays(req, p, &templates);
         let prepared = PreparedPlay::new(play, &templates, &req.opts);
         let ctx = PlayCtx {
             play,
@@ -99,7 +109,6 @@ pub fn run_playbook(
             sources: &sources,
             opts: &req.opts,
         };
-        let play_vars = play_vars(play, &base, &templates, &req.extra_vars)?;
         let keep = Keep {
             sessions: &sessions,
             later: &later,
@@ -125,7 +134,7 @@ impl Rollout {
         &mut self,
         req: &RunRequest,
         ctx: &PlayCtx,
-        play_vars: &Map<String, Value>,
+        play_vars: &Arc<PlayVars>,
         hosts: &[String],
         keep: &Keep,
         on_event: &(dyn Fn(Event) + Sync),
@@ -139,7 +148,8 @@ impl Rollout {
                 of: batches.len(),
                 hosts: batch,
             });
-            let reports = run_batch(req, ctx, play_vars, batch, keep, on_event);
+            let magic = vars::play_magic(hosts, batch, req.opts.check);
+            let reports = run_batch(req, ctx, (play_vars, &magic), batch, keep, on_event);
             let failed: Vec<String> = reports
                 .iter()
                 .filter(|r| r.failed())
@@ -160,16 +170,18 @@ impl Rollout {
 
 /// Every host a play after `p` may select (before failures narrow it):
 /// only their connections are worth keeping open.
-fn hosts_of_later_plays(req: &RunRequest, p: usize) -> HashSet<String> {
+fn hosts_of_later_plays(req: &RunRequest, p: usize, templates: &Templates) -> HashSet<String> {
     req.playbook.plays[p + 1..]
         .iter()
-        .flat_map(|play| req.inventory.select(&play.hosts).unwrap_or_default())
+        .filter_map(|play| vars::host_pattern(play, templates, &play.vars, &req.extra_vars).ok())
+        .flat_map(|pattern| req.inventory.select(&pattern).unwrap_or_default())
         .collect()
 }
 
 fn select_hosts(
     req: &RunRequest,
     play: &Play,
+    pattern: &str,
     failed: &[String],
 ) -> Result<Vec<String>, Vec<Diagnostic>> {
     let pattern_error = |span: &crate::load::diag::Span| {
@@ -178,7 +190,7 @@ fn select_hosts(
     };
     let mut hosts = req
         .inventory
-        .select(&play.hosts)
+        .select(pattern)
         .map_err(pattern_error(&play.span))?;
     if let Some(limit) = req.limit {
         // A bad --limit is the command line's fault, not the play's.
@@ -234,51 +246,13 @@ fn batches(hosts: &[String], serial: &[BatchSize]) -> Vec<Vec<String>> {
     out
 }
 
-fn play_vars(
-    play: &Play,
-    base: &Path,
-    templates: &Templates,
-    extra: &Map<String, Value>,
-) -> Result<Map<String, Value>, Vec<Diagnostic>> {
-    let mut vars = play.vars.clone();
-    for node in &play.vars_files {
-        let name = node.scalar_text().unwrap_or_default();
-        let ctx = Value::Object(
-            vars.iter()
-                .chain(extra.iter())
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect(),
-        );
-        let rendered = templates
-            .render_str(&name, &ctx)
-            .map_err(|e| vec![node.error(format!("vars_files: {e}"))])?;
-        vars.extend(load_vars_file(node, &base.join(rendered)).map_err(|d| vec![d])?);
-    }
-    Ok(vars)
-}
-
-/// One `vars_files` entry: a missing file is reported at the entry that
-/// names it, a bad one inside the file.
-pub(crate) fn load_vars_file(entry: &Node, path: &Path) -> Result<Map<String, Value>, Diagnostic> {
-    if let Err(e) = std::fs::metadata(path) {
-        return Err(entry.error(format!("vars_files: cannot read {}: {e}", path.display())));
-    }
-    let loaded = yaml::load_file(path)?;
-    match loaded.to_json() {
-        Value::Object(m) => Ok(m),
-        Value::Null => Ok(Map::new()),
-        _ => Err(loaded.error(format!(
-            "{} must hold a mapping of variables, found {}",
-            path.display(),
-            loaded.kind()
-        ))),
-    }
-}
+/// The play's variables, and the magic ones of the batch.
+type BatchVars<'a> = (&'a Arc<PlayVars>, &'a Map<String, Value>);
 
 fn run_batch(
     req: &RunRequest,
     ctx: &PlayCtx,
-    play_vars: &Map<String, Value>,
+    play_vars: BatchVars,
     batch: &[String],
     keep: &Keep,
     on_event: &(dyn Fn(Event) + Sync),
@@ -336,21 +310,33 @@ impl Keep<'_> {
 fn run_host(
     req: &RunRequest,
     ctx: &PlayCtx,
-    play_vars: &Map<String, Value>,
+    (play_vars, magic): BatchVars,
     host: &str,
     keep: &Keep,
     once: &once::Once,
 ) -> HostReport {
-    let inventory = req.inventory.host_vars(host);
-    let mut magic = inventory.clone();
-    magic.insert("ansible_check_mode".into(), Value::Bool(req.opts.check));
+    let mut inventory = req.inventory.host_vars(host);
+    let mut with_magic = inventory.clone();
+    with_magic.extend(magic.clone());
     let layers = VarLayers {
-        inventory: magic,
+        inventory: with_magic,
         facts: Map::new(),
-        play: play_vars.clone(),
+        play: play_vars.known(),
         registered: Map::new(),
         extra: req.extra_vars.clone(),
+        play_files: play_vars.per_host().then(|| play_vars.clone()),
     };
+    // The play's keywords yield to the inventory's variables, as in Ansible.
+    let play = ctx.play;
+    let keywords = [
+        ("ansible_user", &play.remote_user),
+        ("ansible_connection", &play.connection),
+    ];
+    for (name, value) in keywords {
+        if let Some(v) = value {
+            inventory.entry(name).or_insert(v.as_str().into());
+        }
+    }
     let transport = match keep.take(host) {
         Some(t) => Ok(t),
         None => (req.connect)(host, &inventory),

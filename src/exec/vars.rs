@@ -3,11 +3,16 @@
 //! `vars` < `vars_files` < task `vars` < registered results < loop item <
 //! extra vars (`-e`).
 
+mod play_files;
+
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use crate::load::diag::Diagnostic;
 use crate::template::Templates;
+pub(crate) use play_files::{read_literal, Known, PlayVars};
 
 /// The longest chain of variables referring to variables (`a` uses `b`
 /// uses `c`...) that is resolved; each link costs one render pass.
@@ -20,6 +25,9 @@ pub struct VarLayers {
     pub play: Map<String, Value>,
     pub registered: Map<String, Value>,
     pub extra: Map<String, Value>,
+    /// The play's `vars` and `vars_files` while some file is named after
+    /// the host's variables: `play` is then rebuilt once they are known.
+    pub play_files: Option<Arc<PlayVars>>,
 }
 
 /// A task's variables, rendered; those that could not be rendered are
@@ -66,6 +74,37 @@ impl<'a> TaskVars<'a> {
     }
 }
 
+/// The magic variables of one batch of a play: the hosts the play selected
+/// (`ansible_play_hosts_all`), those of the batch (`ansible_play_batch`,
+/// and `ansible_play_hosts`, since hosts that failed in earlier batches are
+/// already left out), and `ansible_check_mode`.
+pub fn play_magic(all: &[String], batch: &[String], check: bool) -> Map<String, Value> {
+    let mut magic = Map::new();
+    magic.insert("ansible_play_hosts_all".into(), all.into());
+    magic.insert("ansible_play_hosts".into(), batch.into());
+    magic.insert("ansible_play_batch".into(), batch.into());
+    magic.insert("ansible_check_mode".into(), check.into());
+    magic
+}
+
+/// A play's `hosts:` with its templates rendered, as Ansible renders it:
+/// with the play's variables and the extra ones, not any host's.
+pub fn host_pattern(
+    play: &crate::load::playbook::Play,
+    templates: &Templates,
+    play_vars: &Map<String, Value>,
+    extra: &Map<String, Value>,
+) -> Result<String, Diagnostic> {
+    if !crate::template::is_templated(&play.hosts) {
+        return Ok(play.hosts.clone());
+    }
+    let mut ctx = play_vars.clone();
+    ctx.extend(extra.clone());
+    templates
+        .render_str(&play.hosts, &Value::Object(ctx))
+        .map_err(|e| Diagnostic::new(&play.span, format!("hosts: {e}")))
+}
+
 /// An empty set of variables, for a task outside any role.
 fn no_vars() -> &'static Map<String, Value> {
     static NONE: std::sync::OnceLock<Map<String, Value>> = std::sync::OnceLock::new();
@@ -73,6 +112,25 @@ fn no_vars() -> &'static Map<String, Value> {
 }
 
 impl VarLayers {
+    /// Reads the play's `vars_files` named after the host's variables, once
+    /// those are known (after facts, or at the start without them).
+    pub fn read_host_files(
+        &mut self,
+        templates: &Templates,
+        known: Known,
+    ) -> Result<(), Diagnostic> {
+        let Some(files) = self.play_files.take() else {
+            return Ok(());
+        };
+        let none = TaskVars {
+            defaults: no_vars(),
+            own: no_vars(),
+        };
+        let ctx = self.context(templates, none, None).vars;
+        self.play = files.for_host(templates, &ctx, known)?;
+        Ok(())
+    }
+
     /// The context a task renders in.
     pub fn context(
         &self,
@@ -443,6 +501,7 @@ mod tests {
             play: map(json!({"b": "play", "c": "play", "bin": "{{ home }}/bin"})),
             registered: Map::new(),
             extra: map(json!({"c": "extra"})),
+            play_files: None,
         };
         let t = Templates::new();
         let ctx = layers
@@ -651,6 +710,7 @@ mod tests {
             })),
             registered: map(json!({"out": {"stdout": "{{ item }}"}})),
             extra: Map::new(),
+            play_files: None,
         };
         let mut play = layers.play.clone();
         play.extend(map(layers.play["deep"].clone()));

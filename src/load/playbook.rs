@@ -13,6 +13,8 @@ use crate::modules::{self, ModuleSpec};
 const PLAY_KEYS: &[&str] = &[
     "name",
     "hosts",
+    "remote_user",
+    "connection",
     "vars",
     "vars_files",
     "become",
@@ -34,6 +36,7 @@ const PLAY_KEYS: &[&str] = &[
     "no_log",
 ];
 
+/// Besides these, `with_<lookup>` loops.
 const TASK_KEYS: &[&str] = &[
     "name",
     "when",
@@ -61,6 +64,17 @@ const TASK_KEYS: &[&str] = &[
     "timeout",
 ];
 
+/// The keywords the loader takes at each level (play, block, task), by
+/// name; any other keyword is refused. The README's compatibility table is
+/// checked against these.
+pub fn keywords() -> [(&'static str, &'static [&'static str]); 3] {
+    [
+        ("play", PLAY_KEYS),
+        ("block", tasks::BLOCK_KEYS),
+        ("task", TASK_KEYS),
+    ]
+}
+
 #[derive(Debug)]
 pub struct Playbook {
     pub path: PathBuf,
@@ -77,10 +91,18 @@ pub enum BatchSize {
 #[derive(Debug)]
 pub struct Play {
     pub name: String,
+    /// A host pattern; with templates, rendered before hosts are chosen.
     pub hosts: String,
+    /// `remote_user`: the login user where the inventory sets no `ansible_user`.
+    pub remote_user: Option<String>,
+    /// `connection`: `local` or `ssh`, where the inventory sets no
+    /// `ansible_connection`.
+    pub connection: Option<String>,
     pub vars: serde_json::Map<String, serde_json::Value>,
     /// `vars:` as written, for template checks and positions.
     pub vars_node: Option<Node>,
+    /// Each entry a file name, or a list of names of which the first that
+    /// exists is read.
     pub vars_files: Vec<Node>,
     pub become_user: Option<String>,
     pub gather_facts: bool,
@@ -427,16 +449,19 @@ fn loop_items(node: &Node, what: &str, errors: &mut Errors) -> Option<Node> {
     }
 }
 
-/// `vars_files:` is a file name or a list of them.
+/// `vars_files:` is a file name or a list of them; an entry that is itself
+/// a list names alternatives, the first that exists being read.
 fn vars_files(node: &Node, errors: &mut Errors) -> Vec<Node> {
     let files = match &node.value {
         Value::Seq(items) => items.to_vec(),
         _ => vec![node.clone()],
     };
+    let is_name = |f: &Node| matches!(f.value, Value::Str(_));
     files
         .into_iter()
         .filter(|f| match &f.value {
             Value::Str(_) => true,
+            Value::Seq(names) if !names.is_empty() && names.iter().all(is_name) => true,
             _ => {
                 errors.push(f.error(format!(
                     "vars_files must be a file name or a list of file names, found {}",
@@ -453,13 +478,30 @@ fn vars_files(node: &Node, errors: &mut Errors) -> Vec<Node> {
 fn unsupported(key: &Node) -> Diagnostic {
     let name = key.scalar_text().unwrap_or_default();
     let hint = match name.as_str() {
-        "remote_user" => "set ansible_user in the inventory",
-        "connection" => "use -c local or ansible_connection in the inventory",
+        "connection" => "a task runs over its play's connection; set connection: on the play",
         "timeout" => "use --command-timeout",
         _ => "remove it",
     };
     key.error(format!("'{name}' is not supported"))
         .with_hint(hint)
+}
+
+/// `connection:` names a transport nodeprov has: `local`, or SSH under
+/// Ansible's names for it.
+fn connection(node: &Node, errors: &mut Errors) -> String {
+    let name = string(node, "connection", errors);
+    match name.as_str() {
+        "local" => name,
+        "ssh" | "smart" | "paramiko" | "ansible.builtin.ssh" => "ssh".into(),
+        "ansible.builtin.local" => "local".into(),
+        _ => {
+            errors.push(
+                node.error(format!("connection '{name}' is not supported"))
+                    .with_hint("nodeprov connects over ssh or local"),
+            );
+            name
+        }
+    }
 }
 
 fn become_method(node: &Node, errors: &mut Errors) {
@@ -506,6 +548,8 @@ fn parse_play(
     let mut play = Play {
         name: String::new(),
         hosts: String::new(),
+        remote_user: None,
+        connection: None,
         vars: serde_json::Map::new(),
         vars_node: None,
         vars_files: Vec::new(),
@@ -539,13 +583,9 @@ fn parse_play(
             "hosts" => {
                 hosts_seen = true;
                 play.hosts = string_list(v, "hosts", errors).join(":");
-                if crate::template::is_templated(&play.hosts) {
-                    errors.push(
-                        v.error(format!("hosts: '{}' is a template", play.hosts))
-                            .with_hint("hosts: takes a pattern as written; choose hosts with --limit or an inventory group"),
-                    );
-                }
             }
+            "remote_user" => play.remote_user = Some(string(v, "remote_user", errors)),
+            "connection" => play.connection = Some(connection(v, errors)),
             "vars" => {
                 play.vars = vars_map(v, errors);
                 play.vars_node = Some(v.clone());
@@ -567,7 +607,6 @@ fn parse_play(
             "validate" => play.validate = tasks::expand(v, &scope, errors),
             "become_method" => become_method(v, errors),
             "environment" | "no_log" => {}
-            "remote_user" | "connection" => errors.push(unsupported(k)),
             _ => errors.push(unknown_key(k, "play keyword", PLAY_KEYS)),
         }
     }
@@ -727,6 +766,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
     let mut become_: Option<bool> = None;
     let mut become_user: Option<String> = None;
     let mut unknown = false;
+    let mut first_found = None;
     for (k, v) in entries {
         let Some(key) = key_name(k, "a task keyword", errors) else {
             continue;
@@ -736,6 +776,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
             "name" => task.name = string(v, "name", errors),
             "when" => task.when = condition(v, key, errors),
             "loop" | "with_items" => task.loop_items = loop_items(v, key, errors),
+            "with_first_found" => first_found = Some(v),
             _ if key.starts_with("with_") => task.loop_items = with_loop(k, v, errors),
             "loop_control" => parse_loop_control(v, &mut task, errors),
             "register" => task.register = Some(identifier(v, "register", errors)),
@@ -775,6 +816,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
                 unknown |= key == "local_action";
                 errors.push(tasks::not_yet(k))
             }
+            "connection" => errors.push(unsupported(k)),
             _ => match modules::find(key) {
                 Some(spec) if module.is_none() => module = Some((spec, k, v)),
                 Some(_) => {
@@ -801,6 +843,9 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
     };
     task.module = spec;
     task.module_span = key.span.clone();
+    if let Some(terms) = first_found {
+        task.loop_items = Some(first_found_loop(spec, terms));
+    }
     task.params = module_params(spec, value, args, errors);
     check_params(spec, key, &task.params, errors);
     tasks::check_meta(&task, key, errors);
@@ -995,24 +1040,59 @@ fn with_loop(k: &Node, v: &Node, errors: &mut Errors) -> Option<Node> {
     ))
 }
 
-/// A YAML value as a Jinja expression: `"{{ x }}"` is `(x)`, anything
-/// else a literal.
+/// `with_first_found:` loops over the first file found, as the
+/// `first_found` lookup finds it; like Ansible, the module says which role
+/// folder is searched (`vars/` for include_vars, `templates/` for template).
+fn first_found_loop(spec: &ModuleSpec, terms: &Node) -> Node {
+    let subdir = ["template", "var", "file"]
+        .into_iter()
+        .find(|d| spec.name.contains(d))
+        .unwrap_or("file");
+    let expr = format!(
+        "{{{{ query('first_found', {}, subdir='{subdir}s') }}}}",
+        jinja_expr(terms)
+    );
+    Node::new(Value::Str(expr), terms.span.clone())
+}
+
+/// A YAML value as a Jinja expression: `"{{ x }}"` is `(x)`, a string
+/// holding templates their concatenation, anything else a literal.
 fn jinja_expr(n: &Node) -> String {
-    if let Some(s) = n.as_str() {
-        let t = s.trim();
-        if let Some(inner) = t.strip_prefix("{{").and_then(|r| r.strip_suffix("}}")) {
-            if !inner.contains("{{") {
-                return format!("({})", inner.trim());
-            }
-        }
-    }
     jinja_literal(&n.to_json())
+}
+
+/// `"a{{ x }}b"` as `("a" ~ (x) ~ "b")`; a string with `{% %}` stays text.
+fn string_expr(s: &str) -> String {
+    let quoted = |t: &str| serde_json::Value::String(t.to_string()).to_string();
+    if !crate::template::is_templated(s) || s.contains("{%") {
+        return quoted(s);
+    }
+    let mut parts = Vec::new();
+    let mut rest = s;
+    while let Some(start) = rest.find("{{") {
+        let Some(len) = rest[start..].find("}}") else {
+            break;
+        };
+        if start > 0 {
+            parts.push(quoted(&rest[..start]));
+        }
+        parts.push(format!("({})", rest[start + 2..start + len].trim()));
+        rest = &rest[start + len + 2..];
+    }
+    if !rest.is_empty() {
+        parts.push(quoted(rest));
+    }
+    match parts.len() {
+        1 => parts.remove(0),
+        _ => format!("({})", parts.join(" ~ ")),
+    }
 }
 
 fn jinja_literal(v: &serde_json::Value) -> String {
     use serde_json::Value as J;
     match v {
         J::Null => "none".into(),
+        J::String(s) => string_expr(s),
         J::Array(items) => format!(
             "[{}]",
             items
@@ -1321,13 +1401,45 @@ mod tests {
     #[test]
     fn keywords_that_would_be_ignored_are_refused() {
         load_text("- hosts: all\n  become: true\n  become_method: sudo\n  tasks:\n    - command: a\n      become: yes\n      become_user: root\n").unwrap();
-        let errs = messages("- hosts: all\n  become: true\n  remote_user: x\n  connection: ssh\n  tasks:\n    - command: a\n");
+        let errs = messages("- hosts: all\n  become: true\n  remote_user: x\n  tasks:\n    - command: a\n      connection: local\n");
         let messages: Vec<&str> = errs.iter().map(|(_, m)| m.as_str()).collect();
+        assert_eq!(messages, ["'connection' is not supported",]);
+    }
+
+    #[test]
+    fn play_connection_keywords_and_templated_hosts_are_taken() {
+        let pb = load_text("- hosts: \"{{ target }}\"\n  remote_user: ops\n  connection: smart\n  vars_files:\n    - a.yml\n    - [\"{{ os }}.yml\", default.yml]\n").unwrap();
+        let play = &pb.plays[0];
+        assert_eq!(play.hosts, "{{ target }}");
+        assert_eq!(play.remote_user.as_deref(), Some("ops"));
+        assert_eq!(play.connection.as_deref(), Some("ssh"));
+        assert_eq!(play.vars_files.len(), 2);
         assert_eq!(
-            messages,
+            messages("- hosts: all\n  connection: winrm\n  vars_files: [[a.yml, {b: 1}]]\n")
+                .into_iter()
+                .map(|(_, m)| m)
+                .collect::<Vec<_>>(),
             [
-                "'remote_user' is not supported",
-                "'connection' is not supported"
+                "connection 'winrm' is not supported",
+                "vars_files must be a file name or a list of file names, found a list"
+            ]
+        );
+    }
+
+    #[test]
+    fn with_first_found_searches_the_folder_its_module_reads() {
+        let pb = load_text("- hosts: all\n  tasks:\n    - include_vars: \"{{ item }}\"\n      with_first_found:\n        - files: [\"{{ os | lower }}-{{ ver }}.yml\", default.yml]\n          paths: [../vars]\n          skip: true\n    - template: {src: \"{{ item }}\", dest: /etc/x}\n      with_first_found: [\"a.j2\", \"{{ b }}\"]\n    - copy: {src: \"{{ item }}\", dest: /etc/y}\n      with_first_found: [y]\n").unwrap();
+        let loops: Vec<String> = pb.plays[0]
+            .tasks
+            .iter()
+            .map(|t| t.loop_items.as_ref().unwrap().scalar_text().unwrap())
+            .collect();
+        assert_eq!(
+            loops,
+            [
+                "{{ query('first_found', [{\"files\": [((os | lower) ~ \"-\" ~ (ver) ~ \".yml\"), \"default.yml\"], \"paths\": [\"../vars\"], \"skip\": true}], subdir='vars') }}",
+                "{{ query('first_found', [\"a.j2\", (b)], subdir='templates') }}",
+                "{{ query('first_found', [\"y\"], subdir='files') }}",
             ]
         );
     }

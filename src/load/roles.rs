@@ -286,11 +286,13 @@ fn role_name(name: &str) -> String {
         .map_or_else(|| name.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-/// `role_name` and `role_path`, as Ansible sets them for a role's tasks.
+/// `role_name`, `ansible_role_name` (the same: collections' roles are
+/// refused) and `role_path`, as Ansible sets them for a role's tasks.
 fn role_vars(role: &Role, at: &Node) -> Vec<(Node, Node)> {
     let s = |text: String| Node::new(Value::Str(text), at.span.clone());
     vec![
         (s("role_name".into()), s(role.name.clone())),
+        (s("ansible_role_name".into()), s(role.name.clone())),
         (s("role_path".into()), s(role.path.display().to_string())),
     ]
 }
@@ -411,6 +413,7 @@ mod tests {
         assert_eq!(role.name, "swap");
         assert_eq!(role.defaults["swap_mb"], 512);
         assert_eq!(size.vars["swap_path"], "/swapfile");
+        assert_eq!(size.vars["ansible_role_name"], "swap");
         assert!(size.vars["role_path"]
             .as_str()
             .unwrap()

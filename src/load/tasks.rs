@@ -14,7 +14,7 @@ use super::yaml::{self, Node, Value};
 /// How deep includes and roles may nest before it is called a loop.
 const MAX_DEPTH: usize = 32;
 
-const BLOCK_KEYS: &[&str] = &[
+pub(super) const BLOCK_KEYS: &[&str] = &[
     "block",
     "rescue",
     "always",

@@ -24,6 +24,9 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
             .iter()
             .chain(&play.vars_files)
             .for_each(|n| check_strings(&t, n, &mut errors));
+        if let Err(e) = t.check_template(&play.hosts) {
+            errors.push(Diagnostic::new(&play.span, format!("hosts: {e}")));
+        }
         check_var_cycles(&t, play, &mut errors);
         check_role_defaults(&t, play, &mut errors);
         check_handlers(play, &mut errors);
@@ -99,18 +102,25 @@ fn check_role_defaults(t: &Templates, play: &Play, errors: &mut Vec<Diagnostic>)
     }
 }
 
-/// A `vars_files` entry without templates names one file: it must exist
-/// and hold a mapping, or apply would stop at the play.
+/// A `vars_files` entry without templates names one file (or, as a list,
+/// alternatives): one must exist and hold a mapping, or apply would stop
+/// at the play.
 fn check_vars_files(pb: &Playbook, play: &Play, errors: &mut Vec<Diagnostic>) {
     let base = pb.path.parent().unwrap_or(std::path::Path::new("."));
     for entry in &play.vars_files {
-        match entry.as_str() {
-            Some(name) if !is_templated(name) => {
-                if let Err(d) = crate::exec::load_vars_file(entry, &base.join(name)) {
-                    errors.push(d);
-                }
-            }
-            _ => {}
+        let names = match &entry.value {
+            crate::load::yaml::Value::Seq(items) => items.as_slice(),
+            _ => std::slice::from_ref(entry),
+        };
+        if names
+            .iter()
+            .any(|n| is_templated(n.as_str().unwrap_or_default()))
+        {
+            continue;
+        }
+        let result = vars::read_literal(entry, base);
+        if let Err(d) = result {
+            errors.push(d);
         }
     }
 }

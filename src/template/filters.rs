@@ -42,6 +42,7 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_filter("zip", zip);
     env.add_filter("subelements", subelements);
     env.add_filter("comment", comment);
+    env.add_filter("ternary", ternary);
 
     env.add_test("match", test_match);
     env.add_test("search", test_search);
@@ -54,7 +55,7 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_test("skipped", skipped);
     env.add_test("version", version);
 
-    env.add_function("lookup", lookup);
+    super::lookups::register(env);
 }
 
 // ---- conversions ---------------------------------------------------------
@@ -639,19 +640,13 @@ fn compare_versions(a: &str, b: &str) -> std::cmp::Ordering {
     std::cmp::Ordering::Equal
 }
 
-// ---- functions -----------------------------------------------------------
-
-/// `lookup('env', 'NAME', ...)`: unset variables read as empty, several
-/// names join with commas, as in Ansible.
-fn lookup(plugin: &str, terms: Rest<String>) -> Result<String, Error> {
-    if plugin != "env" {
-        return Err(invalid(format!(
-            "lookup plugin '{plugin}' is not supported (only 'env')"
-        )));
-    }
-    let values: Vec<String> = terms
-        .iter()
-        .map(|name| std::env::var(name).unwrap_or_default())
-        .collect();
-    Ok(values.join(","))
+/// `cond | ternary(yes, no, none)`: `none` (when given) for a null value,
+/// else `yes` or `no` by truth, as Ansible's filter.
+fn ternary(v: &Value, yes: Value, no: Value, none: Option<Value>) -> Result<Value, Error> {
+    let v = defined(v)?;
+    Ok(match none {
+        Some(none) if v.is_none() => none,
+        _ if v.is_true() => yes,
+        _ => no,
+    })
 }

@@ -3,15 +3,25 @@
 //! and the filters playbooks commonly use.
 
 mod filters;
+mod hostvars;
+mod lookups;
 mod yaml_emit;
 
 use std::collections::BTreeSet;
+use std::path::Path;
+use std::sync::Arc;
 
 use minijinja::machinery;
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::Serde;
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, UndefinedBehavior, Value};
 use serde_json::{Map, Value as Json};
+
+pub use hostvars::HostVars;
+
+/// The Ansible version whose playbook language nodeprov follows, as
+/// `ansible_version` tells playbooks that test for it.
+pub const ANSIBLE_VERSION: (u64, u64, u64) = (2, 21, 5);
 
 /// What `{{ ansible_managed }}` says in files nodeprov writes.
 pub const ANSIBLE_MANAGED: &str = "Managed by nodeprov: local changes will be overwritten";
@@ -33,6 +43,7 @@ pub const RENDER_FUEL: u64 = 2_000_000;
 /// One minijinja Environment, built once, strict undefined, no auto-escaping.
 pub struct Templates {
     env: Environment<'static>,
+    hostvars: Option<Arc<HostVars>>,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -44,6 +55,8 @@ pub struct TemplateError {
     pub line: Option<usize>,
     /// The undefined top-level variable, when that is the cause (best effort).
     pub undefined: Option<String>,
+    /// Something undefined was used: a variable, an attribute or a key.
+    pub is_undefined: bool,
 }
 
 impl Default for Templates {
@@ -67,16 +80,46 @@ impl Templates {
         env.add_global("ansible_managed", ANSIBLE_MANAGED);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         filters::register(&mut env);
-        Templates { env }
+        Templates {
+            env,
+            hostvars: None,
+        }
     }
 
-    /// An environment where undefined values render empty instead of
-    /// failing: for guessing which probes a task will need before the
+    /// The magic variables that are the same for every host of a run:
+    /// `playbook_dir`, `ansible_version` and `hostvars`. Globals, so
+    /// variables of the same name (`-e playbook_dir=…`) still win.
+    pub fn with_run(mut self, playbook_dir: &Path, hostvars: Arc<HostVars>) -> Self {
+        let dir = std::path::absolute(playbook_dir).unwrap_or_else(|_| playbook_dir.into());
+        self.env
+            .add_global("playbook_dir", dir.display().to_string());
+        let (major, minor, revision) = ANSIBLE_VERSION;
+        let full = format!("{major}.{minor}.{revision}");
+        let version = serde_json::json!({
+            "full": full, "string": full, "major": major, "minor": minor, "revision": revision,
+        });
+        self.env
+            .add_global("ansible_version", Value::from(Serde(&version)));
+        self.env
+            .add_global("hostvars", Value::from_dyn_object(hostvars.clone()));
+        self.hostvars = Some(hostvars);
+        self
+    }
+
+    /// Makes a host's gathered facts visible through `hostvars`.
+    pub fn record_facts(&self, host: &str, facts: &Map<String, Json>) {
+        if let Some(h) = &self.hostvars {
+            h.record_facts(host, facts);
+        }
+    }
+
+    /// The same environment, where undefined values render empty instead
+    /// of failing: for guessing which probes a task will need before the
     /// values it depends on (registered results, facts) are known.
-    pub fn lenient() -> Self {
-        let mut t = Templates::new();
-        t.env.set_undefined_behavior(UndefinedBehavior::Chainable);
-        t
+    pub fn into_lenient(mut self) -> Self {
+        self.env
+            .set_undefined_behavior(UndefinedBehavior::Chainable);
+        self
     }
 
     /// Renders a template string (a task parameter or a file).
@@ -145,6 +188,7 @@ impl Templates {
                     message,
                     line: code.get_line(idx),
                     undefined: None,
+                    is_undefined: false,
                 });
             }
             idx += 1;
@@ -316,6 +360,9 @@ impl Templates {
         TemplateError {
             message: message.replace('\n', " "),
             line: err.line(),
+            is_undefined: undefined.is_some()
+                || named.is_some()
+                || err.kind() == ErrorKind::UndefinedError,
             undefined,
         }
     }
@@ -340,6 +387,7 @@ enum Source {
 impl TemplateError {
     fn plain(message: impl Into<String>) -> Self {
         TemplateError {
+            is_undefined: false,
             message: message.into(),
             line: None,
             undefined: None,

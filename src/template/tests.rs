@@ -674,3 +674,135 @@ fn ansible_managed_renders_as_a_comment_block() {
         "//\n// a\n// b\n//"
     );
 }
+
+// ---- lookups and run-wide magic variables ---------------------------------
+
+/// A playbook folder and a role inside it, each with a `vars/` file.
+fn search_tree() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for path in [
+        "vars/Debian.yml",
+        "vars/common.yml",
+        "role/vars/RedHat.yml",
+        "role/files/x.conf",
+    ] {
+        let path = dir.path().join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "a: 1\n").unwrap();
+    }
+    dir
+}
+
+fn run_templates(dir: &std::path::Path) -> Templates {
+    let hostvars = Arc::new(HostVars::new(["h1".to_string()], |h: &str| {
+        Map::from_iter([("name".to_string(), Json::from(h))])
+    }));
+    Templates::new().with_run(dir, hostvars)
+}
+
+#[test]
+fn first_found_searches_the_role_then_the_playbook_in_ansible_forms() {
+    let dir = search_tree();
+    let t = run_templates(dir.path());
+    let root = dir.path().display().to_string();
+    let vars = json!({"role_path": format!("{root}/role"), "os": "RedHat"});
+    let render = |text: &str| t.render_str(text, &vars);
+    assert_eq!(
+        render(
+            "{{ lookup('first_found', ['Ubuntu.yml', os ~ '.yml', 'Debian.yml'], subdir='vars') }}"
+        )
+        .unwrap(),
+        format!("{root}/role/vars/RedHat.yml"),
+        "a plain list: the first that exists, the role first"
+    );
+    assert_eq!(
+        render("{{ query('first_found', {'files': ['Ubuntu.yml', 'Debian.yml'], 'paths': ['vars']}) }}").unwrap(),
+        format!("['{root}/vars/Debian.yml']"),
+        "files under paths, from the playbook's folder"
+    );
+    assert_eq!(
+        render("{{ q('first_found', 'a.yml,common.yml', paths='vars') | length }}").unwrap(),
+        "1",
+        "comma-separated names and paths given as keywords"
+    );
+    assert_eq!(
+        render("{{ query('first_found', [{'files': ['none.yml'], 'skip': true}]) }}").unwrap(),
+        "[]",
+        "skip: nothing found is an empty list"
+    );
+    let err = render("{{ lookup('first_found', ['none.yml', 'other.yml']) }}").unwrap_err();
+    assert!(
+        err.message
+            .contains("first_found: none of none.yml, other.yml was found"),
+        "{}",
+        err.message
+    );
+    assert_eq!(
+        render("{{ lookup('first_found', 'x.conf') }}").unwrap(),
+        format!("{root}/role/files/x.conf"),
+        "files/ is the default folder"
+    );
+}
+
+#[test]
+fn run_globals_give_the_playbook_dir_version_and_hostvars() {
+    let dir = search_tree();
+    let t = run_templates(dir.path());
+    let out = t
+        .render_str(
+            "{{ playbook_dir == root }} {{ ansible_version.full }} {{ ansible_version.major }} {{ hostvars['h1'].name }} {{ hostvars.h2 is defined }}",
+            &json!({"root": dir.path().display().to_string()}),
+        )
+        .unwrap();
+    assert_eq!(out, "True 2.21.5 2 h1 False");
+    t.record_facts(
+        "h1",
+        &Map::from_iter([("ansible_os_family".to_string(), json!("Debian"))]),
+    );
+    assert_eq!(
+        render_with(&t, "{{ hostvars.h1.ansible_os_family }}"),
+        "Debian"
+    );
+    assert_eq!(
+        render_with(&t, "{{ playbook_dir }}"),
+        dir.path().display().to_string()
+    );
+    assert_eq!(
+        t.render_str("{{ playbook_dir }}", &json!({"playbook_dir": "/mine"}))
+            .unwrap(),
+        "/mine",
+        "a variable of the same name wins"
+    );
+    assert!(t.template_vars("{{ hostvars[x].y ~ playbook_dir }}") == set(&["x"]));
+}
+
+fn render_with(t: &Templates, text: &str) -> String {
+    t.render_str(text, &json!({})).unwrap()
+}
+
+#[test]
+fn ternary_picks_by_truth_and_null() {
+    let vars = json!({"on": true, "off": 0, "nothing": null});
+    assert_eq!(
+        render("{{ on | ternary('yes', 'no') }}", vars.clone()),
+        "yes"
+    );
+    assert_eq!(
+        render("{{ off | ternary('yes', 'no') }}", vars.clone()),
+        "no"
+    );
+    assert_eq!(
+        render("{{ nothing | ternary('yes', 'no') }}", vars.clone()),
+        "no"
+    );
+    assert_eq!(
+        render(
+            "{{ nothing | ternary('yes', 'no', 'unset') }}",
+            vars.clone()
+        ),
+        "unset"
+    );
+    assert!(render_err("{{ missing | ternary(1, 2) }}", vars)
+        .message
+        .contains("missing"));
+}

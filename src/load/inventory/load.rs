@@ -30,16 +30,28 @@ impl Inventory {
         let base = if path.is_dir() {
             for file in inventory_files(path)? {
                 read_source(&mut inv, &file)?;
+                inv.mark_source(&file);
             }
             path.to_path_buf()
         } else {
             read_source(&mut inv, path)?;
+            inv.mark_source(path);
             path.parent()
                 .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
         };
         inv.finish();
         inv.load_vars_files(&base)?;
         Ok(inv)
+    }
+
+    /// Ansible's `inventory_file` and `inventory_dir`: where each host was
+    /// first listed.
+    fn mark_source(&mut self, file: &Path) {
+        let file = std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf());
+        let dir = file.parent().unwrap_or(Path::new("/"));
+        for host in self.hosts.iter_mut().filter(|h| h.source.is_none()) {
+            host.source = Some((file.clone(), dir.to_path_buf()));
+        }
     }
 
     fn load_vars_files(&mut self, base: &Path) -> Result<(), Diagnostic> {

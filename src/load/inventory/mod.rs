@@ -47,6 +47,8 @@ struct Host {
     vars: Vars,
     /// Variables from `host_vars/` files.
     file_vars: Vars,
+    /// The inventory file that first lists the host, and its folder.
+    source: Option<(std::path::PathBuf, std::path::PathBuf)>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -113,7 +115,8 @@ impl Inventory {
     /// after parents), then `ansible_group_priority`, then name, later winning.
     /// A host missing from the inventory gets what Ansible gives its implicit
     /// `localhost`: the `all` variables only. Adds the magic variables
-    /// `inventory_hostname`, `inventory_hostname_short`, `group_names` and `groups`.
+    /// `inventory_hostname`, `inventory_hostname_short`, `group_names`, `groups`,
+    /// and `inventory_file` and `inventory_dir` for a host read from a file.
     pub fn host_vars(&self, host: &str) -> Vars {
         let mut vars = self.merged_vars(host);
         let groups = self.host_index.get(host).map(|&h| self.groups_of(h));
@@ -128,6 +131,14 @@ impl Inventory {
         vars.insert("inventory_hostname_short".into(), short.into());
         vars.insert("group_names".into(), names.into());
         vars.insert("groups".into(), self.groups_var.clone());
+        let source = self
+            .host_index
+            .get(host)
+            .and_then(|&h| self.hosts[h].source.as_ref());
+        if let Some((file, dir)) = source {
+            vars.insert("inventory_file".into(), file.display().to_string().into());
+            vars.insert("inventory_dir".into(), dir.display().to_string().into());
+        }
         vars
     }
 

@@ -1,0 +1,159 @@
+//! Play-level variables on a fake host: magic variables, templated
+//! `hosts:`, the play's connection keywords, and loops under `when:`.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Map, Value};
+
+use super::prepared::testing::load;
+use super::result::Status;
+use super::*;
+use crate::load::inventory::Inventory;
+use crate::remote::fake::FakeTransport;
+use crate::remote::{Output, Script};
+
+/// Each host connected to, with the variables it was connected with.
+type Connected = Vec<(String, Map<String, Value>)>;
+
+/// Runs `text` against `inventory`, nothing being probed; returns the
+/// outcome and the variables each host was connected with.
+fn run_on(text: &str, inventory: &Inventory, extra: Value) -> (RunOutcome, Connected) {
+    let (_dir, pb) = load(text);
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let seen2 = seen.clone();
+    let connect = move |host: &str, vars: &Map<String, Value>| {
+        seen2.lock().unwrap().push((host.to_string(), vars.clone()));
+        let fake = FakeTransport::new(|_: &Script| {
+            Ok(Output {
+                status: 0,
+                stdout: Vec::new(),
+                stderr: Vec::new(),
+            })
+        });
+        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
+    };
+    let req = RunRequest {
+        playbook: &pb,
+        inventory,
+        shard: None,
+        limit: None,
+        opts: RunOptions {
+            check: true,
+            diff: false,
+            tags: Vec::new(),
+            skip_tags: Vec::new(),
+        },
+        extra_vars: extra.as_object().cloned().unwrap_or_default(),
+        forks: 1,
+        connect: &connect,
+    };
+    let outcome = run_playbook(&req, &|_| {}).unwrap();
+    let seen = seen.lock().unwrap().clone();
+    (outcome, seen)
+}
+
+fn two_hosts() -> Inventory {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("hosts.ini");
+    std::fs::write(
+        &path,
+        "[gpu]\ng1.example.com rack=r1\ng2 rack=r2 ansible_user=admin\n",
+    )
+    .unwrap();
+    Inventory::load(&path).unwrap()
+}
+
+fn notes(outcome: &RunOutcome, host: &str) -> Vec<String> {
+    let report = outcome.reports.iter().find(|r| r.host == host).unwrap();
+    report.tasks.iter().flat_map(|t| t.notes.clone()).collect()
+}
+
+#[test]
+fn magic_variables_name_the_play_its_hosts_and_the_run() {
+    let text = "- hosts: gpu\n  gather_facts: false\n  tasks:\n    - debug: {msg: \"{{ inventory_hostname_short }} {{ group_names }} {{ groups.gpu | length }} {{ ansible_play_hosts_all }} {{ ansible_play_batch }} {{ ansible_play_hosts }} {{ hostvars['g2'].rack }} {{ ansible_check_mode }} {{ ansible_version.major }}.{{ ansible_version.minor }} {{ playbook_dir is string }} {{ inventory_dir is string }}\"}\n";
+    let (outcome, _) = run_on(text, &two_hosts(), json!({}));
+    assert_eq!(
+        notes(&outcome, "g1.example.com"),
+        ["msg: g1 ['gpu'] 2 ['g1.example.com', 'g2'] ['g1.example.com', 'g2'] ['g1.example.com', 'g2'] r2 True 2.21 True True"]
+    );
+}
+
+#[test]
+fn hostvars_of_an_unknown_host_is_undefined() {
+    let text = "- hosts: gpu\n  gather_facts: false\n  tasks:\n    - debug: {msg: \"{{ hostvars['nope'] is defined }} {{ hostvars | list | length }}\"}\n";
+    let (outcome, _) = run_on(text, &two_hosts(), json!({}));
+    assert_eq!(notes(&outcome, "g2"), ["msg: False 2"]);
+}
+
+#[test]
+fn a_templated_hosts_pattern_renders_with_extra_and_play_vars() {
+    let text = "- hosts: \"{{ target }}\"\n  gather_facts: false\n  tasks:\n    - debug: {msg: hi}\n- hosts: \"{{ second }}\"\n  vars: {second: g1.example.com}\n  gather_facts: false\n  tasks:\n    - debug: {msg: hi}\n";
+    let (outcome, _) = run_on(text, &two_hosts(), json!({"target": "g2"}));
+    let hosts: Vec<&str> = outcome.reports.iter().map(|r| r.host.as_str()).collect();
+    assert_eq!(hosts, ["g2", "g1.example.com"]);
+    let (_dir, pb) = load("- hosts: \"{{ target }}\"\n  tasks: []\n");
+    let inventory = two_hosts();
+    let connect =
+        |_: &str, _: &Map<String, Value>| -> Result<Box<dyn crate::remote::Transport>, _> {
+            unreachable!("no host is selected")
+        };
+    let req = RunRequest {
+        playbook: &pb,
+        inventory: &inventory,
+        shard: None,
+        limit: None,
+        opts: RunOptions {
+            check: true,
+            diff: false,
+            tags: Vec::new(),
+            skip_tags: Vec::new(),
+        },
+        extra_vars: Map::new(),
+        forks: 1,
+        connect: &connect,
+    };
+    let Err(errs) = run_playbook(&req, &|_| {}) else {
+        panic!("an undefined pattern variable must stop the run");
+    };
+    assert_eq!(errs[0].message, "hosts: undefined variable 'target'");
+}
+
+#[test]
+fn remote_user_and_connection_yield_to_the_inventory() {
+    let text = "- hosts: gpu\n  remote_user: ops\n  connection: local\n  gather_facts: false\n  tasks: []\n";
+    let (_, seen) = run_on(text, &two_hosts(), json!({}));
+    let user = |h: &str| {
+        let vars = &seen.iter().find(|(n, _)| n == h).unwrap().1;
+        (
+            vars["ansible_user"].clone(),
+            vars["ansible_connection"].clone(),
+        )
+    };
+    assert_eq!(user("g1.example.com"), (json!("ops"), json!("local")));
+    assert_eq!(user("g2"), (json!("admin"), json!("local")));
+}
+
+#[test]
+fn an_undefined_loop_under_a_false_when_is_skipped() {
+    let text = "- hosts: g2\n  gather_facts: false\n  tasks:\n    - debug: {msg: \"{{ item }}\"}\n      loop: \"{{ nothing }}\"\n      when: false\n    - debug: {msg: \"{{ item }}\"}\n      loop: \"{{ nothing }}\"\n      when: true\n    - debug: {msg: \"{{ item }}\"}\n      loop: \"{{ nothing }}\"\n      when: item > 1\n";
+    let (outcome, _) = run_on(text, &two_hosts(), json!({}));
+    let tasks = &outcome.reports[0].tasks;
+    let statuses: Vec<Status> = tasks.iter().map(|t| t.status).collect();
+    assert_eq!(statuses, [Status::Skipped, Status::Failed, Status::Failed]);
+    let why = tasks[1].message.as_deref().unwrap();
+    assert!(why.contains("undefined variable 'nothing'"), "{why}");
+}
+
+#[test]
+fn task_vars_reading_the_loop_item_render_per_item() {
+    let text = "- hosts: g2\n  gather_facts: false\n  tasks:\n    - debug: {msg: \"{{ path }}\"}\n      vars: {path: \"/srv/{{ item.name }}\"}\n      loop: [{name: a}, {name: b}]\n    - debug: {msg: \"{{ x }}\"}\n      vars: {x: \"{{ undefined_thing }}\"}\n      when: false\n";
+    let (outcome, _) = run_on(text, &two_hosts(), json!({}));
+    let tasks = &outcome.reports[0].tasks;
+    let notes: Vec<String> = tasks.iter().flat_map(|t| t.notes.clone()).collect();
+    assert_eq!(notes, ["msg: /srv/a", "msg: /srv/b"]);
+    assert_eq!(
+        tasks[2].status,
+        Status::Skipped,
+        "a false when reads nothing else"
+    );
+}

@@ -1,0 +1,282 @@
+//! A play's `vars` and `vars_files`, as Ansible reads them: a file name
+//! with templates is rendered per host, so `vars/{{ ansible_facts.os_family
+//! }}.yml` names the host's file once its facts are gathered; an entry that
+//! is a list names alternatives, the first that exists being read.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use crate::load::diag::Diagnostic;
+use crate::load::playbook::Play;
+use crate::load::yaml::{self, Node, Value as Yaml};
+use crate::template::Templates;
+
+/// The play's variable layer: `vars`, then each `vars_files` entry in order.
+#[derive(Debug, Default)]
+pub struct PlayVars {
+    entries: Vec<Entry>,
+    base: PathBuf,
+}
+
+#[derive(Debug)]
+enum Entry {
+    Read(Map<String, Value>),
+    /// Named with variables only a host has (its facts, its inventory).
+    PerHost(Node),
+}
+
+/// What a host knows when its files are named.
+#[derive(Clone, Copy, PartialEq)]
+pub enum Known {
+    /// Before facts: a name that cannot be rendered yet waits.
+    BeforeFacts,
+    /// Facts are gathered: a name that cannot be rendered is an error.
+    Facts,
+    /// The play gathers no facts: a name that cannot be rendered is
+    /// skipped, as Ansible skips it.
+    NoFacts,
+}
+
+impl PlayVars {
+    /// Reads every entry that can be named before any host is: without
+    /// templates, or with ones the play's vars and the extra vars fill.
+    pub fn load(
+        play: &Play,
+        base: &Path,
+        templates: &Templates,
+        extra: &Map<String, Value>,
+    ) -> Result<PlayVars, Diagnostic> {
+        let mut known = play.vars.clone();
+        let mut entries = vec![Entry::Read(play.vars.clone())];
+        for node in &play.vars_files {
+            let mut ctx = known.clone();
+            ctx.extend(extra.clone());
+            match read_entry(
+                node,
+                base,
+                templates,
+                &Value::Object(ctx),
+                Known::BeforeFacts,
+            )? {
+                Some(vars) => {
+                    known.extend(vars.clone());
+                    entries.push(Entry::Read(vars));
+                }
+                None => entries.push(Entry::PerHost(node.clone())),
+            }
+        }
+        Ok(PlayVars {
+            entries,
+            base: base.to_path_buf(),
+        })
+    }
+
+    /// Some entry waits for each host's variables.
+    pub fn per_host(&self) -> bool {
+        self.entries.iter().any(|e| matches!(e, Entry::PerHost(_)))
+    }
+
+    /// The layer with what was read before any host.
+    pub fn known(&self) -> Map<String, Value> {
+        let mut vars = Map::new();
+        for entry in &self.entries {
+            if let Entry::Read(m) = entry {
+                vars.extend(m.clone());
+            }
+        }
+        vars
+    }
+
+    /// The layer for one host whose variables so far are `ctx`.
+    pub fn for_host(
+        &self,
+        templates: &Templates,
+        ctx: &Value,
+        known: Known,
+    ) -> Result<Map<String, Value>, Diagnostic> {
+        let mut vars = Map::new();
+        for entry in &self.entries {
+            match entry {
+                Entry::Read(m) => vars.extend(m.clone()),
+                Entry::PerHost(node) => {
+                    let found = read_entry(node, &self.base, templates, ctx, known)?;
+                    vars.extend(found.unwrap_or_default());
+                }
+            }
+        }
+        Ok(vars)
+    }
+}
+
+/// Where Ansible looks for a `vars_files` name: the playbook's `vars/`
+/// folder first (unless the name starts with it), then the playbook's
+/// folder, where a name found nowhere is read so that the error says why.
+pub fn locate(base: &Path, name: &str) -> PathBuf {
+    let in_vars = base.join("vars").join(name);
+    match !name.starts_with("vars/") && in_vars.exists() {
+        true => in_vars,
+        false => base.join(name),
+    }
+}
+
+/// An entry named without templates, read as a run would read it.
+pub fn read_literal(node: &Node, base: &Path) -> Result<Map<String, Value>, Diagnostic> {
+    let none = Value::Object(Map::new());
+    let read = read_entry(node, base, &Templates::new(), &none, Known::Facts)?;
+    Ok(read.unwrap_or_default())
+}
+
+/// One entry's variables; `None` when a name cannot be rendered yet (or,
+/// without facts, at all).
+fn read_entry(
+    node: &Node,
+    base: &Path,
+    templates: &Templates,
+    ctx: &Value,
+    known: Known,
+) -> Result<Option<Map<String, Value>>, Diagnostic> {
+    let names = match &node.value {
+        Yaml::Seq(items) => items.as_slice(),
+        _ => std::slice::from_ref(node),
+    };
+    let mut tried = Vec::new();
+    for n in names {
+        let text = n.as_str().unwrap_or_default();
+        let name = match templates.render_str(text, ctx) {
+            Ok(name) => name,
+            Err(e) if e.is_undefined && known != Known::Facts => return Ok(None),
+            Err(e) => return Err(n.error(format!("vars_files: {e}"))),
+        };
+        let path = locate(base, &name);
+        if names.len() == 1 || path.exists() {
+            return load_vars_file(n, &path).map(Some);
+        }
+        tried.push(name);
+    }
+    Err(node.error(format!(
+        "vars_files: none of {} is found in {}",
+        tried.join(", "),
+        base.display()
+    )))
+}
+
+/// A variables file: a missing file is reported at the entry that names
+/// it, a bad one inside the file.
+pub(crate) fn load_vars_file(entry: &Node, path: &Path) -> Result<Map<String, Value>, Diagnostic> {
+    if let Err(e) = std::fs::metadata(path) {
+        return Err(entry.error(format!("vars_files: cannot read {}: {e}", path.display())));
+    }
+    let loaded = yaml::load_file(path)?;
+    match loaded.to_json() {
+        Value::Object(m) => Ok(m),
+        Value::Null => Ok(Map::new()),
+        _ => Err(loaded.error(format!(
+            "{} must hold a mapping of variables, found {}",
+            path.display(),
+            loaded.kind()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A playbook whose `vars_files:` is `files` (YAML), with `vars/Debian.yml`,
+    /// `common.yml` and `default.yml` beside it.
+    fn play(files: &str) -> (tempfile::TempDir, crate::load::playbook::Playbook) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("vars")).unwrap();
+        std::fs::write(
+            dir.path().join("vars/Debian.yml"),
+            "pkg: apt\nwho: debian\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("common.yml"), "who: common\n").unwrap();
+        std::fs::write(dir.path().join("Debian.yml"), "pkg: beside\n").unwrap();
+        std::fs::write(dir.path().join("default.yml"), "pkg: default\n").unwrap();
+        let path = dir.path().join("p.yml");
+        let text = format!("- hosts: all\n  vars: {{who: play}}\n  vars_files: {files}\n");
+        std::fs::write(&path, text).unwrap();
+        let pb = crate::load::playbook::load(&path).unwrap();
+        (dir, pb)
+    }
+
+    fn load(files: &str, extra: Value) -> (tempfile::TempDir, Result<PlayVars, Diagnostic>) {
+        let (dir, pb) = play(files);
+        let extra = extra.as_object().cloned().unwrap_or_default();
+        let vars = PlayVars::load(&pb.plays[0], dir.path(), &Templates::new(), &extra);
+        (dir, vars)
+    }
+
+    fn facts(os: &str) -> Value {
+        json!({"ansible_facts": {"os_family": os}})
+    }
+
+    #[test]
+    fn a_name_made_of_facts_waits_for_them_and_keeps_its_place() {
+        let (_d, vars) = load(
+            "['vars/{{ ansible_facts.os_family }}.yml', common.yml]",
+            json!({}),
+        );
+        let vars = vars.unwrap();
+        assert!(vars.per_host());
+        assert_eq!(vars.known()["who"], "common");
+        let t = Templates::new();
+        let host = vars.for_host(&t, &facts("Debian"), Known::Facts).unwrap();
+        assert_eq!(host["pkg"], "apt");
+        assert_eq!(host["who"], "common", "a later file still wins");
+        let err = vars.for_host(&t, &facts("Suse"), Known::Facts).unwrap_err();
+        assert!(
+            err.message.contains("cannot read") && err.message.contains("vars/Suse.yml: No such"),
+            "{}",
+            err.message
+        );
+        let err = vars.for_host(&t, &json!({}), Known::Facts).unwrap_err();
+        assert_eq!(
+            err.message,
+            "vars_files: undefined variable 'ansible_facts'"
+        );
+        let skipped = vars.for_host(&t, &json!({}), Known::NoFacts).unwrap();
+        assert!(
+            skipped.get("pkg").is_none(),
+            "without facts, Ansible skips it"
+        );
+    }
+
+    #[test]
+    fn a_list_entry_reads_the_first_file_that_exists() {
+        let (_d, vars) = load("[['{{ os }}.yml', default.yml]]", json!({}));
+        let t = Templates::new();
+        let vars = vars.unwrap();
+        let read =
+            |os: &str| vars.for_host(&t, &json!({"os": os}), Known::Facts).unwrap()["pkg"].clone();
+        assert_eq!(
+            read("Debian"),
+            "apt",
+            "found in the playbook's vars/ folder"
+        );
+        assert_eq!(read("Gentoo"), "default");
+        let (_d, vars) = load("[[nothere.yml, nor.yml]]", json!({}));
+        let err = vars.unwrap_err();
+        assert!(
+            err.message
+                .starts_with("vars_files: none of nothere.yml, nor.yml is found"),
+            "{}",
+            err.message
+        );
+    }
+
+    #[test]
+    fn extra_vars_name_a_file_before_any_host() {
+        let (_d, vars) = load("['vars/{{ os }}.yml']", json!({"os": "Debian"}));
+        let vars = vars.unwrap();
+        assert!(!vars.per_host());
+        assert_eq!(vars.known()["pkg"], "apt");
+        let (_d, vars) = load("['vars/{{ os }}.yml']", json!({"os": "Arch"}));
+        let err = vars.unwrap_err().message;
+        assert!(err.contains("vars/Arch.yml: No such file"), "{err}");
+    }
+}

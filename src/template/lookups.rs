@@ -1,0 +1,173 @@
+//! Lookup plugins: `lookup(name, …)` returns the result as text, `query`
+//! (or `q`) as a list, as in Ansible. `env` and `first_found` exist.
+
+use std::path::{Path, PathBuf};
+
+use minijinja::value::{Kwargs, Rest};
+use minijinja::{Environment, Error, ErrorKind, State, Value};
+
+pub(super) fn register(env: &mut Environment<'static>) {
+    env.add_function("lookup", lookup);
+    env.add_function("query", query);
+    env.add_function("q", query);
+}
+
+fn invalid(msg: String) -> Error {
+    Error::new(ErrorKind::InvalidOperation, msg)
+}
+
+/// A lookup's text: its values joined with commas, as Ansible's `lookup`
+/// joins a list.
+fn lookup(
+    state: &State,
+    plugin: &str,
+    terms: Rest<Value>,
+    kwargs: Kwargs,
+) -> Result<String, Error> {
+    let values = run(state, plugin, &terms, &kwargs)?;
+    Ok(values.join(","))
+}
+
+fn query(state: &State, plugin: &str, terms: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    Ok(Value::from(run(state, plugin, &terms, &kwargs)?))
+}
+
+fn run(
+    state: &State,
+    plugin: &str,
+    terms: &[Value],
+    kwargs: &Kwargs,
+) -> Result<Vec<String>, Error> {
+    let values = match plugin.strip_prefix("ansible.builtin.").unwrap_or(plugin) {
+        "env" => terms
+            .iter()
+            .map(|name| std::env::var(name.to_string()).unwrap_or_default())
+            .collect(),
+        "first_found" => first_found(state, terms, kwargs)?,
+        _ => {
+            return Err(invalid(format!(
+                "lookup plugin '{plugin}' is not supported (only 'env' and 'first_found')"
+            )))
+        }
+    };
+    kwargs.assert_all_used()?;
+    Ok(values)
+}
+
+/// What `first_found` searches: file names, each under each of the
+/// current `paths`, and whether finding none is fine.
+#[derive(Default)]
+struct Search {
+    candidates: Vec<String>,
+    /// Set by the keyword arguments, then by each `{files, paths, skip}`
+    /// term for the terms after it, as Ansible's options are.
+    paths: Vec<String>,
+    skip: bool,
+}
+
+/// The first file that exists among the terms (plain names, lists of
+/// them, or `{files, paths, skip}`), an absolute path as it is and a
+/// relative one searched as Ansible does: in the task's role (its
+/// `<subdir>/`, then itself), then the playbook's folder (the same way).
+fn first_found(state: &State, terms: &[Value], kwargs: &Kwargs) -> Result<Vec<String>, Error> {
+    let subdir: String = kwargs
+        .get::<Option<String>>("subdir")?
+        .unwrap_or("files".into());
+    let mut search = Search {
+        skip: kwargs.get::<Option<bool>>("skip")?.unwrap_or(false),
+        paths: words(kwargs.get("paths")?, &[',', ':', ';']),
+        ..Search::default()
+    };
+    let files = words(kwargs.get("files")?, &[',', ';']);
+    search.add(&files);
+    for term in terms {
+        add_terms(term, &mut search)?;
+    }
+    let roots: Vec<PathBuf> = ["role_path", "playbook_dir"]
+        .into_iter()
+        .filter_map(|name| state.lookup(name))
+        .filter(|v| !v.is_undefined() && !v.is_none())
+        .map(|v| PathBuf::from(v.to_string()))
+        .collect();
+    let found = search
+        .candidates
+        .iter()
+        .find_map(|name| locate(&roots, &subdir, name));
+    match found {
+        Some(path) => Ok(vec![path.display().to_string()]),
+        None if search.skip => Ok(Vec::new()),
+        None => Err(invalid(format!(
+            "first_found: none of {} was found",
+            search.candidates.join(", ")
+        ))),
+    }
+}
+
+impl Search {
+    /// Each file under each current path, or the files alone.
+    fn add(&mut self, files: &[String]) {
+        if self.paths.is_empty() {
+            self.candidates.extend(files.iter().cloned());
+            return;
+        }
+        for path in &self.paths {
+            let under = files.iter().map(|f| format!("{path}/{f}"));
+            self.candidates.extend(under);
+        }
+    }
+}
+
+fn add_terms(term: &Value, search: &mut Search) -> Result<(), Error> {
+    if let Some(s) = term.as_str() {
+        search.add(&split(s, &[',', ';']));
+        return Ok(());
+    }
+    if term.kind() == minijinja::value::ValueKind::Map {
+        let get = |k: &str| {
+            term.get_attr(k)
+                .ok()
+                .filter(|v| !v.is_undefined() && !v.is_none())
+        };
+        search.skip = get("skip").is_some_and(|v| v.is_true());
+        search.paths = words(get("paths"), &[',', ':', ';']);
+        search.add(&words(get("files"), &[',', ';']));
+        return Ok(());
+    }
+    for item in term.try_iter()? {
+        add_terms(&item, search)?;
+    }
+    Ok(())
+}
+
+/// A string split on `seps`, or a list of strings as they are.
+fn words(v: Option<Value>, seps: &[char]) -> Vec<String> {
+    let Some(v) = v else { return Vec::new() };
+    match v.as_str() {
+        Some(s) => split(s, seps),
+        None => v
+            .try_iter()
+            .into_iter()
+            .flatten()
+            .map(|x| x.to_string())
+            .collect(),
+    }
+}
+
+fn split(s: &str, seps: &[char]) -> Vec<String> {
+    s.split(seps)
+        .map(str::trim)
+        .filter(|w| !w.is_empty())
+        .map(String::from)
+        .collect()
+}
+
+fn locate(roots: &[PathBuf], subdir: &str, name: &str) -> Option<PathBuf> {
+    let path = Path::new(name);
+    if path.is_absolute() {
+        return path.is_file().then(|| path.to_path_buf());
+    }
+    roots
+        .iter()
+        .flat_map(|root| [root.join(subdir).join(name), root.join(name)])
+        .find(|p| p.is_file())
+}

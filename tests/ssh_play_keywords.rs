@@ -1,0 +1,48 @@
+//! The play's `remote_user` over real SSH: the login of hosts whose
+//! inventory names no `ansible_user`, while an inventory's user still wins.
+
+mod support;
+
+use support::control::{Control, Run};
+use support::sshd::{SshFleet, SshHost, TestKey};
+use support::{assert_machine_unchanged, machine_digest};
+
+const PLAYBOOK: &str = "
+- hosts: all
+  remote_user: deploy
+  gather_facts: false
+  tasks:
+    - name: record the login user
+      shell: id -un > /tmp/whoami
+";
+
+fn whoami(host: &SshHost) -> String {
+    std::fs::read_to_string(host.host.path("/tmp/whoami")).unwrap_or_default()
+}
+
+#[test]
+fn remote_user_logs_in_where_the_inventory_names_no_user() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(2);
+    let (plain, named) = (&fleet.hosts[0], &fleet.hosts[1]);
+    let control = Control::new(&fleet);
+    let key = TestKey::get().path();
+    let line = |h: &SshHost, extra: &str| {
+        format!(
+            "{} ansible_host={} ansible_ssh_private_key_file={} {extra}\n",
+            h.name(),
+            h.ip(),
+            key.display()
+        )
+    };
+    let inventory = control.write(
+        "inventory.ini",
+        &(line(plain, "") + &line(named, "ansible_user=ops")),
+    );
+    let playbook = control.write("whoami.yml", PLAYBOOK);
+    let run = Run::json(control.nodeprov(&["apply", &playbook, "-i", &inventory]));
+    assert_eq!(run.code, 0, "{run}");
+    assert_eq!(whoami(plain), "deploy\n");
+    assert_eq!(whoami(named), "ops\n");
+    assert_machine_unchanged(&before);
+}
