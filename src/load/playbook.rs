@@ -62,6 +62,8 @@ const TASK_KEYS: &[&str] = &[
     "retries",
     "delay",
     "timeout",
+    "delegate_to",
+    "run_once",
 ];
 
 /// The keywords the loader takes at each level (play, block, task), by
