@@ -651,6 +651,7 @@ macro_rules! module_params {
                     >($name::DOCS),
                     docs: $name::DOCS,
                     any_variable: false,
+                    aliases: &[],
                 };
 
             /// Reads every parameter, in the order declared.
@@ -696,4 +697,17 @@ pub struct ParamSpec {
     pub docs: &'static [ParamDoc],
     /// Any variable name is a parameter too (`set_fact`).
     pub any_variable: bool,
+    /// Other spellings Ansible takes for a parameter, and the name each
+    /// stands for (`daemon-reload` for `daemon_reload`).
+    pub aliases: &'static [(&'static str, &'static str)],
+}
+
+impl ParamSpec {
+    /// The declared name an alias stands for.
+    pub fn canonical(&self, name: &str) -> Option<&'static str> {
+        self.aliases
+            .iter()
+            .find(|(a, _)| *a == name)
+            .map(|(_, c)| *c)
+    }
 }
