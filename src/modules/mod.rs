@@ -14,6 +14,7 @@ pub(crate) mod copy;
 pub(crate) mod cuda_env;
 pub(crate) mod debug;
 pub(crate) mod file;
+pub(crate) mod get_url;
 pub(crate) mod gpu_smoke;
 pub(crate) mod kernel_blacklist;
 pub(crate) mod kit;

@@ -3,9 +3,9 @@
 
 use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
-    assert, blockinfile, command, copy, cuda_env, debug, file, gpu_smoke, kernel_blacklist,
-    lineinfile, modprobe, mount, package, pam_limits, replace, service, set_fact, setup, stat,
-    swapfile, sysctl,
+    assert, blockinfile, command, copy, cuda_env, debug, file, get_url, gpu_smoke,
+    kernel_blacklist, lineinfile, modprobe, mount, package, pam_limits, replace, service, set_fact,
+    setup, stat, swapfile, sysctl,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -35,6 +35,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         pam_limits::PAM_LIMITS,
         kernel_blacklist::KERNEL_BLACKLIST,
         modprobe::MODPROBE,
+        get_url::GET_URL,
     ];
     SPECS
 }
@@ -52,7 +53,7 @@ pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
 #[cfg(test)]
 mod tests {
     use crate::modules::kit::{fact::RoundTrip, files};
-    use crate::modules::{cuda_env, modprobe, mount, package, service, swapfile, sysctl};
+    use crate::modules::{cuda_env, get_url, modprobe, mount, package, service, swapfile, sysctl};
 
     /// Every fact reads back what it renders for predictions, and every
     /// `impl Fact for` in src/modules is among those checked.
@@ -67,6 +68,7 @@ mod tests {
         cuda_env::fact_samples(&mut rt);
         sysctl::fact_samples(&mut rt);
         modprobe::fact_samples(&mut rt);
+        get_url::fact_samples(&mut rt);
         assert!(rt.failures.is_empty(), "{}", rt.failures.join("\n"));
         let declared = declared_facts(std::path::Path::new("src/modules"));
         let checked: Vec<String> = rt.checked.into_iter().collect();

@@ -215,21 +215,37 @@ impl WriteOpts {
 /// otherwise, and is renamed over the old one. A failure at any point (a
 /// full disk) leaves the old file untouched and removes the temp file.
 pub(crate) fn write_step(path: &str, content: &str, opts: &WriteOpts) -> String {
-    let p = quote(path);
     // The content is encoded straight into the step: one buffer, however
     // large the file.
     let mut s = String::with_capacity(content.len() / 3 * 4 + 1024);
-    s.push_str(&format!(
-        "p={p}; d=$(dirname -- \"$p\")\n\
-         [ -d \"$d\" ] || {{ echo \"directory $d does not exist\" >&2; exit 1; }}\n\
-         t=$(mktemp \"$d/.nodeprov.XXXXXX\") || exit 1\n\
-         if ! printf '%s' '"
-    ));
+    s.push_str(&temp_beside(path));
+    s.push_str("if ! printf '%s' '");
     base64::engine::general_purpose::STANDARD.encode_string(content, &mut s);
     s.push_str(
-        "' | base64 -d > \"$t\"; then rm -f \"$t\"; echo \"cannot write $p\" >&2; exit 1; fi\n\
-         if [ -e \"$p\" ]; then chown --reference=\"$p\" \"$t\" && chmod --reference=\"$p\" \"$t\" || { rm -f \"$t\"; exit 1; }; \
-         chcon --reference=\"$p\" \"$t\" 2>/dev/null; else chmod 644 \"$t\"; fi\n"
+        "' | base64 -d > \"$t\"; then rm -f \"$t\"; echo \"cannot write $p\" >&2; exit 1; fi\n",
+    );
+    s.push_str(&install_temp(opts));
+    s
+}
+
+/// The start of an atomic write: `$p` is the path, `$t` a new empty temp
+/// file (mode 0600) in its folder, which must exist.
+pub(crate) fn temp_beside(path: &str) -> String {
+    format!(
+        "p={}; d=$(dirname -- \"$p\")\n\
+         [ -d \"$d\" ] || {{ echo \"directory $d does not exist\" >&2; exit 1; }}\n\
+         t=$(mktemp \"$d/.nodeprov.XXXXXX\") || exit 1\n",
+        quote(path)
+    )
+}
+
+/// The end of an atomic write: the temp file `$t`, already filled, takes
+/// the old `$p`'s owner, mode and SELinux label (0644 for a new file),
+/// then the attributes asked for, and is renamed over `$p`.
+pub(crate) fn install_temp(opts: &WriteOpts) -> String {
+    let mut s = String::from(
+        "if [ -e \"$p\" ]; then chown --reference=\"$p\" \"$t\" && chmod --reference=\"$p\" \"$t\" || { rm -f \"$t\"; exit 1; }; \
+         chcon --reference=\"$p\" \"$t\" 2>/dev/null; else chmod 644 \"$t\"; fi\n",
     );
     if opts.backup {
         s.push_str("if [ -e \"$p\" ]; then cp -p -- \"$p\" \"$p.$(date +%Y%m%d%H%M%S).bak\" || { rm -f \"$t\"; exit 1; }; fi\n");
