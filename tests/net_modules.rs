@@ -1,8 +1,9 @@
-//! `get_url` through the real binary with `-c local` inside an isolated
-//! host, against an HTTP server this test runs on loopback: apply downloads
-//! once, a second apply downloads nothing, a tampered file is drift that
-//! `check` names by its digest and leaves alone, and a download with the
-//! wrong checksum fails without touching `dest`.
+//! `get_url` and `uri` through the real binary with `-c local` inside an
+//! isolated host, against an HTTP server this test runs on loopback: apply
+//! downloads once, a second apply downloads nothing, a tampered file is
+//! drift that `check` names by its digest and leaves alone, a download with
+//! the wrong checksum fails without touching `dest`; `uri` registers its
+//! answer in check and apply alike and fails on an unexpected status.
 
 mod support;
 
@@ -190,4 +191,45 @@ fn get_url_downloads_once_and_check_names_a_tampered_file() {
         .collect();
     assert!(left.is_empty(), "temp files left: {left:?}");
     assert_machine_unchanged(&before);
+}
+
+#[test]
+fn uri_registers_the_answer_in_check_and_apply_and_fails_on_an_unexpected_status() {
+    let (base, hits) = serve();
+    let host = IsolatedHost::new();
+    write(
+        &host,
+        "/root/uri.yml",
+        &format!(
+            r#"- hosts: all
+  tasks:
+    - name: ask
+      uri:
+        url: {base}/health
+        return_content: true
+      register: r
+    - name: answered
+      assert:
+        that:
+          - r.status == 200
+          - r.content == "tool v1\n"
+          - r.url == "{base}/health"
+    - name: missing
+      uri:
+        url: {base}/missing
+        status_code: [200, 204]
+"#
+        ),
+    );
+    for cmd in ["check", "apply"] {
+        let (code, doc) = json(&host, cmd, "/root/uri.yml");
+        assert_ne!(code, 0, "{doc:#}");
+        assert_eq!(statuses(&doc), ["ok", "ok", "failed"], "{cmd}: {doc:#}");
+        let message = doc["hosts"][0]["tasks"][2]["message"].as_str().unwrap();
+        assert!(
+            message.contains("status 404, expected 200 or 204"),
+            "{doc:#}"
+        );
+    }
+    assert_eq!(hits.load(Ordering::SeqCst), 4);
 }

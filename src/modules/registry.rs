@@ -5,7 +5,7 @@ use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
     assert, blockinfile, command, copy, cuda_env, debug, file, get_url, gpu_smoke,
     kernel_blacklist, lineinfile, modprobe, mount, package, pam_limits, replace, service, set_fact,
-    setup, stat, swapfile, sysctl,
+    setup, stat, swapfile, sysctl, uri,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -36,6 +36,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         kernel_blacklist::KERNEL_BLACKLIST,
         modprobe::MODPROBE,
         get_url::GET_URL,
+        uri::URI,
     ];
     SPECS
 }
@@ -53,7 +54,9 @@ pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
 #[cfg(test)]
 mod tests {
     use crate::modules::kit::{fact::RoundTrip, files};
-    use crate::modules::{cuda_env, get_url, modprobe, mount, package, service, swapfile, sysctl};
+    use crate::modules::{
+        cuda_env, get_url, modprobe, mount, package, service, swapfile, sysctl, uri,
+    };
 
     /// Every fact reads back what it renders for predictions, and every
     /// `impl Fact for` in src/modules is among those checked.
@@ -69,6 +72,7 @@ mod tests {
         sysctl::fact_samples(&mut rt);
         modprobe::fact_samples(&mut rt);
         get_url::fact_samples(&mut rt);
+        uri::fact_samples(&mut rt);
         assert!(rt.failures.is_empty(), "{}", rt.failures.join("\n"));
         let declared = declared_facts(std::path::Path::new("src/modules"));
         let checked: Vec<String> = rt.checked.into_iter().collect();
