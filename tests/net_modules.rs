@@ -1,9 +1,11 @@
-//! `get_url` and `uri` through the real binary with `-c local` inside an
+//! `get_url`, `uri` and `unarchive` through the real binary with `-c local` inside an
 //! isolated host, against an HTTP server this test runs on loopback: apply
 //! downloads once, a second apply downloads nothing, a tampered file is
 //! drift that `check` names by its digest and leaves alone, a download with
 //! the wrong checksum fails without touching `dest`; `uri` registers its
-//! answer in check and apply alike and fails on an unexpected status.
+//! answer in check and apply alike and fails on an unexpected status; an
+//! archive downloaded earlier in the same run is extracted once, and a
+//! removed member is drift.
 
 mod support;
 
@@ -22,6 +24,10 @@ const WRONG_SHA256: &str = "0000000000000000000000000000000000000000000000000000
 /// Serves BODY at every path but `/missing`, on an ephemeral loopback port;
 /// counts the requests it answered.
 fn serve() -> (String, Arc<AtomicUsize>) {
+    serve_bytes(BODY.as_bytes().to_vec())
+}
+
+fn serve_bytes(body: Vec<u8>) -> (String, Arc<AtomicUsize>) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let hits = Arc::new(AtomicUsize::new(0));
@@ -40,14 +46,17 @@ fn serve() -> (String, Arc<AtomicUsize>) {
             counter.fetch_add(1, Ordering::SeqCst);
             let missing = String::from_utf8_lossy(&req).starts_with("GET /missing ");
             let reply = if missing {
-                "HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".into()
+                b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec()
             } else {
-                format!(
-                    "HTTP/1.0 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{BODY}",
-                    BODY.len()
+                let mut r = format!(
+                    "HTTP/1.0 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                    body.len()
                 )
+                .into_bytes();
+                r.extend_from_slice(&body);
+                r
             };
-            let _ = s.write_all(reply.as_bytes());
+            let _ = s.write_all(&reply);
         }
     });
     (base, hits)
@@ -232,4 +241,75 @@ fn uri_registers_the_answer_in_check_and_apply_and_fails_on_an_unexpected_status
         );
     }
     assert_eq!(hits.load(Ordering::SeqCst), 4);
+}
+
+/// A tar.gz of `pkg-1.0/` holding `bin/tool` and `README`.
+fn tarball() -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = dir.path().join("pkg-1.0");
+    std::fs::create_dir_all(pkg.join("bin")).unwrap();
+    std::fs::write(pkg.join("bin/tool"), "#!/bin/sh\n").unwrap();
+    std::fs::write(pkg.join("README"), "pkg\n").unwrap();
+    let out = std::process::Command::new("tar")
+        .args(["-czf", "-", "-C"])
+        .arg(dir.path())
+        .args(["pkg-1.0/bin", "pkg-1.0/README"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    out.stdout
+}
+
+#[test]
+fn an_archive_downloaded_earlier_in_the_run_is_extracted_once() {
+    let (base, _) = serve_bytes(tarball());
+    let host = IsolatedHost::new();
+    write(
+        &host,
+        "/root/pkg.yml",
+        &format!(
+            r#"- hosts: all
+  tasks:
+    - name: folder
+      file:
+        path: /root/pkg
+        state: directory
+    - name: download
+      get_url:
+        url: {base}/pkg.tar.gz
+        dest: /root/pkg.tar.gz
+    - name: extract
+      unarchive:
+        src: /root/pkg.tar.gz
+        dest: /root/pkg
+        remote_src: yes
+        extra_opts: [--strip-components=1]
+"#
+        ),
+    );
+    let (code, first) = json(&host, "apply", "/root/pkg.yml");
+    assert_eq!(code, 0, "{first:#}");
+    assert_eq!(
+        statuses(&first),
+        ["changed", "changed", "changed"],
+        "{first:#}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(host.path("/root/pkg/bin/tool")).unwrap(),
+        "#!/bin/sh\n"
+    );
+    let (code, second) = json(&host, "apply", "/root/pkg.yml");
+    assert_eq!(code, 0, "{second:#}");
+    assert_eq!(statuses(&second), ["ok", "ok", "ok"], "{second:#}");
+
+    std::fs::remove_file(host.path("/root/pkg/README")).unwrap();
+    let (code, check) = json(&host, "check", "/root/pkg.yml");
+    assert_eq!(code, 2, "{check:#}");
+    assert_eq!(statuses(&check), ["ok", "ok", "drift"], "{check:#}");
+    let change = &check["hosts"][0]["tasks"][2]["changes"][0];
+    assert_eq!(
+        change["before"], "1 of 3 members missing, first README",
+        "{change:#}"
+    );
+    assert!(!host.path("/root/pkg/README").exists());
 }

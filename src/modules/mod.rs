@@ -32,6 +32,7 @@ pub(crate) mod setup;
 pub(crate) mod stat;
 pub(crate) mod swapfile;
 pub(crate) mod sysctl;
+pub(crate) mod unarchive;
 pub(crate) mod uri;
 
 pub(crate) use kit::module::Module;

@@ -5,7 +5,7 @@ use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
     assert, blockinfile, command, copy, cuda_env, debug, file, get_url, gpu_smoke,
     kernel_blacklist, lineinfile, modprobe, mount, package, pam_limits, replace, service, set_fact,
-    setup, stat, swapfile, sysctl, uri,
+    setup, stat, swapfile, sysctl, unarchive, uri,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -37,6 +37,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         modprobe::MODPROBE,
         get_url::GET_URL,
         uri::URI,
+        unarchive::UNARCHIVE,
     ];
     SPECS
 }
@@ -55,7 +56,7 @@ pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
 mod tests {
     use crate::modules::kit::{fact::RoundTrip, files};
     use crate::modules::{
-        cuda_env, get_url, modprobe, mount, package, service, swapfile, sysctl, uri,
+        cuda_env, get_url, modprobe, mount, package, service, swapfile, sysctl, unarchive, uri,
     };
 
     /// Every fact reads back what it renders for predictions, and every
@@ -73,6 +74,7 @@ mod tests {
         modprobe::fact_samples(&mut rt);
         get_url::fact_samples(&mut rt);
         uri::fact_samples(&mut rt);
+        unarchive::fact_samples(&mut rt);
         assert!(rt.failures.is_empty(), "{}", rt.failures.join("\n"));
         let declared = declared_facts(std::path::Path::new("src/modules"));
         let checked: Vec<String> = rt.checked.into_iter().collect();
