@@ -3,9 +3,9 @@
 
 use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
-    assert, blockinfile, command, copy, cuda_env, debug, file, get_url, gpu_smoke,
-    kernel_blacklist, lineinfile, modprobe, mount, package, pam_limits, replace, service, set_fact,
-    setup, stat, swapfile, sysctl, unarchive, uri,
+    assert, blockinfile, command, copy, cuda_env, debug, file, get_url, getent, gpu_smoke,
+    kernel_blacklist, lineinfile, modprobe, mount, package, pam_limits, replace, service,
+    service_facts, set_fact, setup, slurp, stat, swapfile, sysctl, unarchive, uri,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -38,6 +38,9 @@ pub fn registry() -> &'static [ModuleSpec] {
         get_url::GET_URL,
         uri::URI,
         unarchive::UNARCHIVE,
+        service_facts::SERVICE_FACTS,
+        slurp::SLURP,
+        getent::GETENT,
     ];
     SPECS
 }
@@ -56,7 +59,8 @@ pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
 mod tests {
     use crate::modules::kit::{fact::RoundTrip, files};
     use crate::modules::{
-        cuda_env, get_url, modprobe, mount, package, service, swapfile, sysctl, unarchive, uri,
+        cuda_env, get_url, getent, modprobe, mount, package, service, service_facts, swapfile,
+        sysctl, unarchive, uri,
     };
 
     /// Every fact reads back what it renders for predictions, and every
@@ -75,6 +79,8 @@ mod tests {
         get_url::fact_samples(&mut rt);
         uri::fact_samples(&mut rt);
         unarchive::fact_samples(&mut rt);
+        service_facts::fact_samples(&mut rt);
+        getent::fact_samples(&mut rt);
         assert!(rt.failures.is_empty(), "{}", rt.failures.join("\n"));
         let declared = declared_facts(std::path::Path::new("src/modules"));
         let checked: Vec<String> = rt.checked.into_iter().collect();
