@@ -27,6 +27,7 @@ pub(crate) mod pam_limits;
 pub(crate) mod params;
 pub(crate) mod registry;
 pub(crate) mod replace;
+pub(crate) mod selinux;
 pub(crate) mod service;
 pub(crate) mod service_facts;
 pub(crate) mod set_fact;

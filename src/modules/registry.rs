@@ -4,7 +4,7 @@
 use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
     assert, blockinfile, command, copy, cuda_env, debug, file, get_url, getent, gpu_smoke,
-    kernel_blacklist, lineinfile, modprobe, mount, package, pam_limits, replace, service,
+    kernel_blacklist, lineinfile, modprobe, mount, package, pam_limits, replace, selinux, service,
     service_facts, set_fact, setup, slurp, stat, swapfile, sysctl, unarchive, uri,
 };
 
@@ -41,6 +41,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         service_facts::SERVICE_FACTS,
         slurp::SLURP,
         getent::GETENT,
+        selinux::SELINUX,
     ];
     SPECS
 }
@@ -59,8 +60,8 @@ pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
 mod tests {
     use crate::modules::kit::{fact::RoundTrip, files};
     use crate::modules::{
-        cuda_env, get_url, getent, modprobe, mount, package, service, service_facts, swapfile,
-        sysctl, unarchive, uri,
+        cuda_env, get_url, getent, modprobe, mount, package, selinux, service, service_facts,
+        swapfile, sysctl, unarchive, uri,
     };
 
     /// Every fact reads back what it renders for predictions, and every
@@ -81,6 +82,7 @@ mod tests {
         unarchive::fact_samples(&mut rt);
         service_facts::fact_samples(&mut rt);
         getent::fact_samples(&mut rt);
+        selinux::fact_samples(&mut rt);
         assert!(rt.failures.is_empty(), "{}", rt.failures.join("\n"));
         let declared = declared_facts(std::path::Path::new("src/modules"));
         let checked: Vec<String> = rt.checked.into_iter().collect();

@@ -1,0 +1,75 @@
+//! Operating-system settings modules (selinux) through the real binary with
+//! `-c local` inside an isolated host: apply writes the config, a second
+//! apply changes nothing, a hand edit is drift that `check` names and
+//! leaves alone.
+
+mod support;
+
+use support::{assert_machine_unchanged, machine_digest, run_json, IsolatedHost};
+
+const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
+const CONF: &str = "/etc/selinux/config";
+
+const PLAYBOOK: &str = r#"- hosts: all
+  tasks:
+    - name: selinux off
+      ansible.posix.selinux:
+        state: disabled
+      register: se
+    - name: reboot said
+      assert:
+        that:
+          - se.reboot_required is sameas false
+          - se.configfile == "/etc/selinux/config"
+"#;
+
+fn statuses(doc: &serde_json::Value) -> Vec<String> {
+    doc["hosts"][0]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn selinux_config_is_written_once_and_a_hand_edit_is_drift() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    std::fs::create_dir_all(host.path("/etc/selinux")).unwrap();
+    let original = "# managed\nSELINUX=enforcing\nSELINUXTYPE=targeted\n";
+    std::fs::write(host.path(CONF), original).unwrap();
+    std::fs::write(host.path("/root/os.yml"), PLAYBOOK).unwrap();
+    let run = |cmd: &str| {
+        run_json(
+            &host,
+            &[BIN, cmd, "/root/os.yml", "-c", "local", "--format", "json"],
+        )
+    };
+    // This machine runs no SELinux: only the config can change.
+    assert!(!std::path::Path::new("/sys/fs/selinux/enforce").exists());
+    let (code, first) = run("apply");
+    assert_eq!(code, 0, "{first:#}");
+    assert_eq!(statuses(&first), ["changed", "ok"], "{first:#}");
+    assert_eq!(
+        std::fs::read_to_string(host.path(CONF)).unwrap(),
+        "# managed\nSELINUX=disabled\nSELINUXTYPE=targeted\n"
+    );
+    let (code, second) = run("apply");
+    assert_eq!(code, 0, "{second:#}");
+    assert_eq!(statuses(&second), ["ok", "ok"], "{second:#}");
+
+    std::fs::write(host.path(CONF), original).unwrap();
+    let (code, check) = run("check");
+    assert_eq!(code, 2, "{check:#}");
+    assert_eq!(statuses(&check), ["drift", "ok"], "{check:#}");
+    let diff = check["hosts"][0]["tasks"][0]["changes"][0]["diff"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        diff.contains("-SELINUX=enforcing\n+SELINUX=disabled"),
+        "{check:#}"
+    );
+    assert_eq!(std::fs::read_to_string(host.path(CONF)).unwrap(), original);
+    assert_machine_unchanged(&before);
+}
