@@ -1,4 +1,4 @@
-//! Operating-system settings modules (selinux) through the real binary with
+//! Operating-system settings modules (selinux, timezone) through the real binary with
 //! `-c local` inside an isolated host: apply writes the config, a second
 //! apply changes nothing, a hand edit is drift that `check` names and
 //! leaves alone.
@@ -71,5 +71,59 @@ fn selinux_config_is_written_once_and_a_hand_edit_is_drift() {
         "{check:#}"
     );
     assert_eq!(std::fs::read_to_string(host.path(CONF)).unwrap(), original);
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn timezone_links_localtime_once_and_a_changed_link_is_drift() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let localtime = host.path("/etc/localtime");
+    let _ = std::fs::remove_file(&localtime);
+    std::os::unix::fs::symlink("/usr/share/zoneinfo/Etc/UTC", &localtime).unwrap();
+    std::fs::write(host.path("/etc/timezone"), "Etc/UTC\n").unwrap();
+    std::fs::write(
+        host.path("/root/tz.yml"),
+        "- hosts: all\n  tasks:\n    - name: zone\n      community.general.timezone:\n        name: Europe/Paris\n",
+    )
+    .unwrap();
+    let run = |cmd: &str| {
+        run_json(
+            &host,
+            &[BIN, cmd, "/root/tz.yml", "-c", "local", "--format", "json"],
+        )
+    };
+    let (code, first) = run("apply");
+    assert_eq!(code, 0, "{first:#}");
+    assert_eq!(statuses(&first), ["changed"], "{first:#}");
+    assert_eq!(
+        std::fs::read_link(&localtime).unwrap(),
+        std::path::Path::new("/usr/share/zoneinfo/Europe/Paris")
+    );
+    assert_eq!(
+        std::fs::read_to_string(host.path("/etc/timezone")).unwrap(),
+        "Europe/Paris\n"
+    );
+    let (code, second) = run("apply");
+    assert_eq!(code, 0, "{second:#}");
+    assert_eq!(statuses(&second), ["ok"], "{second:#}");
+
+    std::fs::remove_file(&localtime).unwrap();
+    std::os::unix::fs::symlink("/usr/share/zoneinfo/Etc/UTC", &localtime).unwrap();
+    let (code, check) = run("check");
+    assert_eq!(code, 2, "{check:#}");
+    let change = &check["hosts"][0]["tasks"][0]["changes"][0];
+    assert_eq!(
+        change["before"], "/usr/share/zoneinfo/Etc/UTC",
+        "{change:#}"
+    );
+    assert_eq!(
+        change["evidence"], "readlink -f /etc/localtime",
+        "{change:#}"
+    );
+    assert_eq!(
+        std::fs::read_link(&localtime).unwrap(),
+        std::path::Path::new("/usr/share/zoneinfo/Etc/UTC")
+    );
     assert_machine_unchanged(&before);
 }

@@ -36,6 +36,7 @@ pub(crate) mod slurp;
 pub(crate) mod stat;
 pub(crate) mod swapfile;
 pub(crate) mod sysctl;
+pub(crate) mod timezone;
 pub(crate) mod unarchive;
 pub(crate) mod uri;
 

@@ -5,7 +5,7 @@ use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
     assert, blockinfile, command, copy, cuda_env, debug, file, get_url, getent, gpu_smoke,
     kernel_blacklist, lineinfile, modprobe, mount, package, pam_limits, replace, selinux, service,
-    service_facts, set_fact, setup, slurp, stat, swapfile, sysctl, unarchive, uri,
+    service_facts, set_fact, setup, slurp, stat, swapfile, sysctl, timezone, unarchive, uri,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -42,6 +42,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         slurp::SLURP,
         getent::GETENT,
         selinux::SELINUX,
+        timezone::TIMEZONE,
     ];
     SPECS
 }
@@ -61,7 +62,7 @@ mod tests {
     use crate::modules::kit::{fact::RoundTrip, files};
     use crate::modules::{
         cuda_env, get_url, getent, modprobe, mount, package, selinux, service, service_facts,
-        swapfile, sysctl, unarchive, uri,
+        swapfile, sysctl, timezone, unarchive, uri,
     };
 
     /// Every fact reads back what it renders for predictions, and every
@@ -83,6 +84,7 @@ mod tests {
         service_facts::fact_samples(&mut rt);
         getent::fact_samples(&mut rt);
         selinux::fact_samples(&mut rt);
+        timezone::fact_samples(&mut rt);
         assert!(rt.failures.is_empty(), "{}", rt.failures.join("\n"));
         let declared = declared_facts(std::path::Path::new("src/modules"));
         let checked: Vec<String> = rt.checked.into_iter().collect();
