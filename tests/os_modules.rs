@@ -1,4 +1,4 @@
-//! Operating-system settings modules (selinux, timezone) through the real binary with
+//! Operating-system settings modules (selinux, timezone, ini_file) through the real binary with
 //! `-c local` inside an isolated host: apply writes the config, a second
 //! apply changes nothing, a hand edit is drift that `check` names and
 //! leaves alone.
@@ -125,5 +125,50 @@ fn timezone_links_localtime_once_and_a_changed_link_is_drift() {
         std::fs::read_link(&localtime).unwrap(),
         std::path::Path::new("/usr/share/zoneinfo/Etc/UTC")
     );
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn ini_file_sets_an_option_in_its_section_once() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let conf = "/etc/nodeprov-test/tuned.conf";
+    let original = "[main]\nsummary=HPC\n\n[sysctl]\nkernel.numa_balancing = 1\n";
+    std::fs::create_dir_all(host.path("/etc/nodeprov-test")).unwrap();
+    std::fs::write(host.path(conf), original).unwrap();
+    std::fs::write(
+        host.path("/root/ini.yml"),
+        format!(
+            "- hosts: all\n  tasks:\n    - name: min free\n      community.general.ini_file:\n        path: {conf}\n        section: sysctl\n        option: vm.min_free_kbytes\n        value: \">135168\"\n        mode: \"0600\"\n"
+        ),
+    )
+    .unwrap();
+    let run = |cmd: &str| {
+        run_json(
+            &host,
+            &[BIN, cmd, "/root/ini.yml", "-c", "local", "--format", "json"],
+        )
+    };
+    let (code, first) = run("apply");
+    assert_eq!(code, 0, "{first:#}");
+    assert_eq!(statuses(&first), ["changed"], "{first:#}");
+    let want = "[main]\nsummary=HPC\n\n[sysctl]\nkernel.numa_balancing = 1\nvm.min_free_kbytes = >135168\n";
+    assert_eq!(std::fs::read_to_string(host.path(conf)).unwrap(), want);
+    let (code, second) = run("apply");
+    assert_eq!(code, 0, "{second:#}");
+    assert_eq!(statuses(&second), ["ok"], "{second:#}");
+
+    let edited = want.replace(">135168", "65536");
+    std::fs::write(host.path(conf), &edited).unwrap();
+    let (code, check) = run("check");
+    assert_eq!(code, 2, "{check:#}");
+    let diff = check["hosts"][0]["tasks"][0]["changes"][0]["diff"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        diff.contains("-vm.min_free_kbytes = 65536\n+vm.min_free_kbytes = >135168"),
+        "{check:#}"
+    );
+    assert_eq!(std::fs::read_to_string(host.path(conf)).unwrap(), edited);
     assert_machine_unchanged(&before);
 }

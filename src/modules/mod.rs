@@ -17,6 +17,7 @@ pub(crate) mod file;
 pub(crate) mod get_url;
 pub(crate) mod getent;
 pub(crate) mod gpu_smoke;
+pub(crate) mod ini_file;
 pub(crate) mod kernel_blacklist;
 pub(crate) mod kit;
 pub(crate) mod lineinfile;

@@ -4,8 +4,9 @@
 use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
     assert, blockinfile, command, copy, cuda_env, debug, file, get_url, getent, gpu_smoke,
-    kernel_blacklist, lineinfile, modprobe, mount, package, pam_limits, replace, selinux, service,
-    service_facts, set_fact, setup, slurp, stat, swapfile, sysctl, timezone, unarchive, uri,
+    ini_file, kernel_blacklist, lineinfile, modprobe, mount, package, pam_limits, replace, selinux,
+    service, service_facts, set_fact, setup, slurp, stat, swapfile, sysctl, timezone, unarchive,
+    uri,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -43,6 +44,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         getent::GETENT,
         selinux::SELINUX,
         timezone::TIMEZONE,
+        ini_file::INI_FILE,
     ];
     SPECS
 }
