@@ -1,4 +1,5 @@
-//! Operating-system settings modules (selinux, timezone, ini_file) through the real binary with
+//! Operating-system settings modules (selinux, timezone, ini_file) and
+//! symbolic modes through the real binary with
 //! `-c local` inside an isolated host: apply writes the config, a second
 //! apply changes nothing, a hand edit is drift that `check` names and
 //! leaves alone.
@@ -171,4 +172,46 @@ fn ini_file_sets_an_option_in_its_section_once() {
     );
     assert_eq!(std::fs::read_to_string(host.path(conf)).unwrap(), edited);
     assert_machine_unchanged(&before);
+}
+
+#[test]
+fn a_symbolic_mode_is_applied_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let host = IsolatedHost::new();
+    let path = "/etc/nodeprov-test/tool.sh";
+    std::fs::create_dir_all(host.path("/etc/nodeprov-test")).unwrap();
+    std::fs::write(host.path(path), "#!/bin/sh\n").unwrap();
+    std::fs::set_permissions(host.path(path), std::fs::Permissions::from_mode(0o600)).unwrap();
+    std::fs::write(
+        host.path("/root/mode.yml"),
+        format!("- hosts: all\n  tasks:\n    - name: mode\n      file:\n        path: {path}\n        mode: u=rwx,go=rX\n"),
+    )
+    .unwrap();
+    let run = |cmd: &str| {
+        run_json(
+            &host,
+            &[
+                BIN,
+                cmd,
+                "/root/mode.yml",
+                "-c",
+                "local",
+                "--format",
+                "json",
+            ],
+        )
+    };
+    let (code, first) = run("apply");
+    assert_eq!(code, 0, "{first:#}");
+    assert_eq!(statuses(&first), ["changed"], "{first:#}");
+    let change = &first["hosts"][0]["tasks"][0]["changes"][0];
+    assert_eq!(change["after"], "0755", "{change:#}");
+    let mode = std::fs::metadata(host.path(path))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o7777, 0o755);
+    let (code, second) = run("apply");
+    assert_eq!(code, 0, "{second:#}");
+    assert_eq!(statuses(&second), ["ok"], "{second:#}");
 }

@@ -92,12 +92,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         lines,
         anchor,
         create: a.create,
-        opts: WriteOpts {
-            mode: a.mode.map(|m| m.0),
-            owner: a.owner,
-            group: a.group,
-            backup: a.backup,
-        },
+        opts: WriteOpts::new(a.mode, a.owner, a.group).with_backup(a.backup),
     }))
 }
 

@@ -186,6 +186,28 @@ mod tests {
         assert!(crate::modules::kit::testing::build_test(&FILE, dir).is_ok());
     }
 
+    #[test]
+    fn a_symbolic_mode_is_compared_with_the_mode_it_gives_and_passed_to_chmod() {
+        use crate::modules::kit::testing::{build_error, build_test};
+        let params =
+            serde_json::json!({"path": "/srv/d", "state": "directory", "mode": "u=rwX,go=rX"});
+        let m = build_test(&FILE, params).unwrap();
+        let facts = |mode| {
+            let mut f = Facts::default();
+            f.insert(FileFact::key("/srv/d"), FileFact::render(&Some(dir(mode))));
+            f
+        };
+        assert_eq!(m.plan(&facts(0o755)).unwrap(), Plan::noop());
+        let plan = m.plan(&facts(0o700)).unwrap();
+        assert_eq!(plan.changes[0].to_string(), "/srv/d mode: 0700 → 0755");
+        assert_eq!(plan.steps[0], "chmod u=rwX,go=rX /srv/d || { exit 1; }\n");
+        let bad = build_error(
+            &FILE,
+            serde_json::json!({"path": "/x", "mode": "rw-r--r--"}),
+        );
+        assert!(bad.contains("symbolic one like"), "{bad}");
+    }
+
     fn run_plan(state: State, current: Option<FileState>) -> Result<Plan, ModuleError> {
         let m = FileModule {
             path: "/srv/d".into(),

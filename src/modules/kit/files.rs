@@ -188,6 +188,8 @@ pub(crate) fn digest_hex(digest: Digest, data: &[u8]) -> String {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct WriteOpts {
     pub mode: Option<u32>,
+    /// A symbolic mode, applied to the mode the path has (`mode` is unset).
+    pub symbolic: Option<String>,
     pub owner: Option<String>,
     pub group: Option<String>,
     pub backup: bool,
@@ -196,12 +198,26 @@ pub(crate) struct WriteOpts {
 impl WriteOpts {
     /// From the `mode`, `owner` and `group` parameters modules share.
     pub(crate) fn new(mode: Option<Mode>, owner: Option<String>, group: Option<String>) -> Self {
+        let (mode, symbolic) = match mode {
+            Some(Mode::Octal(m)) => (Some(m), None),
+            Some(Mode::Symbolic(s)) => (None, Some(s)),
+            None => (None, None),
+        };
         WriteOpts {
-            mode: mode.map(|m| m.0),
+            mode,
+            symbolic,
             owner,
             group,
             backup: false,
         }
+    }
+
+    /// The mode a path whose mode is `current` must get, if one is asked.
+    pub(crate) fn mode_for(&self, current: u32, is_dir: bool) -> Option<u32> {
+        self.mode.or_else(|| {
+            let symbolic = Mode::Symbolic(self.symbolic.clone()?);
+            Some(symbolic.applied(current, is_dir))
+        })
     }
 
     pub(crate) fn with_backup(self, backup: bool) -> Self {
@@ -260,6 +276,20 @@ pub(crate) fn attr_commands(target: &str, opts: &WriteOpts, on_fail: &str) -> St
     let mut s = String::new();
     if let Some(mode) = opts.mode {
         s.push_str(&format!("chmod {mode:o} {target} || {{ {on_fail}; }}\n"));
+    } else if let Some(symbolic) = &opts.symbolic {
+        // chmod without who would mask with the umask; Ansible's does not.
+        let all = symbolic
+            .split(',')
+            .map(|c| match c.starts_with(['+', '-', '=']) {
+                true => format!("a{c}"),
+                false => c.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        s.push_str(&format!(
+            "chmod {} {target} || {{ {on_fail}; }}\n",
+            quote(&all)
+        ));
     }
     let owner = match (&opts.owner, &opts.group) {
         (Some(o), Some(g)) => Some(format!("{o}:{g}")),
@@ -361,7 +391,8 @@ pub(crate) fn plan_content(
         }
     }
     if !plan.changes.is_empty() {
-        let mode = opts.mode.or(current.map(|s| s.mode)).unwrap_or(0o644);
+        let base = current.map_or(0o644, |s| s.mode);
+        let mode = opts.mode_for(base, false).unwrap_or(base);
         let owner = opts
             .owner
             .clone()
@@ -391,7 +422,10 @@ fn content_diff(dest: &str, current: Option<&FileState>, content: &str) -> Optio
 /// Mode/owner/group differences of an existing path.
 pub(crate) fn attr_changes(dest: &str, st: &FileState, opts: &WriteOpts) -> Vec<Change> {
     let mut out = Vec::new();
-    if let Some(mode) = opts.mode.filter(|m| *m != st.mode) {
+    if let Some(mode) = opts
+        .mode_for(st.mode, st.kind == Kind::Dir)
+        .filter(|m| *m != st.mode)
+    {
         out.push(Change::new(
             format!("{dest} mode"),
             Some(format!("{:04o}", st.mode)),
