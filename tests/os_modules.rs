@@ -1,5 +1,5 @@
-//! Operating-system settings modules (selinux, timezone, ini_file) and
-//! symbolic modes through the real binary with
+//! Operating-system settings modules (selinux, timezone, ini_file), symbolic
+//! modes and `file` recurse through the real binary with
 //! `-c local` inside an isolated host: apply writes the config, a second
 //! apply changes nothing, a hand edit is drift that `check` names and
 //! leaves alone.
@@ -211,6 +211,60 @@ fn a_symbolic_mode_is_applied_once() {
         .permissions()
         .mode();
     assert_eq!(mode & 0o7777, 0o755);
+    let (code, second) = run("apply");
+    assert_eq!(code, 0, "{second:#}");
+    assert_eq!(statuses(&second), ["ok"], "{second:#}");
+}
+
+#[test]
+fn recurse_sets_a_directorys_contents_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let host = IsolatedHost::new();
+    let dir = "/etc/nodeprov-test/tree";
+    std::fs::create_dir_all(host.path(&format!("{dir}/sub"))).unwrap();
+    std::fs::write(host.path(&format!("{dir}/sub/a")), "a\n").unwrap();
+    std::fs::write(
+        host.path("/root/tree.yml"),
+        format!("- hosts: all\n  tasks:\n    - name: tree\n      file:\n        path: {dir}\n        state: directory\n        recurse: yes\n        mode: \"0750\"\n"),
+    )
+    .unwrap();
+    let run = |cmd: &str| {
+        run_json(
+            &host,
+            &[
+                BIN,
+                cmd,
+                "/root/tree.yml",
+                "-c",
+                "local",
+                "--format",
+                "json",
+            ],
+        )
+    };
+    let (code, check) = run("check");
+    assert_eq!(code, 2, "{check:#}");
+    let subjects: Vec<&str> = check["hosts"][0]["tasks"][0]["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["subject"].as_str().unwrap())
+        .collect();
+    assert!(
+        subjects.contains(&"/etc/nodeprov-test/tree contents"),
+        "{check:#}"
+    );
+    let (code, first) = run("apply");
+    assert_eq!(code, 0, "{first:#}");
+    let mode = |p: &str| {
+        std::fs::metadata(host.path(p))
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o7777
+    };
+    assert_eq!(mode(&format!("{dir}/sub/a")), 0o750);
+    assert_eq!(mode(&format!("{dir}/sub")), 0o750);
     let (code, second) = run("apply");
     assert_eq!(code, 0, "{second:#}");
     assert_eq!(statuses(&second), ["ok"], "{second:#}");

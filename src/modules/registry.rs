@@ -63,7 +63,7 @@ pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
 mod tests {
     use crate::modules::kit::{fact::RoundTrip, files};
     use crate::modules::{
-        cuda_env, get_url, getent, modprobe, mount, package, selinux, service, service_facts,
+        cuda_env, file, get_url, getent, modprobe, mount, package, selinux, service, service_facts,
         swapfile, sysctl, timezone, unarchive, uri,
     };
 
@@ -73,6 +73,7 @@ mod tests {
     fn every_fact_reads_back_what_it_renders() {
         let mut rt = RoundTrip::default();
         files::fact_samples(&mut rt);
+        file::fact_samples(&mut rt);
         swapfile::fact_samples(&mut rt);
         mount::fact_samples(&mut rt);
         service::fact_samples(&mut rt);
