@@ -1,5 +1,5 @@
 //! Operating-system settings modules (selinux, timezone, ini_file), symbolic
-//! modes and `file` recurse through the real binary with
+//! modes, `file` recurse and `validate` through the real binary with
 //! `-c local` inside an isolated host: apply writes the config, a second
 //! apply changes nothing, a hand edit is drift that `check` names and
 //! leaves alone.
@@ -268,4 +268,52 @@ fn recurse_sets_a_directorys_contents_once() {
     let (code, second) = run("apply");
     assert_eq!(code, 0, "{second:#}");
     assert_eq!(statuses(&second), ["ok"], "{second:#}");
+}
+
+#[test]
+fn validate_keeps_a_refused_file_out() {
+    let host = IsolatedHost::new();
+    let path = "/etc/nodeprov-test/sudoers";
+    std::fs::create_dir_all(host.path("/etc/nodeprov-test")).unwrap();
+    std::fs::write(host.path(path), "ok\n").unwrap();
+    std::fs::write(
+        host.path("/root/validate.yml"),
+        format!(
+            "- hosts: all\n  tasks:\n    - name: accepted\n      lineinfile:\n        path: {path}\n        line: ok too\n        validate: grep -q '^ok' %s\n    - name: refused\n      lineinfile:\n        path: {path}\n        line: broken\n        validate: grep -q '^never' %s\n"
+        ),
+    )
+    .unwrap();
+    let (code, doc) = run_json(
+        &host,
+        &[
+            BIN,
+            "apply",
+            "/root/validate.yml",
+            "-c",
+            "local",
+            "--format",
+            "json",
+        ],
+    );
+    assert_ne!(code, 0, "{doc:#}");
+    assert_eq!(statuses(&doc), ["changed", "failed"], "{doc:#}");
+    let message = doc["hosts"][0]["tasks"][1]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(message.contains("refused the new content"), "{doc:#}");
+    assert_eq!(
+        std::fs::read_to_string(host.path(path)).unwrap(),
+        "ok\nok too\n"
+    );
+    let left = std::fs::read_dir(host.path("/etc/nodeprov-test"))
+        .unwrap()
+        .filter(|e| {
+            e.as_ref()
+                .unwrap()
+                .file_name()
+                .to_string_lossy()
+                .starts_with(".nodeprov.")
+        })
+        .count();
+    assert_eq!(left, 0, "no temp file is left");
 }

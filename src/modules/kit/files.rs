@@ -193,6 +193,9 @@ pub(crate) struct WriteOpts {
     pub owner: Option<String>,
     pub group: Option<String>,
     pub backup: bool,
+    /// A command that must accept the new content (`%s`: its temp file)
+    /// before it replaces the old.
+    pub validate: Option<String>,
 }
 
 impl WriteOpts {
@@ -209,6 +212,17 @@ impl WriteOpts {
             owner,
             group,
             backup: false,
+            validate: None,
+        }
+    }
+
+    /// With Ansible's `validate`, which must name the file as `%s`.
+    pub(crate) fn with_validate(self, validate: Option<String>) -> Result<Self, String> {
+        match validate {
+            Some(v) if !v.contains("%s") => Err(format!(
+                "validate '{v}' must contain %s, where the new file's path goes"
+            )),
+            validate => Ok(WriteOpts { validate, ..self }),
         }
     }
 
@@ -259,7 +273,15 @@ pub(crate) fn temp_beside(path: &str) -> String {
 /// the old `$p`'s owner, mode and SELinux label (0644 for a new file),
 /// then the attributes asked for, and is renamed over `$p`.
 pub(crate) fn install_temp(opts: &WriteOpts) -> String {
-    let mut s = String::from(
+    let mut s = String::new();
+    if let Some(v) = &opts.validate {
+        s.push_str(&format!(
+            "( {} ) || {{ rm -f \"$t\"; echo {} >&2; exit 1; }}\n",
+            v.replace("%s", "\"$t\""),
+            quote(&format!("validate '{v}' refused the new content"))
+        ));
+    }
+    s.push_str(
         "if [ -e \"$p\" ]; then chown --reference=\"$p\" \"$t\" && chmod --reference=\"$p\" \"$t\" || { rm -f \"$t\"; exit 1; }; \
          chcon --reference=\"$p\" \"$t\" 2>/dev/null; else chmod 644 \"$t\"; fi\n",
     );
@@ -569,6 +591,19 @@ mod tests {
             let again = FileFact::parse("f", &FileFact::render(&Some(st.clone()))).unwrap();
             assert_eq!(again, Some(st), "{size}");
         }
+    }
+
+    #[test]
+    fn validate_runs_on_the_temp_file_before_it_is_installed() {
+        let opts = WriteOpts::default()
+            .with_validate(Some("visudo -cf %s".into()))
+            .unwrap();
+        let step = write_step("/etc/sudoers.d/gpu", "x\n", &opts);
+        let check = step.find("( visudo -cf \"$t\" ) || { rm -f \"$t\"; echo 'validate '\\''visudo -cf %s'\\'' refused the new content' >&2; exit 1; }");
+        let install = step.find("mv -f -- \"$t\" \"$p\"");
+        assert!(check.is_some() && check < install, "{step}");
+        let err = WriteOpts::default().with_validate(Some("visudo -c".into()));
+        assert!(err.unwrap_err().contains("must contain %s"));
     }
 
     #[test]
