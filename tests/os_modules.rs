@@ -1,4 +1,4 @@
-//! Operating-system settings modules (selinux, timezone, ini_file), symbolic
+//! Operating-system settings modules (selinux, timezone, ini_file, ufw), symbolic
 //! modes, `file` recurse and `validate` through the real binary with
 //! `-c local` inside an isolated host: apply writes the config, a second
 //! apply changes nothing, a hand edit is drift that `check` names and
@@ -316,4 +316,36 @@ fn validate_keeps_a_refused_file_out() {
         })
         .count();
     assert_eq!(left, 0, "no temp file is left");
+}
+
+#[test]
+fn ufw_on_a_host_without_it_fails_saying_so() {
+    let host = IsolatedHost::new();
+    if host.run(&["sh", "-c", "command -v ufw"]).status.success() {
+        // A machine with ufw would have its real firewall touched: not here.
+        return;
+    }
+    std::fs::write(
+        host.path("/root/ufw.yml"),
+        "- hosts: all\n  tasks:\n    - name: firewall\n      community.general.ufw:\n        state: enabled\n",
+    )
+    .unwrap();
+    let (code, doc) = run_json(
+        &host,
+        &[
+            BIN,
+            "check",
+            "/root/ufw.yml",
+            "-c",
+            "local",
+            "--format",
+            "json",
+        ],
+    );
+    assert_ne!(code, 0, "{doc:#}");
+    assert_eq!(statuses(&doc), ["failed"], "{doc:#}");
+    let message = doc["hosts"][0]["tasks"][0]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert_eq!(message, "ufw is not installed on this host", "{doc:#}");
 }

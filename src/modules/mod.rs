@@ -38,6 +38,7 @@ pub(crate) mod stat;
 pub(crate) mod swapfile;
 pub(crate) mod sysctl;
 pub(crate) mod timezone;
+pub(crate) mod ufw;
 pub(crate) mod unarchive;
 pub(crate) mod uri;
 

@@ -5,8 +5,8 @@ use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
     assert, blockinfile, command, copy, cuda_env, debug, file, get_url, getent, gpu_smoke,
     ini_file, kernel_blacklist, lineinfile, modprobe, mount, package, pam_limits, replace, selinux,
-    service, service_facts, set_fact, setup, slurp, stat, swapfile, sysctl, timezone, unarchive,
-    uri,
+    service, service_facts, set_fact, setup, slurp, stat, swapfile, sysctl, timezone, ufw,
+    unarchive, uri,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -45,6 +45,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         selinux::SELINUX,
         timezone::TIMEZONE,
         ini_file::INI_FILE,
+        ufw::UFW,
     ];
     SPECS
 }
@@ -64,7 +65,7 @@ mod tests {
     use crate::modules::kit::{fact::RoundTrip, files};
     use crate::modules::{
         cuda_env, file, get_url, getent, modprobe, mount, package, selinux, service, service_facts,
-        swapfile, sysctl, timezone, unarchive, uri,
+        swapfile, sysctl, timezone, ufw, unarchive, uri,
     };
 
     /// Every fact reads back what it renders for predictions, and every
@@ -88,6 +89,7 @@ mod tests {
         getent::fact_samples(&mut rt);
         selinux::fact_samples(&mut rt);
         timezone::fact_samples(&mut rt);
+        ufw::fact_samples(&mut rt);
         assert!(rt.failures.is_empty(), "{}", rt.failures.join("\n"));
         let declared = declared_facts(std::path::Path::new("src/modules"));
         let checked: Vec<String> = rt.checked.into_iter().collect();
