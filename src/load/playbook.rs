@@ -849,6 +849,11 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
         task.loop_items = Some(first_found_loop(spec, terms));
     }
     task.params = module_params(spec, value, args, errors);
+    for (name, _) in &mut task.params {
+        if let Some(canonical) = spec.params.canonical(name) {
+            *name = canonical.to_string();
+        }
+    }
     check_params(spec, key, &task.params, errors);
     tasks::check_meta(&task, key, errors);
     tasks::check_delegated(&task, key, errors);
@@ -1218,6 +1223,20 @@ mod tests {
             task.params[1].1.span.location().rsplit('/').next().unwrap(),
             "site.yml:6:44"
         );
+    }
+
+    #[test]
+    fn a_parameter_alias_loads_as_the_declared_name() {
+        let pb = load_text(
+            "- hosts: all\n  tasks:\n    - systemd: {daemon-reload: true, name: x, state: started}\n",
+        )
+        .unwrap();
+        let names: Vec<&str> = pb.plays[0].tasks[0]
+            .params
+            .iter()
+            .map(|(n, _)| n.as_str())
+            .collect();
+        assert_eq!(names, ["daemon_reload", "name", "state"]);
     }
 
     #[test]

@@ -45,6 +45,8 @@ module_params! {
         create: bool = false,
         /// keep a timestamped copy of the old file
         backup: bool = false,
+        /// a command that must accept the new file, named `%s`, before it is installed
+        validate: Option<String>,
         /// the file's mode, such as 0644
         mode: Option<Mode>,
         /// its owner
@@ -92,12 +94,10 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         lines,
         anchor,
         create: a.create,
-        opts: WriteOpts {
-            mode: a.mode.map(|m| m.0),
-            owner: a.owner,
-            group: a.group,
-            backup: a.backup,
-        },
+        opts: WriteOpts::new(a.mode, a.owner, a.group)
+            .with_backup(a.backup)
+            .with_validate(a.validate)
+            .map_err(|m| p.error("validate", m))?,
     }))
 }
 

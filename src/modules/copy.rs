@@ -61,6 +61,8 @@ module_params! {
         backup: bool = false,
         /// false: only create a missing file
         force: bool = true,
+        /// a command that must accept the new file, named `%s`, before it is installed
+        validate: Option<String>,
     }
 }
 
@@ -83,7 +85,10 @@ fn module(
     Ok(Box::new(FileContent {
         dest,
         content,
-        opts: WriteOpts::new(w.mode, w.owner, w.group).with_backup(w.backup),
+        opts: WriteOpts::new(w.mode, w.owner, w.group)
+            .with_backup(w.backup)
+            .with_validate(w.validate)
+            .map_err(|m| p.error("validate", m))?,
         force: w.force,
     }))
 }
@@ -169,7 +174,7 @@ mod tests {
 
     #[test]
     fn copy_and_template_share_how_dest_is_written() {
-        let write = ["mode", "owner", "group", "backup", "force"];
+        let write = ["mode", "owner", "group", "backup", "force", "validate"];
         assert_eq!(COPY.params.names[..3], ["src", "content", "dest"]);
         assert_eq!(COPY.params.names[3..], write);
         assert_eq!(COPY.params.required, ["dest"]);

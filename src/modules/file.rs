@@ -6,7 +6,7 @@ use crate::modules::kit::files::{self, FileState, Kind, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, first_of, module_params, Choice, Mode, ParamError, Params};
-use crate::remote::probe::Probe;
+use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
 
 pub(crate) const FILE: ModuleSpec = ModuleSpec {
@@ -47,6 +47,12 @@ module_params! {
         src: Option<String>,
         /// accepted as Ansible does; a link always replaces what is there
         force: Option<bool>,
+        /// a directory's owner, group and (octal) mode set on all it holds too
+        recurse: bool = false,
+        /// only `preserve`: an existing file's times are left alone
+        access_time: Option<String>,
+        /// only `preserve`: an existing file's times are left alone
+        modification_time: Option<String>,
     }
 }
 
@@ -55,6 +61,8 @@ struct FileModule {
     state: State,
     src: Option<String>,
     opts: WriteOpts,
+    /// Owner, group and mode of a directory's contents too.
+    recurse: bool,
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -68,17 +76,162 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     if a.state == State::Link && a.src.is_none() {
         return Err(p.error("src", "state=link needs 'src' (the link target)"));
     }
+    // nodeprov's touch never moves an existing file's times, which is what
+    // `preserve` asks; `now` or a date would change the file on every run.
+    for (key, time) in [
+        ("access_time", &a.access_time),
+        ("modification_time", &a.modification_time),
+    ] {
+        if time.as_deref().is_some_and(|t| t != "preserve") {
+            return Err(p.error(
+                key,
+                format!(
+                    "only {key}: preserve is supported (an existing file's times are left alone)"
+                ),
+            ));
+        }
+    }
+    if a.recurse && a.state != State::Directory {
+        return Err(p.error("recurse", "recurse needs state: directory"));
+    }
+    if a.recurse && matches!(a.mode, Some(Mode::Symbolic(_))) {
+        return Err(p.error(
+            "mode",
+            "with recurse, give an octal mode (a symbolic one is not supported there)",
+        ));
+    }
+    let opts = WriteOpts::new(a.mode, a.owner, a.group);
+    let recurse =
+        a.recurse && (opts.mode.is_some() || opts.owner.is_some() || opts.group.is_some());
     Ok(Box::new(FileModule {
         path,
         state: a.state,
         src: a.src,
-        opts: WriteOpts::new(a.mode, a.owner, a.group),
+        opts,
+        recurse,
     }))
+}
+
+/// Entries under a directory whose owner, group or mode differ from the
+/// wanted ones: how many, and the first.
+struct Contents;
+
+/// The directory and the attributes its contents must have.
+struct Wanted {
+    path: String,
+    opts: WriteOpts,
+}
+
+impl Fact for Contents {
+    type Query = Wanted;
+    type Value = (usize, String);
+
+    fn key(q: &Wanted) -> String {
+        format!(
+            "file:contents:{}\u{0}{:?}\u{0}{:?}\u{0}{:?}",
+            q.path, q.opts.owner, q.opts.group, q.opts.mode
+        )
+    }
+
+    fn script(q: &Wanted) -> String {
+        let mut tests = Vec::new();
+        if let Some(o) = &q.opts.owner {
+            tests.push(format!("! -user {}", quote(o)));
+        }
+        if let Some(g) = &q.opts.group {
+            tests.push(format!("! -group {}", quote(g)));
+        }
+        if let Some(m) = q.opts.mode {
+            tests.push(format!("! -perm {m:04o}"));
+        }
+        format!(
+            "[ -d {p} ] || {{ echo 0; exit 0; }}\n\
+             l=$(find {p} -mindepth 1 \\( {} \\) -print) || exit 1\n\
+             if [ -z \"$l\" ]; then echo 0; else printf '%s\\n' \"$l\" | wc -l; printf '%s\\n' \"$l\" | head -n 1; fi",
+            tests.join(" -o "),
+            p = quote(&q.path)
+        )
+    }
+
+    fn parse(q: &Wanted, r: &ProbeResult) -> Result<(usize, String), ModuleError> {
+        let mut lines = r.stdout.lines();
+        let count = lines.next().and_then(|n| n.trim().parse().ok());
+        match count {
+            Some(n) if r.rc == 0 => Ok((n, lines.next().unwrap_or_default().to_string())),
+            _ => Err(crate::modules::kit::fact::bad(
+                Self::key(q),
+                r.stderr.trim().to_string(),
+            )),
+        }
+    }
+
+    fn render((n, first): &(usize, String)) -> ProbeResult {
+        ProbeResult::ok(if *n == 0 {
+            "0\n".to_string()
+        } else {
+            format!("{n}\n{first}\n")
+        })
+    }
+}
+
+impl FileModule {
+    fn wanted(&self) -> Wanted {
+        Wanted {
+            path: self.path.clone(),
+            opts: self.opts.clone(),
+        }
+    }
+
+    /// Owner, group and mode for everything under the directory.
+    fn plan_contents(&self, facts: &Facts, plan: &mut Plan) -> Result<(), ModuleError> {
+        let q = self.wanted();
+        let (n, first) = Contents::read(facts, &q)?;
+        if n == 0 {
+            return Ok(());
+        }
+        let mut want = Vec::new();
+        let p = quote(&self.path);
+        let mut step = String::new();
+        if self.opts.owner.is_some() || self.opts.group.is_some() {
+            let og = format!(
+                "{}{}",
+                self.opts.owner.as_deref().unwrap_or(""),
+                self.opts
+                    .group
+                    .as_deref()
+                    .map(|g| format!(":{g}"))
+                    .unwrap_or_default()
+            );
+            want.push(og.clone());
+            step.push_str(&format!("chown -R {} {p} || exit 1\n", quote(&og)));
+        }
+        if let Some(m) = self.opts.mode {
+            want.push(format!("{m:04o}"));
+            step.push_str(&format!("chmod -R {m:o} {p} || exit 1\n"));
+        }
+        plan.changes.push(
+            Change::new(
+                format!("{} contents", self.path),
+                Some(format!("{n} entries differ, first {first}")),
+                Some(want.join(" ")),
+            )
+            .with_evidence("find"),
+        );
+        plan.steps.push(step);
+        plan.effects
+            .push(Contents::predict(&q, &(0, String::new())));
+        plan.effects.push(FileFact::invalidate(&self.path));
+        Ok(())
+    }
 }
 
 impl Module for FileModule {
     fn probes(&self) -> Vec<Probe> {
-        vec![FileFact::probe(&self.path)]
+        let mut probes = vec![FileFact::probe(&self.path)];
+        if self.recurse {
+            probes.push(Contents::probe(&self.wanted()));
+        }
+        probes
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
@@ -140,6 +293,9 @@ impl Module for FileModule {
                     plan.changes.extend(attr);
                     plan.effects.push(FileFact::invalidate(&self.path));
                 }
+                if self.recurse {
+                    self.plan_contents(facts, &mut plan)?;
+                }
             }
         }
         Ok(plan)
@@ -164,6 +320,17 @@ impl FileModule {
     }
 }
 
+/// Values of every fact here, for the round trip every fact must pass.
+#[cfg(test)]
+pub(crate) fn fact_samples(rt: &mut crate::modules::kit::fact::RoundTrip) {
+    let q = Wanted {
+        path: "/home/slurm".into(),
+        opts: WriteOpts::new(None, Some("slurm".into()), None),
+    };
+    rt.check::<Contents>(&q, (0, String::new()));
+    rt.check::<Contents>(&q, (3, "/home/slurm/a b".into()));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -186,6 +353,94 @@ mod tests {
         assert!(crate::modules::kit::testing::build_test(&FILE, dir).is_ok());
     }
 
+    #[test]
+    fn a_symbolic_mode_is_compared_with_the_mode_it_gives_and_passed_to_chmod() {
+        use crate::modules::kit::testing::{build_error, build_test};
+        let params =
+            serde_json::json!({"path": "/srv/d", "state": "directory", "mode": "u=rwX,go=rX"});
+        let m = build_test(&FILE, params).unwrap();
+        let facts = |mode| {
+            let mut f = Facts::default();
+            f.insert(FileFact::key("/srv/d"), FileFact::render(&Some(dir(mode))));
+            f
+        };
+        assert_eq!(m.plan(&facts(0o755)).unwrap(), Plan::noop());
+        let plan = m.plan(&facts(0o700)).unwrap();
+        assert_eq!(plan.changes[0].to_string(), "/srv/d mode: 0700 → 0755");
+        assert_eq!(plan.steps[0], "chmod u=rwX,go=rX /srv/d || { exit 1; }\n");
+        let bad = build_error(
+            &FILE,
+            serde_json::json!({"path": "/x", "mode": "rw-r--r--"}),
+        );
+        assert!(bad.contains("symbolic one like"), "{bad}");
+    }
+
+    #[test]
+    fn recurse_sets_the_contents_found_to_differ_and_times_are_preserved() {
+        use crate::modules::kit::testing::{build_error, build_test, facts_of, settled};
+        let params = serde_json::json!({"path": "/home/slurm", "state": "directory",
+                                        "recurse": true, "owner": "slurm", "mode": "0750"});
+        let m = build_test(&FILE, params).unwrap();
+        let contents = m.probes()[1].clone();
+        assert!(
+            contents
+                .script
+                .contains("find /home/slurm -mindepth 1 \\( ! -user slurm -o ! -perm 0750 \\)"),
+            "{}",
+            contents.script
+        );
+        let dir_state = FileFact::render(&Some(FileState {
+            owner: "slurm".into(),
+            ..dir(0o750)
+        }))
+        .stdout;
+        let facts = facts_of(&[
+            (&FileFact::key("/home/slurm"), &dir_state),
+            (&contents.key, "2\n/home/slurm/.bashrc\n"),
+        ]);
+        let plan = m.plan(&facts).unwrap();
+        assert_eq!(
+            plan.changes[0].to_string(),
+            "/home/slurm contents: 2 entries differ, first /home/slurm/.bashrc → slurm 0750"
+        );
+        assert_eq!(
+            plan.steps[0],
+            "chown -R slurm /home/slurm || exit 1\nchmod -R 750 /home/slurm || exit 1\n"
+        );
+        let after = settled(&facts, &plan);
+        assert_eq!(
+            Contents::read(
+                &after,
+                &Wanted {
+                    path: "/home/slurm".into(),
+                    opts: WriteOpts::new(Some(Mode::Octal(0o750)), Some("slurm".into()), None)
+                }
+            )
+            .unwrap()
+            .0,
+            0
+        );
+        // Nothing to set: recurse alone probes nothing more.
+        let bare = build_test(
+            &FILE,
+            serde_json::json!({"path": "/d", "state": "directory", "recurse": true}),
+        )
+        .unwrap();
+        assert_eq!(bare.probes().len(), 1);
+        assert!(
+            build_error(&FILE, serde_json::json!({"path": "/d", "recurse": true}))
+                .contains("state: directory")
+        );
+        let touch = serde_json::json!({"path": "/f", "state": "touch", "access_time": "preserve",
+                                       "modification_time": "preserve"});
+        assert!(build_test(&FILE, touch).is_ok());
+        assert!(build_error(
+            &FILE,
+            serde_json::json!({"path": "/f", "state": "touch", "access_time": "now"})
+        )
+        .contains("only access_time: preserve"));
+    }
+
     fn run_plan(state: State, current: Option<FileState>) -> Result<Plan, ModuleError> {
         let m = FileModule {
             path: "/srv/d".into(),
@@ -195,6 +450,7 @@ mod tests {
                 mode: Some(0o755),
                 ..WriteOpts::default()
             },
+            recurse: false,
         };
         let mut f = Facts::default();
         f.insert(FileFact::key("/srv/d"), FileFact::render(&current));

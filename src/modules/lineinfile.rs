@@ -43,6 +43,8 @@ module_params! {
         create: bool = false,
         /// keep a timestamped copy of the old file
         backup: bool = false,
+        /// a command that must accept the new file, named `%s`, before it is installed
+        validate: Option<String>,
         /// `line` uses the groups of `regexp`; no match leaves the file alone
         backrefs: bool = false,
         /// the file's mode, such as 0644
@@ -117,7 +119,10 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         anchor,
         create: a.create,
         backrefs: a.backrefs,
-        opts: WriteOpts::new(a.mode, a.owner, a.group).with_backup(a.backup),
+        opts: WriteOpts::new(a.mode, a.owner, a.group)
+            .with_backup(a.backup)
+            .with_validate(a.validate)
+            .map_err(|m| p.error("validate", m))?,
     }))
 }
 

@@ -270,20 +270,22 @@ impl<'a> Params<'a> {
 
     /// A file mode: YAML's `0644` arrives as the number 420 (octal already
     /// applied by the loader), a string `"0644"`/`"644"` is octal text.
-    pub(crate) fn mode(&self, key: &str) -> Result<Option<u32>, ParamError> {
+    pub(crate) fn mode(&self, key: &str) -> Result<Option<Mode>, ParamError> {
+        let expected = "an octal mode like '0644' or a symbolic one like 'u=rw,go=r'";
         match self.raw(key) {
             None => Ok(None),
             Some(Value::Number(n)) => n
                 .as_u64()
                 .filter(|m| *m <= 0o7777)
-                .map(|m| Some(m as u32))
-                .ok_or_else(|| self.type_error(key, "an octal mode like '0644'")),
-            Some(Value::String(s)) => u32::from_str_radix(s.trim(), 8)
-                .ok()
-                .filter(|m| *m <= 0o7777)
-                .map(Some)
-                .ok_or_else(|| self.type_error(key, "an octal mode like '0644'")),
-            Some(_) => Err(self.type_error(key, "an octal mode like '0644'")),
+                .map(|m| Some(Mode::Octal(m as u32)))
+                .ok_or_else(|| self.type_error(key, expected)),
+            Some(Value::String(s)) => match u32::from_str_radix(s.trim(), 8) {
+                Ok(m) if m <= 0o7777 => Ok(Some(Mode::Octal(m))),
+                Ok(_) => Err(self.type_error(key, expected)),
+                Err(_) if symbolic_mode(s.trim()) => Ok(Some(Mode::Symbolic(s.trim().into()))),
+                Err(_) => Err(self.type_error(key, expected)),
+            },
+            Some(_) => Err(self.type_error(key, expected)),
         }
     }
 }
@@ -435,16 +437,86 @@ impl ParamValue for Option<serde_json::Map<String, Value>> {
     }
 }
 
-/// A file mode (see [`Params::mode`]).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Mode(pub u32);
+/// A file mode (see [`Params::mode`]): octal, or symbolic as chmod takes
+/// it (`u=rw,go=r`, `og-rwx`, `a+x`, `u+X`), which says what to do to the
+/// mode a path has.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Mode {
+    Octal(u32),
+    Symbolic(String),
+}
+
+impl Mode {
+    /// The mode a path whose mode is `current` gets. A symbolic mode
+    /// without `u`, `g`, `o` or `a` acts on all three, as Ansible's does
+    /// (chmod would leave out what the umask masks).
+    pub(crate) fn applied(&self, current: u32, is_dir: bool) -> u32 {
+        let text = match self {
+            Mode::Octal(m) => return *m,
+            Mode::Symbolic(text) => text,
+        };
+        let mut mode = current & 0o7777;
+        for clause in text.split(',') {
+            let who_end = clause.find(['+', '-', '=']).unwrap_or(clause.len());
+            let who = match &clause[..who_end] {
+                "" => "a",
+                w => w,
+            };
+            let mask = who.chars().fold(0, |m, c| {
+                m | match c {
+                    'u' => 0o4700,
+                    'g' => 0o2070,
+                    'o' => 0o1007,
+                    _ => 0o7777,
+                }
+            });
+            let mut rest = &clause[who_end..];
+            while let Some(op) = rest.chars().next() {
+                let perms_end = rest[1..]
+                    .find(['+', '-', '='])
+                    .map_or(rest.len(), |i| i + 1);
+                let bits = rest[1..perms_end].chars().fold(0, |b, c| {
+                    b | match c {
+                        'r' => 0o444,
+                        'w' => 0o222,
+                        'x' => 0o111,
+                        // As chmod: judged on the mode as earlier clauses left it.
+                        'X' if is_dir || mode & 0o111 != 0 => 0o111,
+                        's' => 0o6000,
+                        't' => 0o1000,
+                        _ => 0,
+                    }
+                }) & mask;
+                match op {
+                    '+' => mode |= bits,
+                    '-' => mode &= !bits,
+                    _ => mode = (mode & !mask) | bits,
+                }
+                rest = &rest[perms_end..];
+            }
+        }
+        mode
+    }
+}
+
+/// Whether `text` is a symbolic mode [`Mode::applied`] understands:
+/// clauses of `[ugoa]*` then one or more `[+-=][rwxXst]*`.
+fn symbolic_mode(text: &str) -> bool {
+    text.split(',').all(|clause| {
+        let who_end = clause.find(['+', '-', '=']).unwrap_or(clause.len());
+        let (who, ops) = clause.split_at(who_end);
+        who.chars().all(|c| "ugoa".contains(c))
+            && !ops.is_empty()
+            && ops.chars().all(|c| "+-=rwxXst".contains(c))
+    })
+}
 
 impl ParamValue for Option<Mode> {
     fn read(p: &Params, key: &str) -> Result<Self, ParamError> {
-        Ok(p.mode(key)?.map(Mode))
+        p.mode(key)
     }
     fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError> {
-        Ok(p.mode(key)?.map(Mode).or(default))
+        Ok(p.mode(key)?.or(default))
     }
 }
 
@@ -651,6 +723,7 @@ macro_rules! module_params {
                     >($name::DOCS),
                     docs: $name::DOCS,
                     any_variable: false,
+                    aliases: &[],
                 };
 
             /// Reads every parameter, in the order declared.
@@ -696,4 +769,44 @@ pub struct ParamSpec {
     pub docs: &'static [ParamDoc],
     /// Any variable name is a parameter too (`set_fact`).
     pub any_variable: bool,
+    /// Other spellings Ansible takes for a parameter, and the name each
+    /// stands for (`daemon-reload` for `daemon_reload`).
+    pub aliases: &'static [(&'static str, &'static str)],
+}
+
+impl ParamSpec {
+    /// The declared name an alias stands for.
+    pub fn canonical(&self, name: &str) -> Option<&'static str> {
+        self.aliases
+            .iter()
+            .find(|(a, _)| *a == name)
+            .map(|(_, c)| *c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn symbolic_modes_apply_as_chmod_applies_them() {
+        let m = |s: &str| Mode::Symbolic(s.into());
+        assert_eq!(m("u=rw,go=r").applied(0o777, false), 0o644);
+        assert_eq!(m("og-rwx").applied(0o755, false), 0o700);
+        assert_eq!(m("a+x").applied(0o644, false), 0o755);
+        assert_eq!(m("+x").applied(0o600, false), 0o711);
+        assert_eq!(m("u+X").applied(0o644, false), 0o644, "X: no x bit yet");
+        assert_eq!(m("u+X").applied(0o644, true), 0o744, "X: a folder");
+        assert_eq!(m("go+X").applied(0o744, false), 0o755, "X: some x bit");
+        assert_eq!(m("u+rw-x").applied(0o100, false), 0o600);
+        assert_eq!(m("u=rwx,go=rX").applied(0o600, false), 0o755);
+        assert_eq!(m("g+s,o+t").applied(0o755, true), 0o3755);
+        assert_eq!(Mode::Octal(0o600).applied(0o777, false), 0o600);
+        for good in ["u=rw,go=r", "a+x", "u+X", "ug+rw-x", "=r"] {
+            assert!(symbolic_mode(good), "{good}");
+        }
+        for bad in ["u", "u=rw,", "z+x", "u+q", "0o644", "rw-r--r--"] {
+            assert!(!symbolic_mode(bad), "{bad}");
+        }
+    }
 }

@@ -3,9 +3,10 @@
 
 use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
-    apt_key, apt_repository, assert, blockinfile, command, copy, cuda_env, debug, file, gpu_smoke,
-    kernel_blacklist, lineinfile, meta, modprobe, mount, package, pam_limits, replace, rpm_key,
-    service, set_fact, setup, stat, swapfile, sysctl, yum_repository,
+    apt_key, apt_repository, assert, blockinfile, command, copy, cuda_env, debug, file, get_url,
+    getent, gpu_smoke, ini_file, kernel_blacklist, lineinfile, meta, modprobe, mount, package,
+    pam_limits, replace, rpm_key, selinux, service, service_facts, set_fact, setup, slurp, stat,
+    swapfile, sysctl, timezone, ufw, unarchive, uri, yum_repository,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -40,6 +41,16 @@ pub fn registry() -> &'static [ModuleSpec] {
         apt_repository::APT_REPOSITORY,
         rpm_key::RPM_KEY,
         apt_key::APT_KEY,
+        get_url::GET_URL,
+        uri::URI,
+        unarchive::UNARCHIVE,
+        service_facts::SERVICE_FACTS,
+        slurp::SLURP,
+        getent::GETENT,
+        selinux::SELINUX,
+        timezone::TIMEZONE,
+        ini_file::INI_FILE,
+        ufw::UFW,
     ];
     SPECS
 }
@@ -58,7 +69,8 @@ pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
 mod tests {
     use crate::modules::kit::{fact::RoundTrip, files};
     use crate::modules::{
-        apt_key, cuda_env, modprobe, mount, package, rpm_key, service, swapfile, sysctl,
+        apt_key, cuda_env, file, get_url, getent, modprobe, mount, package, rpm_key, selinux,
+        service, service_facts, swapfile, sysctl, timezone, ufw, unarchive, uri,
     };
 
     /// Every fact reads back what it renders for predictions, and every
@@ -67,6 +79,7 @@ mod tests {
     fn every_fact_reads_back_what_it_renders() {
         let mut rt = RoundTrip::default();
         files::fact_samples(&mut rt);
+        file::fact_samples(&mut rt);
         swapfile::fact_samples(&mut rt);
         mount::fact_samples(&mut rt);
         service::fact_samples(&mut rt);
@@ -76,6 +89,14 @@ mod tests {
         modprobe::fact_samples(&mut rt);
         rpm_key::fact_samples(&mut rt);
         apt_key::fact_samples(&mut rt);
+        get_url::fact_samples(&mut rt);
+        uri::fact_samples(&mut rt);
+        unarchive::fact_samples(&mut rt);
+        service_facts::fact_samples(&mut rt);
+        getent::fact_samples(&mut rt);
+        selinux::fact_samples(&mut rt);
+        timezone::fact_samples(&mut rt);
+        ufw::fact_samples(&mut rt);
         assert!(rt.failures.is_empty(), "{}", rt.failures.join("\n"));
         let declared = declared_facts(std::path::Path::new("src/modules"));
         let checked: Vec<String> = rt.checked.into_iter().collect();

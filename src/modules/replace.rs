@@ -86,12 +86,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         regexp: regex(p, "regexp", &a.regexp, true)?,
         replace: python_replacement(&a.replace),
         section,
-        opts: WriteOpts {
-            mode: a.mode.map(|m| m.0),
-            owner: a.owner,
-            group: a.group,
-            backup: a.backup,
-        },
+        opts: WriteOpts::new(a.mode, a.owner, a.group).with_backup(a.backup),
     }))
 }
 

@@ -10,7 +10,7 @@
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
-use crate::modules::params::{choices, module_params, ParamError, Params};
+use crate::modules::params::{choices, module_params, ParamError, ParamSpec, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
 
@@ -23,7 +23,13 @@ pub(crate) const SERVICE: ModuleSpec = ModuleSpec {
         "service",
         "ansible.builtin.service",
     ],
-    params: &ServiceArgs::SPEC,
+    params: &ParamSpec {
+        aliases: &[
+            ("daemon-reload", "daemon_reload"),
+            ("daemon-reexec", "daemon_reexec"),
+        ],
+        ..ServiceArgs::SPEC
+    },
     free_form: None,
     build,
 };
@@ -53,6 +59,15 @@ choices! {
     }
 }
 
+choices! {
+    /// Which service manager: the system's, or the connecting user's.
+    enum Scope {
+        System = "system",
+        User = "user",
+        Global = "global",
+    }
+}
+
 module_params! {
     struct ServiceArgs {
         /// one unit or a list (`.service` when no type is given)
@@ -65,6 +80,12 @@ module_params! {
         masked: Option<bool>,
         /// reload systemd's unit files first
         daemon_reload: bool = false,
+        /// re-execute systemd first (it reloads unit files too)
+        daemon_reexec: bool = false,
+        /// the system's manager or the connecting user's (`global` is refused)
+        scope: Scope = Scope::System,
+        /// queue start and stop jobs without waiting for them
+        no_block: bool = false,
         /// false: a unit that does not exist is an error
         missing_ok: bool = true,
     }
@@ -75,7 +96,11 @@ struct Service {
     state: Option<State>,
     enabled: Option<bool>,
     masked: Option<bool>,
-    daemon_reload: bool,
+    /// `daemon-reload` or `daemon-reexec`, run before anything else.
+    manager: Option<&'static str>,
+    /// `--user` for the user's manager; empty for the system's.
+    scope: &'static str,
+    no_block: bool,
     missing_ok: bool,
 }
 
@@ -102,7 +127,24 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         return Err(p.error("name", format!("'{bad}' is not a valid systemd unit name")));
     }
     let (state, enabled, masked) = (a.state, a.enabled, a.masked);
-    let daemon_reload = a.daemon_reload;
+    let manager = match (a.daemon_reexec, a.daemon_reload) {
+        (true, _) => Some("daemon-reexec"),
+        (false, true) => Some("daemon-reload"),
+        (false, false) => None,
+    };
+    let daemon_reload = manager.is_some();
+    let scope = match a.scope {
+        Scope::System => "",
+        Scope::User => "--user ",
+        // `systemctl --global` edits the user units' defaults and has no
+        // manager to ask about their state, so nothing here could be probed.
+        Scope::Global => {
+            return Err(p.error(
+                "scope",
+                "scope: global is not supported (use system, or user for the connecting user's manager)",
+            ))
+        }
+    };
     if names.is_empty()
         && !(daemon_reload && state.is_none() && enabled.is_none() && masked.is_none())
     {
@@ -116,7 +158,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     {
         return Err(p.error(
             "state",
-            "give at least one of 'state', 'enabled', 'masked' or 'daemon_reload'",
+            "give at least one of 'state', 'enabled', 'masked', 'daemon_reload' or 'daemon_reexec'",
         ));
     }
     if masked == Some(true) && (enabled == Some(true) || state.is_some_and(|s| s != State::Stopped))
@@ -131,7 +173,9 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         state,
         enabled,
         masked,
-        daemon_reload,
+        manager,
+        scope,
+        no_block: a.no_block,
         missing_ok: a.missing_ok,
     }))
 }
@@ -160,28 +204,42 @@ impl Fact for Systemd {
     }
 }
 
+/// Units as one manager (the system's or the user's) knows them.
+struct Shown {
+    /// `--user ` or empty, as systemctl takes it.
+    scope: &'static str,
+    units: Vec<String>,
+}
+
 /// The named units, in order, and the units that can trigger them.
 struct ShownUnits;
 
 impl Fact for ShownUnits {
-    type Query = [String];
+    type Query = Shown;
     type Value = (Vec<Unit>, Vec<Unit>);
 
-    fn key(units: &[String]) -> String {
-        format!("systemd:show:{}", units.join(" "))
+    fn key(q: &Shown) -> String {
+        format!("systemd:show:{}{}", q.scope, q.units.join(" "))
     }
 
-    fn script(units: &[String]) -> String {
-        let args = units.iter().map(|u| quote(u)).collect::<Vec<_>>().join(" ");
+    fn script(q: &Shown) -> String {
+        let args = q
+            .units
+            .iter()
+            .map(|u| quote(u))
+            .collect::<Vec<_>>()
+            .join(" ");
+        let show = format!("systemctl {}show -p", q.scope);
         format!(
             "[ -d /run/systemd/system ] || exit 0\n\
-             systemctl show -p {PROPS} --no-pager -- {args} || exit 1\n\
-             t=$(systemctl show -p TriggeredBy --no-pager -- {args} | sed -n 's/^TriggeredBy=//p' | tr ' ' '\\n' | sort -u | grep .)\n\
-             [ -z \"$t\" ] || {{ echo; echo {TRIGGERS_MARK}; systemctl show -p {PROPS} --no-pager -- $t; }}"
+             {show} {PROPS} --no-pager -- {args} || exit 1\n\
+             t=$({show} TriggeredBy --no-pager -- {args} | sed -n 's/^TriggeredBy=//p' | tr ' ' '\\n' | sort -u | grep .)\n\
+             [ -z \"$t\" ] || {{ echo; echo {TRIGGERS_MARK}; {show} {PROPS} --no-pager -- $t; }}"
         )
     }
 
-    fn parse(units: &[String], r: &ProbeResult) -> Result<Self::Value, ModuleError> {
+    fn parse(q: &Shown, r: &ProbeResult) -> Result<Self::Value, ModuleError> {
+        let units = &q.units;
         let (named, triggers) = r
             .stdout
             .split_once(TRIGGERS_MARK)
@@ -189,7 +247,7 @@ impl Fact for ShownUnits {
         let named = blocks(named);
         if r.rc != 0 || named.len() != units.len() {
             return Err(fact::bad(
-                Self::key(units),
+                Self::key(q),
                 format!("expected {} units: {}", units.len(), r.stderr.trim()),
             ));
         }
@@ -278,15 +336,6 @@ fn blocks(text: &str) -> Vec<Unit> {
         .collect()
 }
 
-/// A systemctl call that says what failed.
-fn systemctl(verb: &str, unit: &str) -> String {
-    format!(
-        "systemctl {verb} -- {} || {{ echo {} >&2; exit 1; }}",
-        quote(unit),
-        quote(&format!("systemctl {verb} {unit} failed"))
-    )
-}
-
 fn change(subject: String, before: &str, after: &str) -> Change {
     Change::new(subject, Some(before.to_string()), Some(after.to_string()))
         .with_evidence("systemctl show")
@@ -296,7 +345,7 @@ impl Module for Service {
     fn probes(&self) -> Vec<Probe> {
         let mut probes = vec![Systemd::probe(&())];
         if !self.units.is_empty() {
-            probes.push(ShownUnits::probe(&self.units));
+            probes.push(ShownUnits::probe(&self.shown()));
         }
         probes
     }
@@ -307,29 +356,28 @@ impl Module for Service {
         }
         let mut plan = Plan::noop();
         if self.units.is_empty() {
-            plan.changes
-                .push(Change::new("systemd", None, Some("daemon-reload".into())));
-            plan.steps.push("systemctl daemon-reload || exit 1".into());
+            if let Some(verb) = self.manager {
+                plan.changes
+                    .push(Change::new("systemd", None, Some(verb.into())));
+                plan.steps.push(self.manager_step(verb));
+            }
             return Ok(plan);
         }
-        let (named, triggers) = ShownUnits::read(facts, &self.units)?;
+        let shown = self.shown();
+        let (named, triggers) = ShownUnits::read(facts, &shown)?;
         for (name, unit) in self.units.iter().zip(&named) {
             self.plan_unit(name, unit, &triggers, &mut plan)?;
         }
         let stale = named.iter().any(|u| u.need_reload);
-        if self.daemon_reload && (stale || !plan.steps.is_empty()) {
+        if let Some(verb) = self.manager.filter(|_| stale || !plan.steps.is_empty()) {
             if stale && plan.changes.is_empty() {
-                plan.changes.push(change(
-                    "systemd".into(),
-                    "unit files changed on disk",
-                    "daemon-reload",
-                ));
+                plan.changes
+                    .push(change("systemd".into(), "unit files changed on disk", verb));
             }
-            plan.steps
-                .insert(0, "systemctl daemon-reload || exit 1".into());
+            plan.steps.insert(0, self.manager_step(verb));
         }
         if !plan.steps.is_empty() {
-            plan.effects.push(ShownUnits::invalidate(&self.units));
+            plan.effects.push(ShownUnits::invalidate(&shown));
         }
         Ok(plan)
     }
@@ -341,11 +389,35 @@ impl Module for Service {
     /// not verified either.
     fn is_command(&self) -> bool {
         matches!(self.state, Some(State::Restarted | State::Reloaded))
-            || (self.units.is_empty() && self.daemon_reload)
+            || (self.units.is_empty() && self.manager.is_some())
     }
 }
 
 impl Service {
+    fn shown(&self) -> Shown {
+        Shown {
+            scope: self.scope,
+            units: self.units.clone(),
+        }
+    }
+
+    fn manager_step(&self, verb: &str) -> String {
+        format!("systemctl {}{verb} || exit 1", self.scope)
+    }
+
+    /// A systemctl call on one unit that says what failed; with `no_block`
+    /// jobs are queued, not waited for.
+    fn systemctl(&self, verb: &str, unit: &str) -> String {
+        let queue = matches!(verb, "start" | "stop" | "restart" | "reload") && self.no_block;
+        format!(
+            "systemctl {}{verb}{} -- {} || {{ echo {} >&2; exit 1; }}",
+            self.scope,
+            if queue { " --no-block" } else { "" },
+            quote(unit),
+            quote(&format!("systemctl {verb} {unit} failed"))
+        )
+    }
+
     /// Nothing runs units here: stopped and disabled hold, started cannot.
     fn plan_without_systemd(&self) -> Result<Plan, ModuleError> {
         let wants_running =
@@ -381,7 +453,7 @@ impl Service {
         if self.masked == Some(false) && u.masked() {
             plan.changes
                 .push(change(format!("{id} masked"), &u.file_state, "unmasked"));
-            plan.steps.push(systemctl("unmask", id));
+            plan.steps.push(self.systemctl("unmask", id));
         }
         let masked_after = (u.masked() && self.masked != Some(false)) || self.masked == Some(true);
         if masked_after
@@ -406,7 +478,7 @@ impl Service {
             };
             plan.changes
                 .push(change(format!("{id} masked"), before, "masked"));
-            plan.steps.push(systemctl("mask", id));
+            plan.steps.push(self.systemctl("mask", id));
         }
         Ok(())
     }
@@ -439,12 +511,12 @@ impl Service {
             if stop && t.running() {
                 plan.changes
                     .push(change(subject.clone(), &t.active, "stopped"));
-                plan.steps.push(systemctl("stop", &t.id));
+                plan.steps.push(self.systemctl("stop", &t.id));
             }
             if disable && t.enabled() {
                 plan.changes
                     .push(change(subject, &t.file_state, "disabled"));
-                plan.steps.push(systemctl("disable", &t.id));
+                plan.steps.push(self.systemctl("disable", &t.id));
             }
         }
     }
@@ -461,11 +533,11 @@ impl Service {
             ("enabled" | "alias", true) | ("disabled" | "masked" | "masked-runtime", false) => {}
             ("enabled-runtime" | "linked" | "linked-runtime" | "disabled", true) => {
                 plan.changes.push(change(format!("{id} enabled"), fs, "enabled"));
-                plan.steps.push(systemctl("enable", id));
+                plan.steps.push(self.systemctl("enable", id));
             }
             (_, false) if u.enabled() => {
                 plan.changes.push(change(format!("{id} enabled"), fs, "disabled"));
-                plan.steps.push(systemctl("disable", id));
+                plan.steps.push(self.systemctl("disable", id));
             }
             ("static" | "generated" | "transient", true) => plan.notes.push(format!(
                 "{id} is {fs}: it has no [Install] section to enable; it starts when another unit pulls it in"
@@ -505,7 +577,7 @@ impl Service {
         };
         plan.changes
             .push(change(format!("{id} state"), &u.active, after));
-        plan.steps.push(systemctl(verb, id));
+        plan.steps.push(self.systemctl(verb, id));
     }
 }
 
@@ -522,7 +594,10 @@ pub(crate) fn fact_samples(rt: &mut fact::RoundTrip) {
         triggered_by: triggered_by.iter().map(|t| t.to_string()).collect(),
         need_reload: id.starts_with('b'),
     };
-    let units = ["a.service".to_string(), "b.service".to_string()];
+    let units = Shown {
+        scope: "",
+        units: vec!["a.service".to_string(), "b.service".to_string()],
+    };
     rt.check::<ShownUnits>(
         &units,
         (
@@ -605,13 +680,60 @@ mod tests {
             json!({"name": ["a", "b\\x2dc@1"], "state": "stopped"}),
         )
         .unwrap();
-        let p = ShownUnits::probe(&["a.service".into(), "b\\x2dc@1.service".into()]);
+        let p = ShownUnits::probe(&Shown {
+            scope: "",
+            units: vec!["a.service".into(), "b\\x2dc@1.service".into()],
+        });
         assert!(m.probes().contains(&p));
         assert!(
             p.script
                 .contains("--no-pager -- a.service 'b\\x2dc@1.service'"),
             "{}",
             p.script
+        );
+    }
+
+    #[test]
+    fn ansible_spellings_and_manager_options() {
+        assert_eq!(
+            SERVICE.params.canonical("daemon-reload"),
+            Some("daemon_reload")
+        );
+        assert_eq!(
+            SERVICE.params.canonical("daemon-reexec"),
+            Some("daemon_reexec")
+        );
+        assert_eq!(SERVICE.params.canonical("daemon_reload"), None);
+        let m = build_test(&SERVICE, json!({"daemon_reexec": true})).unwrap();
+        assert!(m.is_command());
+        let plan = m.plan(&facts_of(&[(&Systemd::key(&()), "yes\n")])).unwrap();
+        assert_eq!(plan.steps, ["systemctl daemon-reexec || exit 1"]);
+        assert!(build_error(
+            &SERVICE,
+            json!({"name": "x", "state": "started", "scope": "global"})
+        )
+        .contains("global is not supported"));
+        let show = block("nginx.service", "loaded", "disabled", "inactive", "");
+        let plan = plan_on(
+            json!({"name": "nginx", "state": "started", "enabled": true, "scope": "user",
+                   "no_block": true, "daemon_reload": true}),
+            &show,
+        )
+        .unwrap();
+        assert_eq!(plan.steps[0], "systemctl --user daemon-reload || exit 1");
+        assert!(plan.steps[1].starts_with("systemctl --user enable -- nginx.service ||"));
+        assert!(plan.steps[2].starts_with("systemctl --user start --no-block -- nginx.service ||"));
+        let m = build_test(
+            &SERVICE,
+            json!({"name": "nginx", "enabled": true, "scope": "user"}),
+        )
+        .unwrap();
+        let probe = m.probes().pop().unwrap();
+        assert_eq!(probe.key, "systemd:show:--user nginx.service");
+        assert!(
+            probe.script.contains("systemctl --user show -p Id,"),
+            "{}",
+            probe.script
         );
     }
 

@@ -188,20 +188,50 @@ pub(crate) fn digest_hex(digest: Digest, data: &[u8]) -> String {
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct WriteOpts {
     pub mode: Option<u32>,
+    /// A symbolic mode, applied to the mode the path has (`mode` is unset).
+    pub symbolic: Option<String>,
     pub owner: Option<String>,
     pub group: Option<String>,
     pub backup: bool,
+    /// A command that must accept the new content (`%s`: its temp file)
+    /// before it replaces the old.
+    pub validate: Option<String>,
 }
 
 impl WriteOpts {
     /// From the `mode`, `owner` and `group` parameters modules share.
     pub(crate) fn new(mode: Option<Mode>, owner: Option<String>, group: Option<String>) -> Self {
+        let (mode, symbolic) = match mode {
+            Some(Mode::Octal(m)) => (Some(m), None),
+            Some(Mode::Symbolic(s)) => (None, Some(s)),
+            None => (None, None),
+        };
         WriteOpts {
-            mode: mode.map(|m| m.0),
+            mode,
+            symbolic,
             owner,
             group,
             backup: false,
+            validate: None,
         }
+    }
+
+    /// With Ansible's `validate`, which must name the file as `%s`.
+    pub(crate) fn with_validate(self, validate: Option<String>) -> Result<Self, String> {
+        match validate {
+            Some(v) if !v.contains("%s") => Err(format!(
+                "validate '{v}' must contain %s, where the new file's path goes"
+            )),
+            validate => Ok(WriteOpts { validate, ..self }),
+        }
+    }
+
+    /// The mode a path whose mode is `current` must get, if one is asked.
+    pub(crate) fn mode_for(&self, current: u32, is_dir: bool) -> Option<u32> {
+        self.mode.or_else(|| {
+            let symbolic = Mode::Symbolic(self.symbolic.clone()?);
+            Some(symbolic.applied(current, is_dir))
+        })
     }
 
     pub(crate) fn with_backup(self, backup: bool) -> Self {
@@ -215,21 +245,45 @@ impl WriteOpts {
 /// otherwise, and is renamed over the old one. A failure at any point (a
 /// full disk) leaves the old file untouched and removes the temp file.
 pub(crate) fn write_step(path: &str, content: &str, opts: &WriteOpts) -> String {
-    let p = quote(path);
     // The content is encoded straight into the step: one buffer, however
     // large the file.
     let mut s = String::with_capacity(content.len() / 3 * 4 + 1024);
-    s.push_str(&format!(
-        "p={p}; d=$(dirname -- \"$p\")\n\
-         [ -d \"$d\" ] || {{ echo \"directory $d does not exist\" >&2; exit 1; }}\n\
-         t=$(mktemp \"$d/.nodeprov.XXXXXX\") || exit 1\n\
-         if ! printf '%s' '"
-    ));
+    s.push_str(&temp_beside(path));
+    s.push_str("if ! printf '%s' '");
     base64::engine::general_purpose::STANDARD.encode_string(content, &mut s);
     s.push_str(
-        "' | base64 -d > \"$t\"; then rm -f \"$t\"; echo \"cannot write $p\" >&2; exit 1; fi\n\
-         if [ -e \"$p\" ]; then chown --reference=\"$p\" \"$t\" && chmod --reference=\"$p\" \"$t\" || { rm -f \"$t\"; exit 1; }; \
-         chcon --reference=\"$p\" \"$t\" 2>/dev/null; else chmod 644 \"$t\"; fi\n"
+        "' | base64 -d > \"$t\"; then rm -f \"$t\"; echo \"cannot write $p\" >&2; exit 1; fi\n",
+    );
+    s.push_str(&install_temp(opts));
+    s
+}
+
+/// The start of an atomic write: `$p` is the path, `$t` a new empty temp
+/// file (mode 0600) in its folder, which must exist.
+pub(crate) fn temp_beside(path: &str) -> String {
+    format!(
+        "p={}; d=$(dirname -- \"$p\")\n\
+         [ -d \"$d\" ] || {{ echo \"directory $d does not exist\" >&2; exit 1; }}\n\
+         t=$(mktemp \"$d/.nodeprov.XXXXXX\") || exit 1\n",
+        quote(path)
+    )
+}
+
+/// The end of an atomic write: the temp file `$t`, already filled, takes
+/// the old `$p`'s owner, mode and SELinux label (0644 for a new file),
+/// then the attributes asked for, and is renamed over `$p`.
+pub(crate) fn install_temp(opts: &WriteOpts) -> String {
+    let mut s = String::new();
+    if let Some(v) = &opts.validate {
+        s.push_str(&format!(
+            "( {} ) || {{ rm -f \"$t\"; echo {} >&2; exit 1; }}\n",
+            v.replace("%s", "\"$t\""),
+            quote(&format!("validate '{v}' refused the new content"))
+        ));
+    }
+    s.push_str(
+        "if [ -e \"$p\" ]; then chown --reference=\"$p\" \"$t\" && chmod --reference=\"$p\" \"$t\" || { rm -f \"$t\"; exit 1; }; \
+         chcon --reference=\"$p\" \"$t\" 2>/dev/null; else chmod 644 \"$t\"; fi\n",
     );
     if opts.backup {
         s.push_str("if [ -e \"$p\" ]; then cp -p -- \"$p\" \"$p.$(date +%Y%m%d%H%M%S).bak\" || { rm -f \"$t\"; exit 1; }; fi\n");
@@ -244,6 +298,20 @@ pub(crate) fn attr_commands(target: &str, opts: &WriteOpts, on_fail: &str) -> St
     let mut s = String::new();
     if let Some(mode) = opts.mode {
         s.push_str(&format!("chmod {mode:o} {target} || {{ {on_fail}; }}\n"));
+    } else if let Some(symbolic) = &opts.symbolic {
+        // chmod without who would mask with the umask; Ansible's does not.
+        let all = symbolic
+            .split(',')
+            .map(|c| match c.starts_with(['+', '-', '=']) {
+                true => format!("a{c}"),
+                false => c.to_string(),
+            })
+            .collect::<Vec<_>>()
+            .join(",");
+        s.push_str(&format!(
+            "chmod {} {target} || {{ {on_fail}; }}\n",
+            quote(&all)
+        ));
     }
     let owner = match (&opts.owner, &opts.group) {
         (Some(o), Some(g)) => Some(format!("{o}:{g}")),
@@ -345,7 +413,8 @@ pub(crate) fn plan_content(
         }
     }
     if !plan.changes.is_empty() {
-        let mode = opts.mode.or(current.map(|s| s.mode)).unwrap_or(0o644);
+        let base = current.map_or(0o644, |s| s.mode);
+        let mode = opts.mode_for(base, false).unwrap_or(base);
         let owner = opts
             .owner
             .clone()
@@ -375,7 +444,10 @@ fn content_diff(dest: &str, current: Option<&FileState>, content: &str) -> Optio
 /// Mode/owner/group differences of an existing path.
 pub(crate) fn attr_changes(dest: &str, st: &FileState, opts: &WriteOpts) -> Vec<Change> {
     let mut out = Vec::new();
-    if let Some(mode) = opts.mode.filter(|m| *m != st.mode) {
+    if let Some(mode) = opts
+        .mode_for(st.mode, st.kind == Kind::Dir)
+        .filter(|m| *m != st.mode)
+    {
         out.push(Change::new(
             format!("{dest} mode"),
             Some(format!("{:04o}", st.mode)),
@@ -519,6 +591,19 @@ mod tests {
             let again = FileFact::parse("f", &FileFact::render(&Some(st.clone()))).unwrap();
             assert_eq!(again, Some(st), "{size}");
         }
+    }
+
+    #[test]
+    fn validate_runs_on_the_temp_file_before_it_is_installed() {
+        let opts = WriteOpts::default()
+            .with_validate(Some("visudo -cf %s".into()))
+            .unwrap();
+        let step = write_step("/etc/sudoers.d/gpu", "x\n", &opts);
+        let check = step.find("( visudo -cf \"$t\" ) || { rm -f \"$t\"; echo 'validate '\\''visudo -cf %s'\\'' refused the new content' >&2; exit 1; }");
+        let install = step.find("mv -f -- \"$t\" \"$p\"");
+        assert!(check.is_some() && check < install, "{step}");
+        let err = WriteOpts::default().with_validate(Some("visudo -c".into()));
+        assert!(err.unwrap_err().contains("must contain %s"));
     }
 
     #[test]

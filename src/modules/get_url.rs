@@ -1,0 +1,540 @@
+//! `get_url`: a file on the host downloaded from a URL, by the host itself
+//! (curl, else wget), into a temp file renamed over `dest` only once it is
+//! complete and, with `checksum`, verified.
+//!
+//! A file that is there already is kept unless `checksum` says it is not
+//! the right one or `force` asks for a fresh copy; its checksum is computed
+//! on the host, so nothing is downloaded to find out.
+
+use crate::modules::kit::fact::{self, Fact};
+use crate::modules::kit::files::{self, FileFact, FileState, Kind, WriteOpts};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
+use crate::modules::params::{module_params, Mode, ParamError, Params};
+use crate::remote::probe::{Probe, ProbeResult};
+use crate::remote::shell::quote;
+
+pub(crate) const GET_URL: ModuleSpec = ModuleSpec {
+    name: "get_url",
+    aliases: &["ansible.builtin.get_url"],
+    params: &GetUrlArgs::SPEC,
+    free_form: None,
+    build,
+};
+
+/// The digests `checksum` may name, as `<name>sum` computes them.
+const ALGORITHMS: &[&str] = &["md5", "sha1", "sha224", "sha256", "sha384", "sha512"];
+
+module_params! {
+    struct GetUrlArgs {
+        /// http, https, ftp or file URL
+        url: String,
+        /// the file on the host, or a folder to put it in under the URL's last name
+        dest: String,
+        /// `<algorithm>:<hex digest>` the file must have (sha256, sha1, md5, …)
+        checksum: Option<String>,
+        /// download again even if dest exists (without checksum: every run)
+        force: bool = false,
+        /// seconds to wait for the connection and between received data
+        timeout: Option<i64>,
+        /// false: accept any TLS certificate
+        validate_certs: bool = true,
+        /// its mode, such as 0644
+        mode: Option<Mode>,
+        /// its owner
+        owner: Option<String>,
+        /// its group
+        group: Option<String>,
+        /// keep a timestamped copy of a file that is replaced
+        backup: bool = false,
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+struct Checksum {
+    algorithm: &'static str,
+    hex: String,
+}
+
+struct GetUrl {
+    url: String,
+    dest: String,
+    /// The URL's last path segment, the file's name when `dest` is a folder.
+    name: Option<String>,
+    checksum: Option<Checksum>,
+    force: bool,
+    timeout: i64,
+    validate_certs: bool,
+    opts: WriteOpts,
+}
+
+fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let a = GetUrlArgs::read(p)?;
+    let scheme = a.url.split_once("://").map(|(s, _)| s);
+    if !matches!(scheme, Some("http" | "https" | "ftp" | "file")) {
+        return Err(p.error(
+            "url",
+            format!("'{}' is not an http, https, ftp or file URL", a.url),
+        ));
+    }
+    p.destructive_path("dest", &a.dest)?;
+    let checksum = a
+        .checksum
+        .filter(|c| !c.is_empty())
+        .map(|c| parse_checksum(&c).map_err(|m| p.error("checksum", m)))
+        .transpose()?;
+    let timeout = a.timeout.unwrap_or(10);
+    if timeout <= 0 {
+        return Err(p.error("timeout", "timeout must be a positive number of seconds"));
+    }
+    Ok(Box::new(GetUrl {
+        name: url_name(&a.url),
+        url: a.url,
+        dest: a.dest.trim_end_matches('/').to_string(),
+        checksum,
+        force: a.force,
+        timeout,
+        validate_certs: a.validate_certs,
+        opts: WriteOpts::new(a.mode, a.owner, a.group).with_backup(a.backup),
+    }))
+}
+
+fn parse_checksum(text: &str) -> Result<Checksum, String> {
+    let Some((algorithm, hex)) = text.split_once(':') else {
+        return Err(format!(
+            "checksum '{text}' must be <algorithm>:<hex digest>, such as sha256:…"
+        ));
+    };
+    let algorithm = ALGORITHMS
+        .iter()
+        .find(|a| **a == algorithm.to_ascii_lowercase())
+        .ok_or_else(|| {
+            format!(
+                "checksum algorithm '{algorithm}' is not one of {}",
+                ALGORITHMS.join(", ")
+            )
+        })?;
+    if hex.contains("://") {
+        return Err(
+            "a checksum read from a URL is not supported; give the digest itself".to_string(),
+        );
+    }
+    let hex = hex.trim().to_ascii_lowercase();
+    if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return Err(format!("checksum '{text}' has no hex digest after the ':'"));
+    }
+    Ok(Checksum { algorithm, hex })
+}
+
+/// `https://h/a/b.tar.gz?x=1` → `b.tar.gz`.
+fn url_name(url: &str) -> Option<String> {
+    let path = url.split_once("://")?.1;
+    let path = path.split(['?', '#']).next()?;
+    let (_, name) = path.rsplit_once('/')?;
+    (!name.is_empty() && name != "..").then(|| name.to_string())
+}
+
+/// What `dest` is, and the file the download would replace.
+#[derive(Clone, Debug, PartialEq)]
+struct Target {
+    /// `dest` is a folder: the file is `dest/<name>`.
+    in_folder: bool,
+    found: Found,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Found {
+    Absent,
+    /// Something that is not a regular file (a folder, a device).
+    NotAFile,
+    File {
+        mode: u32,
+        owner: String,
+        group: String,
+        /// Its digest with the checksum's algorithm; empty without one.
+        sum: String,
+    },
+}
+
+/// The probe's question: where, and which digest to compute.
+struct Where {
+    dest: String,
+    name: String,
+    algorithm: Option<&'static str>,
+}
+
+struct TargetFact;
+
+impl Fact for TargetFact {
+    type Query = Where;
+    type Value = Target;
+
+    fn key(q: &Where) -> String {
+        format!(
+            "get_url:{}:{}\u{0}{}",
+            q.algorithm.unwrap_or("-"),
+            q.dest,
+            q.name
+        )
+    }
+
+    fn script(q: &Where) -> String {
+        let sum = match q.algorithm {
+            Some(a) => format!("{a}sum -- \"$p\" | cut -d' ' -f1"),
+            None => "echo".into(),
+        };
+        format!(
+            "d={}; if [ -d \"$d\" ]; then p=\"$d\"/{}; echo folder; else p=\"$d\"; echo file; fi\n\
+             if [ ! -e \"$p\" ]; then echo absent; exit 0; fi\n\
+             if [ ! -f \"$p\" ]; then echo other; exit 0; fi\n\
+             stat -L -c '%a %U %G' -- \"$p\" || exit 1\n{sum}",
+            quote(&q.dest),
+            quote(&q.name)
+        )
+    }
+
+    fn parse(q: &Where, r: &ProbeResult) -> Result<Target, ModuleError> {
+        let bad = || fact::bad(Self::key(q), format!("cannot read: {}", r.stderr.trim()));
+        let mut lines = r.stdout.lines();
+        let in_folder = match lines.next() {
+            Some("folder") => true,
+            Some("file") => false,
+            _ => return Err(bad()),
+        };
+        let found = match lines.next() {
+            _ if r.rc != 0 => return Err(bad()),
+            Some("absent") => Found::Absent,
+            Some("other") => Found::NotAFile,
+            Some(attrs) => {
+                let f: Vec<&str> = attrs.split(' ').collect();
+                let [mode, owner, group] = f[..] else {
+                    return Err(bad());
+                };
+                Found::File {
+                    mode: u32::from_str_radix(mode, 8).map_err(|_| bad())?,
+                    owner: owner.into(),
+                    group: group.into(),
+                    sum: lines.next().unwrap_or_default().trim().to_string(),
+                }
+            }
+            None => return Err(bad()),
+        };
+        Ok(Target { in_folder, found })
+    }
+
+    fn render(t: &Target) -> ProbeResult {
+        let found = match &t.found {
+            Found::Absent => "absent\n".to_string(),
+            Found::NotAFile => "other\n".to_string(),
+            Found::File {
+                mode,
+                owner,
+                group,
+                sum,
+            } => format!("{mode:o} {owner} {group}\n{sum}\n"),
+        };
+        let kind = if t.in_folder { "folder" } else { "file" };
+        ProbeResult::ok(format!("{kind}\n{found}"))
+    }
+}
+
+impl GetUrl {
+    fn question(&self) -> Where {
+        Where {
+            dest: self.dest.clone(),
+            name: self.name.clone().unwrap_or_default(),
+            algorithm: self.checksum.as_ref().map(|c| c.algorithm),
+        }
+    }
+
+    /// Downloads into a temp file beside `path`, checks it, installs it.
+    fn download_step(&self, path: &str) -> String {
+        let t = self.timeout;
+        let (curl_tls, wget_tls) = if self.validate_certs {
+            ("", "")
+        } else {
+            (" --insecure", " --no-check-certificate")
+        };
+        let url = quote(&self.url);
+        let failed = quote(&format!("cannot download {}", self.url));
+        let mut s = files::temp_beside(path);
+        // curl's --max-time would cap a large download; a stall of `t`
+        // seconds is what fails it, as wget's --timeout does.
+        s.push_str(&format!(
+            "if command -v curl >/dev/null 2>&1; then curl -fsSL{curl_tls} --connect-timeout {t} --speed-limit 1 --speed-time {t} -o \"$t\" -- {url}\n\
+             elif command -v wget >/dev/null 2>&1; then wget -q{wget_tls} --timeout={t} -O \"$t\" -- {url}\n\
+             else echo 'neither curl nor wget is installed' >&2; false; fi || {{ rm -f \"$t\"; echo {failed} >&2; exit 1; }}\n"
+        ));
+        if let Some(c) = &self.checksum {
+            s.push_str(&format!(
+                "s=$({a}sum -- \"$t\" | cut -d' ' -f1); [ \"$s\" = {hex} ] || {{ rm -f \"$t\"; echo {msg}\"$s\" >&2; exit 1; }}\n",
+                a = c.algorithm,
+                hex = quote(&c.hex),
+                msg = quote(&format!(
+                    "{} does not have {} {}: it has ",
+                    self.url, c.algorithm, c.hex
+                )),
+            ));
+        }
+        s.push_str(&files::install_temp(&self.opts));
+        s
+    }
+}
+
+impl Module for GetUrl {
+    fn probes(&self) -> Vec<Probe> {
+        vec![TargetFact::probe(&self.question())]
+    }
+
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        let q = self.question();
+        let target = TargetFact::read(facts, &q)?;
+        let path = if target.in_folder {
+            let Some(name) = &self.name else {
+                return Err(ModuleError::Refused(format!(
+                    "{} is a folder and {} names no file: give dest as the file's path",
+                    self.dest, self.url
+                )));
+            };
+            format!("{}/{name}", self.dest)
+        } else {
+            self.dest.clone()
+        };
+        let mut plan = Plan::noop();
+        let download = |before: String| {
+            Change::new(
+                path.clone(),
+                Some(before),
+                Some(format!("downloaded from {}", self.url)),
+            )
+        };
+        match &target.found {
+            Found::NotAFile => {
+                return Err(ModuleError::Refused(format!(
+                    "{path} exists and is not a regular file"
+                )))
+            }
+            Found::Absent => plan.changes.push(download("absent".into())),
+            Found::File { sum, .. } => match &self.checksum {
+                Some(c) if *sum != c.hex => plan.changes.push(
+                    download(format!("{} {sum}", c.algorithm))
+                        .with_evidence(format!("{}sum on the host", c.algorithm)),
+                ),
+                None if self.force => {
+                    plan.changes.push(download("present".into()));
+                    plan.unknown = Some(format!(
+                        "force: whether {} differs from {path} is only known by downloading it",
+                        self.url
+                    ));
+                }
+                _ => {}
+            },
+        }
+        if !plan.changes.is_empty() {
+            plan.steps.push(self.download_step(&path));
+        } else if let Found::File {
+            mode, owner, group, ..
+        } = &target.found
+        {
+            let st = FileState {
+                kind: Kind::File,
+                mode: *mode,
+                owner: owner.clone(),
+                group: group.clone(),
+                size: 0,
+                link_target: None,
+                content: None,
+                sha256: None,
+            };
+            plan.changes = files::attr_changes(&path, &st, &self.opts);
+            if !plan.changes.is_empty() {
+                plan.steps
+                    .push(files::attr_commands(&quote(&path), &self.opts, "exit 1"));
+            }
+        }
+        if !plan.steps.is_empty() {
+            plan.effects.push(TargetFact::invalidate(&q));
+            plan.effects.push(FileFact::invalidate(&path));
+        }
+        plan.returns
+            .insert("dest".into(), serde_json::Value::String(path));
+        Ok(plan)
+    }
+
+    /// Without a checksum, `force` downloads on every run: there is no
+    /// state to verify afterwards, only the download that ran.
+    fn is_command(&self) -> bool {
+        self.force && self.checksum.is_none()
+    }
+}
+
+/// Values of every fact here, for the round trip every fact must pass.
+#[cfg(test)]
+pub(crate) fn fact_samples(rt: &mut fact::RoundTrip) {
+    let q = |algorithm| Where {
+        dest: "/opt/x".into(),
+        name: "x.tar.gz".into(),
+        algorithm,
+    };
+    for found in [
+        Found::Absent,
+        Found::NotAFile,
+        Found::File {
+            mode: 0o640,
+            owner: "root".into(),
+            group: "adm".into(),
+            sum: "ab12".into(),
+        },
+    ] {
+        for in_folder in [true, false] {
+            let found = found.clone();
+            rt.check::<TargetFact>(&q(Some("sha256")), Target { in_folder, found });
+        }
+    }
+    rt.check::<TargetFact>(
+        &q(None),
+        Target {
+            in_folder: false,
+            found: Found::File {
+                mode: 0o644,
+                owner: "root".into(),
+                group: "root".into(),
+                sum: String::new(),
+            },
+        },
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
+    use serde_json::json;
+
+    const SUM: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+    fn plan_on(params: serde_json::Value, answer: &str) -> Result<Plan, ModuleError> {
+        let m = build_test(&GET_URL, params).unwrap();
+        let probe = m.probes().pop().unwrap();
+        let plan = m.plan(&facts_of(&[(&probe.key, answer)]));
+        if let Ok(p) = &plan {
+            assert_sh_syntax(&*m, p);
+        }
+        plan
+    }
+
+    #[test]
+    fn parameters_are_checked() {
+        assert!(
+            build_error(&GET_URL, json!({"url": "example.com/x", "dest": "/x"}))
+                .contains("not an http")
+        );
+        assert!(build_error(
+            &GET_URL,
+            json!({"url": "https://h/x", "dest": "/x", "checksum": "crc32:12"})
+        )
+        .contains("not one of"));
+        assert!(build_error(
+            &GET_URL,
+            json!({"url": "https://h/x", "dest": "/x", "checksum": "sha256:https://h/SUMS"})
+        )
+        .contains("not supported"));
+        assert!(build_error(
+            &GET_URL,
+            json!({"url": "https://h/x", "dest": "/x", "checksum": "sha256:zz"})
+        )
+        .contains("no hex digest"));
+        assert_eq!(
+            url_name("https://h/a/b.tar.gz?x=1#f"),
+            Some("b.tar.gz".into())
+        );
+        assert_eq!(url_name("https://h/a/"), None);
+        assert_eq!(
+            parse_checksum("SHA256:ABC1"),
+            Ok(Checksum {
+                algorithm: "sha256",
+                hex: "abc1".into()
+            })
+        );
+    }
+
+    #[test]
+    fn a_missing_file_is_downloaded_atomically_and_checked() {
+        let params = json!({"url": "https://h/nhc.tar.xz", "dest": "/opt/nhc.tar.xz",
+                            "checksum": format!("sha256:{SUM}"), "mode": "0640"});
+        let plan = plan_on(params, "file\nabsent\n").unwrap();
+        assert_eq!(
+            plan.changes[0].to_string(),
+            "/opt/nhc.tar.xz: absent → downloaded from https://h/nhc.tar.xz"
+        );
+        let step = &plan.steps[0];
+        assert!(step.contains("curl -fsSL --connect-timeout 10"), "{step}");
+        assert!(step.contains("wget -q --timeout=10"), "{step}");
+        assert!(step.contains(&format!(
+            "sha256sum -- \"$t\" | cut -d' ' -f1); [ \"$s\" = {SUM} ]"
+        )));
+        assert!(step.contains("chmod 640 \"$t\""));
+        assert!(step.ends_with("mv -f -- \"$t\" \"$p\" || { rm -f \"$t\"; exit 1; }"));
+        assert_eq!(plan.returns["dest"], "/opt/nhc.tar.xz");
+    }
+
+    #[test]
+    fn a_file_with_the_right_checksum_is_not_downloaded_again() {
+        let params = json!({"url": "https://h/a", "dest": "/opt/a", "force": true,
+                            "checksum": format!("sha256:{SUM}"), "mode": "0644"});
+        let have = format!("file\n644 root root\n{SUM}\n");
+        assert_eq!(
+            plan_on(params.clone(), &have).unwrap().steps,
+            Vec::<String>::new()
+        );
+        let other = have.replace(SUM, "0000");
+        let plan = plan_on(params.clone(), &other).unwrap();
+        assert_eq!(
+            plan.changes[0].to_string(),
+            "/opt/a: sha256 0000 → downloaded from https://h/a"
+        );
+        assert_eq!(
+            plan.changes[0].evidence.as_deref(),
+            Some("sha256sum on the host")
+        );
+        let wrong_mode = have.replace("644", "600");
+        let plan = plan_on(params, &wrong_mode).unwrap();
+        assert_eq!(plan.changes[0].to_string(), "/opt/a mode: 0600 → 0644");
+        assert_eq!(plan.steps, ["chmod 644 /opt/a || { exit 1; }\n"]);
+    }
+
+    #[test]
+    fn an_existing_file_is_kept_unless_forced() {
+        let params = json!({"url": "https://h/a", "dest": "/opt/a"});
+        let have = "file\n644 root root\n\n";
+        assert_eq!(plan_on(params, have).unwrap().changes, vec![]);
+        let params = json!({"url": "https://h/a", "dest": "/opt/a", "force": true,
+                            "validate_certs": false, "timeout": 30});
+        let plan = plan_on(params.clone(), have).unwrap();
+        assert!(plan.unknown.is_some());
+        assert!(plan.steps[0].contains("curl -fsSL --insecure --connect-timeout 30"));
+        assert!(build_test(&GET_URL, params).unwrap().is_command());
+    }
+
+    #[test]
+    fn a_folder_dest_takes_the_urls_last_name() {
+        let params = json!({"url": "https://h/d/cuda.repo", "dest": "/etc/yum.repos.d/"});
+        let m = build_test(&GET_URL, params.clone()).unwrap();
+        assert!(m.probes()[0]
+            .script
+            .starts_with("d=/etc/yum.repos.d; if [ -d"));
+        let plan = plan_on(params, "folder\nabsent\n").unwrap();
+        assert_eq!(plan.returns["dest"], "/etc/yum.repos.d/cuda.repo");
+        assert!(plan.steps[0].starts_with("p=/etc/yum.repos.d/cuda.repo;"));
+        let err = plan_on(
+            json!({"url": "https://h/", "dest": "/opt"}),
+            "folder\nabsent\n",
+        );
+        assert!(matches!(err, Err(ModuleError::Refused(m)) if m.contains("names no file")));
+        let err = plan_on(
+            json!({"url": "https://h/a", "dest": "/opt/a"}),
+            "file\nother\n",
+        );
+        assert!(matches!(err, Err(ModuleError::Refused(m)) if m.contains("not a regular file")));
+    }
+}

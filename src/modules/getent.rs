@@ -1,0 +1,239 @@
+//! `getent`: entries of a name service database (passwd, group, shadow,
+//! hosts…) as the `getent_<database>` fact: each key maps to the rest of
+//! its fields. Read after every earlier change of the run, so a user an
+//! earlier task created is there.
+
+use serde_json::{Map, Value};
+
+use crate::modules::kit::fact::{self, Fact};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Facts, ModuleError, Plan};
+use crate::modules::params::{module_params, ParamError, Params};
+use crate::remote::probe::{Probe, ProbeResult};
+use crate::remote::shell::quote;
+
+pub(crate) const GETENT: ModuleSpec = ModuleSpec {
+    name: "getent",
+    aliases: &["ansible.builtin.getent"],
+    params: &GetentArgs::SPEC,
+    free_form: None,
+    build,
+};
+
+/// The databases whose fields are colon-separated.
+const COLON_DATABASES: &[&str] = &["passwd", "group", "shadow", "gshadow"];
+
+module_params! {
+    struct GetentArgs {
+        /// the database: passwd, group, shadow, hosts, services…
+        database: String,
+        /// one entry only
+        key: Option<String>,
+        /// the field separator (default `:` for passwd, group, shadow, gshadow; else blanks)
+        split: Option<String>,
+        /// a missing key fails the task
+        fail_key: bool = true,
+    }
+}
+
+struct Getent {
+    database: String,
+    key: Option<String>,
+    split: Option<String>,
+    fail_key: bool,
+    /// The host's facts when the task was built, which the new one joins.
+    facts: Map<String, Value>,
+}
+
+fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let a = GetentArgs::read(p)?;
+    let valid = |s: &str| {
+        !s.is_empty()
+            && s.bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"_-".contains(&b))
+    };
+    if !valid(&a.database) {
+        return Err(p.error(
+            "database",
+            format!("'{}' is not a database name", a.database),
+        ));
+    }
+    let split = a.split.or_else(|| {
+        COLON_DATABASES
+            .contains(&a.database.as_str())
+            .then(|| ":".to_string())
+    });
+    let facts = p.ctx.vars["ansible_facts"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default();
+    Ok(Box::new(Getent {
+        database: a.database,
+        key: a.key,
+        split,
+        fail_key: a.fail_key,
+        facts,
+    }))
+}
+
+/// What `getent` printed; `None` when the key is not there (exit 2).
+struct Entries;
+
+impl Fact for Entries {
+    type Query = (String, Option<String>);
+    type Value = Option<String>;
+
+    fn key((db, key): &(String, Option<String>)) -> String {
+        format!("getent:{db}:{}", key.as_deref().unwrap_or(""))
+    }
+
+    fn script((db, key): &(String, Option<String>)) -> String {
+        let key = key.as_ref().map(|k| format!(" -- {}", quote(k)));
+        format!(
+            "getent {}{}; rc=$?; [ $rc = 2 ] && {{ echo '@@missing'; exit 0; }}; exit $rc",
+            quote(db),
+            key.unwrap_or_default()
+        )
+    }
+
+    fn parse(q: &(String, Option<String>), r: &ProbeResult) -> Result<Option<String>, ModuleError> {
+        if r.rc != 0 {
+            let why = match r.rc {
+                1 => "missing arguments, or the database is unknown".to_string(),
+                3 => "enumeration is not supported on this database".to_string(),
+                _ => r.stderr.trim().to_string(),
+            };
+            return Err(fact::bad(Self::key(q), why));
+        }
+        Ok((r.stdout.trim_end() != "@@missing").then(|| r.stdout.clone()))
+    }
+
+    fn render(v: &Option<String>) -> ProbeResult {
+        ProbeResult::ok(v.clone().unwrap_or_else(|| "@@missing\n".into()))
+    }
+}
+
+impl Getent {
+    fn query(&self) -> (String, Option<String>) {
+        (self.database.clone(), self.key.clone())
+    }
+
+    /// `root:x:0:0::/root:/bin/sh` → `root: ["x", "0", "0", "", "/root", "/bin/sh"]`.
+    fn entries(&self, text: &str) -> Map<String, Value> {
+        let mut out = Map::new();
+        for line in text.lines().filter(|l| !l.is_empty()) {
+            let fields: Vec<&str> = match &self.split {
+                Some(sep) => line.split(sep.as_str()).collect(),
+                None => line.split_whitespace().collect(),
+            };
+            let Some((key, rest)) = fields.split_first() else {
+                continue;
+            };
+            // Ansible keeps the first entry of a key listed twice.
+            out.entry(key.to_string()).or_insert_with(|| {
+                Value::Array(rest.iter().map(|f| Value::String(f.to_string())).collect())
+            });
+        }
+        out
+    }
+}
+
+impl Module for Getent {
+    fn probes(&self) -> Vec<Probe> {
+        vec![Entries::probe(&self.query())]
+    }
+
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        let name = format!("getent_{}", self.database);
+        let mut plan = Plan::noop();
+        let found = match Entries::read(facts, &self.query())? {
+            Some(text) => self.entries(&text),
+            None => {
+                let key = self.key.as_deref().unwrap_or_default();
+                if self.fail_key {
+                    return Err(ModuleError::Missing(format!(
+                        "one or more supplied key could not be found in the database: {key} in {}",
+                        self.database
+                    )));
+                }
+                plan.notes
+                    .push(format!("{key} is not in {}", self.database));
+                let mut m = Map::new();
+                m.insert(key.to_string(), Value::Null);
+                m
+            }
+        };
+        let mut ansible_facts = self.facts.clone();
+        ansible_facts.insert(name.clone(), Value::Object(found.clone()));
+        plan.sets.insert(name.clone(), Value::Object(found.clone()));
+        plan.sets
+            .insert("ansible_facts".into(), Value::Object(ansible_facts));
+        let mut returned = Map::new();
+        returned.insert(name, Value::Object(found));
+        plan.returns
+            .insert("ansible_facts".into(), Value::Object(returned));
+        Ok(plan)
+    }
+
+    fn reads_everything(&self) -> bool {
+        true
+    }
+}
+
+/// Values of every fact here, for the round trip every fact must pass.
+#[cfg(test)]
+pub(crate) fn fact_samples(rt: &mut fact::RoundTrip) {
+    let q = ("passwd".to_string(), Some("root".to_string()));
+    rt.check::<Entries>(&q, None);
+    rt.check::<Entries>(&q, Some("root:x:0:0:root:/root:/bin/bash\n".into()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modules::kit::testing::{build_error, build_test, facts_of};
+    use serde_json::json;
+
+    #[test]
+    fn entries_become_the_getent_fact_beside_the_others() {
+        let m = build_test(&GETENT, json!({"database": "passwd"})).unwrap();
+        let probe = m.probes().pop().unwrap();
+        assert!(probe.script.starts_with("getent passwd; rc=$?"));
+        let out = "root:x:0:0:root:/root:/bin/bash\nnobody:x:65534:65534::/nonexistent:/usr/sbin/nologin\n";
+        let plan = m.plan(&facts_of(&[(&probe.key, out)])).unwrap();
+        let want = json!({
+            "root": ["x", "0", "0", "root", "/root", "/bin/bash"],
+            "nobody": ["x", "65534", "65534", "", "/nonexistent", "/usr/sbin/nologin"],
+        });
+        assert_eq!(plan.sets["getent_passwd"], want);
+        assert_eq!(plan.sets["ansible_facts"]["getent_passwd"], want);
+        assert_eq!(plan.returns["ansible_facts"]["getent_passwd"], want);
+        assert!(m.reads_everything() && plan.steps.is_empty());
+    }
+
+    #[test]
+    fn a_missing_key_fails_unless_told_not_to() {
+        let params = json!({"database": "hosts", "key": "gpu01", "fail_key": false});
+        let m = build_test(&GETENT, params).unwrap();
+        let probe = m.probes().pop().unwrap();
+        assert!(probe.script.starts_with("getent hosts -- gpu01;"));
+        let plan = m.plan(&facts_of(&[(&probe.key, "@@missing\n")])).unwrap();
+        assert_eq!(plan.sets["getent_hosts"], json!({"gpu01": null}));
+        let m = build_test(&GETENT, json!({"database": "hosts", "key": "gpu01"})).unwrap();
+        assert!(matches!(
+            m.plan(&facts_of(&[(&probe.key, "@@missing\n")])),
+            Err(ModuleError::Missing(_))
+        ));
+        let plan = m
+            .plan(&facts_of(&[(
+                &probe.key,
+                "10.0.0.1   gpu01 gpu01.cluster\n",
+            )]))
+            .unwrap();
+        assert_eq!(
+            plan.sets["getent_hosts"],
+            json!({"10.0.0.1": ["gpu01", "gpu01.cluster"]})
+        );
+        assert!(build_error(&GETENT, json!({"database": "$(x)"})).contains("not a database"));
+    }
+}
