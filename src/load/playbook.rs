@@ -1015,7 +1015,9 @@ fn with_loop(k: &Node, v: &Node, errors: &mut Errors) -> Option<Node> {
     };
     let expr = match key {
         "with_list" => jinja_expr(v),
-        "with_flattened" => format!("{} | flatten", jinja_expr(v)),
+        "with_flattened" | "with_community.general.flattened" => {
+            format!("{} | flatten", jinja_expr(v))
+        }
         "with_dict" => format!("{} | dict2items", jinja_expr(v)),
         "with_nested" | "with_cartesian" => {
             let l = list(errors)?;

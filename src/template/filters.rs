@@ -20,6 +20,7 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_filter("unique", unique);
     env.add_filter("regex_replace", regex_replace);
     env.add_filter("regex_search", regex_search);
+    env.add_filter("regex_findall", regex_findall);
     env.add_filter("to_json", to_json);
     env.add_filter("to_nice_json", to_nice_json);
     env.add_filter("to_yaml", to_yaml);
@@ -264,6 +265,20 @@ fn regex_search(
         found.map_or(Value::from(()), |m| Value::from(m.as_str()))
     });
     Ok(Value::from(picked.collect::<Vec<_>>()))
+}
+
+/// Python's `re.findall`: every match, or its one group, or the tuple of
+/// its groups (a list here) when the pattern has several.
+fn regex_findall(v: &Value, pattern: &str, kwargs: Kwargs) -> Result<Value, Error> {
+    let re = build_regex(pattern, &kwargs)?;
+    let haystack = text(v)?;
+    let group = |m: Option<regex::Match>| Value::from(m.map_or("", |m| m.as_str()));
+    let found = re.captures_iter(&haystack).map(|caps| match caps.len() {
+        1 => group(caps.get(0)),
+        2 => group(caps.get(1)),
+        n => Value::from((1..n).map(|i| group(caps.get(i))).collect::<Vec<_>>()),
+    });
+    Ok(Value::from(found.collect::<Vec<_>>()))
 }
 
 fn test_match(v: &Value, pattern: &str, kwargs: Kwargs) -> Result<bool, Error> {

@@ -329,6 +329,24 @@ fn regex_search_and_tests() {
 }
 
 #[test]
+fn regex_findall_is_pythons_findall() {
+    let vars = json!({"out": "a=1 b=22 c=333"});
+    let all = |pattern: &str| {
+        value(
+            json!(format!("{{{{ out | regex_findall('{pattern}') }}}}")),
+            vars.clone(),
+        )
+    };
+    assert_eq!(all(r"\\d+"), json!(["1", "22", "333"]));
+    assert_eq!(all(r"(\\w)="), json!(["a", "b", "c"]));
+    assert_eq!(
+        all(r"(\\w)=(\\d+)"),
+        json!([["a", "1"], ["b", "22"], ["c", "333"]])
+    );
+    assert_eq!(all("zzz"), json!([]));
+}
+
+#[test]
 fn json_filters() {
     let vars = json!({"m": {"b": 1, "a": [true, null]}});
     assert_eq!(
