@@ -19,6 +19,7 @@ pub(crate) mod file;
 pub(crate) mod get_url;
 pub(crate) mod getent;
 pub(crate) mod gpu_smoke;
+pub(crate) mod group;
 pub(crate) mod ini_file;
 pub(crate) mod kernel_blacklist;
 pub(crate) mod kit;
@@ -45,6 +46,7 @@ pub(crate) mod timezone;
 pub(crate) mod ufw;
 pub(crate) mod unarchive;
 pub(crate) mod uri;
+pub(crate) mod user;
 pub(crate) mod yum_repository;
 
 pub(crate) use kit::module::Module;
