@@ -1,9 +1,11 @@
-//! `group` and `user` through the real binary with `-c local` inside an
+//! `group`, `user` and `authorized_key` through the real binary with `-c local` inside an
 //! isolated host, whose /etc is its own: check predicts what apply does,
 //! a second apply changes nothing, and a hand change is drift that `check`
 //! names and leaves alone.
 
 mod support;
+
+use std::os::unix::fs::MetadataExt;
 
 use support::{assert_machine_unchanged, machine_digest, run_json, IsolatedHost};
 
@@ -24,6 +26,13 @@ const PRESENT: &str = r#"- hosts: all
         password: "$6$salt$notarealhash"
         password_lock: true
     - user: {name: np_alice, groups: [np_render], append: true}
+"#;
+
+const KEYS: &str = r#"- hosts: all
+  tasks:
+    - authorized_key:
+        user: np_alice
+        key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAAA alice@lab
 "#;
 
 const ABSENT: &str = r#"- hosts: all
@@ -50,7 +59,7 @@ fn entry(host: &IsolatedHost, file: &str, name: &str) -> Option<String> {
 }
 
 #[test]
-fn groups_and_a_user_are_made_once_and_a_changed_shell_is_drift() {
+fn groups_a_user_and_a_key_are_made_once_and_a_changed_shell_is_drift() {
     let before = machine_digest();
     let host = IsolatedHost::new();
     // No mail spool: /var/mail is the machine's own.
@@ -58,6 +67,7 @@ fn groups_and_a_user_are_made_once_and_a_changed_shell_is_drift() {
     std::fs::write(host.path("/etc/default/useradd"), "CREATE_MAIL_SPOOL=no\n").unwrap();
     std::fs::write(host.path("/root/present.yml"), PRESENT).unwrap();
     std::fs::write(host.path("/root/absent.yml"), ABSENT).unwrap();
+    std::fs::write(host.path("/root/keys.yml"), KEYS).unwrap();
     let run = |cmd: &str, book: &str| {
         run_json(&host, &[BIN, cmd, book, "-c", "local", "--format", "json"])
     };
@@ -96,6 +106,25 @@ fn groups_and_a_user_are_made_once_and_a_changed_shell_is_drift() {
     let (code, second) = run("apply", "/root/present.yml");
     assert_eq!(code, 0, "{second:#}");
     assert_eq!(statuses(&second), ["ok", "ok", "ok", "ok"], "{second:#}");
+
+    let (code, keys) = run("apply", "/root/keys.yml");
+    assert_eq!(code, 0, "{keys:#}");
+    assert_eq!(statuses(&keys), ["changed"], "{keys:#}");
+    let file = host.path("/root/np_alice/.ssh/authorized_keys");
+    assert_eq!(
+        std::fs::read_to_string(&file).unwrap(),
+        "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAAA alice@lab\n"
+    );
+    let meta = std::fs::metadata(&file).unwrap();
+    assert_eq!(
+        (meta.mode() & 0o777, meta.uid(), meta.gid()),
+        (0o600, 4243, 4242)
+    );
+    let dir = std::fs::metadata(host.path("/root/np_alice/.ssh")).unwrap();
+    assert_eq!((dir.mode() & 0o777, dir.uid()), (0o700, 4243));
+    let (code, keys) = run("apply", "/root/keys.yml");
+    assert_eq!(code, 0, "{keys:#}");
+    assert_eq!(statuses(&keys), ["ok"], "{keys:#}");
 
     let out = host.run(&["/usr/sbin/usermod", "-s", "/bin/bash", "np_alice"]);
     assert!(out.status.success(), "{out:?}");

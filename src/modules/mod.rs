@@ -10,6 +10,7 @@
 pub(crate) mod apt_key;
 pub(crate) mod apt_repository;
 pub(crate) mod assert;
+pub(crate) mod authorized_key;
 pub(crate) mod blockinfile;
 pub(crate) mod command;
 pub(crate) mod copy;

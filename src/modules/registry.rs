@@ -3,10 +3,11 @@
 
 use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
-    apt_key, apt_repository, assert, blockinfile, command, copy, cuda_env, debug, file, get_url,
-    getent, gpu_smoke, group, ini_file, kernel_blacklist, lineinfile, meta, modprobe, mount,
-    package, pam_limits, replace, rpm_key, selinux, service, service_facts, set_fact, setup, slurp,
-    stat, swapfile, sysctl, timezone, ufw, unarchive, uri, user, yum_repository,
+    apt_key, apt_repository, assert, authorized_key, blockinfile, command, copy, cuda_env, debug,
+    file, get_url, getent, gpu_smoke, group, ini_file, kernel_blacklist, lineinfile, meta,
+    modprobe, mount, package, pam_limits, replace, rpm_key, selinux, service, service_facts,
+    set_fact, setup, slurp, stat, swapfile, sysctl, timezone, ufw, unarchive, uri, user,
+    yum_repository,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -53,6 +54,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         ufw::UFW,
         group::GROUP,
         user::USER,
+        authorized_key::AUTHORIZED_KEY,
     ];
     SPECS
 }
@@ -71,8 +73,9 @@ pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
 mod tests {
     use crate::modules::kit::{fact::RoundTrip, files};
     use crate::modules::{
-        apt_key, cuda_env, file, get_url, getent, group, modprobe, mount, package, rpm_key,
-        selinux, service, service_facts, swapfile, sysctl, timezone, ufw, unarchive, uri, user,
+        apt_key, authorized_key, cuda_env, file, get_url, getent, group, modprobe, mount, package,
+        rpm_key, selinux, service, service_facts, swapfile, sysctl, timezone, ufw, unarchive, uri,
+        user,
     };
 
     /// Every fact reads back what it renders for predictions, and every
@@ -101,6 +104,7 @@ mod tests {
         ufw::fact_samples(&mut rt);
         group::fact_samples(&mut rt);
         user::fact_samples(&mut rt);
+        authorized_key::fact_samples(&mut rt);
         assert!(rt.failures.is_empty(), "{}", rt.failures.join("\n"));
         let declared = declared_facts(std::path::Path::new("src/modules"));
         let checked: Vec<String> = rt.checked.into_iter().collect();
