@@ -3,12 +3,12 @@
 //! blob, so a new comment or new options replace its line in place; other
 //! keys are left alone (`exclusive` is refused).
 
-use crate::modules::kit::account::valid_name;
+use crate::modules::kit::account::{valid_name, State};
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, FileState, Kind, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
-use crate::modules::params::{choices, module_params, ParamError, Params};
+use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
 
@@ -19,10 +19,6 @@ pub(crate) const AUTHORIZED_KEY: ModuleSpec = ModuleSpec {
     free_form: None,
     build,
 };
-
-choices! {
-    enum State { Present = "present", Absent = "absent" }
-}
 
 module_params! {
     struct AuthorizedKeyArgs {

@@ -1,11 +1,11 @@
 //! `group` (ansible.builtin.group): a local group, read with `getent group`
 //! and made with groupadd, groupmod and groupdel.
 
-use crate::modules::kit::account::valid_name;
+use crate::modules::kit::account::{valid_name, State};
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
-use crate::modules::params::{choices, module_params, ParamError, Params};
+use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
 
@@ -16,10 +16,6 @@ pub(crate) const GROUP: ModuleSpec = ModuleSpec {
     free_form: None,
     build,
 };
-
-choices! {
-    enum State { Present = "present", Absent = "absent" }
-}
 
 module_params! {
     struct GroupArgs {

@@ -4,11 +4,11 @@
 
 use std::collections::BTreeSet;
 
-use crate::modules::kit::account::valid_name;
+use crate::modules::kit::account::{valid_name, State};
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
-use crate::modules::params::{choices, module_params, ParamError, Params};
+use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
 
@@ -21,10 +21,6 @@ pub(crate) const USER: ModuleSpec = ModuleSpec {
 };
 
 const MASK: &str = "(password hash)";
-
-choices! {
-    enum State { Present = "present", Absent = "absent" }
-}
 
 module_params! {
     struct UserArgs {
