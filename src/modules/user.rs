@@ -273,6 +273,55 @@ impl User {
         plan.effects.push(AccountFact::invalidate(&self.name));
     }
 
+    /// The supplementary groups wanted, and usermod's option for them,
+    /// where they differ from `have`.
+    fn groups_change(
+        &self,
+        have: &BTreeSet<String>,
+        primary: &str,
+    ) -> Option<(BTreeSet<String>, String)> {
+        let want: BTreeSet<String> = self
+            .groups
+            .as_ref()?
+            .iter()
+            .filter(|g| *g != primary)
+            .cloned()
+            .collect();
+        let (target, flag, list) = if self.append {
+            let missing = want.difference(have).cloned().collect();
+            (have.union(&want).cloned().collect(), "-a -G", missing)
+        } else {
+            (want.clone(), "-G", want)
+        };
+        (target != *have).then(|| (target, format!("{flag} {}", quote(&join(&list)))))
+    }
+
+    /// The password field wanted, and usermod's option for it, where it
+    /// differs from `have` (`None`: shadow could not be read).
+    fn password_change(&self, have: Option<&str>) -> Result<Option<(String, String)>, ModuleError> {
+        if self.password.is_none() && self.password_lock.is_none() {
+            return Ok(None);
+        }
+        let Some(field) = have else {
+            return Err(ModuleError::Missing(format!(
+                "cannot read /etc/shadow for {}'s password: run the task as root (become)",
+                self.name
+            )));
+        };
+        let want = self.password_field(field);
+        if want == field {
+            return Ok(None);
+        }
+        let opt = if self.password.is_some() {
+            format!("-p {}", quote(&want))
+        } else if locked(&want) {
+            "-L".into()
+        } else {
+            "-U".into()
+        };
+        Ok(Some((want, opt)))
+    }
+
     fn modify(&self, cur: &Account, plan: &mut Plan) -> Result<(), ModuleError> {
         let mut after = cur.clone();
         let mut opts: Vec<String> = Vec::new();
@@ -306,31 +355,9 @@ impl User {
             after.group = g.clone();
             after.groups.remove(g);
         }
-        if let Some(want) = &self.groups {
-            let want: BTreeSet<String> = want
-                .iter()
-                .filter(|g| **g != after.group)
-                .cloned()
-                .collect();
-            let target: BTreeSet<String> = if self.append {
-                cur.groups.union(&want).cloned().collect()
-            } else {
-                want.clone()
-            };
-            if target != after.groups {
-                let (flag, list) = if self.append {
-                    ("-a -G", want.difference(&cur.groups).cloned().collect())
-                } else {
-                    ("-G", want)
-                };
-                change(
-                    "groups",
-                    join(&after.groups),
-                    join(&target),
-                    format!("{flag} {}", quote(&join(&list))),
-                );
-                after.groups = target;
-            }
+        if let Some((target, opt)) = self.groups_change(&after.groups, &after.group) {
+            change("groups", join(&after.groups), join(&target), opt);
+            after.groups = target;
         }
         let fields = [
             ("shell", "-s", &self.shell, &mut after.shell),
@@ -343,32 +370,17 @@ impl User {
                 *now = w.clone();
             }
         }
-        if self.password.is_some() || self.password_lock.is_some() {
-            let Some(field) = &cur.password else {
-                return Err(ModuleError::Missing(format!(
-                    "cannot read /etc/shadow for {}'s password: run the task as root (become)",
-                    self.name
-                )));
-            };
-            let want = self.password_field(field);
-            if want != *field {
-                let opt = if self.password.is_some() {
-                    format!("-p {}", quote(&want))
-                } else if locked(&want) {
-                    "-L".into()
+        if let Some((want, opt)) = self.password_change(cur.password.as_deref())? {
+            let show = |f: &str| {
+                if locked(f) {
+                    format!("{MASK}, locked")
                 } else {
-                    "-U".into()
-                };
-                let show = |f: &str| {
-                    if locked(f) {
-                        format!("{MASK}, locked")
-                    } else {
-                        MASK.into()
-                    }
-                };
-                change("password", show(field), show(&want), opt);
-                after.password = Some(want);
-            }
+                    MASK.into()
+                }
+            };
+            let field = cur.password.as_deref().unwrap_or_default();
+            change("password", show(field), show(&want), opt);
+            after.password = Some(want);
         }
         if !opts.is_empty() {
             plan.steps.push(format!(
@@ -518,6 +530,11 @@ mod tests {
         assert_eq!(s, ["/usr/sbin/usermod -a -G render alice"]);
         let s = steps(json!({"groups": []}), Some(alice()));
         assert_eq!(s, ["/usr/sbin/usermod -G '' alice"]);
+        let s = steps(
+            json!({"group": "docker", "groups": ["docker", "video"], "append": true}),
+            Some(alice()),
+        );
+        assert_eq!(s, ["/usr/sbin/usermod -g docker alice"]);
         let s = steps(json!({"group": "docker"}), Some(alice()));
         assert_eq!(s, ["/usr/sbin/usermod -g docker alice"]);
     }
@@ -578,6 +595,6 @@ mod tests {
             "refused at load, never ignored"
         );
         let s = steps(json!({"comment": "it's $(rm -rf /)"}), Some(alice()));
-        assert_eq!(s.len(), 1);
+        assert_eq!(s, [r"/usr/sbin/usermod -c 'it'\''s $(rm -rf /)' alice"]);
     }
 }
