@@ -53,6 +53,8 @@ module_params! {
         access_time: Option<String>,
         /// only `preserve`: an existing file's times are left alone
         modification_time: Option<String>,
+        /// only true (Ansible's default): a link is not changed in itself
+        follow: bool = true,
     }
 }
 
@@ -90,6 +92,12 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
                 ),
             ));
         }
+    }
+    if !a.follow {
+        return Err(p.error(
+            "follow",
+            "only follow: true is supported (a link's own owner or mode is never set)",
+        ));
     }
     if a.recurse && a.state != State::Directory {
         return Err(p.error("recurse", "recurse needs state: directory"));
@@ -274,6 +282,15 @@ impl Module for FileModule {
             }
             (State::Link, _) => self.plan_link(current.as_ref(), &mut plan),
             (want, Some(st)) => {
+                // A link's own mode says nothing of its target's, and chmod
+                // would change the target: comparing them could never settle.
+                if st.kind == Kind::Link {
+                    return Err(ModuleError::Refused(format!(
+                        "{} is a symbolic link; give the path of its target ({})",
+                        self.path,
+                        st.link_target.as_deref().unwrap_or("?")
+                    )));
+                }
                 let wrong_kind = match want {
                     State::Directory => st.kind != Kind::Dir,
                     _ => st.kind == Kind::Dir,
@@ -489,6 +506,26 @@ mod tests {
             run_plan(State::Absent, Some(dir(0o755))).unwrap().steps,
             ["rm -rf -- /srv/d"]
         );
+    }
+
+    #[test]
+    fn a_link_is_refused_rather_than_compared_with_its_target_and_follow_false_too() {
+        let link = FileState {
+            kind: Kind::Link,
+            mode: 0o777,
+            link_target: Some("/opt/x".into()),
+            ..dir(0o777)
+        };
+        let err = run_plan(State::File, Some(link)).unwrap_err().to_string();
+        assert!(
+            err.contains("/srv/d is a symbolic link; give the path of its target (/opt/x)"),
+            "{err}"
+        );
+        let err = crate::modules::kit::testing::build_error(
+            &FILE,
+            serde_json::json!({"path": "/x", "follow": false}),
+        );
+        assert!(err.contains("only follow: true"), "{err}");
     }
 
     #[test]

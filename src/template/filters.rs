@@ -44,6 +44,7 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_filter("subelements", subelements);
     env.add_filter("comment", comment);
     env.add_filter("ternary", ternary);
+    env.add_filter("password_hash", password_hash);
 
     env.add_test("match", test_match);
     env.add_test("search", test_search);
@@ -57,6 +58,7 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_test("version", version);
 
     super::lookups::register(env);
+    super::ipaddr::register(env);
 }
 
 // ---- conversions ---------------------------------------------------------
@@ -664,4 +666,42 @@ fn ternary(v: &Value, yes: Value, no: Value, none: Option<Value>) -> Result<Valu
         _ if v.is_true() => yes,
         _ => no,
     })
+}
+
+/// crypt(3) hashes for `user: password=`. Without a salt one is drawn at
+/// random, as Ansible does, so the output then differs on every render.
+/// sha256 and md5 are deprecated by the crate but are what existing content
+/// (and the hosts' `/etc/shadow`) asks for.
+#[allow(deprecated)]
+fn password_hash(
+    v: &Value,
+    scheme: Option<&str>,
+    salt: Option<&str>,
+    kwargs: Kwargs,
+) -> Result<String, Error> {
+    let password = text(v)?;
+    let scheme = scheme.or(kwargs.get("hashtype")?).unwrap_or("sha512");
+    let salt = salt.or(kwargs.get("salt")?);
+    let rounds: Option<u32> = kwargs.get("rounds")?;
+    kwargs.assert_all_used()?;
+    if let Some(bad) = salt.and_then(|s| {
+        s.chars()
+            .find(|c| !c.is_ascii_alphanumeric() && !"./".contains(*c))
+    }) {
+        return Err(invalid(format!(
+            "password_hash: the salt may only hold letters, digits, '.' and '/', not {bad:?}"
+        )));
+    }
+    let setup = pwhash::HashSetup { salt, rounds };
+    let hashed = match scheme {
+        "sha512" | "sha512_crypt" => pwhash::sha512_crypt::hash_with(setup, password.as_bytes()),
+        "sha256" | "sha256_crypt" => pwhash::sha256_crypt::hash_with(setup, password.as_bytes()),
+        "md5" | "md5_crypt" => pwhash::md5_crypt::hash_with(setup, password.as_bytes()),
+        other => {
+            return Err(invalid(format!(
+                "password_hash: unsupported hash type {other:?} (sha512, sha256 or md5)"
+            )))
+        }
+    };
+    hashed.map_err(|e| invalid(format!("password_hash: {e}")))
 }

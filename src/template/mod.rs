@@ -4,6 +4,7 @@
 
 mod filters;
 mod hostvars;
+mod ipaddr;
 mod lookups;
 mod yaml_emit;
 

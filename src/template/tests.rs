@@ -824,3 +824,48 @@ fn ternary_picks_by_truth_and_null() {
         .message
         .contains("missing"));
 }
+
+// ---- password_hash -------------------------------------------------------
+
+#[test]
+fn password_hash_matches_crypt() {
+    // Expected values from glibc's crypt(3), through Python's `crypt` and
+    // `openssl passwd -6/-5/-1 -salt saltsalt secret`.
+    let cases = [
+        ("'sha512', 'saltsalt'", "$6$saltsalt$TVLlQcbpFVof5W3Yz4DTP6gRstiNuHwwTt6GLc1E5n0U0aDehy0S5knV8wiOQSpT0Y77vwPZN.Pq.H91p5hVO1"),
+        ("'sha256', 'saltsalt'", "$5$saltsalt$0IyaXrmV7.sGNS6tirgqHLqX/G.FBvgkYA.lpPdS5sA"),
+        ("'md5', salt='saltsalt'", "$1$saltsalt$9xy1btjgzLYfb7hivXtC//"),
+        ("'sha512', 'saltsalt', rounds=10000", "$6$rounds=10000$saltsalt$WowrPBpEDVlCoruBosYlrZycTCx3//TyDHYqEhX9DUHHt0XTztUqzQDDUuvUGRA8aUe9p55hcAxeGcu58sm3u."),
+    ];
+    for (args, expected) in cases {
+        let out = render(
+            &format!("{{{{ 'secret' | password_hash({args}) }}}}"),
+            json!({}),
+        );
+        assert_eq!(out, expected, "{args}");
+    }
+}
+
+#[test]
+fn password_hash_without_salt_draws_one() {
+    let first = render("{{ 'secret' | password_hash('sha512') }}", json!({}));
+    let second = render("{{ 'secret' | password_hash }}", json!({}));
+    assert!(
+        first.starts_with("$6$") && second.starts_with("$6$"),
+        "{first} {second}"
+    );
+    assert_eq!(first.split('$').nth(2).map(str::len), Some(16));
+    assert_ne!(first, second);
+}
+
+#[test]
+fn password_hash_refuses_unknown_schemes_and_salts() {
+    assert!(render_err("{{ 'x' | password_hash('sha1') }}", json!({}))
+        .to_string()
+        .contains("sha1"));
+    assert!(
+        render_err("{{ 'x' | password_hash('sha512', 'a$b') }}", json!({}))
+            .to_string()
+            .contains("salt")
+    );
+}

@@ -26,17 +26,21 @@ const REAPPLIED_DIRS: &[&str] = &["/etc/sysctl.d", "/run/sysctl.d"];
 
 pub(crate) const FRAME: &str = "@@SYSCTL";
 
-/// A shell function that prints one file (following links) as
-/// `@@SYSCTL <f|u> <pathlen> <linklen> <contentlen>` and then exactly those
-/// bytes, so no content can be mistaken for a frame. The path is printed
-/// without the `$R` prefix that tests point at a temp folder. In the C
-/// locale `${#var}` counts bytes, so no length costs a process.
-pub(crate) const FRAME_FN: &str = r#"LC_ALL=C; export LC_ALL
+/// A shell function that prints the frame of one file (following links):
+/// `@@SYSCTL <c|u> <pathlen> <linklen> 0`, then exactly those bytes. A
+/// readable file's content (`c`) is deferred to the one `cat` of every
+/// such file at the end; `u` has none (a dangling link, a folder). It
+/// returns true for `c`. The path is printed without the `$R` prefix that
+/// tests point at a temp folder. In the C locale `${#var}` counts bytes,
+/// and `true <file` opens the file in the shell, so only a link costs a
+/// process (its `readlink`).
+const FRAME_FN: &str = r#"LC_ALL=C; export LC_ALL
 np_sf() {
   p=${1#"$R"}; t=
   if [ -L "$1" ]; then t=$(readlink -- "$1"); fi
-  if c=$(cat -- "$1" 2>/dev/null && printf x); then s=f; c=${c%x}; else s=u; c=; fi
-  printf '@@SYSCTL %s %s %s %s\n%s%s%s' "$s" "${#p}" "${#t}" "${#c}" "$p" "$t" "$c"
+  if { [ -f "$1" ] || [ "$1" -ef /dev/null ]; } && true 2>/dev/null <"$1"; then s=c; else s=u; fi
+  printf '@@SYSCTL %s %s %s 0\n%s%s' "$s" "${#p}" "${#t}" "$p" "$t"
+  [ "$s" = c ]
 }
 "#;
 
@@ -53,11 +57,26 @@ impl Fact for SysctlFiles {
         "sysctl:config".into()
     }
 
+    /// Frames first, then `@@SYSCTL sizes <n>`, one `wc -c` and one `cat`
+    /// of the n readable files. On merged-/usr hosts /lib/sysctl.d is
+    /// /usr/lib/sysctl.d, which [`boot_order`] already prefers, so it is
+    /// skipped rather than read twice.
     fn script(root: &str) -> String {
         let dirs = DIRS.join(" ");
         format!(
-            "R={root}\n{FRAME_FN}for d in {dirs}; do\n  for f in \"$R$d\"/*.conf; do\n    if [ -e \"$f\" ] || [ -L \"$f\" ]; then np_sf \"$f\"; fi\n  done\ndone\n\
-             if [ -e \"$R{SYSCTL_CONF}\" ]; then np_sf \"$R{SYSCTL_CONF}\"; fi\nexit 0",
+            r#"R={root}
+{FRAME_FN}set --
+for d in {dirs}; do
+  if [ "$d" = /lib/sysctl.d ] && [ "$R$d" -ef "$R/usr/lib/sysctl.d" ]; then continue; fi
+  for f in "$R$d"/*.conf; do
+    if {{ [ -e "$f" ] || [ -L "$f" ]; }} && np_sf "$f"; then set -- "$@" "$f"; fi
+  done
+done
+f="$R{SYSCTL_CONF}"
+if [ -e "$f" ] && np_sf "$f"; then set -- "$@" "$f"; fi
+printf '{FRAME} sizes %s\n' "$#"
+[ "$#" -gt 0 ] || exit 0
+wc -c -- "$@" && exec cat -- "$@""#,
             root = quote(root)
         )
     }
@@ -140,29 +159,41 @@ fn clean_path(p: &str) -> String {
     format!("/{}", out.join("/"))
 }
 
-/// Files as [`FRAME_FN`] prints them.
+/// Files as framed by [`FRAME_FN`] and [`SysctlFiles::script`], or by
+/// [`SysctlFiles::render`] (content inline, status `f`).
 pub(crate) fn parse_frames(r: &ProbeResult) -> Result<Vec<ConfFile>, String> {
     if r.rc != 0 {
         return Err(format!("exit {}: {}", r.rc, r.stderr.trim()));
     }
     let mut files = Vec::new();
+    // Indexes of the files whose content the final `cat` holds.
+    let mut deferred = Vec::new();
     let mut rest = r.stdout.as_str();
     while !rest.is_empty() {
         let (header, body) = rest.split_once('\n').ok_or("truncated frame header")?;
         let fields: Vec<&str> = header.split(' ').collect();
+        let bad = || format!("bad frame header: {header}");
+        if let [FRAME, "sizes", n] = fields[..] {
+            let n = n.parse::<usize>().map_err(|_| bad())?;
+            if n != deferred.len() {
+                return Err(bad());
+            }
+            return fill_deferred(&mut files, &deferred, body).map(|()| files);
+        }
         let [FRAME, status, plen, llen, clen] = fields[..] else {
-            return Err(format!("bad frame header: {header}"));
+            return Err(bad());
         };
-        let num = |s: &str| {
-            s.parse::<usize>()
-                .map_err(|_| format!("bad frame header: {header}"))
-        };
-        let (plen, llen, clen) = (num(plen)?, num(llen)?, num(clen)?);
+        let num = |s: &str| s.parse::<usize>().map_err(|_| bad());
+        let (plen, llen) = (num(plen)?, num(llen)?);
+        let clen = if status == "f" { num(clen)? } else { 0 };
         let take = |from: usize, len: usize| {
             body.get(from..from + len)
                 .ok_or_else(|| format!("truncated frame: {header}"))
         };
         let link = take(plen, llen)?;
+        if status == "c" {
+            deferred.push(files.len());
+        }
         files.push(ConfFile::new(
             take(0, plen)?,
             (!link.is_empty()).then_some(link),
@@ -170,7 +201,33 @@ pub(crate) fn parse_frames(r: &ProbeResult) -> Result<Vec<ConfFile>, String> {
         ));
         rest = &body[plen + llen + clen..];
     }
-    Ok(files)
+    match deferred.is_empty() {
+        true => Ok(files),
+        false => Err("frames without their contents".into()),
+    }
+}
+
+/// Gives the deferred files their content: `body` is `wc -c` of them (one
+/// line each, then a total line when there are several) and `cat` of them.
+fn fill_deferred(files: &mut [ConfFile], deferred: &[usize], body: &str) -> Result<(), String> {
+    let mut rest = body;
+    let mut sizes = Vec::with_capacity(deferred.len());
+    let lines = deferred.len() + usize::from(deferred.len() > 1);
+    for _ in 0..lines {
+        let (line, next) = rest.split_once('\n').ok_or("truncated wc output")?;
+        let size = line.split_whitespace().next().and_then(|n| n.parse().ok());
+        sizes.push(size.ok_or_else(|| format!("bad wc output: {line}"))?);
+        rest = next;
+    }
+    if sizes.iter().take(deferred.len()).sum::<usize>() != rest.len() {
+        return Err("the files changed while they were read".into());
+    }
+    for (&i, &size) in deferred.iter().zip(&sizes) {
+        let content = rest.get(..size).ok_or("content split inside a character")?;
+        files[i].content = Some(content.to_string());
+        rest = &rest[size..];
+    }
+    Ok(())
 }
 
 /// The files after `path` was written with `content`: wherever it is read
@@ -416,6 +473,27 @@ mod tests {
         ];
         assert_eq!(parse_frames(&SysctlFiles::render(&files)).unwrap(), files);
         assert!(parse_frames(&ProbeResult::ok("@@SYSCTL f 9 0 0\nshort")).is_err());
+    }
+
+    /// The probe's own shape: frames, then `wc -c` and `cat` of the
+    /// readable files, whatever their content holds.
+    #[test]
+    fn deferred_contents_follow_the_wc_sizes() {
+        let out = "@@SYSCTL c 3 0 0\n/a1@@SYSCTL u 2 2 0\n/bxy@@SYSCTL c 2 0 0\n/c\
+                   @@SYSCTL sizes 2\n 19 /a1\n0 /c\n19 total\n@@SYSCTL f 1 1 1\nx\n";
+        let files = parse_frames(&ProbeResult::ok(out)).unwrap();
+        assert_eq!(
+            files,
+            [
+                f("/a1", "@@SYSCTL f 1 1 1\nx\n"),
+                ConfFile::new("/b", Some("xy"), None),
+                f("/c", ""),
+            ]
+        );
+        let changed = out.replace("19 /a1", "18 /a1");
+        assert!(parse_frames(&ProbeResult::ok(changed)).is_err());
+        let missing = "@@SYSCTL c 3 0 0\n/a1";
+        assert!(parse_frames(&ProbeResult::ok(missing)).is_err());
     }
 
     #[test]

@@ -13,6 +13,8 @@
 mod config;
 mod tuned;
 
+use std::collections::BTreeMap;
+
 use serde_json::Value;
 
 use crate::modules::kit::fact::Fact;
@@ -101,40 +103,151 @@ pub(crate) fn same_value(a: &str, b: &str) -> bool {
     a.split_whitespace().eq(b.split_whitespace())
 }
 
-/// A key's live value, `None` when the kernel lacks the key. The query is
-/// the root prefix of /proc/sys (`""`; only tests point it elsewhere) and
-/// the key.
-struct LiveValue;
+/// What /proc/sys holds for a key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Live {
+    Value(String),
+    /// No such file: the kernel lacks the key.
+    Missing,
+    /// The file cannot be opened for reading (mode 0200, such as
+    /// net.ipv4.route.flush).
+    WriteOnly,
+    /// It opens but reading it fails; grep's message.
+    Unreadable(String),
+}
 
-impl Fact for LiveValue {
-    type Query = (String, String);
-    type Value = Option<String>;
+/// The live values of a task's keys, read by one process however many
+/// keys there are. The query is the root prefix of /proc/sys (`""`; only
+/// tests point it elsewhere) and the normalized keys, sorted (see
+/// [`live_query`]), which is the order of the answer.
+struct LiveValues;
 
-    fn key((_, key): &(String, String)) -> String {
-        format!("sysctl:{}", normalize_key(key))
+type LiveQuery = (String, Vec<String>);
+
+fn live_query(root: &str, keys: impl IntoIterator<Item = String>) -> LiveQuery {
+    let mut keys: Vec<String> = keys.into_iter().map(|k| normalize_key(&k)).collect();
+    keys.sort();
+    keys.dedup();
+    (root.to_string(), keys)
+}
+
+/// A key's file, relative to /proc/sys: how the probe names it.
+fn proc_rel(key: &str) -> String {
+    components(key).join("/")
+}
+
+impl Fact for LiveValues {
+    type Query = LiveQuery;
+    type Value = std::collections::BTreeMap<String, Live>;
+
+    fn key((_, keys): &LiveQuery) -> String {
+        format!("sysctl:{}", keys.join(" "))
     }
 
-    /// `cat`, not the shell's `read`: dash reads one byte at a time, and
-    /// procfs sysctl handlers answer a read past offset 0 with end of file,
-    /// so `read` would see "1" of "10".
-    fn script((root, key): &(String, String)) -> String {
-        format!("cat {}", quote(&format!("{root}{}", proc_path(key))))
+    /// A status letter per key from shell builtins (`true <file` opens it
+    /// in the shell), then one `grep` of the readable ones, which prints
+    /// every line as `FILE\0LINE`. Not the shell's `read` (dash reads one
+    /// byte at a time, and procfs answers a read past offset 0 with end of
+    /// file, so `read` would see "1" of "10"), and not `wc` (procfs files
+    /// have size 0).
+    fn script((root, keys): &LiveQuery) -> String {
+        let files: Vec<String> = keys.iter().map(|k| quote(&proc_rel(k))).collect();
+        format!(
+            r#"R={root}
+LC_ALL=C; export LC_ALL
+s=; set --
+for f in {files}; do
+  if ! [ -f "$R/proc/sys/$f" ]; then s=${{s}}m
+  elif true 2>/dev/null <"$R/proc/sys/$f"; then s=${{s}}r; set -- "$@" "$f"
+  else s=${{s}}w
+  fi
+done
+printf '%s\n' "$s"
+[ "$#" -gt 0 ] || exit 0
+cd -- "$R/proc/sys" && exec grep -a -H -Z '' -- "$@""#,
+            root = quote(root),
+            files = files.join(" ")
+        )
     }
 
-    fn parse(_: &(String, String), r: &ProbeResult) -> Result<Option<String>, ModuleError> {
-        Ok((r.rc == 0).then(|| r.stdout.trim().to_string()))
+    fn parse(q: &LiveQuery, r: &ProbeResult) -> Result<Self::Value, ModuleError> {
+        parse_live(&q.1, r).map_err(|d| crate::modules::kit::fact::bad(Self::key(q), d))
     }
 
-    fn render(value: &Option<String>) -> ProbeResult {
-        match value {
-            Some(v) => ProbeResult::ok(format!("{v}\n")),
-            None => ProbeResult {
-                rc: 1,
-                stderr: "No such file or directory\n".into(),
-                ..ProbeResult::default()
-            },
+    fn render(values: &Self::Value) -> ProbeResult {
+        let mut r = ProbeResult::default();
+        let mut status = String::new();
+        for (key, live) in values {
+            let file = proc_rel(key);
+            status.push(match live {
+                Live::Missing => 'm',
+                Live::WriteOnly => 'w',
+                Live::Value(_) | Live::Unreadable(_) => 'r',
+            });
+            match live {
+                Live::Value(v) => {
+                    for line in v.lines() {
+                        r.stdout.push_str(&format!("{file}\0{line}\n"));
+                    }
+                }
+                Live::Unreadable(why) => {
+                    r.rc = 2;
+                    r.stderr.push_str(&format!("grep: {file}: {why}\n"));
+                }
+                Live::Missing | Live::WriteOnly => {}
+            }
+        }
+        r.stdout.insert_str(0, &format!("{status}\n"));
+        r
+    }
+}
+
+/// [`LiveValues::script`]'s answer, by key. A read error is grep's
+/// `grep: FILE: message`; anything else on a failed grep is an error.
+fn parse_live(keys: &[String], r: &ProbeResult) -> Result<BTreeMap<String, Live>, String> {
+    if !matches!(r.rc, 0..=2) {
+        return Err(format!("exit {}: {}", r.rc, r.stderr.trim()));
+    }
+    let (status, lines) = r.stdout.split_once('\n').ok_or("no status line")?;
+    if status.len() != keys.len() {
+        return Err(format!("status {status:?} for {} keys", keys.len()));
+    }
+    let files: Vec<String> = keys.iter().map(|k| proc_rel(k)).collect();
+    let readable = |f: &str| {
+        let i = files.iter().position(|x| x == f)?;
+        (status.as_bytes()[i] == b'r').then_some(i)
+    };
+    let mut read: Vec<Vec<&str>> = vec![Vec::new(); keys.len()];
+    for line in lines.lines() {
+        let i = line
+            .split_once('\0')
+            .and_then(|(f, text)| Some((readable(f)?, text)));
+        let (i, text) = i.ok_or_else(|| format!("unexpected output: {line:?}"))?;
+        read[i].push(text);
+    }
+    let mut failed: Vec<Option<&str>> = vec![None; keys.len()];
+    if r.rc == 2 {
+        for line in r.stderr.lines() {
+            let error = line.strip_prefix("grep: ").and_then(|l| {
+                let (file, why) = l.split_once(": ")?;
+                Some((readable(file)?, why))
+            });
+            let (i, why) = error.ok_or_else(|| format!("grep failed: {}", r.stderr.trim()))?;
+            failed[i] = Some(why);
         }
     }
+    let mut out = BTreeMap::new();
+    for (i, key) in keys.iter().enumerate() {
+        let live = match (status.as_bytes()[i], failed[i]) {
+            (b'm', _) => Live::Missing,
+            (b'w', _) => Live::WriteOnly,
+            (b'r', Some(why)) => Live::Unreadable(why.to_string()),
+            (b'r', None) => Live::Value(read[i].join("\n").trim().to_string()),
+            _ => return Err(format!("bad status {status:?}")),
+        };
+        out.insert(key.clone(), live);
+    }
+    Ok(out)
 }
 
 /// The step that sets one key live, without reloading anything else.
@@ -385,11 +498,7 @@ impl Module for Sysctl {
         }
         if !self.settings.is_empty() {
             probes.push(SysctlFiles::probe(&self.root));
-            probes.extend(
-                self.settings
-                    .iter()
-                    .map(|(k, _)| LiveValue::probe(&self.live(k))),
-            );
+            probes.push(LiveValues::probe(&self.live_all()));
         }
         if !self.settings.is_empty() || self.tuned_profile.is_some() {
             probes.push(TunedProfile::probe(&self.root));
@@ -530,8 +639,15 @@ impl Sysctl {
             .push(TunedProfile::predict(&self.root, &Some(to.clone())));
     }
 
-    fn live(&self, key: &str) -> (String, String) {
-        (self.root.clone(), key.to_string())
+    /// Every key of the task, read by one probe.
+    fn live_all(&self) -> LiveQuery {
+        live_query(&self.root, self.settings.iter().map(|(k, _)| k.clone()))
+    }
+
+    /// One key alone: where its predicted value goes, and where a probe
+    /// for it alone (another task's) put what it read.
+    fn live(&self, key: &str) -> LiveQuery {
+        live_query(&self.root, [key.to_string()])
     }
 
     fn host_path(&self, path: &str) -> String {
@@ -626,8 +742,10 @@ impl Sysctl {
             plan.changes.push(
                 Change::new(key, Some(live.into()), Some(want.into())).with_evidence(&evidence),
             );
-            plan.effects
-                .push(LiveValue::predict(&self.live(key), &Some(want.to_string())));
+            plan.effects.push(LiveValues::predict(
+                &self.live(key),
+                &[(key.to_string(), Live::Value(want.to_string()))].into(),
+            ));
         }
         if boot_drift {
             let before = now.map_or("unset".to_string(), |w| w.value);
@@ -649,17 +767,41 @@ impl Sysctl {
         key: &str,
         plan: &mut Plan,
     ) -> Result<Option<String>, ModuleError> {
-        if let Some(live) = LiveValue::read(facts, &self.live(key))? {
-            return Ok(Some(live));
-        }
+        // What is known of the key alone (a prediction, another task's
+        // probe) is as new as this task's probe of all its keys, or newer.
+        let alone = self.live(key);
+        let query = match facts.contains(&LiveValues::key(&alone)) {
+            true => alone,
+            false => self.live_all(),
+        };
+        let path = proc_path(key);
+        let (note, error) = match LiveValues::read(facts, &query)?.remove(key) {
+            Some(Live::Value(v)) => return Ok(Some(v)),
+            Some(Live::Missing) => (
+                "not available on this kernel".to_string(),
+                format!("unknown sysctl key {key} on this kernel ({path} missing; its module may not be loaded)"),
+            ),
+            Some(Live::WriteOnly) => {
+                let why = format!("write-only ({path} cannot be read, so its value cannot be compared)");
+                (why.clone(), format!("sysctl key {key} is {why}"))
+            }
+            Some(Live::Unreadable(e)) => {
+                let why = format!("unreadable ({path}: {e})");
+                (why.clone(), format!("sysctl key {key} is {why}"))
+            }
+            None => {
+                return Err(ModuleError::Fact {
+                    key: LiveValues::key(&query),
+                    detail: format!("no answer for {key}"),
+                })
+            }
+        };
         if self.ignore_errors {
-            plan.notes
-                .push(format!("{key}: not available on this kernel (ignored)"));
+            plan.notes.push(format!("{key}: {note} (ignored)"));
             return Ok(None);
         }
         Err(ModuleError::Missing(format!(
-            "unknown sysctl key {key} on this kernel ({} missing; its module may not be loaded); set ignoreerrors: true to skip it",
-            proc_path(key)
+            "{error}; set ignoreerrors: true to skip it"
         )))
     }
 
@@ -715,9 +857,29 @@ fn edit(text: &str, key: &str, value: Option<&str>) -> String {
 /// Values of every fact here, for the round trip every fact must pass.
 #[cfg(test)]
 pub(crate) fn fact_samples(rt: &mut crate::modules::kit::fact::RoundTrip) {
-    let live = (String::new(), "net.ipv4.tcp_rmem".to_string());
-    rt.check::<LiveValue>(&live, None);
-    rt.check::<LiveValue>(&live, Some("4096 87380 6291456".into()));
+    let live = live_query("", ["net.ipv4.tcp_rmem".to_string()]);
+    rt.check::<LiveValues>(&live, [("net.ipv4.tcp_rmem".into(), Live::Missing)].into());
+    rt.check::<LiveValues>(
+        &live,
+        [(
+            "net.ipv4.tcp_rmem".into(),
+            Live::Value("4096 87380 6291456".into()),
+        )]
+        .into(),
+    );
+    let keys = ["vm.a", "vm.b", "vm.c", "vm.d", "vm.e"].map(String::from);
+    rt.check::<LiveValues>(
+        &live_query("", keys.clone()),
+        keys.into_iter()
+            .zip([
+                Live::Value("1\t2".into()),
+                Live::Value(String::new()),
+                Live::Missing,
+                Live::WriteOnly,
+                Live::Unreadable("Input/output error".into()),
+            ])
+            .collect(),
+    );
     rt.check::<SysctlFiles>("", Vec::new());
     rt.check::<SysctlFiles>(
         "",

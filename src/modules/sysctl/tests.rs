@@ -67,13 +67,16 @@ fn facts(m: &Sysctl, conf: &[ConfFile], tuned: &[ConfFile], live: &[(&str, &str)
     );
     f.insert(SysctlFiles::key(""), SysctlFiles::render(&conf.to_vec()));
     f.insert(TunedProfile::key(""), SysctlFiles::render(&tuned.to_vec()));
-    for (k, _) in &m.settings {
-        let value = live
-            .iter()
-            .find(|(l, _)| l == k)
-            .map(|(_, v)| v.to_string());
-        f.insert(LiveValue::key(&m.live(k)), LiveValue::render(&value));
-    }
+    let values = m
+        .settings
+        .iter()
+        .map(|(k, _)| {
+            let value = live.iter().find(|(l, _)| l == k);
+            let v = value.map_or(Live::Missing, |(_, v)| Live::Value(v.to_string()));
+            (k.clone(), v)
+        })
+        .collect();
+    f.insert(LiveValues::key(&m.live_all()), LiveValues::render(&values));
     f
 }
 
@@ -211,7 +214,7 @@ fn change_writes_file_sets_live_and_predicts_everything() {
     assert_eq!(plan.steps[1], "printf '%s\\n' 10 > /proc/sys/vm/swappiness");
     assert_eq!(
         predicted(&plan, "sysctl:vm.swappiness"),
-        ProbeResult::ok("10\n")
+        ProbeResult::ok("r\nvm/swappiness\x0010\n")
     );
 
     // A later task planning against the predictions sees a compliant host.
@@ -738,6 +741,8 @@ fn probes_read_a_host_tree() {
     ] {
         fs::create_dir_all(r(d)).unwrap();
     }
+    // Merged /usr: /lib/sysctl.d is /usr/lib/sysctl.d, read once.
+    symlink("usr/lib", r("/lib")).unwrap();
     fs::write(r("/etc/sysctl.conf"), "vm.swappiness = 60\n").unwrap();
     symlink("../sysctl.conf", r("/etc/sysctl.d/99-sysctl.conf")).unwrap();
     symlink("/dev/null", r("/etc/sysctl.d/50-masked.conf")).unwrap();
@@ -827,4 +832,111 @@ fn probes_read_a_host_tree() {
     want.sort_by(|a, b| a.path.cmp(&b.path));
     got.sort_by(|a, b| a.path.cmp(&b.path));
     assert_eq!(got, want);
+}
+
+/// The live probe over the real procfs, read only: one `grep` for every
+/// key, multi-word values kept whole, a write-only key told apart from a
+/// missing one, an empty value from an unreadable one.
+#[test]
+fn live_values_read_real_procfs_in_one_probe() {
+    use crate::remote::local::LocalTransport;
+    use crate::remote::{Purpose, Script, Transport};
+
+    let keys = [
+        "kernel.ostype",
+        "net.ipv4.tcp_rmem",
+        "net.ipv4.route.flush",
+        "vm.no_such_key",
+        "net/ipv4/ip_local_reserved_ports",
+    ]
+    .map(String::from);
+    let q = live_query("", keys);
+    let out = LocalTransport
+        .run(&Script {
+            purpose: Purpose::Probe,
+            body: LiveValues::script(&q),
+            become_user: None,
+        })
+        .unwrap();
+    let r = ProbeResult {
+        rc: out.status,
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    };
+    let live = LiveValues::parse(&q, &r).unwrap();
+    assert_eq!(live["kernel.ostype"], Live::Value("Linux".into()));
+    let Live::Value(rmem) = &live["net.ipv4.tcp_rmem"] else {
+        panic!("{live:?}")
+    };
+    assert_eq!(rmem.split('\t').count(), 3, "{rmem:?}");
+    assert_eq!(live["net.ipv4.route.flush"], Live::WriteOnly);
+    assert_eq!(live["vm.no_such_key"], Live::Missing);
+    let Live::Value(ports) = &live["net.ipv4.ip_local_reserved_ports"] else {
+        panic!("{live:?}")
+    };
+    assert!(!ports.contains('\n'), "{ports:?}");
+}
+
+#[test]
+fn live_answer_is_parsed_per_key() {
+    let q = live_query("", ["vm.a", "vm.b", "vm.c", "vm.d"].map(String::from));
+    let r = ProbeResult {
+        rc: 2,
+        stdout: "rrmr\nvm/a\0x\ty z\nvm/a\0second\n".into(),
+        stderr: "grep: vm/d: Input/output error\n".into(),
+    };
+    let live = LiveValues::parse(&q, &r).unwrap();
+    assert_eq!(live["vm.a"], Live::Value("x\ty z\nsecond".into()));
+    assert_eq!(live["vm.b"], Live::Value(String::new()));
+    assert_eq!(live["vm.c"], Live::Missing);
+    assert_eq!(live["vm.d"], Live::Unreadable("Input/output error".into()));
+    let other = ProbeResult {
+        stderr: "grep: invalid option -- 'Z'\n".into(),
+        ..r.clone()
+    };
+    assert!(LiveValues::parse(&q, &other).is_err());
+    let stray = ProbeResult::ok("rrmr\nvm/c\0x\n");
+    assert!(LiveValues::parse(&q, &stray).is_err());
+}
+
+#[test]
+fn a_write_only_key_is_reported_as_such() {
+    let m = map_form(json!({"net.ipv4.route.flush": 1}));
+    let mut f = facts(&m, &[], &[], &[]);
+    let values = [("net.ipv4.route.flush".to_string(), Live::WriteOnly)].into();
+    f.insert(LiveValues::key(&m.live_all()), LiveValues::render(&values));
+    let err = m.plan(&f).unwrap_err().to_string();
+    assert!(err.contains("is write-only"), "{err}");
+}
+
+/// A map-form task reads all its keys from one probe, but what is known
+/// of a key alone (an earlier task's prediction) wins.
+#[test]
+fn one_probe_for_all_keys_and_predictions_per_key() {
+    let m = map_form(json!({"vm.swappiness": 10, "vm.overcommit_memory": 1}));
+    assert_eq!(
+        m.probes()
+            .iter()
+            .filter(|p| p.key.starts_with("sysctl:vm"))
+            .map(|p| p.key.as_str())
+            .collect::<Vec<_>>(),
+        ["sysctl:vm.overcommit_memory vm.swappiness"]
+    );
+    let conf = [file(
+        OURS,
+        &owned("vm.swappiness = 10\nvm.overcommit_memory = 1\n"),
+    )];
+    let mut f = facts(
+        &m,
+        &conf,
+        &[],
+        &[("vm.swappiness", "60"), ("vm.overcommit_memory", "1")],
+    );
+    assert_eq!(subjects(&m.plan(&f).unwrap()), ["vm.swappiness"]);
+    let earlier = [("vm.swappiness".to_string(), Live::Value("10".into()))].into();
+    f.insert(
+        LiveValues::key(&m.live("vm.swappiness")),
+        LiveValues::render(&earlier),
+    );
+    assert!(m.plan(&f).unwrap().changes.is_empty());
 }
