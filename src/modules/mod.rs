@@ -10,6 +10,7 @@
 pub(crate) mod apt_key;
 pub(crate) mod apt_repository;
 pub(crate) mod assert;
+pub(crate) mod authorized_key;
 pub(crate) mod blockinfile;
 pub(crate) mod command;
 pub(crate) mod copy;
@@ -19,6 +20,7 @@ pub(crate) mod file;
 pub(crate) mod get_url;
 pub(crate) mod getent;
 pub(crate) mod gpu_smoke;
+pub(crate) mod group;
 pub(crate) mod ini_file;
 pub(crate) mod kernel_blacklist;
 pub(crate) mod kit;
@@ -45,6 +47,7 @@ pub(crate) mod timezone;
 pub(crate) mod ufw;
 pub(crate) mod unarchive;
 pub(crate) mod uri;
+pub(crate) mod user;
 pub(crate) mod yum_repository;
 
 pub(crate) use kit::module::Module;

@@ -1,6 +1,7 @@
 //! What modules share: the module contract and its plans, file probes and
 //! atomic writes, fstab editing. Nothing here knows a module.
 
+pub(crate) mod account;
 pub(crate) mod fact;
 pub(crate) mod files;
 pub(crate) mod fstab;
