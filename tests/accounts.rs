@@ -7,7 +7,9 @@ mod support;
 
 use std::os::unix::fs::MetadataExt;
 
-use support::{assert_machine_unchanged, machine_digest, run_json, IsolatedHost};
+use support::{
+    assert_machine_unchanged, machine_digest, run_json, task_statuses as statuses, IsolatedHost,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 
@@ -40,15 +42,6 @@ const ABSENT: &str = r#"- hosts: all
     - user: {name: np_alice, state: absent}
     - group: {name: np_extra, state: absent}
 "#;
-
-fn statuses(doc: &serde_json::Value) -> Vec<String> {
-    doc["hosts"][0]["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["status"].as_str().unwrap().to_string())
-        .collect()
-}
 
 fn entry(host: &IsolatedHost, file: &str, name: &str) -> Option<String> {
     std::fs::read_to_string(host.path(file))

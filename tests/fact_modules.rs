@@ -5,7 +5,9 @@
 
 mod support;
 
-use support::{assert_machine_unchanged, machine_digest, run_json, IsolatedHost};
+use support::{
+    assert_machine_unchanged, machine_digest, run_json, task_statuses as statuses, IsolatedHost,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 
@@ -40,15 +42,6 @@ const PLAYBOOK: &str = r#"- hosts: all
           - ansible_facts.hostname is defined
           - services is mapping
 "#;
-
-fn statuses(doc: &serde_json::Value) -> Vec<String> {
-    doc["hosts"][0]["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["status"].as_str().unwrap().to_string())
-        .collect()
-}
 
 #[test]
 fn read_only_modules_feed_later_tasks_in_check_and_apply() {

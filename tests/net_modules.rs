@@ -14,7 +14,9 @@ use std::net::TcpListener;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use support::{assert_machine_unchanged, machine_digest, run_json, IsolatedHost};
+use support::{
+    assert_machine_unchanged, machine_digest, run_json, task_statuses as statuses, IsolatedHost,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 const BODY: &str = "tool v1\n";
@@ -67,15 +69,6 @@ fn json(host: &IsolatedHost, cmd: &str, playbook: &str) -> (i32, serde_json::Val
         host,
         &[BIN, cmd, playbook, "-c", "local", "--format", "json"],
     )
-}
-
-fn statuses(doc: &serde_json::Value) -> Vec<String> {
-    doc["hosts"][0]["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["status"].as_str().unwrap().to_string())
-        .collect()
 }
 
 fn write(host: &IsolatedHost, p: &str, text: &str) {

@@ -6,7 +6,9 @@
 
 mod support;
 
-use support::{assert_machine_unchanged, machine_digest, run_json, IsolatedHost};
+use support::{
+    assert_machine_unchanged, machine_digest, run_json, task_statuses as statuses, IsolatedHost,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 const CONF: &str = "/etc/selinux/config";
@@ -23,15 +25,6 @@ const PLAYBOOK: &str = r#"- hosts: all
           - se.reboot_required is sameas false
           - se.configfile == "/etc/selinux/config"
 "#;
-
-fn statuses(doc: &serde_json::Value) -> Vec<String> {
-    doc["hosts"][0]["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["status"].as_str().unwrap().to_string())
-        .collect()
-}
 
 #[test]
 fn selinux_config_is_written_once_and_a_hand_edit_is_drift() {

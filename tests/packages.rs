@@ -6,7 +6,9 @@
 
 mod support;
 
-use support::{assert_machine_unchanged, machine_digest, run_json, IsolatedHost};
+use support::{
+    assert_machine_unchanged, machine_digest, run_json, task_statuses as statuses, IsolatedHost,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 
@@ -68,15 +70,6 @@ fn play(host: &IsolatedHost, cmd: &str, tasks: &str) -> serde_json::Value {
     );
     assert!(code == 0 || code == 2, "{doc:#}");
     doc
-}
-
-fn statuses(doc: &serde_json::Value) -> Vec<String> {
-    doc["hosts"][0]["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["status"].as_str().unwrap().to_string())
-        .collect()
 }
 
 fn changes(doc: &serde_json::Value, task: usize) -> Vec<String> {

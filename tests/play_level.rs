@@ -5,7 +5,9 @@
 
 mod support;
 
-use support::{assert_machine_unchanged, machine_digest, run_json, IsolatedHost};
+use support::{
+    assert_machine_unchanged, machine_digest, run_json, task_statuses as statuses, IsolatedHost,
+};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 
@@ -80,15 +82,6 @@ fn run(host: &IsolatedHost, cmd: &str) -> (i32, serde_json::Value) {
         "json",
     ];
     run_json(host, &argv)
-}
-
-fn statuses(doc: &serde_json::Value) -> Vec<String> {
-    doc["hosts"][0]["tasks"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["status"].as_str().unwrap().to_string())
-        .collect()
 }
 
 #[test]

@@ -439,6 +439,16 @@ fn content_hash(path: &Path) -> u64 {
     hasher.finish()
 }
 
+/// The status of each task of the first host in a JSON report, in order.
+pub fn task_statuses(doc: &serde_json::Value) -> Vec<String> {
+    doc["hosts"][0]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap().to_string())
+        .collect()
+}
+
 /// Runs argv inside the host and reads its stdout as one JSON document
 /// (nodeprov's `--format json`); returns the exit code with it.
 pub fn run_json(host: &IsolatedHost, argv: &[&str]) -> (i32, serde_json::Value) {
