@@ -7,6 +7,7 @@
 mod support;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use nodeprov::remote::ssh::{SshOptions, SshTransport};
@@ -59,7 +60,7 @@ impl Sshd {
     }
 
     fn connect(&self, opts: &SshOptions) -> Result<SshTransport, TransportError> {
-        SshTransport::connect(opts, "testhost", &self.vars())
+        SshTransport::connect(&Arc::new(opts.clone()), "testhost", &self.vars())
     }
 }
 
@@ -189,9 +190,33 @@ fn proxy_jump_tunnels_through_the_jump_host() {
     let mut vars = sshd.vars();
     let jump = format!("-J {}@{}:22", sshd.user, sshd.ip());
     vars.insert("ansible_ssh_common_args".into(), jump.into());
-    let mut t = SshTransport::connect(&sshd.options(true), "testhost", &vars).unwrap();
+    let opts = Arc::new(sshd.options(true));
+    let mut t = SshTransport::connect(&opts, "testhost", &vars).unwrap();
     let out = t.run(&script("echo through; exit 7\n")).unwrap();
     assert_eq!((out.status, out.stdout.as_slice()), (7, &b"through\n"[..]));
+    // A reboot's new login takes the same route.
+    t.reconnect(None).unwrap();
+    let out = t.run(&script("echo again\n")).unwrap();
+    assert_eq!(out.stdout, b"again\n");
+}
+
+/// What a reboot does to the session: the host drops it. Logging in again
+/// gives a working session on a new sshd process.
+#[test]
+fn a_session_the_host_dropped_is_replaced_by_logging_in_again() {
+    let sshd = start();
+    let mut t = sshd.connect(&sshd.options(true)).unwrap();
+    assert!(t.can_reconnect());
+    let first = session_processes(&sshd);
+    for pid in &first {
+        unsafe { libc::kill(*pid, libc::SIGKILL) };
+    }
+    assert!(t.run(&script("true\n")).is_err());
+    t.reconnect(Some(Duration::from_secs(10))).unwrap();
+    let out = t.run(&script("echo back\n")).unwrap();
+    assert_eq!((out.status, out.stdout.as_slice()), (0, &b"back\n"[..]));
+    let second = session_processes(&sshd);
+    assert!(!second.is_empty() && second.iter().all(|p| !first.contains(p)));
 }
 
 /// Per-connection sshd processes, children of the listening one.

@@ -29,6 +29,7 @@ mod apply;
 mod blocks;
 mod meta;
 mod plan;
+mod reconnect;
 mod retry;
 mod run_once;
 
@@ -381,12 +382,19 @@ impl<'a, 'p> HostRun<'a, 'p> {
         if spec.until.is_some() {
             return self.plan_retried(spec);
         }
-        let instances = match self.resolve_all(spec) {
+        let mut instances = match self.resolve_all(spec) {
             Ok(instances) => instances,
             Err(next) => return next,
         };
         if spec.task.module.name == "meta" {
             return self.meta(instances);
+        }
+        // Loops over these are refused at load: one instance.
+        if let [(_, Some(module))] = &instances[..] {
+            if let Some(action) = module.connection_action() {
+                let (instance, _) = instances.pop().expect("one instance");
+                return self.reconnecting(instance, action);
+            }
         }
         let mut next = Next::Continue;
         let mut loop_results = Vec::new();

@@ -9,6 +9,8 @@ mod outcome;
 #[cfg(test)]
 mod play_tests;
 mod prepared;
+#[cfg(test)]
+mod reboot_tests;
 pub mod result;
 #[cfg(test)]
 mod run_tests;

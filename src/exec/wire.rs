@@ -8,6 +8,10 @@
 
 use std::collections::BTreeMap;
 
+mod reconnect;
+
+pub(crate) use reconnect::ReconnectError;
+
 use super::result::{rfc3339, Observation};
 use crate::remote::probe::{self, Probe, ProbeResult};
 use crate::remote::{Output, Purpose, Script, Transport, TransportError};

@@ -855,7 +855,7 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
         }
     }
     check_params(spec, key, &task.params, errors);
-    tasks::check_meta(&task, key, errors);
+    tasks::check_once_per_host(&task, key, errors);
     tasks::check_delegated(&task, key, errors);
     Some(task)
 }

@@ -250,15 +250,23 @@ impl RetryKeys {
     }
 }
 
-/// `meta:` acts on the schedule once per host: a loop over it, or an
-/// `end_play` that a condition would end for some hosts only (hosts run
-/// independently, so it could not end the others), is refused.
-pub(super) fn check_meta(task: &Task, key: &Node, errors: &mut Errors) {
-    if task.module.name != "meta" {
+/// `meta:`, `reboot` and `wait_for_connection` act on the schedule or the
+/// session once per host: a loop over them is refused, as is an `end_play`
+/// that a condition would end for some hosts only (hosts run
+/// independently, so it could not end the others), and so is one host
+/// rebooting or waiting for the others (`run_once`).
+pub(super) fn check_once_per_host(task: &Task, key: &Node, errors: &mut Errors) {
+    let name = task.module.name;
+    if !matches!(name, "meta" | "reboot" | "wait_for_connection") {
         return;
     }
     if task.loop_items.is_some() {
-        errors.push(key.error("a loop over meta is not supported by nodeprov"));
+        errors.push(key.error(format!("a loop over {name} is not supported by nodeprov")));
+    }
+    if name != "meta" && task.run_once {
+        errors.push(key.error(format!(
+            "{name} with 'run_once' is not supported by nodeprov"
+        )));
     }
     let action = task.params.iter().find(|(n, _)| n == "action");
     let end_play = action.is_some_and(|(_, v)| v.as_str() == Some("end_play"));
@@ -849,6 +857,20 @@ mod tests {
             errs[1],
             "site.yml:5:7: a loop over meta is not supported by nodeprov"
         );
+    }
+
+    #[test]
+    fn a_reboot_runs_once_on_each_host_itself() {
+        let errs = load("- hosts: all\n  tasks:\n    - reboot:\n      loop: [1, 2]\n    - reboot:\n      delegate_to: localhost\n    - wait_for_connection:\n      run_once: true\n").unwrap_err();
+        assert_eq!(
+            errs,
+            [
+                "site.yml:3:7: a loop over reboot is not supported by nodeprov",
+                "site.yml:5:7: 'reboot' cannot be delegated to localhost in nodeprov",
+                "site.yml:7:7: wait_for_connection with 'run_once' is not supported by nodeprov",
+            ]
+        );
+        assert!(load("- hosts: all\n  tasks:\n    - reboot:\n        reboot_timeout: 900\n    - wait_for_connection:\n").is_ok());
     }
 
     #[test]

@@ -31,6 +31,7 @@ pub(crate) mod mount;
 pub(crate) mod package;
 pub(crate) mod pam_limits;
 pub(crate) mod params;
+pub(crate) mod reboot;
 pub(crate) mod registry;
 pub(crate) mod replace;
 pub(crate) mod rpm_key;
@@ -48,8 +49,10 @@ pub(crate) mod ufw;
 pub(crate) mod unarchive;
 pub(crate) mod uri;
 pub(crate) mod user;
+pub(crate) mod wait_for_connection;
 pub(crate) mod yum_repository;
 
+pub(crate) use kit::connection::{ConnectionAction, Reboot, WaitFor};
 pub(crate) use kit::module::Module;
 pub use kit::module::ModuleSpec;
 pub use kit::plan::Change;

@@ -5,9 +5,9 @@ use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
     apt_key, apt_repository, assert, authorized_key, blockinfile, command, copy, cuda_env, debug,
     file, get_url, getent, gpu_smoke, group, ini_file, kernel_blacklist, lineinfile, meta,
-    modprobe, mount, package, pam_limits, replace, rpm_key, selinux, service, service_facts,
-    set_fact, setup, slurp, stat, swapfile, sysctl, timezone, ufw, unarchive, uri, user,
-    yum_repository,
+    modprobe, mount, package, pam_limits, reboot, replace, rpm_key, selinux, service,
+    service_facts, set_fact, setup, slurp, stat, swapfile, sysctl, timezone, ufw, unarchive, uri,
+    user, wait_for_connection, yum_repository,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -55,6 +55,8 @@ pub fn registry() -> &'static [ModuleSpec] {
         group::GROUP,
         user::USER,
         authorized_key::AUTHORIZED_KEY,
+        reboot::REBOOT,
+        wait_for_connection::WAIT_FOR_CONNECTION,
     ];
     SPECS
 }

@@ -2,6 +2,7 @@
 
 use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -29,7 +30,9 @@ pub enum OptionsError {
 #[derive(Debug)]
 pub struct ConnectOptions {
     pub connection: Option<Connection>,
-    pub ssh: SshOptions,
+    /// Shared with every host's transport, which logs in again with it
+    /// after a reboot.
+    pub ssh: Arc<SshOptions>,
 }
 
 impl ConnectOptions {
@@ -41,7 +44,10 @@ impl ConnectOptions {
         } else {
             ssh_options(args)?
         };
-        Ok(ConnectOptions { connection, ssh })
+        Ok(ConnectOptions {
+            connection,
+            ssh: Arc::new(ssh),
+        })
     }
 }
 

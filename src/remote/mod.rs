@@ -13,6 +13,8 @@ pub mod probe;
 pub mod shell;
 pub mod ssh;
 
+use std::time::Duration;
+
 use thiserror::Error;
 
 /// What a script is for: check mode must never send a `Mutate` script.
@@ -57,4 +59,16 @@ pub trait Transport: Send {
     /// Runs one script on the host and returns its output; a non-zero exit
     /// status is not an error at this layer.
     fn run(&mut self, script: &Script) -> Result<Output, TransportError>;
+
+    /// Whether [`Transport::reconnect`] can reach the host again after it
+    /// rebooted: only a transport to another machine can.
+    fn can_reconnect(&self) -> bool {
+        false
+    }
+
+    /// Drops the session and logs in again, each login waiting at most
+    /// `timeout` (`None`: the connection's own) for the host to answer.
+    fn reconnect(&mut self, _timeout: Option<Duration>) -> Result<(), TransportError> {
+        Ok(())
+    }
 }

@@ -73,7 +73,7 @@ impl<'p> HostRun<'_, 'p> {
 
     /// A command ran, so anything may have changed; the gathered facts
     /// are kept.
-    fn forget_facts(&mut self) {
+    pub(super) fn forget_facts(&mut self) {
         let gathered = self.facts.get(host_facts::KEY).ok().cloned();
         self.facts = Facts::default();
         if let Some(g) = gathered {

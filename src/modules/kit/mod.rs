@@ -2,6 +2,7 @@
 //! atomic writes, fstab editing. Nothing here knows a module.
 
 pub(crate) mod account;
+pub(crate) mod connection;
 pub(crate) mod fact;
 pub(crate) mod files;
 pub(crate) mod fstab;

@@ -1,5 +1,6 @@
 //! The contract every module fulfils, and how playbooks name one.
 
+use super::connection::ConnectionAction;
 use super::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{ParamError, ParamSpec, Params};
 use crate::remote::probe::Probe;
@@ -19,6 +20,11 @@ pub(crate) trait Module: Send + Sync {
     /// Validations whose probe must see every earlier change of the run.
     fn reads_everything(&self) -> bool {
         false
+    }
+    /// Asks the schedule to reboot the host or wait for it, instead of
+    /// planning steps.
+    fn connection_action(&self) -> Option<ConnectionAction> {
+        None
     }
 }
 

@@ -13,6 +13,7 @@ pub mod known_hosts;
 use std::net::{TcpStream, ToSocketAddrs};
 use std::os::fd::{AsRawFd, RawFd};
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -21,7 +22,7 @@ use ssh2::{MethodType, Session};
 use super::{fd_limit, Output, Script, Transport, TransportError};
 use channel::{Feed, Limits, PumpError};
 use config::SshConfig;
-use endpoint::{Endpoint, Route};
+use endpoint::Endpoint;
 use error::{BecomePasswordError, ConnectError};
 use escalate::{BecomeCtx, SudoMarkers};
 use known_hosts::{KnownHostsDb, PresentedKey, Verdict};
@@ -115,6 +116,9 @@ impl Default for SshOptions {
 }
 
 pub struct SshTransport {
+    opts: Arc<SshOptions>,
+    /// Where the target is reached through, for logging in again.
+    jumps: Vec<Endpoint>,
     target: Endpoint,
     session: Session,
     fd: RawFd,
@@ -128,15 +132,17 @@ pub struct SshTransport {
 impl SshTransport {
     /// Connects (through any jump hosts), verifies the host key and logs in.
     pub fn connect(
-        opts: &SshOptions,
+        opts: &Arc<SshOptions>,
         name: &str,
         vars: &Map<String, Value>,
     ) -> Result<SshTransport, TransportError> {
         let unreachable = |e: ConnectError| TransportError::Unreachable(e.to_string());
         let route =
             endpoint::resolve(opts, name, vars).map_err(|e| unreachable(ConnectError::Route(e)))?;
-        let (session, fd) = open_route(opts, &route).map_err(unreachable)?;
+        let (session, fd) = open_route(opts, &route.jumps, &route.target).map_err(unreachable)?;
         let transport = SshTransport {
+            opts: Arc::clone(opts),
+            jumps: route.jumps,
             target: route.target,
             session,
             fd,
@@ -256,6 +262,26 @@ impl Transport for SshTransport {
         }
         self.exec(script)
     }
+
+    fn can_reconnect(&self) -> bool {
+        true
+    }
+
+    fn reconnect(&mut self, timeout: Option<Duration>) -> Result<(), TransportError> {
+        // The old session's socket may still look open to us while its host
+        // is long gone; cut it so nothing waits on it.
+        // SAFETY: shutdown(2) on the session's own socket, still open.
+        unsafe { libc::shutdown(self.fd, libc::SHUT_RDWR) };
+        let mut target = self.target.clone();
+        target.connect_timeout = timeout.unwrap_or(target.connect_timeout);
+        let (session, fd) = open_route(&self.opts, &self.jumps, &target)
+            .map_err(|e| TransportError::Unreachable(e.to_string()))?;
+        session.set_timeout(millis(self.blocking_limit()));
+        self.session = session;
+        self.fd = fd;
+        self.broken = None;
+        Ok(())
+    }
 }
 
 /// The exit status, or 128 + signal number as a shell reports a killed
@@ -279,15 +305,19 @@ fn exit_status(channel: &ssh2::Channel) -> i32 {
 
 /// Logs in to each jump host in turn, tunnels through it to the next hop,
 /// and finally to the target.
-fn open_route(opts: &SshOptions, route: &Route) -> Result<(Session, RawFd), ConnectError> {
-    let mut hops = route.jumps.iter().chain([&route.target]);
+fn open_route(
+    opts: &SshOptions,
+    jumps: &[Endpoint],
+    target: &Endpoint,
+) -> Result<(Session, RawFd), ConnectError> {
+    let mut hops = jumps.iter().chain([target]);
     let first = hops.next().expect("the target is always there");
     // Reported under the target's name, so say whose failure it really is.
-    let first_hop = |e: ConnectError| match route.jumps.is_empty() {
+    let first_hop = |e: ConnectError| match jumps.is_empty() {
         true => e,
         false => ConnectError::FirstJump {
             source: Box::new(e),
-            target: route.target.display(),
+            target: target.display(),
         },
     };
     let tcp = tcp_connect(first).map_err(first_hop)?;
