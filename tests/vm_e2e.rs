@@ -486,6 +486,9 @@ fn swapfile_module_on_xfs_and_btrfs() {
     let (code, doc) = apply(&["-e", "swap_size=96M"]);
     assert_eq!((code, changed_count(&doc)), (0, 0), "{:?}", touched(&doc));
 
+    reboot_task_reboots_once_and_the_play_goes_on(&vm, &np);
+    assert_data_swap_files(&vm, 96 << 20);
+
     let (code, doc) = apply(&["-e", "swap_state=absent"]);
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(swap_devices(&vm), Vec::<String>::new());
@@ -499,6 +502,66 @@ fn swapfile_module_on_xfs_and_btrfs() {
             .success(),
         "fstab still names a removed swap file"
     );
+}
+
+/// A sysctl change that asks for a reboot, Ansible's usual pattern. The
+/// play goes on over a new session after the reboot, the value set before
+/// it is verified after it, and a second run changes nothing and so does
+/// not reboot.
+const REBOOT_PLAYBOOK: &str = "\
+- hosts: all
+  become: true
+  tasks:
+    - name: Boot before
+      command: cat /proc/sys/kernel/random/boot_id
+      register: before
+      changed_when: false
+    - name: Dirty ratio
+      sysctl:
+        name: vm.dirty_background_ratio
+        value: '7'
+        sysctl_file: /etc/sysctl.d/95-reboot-test.conf
+      register: ratio
+    - name: Reboot for it
+      reboot:
+        reboot_timeout: 1500
+        connect_timeout: 60
+      when: ratio.changed
+      register: rebooted
+    - name: Wait
+      wait_for_connection:
+        timeout: 120
+    - name: Boot after
+      command: cat /proc/sys/kernel/random/boot_id
+      register: after
+      changed_when: false
+    - name: Rebooted exactly when the ratio changed
+      assert:
+        that: (before.stdout != after.stdout) == ratio.changed
+";
+
+fn reboot_task_reboots_once_and_the_play_goes_on(vm: &TestVm, np: &Nodeprov) {
+    let dir = tempfile::tempdir().unwrap();
+    let playbook = dir.path().join("reboot.yml");
+    std::fs::write(&playbook, REBOOT_PLAYBOOK).unwrap();
+    let boot = || vm.ssh_ok("cat /proc/sys/kernel/random/boot_id");
+    let first_boot = boot();
+
+    let (code, doc) = np.run("apply", &playbook, &np.root, &[]);
+    assert_eq!(code, 0, "{doc:#}");
+    let notes = task_notes(&doc, "Reboot for it");
+    assert!(notes.contains("rebooted; back after "), "{doc:#}");
+    let second_boot = boot();
+    assert_ne!(first_boot, second_boot, "the VM did not reboot");
+    // Swap units start after sshd; compare the settled boot.
+    vm.settle();
+    let live = vm.ssh_ok("cat /proc/sys/vm/dirty_background_ratio");
+    assert_eq!(live.trim(), "7", "the value did not survive the reboot");
+    eprintln!("vm: reboot task: {notes}");
+
+    let (code, doc) = np.run("apply", &playbook, &np.root, &[]);
+    assert_eq!((code, changed_count(&doc)), (0, 0), "{:?}", touched(&doc));
+    assert_eq!(boot(), second_boot, "a run with nothing to change rebooted");
 }
 
 fn assert_data_swap_files(vm: &TestVm, bytes: u64) {

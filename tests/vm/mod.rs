@@ -378,7 +378,7 @@ impl TestVm {
 
     /// Waits for the boot to finish (sshd starts before tuned and the test
     /// services), so tests compare settled states rather than a boot in flight.
-    fn settle(&self) {
+    pub fn settle(&self) {
         let start = Instant::now();
         let state = self.ssh("systemctl is-system-running --wait");
         let state = String::from_utf8_lossy(&state.stdout);
