@@ -1027,6 +1027,7 @@ fn with_loop(k: &Node, v: &Node, errors: &mut Errors) -> Option<Node> {
             let l = list(errors)?;
             format!("{} | zip({}) | list", l[0], l[1..].join(", "))
         }
+        "with_fileglob" => format!("query('fileglob', {})", jinja_expr(v)),
         "with_subelements" => {
             let l = list(errors)?;
             if l.len() < 2 {
@@ -1038,7 +1039,7 @@ fn with_loop(k: &Node, v: &Node, errors: &mut Errors) -> Option<Node> {
         _ => {
             errors.push(
                 k.error(format!("'{key}' is not supported by nodeprov"))
-                    .with_hint("use loop: with a filter, or with_items, with_dict, with_nested, with_together, with_subelements"),
+                    .with_hint("use loop: with a filter, or with_items, with_dict, with_nested, with_together, with_subelements, with_fileglob"),
             );
             return None;
         }

@@ -1,5 +1,6 @@
 //! Lookup plugins: `lookup(name, …)` returns the result as text, `query`
-//! (or `q`) as a list, as in Ansible. `env` and `first_found` exist.
+//! (or `q`) as a list, as in Ansible. `env`, `first_found` and `fileglob`
+//! exist.
 
 use std::path::{Path, PathBuf};
 
@@ -44,11 +45,10 @@ fn run(
             .map(|name| std::env::var(name.to_string()).unwrap_or_default())
             .collect(),
         "first_found" => first_found(state, terms, kwargs)?,
-        _ => {
-            return Err(invalid(format!(
-                "lookup plugin '{plugin}' is not supported (only 'env' and 'first_found')"
-            )))
-        }
+        "fileglob" => fileglob(state, terms)?,
+        _ => return Err(invalid(format!(
+            "lookup plugin '{plugin}' is not supported (only 'env', 'first_found' and 'fileglob')"
+        ))),
     };
     kwargs.assert_all_used()?;
     Ok(values)
@@ -83,12 +83,7 @@ fn first_found(state: &State, terms: &[Value], kwargs: &Kwargs) -> Result<Vec<St
     for term in terms {
         add_terms(term, &mut search)?;
     }
-    let roots: Vec<PathBuf> = ["role_path", "playbook_dir"]
-        .into_iter()
-        .filter_map(|name| state.lookup(name))
-        .filter(|v| !v.is_undefined() && !v.is_none())
-        .map(|v| PathBuf::from(v.to_string()))
-        .collect();
+    let roots = search_roots(state);
     let found = search
         .candidates
         .iter()
@@ -101,6 +96,53 @@ fn first_found(state: &State, terms: &[Value], kwargs: &Kwargs) -> Result<Vec<St
             search.candidates.join(", ")
         ))),
     }
+}
+
+/// Where a relative name is looked for: the task's role, then the
+/// playbook's folder.
+fn search_roots(state: &State) -> Vec<PathBuf> {
+    ["role_path", "playbook_dir"]
+        .into_iter()
+        .filter_map(|name| state.lookup(name))
+        .filter(|v| !v.is_undefined() && !v.is_none())
+        .map(|v| PathBuf::from(v.to_string()))
+        .collect()
+}
+
+/// The files (not folders) matching each term's last component, in the
+/// first folder found for the rest as `first_found` finds a file (under
+/// `files/` first), sorted; none is an empty list, as in Ansible.
+fn fileglob(state: &State, terms: &[Value]) -> Result<Vec<String>, Error> {
+    let roots = search_roots(state);
+    let only_visible = glob::MatchOptions {
+        require_literal_leading_dot: true,
+        ..glob::MatchOptions::new()
+    };
+    let mut found = Vec::new();
+    for term in terms.iter().flat_map(|t| words(Some(t.clone()), &[','])) {
+        let path = Path::new(&term);
+        let (dir, name) = match (path.parent(), path.file_name()) {
+            (Some(d), Some(n)) => (d, n.to_string_lossy()),
+            _ => continue,
+        };
+        let pattern =
+            glob::Pattern::new(&name).map_err(|e| invalid(format!("fileglob: '{term}': {e}")))?;
+        let Some(dir) = locate_with(&roots, "files", &dir.to_string_lossy(), Path::is_dir) else {
+            continue;
+        };
+        let mut matched: Vec<String> = std::fs::read_dir(&dir)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| pattern.matches_with(&e.file_name().to_string_lossy(), only_visible))
+            .map(|e| e.path())
+            .filter(|p| p.is_file())
+            .map(|p| p.display().to_string())
+            .collect();
+        matched.sort();
+        found.extend(matched);
+    }
+    Ok(found)
 }
 
 impl Search {
@@ -162,12 +204,23 @@ fn split(s: &str, seps: &[char]) -> Vec<String> {
 }
 
 fn locate(roots: &[PathBuf], subdir: &str, name: &str) -> Option<PathBuf> {
+    locate_with(roots, subdir, name, Path::is_file)
+}
+
+/// `name` as it is when absolute, else the first of `root/subdir/name` and
+/// `root/name` that is what `is` wants.
+fn locate_with(
+    roots: &[PathBuf],
+    subdir: &str,
+    name: &str,
+    is: fn(&Path) -> bool,
+) -> Option<PathBuf> {
     let path = Path::new(name);
     if path.is_absolute() {
-        return path.is_file().then(|| path.to_path_buf());
+        return is(path).then(|| path.to_path_buf());
     }
     roots
         .iter()
         .flat_map(|root| [root.join(subdir).join(name), root.join(name)])
-        .find(|p| p.is_file())
+        .find(|p| is(p))
 }

@@ -763,6 +763,40 @@ fn first_found_searches_the_role_then_the_playbook_in_ansible_forms() {
 }
 
 #[test]
+fn fileglob_lists_the_files_matching_in_the_folder_found_first() {
+    let dir = search_tree();
+    for extra in [
+        "role/files/y.conf",
+        "role/files/.hidden.conf",
+        "role/templates/bin/a.sh",
+        "role/templates/bin/b.sh",
+    ] {
+        std::fs::create_dir_all(dir.path().join(extra).parent().unwrap()).unwrap();
+        std::fs::write(dir.path().join(extra), "").unwrap();
+    }
+    std::fs::create_dir(dir.path().join("role/files/sub.conf")).unwrap();
+    let t = run_templates(dir.path());
+    let root = dir.path().display().to_string();
+    let vars = json!({"role_path": format!("{root}/role")});
+    let render = |text: &str| t.render_str(text, &vars).unwrap();
+    assert_eq!(
+        render("{{ query('fileglob', '*.conf') }}"),
+        format!("['{root}/role/files/x.conf', '{root}/role/files/y.conf']"),
+        "files/ first; no hidden files, no folders, sorted"
+    );
+    assert_eq!(
+        render("{{ query('fileglob', ['templates/bin/*', 'vars/*.yml']) | length }}"),
+        "3",
+        "the role itself first: its vars/ hides the playbook's"
+    );
+    assert_eq!(render("{{ lookup('fileglob', 'nowhere/*') }}"), "");
+    assert_eq!(
+        render(&format!("{{{{ lookup('fileglob', '{root}/vars/c*') }}}}")),
+        format!("{root}/vars/common.yml")
+    );
+}
+
+#[test]
 fn run_globals_give_the_playbook_dir_version_and_hostvars() {
     let dir = search_tree();
     let t = run_templates(dir.path());
