@@ -493,3 +493,50 @@ fn a_full_disk_fails_the_write_leaves_the_old_file_and_a_rerun_converges() {
     assert!(staging_dirs(host).is_empty());
     assert_machine_unchanged(&before);
 }
+
+/// A new server still booting: its sshd answers nothing when the play
+/// starts. A play that begins with `wait_for_connection` (no facts to
+/// gather first) waits for it and goes on; one without is unreachable.
+#[test]
+fn a_host_that_answers_late_is_waited_for_by_wait_for_connection() {
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    let control = Control::new(&fleet);
+    let inventory = control.write("inventory.ini", &fleet.inventory("root", ""));
+    let waits = control.write(
+        "waits.yml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - wait_for_connection: {sleep: 1, timeout: 120}\n    - copy: {dest: /etc/after-wait, content: \"up\\n\"}\n",
+    );
+    let timeout = ["--timeout", "2"];
+
+    host.pause();
+    let started = Instant::now();
+    let child = start_apply(&control, &waits, &inventory, &timeout);
+    std::thread::sleep(Duration::from_secs(5));
+    host.resume();
+    let run = finish(child, started);
+    assert_eq!(run.code, 0, "{run}");
+    assert_eq!(
+        statuses(&run, host.name()),
+        pairs(&[("wait_for_connection", "ok"), ("copy", "changed")])
+    );
+    let note = run.host(host.name())["tasks"][0]["notes"][0].to_string();
+    let waited: u64 = note
+        .trim_matches('"')
+        .strip_prefix("connected after ")
+        .and_then(|n| n.strip_suffix(" s"))
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{note}"));
+    assert!(waited >= 3, "resumed after 5 s, yet {note}");
+    assert!(exists(host, "/etc/after-wait"));
+
+    host.pause();
+    let plain = control.write("plain.yml", MARKER_PLAYBOOK);
+    let run = finish(
+        start_apply(&control, &plain, &inventory, &timeout),
+        Instant::now(),
+    );
+    host.resume();
+    assert_eq!(run.code, 4, "{run}");
+    assert!(run.unreachable(host.name()).contains("timed out"), "{run}");
+}

@@ -246,10 +246,13 @@ impl<'a, 'p> HostRun<'a, 'p> {
             let p = host_facts::probe();
             wanted.insert(p.key.clone(), p);
         }
-        let mut ahead = tasks.to_vec();
+        // Nothing past a reboot or a wait for the host: it may not hold
+        // after, and a host being waited for cannot answer yet.
+        let cut = tasks.iter().position(|t| t.replaces_session());
+        let mut ahead = tasks[..cut.unwrap_or(tasks.len())].to_vec();
         // The first probe also asks what handlers and validations will need:
         // when nothing changes (a compliant host), that was the only trip.
-        if self.wire.round_trips() == 0 {
+        if self.wire.round_trips() == 0 && cut.is_none() {
             let prepared = self.ctx.prepared;
             ahead.extend(prepared.handlers.iter().chain(&prepared.validate));
         }

@@ -27,6 +27,7 @@ use crate::load::diag::Diagnostic;
 use crate::load::inventory::Inventory;
 use crate::load::playbook::{BatchSize, Play, Playbook};
 use crate::modules::params::Sources;
+use crate::remote::deferred::Deferred;
 use crate::remote::{fd_limit, Transport, TransportError};
 use crate::template::{HostVars, Templates};
 use host::HostRun;
@@ -347,6 +348,14 @@ fn run_host(
         Ok(mut transport) => {
             let report = HostRun::new(ctx, host, layers, transport.as_mut(), once).run();
             if report.unreachable.is_none() {
+                keep.keep(host, transport);
+            }
+            report
+        }
+        Err(_) if ctx.prepared.waits_first(play) => {
+            let mut deferred = Deferred::new(|| (req.connect)(host, &inventory));
+            let report = HostRun::new(ctx, host, layers, &mut deferred, once).run();
+            if let (None, Some(transport)) = (&report.unreachable, deferred.into_inner()) {
                 keep.keep(host, transport);
             }
             report

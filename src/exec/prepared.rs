@@ -87,7 +87,23 @@ impl<'p> PreparedPlay<'p> {
     }
 }
 
+impl<'p> PreparedPlay<'p> {
+    /// The play starts by waiting for its hosts (`wait_for_connection`
+    /// first, no facts to gather): a host that does not answer yet is not
+    /// lost before that task had its chance.
+    pub fn waits_first(&self, play: &Play) -> bool {
+        let first = self.tasks.iter().find(|t| t.selected);
+        !play.gather_facts && first.is_some_and(|t| t.task.module.name == "wait_for_connection")
+    }
+}
+
 impl<'p> PreparedTask<'p> {
+    /// Reboots the host or waits for it: what is probed before it may not
+    /// hold after it.
+    pub fn replaces_session(&self) -> bool {
+        matches!(self.task.module.name, "reboot" | "wait_for_connection")
+    }
+
     fn new(task: &'p Task, play: &Play, templates: &Templates, opts: &RunOptions) -> Self {
         let tags: Vec<String> = task.tags.iter().chain(&play.tags).cloned().collect();
         let params: Vec<(String, Value, Span)> = task

@@ -4,6 +4,7 @@
 //! travels over a transport.
 
 pub mod connect;
+pub mod deferred;
 #[cfg(test)]
 pub(crate) mod fake;
 pub mod fd_limit;
