@@ -114,7 +114,7 @@ fn statuses(outcome: &RunOutcome) -> Vec<Status> {
 }
 
 #[test]
-fn a_reboot_waits_for_a_new_boot_and_the_play_goes_on_from_a_fresh_probe() {
+fn a_reboot_waits_for_a_new_boot_and_what_follows_is_probed_after_it() {
     let (outcome, seen) = run(PLAY, false, 1, true);
     let report = &outcome.reports[0];
     assert_eq!(report.unreachable, None);
@@ -143,12 +143,11 @@ fn a_reboot_waits_for_a_new_boot_and_the_play_goes_on_from_a_fresh_probe() {
     // Back: the new boot id and the test command, then the play goes on.
     assert_eq!(bodies[reboot + 1], "cat /proc/sys/kernel/random/boot_id");
     assert_eq!(bodies[reboot + 2], "whoami");
-    // What was probed before the reboot is probed again after it.
+    // Nothing after the reboot was probed before it: it would not hold.
     let probed: Vec<usize> = (0..bodies.len())
         .filter(|&i| bodies[i].starts_with("np_tok=") && bodies[i].contains("/etc/probed"))
         .collect();
-    assert!(probed[0] < reboot, "{probed:?}");
-    assert!(probed[probed.len() - 1] > reboot + 2, "{probed:?}");
+    assert!(!probed.is_empty() && probed[0] > reboot + 2, "{probed:?}");
     assert!(bodies.iter().any(|b| b.contains("echo after-True")));
 }
 
