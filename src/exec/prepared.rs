@@ -119,10 +119,18 @@ impl<'p> PreparedTask<'p> {
         for v in params.iter().map(|(_, v, _)| v).chain(&loop_items) {
             template_vars(templates, v, &mut referenced);
         }
+        // Parameters that are expressions (assert's `that`, debug's `var`)
+        // read variables without braces, as conditions do.
+        let docs = task.module.params.docs;
+        let expressions = params
+            .iter()
+            .filter(|(name, _, _)| docs.iter().any(|d| d.name == name && d.conditions))
+            .map(|(_, v, _)| v);
         for cond in [when.as_ref().map(|(v, _)| v), changed_when.as_ref()]
             .into_iter()
             .chain([failed_when.as_ref()])
             .flatten()
+            .chain(expressions)
         {
             condition_vars(templates, cond, &mut referenced);
         }

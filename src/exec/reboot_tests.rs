@@ -204,3 +204,25 @@ fn wait_for_connection_logs_in_again_until_the_host_answers() {
         .iter()
         .any(|s| s.body == "true"));
 }
+
+#[test]
+fn a_command_after_a_reboot_runs_before_the_tasks_that_read_its_result() {
+    let play = "- hosts: all\n  gather_facts: false\n  tasks:\n    - command: cat /proc/sys/kernel/random/boot_id\n      register: before\n      changed_when: false\n    - reboot:\n    - wait_for_connection:\n    - command: cat /proc/sys/kernel/random/boot_id\n      register: after\n      changed_when: false\n    - debug: {var: after.rc}\n    - assert: {that: after.rc == 0}\n";
+    let (outcome, _) = run(play, false, 0, true);
+    let report = &outcome.reports[0];
+    let statuses = statuses(&outcome);
+    assert_eq!(
+        statuses,
+        [
+            Status::Ok,
+            Status::Changed,
+            Status::Ok,
+            Status::Ok,
+            Status::Ok,
+            Status::Ok
+        ]
+    );
+    // debug's `var` and assert's `that` read it without braces: the
+    // command ran before either was decided.
+    assert_eq!(report.tasks[4].notes, ["after.rc: 0"]);
+}

@@ -5,7 +5,7 @@ use serde_json::{json, Value};
 
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
-use crate::modules::params::{module_params, ParamError, Params};
+use crate::modules::params::{module_params, Expression, ParamError, Params};
 use crate::remote::probe::Probe;
 
 pub const DEBUG: ModuleSpec = ModuleSpec {
@@ -21,7 +21,7 @@ module_params! {
         /// the message, any value (default "Hello world!")
         msg: Option<Value>,
         /// a variable (or expression) to show instead of `msg`
-        var: Option<String>,
+        var: Option<Expression>,
         /// shown only at this `-v` level in Ansible; nodeprov shows level 0
         verbosity: Option<i64>,
     }
@@ -38,7 +38,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let (key, value) = match (a.msg, a.var) {
         (Some(_), Some(_)) => return Err(p.error("var", "give only one of 'msg' and 'var'")),
         (msg, None) => ("msg".to_string(), msg.unwrap_or(json!("Hello world!"))),
-        (None, Some(var)) => {
+        (None, Some(Expression(var))) => {
             let expr = json!(format!("{{{{ {var} }}}}"));
             // Ansible shows an undefined variable rather than failing.
             let value = p

@@ -403,6 +403,20 @@ impl ParamValue for Vec<String> {
     }
 }
 
+/// One expression, as debug's `var` takes it: read without braces.
+#[derive(Debug, Default)]
+pub(crate) struct Expression(pub String);
+
+impl ParamValue for Option<Expression> {
+    const CONDITIONS: bool = true;
+    fn read(p: &Params, key: &str) -> Result<Self, ParamError> {
+        Ok(p.str(key)?.map(Expression))
+    }
+    fn read_or(p: &Params, key: &str, default: Self) -> Result<Self, ParamError> {
+        Ok(p.str(key)?.map(Expression).or(default))
+    }
+}
+
 /// Conditions, as `when:` takes them: one expression or a list.
 #[derive(Debug, Default)]
 pub(crate) struct Conditions(pub Vec<String>);
