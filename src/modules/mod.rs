@@ -29,6 +29,7 @@ pub(crate) mod meta;
 pub(crate) mod modprobe;
 pub(crate) mod mount;
 pub(crate) mod package;
+pub(crate) mod package_facts;
 pub(crate) mod pam_limits;
 pub(crate) mod params;
 pub(crate) mod registry;

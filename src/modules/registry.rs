@@ -5,9 +5,9 @@ use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
     apt_key, apt_repository, assert, authorized_key, blockinfile, command, copy, cuda_env, debug,
     file, get_url, getent, gpu_smoke, group, ini_file, kernel_blacklist, lineinfile, meta,
-    modprobe, mount, package, pam_limits, replace, rpm_key, selinux, service, service_facts,
-    set_fact, setup, slurp, stat, swapfile, sysctl, timezone, ufw, unarchive, uri, user,
-    yum_repository,
+    modprobe, mount, package, package_facts, pam_limits, replace, rpm_key, selinux, service,
+    service_facts, set_fact, setup, slurp, stat, swapfile, sysctl, timezone, ufw, unarchive, uri,
+    user, yum_repository,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -24,6 +24,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         service::SERVICE,
         cuda_env::CUDA_ENV,
         package::PACKAGE,
+        package_facts::PACKAGE_FACTS,
         mount::MOUNT,
         stat::STAT,
         debug::DEBUG,
@@ -71,7 +72,7 @@ pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
 
 #[cfg(test)]
 mod tests {
-    use crate::modules::kit::{fact::RoundTrip, files};
+    use crate::modules::kit::{fact::RoundTrip, files, packages};
     use crate::modules::{
         apt_key, authorized_key, cuda_env, file, get_url, getent, group, modprobe, mount, package,
         rpm_key, selinux, service, service_facts, swapfile, sysctl, timezone, ufw, unarchive, uri,
@@ -84,6 +85,7 @@ mod tests {
     fn every_fact_reads_back_what_it_renders() {
         let mut rt = RoundTrip::default();
         files::fact_samples(&mut rt);
+        packages::fact_samples(&mut rt);
         file::fact_samples(&mut rt);
         swapfile::fact_samples(&mut rt);
         mount::fact_samples(&mut rt);
