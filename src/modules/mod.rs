@@ -17,6 +17,7 @@ pub(crate) mod copy;
 pub(crate) mod cuda_env;
 pub(crate) mod debug;
 pub(crate) mod file;
+pub(crate) mod find;
 pub(crate) mod get_url;
 pub(crate) mod getent;
 pub(crate) mod gpu_smoke;

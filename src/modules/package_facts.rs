@@ -67,6 +67,8 @@ struct PackageFacts {
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = PackageFactsArgs::read(p)?;
+    // A host has one package database, so the first found is all there are.
+    let (Strategy::First | Strategy::All) = a.strategy;
     let mut wanted = Vec::new();
     for m in &a.manager {
         match m.as_str() {

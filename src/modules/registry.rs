@@ -17,6 +17,8 @@ pub fn registry() -> &'static [ModuleSpec] {
         copy::COPY,
         copy::TEMPLATE,
         file::FILE,
+        // Named in full: `find` is also this file's lookup.
+        crate::modules::find::FIND,
         gpu_smoke::GPU_SMOKE,
         lineinfile::LINEINFILE,
         sysctl::SYSCTL,
@@ -74,9 +76,9 @@ pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
 mod tests {
     use crate::modules::kit::{fact::RoundTrip, files, packages};
     use crate::modules::{
-        apt_key, authorized_key, cuda_env, file, get_url, getent, group, modprobe, mount, package,
-        rpm_key, selinux, service, service_facts, swapfile, sysctl, timezone, ufw, unarchive, uri,
-        user,
+        apt_key, authorized_key, cuda_env, file, find, get_url, getent, group, modprobe, mount,
+        package, rpm_key, selinux, service, service_facts, swapfile, sysctl, timezone, ufw,
+        unarchive, uri, user,
     };
 
     /// Every fact reads back what it renders for predictions, and every
@@ -87,6 +89,7 @@ mod tests {
         files::fact_samples(&mut rt);
         packages::fact_samples(&mut rt);
         file::fact_samples(&mut rt);
+        find::fact_samples(&mut rt);
         swapfile::fact_samples(&mut rt);
         mount::fact_samples(&mut rt);
         service::fact_samples(&mut rt);
