@@ -9,7 +9,7 @@ use serde_json::{json, Map, Value};
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::packages::{Build, Host, Installed, Manager};
-use crate::modules::kit::plan::{Facts, ModuleError, Plan};
+use crate::modules::kit::plan::{known_facts, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, ParamError, Params};
 use crate::remote::probe::Probe;
 
@@ -63,6 +63,8 @@ const OTHER_MANAGERS: &[&str] = &["apk", "portage", "pkg", "pacman", "pkg_info",
 struct PackageFacts {
     /// The databases asked for; empty for `auto`.
     wanted: Vec<Db>,
+    /// The host's facts when the task was built, which the new one joins.
+    facts: Map<String, Value>,
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -72,7 +74,10 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let mut wanted = Vec::new();
     for m in &a.manager {
         match m.as_str() {
-            "auto" => return Ok(Box::new(PackageFacts { wanted: Vec::new() })),
+            "auto" => {
+                wanted.clear();
+                break;
+            }
             "apt" => wanted.push(Db::Apt),
             "rpm" | "dnf" | "dnf5" | "yum" | "zypper" => wanted.push(Db::Rpm),
             other if OTHER_MANAGERS.contains(&other) => {
@@ -91,7 +96,10 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             }
         }
     }
-    Ok(Box::new(PackageFacts { wanted }))
+    Ok(Box::new(PackageFacts {
+        wanted,
+        facts: known_facts(p),
+    }))
 }
 
 /// One build as Ansible lists it: rpm's version split into epoch,
@@ -142,11 +150,8 @@ impl Module for PackageFacts {
                 db.name()
             )));
         }
-        let found = Value::Object(packages(&host, db));
         let mut plan = Plan::noop();
-        plan.sets.insert("packages".into(), found.clone());
-        plan.returns
-            .insert("ansible_facts".into(), json!({ "packages": found }));
+        plan.set_fact(&self.facts, "packages", Value::Object(packages(&host, db)));
         Ok(plan)
     }
 }
