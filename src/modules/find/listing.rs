@@ -108,9 +108,12 @@ for p in {paths}; do
   if [ -d "$p" ]; then set -- "$@" "$p"; else printf 'skip\0%s\0not a directory\0' "$p"; fi
 done
 [ $# -eq 0 ] && exit 0
+find / -maxdepth 0 -printf '' 2>/dev/null || {{ echo 'find needs GNU find (-printf) on the host' >&2; exit 1; }}
 {check}exec 3>&1
 err=$({find} -printf 'e\0' {mark} -printf '{FIELDS}' 2>&1 >&3)
-[ -z "$err" ] || printf '%s\n' "$err" | sed -n "s/^find: '\(.*\)': \(.*\)$/skip\n\1\n\2/p" | tr '\n' '\000'
+[ -z "$err" ] && exit 0
+printf '%s\n' "$err" | sed -n -e "s/^find: '\(.*\)': \(.*\)$/skip\n\1\n\2/p" \
+  -e "s/^find: \(File system loop detected\); '\(.*\)' is part of .*/skip\n\2\n\1/p" | tr '\n' '\000'
 exit 0"#,
             paths = paths.join(" "),
         )

@@ -219,6 +219,24 @@ fn unsupported_and_bad_parameters_are_refused() {
     assert_eq!(FIND.params.required, ["paths"]);
 }
 
+/// Plans `params` on what its probe, run for real here, answers.
+fn run_for_real(params: Value) -> Plan {
+    let m = build_test(&FIND, params).unwrap();
+    let probe = m.probes().remove(0);
+    let out = std::process::Command::new("sh")
+        .args(["-c", &probe.script])
+        .output()
+        .unwrap();
+    let answer = ProbeResult {
+        rc: out.status.code().unwrap(),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    };
+    let mut facts = Facts::default();
+    facts.insert(probe.key, answer);
+    m.plan(&facts).unwrap()
+}
+
 /// The probe run for real on a folder of hostile names: what find prints
 /// is what the parser reads.
 #[test]
@@ -228,22 +246,12 @@ fn the_probe_lists_a_real_folder() {
     std::fs::create_dir_all(root.join("sub")).unwrap();
     std::fs::write(root.join("new\nline 'q\".conf"), "key = 1\n").unwrap();
     std::fs::write(root.join("sub/deep.conf"), "other\nkey=2\n").unwrap();
+    std::fs::write(root.join("sub/no.conf"), "other key\n").unwrap();
     std::fs::write(root.join(".hidden.conf"), "key\n").unwrap();
     let top = root.to_str().unwrap();
-    let params = json!({"paths": [top, "/nonexistent-dir"], "patterns": "*.conf", "contains": "key", "recurse": true});
-    let m = build_test(&FIND, params).unwrap();
-    let probe = m.probes().remove(0);
-    let out = std::process::Command::new("sh")
-        .args(["-c", &probe.script])
-        .output()
-        .unwrap();
-    let answer = ProbeResult {
-        rc: out.status.code().unwrap(),
-        ..ProbeResult::ok(String::from_utf8(out.stdout).unwrap())
-    };
-    let mut facts = Facts::default();
-    facts.insert(probe.key, answer);
-    let plan = m.plan(&facts).unwrap();
+    let plan = run_for_real(
+        json!({"paths": [top, "/nonexistent-dir"], "patterns": "*.conf", "contains": "key", "recurse": true}),
+    );
     let mut found = paths(&plan);
     found.sort();
     assert_eq!(
@@ -253,15 +261,42 @@ fn the_probe_lists_a_real_folder() {
             format!("{top}/sub/deep.conf")
         ]
     );
-    assert_eq!(plan.returns["examined"], 4);
+    assert_eq!(plan.returns["examined"], 5);
     assert_eq!(
-        plan.returns["skipped_paths"]["/nonexistent-dir"],
-        "not a directory"
+        plan.returns["skipped_paths"],
+        json!({"/nonexistent-dir": "not a directory"})
     );
-    let shallow = build_test(
-        &FIND,
-        json!({"paths": top, "contains": "key", "patterns": "*.conf"}),
-    )
-    .unwrap();
-    assert!(shallow.probes()[0].script.contains("-maxdepth 1"));
+    let anywhere = run_for_real(
+        json!({"paths": top, "patterns": "*.conf", "contains": "ther k", "read_whole_file": true, "recurse": true}),
+    );
+    assert_eq!(paths(&anywhere), [format!("{top}/sub/no.conf")]);
+}
+
+#[test]
+fn follow_descends_into_links_and_reports_loops() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir_all(root.join("real")).unwrap();
+    std::fs::create_dir_all(root.join("d")).unwrap();
+    std::fs::write(root.join("real/f.conf"), "").unwrap();
+    std::os::unix::fs::symlink("real", root.join("link")).unwrap();
+    std::os::unix::fs::symlink("..", root.join("d/loop")).unwrap();
+    let top = root.to_str().unwrap();
+    let plan =
+        run_for_real(json!({"paths": top, "patterns": "*.conf", "recurse": true, "follow": true}));
+    let mut found = paths(&plan);
+    found.sort();
+    assert_eq!(
+        found,
+        [format!("{top}/link/f.conf"), format!("{top}/real/f.conf")]
+    );
+    assert_eq!(
+        plan.returns["skipped_paths"],
+        json!({format!("{top}/d/loop"): "File system loop detected"})
+    );
+    let links = run_for_real(json!({"paths": top, "file_type": "link", "recurse": true}));
+    assert_eq!(
+        links.returns["matched"], 2,
+        "without follow the links are links"
+    );
 }
