@@ -89,6 +89,14 @@ const FIND_PLAYBOOK: &str = r#"- hosts: all
         patterns: "*.log"
         recurse: true
       register: logs
+    - name: logs at the top, by depth
+      find:
+        paths: /tmp/findme
+        patterns: "*.log"
+        recurse: true
+        depth: 1
+        limit: 3
+      register: top
     - name: old logs at the top
       find:
         path: /tmp/findme
@@ -117,6 +125,8 @@ const FIND_PLAYBOOK: &str = r#"- hosts: all
         that:
           - logs.matched == 5
           - logs.files | map(attribute='path') | sort == ['/tmp/findme/a.log', '/tmp/findme/big.log', "/tmp/findme/odd name 'q'.log", '/tmp/findme/old.log', '/tmp/findme/sub/deep.log']
+          - top.matched == 3 and top.msg == 'Limit of matches reached' and top.examined == 10
+          - "top.files | selectattr('path', 'search', 'sub/') | list == []"
           - old.files | map(attribute='path') | list == ['/tmp/findme/old.log']
           - big.matched == 1 and big.files[0].size == 2097152 and big.files[0].isreg
           - gpu.files | map(attribute='path') | list == ['/tmp/findme/notes.txt']
@@ -176,7 +186,7 @@ fn find_chooses_files_the_host_holds_in_one_probe() {
             ],
         );
         assert_eq!(code, 0, "{doc:#}");
-        assert_eq!(statuses(&doc), ["ok"; 6], "{doc:#}");
+        assert_eq!(statuses(&doc), ["ok"; 7], "{doc:#}");
         assert_eq!(doc["hosts"][0]["round_trips"], 1, "{doc:#}");
     }
     assert_machine_unchanged(&before);

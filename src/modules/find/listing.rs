@@ -15,7 +15,7 @@ use crate::remote::shell::quote;
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Walk {
     pub paths: Vec<String>,
-    /// Levels below each path; `None` is unlimited.
+    /// Levels below each path to list; `None` is unlimited.
     pub depth: Option<u32>,
     pub follow: bool,
     /// Names starting with a dot are never chosen: their content is not read.
@@ -32,14 +32,15 @@ pub(super) struct Contains {
     pub whole_file: bool,
 }
 
-/// One entry as lstat (stat with `follow`) sees it.
+/// One entry as lstat sees it.
 #[derive(Clone, Debug, PartialEq)]
 pub(super) struct Entry {
     /// The path it was found under, as the task wrote it.
     pub start: String,
     /// Its path below `start`.
     pub rel: String,
-    /// find's `%y`: `f`, `d`, `l`, `p`, `s`, `c`, `b`.
+    /// find's `%y`: `f`, `d`, `l`, `p`, `s`, `c`, `b`; `l` for a link
+    /// with `follow` too, whose other fields are then its target's.
     pub kind: char,
     /// Permission bits with setuid, setgid and sticky.
     pub mode: u32,
@@ -68,9 +69,9 @@ pub(super) struct Listing {
     pub entries: Vec<Entry>,
 }
 
-/// The fields find prints after an entry's `e` and content mark.
+/// The fields find prints after an entry's `e`, content mark and link mark.
 const FIELDS: &str = r"%H\0%P\0%y\0%m\0%U\0%G\0%u\0%g\0%s\0%i\0%D\0%n\0%A@\0%T@\0%C@\0";
-const FIELD_COUNT: usize = 15;
+const FIELD_COUNT: usize = 17;
 
 pub(super) struct Found;
 
@@ -100,17 +101,23 @@ impl Fact for Found {
             Some(c) => content_search(c, w.hidden),
             None => (String::new(), r"-printf '-\0'".to_string()),
         };
+        // Following links, find describes their targets; -xtype still
+        // tells a link, which Ansible's lstat would see.
+        let link = match w.follow {
+            true => r"\( -xtype l -printf 'l\0' -o -printf '-\0' \)",
+            false => r"-printf '-\0'",
+        };
         format!(
             r#"now=$(date +%s.%N) || exit 1
 printf 'now\0%s\0' "$now"
 set --
 for p in {paths}; do
-  if [ -d "$p" ]; then set -- "$@" "$p"; else printf 'skip\0%s\0not a directory\0' "$p"; fi
+  if [ -d "$p" ]; then set -- "$@" "$p"; else printf "skip\\0%s\\0'%s' is not a directory\\0" "$p" "$p"; fi
 done
 [ $# -eq 0 ] && exit 0
 find / -maxdepth 0 -printf '' 2>/dev/null || {{ echo 'find needs GNU find (-printf) on the host' >&2; exit 1; }}
 {check}exec 3>&1
-err=$({find} -printf 'e\0' {mark} -printf '{FIELDS}' 2>&1 >&3)
+err=$({find} -printf 'e\0' {mark} {link} -printf '{FIELDS}' 2>&1 >&3)
 [ -z "$err" ] && exit 0
 printf '%s\n' "$err" | sed -n -e "s/^find: '\(.*\)': \(.*\)$/skip\n\1\n\2/p" \
   -e "s/^find: \(File system loop detected\); '\(.*\)' is part of .*/skip\n\2\n\1/p" | tr '\n' '\000'
@@ -140,7 +147,7 @@ exit 0"#,
                     listing.skipped.push((path, why));
                 }
                 "e" => {
-                    let f: Vec<&str> = fields.by_ref().take(FIELD_COUNT + 1).collect();
+                    let f: Vec<&str> = fields.by_ref().take(FIELD_COUNT).collect();
                     listing.entries.push(entry(&f).map_err(bad)?);
                 }
                 other => return Err(bad(format!("unexpected record: {other:?}"))),
@@ -162,6 +169,7 @@ exit 0"#,
             };
             let fields = [
                 mark.to_string(),
+                "-".to_string(),
                 e.start.clone(),
                 e.rel.clone(),
                 e.kind.to_string(),
@@ -212,7 +220,7 @@ fn number<T: std::str::FromStr>(s: Option<&str>) -> Result<T, String> {
 }
 
 fn entry(f: &[&str]) -> Result<Entry, String> {
-    let [mark, start, rel, kind, mode, uid, gid, user, group, size, inode, dev, nlink, atime, mtime, ctime] =
+    let [mark, link, start, rel, kind, mode, uid, gid, user, group, size, inode, dev, nlink, atime, mtime, ctime] =
         f
     else {
         return Err(format!("an entry cut short: {f:?}"));
@@ -220,7 +228,10 @@ fn entry(f: &[&str]) -> Result<Entry, String> {
     Ok(Entry {
         start: start.to_string(),
         rel: rel.to_string(),
-        kind: kind.chars().next().unwrap_or('?'),
+        kind: match *link {
+            "l" => 'l',
+            _ => kind.chars().next().unwrap_or('?'),
+        },
         mode: u32::from_str_radix(mode, 8).map_err(|_| format!("bad mode: {mode:?}"))?,
         uid: number(Some(uid))?,
         gid: number(Some(gid))?,

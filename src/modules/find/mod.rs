@@ -44,7 +44,7 @@ module_params! {
         patterns: Vec<String>,
         /// globs or regular expressions that drop a name the patterns matched
         excludes: Vec<String>,
-        /// a regular expression a regular file's content must match, at the start of a line
+        /// a regular expression a regular file's content must match, at the start of a line (with `file_type: file` only, as in Ansible)
         contains: Option<String>,
         /// search `contains` anywhere in the whole file instead
         read_whole_file: bool = false,
@@ -68,12 +68,16 @@ module_params! {
         size: Option<String>,
         /// only false: no checksums are computed
         get_checksum: bool = false,
+        /// at most this many files, the first found
+        limit: Option<i64>,
     }
 }
 
 struct Find {
     walk: Walk,
     choice: Choice,
+    /// At most this many files.
+    limit: Option<usize>,
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -87,12 +91,15 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     if a.get_checksum {
         return Err(p.error("get_checksum", "get_checksum is not supported by nodeprov"));
     }
-    if a.contains.is_some() && a.file_type != Kind::File {
-        return Err(p.error(
-            "contains",
-            "contains with a file_type other than file is not supported by nodeprov",
-        ));
-    }
+    let limit = match a.limit {
+        Some(n) if n <= 0 => {
+            let why = format!("limit cannot be {n} (use None for unlimited)");
+            return Err(p.error("limit", why));
+        }
+        n => n.map(|n| n as usize),
+    };
+    // Ansible's walk stops after the top level without `recurse`; with
+    // `depth` it still lists the level below the last (for `examined`).
     let depth = match (a.recurse, a.depth) {
         (false, _) => Some(1),
         (true, None | Some(0)) => None,
@@ -100,6 +107,27 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             Some(u32::try_from(d).map_err(|_| p.error("depth", "depth must be 0 or more"))?)
         }
     };
+    let choice = choice_of(p, &a, depth)?;
+    // As Ansible: content is searched for regular files only.
+    let contains = a.contains.filter(|_| a.file_type == Kind::File);
+    let walk = Walk {
+        paths: a.paths,
+        depth: depth.map(|d| if a.recurse { d + 1 } else { d }),
+        follow: a.follow,
+        hidden: a.hidden,
+        contains: contains.map(|pattern| Contains {
+            pattern,
+            whole_file: a.read_whole_file,
+        }),
+    };
+    Ok(Box::new(Find {
+        walk,
+        choice,
+        limit,
+    }))
+}
+
+fn choice_of(p: &Params, a: &FindArgs, depth: Option<u32>) -> Result<Choice, ParamError> {
     let age = match &a.age {
         Some(t) => Some((
             select::seconds(t)
@@ -121,25 +149,15 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         true => (&every[..], false),
         false => (&a.patterns[..], a.use_regex),
     };
-    let choice = Choice {
+    Ok(Choice {
         patterns: names(p, "patterns", patterns, regex)?,
         excludes: names(p, "excludes", &a.excludes, a.use_regex)?,
         file_type: a.file_type,
         hidden: a.hidden,
+        depth,
         age,
         size,
-    };
-    let walk = Walk {
-        paths: a.paths,
-        depth,
-        follow: a.follow,
-        hidden: a.hidden,
-        contains: a.contains.map(|pattern| Contains {
-            pattern,
-            whole_file: a.read_whole_file,
-        }),
-    };
-    Ok(Box::new(Find { walk, choice }))
+    })
 }
 
 /// Globs as Python's fnmatch reads them, or regular expressions matched
@@ -165,16 +183,20 @@ impl Module for Find {
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let listing = Found::read(facts, &self.walk)?;
-        let files: Vec<Value> = listing
-            .entries
-            .iter()
+        let mut files: Vec<Value> = select::walk_order(&listing.entries)
+            .into_iter()
             .filter(|e| self.choice.takes(e, listing.now))
             .map(select::stat_of)
             .collect();
+        let mut msg = "All paths examined";
+        if let Some(n) = self.limit.filter(|n| files.len() >= *n) {
+            files.truncate(n);
+            msg = "Limit of matches reached";
+        }
         let skipped: Map<String, Value> = listing
             .skipped
             .iter()
-            .map(|(path, why)| (path.clone(), json!(why)))
+            .map(|(path, why)| (path.clone(), json!(select::python_error(path, why))))
             .collect();
         let mut plan = Plan::noop();
         plan.notes.extend(
@@ -183,10 +205,9 @@ impl Module for Find {
                 .iter()
                 .map(|(path, why)| format!("skipped {path}: {why}")),
         );
-        let msg = match skipped.is_empty() {
-            true => "All paths examined",
-            false => "Not all paths examined, check warnings for details",
-        };
+        if !skipped.is_empty() {
+            msg = "Not all paths examined, check warnings for details";
+        }
         for (k, v) in [
             ("matched", json!(files.len())),
             ("files", Value::Array(files)),

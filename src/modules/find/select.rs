@@ -2,6 +2,8 @@
 //! `patterns` and `excludes`, the type, `age` and `size`, and the result
 //! dictionary of each file chosen.
 
+use std::collections::HashMap;
+
 use regex::Regex;
 use serde_json::{json, Value};
 
@@ -14,6 +16,8 @@ pub(super) struct Choice {
     pub excludes: Vec<Regex>,
     pub file_type: Kind,
     pub hidden: bool,
+    /// Levels below each path; `None` is unlimited.
+    pub depth: Option<u32>,
     /// Seconds: at least this old, or at most this old when negative.
     pub age: Option<(i64, Stamp)>,
     /// Bytes: at least this big, or at most this big when negative.
@@ -34,7 +38,9 @@ impl Choice {
     /// Whether Ansible's find returns `e`, listed at `now`.
     pub(super) fn takes(&self, e: &Entry, now: f64) -> bool {
         let name = e.rel.rsplit('/').next().unwrap_or(&e.rel);
-        if !self.hidden && name.starts_with('.') {
+        let level = e.rel.matches('/').count() + 1;
+        if self.depth.is_some_and(|d| level > d as usize) || (!self.hidden && name.starts_with('.'))
+        {
             return false;
         }
         let base = self.named(name) && self.aged(e, now);
@@ -179,4 +185,57 @@ pub(super) fn stat_of(e: &Entry) -> Value {
         "isuid": bit(0o4000),
         "isgid": bit(0o2000),
     })
+}
+
+/// The entries in the order Ansible's `os.walk` meets them: each folder's
+/// files, then its folders, then what each of those holds, in turn.
+/// find(1) lists a folder's content right after the folder instead.
+pub(super) fn walk_order(entries: &[Entry]) -> Vec<&Entry> {
+    let mut held: HashMap<(&str, &str), Vec<&Entry>> = HashMap::new();
+    let mut starts: Vec<&str> = Vec::new();
+    for e in entries {
+        let folder = e.rel.rsplit_once('/').map_or("", |(f, _)| f);
+        held.entry((&e.start, folder)).or_default().push(e);
+        if !starts.contains(&e.start.as_str()) {
+            starts.push(&e.start);
+        }
+    }
+    let mut out = Vec::with_capacity(entries.len());
+    for start in starts {
+        visit(&held, start, "", &mut out);
+    }
+    out
+}
+
+fn visit<'a>(
+    held: &HashMap<(&str, &str), Vec<&'a Entry>>,
+    start: &str,
+    folder: &str,
+    out: &mut Vec<&'a Entry>,
+) {
+    let Some(inside) = held.get(&(start, folder)) else {
+        return;
+    };
+    // A link followed to a folder holds entries too, and os.walk counts it
+    // among the folders.
+    let (folders, files): (Vec<&Entry>, Vec<&Entry>) = inside
+        .iter()
+        .partition(|e| e.kind == 'd' || held.contains_key(&(start, e.rel.as_str())));
+    out.extend(&files);
+    out.extend(&folders);
+    for f in folders {
+        visit(held, start, &f.rel, out);
+    }
+}
+
+/// A walk error as Python words it (`[Errno 13] Permission denied:
+/// '/x'`), for the errors Ansible records; others as find said them.
+pub(super) fn python_error(path: &str, why: &str) -> String {
+    let errno = match why {
+        "Permission denied" => 13,
+        "No such file or directory" => 2,
+        "Operation not permitted" => 1,
+        _ => return why.to_string(),
+    };
+    format!("[Errno {errno}] {why}: '{path}'")
 }

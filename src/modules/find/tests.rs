@@ -58,7 +58,7 @@ fn tree() -> Vec<Entry> {
 #[test]
 fn globs_match_basenames_and_excludes_cull() {
     let plan = run(
-        json!({"paths": "/var/log", "patterns": ["*.log", "*.log.*"], "excludes": "a *"}),
+        json!({"paths": "/var/log", "patterns": ["*.log", "*.log.*"], "excludes": "a *", "recurse": true}),
         tree(),
     );
     assert_eq!(
@@ -69,7 +69,10 @@ fn globs_match_basenames_and_excludes_cull() {
     assert_eq!(plan.returns["examined"], 7);
     assert_eq!(plan.returns["skipped_paths"], json!({}));
     assert_eq!(plan.returns["msg"], "All paths examined");
-    let all = run(json!({"paths": "/var/log", "hidden": true}), tree());
+    let all = run(
+        json!({"paths": "/var/log", "hidden": true, "recurse": true}),
+        tree(),
+    );
     assert_eq!(all.returns["matched"], 5, "{:?}", paths(&all));
 }
 
@@ -90,26 +93,71 @@ fn types_age_and_size_choose_as_ansible_does() {
         paths(&any),
         [
             "/var/log/new\nline 'q\".log",
-            "/var/log/sub",
-            "/var/log/link.log"
-        ]
+            "/var/log/link.log",
+            "/var/log/sub"
+        ],
+        "a folder's files first, then its folders, as os.walk meets them"
     );
-    let old = run(json!({"paths": "/var/log", "age": "2w"}), tree());
+    let old = run(
+        json!({"paths": "/var/log", "age": "2w", "recurse": true}),
+        tree(),
+    );
     assert_eq!(paths(&old), ["/var/log/sub/old.log.1"]);
     let recent = run(
         json!({"paths": "/var/log", "age": "-2H", "size": "-100b"}),
         tree(),
     );
     assert_eq!(paths(&recent), ["/var/log/a b.log", "/var/log/notes.txt"]);
-    let by_mtime = run(json!({"paths": "/var/log", "age": "10m"}), tree());
+    let by_mtime = run(
+        json!({"paths": "/var/log", "age": "10m", "recurse": true}),
+        tree(),
+    );
     assert_eq!(by_mtime.returns["matched"], 2);
     let by_atime = run(
-        json!({"paths": "/var/log", "age": "10m", "age_stamp": "atime"}),
+        json!({"paths": "/var/log", "age": "10m", "age_stamp": "atime", "recurse": true}),
         tree(),
     );
     assert_eq!(
         by_atime.returns["matched"], 4,
         "every sample was read 999s ago"
+    );
+}
+
+#[test]
+fn depth_and_limit_bound_what_is_returned_not_what_is_examined() {
+    let m = build_test(
+        &FIND,
+        json!({"paths": "/var/log", "recurse": true, "depth": 1}),
+    )
+    .unwrap();
+    assert!(
+        m.probes()[0].script.contains("-maxdepth 2"),
+        "one level more, counted as Ansible counts it"
+    );
+    let shallow = run(
+        json!({"paths": "/var/log", "recurse": true, "depth": 1}),
+        tree(),
+    );
+    assert_eq!(
+        paths(&shallow),
+        [
+            "/var/log/a b.log",
+            "/var/log/new\nline 'q\".log",
+            "/var/log/notes.txt"
+        ]
+    );
+    assert_eq!(shallow.returns["examined"], 7);
+    let first = run(json!({"paths": "/var/log", "limit": 2}), tree());
+    assert_eq!(first.returns["matched"], 2);
+    assert_eq!(first.returns["msg"], "Limit of matches reached");
+    let folders = build_test(
+        &FIND,
+        json!({"paths": "/x", "contains": "x", "file_type": "directory"}),
+    )
+    .unwrap();
+    assert!(
+        !folders.probes()[0].script.contains("grep"),
+        "content is a file's only"
     );
 }
 
@@ -164,7 +212,7 @@ fn contained_text_is_searched_by_the_probe_and_read_from_its_mark() {
     .unwrap();
     let script = &m.probes()[0].script;
     assert!(
-        script.contains("-maxdepth 2") && script.contains("-exec grep -qsP"),
+        script.contains("-maxdepth 3") && script.contains("-exec grep -qsP"),
         "{script}"
     );
     assert!(script.contains(r"'/opt/$(reboot)'"), "{script}");
@@ -188,14 +236,15 @@ fn contained_text_is_searched_by_the_probe_and_read_from_its_mark() {
 fn paths_not_walked_are_reported_as_skipped() {
     let m = build_test(&FIND, json!({"paths": "/nope,/var/log"})).unwrap();
     let probe = m.probes().remove(0);
-    let answer = "now\x001700000000.5\x00skip\x00/nope\x00not a directory\x00\
+    let answer = "now\x001700000000.5\x00skip\x00/nope\x00'/nope' is not a directory\x00\
                   skip\x00/var/log/private\x00Permission denied\x00";
     let mut facts = Facts::default();
     facts.insert(probe.key, ProbeResult::ok(answer));
     let plan = m.plan(&facts).unwrap();
     assert_eq!(
         plan.returns["skipped_paths"],
-        json!({"/nope": "not a directory", "/var/log/private": "Permission denied"})
+        json!({"/nope": "'/nope' is not a directory",
+               "/var/log/private": "[Errno 13] Permission denied: '/var/log/private'"})
     );
     assert_eq!(plan.returns["matched"], 0);
     assert!(plan.returns["msg"].as_str().unwrap().starts_with("Not all"));
@@ -210,8 +259,8 @@ fn unsupported_and_bad_parameters_are_refused() {
     assert!(
         err(json!({"paths": "/etc", "get_checksum": true})).contains("not supported by nodeprov")
     );
-    let e = err(json!({"paths": "/etc", "contains": "x", "file_type": "any"}));
-    assert!(e.contains("not supported by nodeprov"), "{e}");
+    let e = err(json!({"paths": "/etc", "limit": 0}));
+    assert!(e.contains("limit cannot be 0"), "{e}");
     assert!(err(json!({"paths": "/etc", "age": "2 days"})).contains("failed to process age"));
     assert!(err(json!({"paths": "/etc", "size": "1x"})).contains("failed to process size"));
     assert!(err(json!({"paths": "/etc", "recurse": true, "depth": -1})).contains("depth"));
@@ -264,7 +313,7 @@ fn the_probe_lists_a_real_folder() {
     assert_eq!(plan.returns["examined"], 5);
     assert_eq!(
         plan.returns["skipped_paths"],
-        json!({"/nonexistent-dir": "not a directory"})
+        json!({"/nonexistent-dir": "'/nonexistent-dir' is not a directory"})
     );
     let anywhere = run_for_real(
         json!({"paths": top, "patterns": "*.conf", "contains": "ther k", "read_whole_file": true, "recurse": true}),
