@@ -1,6 +1,6 @@
 //! Ansible's choice among what find(1) listed: the basename against
-//! `patterns` and `excludes`, the type, `age` and `size`, and the result
-//! dictionary of each file chosen.
+//! `patterns` and `excludes`, the depth, the type, `age` and `size`, the
+//! order of Ansible's walk, and the result dictionary of each file chosen.
 
 use std::collections::HashMap;
 
