@@ -1,4 +1,4 @@
-//! The modules that only read the host (slurp, getent, service_facts)
+//! The modules that only read the host (slurp, getent, service_facts, find)
 //! through the real binary with `-c local` inside an isolated host: what
 //! they return or set reaches later tasks, a file an earlier task writes is
 //! read as written, and nothing is changed in check or apply.
@@ -78,5 +78,116 @@ fn read_only_modules_feed_later_tasks_in_check_and_apply() {
         ["changed", "ok", "ok", "ok", "ok", "ok"],
         "{apply:#}"
     );
+    assert_machine_unchanged(&before);
+}
+
+const FIND_PLAYBOOK: &str = r#"- hosts: all
+  tasks:
+    - name: every log below
+      find:
+        paths: /tmp/findme
+        patterns: "*.log"
+        recurse: true
+      register: logs
+    - name: logs at the top, by depth
+      find:
+        paths: /tmp/findme
+        patterns: "*.log"
+        recurse: true
+        depth: 1
+        limit: 3
+      register: top
+    - name: old logs at the top
+      find:
+        path: /tmp/findme
+        patterns: "*.log"
+        age: 2d
+      register: old
+    - name: big files
+      find:
+        paths: /tmp/findme
+        size: 1m
+      register: big
+    - name: settings
+      find:
+        paths: /tmp/findme,/tmp/not-here
+        contains: "GPU="
+        excludes: "*.log"
+      register: gpu
+    - name: folders
+      find:
+        paths: /tmp/findme
+        file_type: directory
+        hidden: true
+      register: dirs
+    - name: all found
+      assert:
+        that:
+          - logs.matched == 5
+          - logs.files | map(attribute='path') | sort == ['/tmp/findme/a.log', '/tmp/findme/big.log', "/tmp/findme/odd name 'q'.log", '/tmp/findme/old.log', '/tmp/findme/sub/deep.log']
+          - top.matched == 3 and top.msg == 'Limit of matches reached' and top.examined == 10
+          - "top.files | selectattr('path', 'search', 'sub/') | list == []"
+          - old.files | map(attribute='path') | list == ['/tmp/findme/old.log']
+          - big.matched == 1 and big.files[0].size == 2097152 and big.files[0].isreg
+          - gpu.files | map(attribute='path') | list == ['/tmp/findme/notes.txt']
+          - gpu.files[0].mode == '0600' and gpu.files[0].pw_name == 'root'
+          - "'/tmp/not-here' in gpu.skipped_paths"
+          - dirs.files | map(attribute='path') | sort == ['/tmp/findme/.cache', '/tmp/findme/sub']
+"#;
+
+/// Files the test made inside the host, with names, ages and sizes that
+/// each `find` task tells apart.
+fn make_find_tree(host: &IsolatedHost) {
+    let root = host.path("/tmp/findme");
+    std::fs::create_dir_all(root.join("sub")).unwrap();
+    std::fs::create_dir_all(root.join(".cache")).unwrap();
+    for name in [
+        "a.log",
+        "odd name 'q'.log",
+        "sub/deep.log",
+        ".hidden.log",
+        "x.txt",
+    ] {
+        std::fs::write(root.join(name), "line\n").unwrap();
+    }
+    let old = std::fs::File::create(root.join("old.log")).unwrap();
+    let ten_days = std::time::Duration::from_secs(10 * 86_400);
+    old.set_modified(std::time::SystemTime::now() - ten_days)
+        .unwrap();
+    std::fs::File::create(root.join("big.log"))
+        .unwrap()
+        .set_len(2 << 20)
+        .unwrap();
+    std::fs::write(root.join("notes.txt"), "# node\nGPU=8\n").unwrap();
+    std::fs::set_permissions(
+        root.join("notes.txt"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o600),
+    )
+    .unwrap();
+}
+
+#[test]
+fn find_chooses_files_the_host_holds_in_one_probe() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    make_find_tree(&host);
+    std::fs::write(host.path("/root/find.yml"), FIND_PLAYBOOK).unwrap();
+    for cmd in ["check", "apply"] {
+        let (code, doc) = run_json(
+            &host,
+            &[
+                BIN,
+                cmd,
+                "/root/find.yml",
+                "-c",
+                "local",
+                "--format",
+                "json",
+            ],
+        );
+        assert_eq!(code, 0, "{doc:#}");
+        assert_eq!(statuses(&doc), ["ok"; 7], "{doc:#}");
+        assert_eq!(doc["hosts"][0]["round_trips"], 1, "{doc:#}");
+    }
     assert_machine_unchanged(&before);
 }

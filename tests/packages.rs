@@ -394,3 +394,48 @@ fn dnf_module_streams_from_a_modular_repository() {
     assert_eq!(statuses(&play(&host, "apply", stream)), ["ok"]);
     assert_machine_unchanged(&before);
 }
+
+/// `package_facts` after an install earlier in the run: the package is
+/// listed, read again after the change; a rerun changes nothing and reads
+/// everything in one probe.
+fn lists_installed(host: &IsolatedHost, install: &str, that: &[&str]) {
+    let tasks = format!(
+        "{install}    - package_facts:\n    - assert:\n        that:\n{}",
+        that.iter()
+            .map(|t| format!("          - \"{t}\"\n"))
+            .collect::<String>()
+    );
+    let first = play(host, "apply", &tasks);
+    assert_eq!(statuses(&first), ["changed", "ok", "ok"], "{first:#}");
+    let again = play(host, "apply", &tasks);
+    assert_eq!(statuses(&again), ["ok", "ok", "ok"], "{again:#}");
+    assert_eq!(again["hosts"][0]["round_trips"], 1, "{again:#}");
+}
+
+#[test]
+fn package_facts_read_real_dpkg_and_rpm_databases() {
+    let before = machine_digest();
+    let deb = IsolatedHost::apt();
+    sh(&deb, BUILD_DEBS);
+    lists_installed(
+        &deb,
+        "    - apt: {name: npdemo, update_cache: true, install_recommends: false}\n",
+        &[
+            "ansible_facts.packages.npdemo == [{'name': 'npdemo', 'version': '1.0', 'arch': 'all', 'source': 'apt'}]",
+            "packages['npapp'] is not defined",
+        ],
+    );
+    let el = IsolatedHost::el();
+    sh(&el, BUILD_RPMS);
+    lists_installed(
+        &el,
+        "    - dnf: {name: npdemo-1.0, update_cache: true}\n",
+        &[
+            "ansible_facts.packages.npdemo | length == 1",
+            "packages.npdemo[0].version == '1.0' and packages.npdemo[0].release == '1'",
+            "packages.npdemo[0].epoch is none and packages.npdemo[0].arch == 'noarch'",
+            "packages.npdemo[0].source == 'rpm' and 'npapp' not in packages",
+        ],
+    );
+    assert_machine_unchanged(&before);
+}

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::module::{Module, ModuleSpec};
-use crate::modules::kit::plan::{Facts, ModuleError, Plan};
+use crate::modules::kit::plan::{known_facts, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
@@ -63,10 +63,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             .contains(&a.database.as_str())
             .then(|| ":".to_string())
     });
-    let facts = p.ctx.vars["ansible_facts"]
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
+    let facts = known_facts(p);
     Ok(Box::new(Getent {
         database: a.database,
         key: a.key,
@@ -163,15 +160,7 @@ impl Module for Getent {
                 m
             }
         };
-        let mut ansible_facts = self.facts.clone();
-        ansible_facts.insert(name.clone(), Value::Object(found.clone()));
-        plan.sets.insert(name.clone(), Value::Object(found.clone()));
-        plan.sets
-            .insert("ansible_facts".into(), Value::Object(ansible_facts));
-        let mut returned = Map::new();
-        returned.insert(name, Value::Object(found));
-        plan.returns
-            .insert("ansible_facts".into(), Value::Object(returned));
+        plan.set_fact(&self.facts, &name, Value::Object(found));
         Ok(plan)
     }
 

@@ -5,9 +5,9 @@ use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
     apt_key, apt_repository, assert, authorized_key, blockinfile, command, copy, cuda_env, debug,
     file, get_url, getent, gpu_smoke, group, ini_file, kernel_blacklist, lineinfile, meta,
-    modprobe, mount, package, pam_limits, reboot, replace, rpm_key, selinux, service,
-    service_facts, set_fact, setup, slurp, stat, swapfile, sysctl, timezone, ufw, unarchive, uri,
-    user, wait_for_connection, yum_repository,
+    modprobe, mount, package, package_facts, pam_limits, reboot, replace, rpm_key, selinux,
+    service, service_facts, set_fact, setup, slurp, stat, swapfile, sysctl, timezone, ufw,
+    unarchive, uri, user, wait_for_connection, yum_repository,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -17,6 +17,8 @@ pub fn registry() -> &'static [ModuleSpec] {
         copy::COPY,
         copy::TEMPLATE,
         file::FILE,
+        // Named in full: `find` is also this file's lookup.
+        crate::modules::find::FIND,
         gpu_smoke::GPU_SMOKE,
         lineinfile::LINEINFILE,
         sysctl::SYSCTL,
@@ -24,6 +26,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         service::SERVICE,
         cuda_env::CUDA_ENV,
         package::PACKAGE,
+        package_facts::PACKAGE_FACTS,
         mount::MOUNT,
         stat::STAT,
         debug::DEBUG,
@@ -73,11 +76,11 @@ pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
 
 #[cfg(test)]
 mod tests {
-    use crate::modules::kit::{fact::RoundTrip, files};
+    use crate::modules::kit::{fact::RoundTrip, files, packages};
     use crate::modules::{
-        apt_key, authorized_key, cuda_env, file, get_url, getent, group, modprobe, mount, package,
-        rpm_key, selinux, service, service_facts, swapfile, sysctl, timezone, ufw, unarchive, uri,
-        user,
+        apt_key, authorized_key, cuda_env, file, find, get_url, getent, group, modprobe, mount,
+        package, rpm_key, selinux, service, service_facts, swapfile, sysctl, timezone, ufw,
+        unarchive, uri, user,
     };
 
     /// Every fact reads back what it renders for predictions, and every
@@ -86,7 +89,9 @@ mod tests {
     fn every_fact_reads_back_what_it_renders() {
         let mut rt = RoundTrip::default();
         files::fact_samples(&mut rt);
+        packages::fact_samples(&mut rt);
         file::fact_samples(&mut rt);
+        find::fact_samples(&mut rt);
         swapfile::fact_samples(&mut rt);
         mount::fact_samples(&mut rt);
         service::fact_samples(&mut rt);

@@ -1,5 +1,5 @@
 //! What modules share: the module contract and its plans, file probes and
-//! atomic writes, fstab editing. Nothing here knows a module.
+//! atomic writes, fstab editing, the installed packages. Nothing here knows a module.
 
 pub(crate) mod account;
 pub(crate) mod connection;
@@ -7,6 +7,7 @@ pub(crate) mod fact;
 pub(crate) mod files;
 pub(crate) mod fstab;
 pub(crate) mod module;
+pub(crate) mod packages;
 pub(crate) mod plan;
 #[cfg(test)]
 pub(crate) mod testing;

@@ -3,8 +3,10 @@
 
 use std::collections::BTreeMap;
 
+use serde_json::{json, Map, Value};
 use thiserror::Error;
 
+use crate::modules::params::Params;
 use crate::remote::probe::ProbeResult;
 
 /// One difference between the host and the desired state.
@@ -104,6 +106,26 @@ impl Plan {
         self.returns.extend(part.returns);
         self.unknown = self.unknown.take().or(part.unknown);
     }
+
+    /// Sets a fact as Ansible's fact modules do: a variable of its own and
+    /// a key of `ansible_facts` (joining `known`, the host's facts when the
+    /// task was built), returned under `ansible_facts` too.
+    pub(crate) fn set_fact(&mut self, known: &Map<String, Value>, name: &str, value: Value) {
+        let mut all = known.clone();
+        all.insert(name.into(), value.clone());
+        self.sets.insert(name.into(), value.clone());
+        self.sets.insert("ansible_facts".into(), Value::Object(all));
+        self.returns
+            .insert("ansible_facts".into(), json!({ name: value }));
+    }
+}
+
+/// The host's facts as a task sees them, for `Plan::set_fact`.
+pub(crate) fn known_facts(p: &Params) -> Map<String, Value> {
+    p.ctx.vars["ansible_facts"]
+        .as_object()
+        .cloned()
+        .unwrap_or_default()
 }
 
 #[derive(Debug, Error, PartialEq)]

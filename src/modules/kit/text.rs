@@ -68,3 +68,79 @@ impl Anchor {
         }
     }
 }
+
+/// Python's `fnmatch.translate`, anchored at both ends: `*` and `?` match
+/// any characters (`/` and newlines too), `[seq]` and `[!seq]` one of a
+/// set, and a `[` that no `]` closes is itself.
+pub(crate) fn fnmatch_regex(glob: &str) -> Result<Regex, regex::Error> {
+    let chars: Vec<char> = glob.chars().collect();
+    let mut re = String::from("(?s)^");
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '*' => re.push_str(".*"),
+            '?' => re.push('.'),
+            '[' => match class_end(&chars, i + 1) {
+                Some(end) => {
+                    re.push_str(&set_regex(&chars[i + 1..end]));
+                    i = end;
+                }
+                None => re.push_str("\\["),
+            },
+            c => re.push_str(&regex::escape(c.encode_utf8(&mut [0; 4]))),
+        }
+        i += 1;
+    }
+    re.push('$');
+    Regex::new(&re)
+}
+
+/// Where the set opened before `start` closes: a `]` right after the
+/// opening (or after its `!`) is a member, not the end.
+fn class_end(chars: &[char], start: usize) -> Option<usize> {
+    let mut j = start;
+    if chars.get(j) == Some(&'!') {
+        j += 1;
+    }
+    if chars.get(j) == Some(&']') {
+        j += 1;
+    }
+    (j..chars.len()).find(|&k| chars[k] == ']')
+}
+
+/// A set's members as a regex class; only `-` keeps its meaning (ranges).
+fn set_regex(members: &[char]) -> String {
+    let (negated, members) = match members.split_first() {
+        Some(('!', rest)) => (true, rest),
+        _ => (false, members),
+    };
+    let mut class = String::from(if negated { "[^" } else { "[" });
+    for &c in members {
+        match c {
+            '-' => class.push('-'),
+            c if c.is_ascii_punctuation() => {
+                class.push('\\');
+                class.push(c);
+            }
+            c => class.push(c),
+        }
+    }
+    class.push(']');
+    class
+}
+
+#[cfg(test)]
+mod fnmatch_tests {
+    use super::fnmatch_regex;
+
+    #[test]
+    fn globs_match_as_python_fnmatch_does() {
+        let m = |g: &str, s: &str| fnmatch_regex(g).unwrap().is_match(s);
+        assert!(m("*.log", "a b.log") && m("*.log", "x\n.log") && !m("*.log", "a.LOG"));
+        assert!(m("?.conf", "a.conf") && !m("?.conf", "ab.conf"));
+        assert!(m("[!a]x", "bx") && !m("[!a]x", "ax"));
+        assert!(m("[a-c]", "b") && m("[]]", "]") && m("[", "[") && m("a[b", "a[b"));
+        assert!(m("[&~]", "&") && m("[[]", "[") && !m("x.*", "xy"));
+        assert!(fnmatch_regex("[z-a]").is_err());
+    }
+}

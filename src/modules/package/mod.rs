@@ -1,14 +1,16 @@
 //! `package` (and `dnf`, `yum`, `apt`): packages installed, upgraded or
 //! removed with whichever of dnf, yum or apt-get the host has, planned from
-//! one read of the installed packages per host (`facts.rs`).
+//! one read of the installed packages per host (`kit::packages`); what
+//! else it asks of the package manager is in `facts.rs`.
 
 mod facts;
 mod steps;
 
-use facts::{Available, Cleanup, DebFile, Host, Installed, Manager, Offer, Streams};
+use facts::{Available, Cleanup, DebFile, Offer, Streams};
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::packages::{Host, Installed, Manager};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, ParamError, Params};
 use crate::remote::probe::Probe;
@@ -442,7 +444,7 @@ impl Package {
                 let after = offer.candidate.get(name).map_or("latest", String::as_str);
                 Ok(Some((change(None, after), Action::Install(raw.into()))))
             }
-            (Want::Latest, _) => self.latest(host, offer, raw, name, installed, change),
+            (Want::Latest, _) => self.latest(host, offer, raw, name, &installed, change),
         }
     }
 

@@ -1,8 +1,8 @@
 //! The shell a package plan runs: each command guarded, so the first
 //! failure stops the step with a message naming what failed.
 
-use super::facts::Manager;
 use super::{Action, Package};
+use crate::modules::kit::packages::Manager;
 use crate::remote::shell::quote;
 
 fn guarded(cmd: &str, what: &str) -> String {
