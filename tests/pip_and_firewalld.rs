@@ -1,11 +1,14 @@
 //! `pip` and `firewalld` through the real binary with `-c local` inside an
 //! isolated host. pip installs a wheel the test writes into a local folder
 //! (`--no-index --find-links`, nothing from the network) into a virtualenv
-//! the task makes: apply twice (the second run changes nothing), then a
-//! version changed by hand is drift that `check` names and leaves alone.
+//! the task makes; firewalld edits the host's /etc/firewalld with the real
+//! `firewall-offline-cmd`, as on a host whose daemon does not run. Each is
+//! applied twice (the second run changes nothing), then a hand change is
+//! drift that `check` names and leaves alone.
+//!
 //! firewalld is not installed on the test machine (installing it would
-//! enable its unit there), so its host has none: the task fails saying so,
-//! and what nodeprov does not implement is refused before any host.
+//! enable its unit there): scripts/test.sh unpacks its packages into
+//! target/firewalld-offline, and the host runs the command from there.
 
 mod support;
 
@@ -59,7 +62,15 @@ fn nodeprov(host: &IsolatedHost, cmd: &str, playbook: &str) -> (i32, serde_json:
     std::fs::write(host.path("/root/play.yml"), playbook).unwrap();
     run_json(
         host,
-        &[BIN, cmd, "/root/play.yml", "-c", "local", "--format", "json"],
+        &[
+            BIN,
+            cmd,
+            "/root/play.yml",
+            "-c",
+            "local",
+            "--format",
+            "json",
+        ],
     )
 }
 
@@ -102,7 +113,10 @@ fn pip_installs_into_a_new_virtualenv_once_and_check_names_a_hand_change() {
         .collect();
     assert_eq!(
         subjects,
-        [VENV.to_string(), format!("nodeprov-demo in virtualenv {VENV}")]
+        [
+            VENV.to_string(),
+            format!("nodeprov-demo in virtualenv {VENV}")
+        ]
     );
     assert_eq!(installed(&host), "1.0");
 
@@ -162,4 +176,127 @@ fn firewalld_fails_where_it_is_not_installed_and_refuses_rich_rules() {
         err.contains("rich_rule is not supported by nodeprov") && err.contains("play.yml:6:"),
         "{err}"
     );
+}
+
+/// Where scripts/test.sh unpacked firewalld and what its offline command needs.
+const FIREWALLD_ROOT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/target/firewalld-offline");
+
+/// A host whose `firewall-offline-cmd` (first on PATH, in /root/bin) runs
+/// the unpacked one on the host's own /etc/firewalld, started from the
+/// package's defaults.
+fn host_with_offline_firewalld() -> IsolatedHost {
+    let cmd = format!("{FIREWALLD_ROOT}/usr/bin/firewall-offline-cmd");
+    assert!(
+        std::path::Path::new(&cmd).exists(),
+        "{cmd} is missing: scripts/test.sh unpacks it"
+    );
+    let host = IsolatedHost::new();
+    let bin = host.path("/root/bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let wrapper = format!(
+        "#!/bin/sh\nR={FIREWALLD_ROOT}\n\
+         PYTHONPATH=$R/usr/lib/python3/dist-packages LD_LIBRARY_PATH=$R/usr/lib/x86_64-linux-gnu \\\n\
+         exec {PYTHON} $R/usr/bin/firewall-offline-cmd --default-config $R/usr/lib/firewalld \"$@\"\n"
+    );
+    let path = bin.join("firewall-offline-cmd");
+    std::fs::write(&path, wrapper).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let copied = std::process::Command::new("cp")
+        .args(["-a", &format!("{FIREWALLD_ROOT}/etc/firewalld")])
+        .arg(host.path("/etc/firewalld"))
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    host
+}
+
+/// nodeprov in the host with /root/bin first on its PATH.
+fn nodeprov_with_bin(host: &IsolatedHost, cmd: &str, playbook: &str) -> (i32, serde_json::Value) {
+    std::fs::write(host.path("/root/play.yml"), playbook).unwrap();
+    let argv = [
+        "/bin/sh",
+        "-c",
+        "PATH=/root/bin:$PATH exec \"$0\" \"$@\"",
+        BIN,
+        cmd,
+        "/root/play.yml",
+        "-c",
+        "local",
+        "--format",
+        "json",
+    ];
+    run_json(host, &argv)
+}
+
+const FIREWALL_PLAY: &str = r#"- hosts: all
+  gather_facts: false
+  tasks:
+    - name: gpu zone
+      firewalld: {zone: gpu, state: present, permanent: true, offline: true}
+    - name: slurm ports
+      firewalld: {zone: gpu, port: 6817-6819/tcp, state: enabled, permanent: true, offline: true}
+    - name: fabric
+      firewalld: {zone: gpu, interface: ib0, state: enabled, permanent: true, offline: true}
+    - name: no dhcpv6
+      firewalld: {service: dhcpv6-client, state: disabled, offline: true}
+"#;
+
+#[test]
+fn firewalld_offline_edits_the_permanent_configuration_once_and_check_names_a_hand_change() {
+    let before = machine_digest();
+    let host = host_with_offline_firewalld();
+
+    let (code, first) = nodeprov_with_bin(&host, "apply", FIREWALL_PLAY);
+    assert_eq!(code, 0, "{first:#}");
+    assert_eq!(task_statuses(&first), ["changed"; 4], "{first:#}");
+    let tasks = first["hosts"][0]["tasks"].as_array().unwrap();
+    assert_eq!(
+        tasks[1]["changes"][0]["subject"],
+        "firewalld zone gpu port 6817-6819/tcp (permanent)"
+    );
+    assert_eq!(
+        tasks[3]["changes"][0]["subject"],
+        "firewalld zone public service dhcpv6-client (permanent)"
+    );
+    assert!(tasks[3]["notes"][0]
+        .as_str()
+        .unwrap()
+        .contains("only its permanent configuration"));
+    let zone = std::fs::read_to_string(host.path("/etc/firewalld/zones/gpu.xml")).unwrap();
+    assert!(
+        zone.contains(r#"<port port="6817-6819" protocol="tcp"/>"#)
+            && zone.contains(r#"<interface name="ib0"/>"#),
+        "{zone}"
+    );
+
+    let (code, second) = nodeprov_with_bin(&host, "apply", FIREWALL_PLAY);
+    assert_eq!(code, 0, "{second:#}");
+    assert_eq!(second["hosts"][0]["recap"]["changed"], 0, "{second:#}");
+    assert_eq!(second["hosts"][0]["round_trips"], 1);
+
+    let by_hand = host.run(&[
+        "/bin/sh",
+        "-c",
+        "/root/bin/firewall-offline-cmd --zone=gpu --remove-port=6817-6819/tcp",
+    ]);
+    assert!(by_hand.status.success(), "{by_hand:?}");
+    let (code, drift) = nodeprov_with_bin(&host, "check", FIREWALL_PLAY);
+    assert_eq!(code, 2, "{drift:#}");
+    assert_eq!(
+        task_statuses(&drift),
+        ["ok", "drift", "ok", "ok"],
+        "{drift:#}"
+    );
+    let change = &drift["hosts"][0]["tasks"][1]["changes"][0];
+    assert_eq!(
+        (&change["before"], &change["after"]),
+        (&"disabled".into(), &"enabled".into())
+    );
+    assert_eq!(
+        change["evidence"],
+        "firewall-offline-cmd --zone=gpu --list-ports"
+    );
+    let zone = std::fs::read_to_string(host.path("/etc/firewalld/zones/gpu.xml")).unwrap();
+    assert!(!zone.contains("6817"), "check changed nothing: {zone}");
+    assert_machine_unchanged(&before);
 }

@@ -344,6 +344,10 @@ impl Firewalld {
             // `change` moves an interface or source bound to another zone,
             // where `add` would fail on it.
             (Item::Interface(_) | Item::Source(_), true) => format!("--change-{noun}"),
+            // firewall-offline-cmd keeps --remove-service for lokkit's meaning.
+            (Item::Service(_), false) if fw.daemon == Daemon::Offline => {
+                "--remove-service-from-zone".into()
+            }
             (_, true) => format!("--add-{noun}"),
             (_, false) => format!("--remove-{noun}"),
         };

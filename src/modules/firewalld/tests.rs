@@ -108,6 +108,13 @@ fn offline_edits_only_the_permanent_configuration() {
     let refused = json!({"port": "6000-6010/udp", "zone": "trusted", "state": "enabled"});
     let err = plan_on(refused, OFFLINE).1.unwrap_err().to_string();
     assert!(err.contains("offline: true"), "{err}");
+    let service = json!({"service": "ssh", "zone": "trusted", "state": "disabled", "offline": true,
+        "permanent": true});
+    let plan = plan_on(service, &OFFLINE.replace("services ", "services ssh"))
+        .1
+        .unwrap();
+    assert!(plan.steps[0]
+        .starts_with("firewall-offline-cmd --zone=trusted --remove-service-from-zone=ssh "));
     let missing = json!({"service": "ssh", "state": "enabled"});
     let err = plan_on(missing, "daemon missing\n")
         .1
