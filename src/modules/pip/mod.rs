@@ -13,7 +13,7 @@ use facts::{Env, Listing, PipList};
 use requirement::Requirement;
 
 use crate::modules::kit::fact::Fact;
-use crate::modules::kit::files::FileFact;
+use crate::modules::kit::files::{FileFact, MAX_CONTENT};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, Choice, ParamError, Params};
@@ -61,8 +61,12 @@ module_params! {
         chdir: Option<String>,
         /// the umask pip runs with (octal)
         umask: Option<String>,
+        /// let pip install beside the system's packages (PEP 668)
+        break_system_packages: bool = false,
         /// not supported: editable installs are not planned
         editable: bool = false,
+        /// not supported: name the interpreter in virtualenv_command
+        virtualenv_python: Option<String>,
     }
 }
 
@@ -84,6 +88,12 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         return Err(p.error(
             "editable",
             "editable is not supported by nodeprov: an editable install cannot be planned",
+        ));
+    }
+    if a.virtualenv_python.is_some() {
+        return Err(p.error(
+            "virtualenv_python",
+            "virtualenv_python is not supported by nodeprov: name the interpreter in virtualenv_command",
         ));
     }
     if a.name.is_empty() && a.requirements.is_none() {
@@ -118,7 +128,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         env,
         make_venv,
         prefix: prefix(p, &a)?,
-        extra_args: words(a.extra_args.as_deref().unwrap_or("")),
+        extra_args: extra_args(&a),
     }))
 }
 
@@ -182,6 +192,17 @@ fn prefix(p: &Params, a: &PipArgs) -> Result<String, ParamError> {
         out.push_str(&format!("umask {mask} && "));
     }
     Ok(out)
+}
+
+/// The words added to every pip command.
+fn extra_args(a: &PipArgs) -> String {
+    let mut args = words(a.extra_args.as_deref().unwrap_or(""));
+    if a.break_system_packages {
+        args = format!("--break-system-packages {args}")
+            .trim_end()
+            .to_string();
+    }
+    args
 }
 
 /// A command line split as the shell would, each word quoted again.
@@ -270,9 +291,13 @@ impl Pip {
         let Some(path) = &self.requirements else {
             return Ok(reqs);
         };
-        let text = FileFact::read(facts, path)?
-            .and_then(|st| st.content)
+        let st = FileFact::read(facts, path)?
             .ok_or_else(|| ModuleError::Missing(format!("requirements file not found: {path}")))?;
+        let text = st.content.ok_or_else(|| {
+            ModuleError::Unsupported(format!(
+                "{path} is not a text file of at most {MAX_CONTENT} bytes"
+            ))
+        })?;
         for (n, line) in text.lines().enumerate() {
             let line = line.split(" #").next().unwrap_or_default().trim();
             if line.is_empty() || line.starts_with('#') {

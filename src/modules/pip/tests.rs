@@ -98,6 +98,14 @@ fn latest_and_forcereinstall_run_like_commands() {
     let (m, plan) = plan_on(params, LIST);
     assert!(m.is_command() && plan.unknown.is_some());
     assert!(plan.steps[0].contains("install --upgrade"));
+    let params = json!({"name": "torch", "state": "forcereinstall", "executable": "pip3",
+        "break_system_packages": true});
+    let m = build_test(&PIP, params).unwrap();
+    let key = PipList::key(&Env::Executable("pip3".into()));
+    let plan = m.plan(&facts_of(&[(&key, LIST)])).unwrap();
+    assert!(plan.steps[0].contains(
+        "pip3 install --force-reinstall --disable-pip-version-check --break-system-packages torch"
+    ));
 }
 
 #[test]
@@ -155,6 +163,8 @@ fn what_cannot_be_planned_is_refused() {
     let err = |p| build_error(&PIP, p);
     assert!(err(json!({"name": "git+https://x/y.git"})).contains("not supported by nodeprov"));
     assert!(err(json!({"name": "x", "editable": true})).contains("not supported by nodeprov"));
+    assert!(err(json!({"name": "x", "virtualenv_python": "python3.11"}))
+        .contains("not supported by nodeprov"));
     assert!(err(json!({"name": ["a", "b"], "version": "1"})).contains("exactly one name"));
     assert!(err(json!({"state": "present"})).contains("name or requirements"));
     assert!(err(json!({"name": "x", "virtualenv": "v"})).contains("absolute chdir"));
