@@ -114,7 +114,10 @@ fn refused(a: &FirewalldArgs) -> Option<&'static str> {
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = FirewalldArgs::read(p)?;
     if let Some(key) = refused(&a) {
-        return Err(p.error(key, format!("{key} is not supported by nodeprov")));
+        return Err(p.error(
+            key,
+            format!("{key} is not supported by nodeprov: only service, port, source, interface, masquerade and zones are"),
+        ));
     }
     let item = item(p, &a)?;
     let on = matches!(a.state, State::Enabled | State::Present);
