@@ -130,9 +130,27 @@ machine_state() {
 	done
 }
 
+# firewalld's offline command for tests/pip_and_firewalld.rs, unpacked
+# rather than installed: installing firewalld would enable its unit on this
+# machine. The test runs it inside an isolated host, on that host's /etc.
+FIREWALLD_OFFLINE=target/firewalld-offline
+unpack_firewalld_offline() {
+	[ -x "$FIREWALLD_OFFLINE/usr/bin/firewall-offline-cmd" ] && return 0
+	local debs deb
+	debs=$(mktemp -d)
+	(cd "$debs" && apt-get download -qq firewalld python3-firewall python3-nftables \
+		libnftables1 libnftnl11 </dev/null)
+	mkdir -p "$FIREWALLD_OFFLINE"
+	for deb in "$debs"/*.deb; do
+		dpkg-deb -x "$deb" "$FIREWALLD_OFFLINE"
+	done
+	rm -rf "$debs"
+}
+
 # Taken after installing packages: apt legitimately rewrites /etc (ld.so.cache,
 # alternatives) and that is not the tests' doing.
 install_missing_packages
+unpack_firewalld_offline
 before=$(mktemp)
 after=$(mktemp)
 trap 'rm -f "$before" "$after"' EXIT

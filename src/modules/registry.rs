@@ -4,9 +4,9 @@
 use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
     apt_key, apt_repository, assert, authorized_key, blockinfile, command, copy, cuda_env, debug,
-    file, get_url, getent, gpu_smoke, group, ini_file, kernel_blacklist, lineinfile, meta,
-    modprobe, mount, package, package_facts, pam_limits, reboot, replace, rpm_key, selinux,
-    service, service_facts, set_fact, setup, slurp, stat, swapfile, sysctl, timezone, ufw,
+    file, firewalld, get_url, getent, gpu_smoke, group, ini_file, kernel_blacklist, lineinfile,
+    meta, modprobe, mount, package, package_facts, pam_limits, pip, reboot, replace, rpm_key,
+    selinux, service, service_facts, set_fact, setup, slurp, stat, swapfile, sysctl, timezone, ufw,
     unarchive, uri, user, wait_for_connection, yum_repository,
 };
 
@@ -60,6 +60,8 @@ pub fn registry() -> &'static [ModuleSpec] {
         authorized_key::AUTHORIZED_KEY,
         reboot::REBOOT,
         wait_for_connection::WAIT_FOR_CONNECTION,
+        firewalld::FIREWALLD,
+        pip::PIP,
     ];
     SPECS
 }
@@ -78,9 +80,9 @@ pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
 mod tests {
     use crate::modules::kit::{fact::RoundTrip, files, packages};
     use crate::modules::{
-        apt_key, authorized_key, cuda_env, file, find, get_url, getent, group, modprobe, mount,
-        package, rpm_key, selinux, service, service_facts, swapfile, sysctl, timezone, ufw,
-        unarchive, uri, user,
+        apt_key, authorized_key, cuda_env, file, find, firewalld, get_url, getent, group, modprobe,
+        mount, package, pip, rpm_key, selinux, service, service_facts, swapfile, sysctl, timezone,
+        ufw, unarchive, uri, user,
     };
 
     /// Every fact reads back what it renders for predictions, and every
@@ -112,6 +114,8 @@ mod tests {
         group::fact_samples(&mut rt);
         user::fact_samples(&mut rt);
         authorized_key::fact_samples(&mut rt);
+        firewalld::fact_samples(&mut rt);
+        pip::fact_samples(&mut rt);
         assert!(rt.failures.is_empty(), "{}", rt.failures.join("\n"));
         let declared = declared_facts(std::path::Path::new("src/modules"));
         let checked: Vec<String> = rt.checked.into_iter().collect();

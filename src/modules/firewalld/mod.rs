@@ -1,0 +1,379 @@
+//! `firewalld` (ansible.posix): one service, port, source, interface or
+//! masquerading in a zone, on or off, or a zone itself present or absent.
+//! Both layers of the zone are read in one probe, so check mode says which
+//! of them drifts: the running firewall, the permanent configuration, or
+//! both. Without a running daemon the permanent configuration is edited
+//! with `firewall-offline-cmd`, as Ansible's `offline: true` does.
+
+mod facts;
+
+use facts::{Daemon, Firewall, FirewalldZone, Layer, ZoneConf};
+
+use crate::modules::kit::fact::Fact;
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
+use crate::modules::params::{choices, module_params, ParamError, Params};
+use crate::remote::probe::Probe;
+use crate::remote::shell::quote;
+
+pub(crate) const FIREWALLD: ModuleSpec = ModuleSpec {
+    name: "firewalld",
+    aliases: &["ansible.posix.firewalld"],
+    params: &FirewalldArgs::SPEC,
+    free_form: None,
+    build,
+};
+
+choices! {
+    enum State {
+        Enabled = "enabled",
+        Disabled = "disabled",
+        Present = "present",
+        Absent = "absent",
+    }
+}
+
+module_params! {
+    struct FirewalldArgs {
+        /// a service firewalld defines (`ssh`, `http`)
+        service: Option<String>,
+        /// a port or range with its protocol (`8080/tcp`, `6000-6010/udp`)
+        port: Option<String>,
+        /// a source address or network bound to the zone
+        source: Option<String>,
+        /// an interface bound to the zone
+        interface: Option<String>,
+        /// masquerading in the zone (`state` turns it on or off)
+        masquerade: Option<bool>,
+        /// the zone; firewalld's default zone when unset
+        zone: Option<String>,
+        /// enabled or disabled for an item; present or absent for the zone itself
+        state: State,
+        /// change the permanent configuration
+        permanent: bool = false,
+        /// with `permanent`, change the running firewall too
+        immediate: bool = false,
+        /// without a running daemon, edit the permanent configuration with firewall-offline-cmd
+        offline: bool = false,
+        /// not supported
+        rich_rule: Option<serde_json::Value>,
+        /// not supported
+        icmp_block: Option<serde_json::Value>,
+        /// not supported
+        icmp_block_inversion: Option<serde_json::Value>,
+        /// not supported
+        port_forward: Option<serde_json::Value>,
+        /// not supported
+        protocol: Option<serde_json::Value>,
+        /// not supported
+        forward: Option<serde_json::Value>,
+        /// not supported
+        target: Option<serde_json::Value>,
+        /// not supported
+        timeout: Option<serde_json::Value>,
+    }
+}
+
+/// What a task turns on or off in its zone.
+#[derive(Clone, Debug, PartialEq)]
+enum Item {
+    Service(String),
+    Port(String),
+    Source(String),
+    Interface(String),
+    Masquerade,
+    /// `state: present|absent` acts on the zone itself.
+    Zone,
+}
+
+struct Firewalld {
+    item: Item,
+    zone: Option<String>,
+    /// On (enabled, present) or off.
+    on: bool,
+    layers: Vec<Layer>,
+    offline: bool,
+}
+
+/// The first parameter set that nodeprov does not implement.
+fn refused(a: &FirewalldArgs) -> Option<&'static str> {
+    [
+        ("rich_rule", &a.rich_rule),
+        ("icmp_block", &a.icmp_block),
+        ("icmp_block_inversion", &a.icmp_block_inversion),
+        ("port_forward", &a.port_forward),
+        ("protocol", &a.protocol),
+        ("forward", &a.forward),
+        ("target", &a.target),
+        ("timeout", &a.timeout),
+    ]
+    .into_iter()
+    .find_map(|(key, value)| value.is_some().then_some(key))
+}
+
+fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let a = FirewalldArgs::read(p)?;
+    if let Some(key) = refused(&a) {
+        return Err(p.error(
+            key,
+            format!("{key} is not supported by nodeprov: only service, port, source, interface, masquerade and zones are"),
+        ));
+    }
+    let item = item(p, &a)?;
+    let on = matches!(a.state, State::Enabled | State::Present);
+    if (item == Item::Zone) != matches!(a.state, State::Present | State::Absent) {
+        return Err(p.error(
+            "state",
+            "present and absent act on a zone alone; enabled and disabled on one service, port, source, interface or masquerade",
+        ));
+    }
+    if item == Item::Zone && (a.zone.is_none() || !a.permanent || a.immediate) {
+        return Err(p.error(
+            "state",
+            "a zone is added or removed with zone and permanent: true, without immediate",
+        ));
+    }
+    check_word(p, "zone", a.zone.as_deref())?;
+    let layers = match (a.permanent, a.immediate) {
+        (true, true) => vec![Layer::Runtime, Layer::Permanent],
+        (true, false) => vec![Layer::Permanent],
+        // Ansible: neither permanent nor immediate means the running firewall.
+        (false, _) => vec![Layer::Runtime],
+    };
+    Ok(Box::new(Firewalld {
+        item,
+        zone: a.zone,
+        on,
+        layers,
+        offline: a.offline,
+    }))
+}
+
+/// The one item the task names (Ansible takes them one at a time).
+fn item(p: &Params, a: &FirewalldArgs) -> Result<Item, ParamError> {
+    let named: Vec<(&str, Item)> = [
+        ("service", a.service.clone().map(Item::Service)),
+        ("port", a.port.clone().map(Item::Port)),
+        ("source", a.source.clone().map(Item::Source)),
+        ("interface", a.interface.clone().map(Item::Interface)),
+        ("masquerade", a.masquerade.map(|_| Item::Masquerade)),
+    ]
+    .into_iter()
+    .filter_map(|(k, i)| Some((k, i?)))
+    .collect();
+    let (key, item) = match &named[..] {
+        [] => return Ok(Item::Zone),
+        [one] => one.clone(),
+        [_, (second, _), ..] => {
+            return Err(p.error(
+                second,
+                "service, port, source, interface and masquerade are mutually exclusive",
+            ))
+        }
+    };
+    match &item {
+        Item::Port(port) if !valid_port(port) => Err(p.error(
+            key,
+            format!(
+                "port '{port}' must be PORT/PROTOCOL or FROM-TO/PROTOCOL (tcp, udp, sctp, dccp)"
+            ),
+        )),
+        Item::Service(v) | Item::Source(v) | Item::Interface(v) => {
+            check_word(p, key, Some(v)).map(|_| item.clone())
+        }
+        _ => Ok(item),
+    }
+}
+
+fn valid_port(port: &str) -> bool {
+    let Some((range, proto)) = port.split_once('/') else {
+        return false;
+    };
+    let number = |n: &str| n.parse::<u16>().is_ok_and(|n| n > 0);
+    let ports_ok = match range.split_once('-') {
+        Some((from, to)) => number(from) && number(to),
+        None => number(range),
+    };
+    ports_ok && ["tcp", "udp", "sctp", "dccp"].contains(&proto)
+}
+
+/// firewalld prints its lists separated by blanks: a name with one would
+/// never be found in them.
+fn check_word(p: &Params, key: &str, value: Option<&str>) -> Result<(), ParamError> {
+    match value {
+        Some(v) if v.is_empty() || v.chars().any(char::is_whitespace) => {
+            Err(p.error(key, format!("{key} '{v}' must be one word")))
+        }
+        _ => Ok(()),
+    }
+}
+
+impl Module for Firewalld {
+    fn probes(&self) -> Vec<Probe> {
+        vec![FirewalldZone::probe(&self.zone)]
+    }
+
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        let mut fw = FirewalldZone::read(facts, &self.zone)?;
+        let mut plan = Plan::noop();
+        let layers = self.layers_for(&fw, &mut plan)?;
+        for layer in layers {
+            let conf = fw.layers.get(&layer).cloned().flatten();
+            let (is, after) = match &self.item {
+                Item::Zone => (conf.is_some(), self.on.then(ZoneConf::default)),
+                _ => {
+                    let mut conf = conf.ok_or_else(|| {
+                        ModuleError::Missing(format!(
+                            "zone {} does not exist in the {} configuration",
+                            fw.zone,
+                            layer.name()
+                        ))
+                    })?;
+                    let is = self.holds(&conf);
+                    self.set(&mut conf);
+                    (is, Some(conf))
+                }
+            };
+            if is == self.on {
+                continue;
+            }
+            plan.changes.push(self.change(&fw, layer, is));
+            plan.steps.push(self.step(&fw, layer));
+            fw.layers.insert(layer, after);
+        }
+        if !plan.steps.is_empty() {
+            plan.effects.push(FirewalldZone::predict(&self.zone, &fw));
+        }
+        Ok(plan)
+    }
+}
+
+impl Firewalld {
+    /// The layers this host lets the task change: without a daemon only the
+    /// permanent one, and only with `offline: true`.
+    fn layers_for(&self, fw: &Firewall, plan: &mut Plan) -> Result<Vec<Layer>, ModuleError> {
+        match fw.daemon {
+            Daemon::Running => Ok(self.layers.clone()),
+            Daemon::Missing => Err(ModuleError::Missing(
+                "firewalld is not installed on this host (no firewall-cmd or firewall-offline-cmd)"
+                    .into(),
+            )),
+            Daemon::Offline if !self.offline => Err(ModuleError::Missing(
+                "firewalld is not running; offline: true edits its permanent configuration with firewall-offline-cmd".into(),
+            )),
+            Daemon::Offline => {
+                if self.layers.contains(&Layer::Runtime) {
+                    plan.notes.push(
+                        "firewalld is not running: only its permanent configuration is changed"
+                            .into(),
+                    );
+                }
+                Ok(vec![Layer::Permanent])
+            }
+        }
+    }
+
+    fn holds(&self, conf: &ZoneConf) -> bool {
+        match &self.item {
+            Item::Service(s) => conf.services.contains(s),
+            Item::Port(s) => conf.ports.contains(s),
+            Item::Source(s) => conf.sources.contains(s),
+            Item::Interface(s) => conf.interfaces.contains(s),
+            Item::Masquerade => conf.masquerade,
+            Item::Zone => true,
+        }
+    }
+
+    /// `conf` as the task leaves it.
+    fn set(&self, conf: &mut ZoneConf) {
+        let (set, value) = match &self.item {
+            Item::Service(s) => (&mut conf.services, s),
+            Item::Port(s) => (&mut conf.ports, s),
+            Item::Source(s) => (&mut conf.sources, s),
+            Item::Interface(s) => (&mut conf.interfaces, s),
+            Item::Masquerade => {
+                conf.masquerade = self.on;
+                return;
+            }
+            Item::Zone => return,
+        };
+        if self.on {
+            set.insert(value.clone());
+        } else {
+            set.remove(value);
+        }
+    }
+
+    /// What the item is called in a report and in the firewall's options.
+    fn noun(&self) -> (&'static str, Option<&str>) {
+        match &self.item {
+            Item::Service(s) => ("service", Some(s)),
+            Item::Port(s) => ("port", Some(s)),
+            Item::Source(s) => ("source", Some(s)),
+            Item::Interface(s) => ("interface", Some(s)),
+            Item::Masquerade => ("masquerade", None),
+            Item::Zone => ("zone", None),
+        }
+    }
+
+    fn change(&self, fw: &Firewall, layer: Layer, is: bool) -> Change {
+        let (noun, value) = self.noun();
+        let (yes, no) = match self.item {
+            Item::Zone => ("present", "absent"),
+            _ => ("enabled", "disabled"),
+        };
+        let word = |b: bool| Some((if b { yes } else { no }).to_string());
+        let subject = match value {
+            Some(v) => format!("firewalld zone {} {noun} {v} ({})", fw.zone, layer.name()),
+            None if self.item == Item::Zone => {
+                format!("firewalld zone {} ({})", fw.zone, layer.name())
+            }
+            None => format!("firewalld zone {} {noun} ({})", fw.zone, layer.name()),
+        };
+        let listed = match self.item {
+            Item::Zone => "--get-zones".to_string(),
+            Item::Masquerade => format!("--zone={} --query-masquerade", fw.zone),
+            _ => format!("--zone={} --list-{noun}s", fw.zone),
+        };
+        Change::new(subject, word(is), word(self.on))
+            .with_evidence(format!("{} {listed}", fw.command(layer)))
+    }
+
+    fn step(&self, fw: &Firewall, layer: Layer) -> String {
+        let (noun, value) = self.noun();
+        let option = match (&self.item, self.on) {
+            (Item::Zone, true) => format!("--new-zone={}", quote(&fw.zone)),
+            (Item::Zone, false) => format!("--delete-zone={}", quote(&fw.zone)),
+            // `change` moves an interface or source bound to another zone,
+            // where `add` would fail on it.
+            (Item::Interface(_) | Item::Source(_), true) => format!("--change-{noun}"),
+            // firewall-offline-cmd keeps --remove-service for lokkit's meaning.
+            (Item::Service(_), false) if fw.daemon == Daemon::Offline => {
+                "--remove-service-from-zone".into()
+            }
+            (_, true) => format!("--add-{noun}"),
+            (_, false) => format!("--remove-{noun}"),
+        };
+        let option = match value {
+            Some(v) => format!("--zone={} {option}={}", quote(&fw.zone), quote(v)),
+            None if self.item == Item::Masquerade => {
+                format!("--zone={} {option}", quote(&fw.zone))
+            }
+            None => option,
+        };
+        let cmd = format!("{} {option}", fw.command(layer));
+        format!(
+            "{cmd} >/dev/null || {{ echo {} >&2; exit 1; }}",
+            quote(&format!("{cmd} failed"))
+        )
+    }
+}
+
+/// Values of every fact here, for the round trip every fact must pass.
+#[cfg(test)]
+pub(crate) fn fact_samples(rt: &mut crate::modules::kit::fact::RoundTrip) {
+    facts::fact_samples(rt);
+}
+
+#[cfg(test)]
+mod tests;

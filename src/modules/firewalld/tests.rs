@@ -1,0 +1,189 @@
+use super::*;
+use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of, settled};
+use serde_json::json;
+
+/// What the probe prints for a running firewalld whose public zone has ssh
+/// at runtime and ssh plus http in the permanent configuration.
+const RUNNING: &str = "daemon running\ndefault public\nzone public\n\
+    layer runtime\nservices dhcpv6-client ssh\nports 8080/tcp\nsources \ninterfaces eth0\nmasquerade no\n\
+    layer permanent\nservices dhcpv6-client http ssh\nports \nsources \ninterfaces \nmasquerade no\n";
+
+const OFFLINE: &str = "daemon offline\ndefault public\nzone trusted\n\
+    layer permanent\nservices \nports 6000-6010/udp\nsources \ninterfaces \nmasquerade yes\n";
+
+fn plan_on(
+    params: serde_json::Value,
+    answer: &str,
+) -> (Box<dyn Module>, Result<Plan, ModuleError>) {
+    let m = build_test(&FIREWALLD, params).unwrap();
+    let key = m.probes()[0].key.clone();
+    let facts = facts_of(&[(&key, answer)]);
+    let plan = m.plan(&facts);
+    if let Ok(p) = &plan {
+        assert_sh_syntax(&*m, p);
+        if !p.steps.is_empty() {
+            let again = m.plan(&settled(&facts, p)).unwrap();
+            assert!(
+                again.changes.is_empty() && again.steps.is_empty(),
+                "{again:?}"
+            );
+        }
+    }
+    (m, plan)
+}
+
+fn changes(plan: &Plan) -> Vec<String> {
+    plan.changes.iter().map(|c| c.to_string()).collect()
+}
+
+#[test]
+fn an_enabled_service_is_a_noop() {
+    let (m, plan) = plan_on(json!({"service": "ssh", "state": "enabled"}), RUNNING);
+    assert_eq!(plan.unwrap(), Plan::noop());
+    assert_eq!(m.probes()[0].key, "firewalld:default");
+    let both = json!({"service": "ssh", "state": "enabled", "permanent": true, "immediate": true});
+    assert_eq!(plan_on(both, RUNNING).1.unwrap(), Plan::noop());
+}
+
+#[test]
+fn only_the_layer_that_drifts_is_reported_and_changed() {
+    let params =
+        json!({"service": "http", "state": "enabled", "permanent": true, "immediate": true});
+    let plan = plan_on(params, RUNNING).1.unwrap();
+    assert_eq!(
+        changes(&plan),
+        ["firewalld zone public service http (runtime): disabled → enabled"]
+    );
+    assert_eq!(
+        plan.changes[0].evidence.as_deref(),
+        Some("firewall-cmd --zone=public --list-services")
+    );
+    assert_eq!(
+        plan.steps,
+        ["firewall-cmd --zone=public --add-service=http >/dev/null || { echo 'firewall-cmd --zone=public --add-service=http failed' >&2; exit 1; }"]
+    );
+}
+
+#[test]
+fn permanent_without_immediate_leaves_the_running_firewall_alone() {
+    let params = json!({"port": "8080/tcp", "state": "enabled", "permanent": true});
+    let plan = plan_on(params, RUNNING).1.unwrap();
+    assert_eq!(
+        changes(&plan),
+        ["firewalld zone public port 8080/tcp (permanent): disabled → enabled"]
+    );
+    assert!(
+        plan.steps[0].starts_with("firewall-cmd --permanent --zone=public --add-port=8080/tcp ")
+    );
+    let runtime = json!({"port": "8080/tcp", "state": "disabled"});
+    let plan = plan_on(runtime, RUNNING).1.unwrap();
+    assert!(plan.steps[0].starts_with("firewall-cmd --zone=public --remove-port=8080/tcp "));
+}
+
+#[test]
+fn interfaces_and_sources_move_from_other_zones() {
+    let params = json!({"interface": "ib0", "zone": "trusted", "state": "enabled", "offline": true,
+        "permanent": true});
+    let plan = plan_on(params, OFFLINE).1.unwrap();
+    assert_eq!(
+        changes(&plan),
+        ["firewalld zone trusted interface ib0 (permanent): disabled → enabled"]
+    );
+    assert!(
+        plan.steps[0].starts_with("firewall-offline-cmd --zone=trusted --change-interface=ib0 ")
+    );
+}
+
+#[test]
+fn offline_edits_only_the_permanent_configuration() {
+    let params =
+        json!({"masquerade": true, "zone": "trusted", "state": "disabled", "offline": true});
+    let plan = plan_on(params, OFFLINE).1.unwrap();
+    assert_eq!(
+        changes(&plan),
+        ["firewalld zone trusted masquerade (permanent): enabled → disabled"]
+    );
+    assert!(plan.steps[0].starts_with("firewall-offline-cmd --zone=trusted --remove-masquerade "));
+    assert!(plan.notes[0].contains("only its permanent configuration"));
+    let refused = json!({"port": "6000-6010/udp", "zone": "trusted", "state": "enabled"});
+    let err = plan_on(refused, OFFLINE).1.unwrap_err().to_string();
+    assert!(err.contains("offline: true"), "{err}");
+    let service = json!({"service": "ssh", "zone": "trusted", "state": "disabled", "offline": true,
+        "permanent": true});
+    let plan = plan_on(service, &OFFLINE.replace("services ", "services ssh"))
+        .1
+        .unwrap();
+    assert!(plan.steps[0]
+        .starts_with("firewall-offline-cmd --zone=trusted --remove-service-from-zone=ssh "));
+    let missing = json!({"service": "ssh", "state": "enabled"});
+    let err = plan_on(missing, "daemon missing\n")
+        .1
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("not installed"), "{err}");
+}
+
+#[test]
+fn zones_are_added_and_removed_in_the_permanent_configuration() {
+    let params = json!({"zone": "gpu", "state": "present", "permanent": true});
+    let answer = RUNNING.replace("zone public", "zone gpu").replace(
+        "layer permanent\nservices dhcpv6-client http ssh\nports \nsources \ninterfaces \nmasquerade no\n",
+        "layer permanent\nabsent\n",
+    );
+    let plan = plan_on(params, &answer).1.unwrap();
+    assert_eq!(
+        changes(&plan),
+        ["firewalld zone gpu (permanent): absent → present"]
+    );
+    assert!(plan.steps[0].starts_with("firewall-cmd --permanent --new-zone=gpu "));
+    let item = json!({"zone": "gpu", "service": "ssh", "state": "enabled", "permanent": true});
+    let err = plan_on(item, &answer).1.unwrap_err().to_string();
+    assert!(
+        err.contains("zone gpu does not exist in the permanent configuration"),
+        "{err}"
+    );
+}
+
+#[test]
+fn hostile_values_are_quoted() {
+    let params = json!({"source": "10.0.0.0/8';reboot;'", "zone": "$(id)", "state": "enabled",
+        "permanent": true, "immediate": true});
+    let answer = RUNNING.replace("zone public", "zone $(id)");
+    let plan = plan_on(params, &answer).1.unwrap();
+    assert_eq!(plan.steps.len(), 2);
+    assert!(plan.steps[0].contains("--zone='$(id)' --change-source='10.0.0.0/8'\\'';reboot;'\\'''"));
+    let m = build_test(
+        &FIREWALLD,
+        json!({"service": "ssh", "zone": "$(id)", "state": "enabled"}),
+    )
+    .unwrap();
+    assert!(m.probes()[0].script.contains("z='$(id)'"));
+}
+
+#[test]
+fn what_is_not_implemented_is_refused() {
+    let err = |p| build_error(&FIREWALLD, p);
+    let refused = [
+        "rich_rule",
+        "icmp_block",
+        "icmp_block_inversion",
+        "port_forward",
+        "protocol",
+        "forward",
+        "target",
+        "timeout",
+    ];
+    for key in refused {
+        let e = err(json!({key: "x", "state": "enabled"}));
+        assert!(e.contains("not supported by nodeprov"), "{e}");
+    }
+    assert!(
+        err(json!({"service": "ssh", "port": "22/tcp", "state": "enabled"}))
+            .contains("mutually exclusive")
+    );
+    assert!(err(json!({"port": "22", "state": "enabled"})).contains("PORT/PROTOCOL"));
+    assert!(err(json!({"port": "70000/tcp", "state": "enabled"})).contains("PORT/PROTOCOL"));
+    assert!(err(json!({"service": "ssh", "state": "present"})).contains("zone alone"));
+    assert!(err(json!({"zone": "gpu", "state": "present"})).contains("permanent: true"));
+    assert!(err(json!({"service": "a b", "state": "enabled"})).contains("one word"));
+}
