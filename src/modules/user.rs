@@ -8,14 +8,17 @@ use crate::modules::kit::account::{valid_name, State};
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
-use crate::modules::params::{module_params, ParamError, Params};
+use crate::modules::params::{module_params, ParamError, ParamSpec, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
 
 pub(crate) const USER: ModuleSpec = ModuleSpec {
     name: "user",
     aliases: &["ansible.builtin.user"],
-    params: &UserArgs::SPEC,
+    params: &ParamSpec {
+        aliases: &[("createhome", "create_home")],
+        ..UserArgs::SPEC
+    },
     free_form: None,
     build,
 };
@@ -749,6 +752,7 @@ mod tests {
         assert!(build_error(&USER, json!({"name": "a", "groups": ["x y"]}))
             .contains("not a group name"));
         assert!(build_error(&USER, json!({"name": "a", "comment": "a:b"})).contains("':'"));
+        assert_eq!(USER.params.canonical("createhome"), Some("create_home"));
         assert!(
             !USER.params.names.contains(&"move_home"),
             "refused at load, never ignored"
