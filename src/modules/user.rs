@@ -599,6 +599,17 @@ mod tests {
         plan.steps
     }
 
+    /// Planning fails, saying why, when /etc/shadow cannot be read.
+    fn assert_needs_shadow(m: &dyn Module) {
+        let unread = Account {
+            password: None,
+            ageing: None,
+            ..alice()
+        };
+        let err = m.plan(&facts(Some(unread))).unwrap_err();
+        assert!(err.to_string().contains("/etc/shadow"), "{err}");
+    }
+
     #[test]
     fn a_missing_account_is_created_with_what_is_asked() {
         let s = steps(
@@ -678,13 +689,7 @@ mod tests {
             steps(json!({"password_lock": false}), Some(held)),
             ["/usr/sbin/usermod -U alice"]
         );
-        let unread = Account {
-            password: None,
-            ageing: None,
-            ..alice()
-        };
-        let err = m.plan(&facts(Some(unread))).unwrap_err();
-        assert!(err.to_string().contains("/etc/shadow"), "{err}");
+        assert_needs_shadow(m.as_ref());
     }
 
     #[test]
@@ -723,13 +728,7 @@ mod tests {
             steps(json!({"password_expire_warn": 14}), None),
             ["/usr/sbin/useradd -m alice", "/usr/bin/chage -W 14 alice"]
         );
-        let unread = Account {
-            password: None,
-            ageing: None,
-            ..alice()
-        };
-        let err = m.plan(&facts(Some(unread))).unwrap_err();
-        assert!(err.to_string().contains("/etc/shadow"), "{err}");
+        assert_needs_shadow(m.as_ref());
         assert!(
             build_error(&USER, json!({"name": "a", "password_expire_max": -2}))
                 .contains("number of days")
