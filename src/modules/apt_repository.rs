@@ -310,8 +310,8 @@ p={path}
 }
 
 impl AptRepo {
-    /// The line, its file and what the host has there; for a PPA also the
-    /// step that stops the apply when its signing key is not installed.
+    /// The line, its file and what the host has there; for a PPA also
+    /// whether its signing key is missing.
     fn resolve(&self, facts: &Facts) -> Result<Resolved, ModuleError> {
         let ppa = match &self.source {
             Source::Line { line, path } => {
@@ -352,6 +352,67 @@ impl AptRepo {
             }),
             host: Some(host),
         })
+    }
+
+    /// Adds or removes `line` in the file at `path`.
+    fn plan_line(
+        &self,
+        line: &str,
+        path: &str,
+        current: Option<&FileState>,
+    ) -> Result<Plan, ModuleError> {
+        let missing = match self.present {
+            true => WhenMissing::Create,
+            false => WhenMissing::Nothing,
+        };
+        let Some(text) = files::text_to_edit(path, current, missing)? else {
+            return Ok(Plan::noop());
+        };
+        let ours = |l: &&str| normalized(l) == line;
+        let has = text.lines().any(|l| ours(&l));
+        let mut plan = match (self.present, has) {
+            (true, true) | (false, false) => return Ok(Plan::noop()),
+            (true, false) => {
+                let sep = if text.is_empty() || text.ends_with('\n') {
+                    ""
+                } else {
+                    "\n"
+                };
+                let new = format!("{text}{sep}{line}\n");
+                files::plan_content(path, current, &new, &self.opts, true)?
+            }
+            (false, true) => {
+                let rest: String = text
+                    .lines()
+                    .filter(|l| !ours(l))
+                    .map(|l| format!("{l}\n"))
+                    .collect();
+                if rest.trim().is_empty() {
+                    let mut plan = Plan::noop();
+                    plan.changes
+                        .push(Change::new(path, None, Some("absent".into())));
+                    plan.steps.push(format!("rm -f -- {}", quote(path)));
+                    plan.effects.push(FileFact::predict(path, &None));
+                    plan
+                } else {
+                    files::plan_content(path, current, &rest, &self.opts, true)?
+                }
+            }
+        };
+        for c in plan.changes.iter_mut().filter(|c| c.subject == path) {
+            let (before, after) = match self.present {
+                true => ("no line".to_string(), line.to_string()),
+                false => (line.to_string(), "no line".to_string()),
+            };
+            c.before = Some(before);
+            c.after = Some(after);
+        }
+        if self.update_cache {
+            plan.steps.push(
+                "apt-get update -q || { echo 'package cache refresh failed' >&2; exit 1; }".into(),
+            );
+        }
+        Ok(plan)
     }
 }
 
@@ -422,68 +483,6 @@ impl Module for AptRepo {
                 plan.notes.push(missing.message());
                 plan.steps.insert(0, missing.guard());
             }
-        }
-        Ok(plan)
-    }
-}
-
-impl AptRepo {
-    fn plan_line(
-        &self,
-        line: &str,
-        path: &str,
-        current: Option<&FileState>,
-    ) -> Result<Plan, ModuleError> {
-        let missing = match self.present {
-            true => WhenMissing::Create,
-            false => WhenMissing::Nothing,
-        };
-        let Some(text) = files::text_to_edit(path, current, missing)? else {
-            return Ok(Plan::noop());
-        };
-        let ours = |l: &&str| normalized(l) == line;
-        let has = text.lines().any(|l| ours(&l));
-        let mut plan = match (self.present, has) {
-            (true, true) | (false, false) => return Ok(Plan::noop()),
-            (true, false) => {
-                let sep = if text.is_empty() || text.ends_with('\n') {
-                    ""
-                } else {
-                    "\n"
-                };
-                let new = format!("{text}{sep}{line}\n");
-                files::plan_content(path, current, &new, &self.opts, true)?
-            }
-            (false, true) => {
-                let rest: String = text
-                    .lines()
-                    .filter(|l| !ours(l))
-                    .map(|l| format!("{l}\n"))
-                    .collect();
-                if rest.trim().is_empty() {
-                    let mut plan = Plan::noop();
-                    plan.changes
-                        .push(Change::new(path, None, Some("absent".into())));
-                    plan.steps.push(format!("rm -f -- {}", quote(path)));
-                    plan.effects.push(FileFact::predict(path, &None));
-                    plan
-                } else {
-                    files::plan_content(path, current, &rest, &self.opts, true)?
-                }
-            }
-        };
-        for c in plan.changes.iter_mut().filter(|c| c.subject == path) {
-            let (before, after) = match self.present {
-                true => ("no line".to_string(), line.to_string()),
-                false => (line.to_string(), "no line".to_string()),
-            };
-            c.before = Some(before);
-            c.after = Some(after);
-        }
-        if self.update_cache {
-            plan.steps.push(
-                "apt-get update -q || { echo 'package cache refresh failed' >&2; exit 1; }".into(),
-            );
         }
         Ok(plan)
     }
