@@ -142,3 +142,82 @@ fn groups_a_user_and_a_key_are_made_once_and_a_changed_shell_is_drift() {
     assert_eq!(statuses(&again), ["ok", "ok"], "{again:#}");
     assert_machine_unchanged(&before);
 }
+
+const AGEING: &str = r#"- hosts: all
+  tasks:
+    - user:
+        name: np_aged
+        create_home: false
+        password_expire_min: 7
+        password_expire_max: 90
+        password_expire_warn: 14
+"#;
+
+/// shadow's min, max and warn fields of an account.
+fn ageing(host: &IsolatedHost, name: &str) -> Vec<String> {
+    let line = entry(host, "/etc/shadow", name).unwrap();
+    line.split(':')
+        .skip(3)
+        .take(3)
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn password_ageing_is_set_once_and_a_hand_edit_of_shadow_is_drift() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    std::fs::create_dir_all(host.path("/etc/default")).unwrap();
+    std::fs::write(host.path("/etc/default/useradd"), "CREATE_MAIL_SPOOL=no\n").unwrap();
+    std::fs::write(host.path("/root/ageing.yml"), AGEING).unwrap();
+    let run = |cmd: &str| {
+        run_json(
+            &host,
+            &[
+                BIN,
+                cmd,
+                "/root/ageing.yml",
+                "-c",
+                "local",
+                "--format",
+                "json",
+            ],
+        )
+    };
+    let out = host.run(&["/usr/sbin/useradd", "-M", "np_aged"]);
+    assert!(out.status.success(), "{out:?}");
+
+    let (code, first) = run("apply");
+    assert_eq!(code, 0, "{first:#}");
+    assert_eq!(statuses(&first), ["changed"], "{first:#}");
+    assert_eq!(ageing(&host, "np_aged"), ["7", "90", "14"]);
+    let (code, second) = run("apply");
+    assert_eq!(code, 0, "{second:#}");
+    assert_eq!(statuses(&second), ["ok"], "{second:#}");
+
+    let shadow = host.path("/etc/shadow");
+    let text = std::fs::read_to_string(&shadow).unwrap();
+    let edited: String = text
+        .lines()
+        .map(|l| match l.strip_prefix("np_aged:") {
+            Some(rest) => {
+                let mut f: Vec<&str> = rest.split(':').collect();
+                f[3] = "30";
+                format!("np_aged:{}\n", f.join(":"))
+            }
+            None => format!("{l}\n"),
+        })
+        .collect();
+    std::fs::write(&shadow, edited).unwrap();
+    let (code, drift) = run("check");
+    assert_eq!(code, 2, "{drift:#}");
+    assert_eq!(statuses(&drift), ["drift"], "{drift:#}");
+    let change = &drift["hosts"][0]["tasks"][0]["changes"][0];
+    assert_eq!(
+        (&change["before"], &change["after"]),
+        (&"30".into(), &"90".into()),
+        "{drift:#}"
+    );
+    assert_eq!(ageing(&host, "np_aged"), ["7", "30", "14"]);
+    assert_machine_unchanged(&before);
+}

@@ -54,9 +54,23 @@ fn sh(host: &IsolatedHost, script: &str) -> String {
 
 /// Runs `tasks` (a YAML task list) with `cmd` (apply or check) on the host.
 fn play(host: &IsolatedHost, cmd: &str, tasks: &str) -> serde_json::Value {
+    let (code, doc) = run_play(host, cmd, tasks);
+    assert!(code == 0 || code == 2, "{doc:#}");
+    doc
+}
+
+/// As `play`, for a run that fails a task.
+fn play_failing(host: &IsolatedHost, cmd: &str, tasks: &str) -> serde_json::Value {
+    let (code, doc) = run_play(host, cmd, tasks);
+    assert_ne!(code, 0, "{doc:#}");
+    assert_ne!(code, 2, "{doc:#}");
+    doc
+}
+
+fn run_play(host: &IsolatedHost, cmd: &str, tasks: &str) -> (i32, serde_json::Value) {
     let book = format!("- hosts: localhost\n  become: true\n  tasks:\n{tasks}");
     std::fs::write(host.path("/root/site.yml"), book).unwrap();
-    let (code, doc) = run_json(
+    run_json(
         host,
         &[
             BIN,
@@ -67,9 +81,7 @@ fn play(host: &IsolatedHost, cmd: &str, tasks: &str) -> serde_json::Value {
             "--format",
             "json",
         ],
-    );
-    assert!(code == 0 || code == 2, "{doc:#}");
-    doc
+    )
 }
 
 fn changes(doc: &serde_json::Value, task: usize) -> Vec<String> {
@@ -333,6 +345,58 @@ fn apt_keys_and_repository_lines_on_a_debian_host() {
     assert!(!host.path("/etc/apt/keyrings/np.gpg").exists());
     assert!(!host.path("/etc/apt/sources.list.d/second.list").exists());
     assert_eq!(statuses(&play(&host, "apply", &gone)), ["ok", "ok"]);
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn a_ppa_is_planned_for_the_ubuntu_release_and_needs_its_key() {
+    let before = machine_digest();
+    let host = IsolatedHost::ubuntu();
+    let list = "/etc/apt/sources.list.d/ppa_graphics_drivers_ppa_jammy.list";
+    let line = "deb https://ppa.launchpadcontent.net/graphics-drivers/ppa/ubuntu jammy main";
+    // No network here: the cache refresh would fail on Launchpad.
+    let tasks = "    - apt_repository: {repo: 'ppa:graphics-drivers/ppa', update_cache: false}\n";
+
+    let check = play(&host, "check", tasks);
+    assert_eq!(statuses(&check), ["drift"], "{check:#}");
+    assert_eq!(
+        changes(&check, 0),
+        [format!(r#"{list}: "no line" -> "{line}""#)]
+    );
+    let note = check["hosts"][0]["tasks"][0]["notes"][0].to_string();
+    assert!(note.contains("signing key is not installed"), "{check:#}");
+    let refused = play_failing(&host, "apply", tasks);
+    assert_eq!(statuses(&refused), ["failed"], "{refused:#}");
+    assert!(
+        refused.to_string().contains("nodeprov does not"),
+        "{refused:#}"
+    );
+    assert!(!host.path(list).exists());
+
+    sh(
+        &host,
+        "mkdir -p /etc/apt/trusted.gpg.d && : > /etc/apt/trusted.gpg.d/graphics-drivers-ubuntu-ppa.gpg",
+    );
+    let check = play(&host, "check", tasks);
+    assert_eq!(statuses(&check), ["drift"], "{check:#}");
+    assert!(check["hosts"][0]["tasks"][0]["notes"]
+        .as_array()
+        .is_none_or(Vec::is_empty));
+    let doc = play(&host, "apply", tasks);
+    assert_eq!(statuses(&doc), ["changed"], "{doc:#}");
+    assert_eq!(
+        std::fs::read_to_string(host.path(list)).unwrap(),
+        format!("{line}\n")
+    );
+    assert_eq!(statuses(&play(&host, "apply", tasks)), ["ok"]);
+
+    let debian = IsolatedHost::apt();
+    let doc = play_failing(&debian, "check", tasks);
+    assert_eq!(statuses(&doc), ["failed"], "{doc:#}");
+    assert!(
+        doc.to_string().contains("PPAs are built for Ubuntu"),
+        "{doc:#}"
+    );
     assert_machine_unchanged(&before);
 }
 

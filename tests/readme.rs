@@ -73,6 +73,7 @@ fn unknown_in_row(row: &str, specs: &[&ModuleSpec]) -> Vec<String> {
     let known = |word: &str| {
         specs.iter().any(|s| {
             s.names().any(|n| n == word)
+                || s.params.canonical(word).is_some()
                 || s.params
                     .docs
                     .iter()

@@ -80,9 +80,9 @@ pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
 mod tests {
     use crate::modules::kit::{fact::RoundTrip, files, packages};
     use crate::modules::{
-        apt_key, authorized_key, cuda_env, file, find, firewalld, get_url, getent, group, modprobe,
-        mount, package, pip, rpm_key, selinux, service, service_facts, swapfile, sysctl, timezone,
-        ufw, unarchive, uri, user,
+        apt_key, apt_repository, authorized_key, cuda_env, file, find, firewalld, get_url, getent,
+        group, modprobe, mount, package, pip, rpm_key, selinux, service, service_facts, swapfile,
+        sysctl, timezone, ufw, unarchive, uri, user,
     };
 
     /// Every fact reads back what it renders for predictions, and every
@@ -103,6 +103,7 @@ mod tests {
         modprobe::fact_samples(&mut rt);
         rpm_key::fact_samples(&mut rt);
         apt_key::fact_samples(&mut rt);
+        apt_repository::fact_samples(&mut rt);
         get_url::fact_samples(&mut rt);
         uri::fact_samples(&mut rt);
         unarchive::fact_samples(&mut rt);

@@ -8,14 +8,17 @@ use crate::modules::kit::account::{valid_name, State};
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
-use crate::modules::params::{module_params, ParamError, Params};
+use crate::modules::params::{module_params, ParamError, ParamSpec, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
 
 pub(crate) const USER: ModuleSpec = ModuleSpec {
     name: "user",
     aliases: &["ansible.builtin.user"],
-    params: &UserArgs::SPEC,
+    params: &ParamSpec {
+        aliases: &[("createhome", "create_home")],
+        ..UserArgs::SPEC
+    },
     free_form: None,
     build,
 };
@@ -52,6 +55,14 @@ module_params! {
         password_lock: Option<bool>,
         /// with `state: absent`, remove the home directory and mail spool too
         remove: bool = false,
+        /// the fewest days between password changes (`-1`: no limit)
+        password_expire_min: Option<i64>,
+        /// the most days a password stays valid (`-1`: no limit)
+        password_expire_max: Option<i64>,
+        /// the days of warning before a password expires (`-1`: none)
+        password_expire_warn: Option<i64>,
+        /// the days after expiry before the account is disabled (`-1`: never)
+        password_expire_account_disable: Option<i64>,
     }
 }
 
@@ -71,7 +82,18 @@ struct User {
     password: Option<String>,
     password_lock: Option<bool>,
     remove: bool,
+    /// Wanted ageing fields, in shadow's order.
+    ageing: [Option<i64>; 4],
 }
+
+/// shadow's ageing fields after the password, with `chage`'s option and
+/// the parameter that sets each.
+const AGEING: [(&str, &str); 4] = [
+    ("-m", "password_expire_min"),
+    ("-M", "password_expire_max"),
+    ("-W", "password_expire_warn"),
+    ("-I", "password_expire_account_disable"),
+];
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = UserArgs::read(p)?;
@@ -100,6 +122,17 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             return Err(p.error(key, format!("{key} may not hold ':' or a line break")));
         }
     }
+    let ageing = [
+        a.password_expire_min,
+        a.password_expire_max,
+        a.password_expire_warn,
+        a.password_expire_account_disable,
+    ];
+    for ((_, key), days) in AGEING.iter().zip(ageing) {
+        if days.is_some_and(|d| d < -1) {
+            return Err(p.error(key, format!("{key} is a number of days, or -1 for none")));
+        }
+    }
     let uid = a
         .uid
         .map(|u| u32::try_from(u).map_err(|_| p.error("uid", format!("{u} is not a uid"))))
@@ -119,6 +152,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         password: a.password,
         password_lock: a.password_lock,
         remove: a.remove,
+        ageing,
     }))
 }
 
@@ -135,6 +169,9 @@ struct Account {
     shell: String,
     /// shadow's password field; `None` when /etc/shadow cannot be read.
     password: Option<String>,
+    /// shadow's ageing fields (min, max, warn, inactive; `None` is empty);
+    /// `None` when /etc/shadow cannot be read.
+    ageing: Option<[Option<i64>; 4]>,
 }
 
 /// A password field locked the way `usermod -L` locks it: a `!` before a
@@ -157,7 +194,7 @@ impl Fact for AccountFact {
         let n = quote(name);
         format!(
             "if e=$(getent passwd {n}); then printf '%s\\n' \"$e\" | cut -d: -f3,5-; \
-             id -gn {n}; id -Gn {n}; getent shadow {n} | cut -d: -f2 | sed 's/^/=/'; fi"
+             id -gn {n}; id -Gn {n}; getent shadow {n} | cut -d: -f2,4-7 | sed 's/^/=/'; fi"
         )
     }
 
@@ -174,10 +211,23 @@ impl Fact for AccountFact {
         let [uid, comment, home, shell] = passwd.splitn(4, ':').collect::<Vec<_>>()[..] else {
             return Err(bad("not a passwd entry"));
         };
-        let password = lines
+        let shadow: Option<Vec<&str>> = lines
             .next()
             .and_then(|l| l.strip_prefix('='))
-            .map(str::to_string);
+            .map(|l| l.split(':').collect());
+        let (password, ageing) = match shadow.as_deref() {
+            None => (None, None),
+            Some([password, days @ ..]) if days.len() == 4 => {
+                let mut ageing = [None; 4];
+                for (slot, d) in ageing.iter_mut().zip(days) {
+                    *slot = (!d.is_empty())
+                        .then(|| d.parse().map_err(|_| bad("not a number of days")))
+                        .transpose()?;
+                }
+                (Some(password.to_string()), Some(ageing))
+            }
+            Some(_) => return Err(bad("not a shadow entry")),
+        };
         Ok(Some(Account {
             uid: uid.parse().map_err(|_| bad("not a uid"))?,
             group: group.to_string(),
@@ -190,6 +240,7 @@ impl Fact for AccountFact {
             home: home.into(),
             shell: shell.into(),
             password,
+            ageing,
         }))
     }
 
@@ -206,8 +257,9 @@ impl Fact for AccountFact {
             out.push_str(g);
         }
         out.push('\n');
-        if let Some(p) = &a.password {
-            out.push_str(&format!("={p}\n"));
+        if let (Some(p), Some(ageing)) = (&a.password, &a.ageing) {
+            let days = ageing.map(|d| d.map(|d| d.to_string()).unwrap_or_default());
+            out.push_str(&format!("={p}:{}\n", days.join(":")));
         }
         ProbeResult::ok(out)
     }
@@ -263,6 +315,14 @@ impl User {
         if self.password.is_none() && self.password_lock == Some(true) {
             plan.steps
                 .push(format!("/usr/sbin/usermod -L {}", quote(&self.name)));
+        }
+        let ageing: Vec<String> = AGEING
+            .iter()
+            .zip(self.ageing)
+            .filter_map(|((flag, _), days)| Some(format!("{flag} {}", days?)))
+            .collect();
+        if !ageing.is_empty() {
+            plan.steps.push(self.chage(&ageing));
         }
         plan.changes.push(Change::new(
             format!("user {}", self.name),
@@ -388,10 +448,60 @@ impl User {
                 opts.join(" "),
                 quote(&self.name)
             ));
+        }
+        if let Some(ageing) = self.ageing_change(cur.ageing, plan)? {
+            after.ageing = Some(ageing);
+        }
+        if after != *cur {
             plan.effects
                 .push(AccountFact::predict(&self.name, &Some(after)));
         }
         Ok(())
+    }
+
+    /// `chage` for the ageing fields that differ from `have` (`None`:
+    /// shadow could not be read), and the fields it leaves.
+    fn ageing_change(
+        &self,
+        have: Option<[Option<i64>; 4]>,
+        plan: &mut Plan,
+    ) -> Result<Option<[Option<i64>; 4]>, ModuleError> {
+        if self.ageing.iter().all(Option::is_none) {
+            return Ok(None);
+        }
+        let Some(mut now) = have else {
+            return Err(ModuleError::Missing(format!(
+                "cannot read /etc/shadow for {}'s password ageing: run the task as root (become)",
+                self.name
+            )));
+        };
+        let show = |d: Option<i64>| d.map_or_else(|| "none".to_string(), |d| d.to_string());
+        let mut opts = Vec::new();
+        for (((flag, key), want), slot) in AGEING.iter().zip(self.ageing).zip(&mut now) {
+            // chage stores -1 as an empty field.
+            let Some(want) = want.map(|d| (d != -1).then_some(d)).filter(|w| w != slot) else {
+                continue;
+            };
+            plan.changes.push(
+                Change::new(
+                    format!("user {} {key}", self.name),
+                    Some(show(*slot)),
+                    Some(show(want)),
+                )
+                .with_evidence(format!("getent shadow {}", self.name)),
+            );
+            opts.push(format!("{flag} {}", want.unwrap_or(-1)));
+            *slot = want;
+        }
+        if opts.is_empty() {
+            return Ok(None);
+        }
+        plan.steps.push(self.chage(&opts));
+        Ok(Some(now))
+    }
+
+    fn chage(&self, opts: &[String]) -> String {
+        format!("/usr/bin/chage {} {}", opts.join(" "), quote(&self.name))
     }
 }
 
@@ -438,6 +548,7 @@ pub(crate) fn fact_samples(rt: &mut fact::RoundTrip) {
         "alice",
         Some(Account {
             password: None,
+            ageing: None,
             groups: BTreeSet::new(),
             comment: String::new(),
             ..alice()
@@ -456,6 +567,7 @@ fn alice() -> Account {
         home: "/home/alice".into(),
         shell: "/bin/bash".into(),
         password: Some("$6$salt$hash".into()),
+        ageing: Some([Some(0), Some(99999), Some(7), None]),
     }
 }
 
@@ -485,6 +597,17 @@ mod tests {
             assert_eq!(m.plan(&settled(&before, &plan)).unwrap(), Plan::noop());
         }
         plan.steps
+    }
+
+    /// Planning fails, saying why, when /etc/shadow cannot be read.
+    fn assert_needs_shadow(m: &dyn Module) {
+        let unread = Account {
+            password: None,
+            ageing: None,
+            ..alice()
+        };
+        let err = m.plan(&facts(Some(unread))).unwrap_err();
+        assert!(err.to_string().contains("/etc/shadow"), "{err}");
     }
 
     #[test]
@@ -566,12 +689,50 @@ mod tests {
             steps(json!({"password_lock": false}), Some(held)),
             ["/usr/sbin/usermod -U alice"]
         );
-        let unread = Account {
-            password: None,
-            ..alice()
-        };
-        let err = m.plan(&facts(Some(unread))).unwrap_err();
-        assert!(err.to_string().contains("/etc/shadow"), "{err}");
+        assert_needs_shadow(m.as_ref());
+    }
+
+    #[test]
+    fn password_ageing_is_compared_with_shadow_and_set_by_chage() {
+        let all = json!({"password_expire_min": 0, "password_expire_max": 99999,
+                         "password_expire_warn": 7, "password_expire_account_disable": -1});
+        assert_eq!(steps(all, Some(alice())), Vec::<String>::new());
+        let m = build_test(
+            &USER,
+            json!({"name": "alice", "password_expire_min": 7, "password_expire_max": -1,
+                   "password_expire_account_disable": 30, "shell": "/bin/sh"}),
+        )
+        .unwrap();
+        let plan = m.plan(&facts(Some(alice()))).unwrap();
+        assert_eq!(
+            plan.steps,
+            [
+                "/usr/sbin/usermod -s /bin/sh alice",
+                "/usr/bin/chage -m 7 -M -1 -I 30 alice"
+            ]
+        );
+        let shown: Vec<String> = plan.changes.iter().map(ToString::to_string).collect();
+        assert_eq!(
+            shown[1..],
+            [
+                "user alice password_expire_min: 0 → 7",
+                "user alice password_expire_max: 99999 → none",
+                "user alice password_expire_account_disable: none → 30"
+            ]
+        );
+        assert_eq!(
+            m.plan(&settled(&facts(Some(alice())), &plan)).unwrap(),
+            Plan::noop()
+        );
+        assert_eq!(
+            steps(json!({"password_expire_warn": 14}), None),
+            ["/usr/sbin/useradd -m alice", "/usr/bin/chage -W 14 alice"]
+        );
+        assert_needs_shadow(m.as_ref());
+        assert!(
+            build_error(&USER, json!({"name": "a", "password_expire_max": -2}))
+                .contains("number of days")
+        );
     }
 
     #[test]
@@ -590,6 +751,7 @@ mod tests {
         assert!(build_error(&USER, json!({"name": "a", "groups": ["x y"]}))
             .contains("not a group name"));
         assert!(build_error(&USER, json!({"name": "a", "comment": "a:b"})).contains("':'"));
+        assert_eq!(USER.params.canonical("createhome"), Some("create_home"));
         assert!(
             !USER.params.names.contains(&"move_home"),
             "refused at load, never ignored"

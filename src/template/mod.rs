@@ -2,6 +2,7 @@
 //! auto-escaping, native types for single-expression parameters, `omit`,
 //! and the filters playbooks commonly use.
 
+mod chain;
 mod filters;
 mod hostvars;
 mod ipaddr;
@@ -45,6 +46,7 @@ pub const RENDER_FUEL: u64 = 2_000_000;
 pub struct Templates {
     env: Environment<'static>,
     hostvars: Option<Arc<HostVars>>,
+    syntax: SyntaxConfig,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -76,6 +78,7 @@ impl Templates {
         // Debug mode makes errors name the undefined expression.
         env.set_debug(true);
         env.set_syntax(ansible_syntax());
+        env.add_function(chain::CHAIN, chain::walk);
         env.set_fuel(Some(RENDER_FUEL));
         env.add_global("omit", OMIT);
         env.add_global("ansible_managed", ANSIBLE_MANAGED);
@@ -84,6 +87,7 @@ impl Templates {
         Templates {
             env,
             hostvars: None,
+            syntax: ansible_syntax(),
         }
     }
 
@@ -224,10 +228,15 @@ impl Templates {
     /// a runaway template fails instead of taking the controller's memory.
     fn render_text(&self, text: &str, ctx: &Value) -> Result<String, TemplateError> {
         let convert = |e| self.convert(e, text, Source::Template, ctx);
-        let tmpl = self.env.template_from_str(text).map_err(convert)?;
+        let chained = chain::rewrite(text, false, self.syntax.clone());
+        let tmpl = self
+            .env
+            .template_from_str(chained.as_deref().unwrap_or(text))
+            .map_err(convert)?;
         let mut out = Capped::default();
-        match tmpl.render_captured_to(ctx.clone(), &mut out) {
-            Ok(_) => String::from_utf8(out.buf)
+        let rendered = tmpl.render_captured_to(ctx.clone(), &mut out).map(drop);
+        match rendered {
+            Ok(()) => String::from_utf8(out.buf)
                 .map_err(|_| TemplateError::plain("the rendered text is not UTF-8")),
             Err(_) if out.over => Err(too_large()),
             Err(e) => Err(convert(e)),
@@ -236,9 +245,10 @@ impl Templates {
 
     fn eval_expr(&self, expr: &str, ctx: &Value) -> Result<Value, TemplateError> {
         let convert = |e| self.convert(e, expr, Source::Expression, ctx);
+        let chained = chain::rewrite(expr, true, self.syntax.clone());
         let value = self
             .env
-            .compile_expression(expr)
+            .compile_expression(chained.as_deref().unwrap_or(expr))
             .and_then(|e| e.eval(ctx))
             .map_err(convert)?;
         // A bare undefined name evaluates without error even in strict mode.

@@ -69,6 +69,31 @@ fn default_works_on_undefined_under_strict_mode() {
 }
 
 #[test]
+fn chained_undefined_attributes_reach_default_and_tests_as_in_ansible() {
+    let none = json!({"n": null, "r": {"a": {"b": 1}}});
+    let text = "{{ molecule_yml.driver.name | default('x') }}";
+    assert_eq!(render(text, none.clone()), "x");
+    assert_eq!(render("{{ r.a.b | default(2) }}", none.clone()), "1");
+    assert_eq!(render("{{ r.z.b | d(2) }}", none.clone()), "2");
+    assert_eq!(render("{{ n.x | default('y') }}", none.clone()), "y");
+    assert_eq!(
+        render("{{ r['a'].zz.q | default(r.a.b) }}", none.clone()),
+        "1"
+    );
+    assert!(cond(json!("m.a.b is not defined"), none.clone()));
+    assert!(!cond(json!("r.a.b is undefined"), none.clone()));
+    let value = value(json!("{{ m.a | default([1]) }}"), none.clone());
+    assert_eq!(value, json!([1]));
+    // Printed or compared, an attribute of an undefined value still fails.
+    let err = render_err("{{ molecule_yml.driver.name }}", json!({}));
+    assert_eq!(err.message, "undefined variable 'molecule_yml'");
+    let err = Templates::new()
+        .eval_condition(&json!("molecule_yml.driver == 'x'"), &json!({}))
+        .unwrap_err();
+    assert_eq!(err.undefined.as_deref(), Some("molecule_yml"));
+}
+
+#[test]
 fn syntax_errors_carry_a_line_number() {
     let err = render_err("ok\nstill ok\n{{ a + }}", json!({"a": 1}));
     assert_eq!(err.line, Some(3));

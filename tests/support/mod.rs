@@ -87,6 +87,17 @@ CPE_NAME="cpe:/o:rocky:rocky:9::baseos"
 HOME_URL="https://rockylinux.org/"
 "#;
 
+/// Ubuntu 22.04's identity file.
+const UBUNTU_OS_RELEASE: &str = r#"PRETTY_NAME="Ubuntu 22.04.4 LTS"
+NAME="Ubuntu"
+VERSION_ID="22.04"
+VERSION="22.04.4 LTS (Jammy Jellyfish)"
+VERSION_CODENAME=jammy
+ID=ubuntu
+ID_LIKE=debian
+UBUNTU_CODENAME=jammy
+"#;
+
 impl IsolatedHost {
     /// A fresh host with a generated, process-unique hostname.
     pub fn new() -> Self {
@@ -173,6 +184,18 @@ impl IsolatedHost {
         ] {
             fs::create_dir_all(host.path(dir)).expect("create apt dirs");
         }
+        host
+    }
+
+    /// An `apt()` host that says it is Ubuntu 22.04 (jammy).
+    pub fn ubuntu() -> Self {
+        let host = Self::apt();
+        let etc = host.path("/etc");
+        for stale in ["os-release", "debian_version", "lsb-release"] {
+            let _ = fs::remove_file(etc.join(stale));
+        }
+        fs::write(etc.join("os-release"), UBUNTU_OS_RELEASE).expect("write os-release");
+        fs::write(etc.join("debian_version"), "bookworm/sid\n").expect("write debian_version");
         host
     }
 

@@ -63,6 +63,19 @@ impl FileState {
 /// `None` when it does not exist.
 pub(crate) struct FileFact;
 
+impl FileFact {
+    /// The probe's body for the path in `$p`, for facts that learn the path
+    /// on the host; it ends the script.
+    pub(crate) fn state_script() -> String {
+        format!(
+            r#"if [ -L "$p" ]; then t=l; elif [ -f "$p" ]; then t=f; elif [ -d "$p" ]; then t=d; elif [ -e "$p" ]; then t=o; else echo absent; exit 0; fi
+set -- $(stat -c '%a %U %G %s' -- "$p"); echo "$t $1 $2 $3 $4"
+if [ "$t" = l ]; then readlink -- "$p"; else echo; fi
+if [ "$t" = f ]; then if [ "$4" -le {MAX_CONTENT} ]; then cat -- "$p"; else sha256sum -- "$p"; exit 3; fi; fi"#
+        )
+    }
+}
+
 impl Fact for FileFact {
     type Query = str;
     type Value = Option<FileState>;
@@ -72,14 +85,7 @@ impl Fact for FileFact {
     }
 
     fn script(path: &str) -> String {
-        format!(
-            r#"p={p}
-if [ -L "$p" ]; then t=l; elif [ -f "$p" ]; then t=f; elif [ -d "$p" ]; then t=d; elif [ -e "$p" ]; then t=o; else echo absent; exit 0; fi
-set -- $(stat -c '%a %U %G %s' -- "$p"); echo "$t $1 $2 $3 $4"
-if [ "$t" = l ]; then readlink -- "$p"; else echo; fi
-if [ "$t" = f ]; then if [ "$4" -le {MAX_CONTENT} ]; then cat -- "$p"; else sha256sum -- "$p"; exit 3; fi; fi"#,
-            p = quote(path)
-        )
+        format!("p={}\n{}", quote(path), FileFact::state_script())
     }
 
     fn parse(path: &str, r: &ProbeResult) -> Result<Option<FileState>, ModuleError> {
