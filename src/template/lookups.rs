@@ -46,9 +46,11 @@ fn run(
             .collect(),
         "first_found" => first_found(state, terms, kwargs)?,
         "fileglob" => fileglob(state, terms)?,
-        _ => return Err(invalid(format!(
+        _ => {
+            return Err(invalid(format!(
             "lookup plugin '{plugin}' is not supported (only 'env', 'first_found' and 'fileglob')"
-        ))),
+        )))
+        }
     };
     kwargs.assert_all_used()?;
     Ok(values)
