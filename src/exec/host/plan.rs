@@ -91,9 +91,11 @@ impl<'p> HostRun<'_, 'p> {
         let (Some(reg), true) = (&task.register, is_command) else {
             return is_command && runs && task.failed_when.is_some();
         };
-        if runs {
+        // A command skipped by `creates`/`removes` has no step to wait for:
+        // its planned result is registered as it is.
+        if runs && status == Status::Changed {
             self.pending_registers.insert(reg.clone());
-        } else if status != Status::Ok {
+        } else if !runs && status != Status::Ok {
             self.unknown_vars.insert(reg.clone(), spec.name.clone());
         }
         runs && task.failed_when.is_some()
