@@ -10,7 +10,7 @@
 
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, FileState, Kind, WriteOpts};
-use crate::modules::kit::http::{curl_line, Auth};
+use crate::modules::kit::http::{curl_line, Auth, AuthArgs};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params};
@@ -61,14 +61,7 @@ module_params! {
         group: Option<String>,
         /// keep a timestamped copy of a file that is replaced
         backup: bool = false,
-        /// request headers, a mapping
-        headers: Option<serde_json::Map<String, serde_json::Value>>,
-        /// user name for HTTP authentication
-        url_username: Option<String>,
-        /// its password, never shown in reports
-        url_password: Option<String>,
-        /// send the credentials without waiting for the server to ask
-        force_basic_auth: bool = false,
+        ..auth: AuthArgs
     }
 }
 
@@ -117,13 +110,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     if timeout <= 0 {
         return Err(p.error("timeout", "timeout must be a positive number of seconds"));
     }
-    let auth = Auth::read(
-        p,
-        a.headers,
-        a.url_username,
-        a.url_password,
-        a.force_basic_auth,
-    )?;
+    let auth = Auth::read(p, a.auth)?;
     Ok(Box::new(GetUrl {
         name: url_name(&a.url),
         url: a.url,

@@ -13,7 +13,7 @@ use serde_json::Value;
 
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::FileFact;
-use crate::modules::kit::http::{config_line, curl_line, form_urlencoded, Auth};
+use crate::modules::kit::http::{config_line, curl_line, form_urlencoded, Auth, AuthArgs};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, scalar_text, Choice, ParamError, Params};
@@ -65,14 +65,6 @@ module_params! {
         status_code: Vec<String>,
         /// return the body as `content`
         return_content: bool = false,
-        /// request headers
-        headers: Option<serde_json::Map<String, Value>>,
-        /// user name for HTTP authentication
-        url_username: Option<String>,
-        /// its password, never shown in reports
-        url_password: Option<String>,
-        /// send the credentials without waiting for the server to ask
-        force_basic_auth: bool = false,
         /// skip the request when this path exists on the host
         creates: Option<String>,
         /// skip the request unless this path exists on the host
@@ -83,6 +75,7 @@ module_params! {
         follow_redirects: bool = true,
         /// seconds the whole request may take
         timeout: Option<i64>,
+        ..auth: AuthArgs
     }
 }
 
@@ -210,13 +203,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     if a.follow_redirects && (reads || p.has("follow_redirects")) {
         options.push_str(" -L");
     }
-    let auth = Auth::read(
-        p,
-        a.headers,
-        a.url_username,
-        a.url_password,
-        a.force_basic_auth,
-    )?;
+    let auth = Auth::read(p, a.auth)?;
     let mut config = auth.config();
     let mut tag = auth.key_tag();
     if let Some(body) = body_of(p, a.body, a.body_format, reads)? {

@@ -9,8 +9,22 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use crate::modules::params::{scalar_text, ParamError, Params};
+use crate::modules::params::{module_params, scalar_text, ParamError, Params};
 use crate::remote::shell::{quote, secret_stdin};
+
+module_params! {
+    /// Headers and credentials, as `get_url` and `uri` take them.
+    pub(crate) struct AuthArgs {
+        /// request headers, a mapping
+        headers: Option<serde_json::Map<String, Value>>,
+        /// user name for HTTP authentication
+        url_username: Option<String>,
+        /// its password, never shown in reports
+        url_password: Option<String>,
+        /// send the credentials without waiting for the server to ask
+        force_basic_auth: bool = false,
+    }
+}
 
 /// Headers and credentials of one request.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -22,19 +36,14 @@ pub(crate) struct Auth {
 }
 
 impl Auth {
-    /// Reads `headers`, `url_username`, `url_password` and `force_basic_auth`.
-    pub(crate) fn read(
-        p: &Params,
-        headers: Option<serde_json::Map<String, Value>>,
-        username: Option<String>,
-        password: Option<String>,
-        force_basic_auth: bool,
-    ) -> Result<Auth, ParamError> {
+    /// Checks the parameters: header names and values that stay one line,
+    /// a password only with a user name.
+    pub(crate) fn read(p: &Params, a: AuthArgs) -> Result<Auth, ParamError> {
         let mut auth = Auth {
-            force_basic_auth,
+            force_basic_auth: a.force_basic_auth,
             ..Auth::default()
         };
-        for (name, value) in headers.into_iter().flatten() {
+        for (name, value) in a.headers.into_iter().flatten() {
             let value = scalar_text(&value);
             if name.is_empty() || name.contains([':', '\r', '\n', ' ']) {
                 return Err(p.error("headers", format!("'{name}' is not a header name")));
@@ -44,7 +53,7 @@ impl Auth {
             }
             auth.headers.push((name, value));
         }
-        auth.user = match (username, password) {
+        auth.user = match (a.url_username, a.url_password) {
             (None, None) => None,
             (None, Some(_)) => return Err(p.error("url_password", "needs url_username")),
             (Some(u), _) if u.contains(':') => {
