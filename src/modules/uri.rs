@@ -85,7 +85,7 @@ struct Request {
     options: String,
     url: String,
     config: Vec<String>,
-    /// Tells different headers, credentials and bodies apart in the key.
+    /// Tells different headers and credentials apart in the key.
     tag: String,
 }
 
@@ -205,7 +205,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     }
     let auth = Auth::read(p, a.auth)?;
     let mut config = auth.config();
-    let mut tag = auth.key_tag();
+    let tag = auth.key_tag();
     if let Some(body) = body_of(p, a.body, a.body_format, reads)? {
         let kind = match a.body_format {
             BodyFormat::Json => Some("application/json"),
@@ -217,7 +217,6 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         }
         // `data-raw`: a body starting with '@' is text, not a file to read.
         config.push(config_line("data-raw", &body));
-        tag = format!("{tag} (body of {} bytes)", body.len());
     }
     Ok(Box::new(Uri {
         request: Request {
