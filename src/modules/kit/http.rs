@@ -55,7 +55,9 @@ impl Auth {
         }
         auth.user = match (a.url_username, a.url_password) {
             (None, None) => None,
-            (None, Some(_)) => return Err(p.error("url_password", "needs url_username")),
+            (None, Some(_)) => {
+                return Err(p.error("url_password", "url_password needs url_username"))
+            }
             (Some(u), _) if u.contains(':') => {
                 return Err(p.error("url_username", "a user name with ':' cannot be sent"))
             }
