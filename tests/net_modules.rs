@@ -2,17 +2,21 @@
 //! isolated host, against an HTTP server this test runs on loopback: apply
 //! downloads once, a second apply downloads nothing, a tampered file is
 //! drift that `check` names by its digest and leaves alone, a download with
-//! the wrong checksum fails without touching `dest`; `uri` registers its
-//! answer in check and apply alike and fails on an unexpected status; an
-//! archive downloaded earlier in the same run is extracted once, and a
-//! removed member is drift.
+//! the wrong checksum fails without touching `dest`; a digest is read from
+//! a checksum file and credentials reach the server but no report; `uri`
+//! registers its answer in check and apply alike and fails on an
+//! unexpected status, and a POST is sent in apply only, once with
+//! `creates`; an archive downloaded earlier in the same run is extracted
+//! once, and a removed member is drift.
 
 mod support;
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine;
 
 use support::{
     assert_machine_unchanged, machine_digest, run_json, task_statuses as statuses, IsolatedHost,
@@ -23,45 +27,109 @@ const BODY: &str = "tool v1\n";
 /// A digest no download has.
 const WRONG_SHA256: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
-/// Serves BODY at every path but `/missing`, on an ephemeral loopback port;
-/// counts the requests it answered.
-fn serve() -> (String, Arc<AtomicUsize>) {
+/// The test's HTTP server on an ephemeral loopback port.
+struct Server {
+    base: String,
+    /// Requests answered.
+    hits: Arc<AtomicUsize>,
+    /// Each request as received, headers and body.
+    requests: Arc<Mutex<Vec<String>>>,
+}
+
+impl Server {
+    /// The requests whose first line starts with `start` (`"POST /api"`).
+    fn received(&self, start: &str) -> Vec<String> {
+        let all = self.requests.lock().unwrap();
+        all.iter()
+            .filter(|r| r.starts_with(start))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Serves BODY; see [`serve_bytes`].
+fn serve() -> Server {
     serve_bytes(BODY.as_bytes().to_vec())
 }
 
-fn serve_bytes(body: Vec<u8>) -> (String, Arc<AtomicUsize>) {
+/// The Basic credentials `/private/` wants.
+const USER: &str = "bob";
+const PASSWORD: &str = "s3cr'et $(reboot)";
+
+/// Serves `body` at every GET path but these: `/missing` is 404,
+/// `/SHA256SUMS` lists the body's digest as `tool.tar` (and another file),
+/// `/private/…` wants USER and PASSWORD, and any other method is answered
+/// 201 with `{"id": 7}`.
+fn serve_bytes(body: Vec<u8>) -> Server {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     let hits = Arc::new(AtomicUsize::new(0));
-    let counter = hits.clone();
+    let requests = Arc::new(Mutex::new(Vec::new()));
+    let (counter, log) = (hits.clone(), requests.clone());
+    let sums = format!(
+        "{}  other.tar\n{} *tool.tar\n",
+        "1".repeat(64),
+        sha256_of(&body)
+    );
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"));
     std::thread::spawn(move || {
         for stream in listener.incoming() {
             let Ok(mut s) = stream else { continue };
-            let mut req = Vec::new();
-            let mut buf = [0u8; 1024];
-            while !req.windows(4).any(|w| w == b"\r\n\r\n") {
-                match s.read(&mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => req.extend_from_slice(&buf[..n]),
-                }
-            }
+            let req = read_request(&mut s);
             counter.fetch_add(1, Ordering::SeqCst);
-            let missing = String::from_utf8_lossy(&req).starts_with("GET /missing ");
-            let reply = if missing {
-                b"HTTP/1.0 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_vec()
-            } else {
-                let mut r = format!(
-                    "HTTP/1.0 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                    body.len()
-                )
-                .into_bytes();
-                r.extend_from_slice(&body);
-                r
+            log.lock().unwrap().push(req.clone());
+            let authorized = req.to_ascii_lowercase().contains(&format!(
+                "authorization: basic {}",
+                basic.to_ascii_lowercase()
+            ));
+            let (status, reply) = match req.split(' ').take(2).collect::<Vec<_>>()[..] {
+                ["GET", "/missing"] => ("404 Not Found", Vec::new()),
+                ["GET", "/SHA256SUMS"] => ("200 OK", sums.clone().into_bytes()),
+                ["GET", p] if p.starts_with("/private/") && !authorized => {
+                    ("401 Unauthorized", Vec::new())
+                }
+                ["GET" | "HEAD", _] => ("200 OK", body.clone()),
+                _ => ("201 Created", b"{\"id\": 7}".to_vec()),
             };
-            let _ = s.write_all(&reply);
+            let mut r = format!(
+                "HTTP/1.0 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                reply.len()
+            )
+            .into_bytes();
+            r.extend_from_slice(&reply);
+            let _ = s.write_all(&r);
         }
     });
-    (base, hits)
+    Server {
+        base,
+        hits,
+        requests,
+    }
+}
+
+/// A request's head and, by its Content-Length, its body.
+fn read_request(s: &mut std::net::TcpStream) -> String {
+    let mut req = Vec::new();
+    let mut buf = [0u8; 1024];
+    let complete = |req: &[u8]| {
+        let Some(end) = req.windows(4).position(|w| w == b"\r\n\r\n") else {
+            return false;
+        };
+        let head = String::from_utf8_lossy(&req[..end]).to_ascii_lowercase();
+        let length = head
+            .lines()
+            .find_map(|l| l.strip_prefix("content-length:"))
+            .and_then(|n| n.trim().parse::<usize>().ok())
+            .unwrap_or(0);
+        req.len() >= end + 4 + length
+    };
+    while !complete(&req) {
+        match s.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => req.extend_from_slice(&buf[..n]),
+        }
+    }
+    String::from_utf8_lossy(&req).into_owned()
 }
 
 fn json(host: &IsolatedHost, cmd: &str, playbook: &str) -> (i32, serde_json::Value) {
@@ -78,12 +146,16 @@ fn write(host: &IsolatedHost, p: &str, text: &str) {
 }
 
 fn sha256(text: &str) -> String {
+    sha256_of(text.as_bytes())
+}
+
+fn sha256_of(bytes: &[u8]) -> String {
     let out = std::process::Command::new("sha256sum")
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .spawn()
         .and_then(|mut c| {
-            c.stdin.take().unwrap().write_all(text.as_bytes())?;
+            c.stdin.take().unwrap().write_all(bytes)?;
             c.wait_with_output()
         })
         .unwrap();
@@ -93,7 +165,7 @@ fn sha256(text: &str) -> String {
 #[test]
 fn get_url_downloads_once_and_check_names_a_tampered_file() {
     let before = machine_digest();
-    let (base, hits) = serve();
+    let Server { base, hits, .. } = serve();
     let host = IsolatedHost::new();
     let sum = sha256(BODY);
     write(
@@ -197,7 +269,7 @@ fn get_url_downloads_once_and_check_names_a_tampered_file() {
 
 #[test]
 fn uri_registers_the_answer_in_check_and_apply_and_fails_on_an_unexpected_status() {
-    let (base, hits) = serve();
+    let Server { base, hits, .. } = serve();
     let host = IsolatedHost::new();
     write(
         &host,
@@ -236,6 +308,167 @@ fn uri_registers_the_answer_in_check_and_apply_and_fails_on_an_unexpected_status
     assert_eq!(hits.load(Ordering::SeqCst), 4);
 }
 
+#[test]
+fn get_url_reads_a_checksum_file_and_sends_credentials_no_report_shows() {
+    let server = serve();
+    let base = &server.base;
+    let host = IsolatedHost::new();
+    write(
+        &host,
+        "/root/auth.yml",
+        &format!(
+            r#"- hosts: all
+  tasks:
+    - name: pinned by the release's checksum file
+      get_url:
+        url: {base}/rel/tool.tar
+        dest: /root/dl/tool.tar
+        checksum: "sha256:{base}/SHA256SUMS"
+    - name: behind a password
+      get_url:
+        url: {base}/private/notes.txt
+        dest: /root/dl/notes.txt
+        url_username: {USER}
+        url_password: "{PASSWORD}"
+        force_basic_auth: true
+        headers:
+          X-Trace: node-7
+"#
+        ),
+    );
+    std::fs::create_dir_all(host.path("/root/dl")).unwrap();
+    let (code, first) = json(&host, "apply", "/root/auth.yml");
+    assert_eq!(code, 0, "{first:#}");
+    assert_eq!(statuses(&first), ["changed", "changed"], "{first:#}");
+    assert_eq!(
+        std::fs::read_to_string(host.path("/root/dl/tool.tar")).unwrap(),
+        BODY
+    );
+    assert_eq!(
+        std::fs::read_to_string(host.path("/root/dl/notes.txt")).unwrap(),
+        BODY
+    );
+    let private = server.received("GET /private/notes.txt");
+    assert_eq!(private.len(), 1, "{private:?}");
+    assert!(private[0].contains("X-Trace: node-7"), "{}", private[0]);
+
+    let (code, second) = json(&host, "apply", "/root/auth.yml");
+    assert_eq!(code, 0, "{second:#}");
+    assert_eq!(statuses(&second), ["ok", "ok"], "{second:#}");
+    assert_eq!(server.received("GET /rel/tool.tar").len(), 1);
+    assert_eq!(server.received("GET /private/").len(), 1);
+    assert_eq!(
+        server.received("GET /SHA256SUMS").len(),
+        3,
+        "the checksum file is read by each probe: apply, verify, apply"
+    );
+    for doc in [&first, &second] {
+        let text = doc.to_string();
+        assert!(
+            !text.contains("s3cr") && !text.contains("node-7"),
+            "{doc:#}"
+        );
+    }
+
+    write(
+        &host,
+        "/root/nosum.yml",
+        &format!(
+            r#"- hosts: all
+  tasks:
+    - name: not in the checksum file
+      get_url:
+        url: {base}/rel/absent.tar
+        dest: /root/dl/absent.tar
+        checksum: "sha256:{base}/SHA256SUMS"
+"#
+        ),
+    );
+    let (code, bad) = json(&host, "apply", "/root/nosum.yml");
+    assert_ne!(code, 0, "{bad:#}");
+    assert_eq!(statuses(&bad), ["failed"], "{bad:#}");
+    let message = bad["hosts"][0]["tasks"][0]["message"].as_str().unwrap();
+    assert_eq!(
+        message,
+        format!("{base}/SHA256SUMS has no checksum for absent.tar")
+    );
+    assert!(server.received("GET /rel/absent.tar").is_empty());
+}
+
+#[test]
+fn uri_sends_a_post_in_apply_only_and_once_with_creates() {
+    let server = serve();
+    let base = &server.base;
+    let host = IsolatedHost::new();
+    write(
+        &host,
+        "/root/post.yml",
+        &format!(
+            r#"- hosts: all
+  tasks:
+    - name: register the node
+      uri:
+        url: {base}/api/nodes
+        method: POST
+        body_format: json
+        body:
+          name: "gpu'01"
+        status_code: 201
+        url_username: {USER}
+        url_password: "{PASSWORD}"
+        force_basic_auth: true
+        creates: /root/registered
+      register: r
+    - name: remember
+      copy:
+        content: "yes\n"
+        dest: /root/registered
+    - name: answered
+      assert:
+        that:
+          - r.status == 201
+          - r.json.id == 7
+      when: r.status is defined
+"#
+        ),
+    );
+    let (_, check) = json(&host, "check", "/root/post.yml");
+    assert_eq!(statuses(&check)[0], "unknown", "{check:#}");
+    let why = check["hosts"][0]["tasks"][0].to_string();
+    assert!(why.contains("not in check mode"), "{check:#}");
+    assert!(server.received("POST").is_empty(), "check sends no POST");
+
+    let (code, first) = json(&host, "apply", "/root/post.yml");
+    assert_eq!(code, 0, "{first:#}");
+    assert_eq!(statuses(&first), ["changed", "changed", "ok"], "{first:#}");
+    let posts = server.received("POST /api/nodes");
+    assert_eq!(posts.len(), 1, "{posts:?}");
+    assert!(
+        posts[0].ends_with("\r\n\r\n{\"name\":\"gpu'01\"}"),
+        "{}",
+        posts[0]
+    );
+    assert!(
+        posts[0].contains("Content-Type: application/json"),
+        "{}",
+        posts[0]
+    );
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"));
+    assert!(
+        posts[0].contains(&format!("Authorization: Basic {basic}")),
+        "{}",
+        posts[0]
+    );
+
+    let (code, second) = json(&host, "apply", "/root/post.yml");
+    assert_eq!(code, 0, "{second:#}");
+    assert_eq!(statuses(&second), ["ok", "ok", "skipped"], "{second:#}");
+    assert_eq!(server.received("POST").len(), 1, "creates: sent once");
+    for doc in [&check, &first, &second] {
+        assert!(!doc.to_string().contains("s3cr"), "{doc:#}");
+    }
+}
+
 /// A tar.gz of `pkg-1.0/` holding `bin/tool` and `README`.
 fn tarball() -> Vec<u8> {
     let dir = tempfile::tempdir().unwrap();
@@ -255,7 +488,7 @@ fn tarball() -> Vec<u8> {
 
 #[test]
 fn an_archive_downloaded_earlier_in_the_run_is_extracted_once() {
-    let (base, _) = serve_bytes(tarball());
+    let base = serve_bytes(tarball()).base;
     let host = IsolatedHost::new();
     write(
         &host,

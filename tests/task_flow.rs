@@ -182,3 +182,18 @@ fn a_run_once_task_runs_once_for_the_batch_and_shares_its_result() {
     );
     assert_machine_unchanged(&before);
 }
+
+#[test]
+fn a_command_skipped_by_creates_registers_its_result_for_the_next_task() {
+    let host = IsolatedHost::new();
+    std::fs::write(host.path("/root/done"), "").unwrap();
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - command: {cmd: 'touch /root/ran', creates: /root/done}\n      register: r\n    - copy: {dest: /root/seen, content: \"{{ 'ran' if r.changed else 'kept' }}\"}\n";
+    let (code, doc) = run(&host, "apply", playbook);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(tasks(&doc)[0]["notes"][0], "skipped: /root/done exists");
+    assert!(!host.path("/root/ran").exists());
+    assert_eq!(
+        std::fs::read_to_string(host.path("/root/seen")).unwrap(),
+        "kept"
+    );
+}

@@ -36,7 +36,9 @@ mod run_once;
 /// A planned instance whose steps wait in the current batch.
 struct Pending<'p> {
     step: Step,
-    is_command: bool,
+    /// A command's module, which reads its registered result from the
+    /// step's output.
+    command: Option<Box<dyn Module>>,
     instance: TaskInstance<'p>,
 }
 

@@ -116,7 +116,8 @@ impl<'a> Wire<'a> {
         self.observations
             .extend(units.iter().map(|(key, command)| Observation {
                 key: key.clone(),
-                command: command.clone(),
+                // Reports show this; credentials a module sent stay out.
+                command: crate::remote::shell::mask_secrets(command),
                 observed_at: observed_at.clone(),
             }));
         let body = probe::build_script(&self.token, &units, false, &[]);

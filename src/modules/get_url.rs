@@ -4,10 +4,13 @@
 //!
 //! A file that is there already is kept unless `checksum` says it is not
 //! the right one or `force` asks for a fresh copy; its checksum is computed
-//! on the host, so nothing is downloaded to find out.
+//! on the host, so nothing is downloaded to find out. A checksum given as
+//! the URL of a checksum file is read from that file, fetched by the host
+//! in the probe.
 
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, FileState, Kind, WriteOpts};
+use crate::modules::kit::http::{curl_line, Auth, AuthArgs};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params};
@@ -22,8 +25,19 @@ pub(crate) const GET_URL: ModuleSpec = ModuleSpec {
     build,
 };
 
-/// The digests `checksum` may name, as `<name>sum` computes them.
-const ALGORITHMS: &[&str] = &["md5", "sha1", "sha224", "sha256", "sha384", "sha512"];
+/// The digests `checksum` may name, as `<name>sum` computes them, with
+/// their length in hex digits.
+const ALGORITHMS: &[(&str, usize)] = &[
+    ("md5", 32),
+    ("sha1", 40),
+    ("sha224", 56),
+    ("sha256", 64),
+    ("sha384", 96),
+    ("sha512", 128),
+];
+
+/// The largest checksum file read (a mirror's whole list is far smaller).
+const MAX_SUMS_BYTES: u32 = 16 << 20;
 
 module_params! {
     struct GetUrlArgs {
@@ -31,7 +45,7 @@ module_params! {
         url: String,
         /// the file on the host, or a folder to put it in under the URL's last name
         dest: String,
-        /// `<algorithm>:<hex digest>` the file must have (sha256, sha1, md5, …)
+        /// `<algorithm>:<hex digest>` the file must have (sha256, sha1, md5, …), or `<algorithm>:<URL>` of a checksum file
         checksum: Option<String>,
         /// download again even if dest exists (without checksum: every run)
         force: bool = false,
@@ -47,13 +61,21 @@ module_params! {
         group: Option<String>,
         /// keep a timestamped copy of a file that is replaced
         backup: bool = false,
+        ..auth: AuthArgs
     }
 }
 
 #[derive(Clone, Debug, PartialEq)]
 struct Checksum {
     algorithm: &'static str,
-    hex: String,
+    digest: Digest,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+enum Digest {
+    Hex(String),
+    /// A checksum file with a line per file, read when planning.
+    Url(String),
 }
 
 struct GetUrl {
@@ -66,6 +88,7 @@ struct GetUrl {
     timeout: i64,
     validate_certs: bool,
     opts: WriteOpts,
+    auth: Auth,
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -87,6 +110,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     if timeout <= 0 {
         return Err(p.error("timeout", "timeout must be a positive number of seconds"));
     }
+    let auth = Auth::read(p, a.auth)?;
     Ok(Box::new(GetUrl {
         name: url_name(&a.url),
         url: a.url,
@@ -96,6 +120,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         timeout,
         validate_certs: a.validate_certs,
         opts: WriteOpts::new(a.mode, a.owner, a.group).with_backup(a.backup),
+        auth,
     }))
 }
 
@@ -105,25 +130,53 @@ fn parse_checksum(text: &str) -> Result<Checksum, String> {
             "checksum '{text}' must be <algorithm>:<hex digest>, such as sha256:…"
         ));
     };
-    let algorithm = ALGORITHMS
+    let (algorithm, _) = ALGORITHMS
         .iter()
-        .find(|a| **a == algorithm.to_ascii_lowercase())
+        .find(|(a, _)| *a == algorithm.to_ascii_lowercase())
         .ok_or_else(|| {
+            let names: Vec<&str> = ALGORITHMS.iter().map(|(a, _)| *a).collect();
             format!(
                 "checksum algorithm '{algorithm}' is not one of {}",
-                ALGORITHMS.join(", ")
+                names.join(", ")
             )
         })?;
-    if hex.contains("://") {
-        return Err(
-            "a checksum read from a URL is not supported; give the digest itself".to_string(),
-        );
+    let digest = if hex.contains("://") {
+        Digest::Url(hex.trim().to_string())
+    } else {
+        let hex = hex.trim().to_ascii_lowercase();
+        if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(format!("checksum '{text}' has no hex digest after the ':'"));
+        }
+        Digest::Hex(hex)
+    };
+    Ok(Checksum { algorithm, digest })
+}
+
+/// The digest a checksum file gives `names` (the URL's last part, then
+/// dest's): lines `<hex>  <name>` or `<hex> *<name>` as `sha256sum` writes
+/// them, or a file holding one digest alone. The first match wins, as in
+/// Ansible.
+fn digest_in(sums: &str, names: &[&str]) -> Option<String> {
+    let lines: Vec<&str> = sums.lines().filter(|l| !l.trim().is_empty()).collect();
+    if let [only] = lines[..] {
+        if only.split_whitespace().count() == 1 {
+            return Some(only.trim().to_string());
+        }
     }
-    let hex = hex.trim().to_ascii_lowercase();
-    if hex.is_empty() || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
-        return Err(format!("checksum '{text}' has no hex digest after the ':'"));
-    }
-    Ok(Checksum { algorithm, hex })
+    let entries: Vec<(&str, &str)> = lines
+        .iter()
+        .filter_map(|l| {
+            let (hex, name) = l.trim_end_matches('\r').split_once(' ')?;
+            let name = name.strip_prefix([' ', '*']).unwrap_or(name);
+            Some((hex, name.trim_start_matches("./")))
+        })
+        .collect();
+    names.iter().find_map(|want| {
+        entries
+            .iter()
+            .find(|(_, name)| name == want)
+            .map(|(hex, _)| hex.to_string())
+    })
 }
 
 /// `https://h/a/b.tar.gz?x=1` → `b.tar.gz`.
@@ -238,7 +291,126 @@ impl Fact for TargetFact {
     }
 }
 
+/// The probe's question about a checksum file.
+struct SumsAt {
+    url: String,
+    /// curl and its options, the part of the command a key may show.
+    curl: String,
+    /// curl config lines: headers and credentials, never in the key.
+    config: Vec<String>,
+    /// Tells different credentials apart in the key.
+    tag: String,
+}
+
+/// A checksum file's text, or why it could not be fetched.
+struct SumsFact;
+
+impl Fact for SumsFact {
+    type Query = SumsAt;
+    type Value = Result<String, String>;
+
+    fn key(q: &SumsAt) -> String {
+        format!("get_url-sums:{} {}{}", q.curl, q.url, q.tag)
+    }
+
+    fn script(q: &SumsAt) -> String {
+        format!(
+            "command -v curl >/dev/null 2>&1 || {{ echo 'a checksum URL needs curl on the host' >&2; exit 127; }}\n{}",
+            curl_line(&q.curl, &q.url, &q.config)
+        )
+    }
+
+    fn parse(_: &SumsAt, r: &ProbeResult) -> Result<Self::Value, ModuleError> {
+        Ok(match r.rc {
+            0 => Ok(r.stdout.clone()),
+            _ => Err(r.stderr.trim().to_string()),
+        })
+    }
+
+    fn render(v: &Self::Value) -> ProbeResult {
+        match v {
+            Ok(text) => ProbeResult::ok(text.clone()),
+            Err(why) => ProbeResult {
+                rc: 1,
+                stdout: String::new(),
+                stderr: why.clone(),
+            },
+        }
+    }
+}
+
 impl GetUrl {
+    /// curl's options for a fetch that fails on an HTTP error.
+    fn curl(&self) -> String {
+        let t = self.timeout;
+        let tls = if self.validate_certs {
+            ""
+        } else {
+            " --insecure"
+        };
+        // curl's --max-time would cap a large download; a stall of `t`
+        // seconds is what fails it, as wget's --timeout does.
+        format!("curl -fsSL{tls} --connect-timeout {t} --speed-limit 1 --speed-time {t}")
+    }
+
+    /// The checksum file's URL, when `checksum` names one.
+    fn sums_url(&self) -> Option<&str> {
+        match &self.checksum {
+            Some(Checksum {
+                digest: Digest::Url(url),
+                ..
+            }) => Some(url),
+            _ => None,
+        }
+    }
+
+    /// The same headers and credentials as the download, as in Ansible.
+    fn sums_at(&self, url: &str) -> SumsAt {
+        SumsAt {
+            url: url.to_string(),
+            curl: format!("{} --max-filesize {MAX_SUMS_BYTES}", self.curl()),
+            config: self.auth.config(),
+            tag: self.auth.key_tag(),
+        }
+    }
+
+    /// The digest the file must have, read from the checksum file when
+    /// `checksum` names one; `path` is where the file goes.
+    fn expected(&self, facts: &Facts, path: &str) -> Result<Option<String>, ModuleError> {
+        let Some(c) = &self.checksum else {
+            return Ok(None);
+        };
+        let url = match &c.digest {
+            Digest::Hex(hex) => return Ok(Some(hex.clone())),
+            Digest::Url(url) => url,
+        };
+        let sums = SumsFact::read(facts, &self.sums_at(url))?
+            .map_err(|why| ModuleError::Missing(format!("cannot download {url}: {why}")))?;
+        let dest_name = path.rsplit('/').next().unwrap_or(path);
+        let mut names: Vec<&str> = self
+            .name
+            .as_deref()
+            .into_iter()
+            .chain([dest_name])
+            .collect();
+        names.dedup();
+        let hex = digest_in(&sums, &names).ok_or_else(|| {
+            ModuleError::Missing(format!("{url} has no checksum for {}", names.join(" or ")))
+        })?;
+        let len = ALGORITHMS
+            .iter()
+            .find(|(a, _)| *a == c.algorithm)
+            .map_or(0, |(_, n)| *n);
+        let hex = hex.to_ascii_lowercase();
+        if hex.len() != len || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(ModuleError::Missing(format!(
+                "{url} gives '{hex}', which is not a {} digest",
+                c.algorithm
+            )));
+        }
+        Ok(Some(hex))
+    }
+
     fn question(&self) -> Where {
         Where {
             dest: self.dest.clone(),
@@ -247,32 +419,41 @@ impl GetUrl {
         }
     }
 
-    /// Downloads into a temp file beside `path`, checks it, installs it.
-    fn download_step(&self, path: &str) -> String {
+    /// Downloads into a temp file beside `path`, checks it against
+    /// `expected`, installs it.
+    fn download_step(&self, path: &str, expected: Option<&str>) -> String {
         let t = self.timeout;
-        let (curl_tls, wget_tls) = if self.validate_certs {
-            ("", "")
+        let wget_tls = if self.validate_certs {
+            ""
         } else {
-            (" --insecure", " --no-check-certificate")
+            " --no-check-certificate"
         };
         let url = quote(&self.url);
         let failed = quote(&format!("cannot download {}", self.url));
+        let curl = curl_line(
+            &format!("{} -o \"$t\"", self.curl()),
+            &self.url,
+            &self.auth.config(),
+        );
+        // wget would put headers and credentials on its command line.
+        let fallback = if self.auth.is_empty() {
+            format!("elif command -v wget >/dev/null 2>&1; then wget -q{wget_tls} --timeout={t} -O \"$t\" -- {url}\n\
+                     else echo 'neither curl nor wget is installed' >&2; false; ")
+        } else {
+            "else echo 'headers or credentials need curl on the host' >&2; false; ".to_string()
+        };
         let mut s = files::temp_beside(path);
-        // curl's --max-time would cap a large download; a stall of `t`
-        // seconds is what fails it, as wget's --timeout does.
         s.push_str(&format!(
-            "if command -v curl >/dev/null 2>&1; then curl -fsSL{curl_tls} --connect-timeout {t} --speed-limit 1 --speed-time {t} -o \"$t\" -- {url}\n\
-             elif command -v wget >/dev/null 2>&1; then wget -q{wget_tls} --timeout={t} -O \"$t\" -- {url}\n\
-             else echo 'neither curl nor wget is installed' >&2; false; fi || {{ rm -f \"$t\"; echo {failed} >&2; exit 1; }}\n"
+            "if command -v curl >/dev/null 2>&1; then {curl}{fallback}fi || {{ rm -f \"$t\"; echo {failed} >&2; exit 1; }}\n"
         ));
-        if let Some(c) = &self.checksum {
+        if let (Some(c), Some(hex)) = (&self.checksum, expected) {
             s.push_str(&format!(
                 "s=$({a}sum -- \"$t\" | cut -d' ' -f1); [ \"$s\" = {hex} ] || {{ rm -f \"$t\"; echo {msg}\"$s\" >&2; exit 1; }}\n",
                 a = c.algorithm,
-                hex = quote(&c.hex),
+                hex = quote(hex),
                 msg = quote(&format!(
-                    "{} does not have {} {}: it has ",
-                    self.url, c.algorithm, c.hex
+                    "{} does not have {} {hex}: it has ",
+                    self.url, c.algorithm
                 )),
             ));
         }
@@ -283,7 +464,10 @@ impl GetUrl {
 
 impl Module for GetUrl {
     fn probes(&self) -> Vec<Probe> {
-        vec![TargetFact::probe(&self.question())]
+        let sums = self.sums_url().map(|u| SumsFact::probe(&self.sums_at(u)));
+        std::iter::once(TargetFact::probe(&self.question()))
+            .chain(sums)
+            .collect()
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
@@ -300,6 +484,7 @@ impl Module for GetUrl {
         } else {
             self.dest.clone()
         };
+        let expected = self.expected(facts, &path)?;
         let mut plan = Plan::noop();
         let download = |before: String| {
             Change::new(
@@ -315,12 +500,12 @@ impl Module for GetUrl {
                 )))
             }
             Found::Absent => plan.changes.push(download("absent".into())),
-            Found::File { sum, .. } => match &self.checksum {
-                Some(c) if *sum != c.hex => plan.changes.push(
+            Found::File { sum, .. } => match (&self.checksum, &expected) {
+                (Some(c), Some(hex)) if sum != hex => plan.changes.push(
                     download(format!("{} {sum}", c.algorithm))
                         .with_evidence(format!("{}sum on the host", c.algorithm)),
                 ),
-                None if self.force => {
+                (None, _) if self.force => {
                     plan.changes.push(download("present".into()));
                     plan.unknown = Some(format!(
                         "force: whether {} differs from {path} is only known by downloading it",
@@ -331,7 +516,8 @@ impl Module for GetUrl {
             },
         }
         if !plan.changes.is_empty() {
-            plan.steps.push(self.download_step(&path));
+            plan.steps
+                .push(self.download_step(&path, expected.as_deref()));
         } else if let Found::File {
             mode, owner, group, ..
         } = &target.found
@@ -391,6 +577,14 @@ pub(crate) fn fact_samples(rt: &mut fact::RoundTrip) {
             rt.check::<TargetFact>(&q(Some("sha256")), Target { in_folder, found });
         }
     }
+    let sums = SumsAt {
+        url: "https://h/SHA256SUMS".into(),
+        curl: "curl -fsSL".into(),
+        config: Vec::new(),
+        tag: String::new(),
+    };
+    rt.check::<SumsFact>(&sums, Ok("ab12  x.tar.gz\n".into()));
+    rt.check::<SumsFact>(&sums, Err("curl: (22) 404".into()));
     rt.check::<TargetFact>(
         &q(None),
         Target {
@@ -414,13 +608,102 @@ mod tests {
     const SUM: &str = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
 
     fn plan_on(params: serde_json::Value, answer: &str) -> Result<Plan, ModuleError> {
+        plan_with_sums(params, answer, Ok(""))
+    }
+
+    /// Plans on a target answer and, for a checksum URL, the checksum file.
+    fn plan_with_sums(
+        params: serde_json::Value,
+        answer: &str,
+        sums: Result<&str, &str>,
+    ) -> Result<Plan, ModuleError> {
         let m = build_test(&GET_URL, params).unwrap();
-        let probe = m.probes().pop().unwrap();
-        let plan = m.plan(&facts_of(&[(&probe.key, answer)]));
+        let probes = m.probes();
+        let mut facts = facts_of(&[(&probes[0].key, answer)]);
+        if let Some(p) = probes.get(1) {
+            let value = sums.map(str::to_string).map_err(str::to_string);
+            facts.insert(p.key.clone(), SumsFact::render(&value));
+        }
+        let plan = m.plan(&facts);
         if let Ok(p) = &plan {
             assert_sh_syntax(&*m, p);
         }
         plan
+    }
+
+    const SUMS_URL: &str = "sha256:https://h/rel/SHA256SUMS";
+
+    #[test]
+    fn a_checksum_file_gives_the_digest_of_the_urls_name_or_dests() {
+        let other = "1".repeat(64);
+        let sums = format!("{other}  other.tar\n{SUM} *./nhc.tar.xz\n");
+        let params = json!({"url": "https://h/rel/nhc.tar.xz", "dest": "/opt/nhc.tar.xz",
+                            "checksum": SUMS_URL});
+        let m = build_test(&GET_URL, params.clone()).unwrap();
+        let sums_probe = &m.probes()[1];
+        assert!(sums_probe.script.contains(
+            "curl -fsSL --connect-timeout 10 --speed-limit 1 --speed-time 10 --max-filesize 16777216 -- https://h/rel/SHA256SUMS"
+        ), "{}", sums_probe.script);
+        let have = format!("file\n644 root root\n{SUM}\n");
+        let plan = plan_with_sums(params.clone(), &have, Ok(&sums)).unwrap();
+        assert!(plan.changes.is_empty(), "{:?}", plan.changes);
+        let plan = plan_with_sums(params.clone(), "file\nabsent\n", Ok(&sums)).unwrap();
+        assert!(plan.steps[0].contains(&format!("[ \"$s\" = {SUM} ]")));
+        // A file of one digest alone, and a line for dest's name only.
+        let plan = plan_with_sums(params.clone(), &have, Ok(&format!("{other}\n"))).unwrap();
+        assert_eq!(
+            plan.changes[0].before.as_deref(),
+            Some(&*format!("sha256 {SUM}"))
+        );
+        let by_dest = json!({"url": "https://h/rel/latest", "dest": "/opt/nhc.tar.xz",
+                             "checksum": SUMS_URL});
+        let plan = plan_with_sums(by_dest, &have, Ok(&sums)).unwrap();
+        assert!(plan.changes.is_empty());
+
+        let err = plan_with_sums(params.clone(), &have, Ok(&format!("{other}  other.tar\n")));
+        assert_eq!(
+            err,
+            Err(ModuleError::Missing(
+                "https://h/rel/SHA256SUMS has no checksum for nhc.tar.xz".into()
+            ))
+        );
+        let err = plan_with_sums(params.clone(), &have, Ok("abc  nhc.tar.xz\n")).unwrap_err();
+        assert!(err.to_string().contains("not a sha256 digest"), "{err}");
+        let err = plan_with_sums(params, &have, Err("curl: (22) 404")).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cannot download https://h/rel/SHA256SUMS: curl: (22) 404"
+        );
+    }
+
+    #[test]
+    fn headers_and_credentials_reach_curl_on_stdin_and_no_key() {
+        let password = "pa'ss $(reboot)\nx";
+        let params = json!({"url": "https://h/a", "dest": "/opt/a", "checksum": SUMS_URL,
+                            "headers": {"X-Token": "t\"1"}, "url_username": "bob",
+                            "url_password": password, "force_basic_auth": true});
+        let m = build_test(&GET_URL, params.clone()).unwrap();
+        let plan = plan_with_sums(params, "file\nabsent\n", Ok(&format!("{SUM}  a\n"))).unwrap();
+        let step = &plan.steps[0];
+        assert!(step.contains("--config - -- https://h/a <<'NODEPROV_SECRET'\nheader = \"X-Token: t\\\"1\"\nuser = \"bob:pa'ss $(reboot)\\nx\"\nbasic\nNODEPROV_SECRET\n"), "{step}");
+        assert!(step.contains("headers or credentials need curl"), "{step}");
+        assert!(!step.contains("wget"), "{step}");
+        for p in m.probes() {
+            assert!(
+                !p.key.contains("pa'ss") && !p.key.contains("bob"),
+                "{}",
+                p.key
+            );
+            let shown = crate::remote::shell::mask_secrets(&p.script);
+            assert!(!shown.contains("pa'ss"), "{shown}");
+        }
+        let shown = crate::remote::shell::mask_secrets(step);
+        assert!(
+            !shown.contains("pa'ss") && !shown.contains("t\\\"1"),
+            "{shown}"
+        );
+        let text = format!("{:?}{:?}", plan.changes, plan.notes);
+        assert!(!text.contains("pa'ss"), "{text}");
     }
 
     #[test]
@@ -436,9 +719,14 @@ mod tests {
         .contains("not one of"));
         assert!(build_error(
             &GET_URL,
-            json!({"url": "https://h/x", "dest": "/x", "checksum": "sha256:https://h/SUMS"})
+            json!({"url": "https://h/x", "dest": "/x", "url_password": "p"})
         )
-        .contains("not supported"));
+        .contains("needs url_username"));
+        assert!(build_error(
+            &GET_URL,
+            json!({"url": "https://h/x", "dest": "/x", "headers": {"A": "x\r\nB: y"}})
+        )
+        .contains("line break"));
         assert!(build_error(
             &GET_URL,
             json!({"url": "https://h/x", "dest": "/x", "checksum": "sha256:zz"})
@@ -453,7 +741,7 @@ mod tests {
             parse_checksum("SHA256:ABC1"),
             Ok(Checksum {
                 algorithm: "sha256",
-                hex: "abc1".into()
+                digest: Digest::Hex("abc1".into())
             })
         );
     }

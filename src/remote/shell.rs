@@ -133,9 +133,59 @@ pub(crate) fn unescape_octal(field: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Ends the here-document of [`secret_stdin`]; a line of the text never
+/// equals it, since callers escape line breaks inside their values.
+const SECRET_END: &str = "NODEPROV_SECRET";
+
+/// `command` fed `text` on its standard input by a here-document: the text
+/// is on no command line (`ps` shows none of it), and [`mask_secrets`]
+/// takes it out of any script a report shows. Must end its line.
+pub fn secret_stdin(command: &str, text: &str) -> String {
+    format!("{command} <<'{SECRET_END}'\n{text}\n{SECRET_END}\n")
+}
+
+/// `script` with the text of each [`secret_stdin`] replaced by `(hidden)`.
+pub fn mask_secrets(script: &str) -> String {
+    let open = format!("<<'{SECRET_END}'\n");
+    let close = format!("\n{SECRET_END}\n");
+    let mut out = String::with_capacity(script.len());
+    let mut rest = script;
+    while let Some(start) = rest.find(&open) {
+        let body = start + open.len();
+        let Some(len) = rest[body..].find(&close) else {
+            break;
+        };
+        out.push_str(&rest[..body]);
+        out.push_str("(hidden)");
+        rest = &rest[body + len..];
+    }
+    out.push_str(rest);
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn secret_stdin_runs_and_is_masked() {
+        let script = secret_stdin("cat", "user = \"u:$(p)\"") + "echo done";
+        let out = std::process::Command::new("sh")
+            .args(["-c", &script])
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "user = \"u:$(p)\"\ndone\n"
+        );
+        let masked = mask_secrets(&format!("{script}\n{script}"));
+        assert!(!masked.contains("u:$(p)"), "{masked}");
+        assert_eq!(masked.matches("(hidden)").count(), 2, "{masked}");
+        assert_eq!(
+            mask_secrets("cat <<'EOF'\nx\nEOF\n"),
+            "cat <<'EOF'\nx\nEOF\n"
+        );
+    }
 
     #[test]
     fn octal_escapes_decode_and_others_stay() {

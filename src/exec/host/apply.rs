@@ -29,13 +29,13 @@ impl<'p> HostRun<'_, 'p> {
         let pending = std::mem::take(&mut self.pending);
         let ran_command = pending
             .iter()
-            .any(|p| p.is_command && !p.instance.spec.read_only);
+            .any(|p| p.command.is_some() && !p.instance.spec.read_only);
         let delegated = pending.iter().any(|p| p.instance.spec.task.delegate_local);
         let (steps, waiting): (Vec<Step>, Vec<_>) = pending
             .into_iter()
             .map(|p| {
                 let i = p.step.result;
-                (p.step, (i, p.is_command, p.instance))
+                (p.step, (i, p.command, p.instance))
             })
             .unzip();
         // A delegated task is alone in its batch (see `plan_task`).
@@ -46,16 +46,16 @@ impl<'p> HostRun<'_, 'p> {
         self.changed_since_probe = true;
         // A step failed for good: the script stopped there.
         let mut step_failed = false;
-        for (i, is_command, instance) in waiting {
+        for (i, command, instance) in waiting {
             let Some(r) = applied.reports.get(&i) else {
                 let stopped = self.stopped || step_failed;
                 self.outcomes.unfinished(i, &applied.ended, stopped);
                 self.stopped |= !step_failed;
                 break;
             };
-            let result = self.settle(instance, i, is_command, r);
+            let result = self.settle(instance, i, command.as_deref(), r);
             step_failed |= self.outcomes.failed_for_good(i);
-            if is_command {
+            if command.is_some() {
                 results.insert(i, result);
             }
         }
@@ -86,15 +86,18 @@ impl<'p> HostRun<'_, 'p> {
         &mut self,
         instance: TaskInstance<'p>,
         i: usize,
-        is_command: bool,
+        command: Option<&dyn Module>,
         r: &ProbeResult,
     ) -> Value {
         self.outcomes
             .step_reported(i, r, instance.spec.task.timeout);
         let spec = instance.spec;
         let mut registered = Value::Null;
-        if is_command {
+        if let Some(module) = command {
             let mut result = command_result(r);
+            if let Value::Object(m) = &mut result {
+                m.extend(module.command_returns(r));
+            }
             let t = self.ctx.templates;
             if self.outcomes.conditions(t, &instance, i, &mut result) == Status::Changed {
                 self.notify(spec);

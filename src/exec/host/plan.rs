@@ -38,7 +38,7 @@ impl<'p> HostRun<'_, 'p> {
         };
         if let Some(r) = self.query_answer(spec, module.as_ref(), &plan) {
             let i = self.outcomes.answered(&instance);
-            return (self.settle(instance, i, true, &r), false);
+            return (self.settle(instance, i, Some(module.as_ref()), &r), false);
         }
         // A command marked `check_mode: false` runs even in check mode, as in Ansible.
         let check = spec.task.check_mode.unwrap_or(self.ctx.opts.check);
@@ -91,9 +91,11 @@ impl<'p> HostRun<'_, 'p> {
         let (Some(reg), true) = (&task.register, is_command) else {
             return is_command && runs && task.failed_when.is_some();
         };
-        if runs {
+        // A command skipped by `creates`/`removes` has no step to wait for:
+        // its planned result is registered as it is.
+        if runs && status == Status::Changed {
             self.pending_registers.insert(reg.clone());
-        } else if status != Status::Ok {
+        } else if !runs && status != Status::Ok {
             self.unknown_vars.insert(reg.clone(), spec.name.clone());
         }
         runs && task.failed_when.is_some()
@@ -127,9 +129,15 @@ impl<'p> HostRun<'_, 'p> {
             }
         }
         if planned == Status::Changed {
-            if !is_command && self.outcomes.status(i) == Status::Changed {
-                self.to_verify.push(ToVerify { result: i, module });
-            }
+            let command = match is_command {
+                true => Some(module),
+                false => {
+                    if self.outcomes.status(i) == Status::Changed {
+                        self.to_verify.push(ToVerify { result: i, module });
+                    }
+                    None
+                }
+            };
             let may_fail = instance.ignore_errors || spec.failed_when.is_some();
             let steps = with_environment(&instance.environment, steps);
             let play = self.ctx.play;
@@ -137,7 +145,7 @@ impl<'p> HostRun<'_, 'p> {
             let steps = with_timeout(spec.task.timeout, steps);
             self.pending.push(Pending {
                 step: Step::new(i, steps, may_fail),
-                is_command,
+                command,
                 instance,
             });
         }

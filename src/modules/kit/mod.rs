@@ -6,6 +6,7 @@ pub(crate) mod connection;
 pub(crate) mod fact;
 pub(crate) mod files;
 pub(crate) mod fstab;
+pub(crate) mod http;
 pub(crate) mod module;
 pub(crate) mod packages;
 pub(crate) mod plan;

@@ -3,7 +3,7 @@
 use super::connection::ConnectionAction;
 use super::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{ParamError, ParamSpec, Params};
-use crate::remote::probe::Probe;
+use crate::remote::probe::{Probe, ProbeResult};
 
 pub(crate) trait Module: Send + Sync {
     fn probes(&self) -> Vec<Probe>;
@@ -12,6 +12,11 @@ pub(crate) trait Module: Send + Sync {
     /// their result registered from the real run.
     fn is_command(&self) -> bool {
         false
+    }
+    /// Return values a command reads from its step's output, registered
+    /// besides `rc`, `stdout` and `stderr`.
+    fn command_returns(&self, _output: &ProbeResult) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::Map::new()
     }
     /// The command itself as a probe, for tasks that declare it read-only.
     fn query_probe(&self) -> Option<Probe> {
