@@ -12,7 +12,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Instant;
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::instance::{Items, Resolution, Resolver, TaskInstance};
 use super::outcome::Outcomes;
@@ -404,7 +404,8 @@ impl<'a, 'p> HostRun<'a, 'p> {
         let mut next = Next::Continue;
         let mut loop_results = Vec::new();
         for (instance, module) in instances {
-            let (result, flush) = match module {
+            let item = self.loop_item(&instance);
+            let (mut result, flush) = match module {
                 None => {
                     self.outcomes.skipped(&instance);
                     (json!({"changed": false, "skipped": true}), false)
@@ -413,6 +414,10 @@ impl<'a, 'p> HostRun<'a, 'p> {
             };
             if flush {
                 next = Next::FlushAfter;
+            }
+            if let (Some((var, value)), Value::Object(r)) = (item, &mut result) {
+                r.insert(var.to_string(), value);
+                r.insert("ansible_loop_var".into(), json!(var));
             }
             loop_results.push(result);
             if self.stopped {
@@ -486,6 +491,14 @@ impl<'a, 'p> HostRun<'a, 'p> {
         } else {
             Err(Next::FlushBefore)
         }
+    }
+
+    /// A looped instance's loop variable and item, which Ansible keeps in
+    /// each of the loop's results (`results[0].item`).
+    fn loop_item(&self, instance: &TaskInstance<'p>) -> Option<(&'p str, Value)> {
+        let var = instance.spec.task.loop_var.as_str();
+        instance.spec.loop_items.as_ref()?;
+        Some((var, instance.vars.get(var).cloned().unwrap_or(Value::Null)))
     }
 
     fn notify(&mut self, spec: &PreparedTask) {

@@ -3,8 +3,8 @@
 use std::sync::Arc;
 
 use crate::modules::kit::fact::Fact;
-use crate::modules::kit::files::FileFact;
 use crate::modules::kit::files::{self, WriteOpts};
+use crate::modules::kit::files::{FileFact, FileState, Kind};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params};
@@ -68,6 +68,9 @@ module_params! {
 
 struct FileContent {
     dest: String,
+    /// Where the file goes when `dest` is a folder: in it, under the
+    /// source's name, as Ansible puts it (content has no name to take).
+    inside: Option<String>,
     /// Shared by every host when it comes from a `src:` file.
     content: Arc<str>,
     opts: WriteOpts,
@@ -78,12 +81,21 @@ struct FileContent {
 fn module(
     p: &Params,
     dest: String,
+    src: Option<&std::path::Path>,
     content: Arc<str>,
     w: WriteArgs,
 ) -> Result<Box<dyn Module>, ParamError> {
+    let name = src.and_then(|s| s.file_name()).map(|n| n.to_string_lossy());
+    let inside = name.map(|n| format!("{}/{n}", dest.trim_end_matches('/')));
+    // A trailing slash says it is a folder whatever the host holds.
+    let (dest, inside) = match (dest.ends_with('/'), inside) {
+        (true, Some(inner)) => (inner, None),
+        (_, inside) => (dest, inside),
+    };
     p.destructive_path("dest", &dest)?;
     Ok(Box::new(FileContent {
         dest,
+        inside,
         content,
         opts: WriteOpts::new(w.mode, w.owner, w.group)
             .with_backup(w.backup)
@@ -110,12 +122,15 @@ fn read_src(p: &Params, src: &str) -> Result<(std::path::PathBuf, Arc<str>), Par
 
 fn build_copy(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = CopyArgs::read(p)?;
-    let content = match (a.content, a.src) {
-        (Some(c), None) => c.into(),
-        (None, Some(src)) => read_src(p, &src)?.1,
+    let (src, content) = match (a.content, a.src) {
+        (Some(c), None) => (None, c.into()),
+        (None, Some(src)) => {
+            let (path, text) = read_src(p, &src)?;
+            (Some(path), text)
+        }
         _ => return Err(p.error("content", "give exactly one of 'src' or 'content'")),
     };
-    module(p, a.dest, content, a.write)
+    module(p, a.dest, src.as_deref(), content, a.write)
 }
 
 fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -128,18 +143,30 @@ fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             format!("template {}{at}: {}", path.display(), e.message),
         )
     })?;
-    module(p, a.dest, content.into(), a.write)
+    module(p, a.dest, Some(&path), content.into(), a.write)
 }
 
 impl Module for FileContent {
     fn probes(&self) -> Vec<Probe> {
-        vec![FileFact::probe(&self.dest)]
+        let paths = std::iter::once(&self.dest).chain(&self.inside);
+        paths.map(|p| FileFact::probe(p)).collect()
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
-        let current = FileFact::read(facts, &self.dest)?;
+        let mut dest = &self.dest;
+        let mut current = FileFact::read(facts, dest)?;
+        if let (
+            Some(inner),
+            Some(FileState {
+                kind: Kind::Dir, ..
+            }),
+        ) = (&self.inside, &current)
+        {
+            dest = inner;
+            current = FileFact::read(facts, dest)?;
+        }
         files::plan_content(
-            &self.dest,
+            dest,
             current.as_ref(),
             &self.content,
             &self.opts,
@@ -163,6 +190,7 @@ mod tests {
     fn module(content: &str, mode: Option<u32>) -> FileContent {
         FileContent {
             dest: "/etc/x.conf".into(),
+            inside: None,
             content: content.into(),
             opts: WriteOpts {
                 mode,
@@ -181,6 +209,51 @@ mod tests {
         assert_eq!(TEMPLATE.params.names[..2], ["src", "dest"]);
         assert_eq!(TEMPLATE.params.names[2..], write);
         assert_eq!(TEMPLATE.params.required, ["src", "dest"]);
+    }
+
+    #[test]
+    fn a_source_copied_to_a_folder_lands_in_it_under_its_own_name() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("z00_lmod.sh"), "export A=1\n").unwrap();
+        let src = dir.path().join("z00_lmod.sh").display().to_string();
+        let build = |dest: &str| {
+            crate::modules::kit::testing::build_test(
+                &COPY,
+                serde_json::json!({"src": src, "dest": dest}),
+            )
+            .unwrap()
+        };
+        let folder = FileState {
+            kind: Kind::Dir,
+            content: None,
+            ..FileState::written("", 0o755, "root", "root")
+        };
+        let m = build("/etc/profile.d");
+        let keys: Vec<String> = m.probes().into_iter().map(|p| p.key).collect();
+        assert_eq!(
+            keys,
+            [
+                FileFact::key("/etc/profile.d"),
+                FileFact::key("/etc/profile.d/z00_lmod.sh")
+            ]
+        );
+        let mut facts = facts_with("/etc/profile.d", Some(folder));
+        facts.insert(
+            FileFact::key("/etc/profile.d/z00_lmod.sh"),
+            FileFact::render(&None),
+        );
+        let plan = m.plan(&facts).unwrap();
+        assert_eq!(plan.changes[0].subject, "/etc/profile.d/z00_lmod.sh");
+        // A trailing slash names the folder without asking the host.
+        let keys: Vec<String> = build("/etc/profile.d/")
+            .probes()
+            .into_iter()
+            .map(|p| p.key)
+            .collect();
+        assert_eq!(keys, [FileFact::key("/etc/profile.d/z00_lmod.sh")]);
+        // A file where the folder was expected is replaced, as before.
+        let plan = m.plan(&facts_with("/etc/profile.d", None)).unwrap();
+        assert_eq!(plan.changes[0].subject, "/etc/profile.d");
     }
 
     #[test]
