@@ -60,7 +60,8 @@ impl FileState {
 }
 
 /// A path's type, mode, owner, size, link target and (small) content;
-/// `None` when it does not exist.
+/// `None` when it does not exist. The content is attached to the answer
+/// (`np_cat`), so the probe's one process of its own is its `stat`.
 pub(crate) struct FileFact;
 
 impl Fact for FileFact {
@@ -77,7 +78,7 @@ impl Fact for FileFact {
 if [ -L "$p" ]; then t=l; elif [ -f "$p" ]; then t=f; elif [ -d "$p" ]; then t=d; elif [ -e "$p" ]; then t=o; else echo absent; exit 0; fi
 set -- $(stat -c '%a %U %G %s' -- "$p"); echo "$t $1 $2 $3 $4"
 if [ "$t" = l ]; then readlink -- "$p"; else echo; fi
-if [ "$t" = f ]; then if [ "$4" -le {MAX_CONTENT} ]; then cat -- "$p"; else sha256sum -- "$p"; exit 3; fi; fi"#,
+if [ "$t" = f ]; then if [ "$4" -le {MAX_CONTENT} ]; then np_cat "$p"; else sha256sum -- "$p"; exit 3; fi; fi"#,
             p = quote(path)
         )
     }
@@ -103,6 +104,12 @@ if [ "$t" = f ]; then if [ "$4" -le {MAX_CONTENT} ]; then cat -- "$p"; else sha2
         };
         let (link, content) = rest.split_once('\n').unwrap_or((rest, ""));
         let large = kind == Kind::File && r.rc == 3;
+        let read = kind == Kind::File && r.rc == 0;
+        // The framing's line of the attached file's size, before its bytes.
+        let content = match read {
+            true => content.split_once('\n').map_or("", |(_, c)| c),
+            false => content,
+        };
         Ok(Some(FileState {
             kind,
             mode: u32::from_str_radix(mode, 8).map_err(|_| bad("bad mode"))?,
@@ -110,7 +117,7 @@ if [ "$t" = f ]; then if [ "$4" -le {MAX_CONTENT} ]; then cat -- "$p"; else sha2
             group: group.to_string(),
             size: size.parse().map_err(|_| bad("bad size"))?,
             link_target: (kind == Kind::Link).then(|| link.to_string()),
-            content: (kind == Kind::File && r.rc == 0).then(|| content.to_string()),
+            content: read.then(|| content.to_string()),
             sha256: large.then(|| content.split(' ').next().unwrap_or_default().to_string()),
         }))
     }
@@ -127,7 +134,8 @@ if [ "$t" = f ]; then if [ "$4" -le {MAX_CONTENT} ]; then cat -- "$p"; else sha2
         };
         let body = match (&st.content, &st.sha256) {
             (None, Some(sum)) => format!("{sum}  -\n"),
-            (content, _) => content.clone().unwrap_or_default(),
+            (Some(content), _) if st.kind == Kind::File => format!("{}\n{content}", content.len()),
+            _ => String::new(),
         };
         ProbeResult {
             rc: if st.sha256.is_some() { 3 } else { 0 },

@@ -746,6 +746,8 @@ fn probes_read_a_host_tree() {
     fs::write(r("/etc/sysctl.conf"), "vm.swappiness = 60\n").unwrap();
     symlink("../sysctl.conf", r("/etc/sysctl.d/99-sysctl.conf")).unwrap();
     symlink("/dev/null", r("/etc/sysctl.d/50-masked.conf")).unwrap();
+    fs::write(r("/etc/extra.conf"), "# read through a link\n").unwrap();
+    symlink("../../etc/extra.conf", r("/run/sysctl.d/70-extra.conf")).unwrap();
     fs::write(r("/usr/lib/sysctl.d/50-masked.conf"), "vm.swappiness = 1\n").unwrap();
     fs::write(r("/run/sysctl.d/a b.conf"), "@@SYSCTL f 1 1 1\n").unwrap();
     fs::write(r("/usr/lib/sysctl.d/ignored.txt"), "vm.swappiness = 2\n").unwrap();
@@ -783,13 +785,18 @@ fn probes_read_a_host_tree() {
         [
             "/etc/sysctl.d/50-masked.conf",
             "/etc/sysctl.d/99-sysctl.conf",
+            "/run/sysctl.d/70-extra.conf",
             "/run/sysctl.d/a b.conf",
             "/usr/lib/sysctl.d/50-masked.conf",
             "/etc/sysctl.conf"
         ]
     );
-    assert_eq!(conf[1].link.as_deref(), Some("../sysctl.conf"));
-    assert_eq!(conf[2].content.as_deref(), Some("@@SYSCTL f 1 1 1\n"));
+    // Links to /etc/sysctl.conf and /dev/null are told by `-ef`, not read.
+    assert_eq!(conf[0].link.as_deref(), Some("/dev/null"));
+    assert_eq!(conf[1].link.as_deref(), Some("/etc/sysctl.conf"));
+    assert_eq!(conf[2].link.as_deref(), Some("../../etc/extra.conf"));
+    assert_eq!(conf[2].content.as_deref(), Some("# read through a link\n"));
+    assert_eq!(conf[3].content.as_deref(), Some("@@SYSCTL f 1 1 1\n"));
     let t = TunedProfile::parse("", &results[&TunedProfile::key("")])
         .unwrap()
         .unwrap();
