@@ -8,6 +8,7 @@ pub mod connect;
 pub(crate) mod fake;
 pub mod fd_limit;
 pub mod host_facts;
+pub mod joint;
 pub mod local;
 pub mod probe;
 pub mod shell;

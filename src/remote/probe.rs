@@ -11,6 +11,9 @@
 //! a table (`@@NP <token> table <n>`, then the n headers, then the outputs
 //! in header order): one `wc` and one `cat` for the whole script instead of
 //! two `wc` and a `cat` per unit, since a probe runs on busy production nodes.
+//! A probe unit may also attach host files (`np_cat FILE...`): the same `wc`
+//! and `cat` read them after every output, and their sizes end the unit's
+//! header, so a probe that reads files starts no process for them.
 //!
 //! A unit runs as `command eval "( BODY )"`: a subshell, so its `exit`, `cd`
 //! or variables stay its own, that is the unit's only extra process, since
@@ -24,6 +27,7 @@
 
 use std::collections::BTreeMap;
 
+pub use crate::remote::joint::Joint;
 use crate::remote::shell::{quote, quote_into};
 
 /// One read-only question for the host, identified by a canonical key so
@@ -32,6 +36,8 @@ use crate::remote::shell::{quote, quote_into};
 pub struct Probe {
     pub key: String,
     pub script: String,
+    /// How it shares one unit with probes of its group, if it can.
+    pub joint: Option<Joint>,
 }
 
 impl Probe {
@@ -39,6 +45,14 @@ impl Probe {
         Probe {
             key: key.into(),
             script: script.into(),
+            joint: None,
+        }
+    }
+
+    pub fn with_joint(self, joint: Joint) -> Self {
+        Probe {
+            joint: Some(joint),
+            ..self
         }
     }
 }
