@@ -110,8 +110,9 @@ const STREAM: &str = r#"np_unit() {
 /// `np_cat FILE...` in a unit attaches host files to its answer: the one
 /// `wc` and the one `cat` read them after every staged output, so a probe
 /// that reads files costs no process of its own for them. The unit's
-/// answer is its output, then a line of the files' sizes, then their bytes
-/// (see [`parse_frames`]). A path with a newline (it would break the list)
+/// answer is its output, then a line of the files' sizes, then the files
+/// (see [`parse_frames`]; a size is the file's length as UTF-8 text, which
+/// is its size in bytes unless it holds bytes that are not UTF-8). A path with a newline (it would break the list)
 /// is copied into the staging folder first.
 const TABLE: &str = r#"np_n=0 np_rcs= np_fs=
 np_unit() {
@@ -337,15 +338,20 @@ impl Frame<'_> {
     fn insert_into(self, results: &mut BTreeMap<String, ProbeResult>, files: Option<Vec<&[u8]>>) {
         let mut r = ProbeResult {
             rc: self.rc,
-            stdout: String::new(),
+            stdout: String::from_utf8_lossy(self.out).into_owned(),
             stderr: String::from_utf8_lossy(self.err).into_owned(),
         };
-        let mut stdout = self.out.to_vec();
         match files.filter(|_| !self.attached.is_empty()) {
             Some(files) => {
-                let sizes: Vec<String> = self.attached.iter().map(usize::to_string).collect();
-                stdout.extend(format!("{}\n", sizes.join(" ")).as_bytes());
-                files.iter().for_each(|f| stdout.extend(*f));
+                // Each file is text on its own, and its size is its length
+                // as text: a byte that is not UTF-8 cannot shift the next file.
+                let texts: Vec<String> = files
+                    .iter()
+                    .map(|f| String::from_utf8_lossy(f).into_owned())
+                    .collect();
+                let sizes: Vec<String> = texts.iter().map(|t| t.len().to_string()).collect();
+                r.stdout.push_str(&format!("{}\n", sizes.join(" ")));
+                texts.iter().for_each(|t| r.stdout.push_str(t));
             }
             None if !self.attached.is_empty() => {
                 r.rc = CHANGED_WHILE_READ;
@@ -354,7 +360,6 @@ impl Frame<'_> {
             }
             None => {}
         }
-        r.stdout = String::from_utf8_lossy(&stdout).into_owned();
         results.insert(self.id.to_string(), r);
     }
 }
@@ -685,13 +690,14 @@ mod tests {
     #[test]
     fn outputs_and_attached_files_arrive_byte_for_byte() {
         let dir = tempfile::tempdir().unwrap();
-        let files: [(&str, &[u8]); 6] = [
+        let files: [(&str, &[u8]); 7] = [
             ("nul", b"a\0b\0"),
             ("trailing", b"x\n\n\n"),
             ("no final newline", b"y"),
             ("empty", b""),
             ("it's", b"@@NP t 0 0 9 9\n"),
             ("new\nline", b"z\n"),
+            ("latin1", b"\xe9t\xe9\n"),
         ];
         let mut paths = Vec::new();
         for (name, bytes) in files {
@@ -720,9 +726,14 @@ mod tests {
         ];
         let out = run(build_script("t", &units, false, &[]));
         let res = parse_frames("t", &out, &ids(&units)).unwrap();
-        let contents: Vec<u8> = files.iter().flat_map(|(_, b)| b.iter().copied()).collect();
-        let want = [b"own\0".as_slice(), b"4 4 1 0 15 2\n", &contents].concat();
-        assert_eq!(res["all"].stdout.as_bytes(), want);
+        let contents: Vec<u8> = files[..6]
+            .iter()
+            .flat_map(|(_, b)| b.iter().copied())
+            .collect();
+        // Sizes are lengths as text: each byte that is not UTF-8 reads as U+FFFD.
+        let want = [b"own\0".as_slice(), b"4 4 1 0 15 2 8\n", &contents].concat();
+        let latin1 = "\u{fffd}t\u{fffd}\n";
+        assert_eq!(res["all"].stdout, String::from_utf8_lossy(&want) + latin1);
         assert_eq!(res["all"].rc, 0);
         assert_eq!(res["relative"].stdout, "4\na\0b\0");
         assert_eq!(res["missing"].rc, 1);
@@ -776,8 +787,9 @@ mod tests {
             let out = run(build_script("t", &units, false, &[]));
             let res = parse_frames("t", &out, &ids(&units)).unwrap();
             for (i, o) in outs.iter().enumerate() {
-                let want = [o.as_slice(), format!("{}\n", file.len()).as_bytes(), &file].concat();
-                proptest::prop_assert_eq!(&res[&format!("u{i}")].stdout, &String::from_utf8_lossy(&want));
+                let text = String::from_utf8_lossy(&file);
+                let want = format!("{}{}\n{text}", String::from_utf8_lossy(o), text.len());
+                proptest::prop_assert_eq!(&res[&format!("u{i}")].stdout, &want);
             }
         }
     }
