@@ -107,7 +107,7 @@ impl<'a> Wire<'a> {
         &mut self,
         probes: Vec<Probe>,
     ) -> Result<BTreeMap<String, ProbeResult>, WireError> {
-        let batch = Batch::new(probes);
+        let batch = Batch::new(probes, self.transport.joins_probes());
         let ids: Vec<String> = batch.units.iter().map(|u| u.0.clone()).collect();
         let observed_at = rfc3339(std::time::SystemTime::now());
         self.observations

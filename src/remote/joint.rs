@@ -60,7 +60,8 @@ struct Joined {
 }
 
 impl Batch {
-    pub fn new(probes: Vec<Probe>) -> Batch {
+    /// With `join` false every probe is a unit of its own.
+    pub fn new(probes: Vec<Probe>, join: bool) -> Batch {
         let mut groups: BTreeMap<String, Vec<Probe>> = BTreeMap::new();
         let mut batch = Batch {
             units: Vec::new(),
@@ -68,7 +69,7 @@ impl Batch {
             joined: Vec::new(),
         };
         for p in probes {
-            match &p.joint {
+            match p.joint.as_ref().filter(|_| join) {
                 Some(j) => groups.entry(j.group.clone()).or_default().push(p),
                 None => batch.alone(p),
             }
@@ -150,12 +151,14 @@ mod tests {
 
     #[test]
     fn probes_of_one_group_share_a_unit_and_get_their_own_answers() {
-        let batch = Batch::new(vec![
+        let probes = vec![
             joined("a", "g"),
             Probe::new("plain", "true"),
             joined("b", "g"),
             joined("c", "lonely"),
-        ]);
+        ];
+        assert_eq!(Batch::new(probes.clone(), false).units.len(), 4);
+        let batch = Batch::new(probes, true);
         let units: Vec<(&str, &str)> = batch
             .units
             .iter()

@@ -58,4 +58,10 @@ pub trait Transport: Send {
     /// Runs one script on the host and returns its output; a non-zero exit
     /// status is not an error at this layer.
     fn run(&mut self, script: &Script) -> Result<Output, TransportError>;
+
+    /// Whether probes of one group may share a unit (see [`joint`]): not
+    /// for a test double that answers each probe by its key.
+    fn joins_probes(&self) -> bool {
+        true
+    }
 }

@@ -6,7 +6,7 @@ use base64::Engine;
 use super::fact::{self, Fact};
 use super::plan::{Change, ModuleError, Plan};
 use crate::modules::params::Mode;
-use crate::remote::probe::ProbeResult;
+use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
 
 /// Content larger than this is compared by SHA-256 only, and not diffed.
@@ -70,6 +70,11 @@ impl Fact for FileFact {
 
     fn key(path: &str) -> String {
         format!("file:{path}")
+    }
+
+    /// Every file fact of a batch joins one unit, with one `stat`.
+    fn probe(path: &str) -> Probe {
+        Probe::new(Self::key(path), Self::script(path)).with_joint(super::files_joint::joint(path))
     }
 
     fn script(path: &str) -> String {

@@ -4,6 +4,7 @@
 pub(crate) mod account;
 pub(crate) mod fact;
 pub(crate) mod files;
+mod files_joint;
 pub(crate) mod fstab;
 pub(crate) mod module;
 pub(crate) mod plan;

@@ -963,7 +963,7 @@ fn live_values_of_several_tasks_are_read_together() {
     std::fs::write(vm.join("swappiness"), "60\n").unwrap();
     std::fs::write(vm.join("overcommit_memory"), "1\n").unwrap();
     let run = |probes: Vec<Probe>| {
-        let batch = Batch::new(probes);
+        let batch = Batch::new(probes, true);
         let ids: Vec<String> = batch.units.iter().map(|u| u.0.clone()).collect();
         let body = build_script("t", &batch.units, false, &[]);
         let script = Script {
