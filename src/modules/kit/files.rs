@@ -4,9 +4,10 @@
 use base64::Engine;
 
 use super::fact::{self, Fact};
+use super::files_joint;
 use super::plan::{Change, ModuleError, Plan};
 use crate::modules::params::Mode;
-use crate::remote::probe::{Probe, ProbeResult};
+use crate::remote::probe::{Joint, Probe, ProbeResult};
 use crate::remote::shell::quote;
 
 /// Content larger than this is compared by SHA-256 only, and not diffed.
@@ -74,7 +75,12 @@ impl Fact for FileFact {
 
     /// Every file fact of a batch joins one unit, with one `stat`.
     fn probe(path: &str) -> Probe {
-        Probe::new(Self::key(path), Self::script(path)).with_joint(super::files_joint::joint(path))
+        Probe::new(Self::key(path), Self::script(path)).with_joint(Joint {
+            group: "file".into(),
+            query: path.into(),
+            script: |paths| files_joint::script(paths, MAX_CONTENT),
+            split: files_joint::split,
+        })
     }
 
     fn script(path: &str) -> String {
@@ -543,8 +549,10 @@ mod tests {
             "{err}"
         );
     }
+    use crate::remote::joint::Batch;
     use crate::remote::probe::{build_script, parse_frames};
     use crate::remote::{local::LocalTransport, Purpose, Script, Transport};
+    use std::collections::BTreeMap;
 
     fn run(body: String) -> crate::remote::Output {
         LocalTransport
@@ -578,6 +586,45 @@ mod tests {
             FileFact::parse(p, &FileFact::render(&Some(st.clone()))).unwrap(),
             Some(st)
         );
+    }
+
+    fn answers(probes: Vec<Probe>) -> (usize, BTreeMap<String, ProbeResult>) {
+        let batch = Batch::new(probes, true);
+        let ids: Vec<String> = batch.units.iter().map(|u| u.0.clone()).collect();
+        let script = Script {
+            purpose: Purpose::Probe,
+            body: build_script("t", &batch.units, false, &[]),
+            become_user: None,
+        };
+        let out = LocalTransport.run(&script).unwrap();
+        let by_unit = parse_frames("t", &out.stdout, &ids).unwrap();
+        (batch.units.len(), batch.answers(by_unit))
+    }
+
+    /// Every kind of path gets, from the one joint unit, the answer its own
+    /// probe gives.
+    #[test]
+    fn joint_answers_are_the_answers_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+        std::fs::write(at("a b'c"), "x = 1\ny\n").unwrap();
+        std::fs::write(at("empty"), "").unwrap();
+        std::fs::write(at("nul"), b"a\0\n\n").unwrap();
+        std::fs::write(at("large"), "x".repeat(MAX_CONTENT as usize + 1)).unwrap();
+        std::os::unix::fs::symlink("a b'c", at("link")).unwrap();
+        std::fs::create_dir(at("dir")).unwrap();
+        let paths = ["a b'c", "missing", "empty", "nul", "large", "link", "dir"].map(at);
+        let probes: Vec<Probe> = paths.iter().map(|p| FileFact::probe(p)).collect();
+        let (units, together) = answers(probes.clone());
+        assert_eq!(units, 1);
+        for (path, p) in paths.iter().zip(probes) {
+            let key = p.key.clone();
+            let (_, alone) = answers(vec![p]);
+            assert_eq!(together[&key], alone[&key], "{path}");
+            assert!(FileFact::parse(path, &together[&key]).is_ok(), "{path}");
+        }
+        let read = FileFact::parse(&paths[3], &together[&FileFact::key(&paths[3])]).unwrap();
+        assert_eq!(read.unwrap().content.as_deref(), Some("a\0\n\n"));
     }
 
     #[test]

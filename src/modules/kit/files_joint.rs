@@ -1,28 +1,18 @@
 //! Every file fact of a probe batch answered by one unit: one `stat` for
 //! all the paths instead of one per path, the contents attached to the
-//! framing's one `cat`, and each path's answer as [`FileFact`]'s own
-//! script would have given it.
+//! framing's one `cat`, and each path's answer as the file fact's own
+//! script would have given it. Content over `max` bytes is read as its
+//! SHA-256, as the file fact does.
 
-use super::files::MAX_CONTENT;
-use crate::remote::probe::{Joint, ProbeResult};
+use crate::remote::probe::ProbeResult;
 use crate::remote::shell::quote;
-
-/// How a file fact joins the others of its batch.
-pub(crate) fn joint(path: &str) -> Joint {
-    Joint {
-        group: "file".into(),
-        query: path.into(),
-        script,
-        split,
-    }
-}
 
 /// Per path, in order, `@@F <rc> <kind>` and then the lines of its own
 /// answer: `absent` (one line), `meta` (the state and link lines), `cat`
 /// (the same, its content attached) or `sha` (the same and the
 /// `sha256sum` line of a file too large to read). Only links and large
 /// files cost a process beyond the `stat`.
-fn script(paths: &[&str]) -> String {
+pub(crate) fn script(paths: &[&str], max: u64) -> String {
     let list: Vec<String> = paths.iter().map(|p| quote(p)).collect();
     format!(
         r#"ts= ; set --
@@ -39,7 +29,7 @@ for p in {list}; do
   if [ "$t" = - ]; then printf '@@F 0 absent\nabsent\n'; continue; fi
   l=${{st%%"$np_nl"*}} st=${{st#*"$np_nl"}}
   set -- $l; h="$t $1 $2 $3 $4"
-  if [ "$t" = f ] && [ "$4" -le {MAX_CONTENT} ]; then
+  if [ "$t" = f ] && [ "$4" -le {max} ]; then
     if np_cat "$p"; then printf '@@F 0 cat\n%s\n\n' "$h"; else printf '@@F 1 meta\n%s\n\n' "$h"; fi
   elif [ "$t" = f ]; then printf '@@F 3 sha\n%s\n\n' "$h"; sha256sum -- "$p" || echo
   elif [ "$t" = l ]; then printf '@@F 0 meta\n%s\n' "$h"; readlink -- "$p" || echo
@@ -52,7 +42,7 @@ done"#,
 
 /// Each path's answer from the joint one; when that cannot be read (its
 /// `stat` failed), each path gets it as it is, to fail alike.
-fn split(paths: &[&str], r: &ProbeResult) -> Vec<ProbeResult> {
+pub(crate) fn split(paths: &[&str], r: &ProbeResult) -> Vec<ProbeResult> {
     split_answers(paths.len(), r).unwrap_or_else(|| vec![r.clone(); paths.len()])
 }
 
@@ -114,52 +104,6 @@ fn split_answers(n: usize, r: &ProbeResult) -> Option<Vec<ProbeResult>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::kit::fact::Fact;
-    use crate::modules::kit::files::FileFact;
-    use crate::remote::joint::Batch;
-    use crate::remote::local::LocalTransport;
-    use crate::remote::probe::{build_script, parse_frames, Probe};
-    use crate::remote::{Purpose, Script, Transport};
-    use std::collections::BTreeMap;
-
-    fn answers(probes: Vec<Probe>) -> (usize, BTreeMap<String, ProbeResult>) {
-        let batch = Batch::new(probes, true);
-        let ids: Vec<String> = batch.units.iter().map(|u| u.0.clone()).collect();
-        let script = Script {
-            purpose: Purpose::Probe,
-            body: build_script("t", &batch.units, false, &[]),
-            become_user: None,
-        };
-        let out = LocalTransport.run(&script).unwrap();
-        let by_unit = parse_frames("t", &out.stdout, &ids).unwrap();
-        (batch.units.len(), batch.answers(by_unit))
-    }
-
-    /// Every kind of path gets, from the one joint unit, the answer its own
-    /// probe gives.
-    #[test]
-    fn joint_answers_are_the_answers_alone() {
-        let dir = tempfile::tempdir().unwrap();
-        let at = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
-        std::fs::write(at("a b'c"), "x = 1\ny\n").unwrap();
-        std::fs::write(at("empty"), "").unwrap();
-        std::fs::write(at("nul"), b"a\0\n\n").unwrap();
-        std::fs::write(at("large"), "x".repeat(MAX_CONTENT as usize + 1)).unwrap();
-        std::os::unix::fs::symlink("a b'c", at("link")).unwrap();
-        std::fs::create_dir(at("dir")).unwrap();
-        let paths = ["a b'c", "missing", "empty", "nul", "large", "link", "dir"].map(at);
-        let probes: Vec<Probe> = paths.iter().map(|p| FileFact::probe(p)).collect();
-        let (units, together) = answers(probes.clone());
-        assert_eq!(units, 1);
-        for (path, p) in paths.iter().zip(probes) {
-            let key = p.key.clone();
-            let (_, alone) = answers(vec![p]);
-            assert_eq!(together[&key], alone[&key], "{path}");
-            assert!(FileFact::parse(path, &together[&key]).is_ok(), "{path}");
-        }
-        let read = FileFact::parse(&paths[3], &together[&FileFact::key(&paths[3])]).unwrap();
-        assert_eq!(read.unwrap().content.as_deref(), Some("a\0\n\n"));
-    }
 
     #[test]
     fn a_joint_answer_that_cannot_be_split_fails_every_path() {
