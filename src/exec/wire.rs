@@ -13,6 +13,7 @@ mod reconnect;
 pub(crate) use reconnect::ReconnectError;
 
 use super::result::{rfc3339, Observation};
+use crate::remote::joint::Batch;
 use crate::remote::probe::{self, Probe, ProbeResult};
 use crate::remote::{Output, Purpose, Script, Transport, TransportError};
 
@@ -110,22 +111,25 @@ impl<'a> Wire<'a> {
         &mut self,
         probes: Vec<Probe>,
     ) -> Result<BTreeMap<String, ProbeResult>, WireError> {
-        let units: Vec<(String, String)> = probes.into_iter().map(|p| (p.key, p.script)).collect();
-        let ids: Vec<String> = units.iter().map(|u| u.0.clone()).collect();
+        let batch = Batch::new(probes, self.transport.joins_probes());
+        let ids: Vec<String> = batch.units.iter().map(|u| u.0.clone()).collect();
         let observed_at = rfc3339(std::time::SystemTime::now());
         self.observations
-            .extend(units.iter().map(|(key, command)| Observation {
+            .extend(batch.ran.iter().map(|(key, command)| Observation {
                 key: key.clone(),
                 // Reports show this; credentials a module sent stay out.
                 command: crate::remote::shell::mask_secrets(command),
                 observed_at: observed_at.clone(),
             }));
-        let body = probe::build_script(&self.token, &units, false, &[]);
+        let body = probe::build_script(&self.token, &batch.units, false, &[]);
         let out = self.send(Purpose::Probe, body)?;
-        probe::parse_frames(&self.token, &out.stdout, &ids).map_err(|e| WireError::Unreadable {
-            reason: e.0,
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        })
+        let by_unit = probe::parse_frames(&self.token, &out.stdout, &ids).map_err(|e| {
+            WireError::Unreadable {
+                reason: e.0,
+                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+            }
+        })?;
+        Ok(batch.answers(by_unit))
     }
 
     /// Runs the steps as one script that stops at the first failure.

@@ -138,7 +138,7 @@ mod tests {
 
     #[test]
     fn describes_a_file_as_ansible_does() {
-        let s = stat(json!({"path": "/etc/x"}), "f 644 root root 6\n\nhello\n");
+        let s = stat(json!({"path": "/etc/x"}), "f 644 root root 6\n\n6\nhello\n");
         assert_eq!(s["exists"], true);
         assert_eq!((&s["isreg"], &s["isdir"]), (&json!(true), &json!(false)));
         assert_eq!(s["mode"], "0644");
@@ -147,7 +147,7 @@ mod tests {
         assert_eq!(s["checksum"], "f572d396fae9206628714fb2ce00f72e94f2258f");
         let s = stat(
             json!({"path": "/etc/x", "checksum_algorithm": "sha256"}),
-            "f 644 root root 6\n\nhello\n",
+            "f 644 root root 6\n\n6\nhello\n",
         );
         assert_eq!(
             s["checksum"],

@@ -42,4 +42,8 @@ impl Transport for FakeTransport {
         self.log.lock().unwrap().push(script.clone());
         (self.respond)(script)
     }
+
+    fn joins_probes(&self) -> bool {
+        false
+    }
 }

@@ -9,6 +9,7 @@ pub mod deferred;
 pub(crate) mod fake;
 pub mod fd_limit;
 pub mod host_facts;
+pub mod joint;
 pub mod local;
 pub mod probe;
 pub mod shell;
@@ -71,5 +72,11 @@ pub trait Transport: Send {
     /// `timeout` (`None`: the connection's own) for the host to answer.
     fn reconnect(&mut self, _timeout: Option<Duration>) -> Result<(), TransportError> {
         Ok(())
+    }
+
+    /// Whether probes of one group may share a unit (see [`joint`]): not
+    /// for a test double that answers each probe by its key.
+    fn joins_probes(&self) -> bool {
+        true
     }
 }

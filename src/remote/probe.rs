@@ -11,6 +11,9 @@
 //! a table (`@@NP <token> table <n>`, then the n headers, then the outputs
 //! in header order): one `wc` and one `cat` for the whole script instead of
 //! two `wc` and a `cat` per unit, since a probe runs on busy production nodes.
+//! A probe unit may also attach host files (`np_cat FILE...`): the same `wc`
+//! and `cat` read them after every output, and their sizes end the unit's
+//! header, so a probe that reads files starts no process for them.
 //!
 //! A unit runs as `command eval "( BODY )"`: a subshell, so its `exit`, `cd`
 //! or variables stay its own, that is the unit's only extra process, since
@@ -24,6 +27,7 @@
 
 use std::collections::BTreeMap;
 
+pub use crate::remote::joint::Joint;
 use crate::remote::shell::{quote, quote_into};
 
 /// One read-only question for the host, identified by a canonical key so
@@ -32,6 +36,8 @@ use crate::remote::shell::{quote, quote_into};
 pub struct Probe {
     pub key: String,
     pub script: String,
+    /// How it shares one unit with probes of its group, if it can.
+    pub joint: Option<Joint>,
 }
 
 impl Probe {
@@ -39,6 +45,14 @@ impl Probe {
         Probe {
             key: key.into(),
             script: script.into(),
+            joint: None,
+        }
+    }
+
+    pub fn with_joint(self, joint: Joint) -> Self {
+        Probe {
+            joint: Some(joint),
+            ..self
         }
     }
 }
@@ -73,6 +87,8 @@ done
 np_t=$(mktemp -d "$np_d/nodeprov.$$.XXXXXX") || exit 90
 trap 'rm -rf "$np_t"' EXIT
 trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM
+np_nl='
+'
 "#;
 
 /// Frames each unit as it ends.
@@ -90,25 +106,65 @@ const STREAM: &str = r#"np_unit() {
 /// end; only shell builtins besides the one `wc` and the one `cat`.
 /// Names are relative to the staging folder, so a space in `$TMPDIR` does
 /// not split them.
+///
+/// `np_cat FILE...` in a unit attaches host files to its answer: the one
+/// `wc` and the one `cat` read them after every staged output, so a probe
+/// that reads files costs no process of its own for them. The unit's
+/// answer is its output, then a line of the files' sizes, then the files
+/// (see [`parse_frames`]; a size is the file's length as UTF-8 text, which
+/// is its size in bytes unless it holds bytes that are not UTF-8). A path with a newline (it would break the list)
+/// is copied into the staging folder first.
 const TABLE: &str = r#"np_n=0 np_rcs= np_fs=
 np_unit() {
+  np_i=$1
   command eval "( $3
 )" </dev/null >"$np_t/o$1" 2>"$np_t/e$1"
   np_rcs="$np_rcs $?" np_fs="$np_fs o$1 e$1" np_n=$((np_n + 1))
+}
+np_cat() {
+  np_r=0
+  for np_f do
+    case $np_f in /*) ;; *) np_f=$PWD/$np_f ;; esac
+    if ! true <"$np_f"; then np_r=1; continue; fi
+    case $np_f in *"$np_nl"*)
+      np_c=$((np_c + 1)); np_k=n$np_i.$np_c
+      cat -- "$np_f" >"$np_t/$np_k" || { np_r=1; continue; }
+      np_f=$np_k ;;
+    esac
+    printf '%s\n' "$np_f" >>"$np_t/a$np_i"
+  done
+  return $np_r
+}
+np_pop() {
+  eval "np_l=\${$1%%\"\$np_nl\"*} $1=\${$1#*\"\$np_nl\"}"
+  np_l=${np_l#"${np_l%%[! ]*}"}; np_s=${np_l%% *}
 }
 np_end() {
   cd "$np_t" || exit 90
   printf '@@NP %s table %s\n' "$np_tok" "$np_n"
   [ "$np_n" -gt 0 ] || exit 0
   set -f
-  np_w=$(wc -c -- $np_fs) || exit 92
-  set -- $np_w
+  set -- $np_fs
+  np_i=0 np_as=
+  while [ "$np_i" -lt "$np_n" ]; do
+    np_a=0
+    if [ -f "a$np_i" ]; then
+      while IFS= read -r np_f; do set -- "$@" "$np_f"; np_a=$((np_a + 1)); done <"a$np_i"
+    fi
+    np_as="$np_as$np_a " np_i=$((np_i + 1))
+  done
+  np_w=$(wc -c -- "$@") || exit 92
+  np_w=$np_w$np_nl np_v=$np_w np_i=0
+  while [ "$np_i" -lt $((2 * np_n)) ]; do np_pop np_v; np_i=$((np_i + 1)); done
   np_i=0
   for np_rc in $np_rcs; do
-    printf '@@NP %s %s %s %s %s\n' "$np_tok" "$np_i" "$np_rc" "$1" "$3"
-    shift 4; np_i=$((np_i + 1))
+    np_pop np_w; np_h="@@NP $np_tok $np_i $np_rc $np_s"; np_pop np_w
+    np_h="$np_h $np_s" np_a=${np_as%% *} np_as=${np_as#* }
+    while [ "$np_a" -gt 0 ]; do np_pop np_v; np_h="$np_h $np_s" np_a=$((np_a - 1)); done
+    printf '%s\n' "$np_h"
+    np_i=$((np_i + 1))
   done
-  cat -- $np_fs
+  cat -- "$@"
 }
 "#;
 
@@ -218,19 +274,33 @@ fn read_frames(
             headers.push(header);
             rest = next;
         }
-        for header in headers {
-            rest = read_frame(&marker, &header, rest, ids, results)?;
+        let mut frames = Vec::with_capacity(headers.len());
+        for header in &headers {
+            match read_frame(&marker, header, rest, ids) {
+                Ok(frame) => {
+                    rest = &rest[frame.out.len() + frame.err.len()..];
+                    frames.push(frame);
+                }
+                Err(e) => {
+                    // Attached files come last: only the others arrived whole.
+                    for frame in frames.into_iter().filter(|f| f.attached.is_empty()) {
+                        frame.insert_into(results, Some(Vec::new()));
+                    }
+                    return Err(e);
+                }
+            }
         }
-        return if rest.is_empty() {
-            Ok(())
-        } else {
-            Err(FrameError("output after the last frame".into()))
-        };
+        return attach_files(frames, rest, results);
     }
     let mut rest = stdout;
     while !rest.is_empty() {
         let (header, body) = header_line(rest)?;
-        rest = read_frame(&marker, &header, body, ids, results)?;
+        let frame = read_frame(&marker, &header, body, ids)?;
+        if !frame.attached.is_empty() {
+            return Err(FrameError(format!("bad frame header: {header}")));
+        }
+        rest = &body[frame.out.len() + frame.err.len()..];
+        frame.insert_into(results, Some(Vec::new()));
     }
     Ok(())
 }
@@ -247,44 +317,115 @@ fn header_line(out: &[u8]) -> Result<(String, &[u8]), FrameError> {
     ))
 }
 
-/// Takes the output `header` announces from the front of `body`; returns the rest.
+/// One unit's answer as framed: its own output, and the sizes of the host
+/// files it attached (`np_cat`), whose bytes come after every unit's output.
+struct Frame<'a> {
+    id: &'a str,
+    rc: i32,
+    out: &'a [u8],
+    err: &'a [u8],
+    attached: Vec<usize>,
+}
+
+/// The exit status of a unit whose attached files changed between the
+/// `wc` that measured them and the `cat` that sent them.
+const CHANGED_WHILE_READ: i32 = 94;
+
+impl Frame<'_> {
+    /// Records the answer. `files` are the attached files' bytes, in
+    /// order, which go after the output behind a line of their sizes;
+    /// `None` when they were lost.
+    fn insert_into(self, results: &mut BTreeMap<String, ProbeResult>, files: Option<Vec<&[u8]>>) {
+        let mut r = ProbeResult {
+            rc: self.rc,
+            stdout: String::from_utf8_lossy(self.out).into_owned(),
+            stderr: String::from_utf8_lossy(self.err).into_owned(),
+        };
+        match files.filter(|_| !self.attached.is_empty()) {
+            Some(files) => {
+                // Each file is text on its own, and its size is its length
+                // as text: a byte that is not UTF-8 cannot shift the next file.
+                let texts: Vec<String> = files
+                    .iter()
+                    .map(|f| String::from_utf8_lossy(f).into_owned())
+                    .collect();
+                let sizes: Vec<String> = texts.iter().map(|t| t.len().to_string()).collect();
+                r.stdout.push_str(&format!("{}\n", sizes.join(" ")));
+                texts.iter().for_each(|t| r.stdout.push_str(t));
+            }
+            None if !self.attached.is_empty() => {
+                r.rc = CHANGED_WHILE_READ;
+                r.stderr
+                    .push_str("the files it read changed while they were read\n");
+            }
+            None => {}
+        }
+        results.insert(self.id.to_string(), r);
+    }
+}
+
+/// Gives each frame its attached files from `rest`, the bytes after every
+/// unit's output. When they do not add up (a file grew or shrank between
+/// `wc` and `cat`) no file can be told from the next, so every unit that
+/// attached one fails, and the others keep their answers.
+fn attach_files(
+    frames: Vec<Frame>,
+    mut rest: &[u8],
+    results: &mut BTreeMap<String, ProbeResult>,
+) -> Result<(), FrameError> {
+    let total: usize = frames.iter().flat_map(|f| &f.attached).sum();
+    if total == 0 && !rest.is_empty() {
+        return Err(FrameError("output after the last frame".into()));
+    }
+    let whole = rest.len() == total;
+    for frame in frames {
+        let files = whole.then(|| {
+            let sizes = frame.attached.iter();
+            sizes
+                .map(|&n| {
+                    let (file, next) = rest.split_at(n);
+                    rest = next;
+                    file
+                })
+                .collect()
+        });
+        frame.insert_into(results, files);
+    }
+    Ok(())
+}
+
+/// Reads the frame `header` announces from the front of `body`.
 fn read_frame<'a>(
     marker: &str,
     header: &str,
     body: &'a [u8],
-    ids: &[String],
-    results: &mut BTreeMap<String, ProbeResult>,
-) -> Result<&'a [u8], FrameError> {
+    ids: &'a [String],
+) -> Result<Frame<'a>, FrameError> {
+    let bad = || FrameError(format!("bad frame header: {header}"));
     let fields = header
         .strip_prefix(marker)
         .ok_or_else(|| FrameError(format!("unexpected output: {header}")))?;
     let parts: Vec<&str> = fields.split(' ').collect();
-    let [index, rc, outlen, errlen] = parts[..] else {
-        return Err(FrameError(format!("bad frame header: {header}")));
+    let [index, rc, outlen, errlen, attached @ ..] = &parts[..] else {
+        return Err(bad());
     };
     let id = index
         .parse::<usize>()
         .ok()
         .and_then(|i| ids.get(i))
-        .ok_or_else(|| FrameError(format!("bad frame header: {header}")))?;
-    let num = |s: &str| {
-        s.trim()
-            .parse::<usize>()
-            .map_err(|_| FrameError(format!("bad frame header: {header}")))
-    };
+        .ok_or_else(bad)?;
+    let num = |s: &&str| s.trim().parse::<usize>().map_err(|_| bad());
     let (outlen, errlen) = (num(outlen)?, num(errlen)?);
     if body.len() < outlen + errlen {
         return Err(FrameError(format!("truncated output of {id}")));
     }
-    results.insert(
-        id.to_string(),
-        ProbeResult {
-            rc: rc.parse().unwrap_or(-1),
-            stdout: String::from_utf8_lossy(&body[..outlen]).into_owned(),
-            stderr: String::from_utf8_lossy(&body[outlen..outlen + errlen]).into_owned(),
-        },
-    );
-    Ok(&body[outlen + errlen..])
+    Ok(Frame {
+        id,
+        rc: rc.parse().unwrap_or(-1),
+        out: &body[..outlen],
+        err: &body[outlen..outlen + errlen],
+        attached: attached.iter().map(num).collect::<Result<_, _>>()?,
+    })
 }
 
 /// Answers a script built by [`build_script`] the way a host would, from a
@@ -475,11 +616,17 @@ mod tests {
         let tmp = tempfile::tempdir_in(tools.path()).unwrap();
         let spaced = tmp.path().join("a b");
         std::fs::create_dir(&spaced).unwrap();
+        let file = spaced.join("f g");
+        std::fs::write(&file, "attached\n").unwrap();
         let units: Vec<(String, String)> = (0..12)
             .map(|i| {
                 (
                     format!("u{i}"),
-                    format!("printf '%s' {i}; echo e{i} >&2; exit {}", i % 3),
+                    format!(
+                        "printf '%s' {i}; echo e{i} >&2; np_cat {}; exit {}",
+                        quote(file.to_str().unwrap()),
+                        i % 3
+                    ),
                 )
             })
             .collect();
@@ -488,11 +635,12 @@ mod tests {
         let out = run(format!("{path}TMPDIR='{}'\n{body}", spaced.display()));
         let res = parse_frames("t", &out, &ids(&units)).unwrap();
         assert_eq!(res.len(), 12);
+        assert_eq!(res["u0"].stdout, "09\nattached\n");
         assert_eq!(
             res["u11"],
             ProbeResult {
                 rc: 2,
-                stdout: "11".into(),
+                stdout: "119\nattached\n".into(),
                 stderr: "e11\n".into()
             }
         );
@@ -531,6 +679,119 @@ mod tests {
         let mut extra = out.clone();
         extra.extend(b"x");
         assert!(parse_frames("t", &extra, &ids(&units)).is_err());
+    }
+
+    /// `printf` text that prints exactly `bytes`.
+    fn printf_of(bytes: &[u8]) -> String {
+        let octal: String = bytes.iter().map(|b| format!("\\{b:03o}")).collect();
+        format!("printf '{octal}'")
+    }
+
+    #[test]
+    fn outputs_and_attached_files_arrive_byte_for_byte() {
+        let dir = tempfile::tempdir().unwrap();
+        let files: [(&str, &[u8]); 7] = [
+            ("nul", b"a\0b\0"),
+            ("trailing", b"x\n\n\n"),
+            ("no final newline", b"y"),
+            ("empty", b""),
+            ("it's", b"@@NP t 0 0 9 9\n"),
+            ("new\nline", b"z\n"),
+            ("latin1", b"\xe9t\xe9\n"),
+        ];
+        let mut paths = Vec::new();
+        for (name, bytes) in files {
+            let path = dir.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            paths.push(quote(path.to_str().unwrap()));
+        }
+        let units = vec![
+            (
+                "all".to_string(),
+                format!("printf 'own\\0'; np_cat {}", paths.join(" ")),
+            ),
+            (
+                "relative".to_string(),
+                format!("cd {} && np_cat nul", quote(dir.path().to_str().unwrap())),
+            ),
+            (
+                "missing".to_string(),
+                "np_cat /nonexistent/np-file".to_string(),
+            ),
+            (
+                "raw".to_string(),
+                printf_of(b"\0a\n\n") + "; printf 'e\\0' >&2",
+            ),
+            ("silent".to_string(), "true".to_string()),
+        ];
+        let out = run(build_script("t", &units, false, &[]));
+        let res = parse_frames("t", &out, &ids(&units)).unwrap();
+        let contents: Vec<u8> = files[..6]
+            .iter()
+            .flat_map(|(_, b)| b.iter().copied())
+            .collect();
+        // Sizes are lengths as text: each byte that is not UTF-8 reads as U+FFFD.
+        let want = [b"own\0".as_slice(), b"4 4 1 0 15 2 8\n", &contents].concat();
+        let latin1 = "\u{fffd}t\u{fffd}\n";
+        assert_eq!(res["all"].stdout, String::from_utf8_lossy(&want) + latin1);
+        assert_eq!(res["all"].rc, 0);
+        assert_eq!(res["relative"].stdout, "4\na\0b\0");
+        assert_eq!(res["missing"].rc, 1);
+        assert_eq!(res["missing"].stdout, "");
+        assert!(
+            res["missing"].stderr.contains("np-file"),
+            "{:?}",
+            res["missing"]
+        );
+        assert_eq!(res["raw"].stdout, "\0a\n\n");
+        assert_eq!(res["raw"].stderr, "e\0");
+        assert_eq!(res["silent"], ProbeResult::ok(""));
+    }
+
+    /// A file that grows between the `wc` and the `cat` of the framing
+    /// fails the units that attached files; the others keep their answers.
+    #[test]
+    fn attached_files_that_changed_fail_only_their_units() {
+        let out = b"@@NP t table 3\n@@NP t 0 0 1 0 3\n@@NP t 1 0 1 0\n@@NP t 2 0 0 0 1\nabxyzwv";
+        let ids = ["a", "b", "c"].map(String::from);
+        let res = parse_frames("t", out, &ids).unwrap();
+        assert_eq!(res["b"], ProbeResult::ok("b"));
+        for id in ["a", "c"] {
+            assert_eq!(res[id].rc, CHANGED_WHILE_READ);
+            assert!(res[id].stderr.contains("changed while"), "{:?}", res[id]);
+        }
+        let whole = b"@@NP t table 2\n@@NP t 0 0 1 0 3\n@@NP t 1 0 1 0\nabxyz";
+        let res = parse_frames("t", whole, &ids[..2]).unwrap();
+        assert_eq!(res["a"], ProbeResult::ok("a3\nxyz"));
+        let stream = b"@@NP t 0 0 1 0 3\na";
+        assert!(parse_frames("t", stream, &ids).is_err());
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::test_runner::Config::with_cases(24))]
+
+        /// Whatever bytes a unit prints or a file holds come back exactly.
+        #[test]
+        fn any_bytes_round_trip(
+            outs in proptest::collection::vec(proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40), 1..4),
+            file in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..40),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("f");
+            std::fs::write(&path, &file).unwrap();
+            let units: Vec<(String, String)> = outs
+                .iter()
+                .enumerate()
+                .map(|(i, o)| (format!("u{i}"), format!("{}; np_cat {}", printf_of(o), path.display())))
+                .collect();
+            let out = run(build_script("t", &units, false, &[]));
+            let res = parse_frames("t", &out, &ids(&units)).unwrap();
+            for (i, o) in outs.iter().enumerate() {
+                let text = String::from_utf8_lossy(&file);
+                let want = format!("{}{}\n{text}", String::from_utf8_lossy(o), text.len());
+                proptest::prop_assert_eq!(&res[&format!("u{i}")].stdout, &want);
+            }
+        }
     }
 
     #[test]

@@ -4,9 +4,10 @@
 use base64::Engine;
 
 use super::fact::{self, Fact};
+use super::files_joint;
 use super::plan::{Change, ModuleError, Plan};
 use crate::modules::params::Mode;
-use crate::remote::probe::ProbeResult;
+use crate::remote::probe::{Joint, Probe, ProbeResult};
 use crate::remote::shell::quote;
 
 /// Content larger than this is compared by SHA-256 only, and not diffed.
@@ -60,7 +61,8 @@ impl FileState {
 }
 
 /// A path's type, mode, owner, size, link target and (small) content;
-/// `None` when it does not exist.
+/// `None` when it does not exist. The content is attached to the answer
+/// (`np_cat`), so the probe's one process of its own is its `stat`.
 pub(crate) struct FileFact;
 
 impl FileFact {
@@ -71,7 +73,7 @@ impl FileFact {
             r#"if [ -L "$p" ]; then t=l; elif [ -f "$p" ]; then t=f; elif [ -d "$p" ]; then t=d; elif [ -e "$p" ]; then t=o; else echo absent; exit 0; fi
 set -- $(stat -c '%a %U %G %s' -- "$p"); echo "$t $1 $2 $3 $4"
 if [ "$t" = l ]; then readlink -- "$p"; else echo; fi
-if [ "$t" = f ]; then if [ "$4" -le {MAX_CONTENT} ]; then cat -- "$p"; else sha256sum -- "$p"; exit 3; fi; fi"#
+if [ "$t" = f ]; then if [ "$4" -le {MAX_CONTENT} ]; then np_cat "$p"; else sha256sum -- "$p"; exit 3; fi; fi"#
         )
     }
 }
@@ -82,6 +84,16 @@ impl Fact for FileFact {
 
     fn key(path: &str) -> String {
         format!("file:{path}")
+    }
+
+    /// Every file fact of a batch joins one unit, with one `stat`.
+    fn probe(path: &str) -> Probe {
+        Probe::new(Self::key(path), Self::script(path)).with_joint(Joint {
+            group: "file".into(),
+            query: path.into(),
+            script: |paths| files_joint::script(paths, MAX_CONTENT),
+            split: files_joint::split,
+        })
     }
 
     fn script(path: &str) -> String {
@@ -109,6 +121,12 @@ impl Fact for FileFact {
         };
         let (link, content) = rest.split_once('\n').unwrap_or((rest, ""));
         let large = kind == Kind::File && r.rc == 3;
+        let read = kind == Kind::File && r.rc == 0;
+        // The framing's line of the attached file's size, before its bytes.
+        let content = match read {
+            true => content.split_once('\n').map_or("", |(_, c)| c),
+            false => content,
+        };
         Ok(Some(FileState {
             kind,
             mode: u32::from_str_radix(mode, 8).map_err(|_| bad("bad mode"))?,
@@ -116,7 +134,7 @@ impl Fact for FileFact {
             group: group.to_string(),
             size: size.parse().map_err(|_| bad("bad size"))?,
             link_target: (kind == Kind::Link).then(|| link.to_string()),
-            content: (kind == Kind::File && r.rc == 0).then(|| content.to_string()),
+            content: read.then(|| content.to_string()),
             sha256: large.then(|| content.split(' ').next().unwrap_or_default().to_string()),
         }))
     }
@@ -133,7 +151,8 @@ impl Fact for FileFact {
         };
         let body = match (&st.content, &st.sha256) {
             (None, Some(sum)) => format!("{sum}  -\n"),
-            (content, _) => content.clone().unwrap_or_default(),
+            (Some(content), _) if st.kind == Kind::File => format!("{}\n{content}", content.len()),
+            _ => String::new(),
         };
         ProbeResult {
             rc: if st.sha256.is_some() { 3 } else { 0 },
@@ -536,8 +555,10 @@ mod tests {
             "{err}"
         );
     }
+    use crate::remote::joint::Batch;
     use crate::remote::probe::{build_script, parse_frames};
     use crate::remote::{local::LocalTransport, Purpose, Script, Transport};
+    use std::collections::BTreeMap;
 
     fn run(body: String) -> crate::remote::Output {
         LocalTransport
@@ -571,6 +592,45 @@ mod tests {
             FileFact::parse(p, &FileFact::render(&Some(st.clone()))).unwrap(),
             Some(st)
         );
+    }
+
+    fn answers(probes: Vec<Probe>) -> (usize, BTreeMap<String, ProbeResult>) {
+        let batch = Batch::new(probes, true);
+        let ids: Vec<String> = batch.units.iter().map(|u| u.0.clone()).collect();
+        let script = Script {
+            purpose: Purpose::Probe,
+            body: build_script("t", &batch.units, false, &[]),
+            become_user: None,
+        };
+        let out = LocalTransport.run(&script).unwrap();
+        let by_unit = parse_frames("t", &out.stdout, &ids).unwrap();
+        (batch.units.len(), batch.answers(by_unit))
+    }
+
+    /// Every kind of path gets, from the one joint unit, the answer its own
+    /// probe gives.
+    #[test]
+    fn joint_answers_are_the_answers_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str| dir.path().join(name).to_str().unwrap().to_string();
+        std::fs::write(at("a b'c"), "x = 1\ny\n").unwrap();
+        std::fs::write(at("empty"), "").unwrap();
+        std::fs::write(at("nul"), b"a\0\n\n").unwrap();
+        std::fs::write(at("large"), "x".repeat(MAX_CONTENT as usize + 1)).unwrap();
+        std::os::unix::fs::symlink("a b'c", at("link")).unwrap();
+        std::fs::create_dir(at("dir")).unwrap();
+        let paths = ["a b'c", "missing", "empty", "nul", "large", "link", "dir"].map(at);
+        let probes: Vec<Probe> = paths.iter().map(|p| FileFact::probe(p)).collect();
+        let (units, together) = answers(probes.clone());
+        assert_eq!(units, 1);
+        for (path, p) in paths.iter().zip(probes) {
+            let key = p.key.clone();
+            let (_, alone) = answers(vec![p]);
+            assert_eq!(together[&key], alone[&key], "{path}");
+            assert!(FileFact::parse(path, &together[&key]).is_ok(), "{path}");
+        }
+        let read = FileFact::parse(&paths[3], &together[&FileFact::key(&paths[3])]).unwrap();
+        assert_eq!(read.unwrap().content.as_deref(), Some("a\0\n\n"));
     }
 
     #[test]

@@ -5,6 +5,7 @@ pub(crate) mod account;
 pub(crate) mod connection;
 pub(crate) mod fact;
 pub(crate) mod files;
+mod files_joint;
 pub(crate) mod fstab;
 pub(crate) mod http;
 pub(crate) mod module;

@@ -28,16 +28,20 @@ pub(crate) const FRAME: &str = "@@SYSCTL";
 
 /// A shell function that prints the frame of one file (following links):
 /// `@@SYSCTL <c|u> <pathlen> <linklen> 0`, then exactly those bytes. A
-/// readable file's content (`c`) is deferred to the one `cat` of every
-/// such file at the end; `u` has none (a dangling link, a folder). It
-/// returns true for `c`. The path is printed without the `$R` prefix that
-/// tests point at a temp folder. In the C locale `${#var}` counts bytes,
-/// and `true <file` opens the file in the shell, so only a link costs a
-/// process (its `readlink`).
+/// readable file's content (`c`) is deferred to the files attached at the
+/// end; `u` has none (a dangling link, a folder). It returns true for `c`.
+/// The path is printed without the `$R` prefix that tests point at a temp
+/// folder. In the C locale `${#var}` counts bytes, and `true <file` opens
+/// the file in the shell. A link that is `/etc/sysctl.conf` or `/dev/null`
+/// (`-ef`, a builtin) is named by that path, so only a link to anything
+/// else costs a process (its `readlink`).
 const FRAME_FN: &str = r#"LC_ALL=C; export LC_ALL
 np_sf() {
   p=${1#"$R"}; t=
-  if [ -L "$1" ]; then t=$(readlink -- "$1"); fi
+  if ! [ -L "$1" ]; then :
+  elif [ "$1" -ef "$R/etc/sysctl.conf" ]; then t=/etc/sysctl.conf
+  elif [ "$1" -ef /dev/null ]; then t=/dev/null
+  else t=$(readlink -- "$1"); fi
   if { [ -f "$1" ] || [ "$1" -ef /dev/null ]; } && true 2>/dev/null <"$1"; then s=c; else s=u; fi
   printf '@@SYSCTL %s %s %s 0\n%s%s' "$s" "${#p}" "${#t}" "$p" "$t"
   [ "$s" = c ]
@@ -57,8 +61,9 @@ impl Fact for SysctlFiles {
         "sysctl:config".into()
     }
 
-    /// Frames first, then `@@SYSCTL sizes <n>`, one `wc -c` and one `cat`
-    /// of the n readable files. On merged-/usr hosts /lib/sysctl.d is
+    /// Frames first, then `@@SYSCTL sizes <n>` and the n readable files
+    /// attached (`np_cat`: their sizes on one line, then their bytes). On
+    /// merged-/usr hosts /lib/sysctl.d is
     /// /usr/lib/sysctl.d, which [`boot_order`] already prefers, so it is
     /// skipped rather than read twice.
     fn script(root: &str) -> String {
@@ -76,7 +81,7 @@ f="$R{SYSCTL_CONF}"
 if [ -e "$f" ] && np_sf "$f"; then set -- "$@" "$f"; fi
 printf '{FRAME} sizes %s\n' "$#"
 [ "$#" -gt 0 ] || exit 0
-wc -c -- "$@" && exec cat -- "$@""#,
+np_cat "$@""#,
             root = quote(root)
         )
     }
@@ -107,7 +112,8 @@ wc -c -- "$@" && exec cat -- "$@""#,
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ConfFile {
     pub path: String,
-    /// The link target when the path is a symlink, as `readlink` prints it.
+    /// The link target when the path is a symlink, as `readlink` prints
+    /// it; `/etc/sysctl.conf` or `/dev/null` when it resolves to one.
     pub link: Option<String>,
     /// `None` when it could not be read (a dangling link, a folder).
     pub content: Option<String>,
@@ -207,20 +213,23 @@ pub(crate) fn parse_frames(r: &ProbeResult) -> Result<Vec<ConfFile>, String> {
     }
 }
 
-/// Gives the deferred files their content: `body` is `wc -c` of them (one
-/// line each, then a total line when there are several) and `cat` of them.
+/// Gives the deferred files their content: `body` is the line of their
+/// sizes, then their bytes, as the framing attaches them.
 fn fill_deferred(files: &mut [ConfFile], deferred: &[usize], body: &str) -> Result<(), String> {
-    let mut rest = body;
-    let mut sizes = Vec::with_capacity(deferred.len());
-    let lines = deferred.len() + usize::from(deferred.len() > 1);
-    for _ in 0..lines {
-        let (line, next) = rest.split_once('\n').ok_or("truncated wc output")?;
-        let size = line.split_whitespace().next().and_then(|n| n.parse().ok());
-        sizes.push(size.ok_or_else(|| format!("bad wc output: {line}"))?);
-        rest = next;
+    if deferred.is_empty() && body.is_empty() {
+        return Ok(());
     }
-    if sizes.iter().take(deferred.len()).sum::<usize>() != rest.len() {
-        return Err("the files changed while they were read".into());
+    let (line, mut rest) = body.split_once('\n').ok_or("no line of sizes")?;
+    let sizes: Vec<usize> = line
+        .split(' ')
+        .map(|n| n.parse().map_err(|_| format!("bad sizes: {line}")))
+        .collect::<Result<_, _>>()?;
+    if sizes.len() != deferred.len() || sizes.iter().sum::<usize>() != rest.len() {
+        return Err(format!(
+            "{} sizes for {} files: {line}",
+            sizes.len(),
+            deferred.len()
+        ));
     }
     for (&i, &size) in deferred.iter().zip(&sizes) {
         let content = rest.get(..size).ok_or("content split inside a character")?;
@@ -475,12 +484,12 @@ mod tests {
         assert!(parse_frames(&ProbeResult::ok("@@SYSCTL f 9 0 0\nshort")).is_err());
     }
 
-    /// The probe's own shape: frames, then `wc -c` and `cat` of the
-    /// readable files, whatever their content holds.
+    /// The probe's own shape: frames, then the readable files as the
+    /// framing attaches them, whatever their content holds.
     #[test]
-    fn deferred_contents_follow_the_wc_sizes() {
+    fn deferred_contents_follow_their_sizes() {
         let out = "@@SYSCTL c 3 0 0\n/a1@@SYSCTL u 2 2 0\n/bxy@@SYSCTL c 2 0 0\n/c\
-                   @@SYSCTL sizes 2\n 19 /a1\n0 /c\n19 total\n@@SYSCTL f 1 1 1\nx\n";
+                   @@SYSCTL sizes 2\n19 0\n@@SYSCTL f 1 1 1\nx\n";
         let files = parse_frames(&ProbeResult::ok(out)).unwrap();
         assert_eq!(
             files,
@@ -490,10 +499,12 @@ mod tests {
                 f("/c", ""),
             ]
         );
-        let changed = out.replace("19 /a1", "18 /a1");
+        let changed = out.replace("19 0", "18 0");
         assert!(parse_frames(&ProbeResult::ok(changed)).is_err());
         let missing = "@@SYSCTL c 3 0 0\n/a1";
         assert!(parse_frames(&ProbeResult::ok(missing)).is_err());
+        let none = "@@SYSCTL u 2 0 0\n/b@@SYSCTL sizes 0\n";
+        assert_eq!(parse_frames(&ProbeResult::ok(none)).unwrap().len(), 1);
     }
 
     #[test]

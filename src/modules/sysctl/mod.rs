@@ -24,7 +24,7 @@ use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::scalar_text;
 use crate::modules::params::{module_params, ParamError, ParamValue, Params, Presence};
-use crate::remote::probe::{Probe, ProbeResult};
+use crate::remote::probe::{Joint, Probe, ProbeResult};
 use crate::remote::shell::quote;
 use config::{ConfFile, SysctlFiles, Winner};
 use tuned::{Tuned, TunedCandidate, TunedProfile};
@@ -144,6 +144,16 @@ impl Fact for LiveValues {
         format!("sysctl:{}", keys.join(" "))
     }
 
+    /// Every sysctl task of a host reads its live values in one `grep`.
+    fn probe(q: &LiveQuery) -> Probe {
+        Probe::new(Self::key(q), Self::script(q)).with_joint(Joint {
+            group: format!("sysctl-live:{}", q.0),
+            query: format!("{}\n{}", q.0, q.1.join(" ")),
+            script: |queries| LiveValues::script(&joint_query(queries)),
+            split: split_live,
+        })
+    }
+
     /// A status letter per key from shell builtins (`true <file` opens it
     /// in the shell), then one `grep` of the readable ones, which prints
     /// every line as `FILE\0LINE`. Not the shell's `read` (dash reads one
@@ -200,6 +210,35 @@ cd -- "$R/proc/sys" && exec grep -a -H -Z '' -- "$@""#,
         r.stdout.insert_str(0, &format!("{status}\n"));
         r
     }
+}
+
+/// The query of a joint probe: the root and every key of the queries
+/// (`root\nkey key...`, as [`LiveValues::probe`] writes them), which share
+/// their root.
+fn joint_query(queries: &[&str]) -> LiveQuery {
+    let root = queries
+        .first()
+        .and_then(|q| q.split_once('\n'))
+        .map_or("", |(r, _)| r);
+    let keys = queries
+        .iter()
+        .flat_map(|q| q.split_once('\n').map_or("", |(_, k)| k).split(' '));
+    live_query(root, keys.filter(|k| !k.is_empty()).map(String::from))
+}
+
+/// Each query's answer, as its own probe would have given it, from the
+/// joint one; when that cannot be read, each gets it as it is, to fail alike.
+fn split_live(queries: &[&str], r: &ProbeResult) -> Vec<ProbeResult> {
+    let all = joint_query(queries);
+    let Ok(values) = parse_live(&all.1, r) else {
+        return vec![r.clone(); queries.len()];
+    };
+    let own = |q: &&str| {
+        let (_, keys) = joint_query(&[q]);
+        let mine = values.iter().filter(|(k, _)| keys.contains(k));
+        LiveValues::render(&mine.map(|(k, v)| (k.clone(), v.clone())).collect())
+    };
+    queries.iter().map(own).collect()
 }
 
 /// [`LiveValues::script`]'s answer, by key. A read error is grep's

@@ -746,6 +746,8 @@ fn probes_read_a_host_tree() {
     fs::write(r("/etc/sysctl.conf"), "vm.swappiness = 60\n").unwrap();
     symlink("../sysctl.conf", r("/etc/sysctl.d/99-sysctl.conf")).unwrap();
     symlink("/dev/null", r("/etc/sysctl.d/50-masked.conf")).unwrap();
+    fs::write(r("/etc/extra.conf"), "# read through a link\n").unwrap();
+    symlink("../../etc/extra.conf", r("/run/sysctl.d/70-extra.conf")).unwrap();
     fs::write(r("/usr/lib/sysctl.d/50-masked.conf"), "vm.swappiness = 1\n").unwrap();
     fs::write(r("/run/sysctl.d/a b.conf"), "@@SYSCTL f 1 1 1\n").unwrap();
     fs::write(r("/usr/lib/sysctl.d/ignored.txt"), "vm.swappiness = 2\n").unwrap();
@@ -783,13 +785,18 @@ fn probes_read_a_host_tree() {
         [
             "/etc/sysctl.d/50-masked.conf",
             "/etc/sysctl.d/99-sysctl.conf",
+            "/run/sysctl.d/70-extra.conf",
             "/run/sysctl.d/a b.conf",
             "/usr/lib/sysctl.d/50-masked.conf",
             "/etc/sysctl.conf"
         ]
     );
-    assert_eq!(conf[1].link.as_deref(), Some("../sysctl.conf"));
-    assert_eq!(conf[2].content.as_deref(), Some("@@SYSCTL f 1 1 1\n"));
+    // Links to /etc/sysctl.conf and /dev/null are told by `-ef`, not read.
+    assert_eq!(conf[0].link.as_deref(), Some("/dev/null"));
+    assert_eq!(conf[1].link.as_deref(), Some("/etc/sysctl.conf"));
+    assert_eq!(conf[2].link.as_deref(), Some("../../etc/extra.conf"));
+    assert_eq!(conf[2].content.as_deref(), Some("# read through a link\n"));
+    assert_eq!(conf[3].content.as_deref(), Some("@@SYSCTL f 1 1 1\n"));
     let t = TunedProfile::parse("", &results[&TunedProfile::key("")])
         .unwrap()
         .unwrap();
@@ -939,4 +946,58 @@ fn one_probe_for_all_keys_and_predictions_per_key() {
         LiveValues::render(&earlier),
     );
     assert!(m.plan(&f).unwrap().changes.is_empty());
+}
+
+/// Live values asked by several tasks are read by one unit, and each task
+/// gets what its own probe would have read.
+#[test]
+fn live_values_of_several_tasks_are_read_together() {
+    use crate::remote::joint::Batch;
+    use crate::remote::local::LocalTransport;
+    use crate::remote::probe::{build_script, parse_frames};
+    use crate::remote::{Purpose, Script, Transport};
+
+    let root = tempfile::tempdir().unwrap();
+    let vm = root.path().join("proc/sys/vm");
+    std::fs::create_dir_all(&vm).unwrap();
+    std::fs::write(vm.join("swappiness"), "60\n").unwrap();
+    std::fs::write(vm.join("overcommit_memory"), "1\n").unwrap();
+    let run = |probes: Vec<Probe>| {
+        let batch = Batch::new(probes, true);
+        let ids: Vec<String> = batch.units.iter().map(|u| u.0.clone()).collect();
+        let body = build_script("t", &batch.units, false, &[]);
+        let script = Script {
+            purpose: Purpose::Probe,
+            body,
+            become_user: None,
+        };
+        let out = LocalTransport.run(&script).unwrap();
+        (
+            batch.units.len(),
+            batch.answers(parse_frames("t", &out.stdout, &ids).unwrap()),
+        )
+    };
+    let at = root.path().to_str().unwrap();
+    let queries = [
+        live_query(at, ["vm.swappiness".to_string()]),
+        live_query(at, ["vm.overcommit_memory", "vm.missing"].map(String::from)),
+    ];
+    let probes: Vec<Probe> = queries.iter().map(LiveValues::probe).collect();
+    let (units, together) = run(probes.clone());
+    assert_eq!(units, 1);
+    for (q, p) in queries.iter().zip(probes) {
+        let key = p.key.clone();
+        let (_, alone) = run(vec![p]);
+        let read = LiveValues::parse(q, &together[&key]).unwrap();
+        assert_eq!(read, LiveValues::parse(q, &alone[&key]).unwrap());
+    }
+    let second = LiveValues::parse(&queries[1], &together[&LiveValues::key(&queries[1])]).unwrap();
+    assert_eq!(
+        second,
+        [
+            ("vm.missing".to_string(), Live::Missing),
+            ("vm.overcommit_memory".to_string(), Live::Value("1".into())),
+        ]
+        .into()
+    );
 }
