@@ -35,8 +35,8 @@ module_params! {
         dest: Option<String>,
         /// another name for `path`
         name: Option<String>,
-        /// what the path must be
-        state: State = State::File,
+        /// what the path must be (default: what it is, a file if it is absent)
+        state: Option<State>,
         /// its mode, such as 0755
         mode: Option<Mode>,
         /// its owner
@@ -60,7 +60,8 @@ module_params! {
 
 struct FileModule {
     path: String,
-    state: State,
+    /// `None`: what the path is now, as Ansible decides when unset.
+    state: Option<State>,
     src: Option<String>,
     opts: WriteOpts,
     /// Owner, group and mode of a directory's contents too.
@@ -72,10 +73,10 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     // Ansible playbooks set it; `ln -sfn` replaces whatever is there anyway.
     let _ = a.force;
     let (key, path) = first_of(p, [("path", a.path), ("dest", a.dest), ("name", a.name)])?;
-    if a.state == State::Absent {
+    if a.state == Some(State::Absent) {
         p.destructive_path(key, &path)?;
     }
-    if a.state == State::Link && a.src.is_none() {
+    if a.state == Some(State::Link) && a.src.is_none() {
         return Err(p.error("src", "state=link needs 'src' (the link target)"));
     }
     // nodeprov's touch never moves an existing file's times, which is what
@@ -99,7 +100,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             "only follow: true is supported (a link's own owner or mode is never set)",
         ));
     }
-    if a.recurse && a.state != State::Directory {
+    if a.recurse && a.state.is_some_and(|s| s != State::Directory) {
         return Err(p.error("recurse", "recurse needs state: directory"));
     }
     if a.recurse && matches!(a.mode, Some(Mode::Symbolic(_))) {
@@ -247,7 +248,12 @@ impl Module for FileModule {
         let p = quote(&self.path);
         let mut plan = Plan::noop();
         let describe = |st: &FileState| format!("{:?}", st.kind).to_lowercase();
-        match (self.state, &current) {
+        let state = self.state.unwrap_or(match &current {
+            Some(st) if st.kind == Kind::Dir => State::Directory,
+            _ if self.recurse => State::Directory,
+            _ => State::File,
+        });
+        match (state, &current) {
             (State::Absent, None) => {}
             (State::Absent, Some(st)) => {
                 plan.changes.push(Change::new(
@@ -265,7 +271,7 @@ impl Module for FileModule {
                 )))
             }
             (State::Directory | State::Touch, None) => {
-                let (made, create) = match self.state {
+                let (made, create) = match state {
                     State::Directory => ("directory", "mkdir -p"),
                     _ => ("file", "touch"),
                 };
@@ -444,10 +450,11 @@ mod tests {
         )
         .unwrap();
         assert_eq!(bare.probes().len(), 1);
-        assert!(
-            build_error(&FILE, serde_json::json!({"path": "/d", "recurse": true}))
-                .contains("state: directory")
-        );
+        assert!(build_error(
+            &FILE,
+            serde_json::json!({"path": "/d", "state": "file", "recurse": true})
+        )
+        .contains("state: directory"));
         let touch = serde_json::json!({"path": "/f", "state": "touch", "access_time": "preserve",
                                        "modification_time": "preserve"});
         assert!(build_test(&FILE, touch).is_ok());
@@ -461,7 +468,7 @@ mod tests {
     fn run_plan(state: State, current: Option<FileState>) -> Result<Plan, ModuleError> {
         let m = FileModule {
             path: "/srv/d".into(),
-            state,
+            state: Some(state),
             src: Some("/opt/x".into()),
             opts: WriteOpts {
                 mode: Some(0o755),
@@ -526,6 +533,25 @@ mod tests {
             serde_json::json!({"path": "/x", "follow": false}),
         );
         assert!(err.contains("only follow: true"), "{err}");
+    }
+
+    #[test]
+    fn without_a_state_the_path_keeps_the_kind_it_has() {
+        let build = |path: &str| {
+            crate::modules::kit::testing::build_test(
+                &FILE,
+                serde_json::json!({"path": path, "mode": "0700"}),
+            )
+            .unwrap()
+        };
+        let facts = crate::modules::kit::testing::facts_of(&[]);
+        let mut facts = facts;
+        facts.insert(FileFact::key("/boot"), FileFact::render(&Some(dir(0o755))));
+        facts.insert(FileFact::key("/gone"), FileFact::render(&None));
+        let plan = build("/boot").plan(&facts).unwrap();
+        assert_eq!(plan.steps, ["chmod 700 /boot || { exit 1; }\n"]);
+        let err = build("/gone").plan(&facts).unwrap_err().to_string();
+        assert!(err.contains("/gone does not exist"), "{err}");
     }
 
     #[test]

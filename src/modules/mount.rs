@@ -55,6 +55,8 @@ struct Mount {
     path: String,
     entry: Option<Entry>,
     state: State,
+    /// `fstype: swap`: the path is fstab's second field (`swap`, `none`).
+    swap: bool,
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -90,10 +92,15 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         }
         _ => None,
     };
-    if swap && entry.is_none() {
+    if swap && entry.is_none() && state != State::Absent {
         return Err(p.error("src", "swap entries are keyed by 'src'; give it"));
     }
-    Ok(Box::new(Mount { path, entry, state }))
+    Ok(Box::new(Mount {
+        path,
+        entry,
+        state,
+        swap,
+    }))
 }
 
 /// What is mounted where, topmost mount last: `(mount point, fstype)`.
@@ -218,12 +225,16 @@ impl Module for Mount {
 
 impl Mount {
     fn is_swap(&self) -> bool {
-        self.entry.as_ref().is_some_and(Entry::is_swap)
+        self.swap
     }
 
+    /// A swap entry is the one with its `src`; without one (removing, as
+    /// kubespray does with `name: swap` and `name: none`), every swap
+    /// entry whose second field is the path, as Ansible matches them.
     fn is_ours(&self, e: &Entry) -> bool {
         match &self.entry {
             Some(w) if w.is_swap() => e.is_swap() && e.src == w.src,
+            None if self.swap => e.is_swap() && e.target == self.path,
             _ => !e.is_swap() && e.target == self.path,
         }
     }
@@ -361,6 +372,30 @@ mod tests {
             json!({"path": "none", "src": "/s", "fstype": "swap", "state": "mounted"})
         )
         .contains("swapfile"));
+    }
+
+    #[test]
+    fn swap_lines_are_removed_by_their_second_field_without_src() {
+        let fstab = "/swapfile none swap sw 0 0\n/dev/sdb2 swap swap defaults 0 0\n/dev/nvme1n1 /data xfs defaults 0 0\n";
+        let plan = plan_on(
+            json!({"path": "swap", "fstype": "swap", "state": "absent"}),
+            fstab,
+            MOUNTINFO,
+        )
+        .unwrap();
+        let diff = plan.changes[0].diff.as_deref().unwrap();
+        assert!(diff.contains("-/dev/sdb2 swap swap"), "{diff}");
+        assert!(
+            !diff.contains("-/swapfile") && !diff.contains("-/dev/nvme1n1"),
+            "{diff}"
+        );
+        let absent = json!({"path": "gone", "fstype": "swap", "state": "absent"});
+        assert!(plan_on(absent, fstab, MOUNTINFO).unwrap().steps.is_empty());
+        assert!(build_error(
+            &MOUNT,
+            json!({"path": "none", "fstype": "swap", "state": "present"})
+        )
+        .contains("need 'src'"));
     }
 
     #[test]
