@@ -8,7 +8,6 @@ use std::time::Duration;
 use super::prepared::testing::load;
 use super::result::Status;
 use super::*;
-use crate::load::inventory::Inventory;
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{FileFact, FileState};
 use crate::remote::probe::{fake_answer, ProbeResult};
@@ -89,22 +88,7 @@ fn run(text: &str, check: bool, down: usize, reconnects: bool) -> (RunOutcome, A
         };
         Ok(Box::new(host) as Box<dyn Transport>)
     };
-    let req = RunRequest {
-        playbook: &pb,
-        inventory: &Inventory::localhost(),
-        shard: None,
-        limit: None,
-        opts: RunOptions {
-            check,
-            diff: check,
-            tags: Vec::new(),
-            skip_tags: Vec::new(),
-        },
-        extra_vars: serde_json::Map::new(),
-        forks: 1,
-        connect: &connect,
-    };
-    (run_playbook(&req, &|_| {}).unwrap(), seen)
+    (super::run_tests::execute(&pb, check, 1, &connect), seen)
 }
 
 const PLAY: &str = "- hosts: all\n  gather_facts: false\n  tasks:\n    - command: echo before\n    - reboot: {reboot_timeout: 60, test_command: whoami}\n      register: r\n    - command: \"echo after-{{ r.rebooted }}\"\n    - copy: {dest: /etc/probed, content: x}\n";

@@ -44,7 +44,7 @@ fn run(pb: &Playbook, missing: usize, check: bool) -> (RunOutcome, Log) {
 
 /// Runs `pb` against the implicit localhost through `connect`; check mode
 /// keeps diffs, as `nodeprov check` does.
-fn execute(pb: &Playbook, check: bool, forks: usize, connect: &Connector) -> RunOutcome {
+pub(super) fn execute(pb: &Playbook, check: bool, forks: usize, connect: &Connector) -> RunOutcome {
     execute_with(pb, check, forks, connect, &|_| {})
 }
 

@@ -101,7 +101,7 @@ impl Module for RebootModule {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::modules::kit::testing::{build_error, build_test};
+    use crate::modules::kit::testing::{assert_sh_parses, build_error, build_test};
     use serde_json::json;
 
     fn reboot(params: serde_json::Value) -> Reboot {
@@ -138,15 +138,7 @@ mod tests {
             .reboot_script
             .contains("sleep 5; shutdown -r now 'it'\\''s $(reboot)')"));
         assert!(r.reboot_script.contains("PATH='/opt/x y':\"$PATH\""));
-        let out = std::process::Command::new("sh")
-            .args(["-n", "-c", &r.reboot_script])
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_sh_parses(&r.reboot_script);
     }
 
     #[test]

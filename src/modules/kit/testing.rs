@@ -70,16 +70,21 @@ pub(crate) fn build_error(spec: &ModuleSpec, params: serde_json::Value) -> Strin
 pub(crate) fn assert_sh_syntax(module: &dyn Module, plan: &Plan) {
     let probes = module.probes().into_iter().map(|p| p.script);
     for script in probes.chain(plan.steps.iter().cloned()) {
-        let out = std::process::Command::new("sh")
-            .args(["-n", "-c", &script])
-            .output()
-            .expect("sh runs");
-        assert!(
-            out.status.success(),
-            "{script}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        assert_sh_parses(&script);
     }
+}
+
+/// Asserts that one script parses as POSIX sh (`sh -n`: nothing runs).
+pub(crate) fn assert_sh_parses(script: &str) {
+    let out = std::process::Command::new("sh")
+        .args(["-n", "-c", script])
+        .output()
+        .expect("sh runs");
+    assert!(
+        out.status.success(),
+        "{script}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Facts from `(key, stdout)` pairs, for tests.
