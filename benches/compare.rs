@@ -72,12 +72,12 @@ fn main() {
     for &size in &sizes {
         let hosts = &fleet.hosts[..size];
         let ctl = Control::new(hosts, venv.clone(), posix);
-        let tools: Vec<Tool> = Tool::ALL
+        let tools: Vec<Tool> = Tool::selected()
             .into_iter()
             .filter(|t| t.runs_at(size, ansible_max))
             .collect();
         for rep in 1..=reps {
-            for scenario in Scenario::ALL {
+            for scenario in Scenario::selected() {
                 for &tool in &tools {
                     eprintln!(
                         "{size} hosts, rep {rep}/{reps}: {} with {}",

@@ -538,5 +538,35 @@ fn a_host_that_answers_late_is_waited_for_by_wait_for_connection() {
     );
     host.resume();
     assert_eq!(run.code, 4, "{run}");
-    assert!(run.unreachable(host.name()).contains("timed out"), "{run}");
+    assert!(
+        run.unreachable(host.name())
+            .contains("sent no SSH banner within 2 s"),
+        "{run}"
+    );
+}
+
+#[test]
+fn a_login_the_server_never_answers_is_said_to_time_out_not_to_be_refused() {
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    // The server looks the key up with a command that outlives the login
+    // limit, as a loaded server's slow key lookup would.
+    host.reconfigure(
+        "AuthorizedKeysFile none\nAuthorizedKeysCommand /usr/bin/sleep 90\nAuthorizedKeysCommandUser nobody\n",
+    );
+    let control = Control::new(&fleet);
+    let inventory = control.write("inventory.ini", &fleet.inventory("root", ""));
+    let plain = control.write("plain.yml", MARKER_PLAYBOOK);
+    let run = finish(
+        start_apply(&control, &plain, &inventory, &["--timeout", "2"]),
+        Instant::now(),
+    );
+    assert_eq!(run.code, 4, "{run}");
+    let said = run.unreachable(host.name());
+    assert!(
+        said.contains("the login of root got no answer within 30 s"),
+        "{said}\n{}",
+        host.log()
+    );
+    assert!(!said.contains("authentication failed"), "{said}");
 }

@@ -357,7 +357,7 @@ fn a_hung_host_is_unreachable_within_the_timeout_while_the_others_finish() {
     assert!(run.took < Duration::from_secs(10), "{run}");
     let why = run.unreachable(hung.name());
     assert!(
-        why.contains("TCP connected, but the SSH handshake timed out after 3 s (-T/--timeout)"),
+        why.contains("TCP connected, but the server sent no SSH banner within 3 s (-T/--timeout)"),
         "{run}"
     );
     let others = [fleet.hosts[0].name(), fleet.hosts[2].name()];

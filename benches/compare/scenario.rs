@@ -31,6 +31,19 @@ pub enum Scenario {
 impl Scenario {
     pub const ALL: [Scenario; 2] = [Scenario::Sysctl, Scenario::Files];
 
+    /// The scenarios NODEPROV_BENCH_SCENARIOS names (comma-separated), all
+    /// of them when it is unset.
+    pub fn selected() -> Vec<Scenario> {
+        let Ok(list) = std::env::var("NODEPROV_BENCH_SCENARIOS") else {
+            return Scenario::ALL.to_vec();
+        };
+        let pick = |name: &str| {
+            let found = Scenario::ALL.into_iter().find(|s| s.name() == name.trim());
+            found.unwrap_or_else(|| panic!("NODEPROV_BENCH_SCENARIOS={list}: no scenario {name:?}"))
+        };
+        list.split(',').map(pick).collect()
+    }
+
     /// Also the scenario's directory under benches/scenarios/.
     pub fn name(self) -> &'static str {
         match self {

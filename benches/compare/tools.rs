@@ -62,6 +62,22 @@ pub struct Outcome {
 impl Tool {
     pub const ALL: [Tool; 4] = [Tool::Nodeprov, Tool::Sharded, Tool::Ansible, Tool::Pyinfra];
 
+    /// The tools NODEPROV_BENCH_TOOLS names (`nodeprov`, `shard`, `ansible`,
+    /// `pyinfra`, comma-separated), all of them when it is unset.
+    pub fn selected() -> Vec<Tool> {
+        let Ok(list) = std::env::var("NODEPROV_BENCH_TOOLS") else {
+            return Tool::ALL.to_vec();
+        };
+        let pick = |name: &str| match name.trim() {
+            "nodeprov" => Tool::Nodeprov,
+            "shard" => Tool::Sharded,
+            "ansible" => Tool::Ansible,
+            "pyinfra" => Tool::Pyinfra,
+            other => panic!("NODEPROV_BENCH_TOOLS={list}: no tool {other:?}"),
+        };
+        list.split(',').map(pick).collect()
+    }
+
     pub fn name(self) -> &'static str {
         match self {
             Tool::Nodeprov => "nodeprov",
@@ -95,11 +111,12 @@ impl Tool {
         };
         for out in &measured.finished {
             if !out.status.success() {
-                return Err(format!(
-                    "{}: {}",
-                    out.status,
-                    tail(&format!("{}{}", out.stdout, out.stderr))
-                ));
+                let why = match self {
+                    Tool::Nodeprov | Tool::Sharded => nodeprov_failures(&out.stdout),
+                    Tool::Ansible | Tool::Pyinfra => None,
+                };
+                let why = why.unwrap_or_else(|| tail(&format!("{}{}", out.stdout, out.stderr)));
+                return Err(format!("{}: {why}", out.status));
             }
             let (changed, trips) = match self {
                 Tool::Nodeprov | Tool::Sharded => nodeprov_summary(&out.stdout),
@@ -226,6 +243,26 @@ fn nodeprov_summary(stdout: &str) -> (Option<u64>, Vec<u64>) {
         .filter_map(|h| h["round_trips"].as_u64())
         .collect();
     (Some(changed), trips)
+}
+
+/// What each host that failed or was unreachable said, from nodeprov's
+/// report: the last lines of a long report only show closing brackets.
+fn nodeprov_failures(stdout: &str) -> Option<String> {
+    let doc: Value = serde_json::from_str(stdout).ok()?;
+    let hosts = doc["hosts"].as_array()?;
+    let said: Vec<String> = hosts
+        .iter()
+        .filter_map(|h| {
+            let why = h["unreachable"].as_str().map(str::to_string).or_else(|| {
+                let tasks = h["tasks"].as_array()?;
+                let failed = tasks.iter().find(|t| t["status"] == "failed")?;
+                Some(format!("{}: {}", failed["task"], failed["message"]))
+            })?;
+            Some(format!("{}: {why}", h["host"].as_str().unwrap_or("?")))
+        })
+        .collect();
+    let shown = said.iter().take(5).cloned().collect::<Vec<_>>().join("; ");
+    Some(format!("{} of {} hosts: {shown}", said.len(), hosts.len()))
 }
 
 /// Sum of `changed=N` over the PLAY RECAP lines.

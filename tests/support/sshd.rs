@@ -243,6 +243,27 @@ impl SshHost {
         }
     }
 
+    /// Appends `lines` to the host's sshd_config and has sshd reread it
+    /// (SIGHUP: it execs itself again, keeping its pid).
+    pub fn reconfigure(&self, lines: &str) {
+        let config = self.host.path("/etc/ssh/sshd_config");
+        let mut text = std::fs::read_to_string(&config).expect("read sshd_config");
+        text.push_str(lines);
+        std::fs::write(&config, text).expect("write sshd_config");
+        self.signal(libc::SIGHUP);
+        // The listening socket closes while sshd execs itself.
+        std::thread::sleep(Duration::from_millis(500));
+        let deadline = Instant::now() + START_TIMEOUT;
+        while TcpStream::connect_timeout(&self.addr(), Duration::from_secs(1)).is_err() {
+            assert!(
+                Instant::now() < deadline,
+                "sshd of {} did not come back",
+                self.name()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Freezes sshd: connections are still accepted by the kernel but never
     /// answered, as on a hung machine.
     pub fn pause(&self) {

@@ -20,6 +20,26 @@ pub struct AuthPlan<'a> {
     pub home: &'a Path,
 }
 
+/// libssh2's codes for a connection that broke or went silent, as opposed to
+/// a server that answered "no": socket send, timeout, disconnect, socket
+/// timeout, receive.
+const BROKEN: [i32; 5] = [-7, -9, -13, -30, -43];
+
+/// Whether an attempt failed because the connection did, not the credential.
+fn broke(e: &ssh2::Error) -> bool {
+    matches!(e.code(), ssh2::ErrorCode::Session(c) if BROKEN.contains(&c))
+}
+
+/// Ok(true) when the server accepted, Ok(false) when it refused; a broken or
+/// silent connection ends the attempts, since no other credential can help.
+fn accepted(result: Result<(), ssh2::Error>) -> Result<bool, ssh2::Error> {
+    match result {
+        Ok(()) => Ok(true),
+        Err(e) if broke(&e) => Err(e),
+        Err(_) => Ok(false),
+    }
+}
+
 /// Authenticates or returns the list of what was tried.
 pub fn authenticate(session: &Session, plan: &AuthPlan) -> Result<(), AuthError> {
     // Asking for the methods is itself the "none" attempt, which some
@@ -27,23 +47,17 @@ pub fn authenticate(session: &Session, plan: &AuthPlan) -> Result<(), AuthError>
     let methods = match session.auth_methods(plan.user) {
         Ok(m) => m.to_string(),
         Err(_) if session.authenticated() => return Ok(()),
+        Err(e) if broke(&e) => {
+            let tried = vec!["the server's methods".to_string()];
+            return Err(AuthError::Broken { tried, source: e });
+        }
         Err(e) => return Err(AuthError::ListMethods(e)),
     };
     let mut tried = Vec::new();
-    if methods.contains("publickey") {
-        if plan.use_agent && try_agent(session, plan.user, &mut tried) {
-            return Ok(());
-        }
-        for key in plan.keys {
-            if try_key(session, plan, key, &mut tried) {
-                return Ok(());
-            }
-        }
-    }
-    if let Some(pw) = plan.password {
-        if try_password(session, plan.user, pw, &methods, &mut tried) {
-            return Ok(());
-        }
+    match try_all(session, plan, &methods, &mut tried) {
+        Ok(true) => return Ok(()),
+        Ok(false) => {}
+        Err(source) => return Err(AuthError::Broken { tried, source }),
     }
     if tried.is_empty() {
         tried.push(format!(
@@ -53,36 +67,70 @@ pub fn authenticate(session: &Session, plan: &AuthPlan) -> Result<(), AuthError>
     Err(AuthError::Exhausted(tried))
 }
 
-fn try_agent(session: &Session, user: &str, tried: &mut Vec<String>) -> bool {
+/// Every usable credential in order until one is accepted.
+fn try_all(
+    session: &Session,
+    plan: &AuthPlan,
+    methods: &str,
+    tried: &mut Vec<String>,
+) -> Result<bool, ssh2::Error> {
+    if methods.contains("publickey") {
+        if plan.use_agent && try_agent(session, plan.user, tried)? {
+            return Ok(true);
+        }
+        for key in plan.keys {
+            if try_key(session, plan, key, tried)? {
+                return Ok(true);
+            }
+        }
+    }
+    match plan.password {
+        Some(pw) => try_password(session, plan.user, pw, methods, tried),
+        None => Ok(false),
+    }
+}
+
+fn try_agent(session: &Session, user: &str, tried: &mut Vec<String>) -> Result<bool, ssh2::Error> {
     if std::env::var_os("SSH_AUTH_SOCK").is_none() {
-        return false;
+        return Ok(false);
     }
     let Ok(mut agent) = session.agent() else {
-        return false;
+        return Ok(false);
     };
     if agent.connect().is_err() || agent.list_identities().is_err() {
-        return false;
+        return Ok(false);
     }
     let identities = agent.identities().unwrap_or_default();
     if identities.is_empty() {
-        return false;
+        return Ok(false);
     }
     tried.push("agent".into());
-    let ok = identities.iter().any(|id| agent.userauth(user, id).is_ok());
+    let mut ok = Ok(false);
+    for id in &identities {
+        ok = accepted(agent.userauth(user, id));
+        if !matches!(ok, Ok(false)) {
+            break;
+        }
+    }
     let _ = agent.disconnect();
     ok
 }
 
 /// Key files are read here, not by libssh2, so that a failure to open one
 /// keeps its cause (out of file descriptors is not a bad key).
-fn try_key(session: &Session, plan: &AuthPlan, key: &Path, tried: &mut Vec<String>) -> bool {
+fn try_key(
+    session: &Session,
+    plan: &AuthPlan,
+    key: &Path,
+    tried: &mut Vec<String>,
+) -> Result<bool, ssh2::Error> {
     let shown = tilde(key, plan.home);
     let unreadable = |why: String| format!("key {shown} ({why})");
     let text = match crate::load::input::read_text(key) {
         Ok(text) => text,
         Err(e) => {
             tried.push(unreadable(format!("unreadable: {}", e.reason())));
-            return false;
+            return Ok(false);
         }
     };
     let encrypted = is_encrypted(&text);
@@ -90,7 +138,7 @@ fn try_key(session: &Session, plan: &AuthPlan, key: &Path, tried: &mut Vec<Strin
         tried.push(format!(
             "key {shown} (encrypted; set NODEPROV_KEY_PASSPHRASE or load it into ssh-agent)"
         ));
-        return false;
+        return Ok(false);
     }
     // With the .pub next to it libssh2 need not decrypt the key just to
     // offer it.
@@ -104,7 +152,7 @@ fn try_key(session: &Session, plan: &AuthPlan, key: &Path, tried: &mut Vec<Strin
         Err(e) => match fd_limit::explain(&e) {
             Some(why) => {
                 tried.push(unreadable(why));
-                return false;
+                return Ok(false);
             }
             None => None,
         },
@@ -114,9 +162,7 @@ fn try_key(session: &Session, plan: &AuthPlan, key: &Path, tried: &mut Vec<Strin
         .filter(|_| encrypted)
         .map(Secret::expose);
     tried.push(format!("key {shown}"));
-    session
-        .userauth_pubkey_memory(plan.user, public.as_deref(), &text, passphrase)
-        .is_ok()
+    accepted(session.userauth_pubkey_memory(plan.user, public.as_deref(), &text, passphrase))
 }
 
 fn try_password(
@@ -125,21 +171,19 @@ fn try_password(
     pw: &Secret,
     methods: &str,
     tried: &mut Vec<String>,
-) -> bool {
+) -> Result<bool, ssh2::Error> {
     if methods.contains("password") {
         tried.push("password".into());
-        if session.userauth_password(user, pw.expose()).is_ok() {
-            return true;
+        if accepted(session.userauth_password(user, pw.expose()))? {
+            return Ok(true);
         }
     }
     if methods.contains("keyboard-interactive") {
         tried.push("keyboard-interactive".into());
         let mut answer = PasswordAnswer(pw);
-        return session
-            .userauth_keyboard_interactive(user, &mut answer)
-            .is_ok();
+        return accepted(session.userauth_keyboard_interactive(user, &mut answer));
     }
-    false
+    Ok(false)
 }
 
 /// Answers every keyboard-interactive prompt with the password (PAM's
@@ -201,6 +245,18 @@ mod tests {
             .ok()?
             .success();
         ok.then(|| std::fs::read_to_string(&path).unwrap())
+    }
+
+    #[test]
+    fn a_refusal_tries_the_next_credential_and_a_broken_connection_stops() {
+        let code = |c| ssh2::Error::new(ssh2::ErrorCode::Session(c), "x");
+        // LIBSSH2_ERROR_AUTHENTICATION_FAILED, _PUBLICKEY_UNVERIFIED
+        assert!(matches!(accepted(Err(code(-18))), Ok(false)));
+        assert!(matches!(accepted(Err(code(-19))), Ok(false)));
+        assert!(matches!(accepted(Ok(())), Ok(true)));
+        // LIBSSH2_ERROR_TIMEOUT, _SOCKET_DISCONNECT
+        assert!(accepted(Err(code(-9))).is_err());
+        assert!(accepted(Err(code(-13))).is_err());
     }
 
     #[test]

@@ -89,6 +89,13 @@ pub enum AuthError {
     /// Every method was tried; the list says what and why each failed.
     #[error("{}", .0.join(", "))]
     Exhausted(Vec<String>),
+    /// The connection broke or went silent while a credential was offered:
+    /// not a refusal, so it must not read as one.
+    #[error("while trying {}: {source}", .tried.join(", "))]
+    Broken {
+        tried: Vec<String>,
+        source: ssh2::Error,
+    },
 }
 
 #[derive(Debug, Error)]
@@ -135,7 +142,12 @@ pub enum ConnectError {
         source: KnownHostsError,
     },
     #[error(
-        "{host}: TCP connected, but the SSH handshake timed out after {secs} s (-T/--timeout)"
+        "{host}: TCP connected, but the server sent no SSH banner within {secs} s (-T/--timeout)"
+    )]
+    NoBanner { host: String, secs: u64 },
+    #[error(
+        "{host}: the server answered, but the SSH key exchange did not finish within {secs} s \
+         (it waits -T/--timeout, and at least 30 s)"
     )]
     HandshakeTimeout { host: String, secs: u64 },
     #[error("{host}: SSH handshake failed: {source}")]
@@ -145,6 +157,21 @@ pub enum ConnectError {
     /// The key is unknown or changed; the message says which and what to do.
     #[error("{0}")]
     HostKeyRefused(String),
+    #[error(
+        "{host}: connected, but the login of {user} got no answer within {secs} s \
+         (a login waits -T/--timeout, and at least 30 s)"
+    )]
+    AuthTimeout {
+        host: String,
+        user: String,
+        secs: u64,
+    },
+    #[error("{host}: the connection broke while logging in as {user}: {source}")]
+    AuthBroken {
+        host: String,
+        user: String,
+        source: AuthError,
+    },
     #[error("{host}: authentication failed for user {user} (tried: {source})")]
     Auth {
         host: String,

@@ -2,6 +2,7 @@
 //! script, the script fed on stdin to `/bin/sh -s`.
 
 mod auth;
+mod banner;
 mod channel;
 pub mod config;
 pub mod endpoint;
@@ -23,12 +24,19 @@ use super::{fd_limit, Output, Script, Transport, TransportError};
 use channel::{Feed, Limits, PumpError};
 use config::SshConfig;
 use endpoint::Endpoint;
-use error::{BecomePasswordError, ConnectError};
+use error::{AuthError, BecomePasswordError, ConnectError};
 use escalate::{BecomeCtx, SudoMarkers};
 use known_hosts::{KnownHostsDb, PresentedKey, Verdict};
 
 pub const DEFAULT_COMMAND_TIMEOUT: Duration = Duration::from_secs(3600);
 const KEEPALIVE: Duration = Duration::from_secs(15);
+/// The least the key exchange and the login may take. As OpenSSH's
+/// ConnectTimeout, `-T` bounds the TCP connect and the server's banner; what
+/// follows is the server's CPU work (key exchange, forking its session, PAM)
+/// and takes longer on a busy host, so it waits at least this long, as
+/// paramiko's auth_timeout does, and a host that hangs there is still given
+/// up on.
+const SETUP_TIMEOUT_FLOOR: Duration = Duration::from_secs(30);
 
 /// A password or passphrase; never printed.
 #[derive(Clone, PartialEq, Eq)]
@@ -387,7 +395,14 @@ fn establish<S: AsRawFd + 'static>(
         host: host.clone(),
         source,
     })?;
-    session.set_timeout(millis(ep.connect_timeout));
+    if !banner::arrives(socket.as_raw_fd(), ep.connect_timeout) {
+        return Err(ConnectError::NoBanner {
+            host,
+            secs: ep.connect_timeout.as_secs(),
+        });
+    }
+    let setup_limit = ep.connect_timeout.max(SETUP_TIMEOUT_FLOOR);
+    session.set_timeout(millis(setup_limit));
     let db =
         KnownHostsDb::load(&session, &ep.host_keys).map_err(|source| ConnectError::KnownHosts {
             host: host.clone(),
@@ -405,7 +420,7 @@ fn establish<S: AsRawFd + 'static>(
         .map_err(|source| match is_timeout(&source) {
             true => ConnectError::HandshakeTimeout {
                 host: host.clone(),
-                secs: ep.connect_timeout.as_secs(),
+                secs: setup_limit.as_secs(),
             },
             false => ConnectError::Handshake {
                 host: host.clone(),
@@ -421,13 +436,23 @@ fn establish<S: AsRawFd + 'static>(
         password: ep.password.as_ref(),
         home: &opts.home,
     };
-    auth::authenticate(&session, &plan).map_err(|source| ConnectError::Auth {
-        host,
-        user: ep.user.clone(),
-        source,
-    })?;
+    auth::authenticate(&session, &plan)
+        .map_err(|source| login_error(host, ep, setup_limit, source))?;
     session.set_keepalive(true, opts.keepalive.as_secs().max(1) as u32);
     Ok(session)
+}
+
+fn login_error(host: String, ep: &Endpoint, limit: Duration, source: AuthError) -> ConnectError {
+    let user = ep.user.clone();
+    match &source {
+        AuthError::Broken { source: e, .. } if is_timeout(e) => ConnectError::AuthTimeout {
+            host,
+            user,
+            secs: limit.as_secs(),
+        },
+        AuthError::Broken { .. } => ConnectError::AuthBroken { host, user, source },
+        _ => ConnectError::Auth { host, user, source },
+    }
 }
 
 fn check_host_key(session: &Session, db: &KnownHostsDb, ep: &Endpoint) -> Result<(), ConnectError> {
