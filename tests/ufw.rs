@@ -147,8 +147,7 @@ fn ufw_rules_converge_in_a_host_of_its_own_network_and_drift_is_checked() {
     );
     assert!(!sh(&host, "iptables -S").contains("--dports 80,443"));
 
+    // The machine's /etc (its own ufw.conf among it) and netfilter rules.
     drop(host);
     assert_machine_unchanged(&before);
-    let conf = std::fs::read_to_string("/etc/ufw/ufw.conf").unwrap();
-    assert!(conf.contains("ENABLED=no"), "the machine's ufw: {conf}");
 }

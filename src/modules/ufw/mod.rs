@@ -312,7 +312,7 @@ impl Module for Ufw {
         let mut plan = Plan::noop();
         let known = self
             .state
-            .map_or(true, |s| plan_state(s, &mut now, &mut plan));
+            .is_none_or(|s| plan_state(s, &mut now, &mut plan));
         if let Some((dir, policy)) = self.default {
             plan_default(dir, policy, &mut now, &mut plan);
         }
@@ -408,50 +408,77 @@ fn same_rule(rules: &[String], rule: &Rule) -> Option<usize> {
     rules.iter().position(|l| strip(l) == bare)
 }
 
-fn plan_rule(t: &RuleTask, now: &mut UfwState, plan: &mut Plan) {
-    let want = t.rule.line();
-    let exact = now.rules.iter().position(|l| *l == want);
-    let same = exact.or_else(|| same_rule(&now.rules, &t.rule));
+/// Where `rules` holds a task's rule: with its comment, or with another.
+struct Held {
+    exact: Option<usize>,
+    same: Option<usize>,
+}
+
+impl Held {
+    fn find(rules: &[String], rule: &Rule) -> Self {
+        let exact = rules.iter().position(|l| *l == rule.line());
+        Held {
+            exact,
+            same: exact.or_else(|| same_rule(rules, rule)),
+        }
+    }
+}
+
+/// The change for a rule line, with the listing's line as evidence.
+fn rule_change(
+    t: &RuleTask,
+    rules: &[String],
+    found: Option<usize>,
+    after: Option<String>,
+) -> Change {
     let subject = format!(
         "ufw rule: {}",
         &t.rule.line_without_comment()["ufw ".len()..]
     );
-    let evidence = |found: Option<usize>| match found {
-        Some(i) => format!("ufw show added: {}", now.rules[i]),
-        None => format!(
-            "ufw show added: no such line among {} rules",
-            now.rules.len()
-        ),
+    let evidence = match found {
+        Some(i) => format!("ufw show added: {}", rules[i]),
+        None => format!("ufw show added: no such line among {} rules", rules.len()),
     };
+    Change::new(subject, found.map(|i| rules[i].clone()), after).with_evidence(evidence)
+}
+
+fn plan_rule(t: &RuleTask, now: &mut UfwState, plan: &mut Plan) {
+    let held = Held::find(&now.rules, &t.rule);
     if t.delete {
-        // ufw deletes a rule by its comment only when one is given.
-        let Some(i) = exact.or(same.filter(|_| t.rule.comment.is_none())) else {
-            return;
-        };
-        plan.changes.push(
-            Change::new(subject, Some(now.rules[i].clone()), None).with_evidence(evidence(Some(i))),
-        );
-        plan.steps
-            .push(step(format!("ufw delete {}", t.rule.args(false))));
-        now.rules.remove(i);
+        plan_delete(t, &held, now, plan);
         return;
     }
-    if exact.is_some() {
+    if held.exact.is_some() {
         return;
     }
-    let before = same.map(|i| now.rules[i].clone());
+    let want = t.rule.line();
     plan.changes
-        .push(Change::new(subject, before, Some(want.clone())).with_evidence(evidence(same)));
+        .push(rule_change(t, &now.rules, held.same, Some(want.clone())));
     let insert = t.insert.map(|n| format!("insert {n} ")).unwrap_or_default();
     plan.steps
         .push(step(format!("ufw {insert}{}", t.rule.args(true))));
-    match (same, t.insert) {
+    match (held.same, t.insert) {
+        // ufw replaces the comment of a rule added again, in its place.
         (Some(i), _) => now.rules[i] = want,
         (None, Some(n)) => now
             .rules
             .insert((n as usize - 1).min(now.rules.len()), want),
         (None, None) => now.rules.push(want),
     }
+}
+
+fn plan_delete(t: &RuleTask, held: &Held, now: &mut UfwState, plan: &mut Plan) {
+    // ufw deletes a rule by its comment only when one is given.
+    let found = held
+        .exact
+        .or(held.same.filter(|_| t.rule.comment.is_none()));
+    let Some(i) = found else {
+        return;
+    };
+    plan.changes.push(rule_change(t, &now.rules, found, None));
+    plan.steps
+        .push(step(format!("ufw delete {}", t.rule.args(false))));
+    now.rules.remove(i);
 }
 
 /// Values of every fact here, for the round trip every fact must pass.
