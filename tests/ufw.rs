@@ -93,6 +93,20 @@ fn ufw_rules_converge_in_a_host_of_its_own_network_and_drift_is_checked() {
     sh(&host, "ufw allow 8080/tcp");
     assert!(sh(&host, "ufw status").starts_with("Status: inactive"));
 
+    // Check mode first: every task drifts, nothing is touched.
+    let files = || {
+        sh(
+            &host,
+            "cat /etc/ufw/user.rules /etc/ufw/user6.rules /etc/ufw/ufw.conf /etc/default/ufw",
+        )
+    };
+    let untouched = files();
+    let (code, dry) = nodeprov(&host, "check");
+    assert_eq!(code, 2, "{dry:#}");
+    assert_eq!(task_statuses(&dry), vec!["drift"; 8], "{dry:#}");
+    assert_eq!(files(), untouched);
+    assert!(sh(&host, "ufw status").starts_with("Status: inactive"));
+
     let (code, first) = nodeprov(&host, "apply");
     assert_eq!(code, 0, "{first:#}");
     assert_eq!(recap(&first, "changed"), 8, "{:?}", task_statuses(&first));

@@ -1,7 +1,8 @@
 //! Everything a ufw task compares, read in one probe: whether ufw runs
 //! (`ufw status`), its default policies (`/etc/default/ufw`), its log level
 //! (`/etc/ufw/ufw.conf`) and its rules (`ufw show added`, which reads
-//! ufw's own rule files and so is the same whether ufw runs or not).
+//! ufw's own rule files and so is the same whether ufw runs or not). ufw
+//! translates its messages, so it answers in the C locale.
 
 use std::collections::BTreeMap;
 
@@ -78,11 +79,11 @@ impl Fact for Ufw {
             .collect();
         format!(
             "command -v ufw >/dev/null 2>&1 || {{ echo missing; exit 0; }}\n\
-             s=$(ufw status) || exit 1\n\
+             s=$(LC_ALL=C ufw status) || exit 1\n\
              case \"$s\" in 'Status: active'*) echo active ;; *) echo inactive ;; esac\n\
              sed -n{policies} /etc/default/ufw 2>/dev/null\n\
              sed -n 's/^LOGLEVEL=\\([a-z]*\\)[[:space:]]*$/logging \\1/p' /etc/ufw/ufw.conf 2>/dev/null\n\
-             a=$(ufw show added) || exit 1\n\
+             a=$(LC_ALL=C ufw show added) || exit 1\n\
              printf '%s\\n' \"$a\" | sed -n 's/^ufw /rule ufw /p'"
         )
     }
