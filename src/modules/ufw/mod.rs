@@ -262,6 +262,11 @@ fn check_rule_shape(p: &Params, a: &UfwArgs, rule: &Rule) -> Result<(), ParamErr
     if rule.app.is_some() && (rule.to_port.is_some() || a.proto.is_some()) {
         return Err(p.error("name", "an application profile brings its own ports and protocol: give neither to_port nor proto with name"));
     }
+    if let (Some(from), Some(to)) = (&rule.from, &rule.to) {
+        if from.contains(':') != to.contains(':') {
+            return Err(p.error("to_ip", "from_ip and to_ip must both be IPv4 or both IPv6"));
+        }
+    }
     if a.delete && a.insert.is_some() {
         return Err(p.error("insert", "insert and delete do not go together"));
     }

@@ -296,6 +296,10 @@ fn what_ufw_would_refuse_or_nodeprov_does_not_do_is_refused_at_load() {
         ),
         (json!({"to_port": "22"}), "belongs to a rule"),
         (
+            json!({"rule": "allow", "from_ip": "10.0.0.0/8", "to_ip": "::1"}),
+            "must both be IPv4 or both IPv6",
+        ),
+        (
             json!({"rule": "allow", "name": "OpenSSH", "proto": "tcp"}),
             "brings its own ports",
         ),
