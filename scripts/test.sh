@@ -37,6 +37,10 @@ REQUIRED_COMMANDS=(
 	"createrepo_c createrepo-c"
 	"modifyrepo_c createrepo-c"
 	"dpkg-scanpackages dpkg-dev"
+	"ufw ufw"
+	"iptables-save iptables"
+	"nft nftables"
+	"nsenter util-linux"
 )
 
 # What the real-VM tests add.
@@ -78,12 +82,15 @@ install_missing_packages() {
 	fi
 	echo "test.sh: installing $missing"
 	export DEBIAN_FRONTEND=noninteractive
+	local rules_before
+	rules_before=$(netfilter_rules)
 	forbid_service_starts
 	apt-get update -qq </dev/null
 	# shellcheck disable=SC2086,SC2046 # one word per package
 	apt-get install -y -qq --no-install-recommends --allow-downgrades \
 		$missing $(matching_qemu_utils "$missing") </dev/null
 	restore_service_policy
+	check_ufw_left_off "$missing" "$rules_before"
 }
 
 # The distribution's qemu-system-x86 breaks with a newer qemu-utils (from
@@ -100,7 +107,10 @@ matching_qemu_utils() {
 
 # Installing openssh-server must not start a real sshd on this machine (the
 # tests start their own, in namespaces): invoke-rc.d asks policy-rc.d, and 101
-# means "not allowed". A policy already in place is left as it is.
+# means "not allowed". A policy already in place is left as it is. ufw is
+# installed disabled (ENABLED=no in /etc/ufw/ufw.conf) and its unit, were it
+# started, would load no rule; tests/ufw.rs enables it only inside a host's
+# own network namespace, and machine_state below lists this machine's rules.
 POLICY_RC_D=/usr/sbin/policy-rc.d
 created_policy=
 forbid_service_starts() {
@@ -118,8 +128,8 @@ restore_service_policy() {
 }
 
 # Everything of the machine's own state that the tests must never change: all
-# of /etc (entries with mode, owner, size, link target, content hash) and the
-# live swap and vm settings. A listing rather than a bare hash, so a failure
+# of /etc (entries with mode, owner, size, link target, content hash), the
+# live swap and vm settings and the netfilter rules. A listing rather than a bare hash, so a failure
 # names what changed.
 machine_state() {
 	find /etc -xdev -printf '%p %m %U:%G %y %s %l\n' | LC_ALL=C sort
@@ -128,6 +138,36 @@ machine_state() {
 		echo "== $f"
 		cat "$f"
 	done
+	echo "== netfilter"
+	netfilter_rules
+}
+
+# This machine's firewall rules, as far as its tools are installed yet.
+# iptables-save's comments carry the time of the listing.
+netfilter_rules() {
+	local save
+	for save in iptables-save ip6tables-save; do
+		if command -v "$save" >/dev/null; then
+			"$save" | grep -v '^#' || true
+		fi
+	done
+	if command -v nft >/dev/null; then
+		nft list ruleset
+	fi
+}
+
+# Installing ufw must leave this machine's firewall as it was: ufw off and
+# no rule added.
+check_ufw_left_off() {
+	local missing=$1 rules_before=$2
+	case " $missing " in
+	*" ufw "*) ;;
+	*) return 0 ;;
+	esac
+	if ! grep -qx 'ENABLED=no' /etc/ufw/ufw.conf || [ "$(netfilter_rules)" != "$rules_before" ]; then
+		echo "test.sh: installing ufw turned on this machine's firewall; stopping" >&2
+		exit 1
+	fi
 }
 
 # firewalld's offline command for tests/pip_and_firewalld.rs, unpacked
@@ -168,7 +208,7 @@ fi
 machine_state >"$after"
 if ! diff -u "$before" "$after"; then
 	echo >&2
-	echo "test.sh: FAILED: the test run changed this machine's /etc, swap or vm settings (diff above)" >&2
+	echo "test.sh: FAILED: the test run changed this machine's /etc, swap, vm settings or firewall (diff above)" >&2
 	exit 1
 fi
 echo "test.sh: all checks passed; machine state unchanged"

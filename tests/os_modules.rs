@@ -314,18 +314,17 @@ fn validate_keeps_a_refused_file_out() {
 #[test]
 fn ufw_on_a_host_without_it_fails_saying_so() {
     let host = IsolatedHost::new();
-    if host.run(&["sh", "-c", "command -v ufw"]).status.success() {
-        // A machine with ufw would have its real firewall touched: not here.
-        return;
-    }
     std::fs::write(
         host.path("/root/ufw.yml"),
         "- hosts: all\n  tasks:\n    - name: firewall\n      community.general.ufw:\n        state: enabled\n",
     )
     .unwrap();
+    // ufw lives in sbin: a PATH without it is a host without ufw.
     let (code, doc) = run_json(
         &host,
         &[
+            "/usr/bin/env",
+            "PATH=/usr/bin:/bin",
             BIN,
             "check",
             "/root/ufw.yml",

@@ -7,7 +7,12 @@
 //! Each `run` is a new namespace over the same tree, so state carries over
 //! between calls just as it would on a real server.
 //!
-//! Requires root (or equivalent capabilities) and util-linux `unshare`/`mount`.
+//! A host made `with_network` also has a network namespace of its own, so a
+//! firewall can be turned on inside it; the machine's netfilter rules are
+//! part of `machine_digest`.
+//!
+//! Requires root (or equivalent capabilities) and util-linux `unshare`,
+//! `nsenter` and `mount`.
 //!
 //! `sshd` (a submodule) turns hosts into SSH servers for transport tests.
 
@@ -63,6 +68,9 @@ pub struct IsolatedHost {
     /// Machine directories besides PRIVATE_DIRS that this host covers with
     /// its own (a package manager's state).
     extra_private: &'static [&'static str],
+    /// The process that holds the host's own network namespace, for hosts
+    /// made `with_network`; every `run` joins that namespace.
+    network: Option<Child>,
 }
 
 /// Where dnf keeps its history and cache. rpm's database follows `%_dbpath`,
@@ -117,7 +125,34 @@ impl IsolatedHost {
             vm,
             hostname: hostname.to_string(),
             extra_private: &[],
+            network: None,
         }
+    }
+
+    /// This host with a network namespace of its own (only `lo`, brought
+    /// up), kept for the host's life so that what one `run` sets there (a
+    /// firewall's rules) the next one still sees, while the machine's own
+    /// interfaces and netfilter tables stay out of reach.
+    pub fn with_network(mut self) -> Self {
+        let holder = Command::new("unshare")
+            .args(["--net", "--", "sh", "-c"])
+            .arg("ip link set lo up 2>/dev/null; echo up; exec sleep 1000000")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("spawn unshare --net");
+        self.network = Some(holder);
+        // The namespace exists once the holder speaks.
+        let mut ready = String::new();
+        let out = self.network.as_mut().and_then(|h| h.stdout.as_mut());
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(out.expect("holder stdout")),
+            &mut ready,
+        )
+        .expect("read from the network holder");
+        assert_eq!(ready, "up\n", "the network namespace was not made");
+        self
     }
 
     /// A host laid out like Rocky Linux 9 with dnf: its own os-release and
@@ -243,7 +278,15 @@ impl IsolatedHost {
 
     fn command(&self, argv: &[&str]) -> Command {
         let (program, _) = argv.split_first().expect("IsolatedHost needs a command");
-        let mut cmd = Command::new("unshare");
+        let mut cmd = match &self.network {
+            Some(holder) => {
+                let mut c = Command::new("nsenter");
+                c.arg(format!("--net=/proc/{}/ns/net", holder.id()))
+                    .args(["--", "unshare"]);
+                c
+            }
+            None => Command::new("unshare"),
+        };
         cmd.args(["--mount", "--propagation", "private", "--pid", "--fork"])
             .args([
                 "--kill-child",
@@ -304,6 +347,16 @@ impl IsolatedHost {
             .strip_prefix("vm.")
             .unwrap_or_else(|| panic!("only vm.* sysctls are private to a host, not {key}"));
         self.vm.path().join(name)
+    }
+}
+
+impl Drop for IsolatedHost {
+    fn drop(&mut self) {
+        if let Some(holder) = &mut self.network {
+            // The namespace, and every rule set in it, goes with its last process.
+            let _ = holder.kill();
+            let _ = holder.wait();
+        }
     }
 }
 
@@ -381,7 +434,9 @@ fn dirs_to_keep_visible(program: &str) -> BTreeSet<PathBuf> {
 
 fn panic_if_not_entered(out: &Output) {
     let stderr = String::from_utf8_lossy(&out.stderr);
-    let entered = out.status.code() != Some(SETUP_FAILED) && !stderr.starts_with("unshare: ");
+    let entered = out.status.code() != Some(SETUP_FAILED)
+        && !stderr.starts_with("unshare: ")
+        && !stderr.starts_with("nsenter: ");
     assert!(entered, "could not enter isolated host: {stderr}");
 }
 
@@ -393,15 +448,45 @@ const MACHINE_STATE_FILES: [&str; 3] = [
 ];
 
 /// What the developer machine must never see changed: every entry of /etc
-/// (path, mode, owner, file size and content hash or link target) plus live swap and vm
-/// settings, one line each so a difference names its culprit.
+/// (path, mode, owner, file size and content hash or link target), live swap
+/// and vm settings and its netfilter rules, one line each so a difference
+/// names its culprit.
 pub fn machine_digest() -> String {
     let mut lines = tree_digest(Path::new("/etc"));
     for file in MACHINE_STATE_FILES {
         let value = fs::read_to_string(file).unwrap_or_else(|e| panic!("read {file}: {e}"));
         lines.push(format!("{file} = {}", value.trim_end()));
     }
+    lines.extend(netfilter_digest());
     lines.join("\n")
+}
+
+/// The machine's firewall listings that tests with a network of their own
+/// must leave alone.
+const NETFILTER_LISTINGS: [&[&str]; 3] = [
+    &["iptables-save"],
+    &["ip6tables-save"],
+    &["nft", "list", "ruleset"],
+];
+
+/// The machine's netfilter rules as its own tools list them, each line
+/// prefixed with the tool; a tool that is not installed lists nothing.
+/// iptables-save's comments carry the time and are left out.
+pub fn netfilter_digest() -> Vec<String> {
+    let mut lines = Vec::new();
+    for argv in NETFILTER_LISTINGS {
+        let Ok(out) = Command::new(argv[0]).args(&argv[1..]).output() else {
+            continue;
+        };
+        assert!(out.status.success(), "{argv:?} failed: {out:?}");
+        let text = String::from_utf8_lossy(&out.stdout);
+        lines.extend(
+            text.lines()
+                .filter(|l| !l.starts_with('#'))
+                .map(|l| format!("{} {l}", argv[0])),
+        );
+    }
+    lines
 }
 
 /// Panics with the differing lines if the machine no longer matches `before`.
