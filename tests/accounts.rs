@@ -8,7 +8,8 @@ mod support;
 use std::os::unix::fs::MetadataExt;
 
 use support::{
-    assert_machine_unchanged, machine_digest, run_json, task_statuses as statuses, IsolatedHost,
+    assert_machine_unchanged, drift_on, machine_digest, run_json, task_statuses as statuses,
+    IsolatedHost,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
@@ -118,6 +119,39 @@ fn groups_a_user_and_a_key_are_made_once_and_a_changed_shell_is_drift() {
     let (code, keys) = run("apply", "/root/keys.yml");
     assert_eq!(code, 0, "{keys:#}");
     assert_eq!(statuses(&keys), ["ok"], "{keys:#}");
+
+    // The key line removed by hand: check names it and leaves the file.
+    std::fs::write(&file, "").unwrap();
+    let (code, drift) = run("check", "/root/keys.yml");
+    let path = "/root/np_alice/.ssh/authorized_keys";
+    let key = drift_on(code, &drift, 0, path);
+    assert!(
+        key["diff"]
+            .as_str()
+            .is_some_and(|d| d.contains("+ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIAAA alice@lab")),
+        "{drift:#}"
+    );
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), "");
+
+    // A gid changed by hand in /etc/group: check names both gids.
+    let group = host.path("/etc/group");
+    let text = std::fs::read_to_string(&group).unwrap();
+    std::fs::write(
+        &group,
+        text.replace("np_render:x:4242:", "np_render:x:4299:"),
+    )
+    .unwrap();
+    let (code, drift) = run("check", "/root/present.yml");
+    let gid = drift_on(code, &drift, 0, "group np_render");
+    assert_eq!(
+        [&gid["before"], &gid["after"], &gid["evidence"]],
+        ["gid 4299", "gid 4242", "getent group np_render"],
+        "{drift:#}"
+    );
+    assert!(entry(&host, "/etc/group", "np_render")
+        .unwrap()
+        .starts_with("np_render:x:4299:"));
+    std::fs::write(&group, text).unwrap();
 
     let out = host.run(&["/usr/sbin/usermod", "-s", "/bin/bash", "np_alice"]);
     assert!(out.status.success(), "{out:?}");

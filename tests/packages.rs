@@ -2,12 +2,14 @@
 //! hosts whose package state is their own: a Rocky-like EL host with a
 //! local rpm repository built by rpmbuild and createrepo_c, and a Debian
 //! host with a flat apt repository built by dpkg-deb and dpkg-scanpackages.
-//! Packages install files only under /etc, which is the host's.
+//! Packages install files only under /etc, which is the host's. A hand
+//! change after a converged run is drift that `check` names and leaves.
 
 mod support;
 
 use support::{
-    assert_machine_unchanged, machine_digest, run_json, task_statuses as statuses, IsolatedHost,
+    assert_machine_unchanged, drift_on, machine_digest, run_json, task_statuses as statuses,
+    IsolatedHost,
 };
 
 const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
@@ -140,6 +142,21 @@ fn dnf_pins_upgrades_and_removes_real_rpms() {
     assert_eq!(rpm_q(&host, "npdemo"), "1.0-1");
     assert_eq!(statuses(&play(&host, "apply", pin)), ["ok"]);
 
+    // Upgraded by hand: check names the version it found and leaves it.
+    sh(&host, "rpm -U --quiet /tmp/repo/npdemo-1.1-1.noarch.rpm");
+    let (code, drift) = run_play(&host, "check", pin);
+    let c = drift_on(code, &drift, 0, "package npdemo");
+    assert_eq!(
+        [&c["before"], &c["after"], &c["evidence"]],
+        ["1.1-1", "1.0", "rpm -qa"],
+        "{drift:#}"
+    );
+    assert_eq!(rpm_q(&host, "npdemo"), "1.1-1");
+    sh(
+        &host,
+        "rpm -U --oldpackage --quiet /tmp/repo/npdemo-1.0-1.noarch.rpm",
+    );
+
     let latest = "    - package: {name: npdemo, state: latest}\n";
     let check = play(&host, "check", latest);
     assert_eq!(
@@ -170,8 +187,19 @@ fn dnf_pins_upgrades_and_removes_real_rpms() {
     assert_eq!(rpm_q(&host, "npdemo"), "package npdemo is not installed");
     assert_eq!(statuses(&play(&host, "apply", gone)), ["ok"]);
 
-    let refresh = "    - dnf: {update_cache: true}\n";
-    assert_eq!(statuses(&play(&host, "apply", refresh)), ["changed"]);
+    // A refresh alone is reported unchanged, as Ansible's dnf and yum do
+    // ("Cache updated"); apply runs it, check does not.
+    let refresh = "    - dnf: {update_cache: true}\n    - yum: {update_cache: true}\n";
+    let cached = |host: &IsolatedHost| {
+        let argv = ["dnf", "-C", "-q", "list", "--available", "npdemo"];
+        host.run(&argv).status.success()
+    };
+    sh(&host, "dnf -q clean all");
+    assert!(!cached(&host));
+    assert_eq!(statuses(&play(&host, "check", refresh)), ["ok", "ok"]);
+    assert!(!cached(&host), "check refreshed the cache");
+    assert_eq!(statuses(&play(&host, "apply", refresh)), ["ok", "ok"]);
+    assert!(cached(&host), "apply did not refresh the cache");
     assert_machine_unchanged(&before);
 }
 
@@ -233,6 +261,21 @@ fn apt_pins_local_debs_and_cleanup_with_real_dpkg() {
     );
     assert_eq!(statuses(&play(&host, "apply", pin)), ["ok", "ok"]);
 
+    // Removed by hand: check names the package as absent and leaves it so.
+    sh(&host, "dpkg -r --force-depends npdemo >/dev/null 2>&1");
+    let (code, drift) = run_play(&host, "check", pin);
+    let c = drift_on(code, &drift, 0, "package npdemo");
+    assert_eq!(
+        [&c["before"], &c["after"], &c["evidence"]],
+        ["absent", "1.0", "dpkg-query -W"],
+        "{drift:#}"
+    );
+    assert_eq!(statuses(&drift), ["drift", "ok"], "{drift:#}");
+    assert!(!dpkg_q(&host, "npdemo").starts_with("ii"));
+    let doc = play(&host, "apply", pin);
+    assert_eq!(statuses(&doc), ["changed", "ok"], "{doc:#}");
+    assert_eq!(dpkg_q(&host, "npdemo"), "ii 1.0");
+
     let deb = "    - apt: {deb: /tmp/npdemo_1.1_all.deb}\n";
     let check = play(&host, "check", deb);
     assert_eq!(
@@ -289,6 +332,33 @@ fn repository_files_and_rpm_keys_on_an_el_host() {
     assert_eq!(rpm_q(&host, "npdemo"), "1.1-1");
     assert_eq!(statuses(&play(&host, "apply", tasks)), ["ok", "ok", "ok"]);
 
+    // The repository enabled and the key removed by hand: check names
+    // both and leaves them.
+    let repo = "/etc/yum.repos.d/extra.repo";
+    sh(
+        &host,
+        &format!("sed -i 's/^enabled = 0$/enabled = 1/' {repo} && rpm -e gpg-pubkey-{id}"),
+    );
+    let (code, drift) = run_play(&host, "check", tasks);
+    let file = drift_on(code, &drift, 0, repo);
+    let diff = file["diff"].as_str().unwrap_or_default();
+    assert!(diff.contains("-enabled = 1\n+enabled = 0\n"), "{drift:#}");
+    let key = drift_on(code, &drift, 1, &format!("rpm key {id}"));
+    assert_eq!(
+        [&key["before"], &key["evidence"]],
+        ["absent", "rpm -q gpg-pubkey"]
+    );
+    assert_eq!(statuses(&drift)[2], "ok", "{drift:#}");
+    assert!(std::fs::read_to_string(host.path(repo))
+        .unwrap()
+        .contains("enabled = 1\n"));
+    assert_eq!(
+        sh(&host, "rpm -q gpg-pubkey >/dev/null || echo none"),
+        "none\n"
+    );
+    let doc = play(&host, "apply", tasks);
+    assert_eq!(statuses(&doc), ["changed", "changed", "ok"], "{doc:#}");
+
     let gone = "    - rpm_key: {key: /tmp/key.asc, state: absent}\n    - yum_repository: {name: extra, state: absent}\n";
     assert_eq!(
         statuses(&play(&host, "apply", gone)),
@@ -334,6 +404,27 @@ fn apt_keys_and_repository_lines_on_a_debian_host() {
     // update_cache ran: the lists know the repository.
     assert!(sh(&host, "apt-cache policy npdemo").contains("Candidate: 1.0"));
     assert_eq!(statuses(&play(&host, "apply", tasks)), ["ok", "ok"]);
+
+    // The keyring removed and the list emptied by hand: check names both
+    // and leaves them.
+    let list = "/etc/apt/sources.list.d/second.list";
+    sh(&host, &format!("rm /etc/apt/keyrings/np.gpg && : >{list}"));
+    let (code, drift) = run_play(&host, "check", tasks);
+    let key = drift_on(code, &drift, 0, &format!("apt key {id}"));
+    assert_eq!(
+        [&key["before"], &key["after"]],
+        ["absent", "/etc/apt/keyrings/np.gpg"]
+    );
+    let file = drift_on(code, &drift, 1, list);
+    let diff = file["diff"].as_str().unwrap_or_default();
+    assert!(
+        diff.contains("+deb [trusted=yes] file:/tmp/repo ./\n"),
+        "{drift:#}"
+    );
+    assert!(!host.path("/etc/apt/keyrings/np.gpg").exists());
+    assert_eq!(std::fs::read_to_string(host.path(list)).unwrap(), "");
+    let doc = play(&host, "apply", tasks);
+    assert_eq!(statuses(&doc), ["changed", "changed"], "{doc:#}");
 
     let gone = format!(
         "    - apt_key: {{id: '{id}', keyring: /etc/apt/keyrings/np.gpg, state: absent}}\n    - apt_repository: {{repo: 'deb [trusted=yes] file:/tmp/repo ./', filename: second, state: absent}}\n"

@@ -246,6 +246,39 @@ fn changed_when_false_runs_the_step_but_reports_ok() {
 }
 
 #[test]
+fn upkeep_runs_its_step_in_apply_only_and_reports_ok() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - dnf: {update_cache: true}\n      register: r\n    - assert: {that: [not r.changed, \"r.msg == 'Cache updated'\"]}\n");
+    for check in [false, true] {
+        let log: Arc<Mutex<Option<Log>>> = Arc::new(Mutex::new(None));
+        let log2 = log.clone();
+        let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
+            let fake = FakeTransport::new(|s: &Script| {
+                let stdout = fake_answer(&s.body, |key| match key {
+                    "pkg:installed" => ProbeResult::ok("manager dnf\n"),
+                    _ => ProbeResult::ok(""),
+                });
+                Ok(Output {
+                    status: 0,
+                    stdout,
+                    stderr: Vec::new(),
+                })
+            });
+            *log2.lock().unwrap() = Some(fake.log());
+            Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
+        };
+        let outcome = execute(&pb, check, 1, &connect);
+        let statuses: Vec<Status> = outcome.reports[0].tasks.iter().map(|t| t.status).collect();
+        assert_eq!(statuses, [Status::Ok, Status::Ok], "check: {check}");
+        let log = log.lock().unwrap().clone().unwrap();
+        assert_eq!(
+            count(&log, Purpose::Mutate),
+            usize::from(!check),
+            "check: {check}"
+        );
+    }
+}
+
+#[test]
 fn failed_when_on_a_module_fails_the_host_before_anything_runs() {
     let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - copy: {dest: /etc/f0, content: \"managed\\n\"}\n      failed_when: result.changed\n    - copy: {dest: /etc/f1, content: \"managed\\n\"}\n");
     let (outcome, log) = run(&pb, 2, false);

@@ -12,13 +12,16 @@ use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
-use crate::modules::params::{choices, module_params, Choice, ParamError, Params};
+use crate::modules::params::{choices, module_params, Choice, ParamError, ParamSpec, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 
 pub(crate) const SELINUX: ModuleSpec = ModuleSpec {
     name: "selinux",
     aliases: &["ansible.posix.selinux"],
-    params: &SelinuxArgs::SPEC,
+    params: &ParamSpec {
+        aliases: &[("conf", "configfile"), ("file", "configfile")],
+        ..SelinuxArgs::SPEC
+    },
     free_form: None,
     build,
 };
@@ -39,8 +42,8 @@ module_params! {
         state: Mode,
         /// the policy (SELINUXTYPE), such as targeted; needed unless disabled
         policy: Option<String>,
-        /// the config file
-        conf: String = "/etc/selinux/config".into(),
+        /// the config file (aliases `conf`, `file`)
+        configfile: String = "/etc/selinux/config".into(),
         /// not supported: the kernel command line is left alone
         update_kernel_param: bool = false,
     }
@@ -71,11 +74,11 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     }) {
         return Err(p.error("policy", format!("'{bad}' is not a policy name")));
     }
-    p.destructive_path("conf", &a.conf)?;
+    p.destructive_path("configfile", &a.configfile)?;
     Ok(Box::new(Selinux {
         state: a.state,
         policy: a.policy,
-        conf: a.conf,
+        conf: a.configfile,
     }))
 }
 
@@ -285,6 +288,17 @@ mod tests {
             json!({"state": "disabled", "update_kernel_param": true})
         )
         .contains("not supported"));
+    }
+
+    #[test]
+    fn ansible_spellings_of_the_config_file() {
+        for alias in ["conf", "file"] {
+            assert_eq!(SELINUX.params.canonical(alias), Some("configfile"));
+        }
+        assert_eq!(SELINUX.params.canonical("configfile"), None);
+        let params = json!({"state": "disabled", "configfile": "/etc/selinux/other"});
+        let m = build_test(&SELINUX, params).unwrap();
+        assert_eq!(m.probes()[0].key, FileFact::key("/etc/selinux/other"));
     }
 
     #[test]

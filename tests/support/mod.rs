@@ -557,6 +557,25 @@ pub fn task_statuses(doc: &serde_json::Value) -> Vec<String> {
         .collect()
 }
 
+/// The change to `subject` on task `task` of a `check` run's one host,
+/// after asserting that the run exited 2 (drift) and that task drifted.
+pub fn drift_on<'a>(
+    code: i32,
+    doc: &'a serde_json::Value,
+    task: usize,
+    subject: &str,
+) -> &'a serde_json::Value {
+    assert_eq!(code, 2, "check exits 2 on drift: {doc:#}");
+    let t = &doc["hosts"][0]["tasks"][task];
+    assert_eq!(t["status"], "drift", "task {task}: {doc:#}");
+    t["changes"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|c| c["subject"] == subject)
+        .unwrap_or_else(|| panic!("no drift on {subject}: {doc:#}"))
+}
+
 /// Runs argv inside the host and reads its stdout as one JSON document
 /// (nodeprov's `--format json`); returns the exit code with it.
 pub fn run_json(host: &IsolatedHost, argv: &[&str]) -> (i32, serde_json::Value) {

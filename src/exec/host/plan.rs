@@ -43,6 +43,9 @@ impl<'p> HostRun<'_, 'p> {
         // A command marked `check_mode: false` runs even in check mode, as in Ansible.
         let check = spec.task.check_mode.unwrap_or(self.ctx.opts.check);
         let runs = !check || (module.is_command() && spec.task.check_mode == Some(false));
+        let upkeep = plan.upkeep && runs && plan.changes.is_empty() && !plan.steps.is_empty();
+        // Upkeep registers its planned result: it is not a command's output.
+        let is_command = module.is_command() && !upkeep;
         // Variables a task sets (set_fact) are there for the next task.
         self.vars.registered.extend(std::mem::take(&mut plan.sets));
         let returns = std::mem::take(&mut plan.returns);
@@ -51,8 +54,13 @@ impl<'p> HostRun<'_, 'p> {
         let mut flush = self.predict(spec, effects, runs);
         let keys: Vec<String> = module.probes().into_iter().map(|p| p.key).collect();
         let observed_at = self.wire.newest_observation(&keys);
-        flush |= self.track_command(spec, module.is_command(), runs, self.outcomes.status(i));
-        let mut result = self.finish(instance, i, steps, module);
+        flush |= self.track_command(spec, is_command, runs, self.outcomes.status(i));
+        let queued = Queued {
+            steps,
+            is_command,
+            upkeep,
+        };
+        let mut result = self.finish(instance, i, queued, module);
         if let Value::Object(r) = &mut result {
             r.extend(returns);
         }
@@ -107,12 +115,16 @@ impl<'p> HostRun<'_, 'p> {
         &mut self,
         instance: TaskInstance<'p>,
         i: usize,
-        steps: Vec<String>,
+        queued: Queued,
         module: Box<dyn Module>,
     ) -> Value {
         let spec = instance.spec;
         let planned = self.outcomes.status(i);
-        let is_command = module.is_command();
+        let Queued {
+            steps,
+            is_command,
+            upkeep,
+        } = queued;
         let changed = matches!(planned, Status::Changed | Status::Drift);
         let mut result = json!({"changed": changed, "failed": false});
         if !is_command {
@@ -128,7 +140,7 @@ impl<'p> HostRun<'_, 'p> {
                 _ => {}
             }
         }
-        if planned == Status::Changed {
+        if planned == Status::Changed || upkeep {
             let command = match is_command {
                 true => Some(module),
                 false => {
@@ -184,6 +196,15 @@ impl<'p> HostRun<'_, 'p> {
         };
         self.vars.registered.insert(name.clone(), value);
     }
+}
+
+/// The steps a plan leaves to queue, and how their run is judged.
+struct Queued {
+    steps: Vec<String>,
+    /// The result comes from the run (a command), not from the plan.
+    is_command: bool,
+    /// They run although the plan changes nothing (`Plan::upkeep`).
+    upkeep: bool,
 }
 
 /// Each step with the task's environment exported first: a step runs in

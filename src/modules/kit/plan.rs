@@ -89,6 +89,10 @@ pub(crate) struct Plan {
     /// Ansible's return values besides `changed`/`failed` (`stat`, `msg`),
     /// registered with the task's result.
     pub returns: serde_json::Map<String, serde_json::Value>,
+    /// With no changes, the steps still run in apply mode and the task
+    /// reports ok: upkeep Ansible reports unchanged (dnf's and yum's
+    /// cache refresh). Check mode runs nothing.
+    pub upkeep: bool,
 }
 
 impl Plan {
@@ -105,6 +109,7 @@ impl Plan {
         self.sets.extend(part.sets);
         self.returns.extend(part.returns);
         self.unknown = self.unknown.take().or(part.unknown);
+        self.upkeep |= part.upkeep;
     }
 
     /// Sets a fact as Ansible's fact modules do: a variable of its own and

@@ -151,7 +151,8 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     Ok(Box::new(Package {
         names: a.name,
         want: a.state,
-        update_cache: a.update_cache,
+        // As in Ansible's apt, a cache_valid_time asks for the refresh by itself.
+        update_cache: a.update_cache || cache_valid_time.is_some_and(|t| t > 0),
         cache_valid_time,
         autoremove: a.autoremove,
         autoclean: a.autoclean,
@@ -289,6 +290,9 @@ impl Module for Package {
                 host.manager.name()
             )));
         }
+        if self.cache_only() && host.manager != Manager::Apt {
+            return Ok(self.rpm_cache_refresh(host.manager));
+        }
         let offer = match self.asks_cache() {
             true => Available::read(facts, &self.offered())?,
             false => Offer::default(),
@@ -329,18 +333,34 @@ impl Module for Package {
         Ok(plan)
     }
 
-    /// `update_cache` alone without `cache_valid_time` refreshes every run,
-    /// as Ansible does: a command, not a state.
+    /// apt's `update_cache` alone without `cache_valid_time` refreshes
+    /// every run, changed, as Ansible's apt does: a command, not a state.
     fn is_command(&self) -> bool {
-        self.names.is_empty()
-            && self.deb.is_none()
-            && self.update_cache
-            && self.cache_valid_time.is_none()
-            && !(self.autoremove || self.autoclean || self.clean)
+        self.cache_only() && self.cache_valid_time.is_none()
     }
 }
 
 impl Package {
+    /// `update_cache` is all the task asks.
+    fn cache_only(&self) -> bool {
+        self.names.is_empty()
+            && self.deb.is_none()
+            && self.update_cache
+            && !(self.autoremove || self.autoclean || self.clean)
+    }
+
+    /// dnf's and yum's cache refresh alone: run, but reported unchanged
+    /// ("Cache updated"), as Ansible's dnf and yum do, so a second run of a
+    /// playbook shows nothing changed and check mode no drift.
+    fn rpm_cache_refresh(&self, manager: Manager) -> Plan {
+        let mut plan = Plan::noop();
+        plan.steps.push(steps::script(self, manager, true, &[]));
+        plan.effects.push(Available::invalidate(&self.offered()));
+        plan.returns.insert("msg".into(), "Cache updated".into());
+        plan.upkeep = true;
+        plan
+    }
+
     /// Whether planning needs what the package cache offers: for `latest`
     /// and for apt version patterns.
     fn asks_cache(&self) -> bool {
@@ -498,13 +518,17 @@ impl Package {
     }
 
     /// The cache refresh this run needs: with `cache_valid_time`, when the
-    /// lists are older (apt); without, before any install, or alone.
+    /// lists are older (apt); without, before any install, or alone (apt).
     fn refresh(&self, host: &Host, actions: &[Action]) -> Option<Change> {
         if !self.update_cache {
             return None;
         }
         let installs = actions.iter().any(|a| !matches!(a, Action::Remove(_)));
-        let stale = match (self.cache_valid_time, host.cache_age) {
+        // Only apt's lists have an age; dnf and yum refresh before installs.
+        let valid_time = self
+            .cache_valid_time
+            .filter(|_| host.manager == Manager::Apt);
+        let stale = match (valid_time, host.cache_age) {
             (Some(valid), Some(age)) => age > valid,
             (Some(_), None) => true,
             (None, _) => installs || self.is_command(),
@@ -849,9 +873,26 @@ mod tests {
         );
         let alone = build_test(&PACKAGE, json!({"update_cache": true})).unwrap();
         assert!(alone.is_command());
-        assert!(
-            step(json!({"update_cache": true}), &[("pkg:installed", EL)])
-                .starts_with("dnf -q makecache")
+        assert_eq!(
+            plan_on(json!({"update_cache": true}), &[("pkg:installed", DEB)])
+                .unwrap()
+                .changes[0]
+                .subject,
+            "package cache"
+        );
+        // dnf and yum refresh, but report it unchanged.
+        let dnf = plan_on(json!({"update_cache": true}), &[("pkg:installed", EL)]).unwrap();
+        assert!(dnf.changes.is_empty() && dnf.upkeep, "{dnf:?}");
+        assert!(dnf.steps[0].starts_with("dnf -q makecache"), "{dnf:?}");
+        assert_eq!(dnf.returns["msg"], "Cache updated");
+        // cache_valid_time asks for the refresh by itself, as in apt; dnf's
+        // cache has no age to compare, so it refreshes before installs only.
+        let valid = json!({"name": "curl", "cache_valid_time": 3600});
+        assert!(step(valid, &[("pkg:installed", DEB)]).starts_with("apt-get update -q"));
+        let valid = json!({"name": "npdemo", "update_cache": true, "cache_valid_time": 60});
+        assert_eq!(
+            plan_on(valid, &[("pkg:installed", EL)]).unwrap(),
+            Plan::noop()
         );
         let s = step(
             json!({"clean": true, "autoclean": true}),
