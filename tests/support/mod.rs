@@ -10,6 +10,9 @@
 //! Requires root (or equivalent capabilities) and util-linux `unshare`/`mount`.
 //!
 //! `sshd` (a submodule) turns hosts into SSH servers for transport tests.
+//!
+//! A host made `with_network()` also has a network namespace of its own, kept
+//! for its lifetime, so a firewall it runs never sees the machine's netfilter.
 
 // Every test crate includes this module with `mod support;` and uses a different
 // subset of it; the rest would otherwise warn as dead code in that crate.
@@ -63,6 +66,9 @@ pub struct IsolatedHost {
     /// Machine directories besides PRIVATE_DIRS that this host covers with
     /// its own (a package manager's state).
     extra_private: &'static [&'static str],
+    /// The network namespace every command of the host enters, bound to a
+    /// file of the host tree; `None`: the machine's network.
+    netns: Option<PathBuf>,
 }
 
 /// Where dnf keeps its history and cache. rpm's database follows `%_dbpath`,
@@ -117,7 +123,30 @@ impl IsolatedHost {
             vm,
             hostname: hostname.to_string(),
             extra_private: &[],
+            netns: None,
         }
+    }
+
+    /// This host with a network namespace of its own, holding only `lo`
+    /// (up), which every later `run` and `spawn` enters: a firewall started
+    /// in it edits that namespace's netfilter, never the machine's. The
+    /// namespace lives as long as the host, bound to a file of its tree.
+    pub fn with_network(mut self) -> Self {
+        let file = self.root.path().join("netns");
+        fs::write(&file, "").expect("create netns file");
+        let made = Command::new("unshare")
+            .arg(format!("--net={}", file.display()))
+            .arg("true")
+            .status()
+            .expect("spawn unshare --net");
+        assert!(made.success(), "unshare --net failed: {made}");
+        self.netns = Some(file);
+        let lo = self
+            .netns_command("ip")
+            .args(["link", "set", "lo", "up"])
+            .status();
+        assert!(lo.expect("spawn ip").success(), "cannot bring up lo");
+        self
     }
 
     /// A host laid out like Rocky Linux 9 with dnf: its own os-release and
@@ -243,7 +272,7 @@ impl IsolatedHost {
 
     fn command(&self, argv: &[&str]) -> Command {
         let (program, _) = argv.split_first().expect("IsolatedHost needs a command");
-        let mut cmd = Command::new("unshare");
+        let mut cmd = self.netns_command("unshare");
         cmd.args(["--mount", "--propagation", "private", "--pid", "--fork"])
             .args([
                 "--kill-child",
@@ -267,6 +296,18 @@ impl IsolatedHost {
             .env("LC_ALL", "C")
             .env("HOME", "/root")
             .stdin(Stdio::null());
+        cmd
+    }
+
+    /// `program` in the host's network namespace, if it has one: nsenter
+    /// joins it and execs the program, whose process id stays the one
+    /// returned.
+    fn netns_command(&self, program: &str) -> Command {
+        let Some(netns) = &self.netns else {
+            return Command::new(program);
+        };
+        let mut cmd = Command::new("nsenter");
+        cmd.arg(format!("--net={}", netns.display())).arg(program);
         cmd
     }
 
@@ -304,6 +345,16 @@ impl IsolatedHost {
             .strip_prefix("vm.")
             .unwrap_or_else(|| panic!("only vm.* sysctls are private to a host, not {key}"));
         self.vm.path().join(name)
+    }
+}
+
+impl Drop for IsolatedHost {
+    /// Unbinds the network namespace, which then ends with its last process,
+    /// so the host tree can be removed.
+    fn drop(&mut self) {
+        if let Some(netns) = &self.netns {
+            let _ = Command::new("umount").arg(netns).status();
+        }
     }
 }
 
