@@ -494,32 +494,53 @@ fn firewalld_daemon_changes_both_layers_once_and_check_names_runtime_drift() {
     assert_machine_unchanged(&before);
 }
 
+const ONE_LAYER: &str = r#"    - name: debug port
+      firewalld: {port: 9090/tcp, state: enabled}
+    - name: boot port
+      firewalld: {port: 7070/tcp, state: enabled, permanent: true}
+    - name: gpu zone
+      firewalld: {zone: gpu, state: present, permanent: true}
+"#;
+
+/// Whether firewall-cmd (with `layer`'s options) lists the gpu zone.
+fn has_gpu_zone(host: &IsolatedHost, layer: &str) -> bool {
+    let zones = firewall_cmd(host, &format!("{layer}--get-zones"));
+    zones.split(' ').any(|z| z == "gpu")
+}
+
 #[test]
-fn firewalld_daemon_task_without_permanent_changes_only_the_running_firewall() {
+fn firewalld_daemon_without_immediate_or_permanent_changes_one_layer() {
     let (before, netfilter) = (machine_digest(), machine_netfilter());
     let (host, daemon) = host_with_running_firewalld();
-    let play =
-        daemon_play("    - name: debug port\n      firewalld: {port: 9090/tcp, state: enabled}\n");
+    let play = daemon_play(ONE_LAYER);
 
-    let (code, runtime) = nodeprov(&host, "apply", &play);
-    assert_eq!(code, 0, "{runtime:#}");
+    let (code, first) = nodeprov(&host, "apply", &play);
+    assert_eq!(code, 0, "{first:#}");
+    let subjects: Vec<Vec<String>> = (0..3).map(|t| change_subjects(&first, t)).collect();
     assert_eq!(
-        change_subjects(&runtime, 0),
-        ["firewalld zone public port 9090/tcp (runtime)"]
+        subjects,
+        [
+            ["firewalld zone public port 9090/tcp (runtime)"],
+            ["firewalld zone public port 7070/tcp (permanent)"],
+            ["firewalld zone gpu (permanent)"],
+        ]
     );
+    let ports = |layer: &str| firewall_cmd(&host, &format!("{layer}--zone=public --list-ports"));
     assert_eq!(
-        firewall_cmd(&host, "--zone=public --list-ports"),
-        "9090/tcp"
+        (ports("").as_str(), ports("--permanent ").as_str()),
+        ("9090/tcp", "7070/tcp")
     );
-    assert_eq!(
-        firewall_cmd(&host, "--permanent --zone=public --list-ports"),
-        ""
-    );
+    assert!(has_gpu_zone(&host, "--permanent ") && !has_gpu_zone(&host, ""));
     let (code, again) = nodeprov(&host, "apply", &play);
-    assert_eq!((code, task_statuses(&again)), (0, vec!["ok".into()]));
+    assert_eq!(
+        (code, task_statuses(&again)),
+        (0, vec!["ok".to_string(); 3])
+    );
+
     // A reload rebuilds the running firewall from the permanent layer.
     assert_eq!(firewall_cmd(&host, "--reload"), "success");
-    assert_eq!(firewall_cmd(&host, "--zone=public --list-ports"), "");
+    assert_eq!(ports(""), "7070/tcp");
+    assert!(has_gpu_zone(&host, ""));
 
     drop(daemon);
     assert_eq!(
