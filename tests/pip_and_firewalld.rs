@@ -360,13 +360,15 @@ fn firewall_cmd(host: &IsolatedHost, args: &str) -> String {
 }
 
 /// The machine's own netfilter as `nft list ruleset` and both iptables
-/// back ends' `iptables-save` show it, with the unpacked commands.
+/// back ends' `iptables-save` show it, with the unpacked commands, and
+/// whether it forwards (firewalld turns forwarding on for masquerading).
 fn machine_netfilter() -> String {
     let script = format!(
         "{}for save in nft iptables-nft-save ip6tables-nft-save iptables-legacy-save \
          ip6tables-legacy-save; do\n\
          echo \"== $save\"; if [ $save = nft ]; then set -- list ruleset; else set --; fi\n\
-         $R/usr/sbin/$save \"$@\" || exit 1\ndone\n",
+         $R/usr/sbin/$save \"$@\" || exit 1\ndone\n\
+         grep -H . /proc/sys/net/ipv4/ip_forward /proc/sys/net/ipv6/conf/all/forwarding\n",
         unpacked_env()
     );
     let out = std::process::Command::new("/bin/sh")
@@ -396,11 +398,41 @@ const BOTH_LAYERS: &str = r#"    - name: api port
 "#;
 
 /// A host in its own network namespace running the unpacked firewalld,
-/// with `firewall-cmd` first on PATH; the daemon dies with the guard.
-fn host_with_running_firewalld() -> (IsolatedHost, Running) {
+/// with `firewall-cmd` first on PATH, and the machine's state from before
+/// it started.
+struct DaemonHost {
+    host: IsolatedHost,
+    daemon: Running,
+    machine: String,
+    netfilter: String,
+}
+
+fn host_with_running_firewalld() -> DaemonHost {
+    let (machine, netfilter) = (machine_digest(), machine_netfilter());
     let host = host_with_firewalld_command(IsolatedHost::new().with_network(), "firewall-cmd", "");
     let daemon = start_firewalld(&host);
-    (host, daemon)
+    DaemonHost {
+        host,
+        daemon,
+        machine,
+        netfilter,
+    }
+}
+
+impl DaemonHost {
+    /// Stops the daemon, which must have logged no error, and proves the
+    /// machine's netfilter and /etc as they were.
+    fn stop(self) {
+        drop(self.daemon);
+        let log = self.host.spawn_log();
+        assert!(!log.contains("ERROR"), "firewalld logged an error: {log}");
+        assert_eq!(
+            machine_netfilter(),
+            self.netfilter,
+            "the machine's netfilter changed"
+        );
+        assert_machine_unchanged(&self.machine);
+    }
 }
 
 /// The subjects of a task's changes in a JSON report.
@@ -437,11 +469,11 @@ fn assert_both_layers_hold(host: &IsolatedHost) {
 
 #[test]
 fn firewalld_daemon_changes_both_layers_once_and_check_names_runtime_drift() {
-    let (before, netfilter) = (machine_digest(), machine_netfilter());
-    let (host, daemon) = host_with_running_firewalld();
+    let running = host_with_running_firewalld();
+    let host = &running.host;
     let play = daemon_play(BOTH_LAYERS);
 
-    let (code, first) = nodeprov(&host, "apply", &play);
+    let (code, first) = nodeprov(host, "apply", &play);
     assert_eq!(code, 0, "{first:#}");
     assert_eq!(task_statuses(&first), ["changed"; 6], "{first:#}");
     assert_eq!(
@@ -451,14 +483,14 @@ fn firewalld_daemon_changes_both_layers_once_and_check_names_runtime_drift() {
             "firewalld zone public port 8080/tcp (permanent)"
         ]
     );
-    assert_both_layers_hold(&host);
-    let (code, second) = nodeprov(&host, "apply", &play);
+    assert_both_layers_hold(host);
+    let (code, second) = nodeprov(host, "apply", &play);
     assert_eq!(code, 0, "{second:#}");
     assert_eq!(second["hosts"][0]["recap"]["changed"], 0, "{second:#}");
 
-    let by_hand = firewall_cmd(&host, "--zone=public --remove-port=8080/tcp");
+    let by_hand = firewall_cmd(host, "--zone=public --remove-port=8080/tcp");
     assert_eq!(by_hand, "success");
-    let (code, drift) = nodeprov(&host, "check", &play);
+    let (code, drift) = nodeprov(host, "check", &play);
     assert_eq!(code, 2, "{drift:#}");
     assert_eq!(
         task_statuses(&drift),
@@ -480,18 +512,12 @@ fn firewalld_daemon_changes_both_layers_once_and_check_names_runtime_drift() {
         "firewall-cmd --zone=public --list-ports"
     );
     assert_eq!(
-        firewall_cmd(&host, "--zone=public --list-ports"),
+        firewall_cmd(host, "--zone=public --list-ports"),
         "",
         "check changed nothing"
     );
 
-    drop(daemon);
-    assert_eq!(
-        machine_netfilter(),
-        netfilter,
-        "the machine's netfilter changed"
-    );
-    assert_machine_unchanged(&before);
+    running.stop();
 }
 
 const ONE_LAYER: &str = r#"    - name: debug port
@@ -510,11 +536,11 @@ fn has_gpu_zone(host: &IsolatedHost, layer: &str) -> bool {
 
 #[test]
 fn firewalld_daemon_without_immediate_or_permanent_changes_one_layer() {
-    let (before, netfilter) = (machine_digest(), machine_netfilter());
-    let (host, daemon) = host_with_running_firewalld();
+    let running = host_with_running_firewalld();
+    let host = &running.host;
     let play = daemon_play(ONE_LAYER);
 
-    let (code, first) = nodeprov(&host, "apply", &play);
+    let (code, first) = nodeprov(host, "apply", &play);
     assert_eq!(code, 0, "{first:#}");
     let subjects: Vec<Vec<String>> = (0..3).map(|t| change_subjects(&first, t)).collect();
     assert_eq!(
@@ -525,28 +551,22 @@ fn firewalld_daemon_without_immediate_or_permanent_changes_one_layer() {
             ["firewalld zone gpu (permanent)"],
         ]
     );
-    let ports = |layer: &str| firewall_cmd(&host, &format!("{layer}--zone=public --list-ports"));
+    let ports = |layer: &str| firewall_cmd(host, &format!("{layer}--zone=public --list-ports"));
     assert_eq!(
         (ports("").as_str(), ports("--permanent ").as_str()),
         ("9090/tcp", "7070/tcp")
     );
-    assert!(has_gpu_zone(&host, "--permanent ") && !has_gpu_zone(&host, ""));
-    let (code, again) = nodeprov(&host, "apply", &play);
+    assert!(has_gpu_zone(host, "--permanent ") && !has_gpu_zone(host, ""));
+    let (code, again) = nodeprov(host, "apply", &play);
     assert_eq!(
         (code, task_statuses(&again)),
         (0, vec!["ok".to_string(); 3])
     );
 
     // A reload rebuilds the running firewall from the permanent layer.
-    assert_eq!(firewall_cmd(&host, "--reload"), "success");
+    assert_eq!(firewall_cmd(host, "--reload"), "success");
     assert_eq!(ports(""), "7070/tcp");
-    assert!(has_gpu_zone(&host, ""));
+    assert!(has_gpu_zone(host, ""));
 
-    drop(daemon);
-    assert_eq!(
-        machine_netfilter(),
-        netfilter,
-        "the machine's netfilter changed"
-    );
-    assert_machine_unchanged(&before);
+    running.stop();
 }

@@ -290,6 +290,9 @@ impl IsolatedHost {
         for dir in self.extra_private {
             cmd.arg("--private").arg(&dir[1..]);
         }
+        if self.netns.is_some() {
+            cmd.arg("--own-network");
+        }
         cmd.arg("--").args(argv);
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
