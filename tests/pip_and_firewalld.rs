@@ -285,7 +285,7 @@ fn firewalld_offline_edits_the_permanent_configuration_once_and_check_names_a_ha
     );
     assert_eq!(
         change["evidence"],
-        "firewall-offline-cmd --zone=gpu --list-ports"
+        "firewall-offline-cmd --zone=gpu --list-all"
     );
     let zone = std::fs::read_to_string(host.path("/etc/firewalld/zones/gpu.xml")).unwrap();
     assert!(!zone.contains("6817"), "check changed nothing: {zone}");
@@ -507,10 +507,7 @@ fn firewalld_daemon_changes_both_layers_once_and_check_names_runtime_drift() {
         (&change["before"], &change["after"]),
         (&"disabled".into(), &"enabled".into())
     );
-    assert_eq!(
-        change["evidence"],
-        "firewall-cmd --zone=public --list-ports"
-    );
+    assert_eq!(change["evidence"], "firewall-cmd --zone=public --list-all");
     assert_eq!(
         firewall_cmd(host, "--zone=public --list-ports"),
         "",
