@@ -2,13 +2,15 @@
 //! isolated host. pip installs a wheel the test writes into a local folder
 //! (`--no-index --find-links`, nothing from the network) into a virtualenv
 //! the task makes; firewalld edits the host's /etc/firewalld with the real
-//! `firewall-offline-cmd`, as on a host whose daemon does not run. Each is
-//! applied twice (the second run changes nothing), then a hand change is
-//! drift that `check` names and leaves alone.
+//! `firewall-offline-cmd`, as on a host whose daemon does not run, and
+//! drives the real daemon through `firewall-cmd` in a host with a network
+//! namespace and a system bus of its own. Each is applied twice (the
+//! second run changes nothing), then a hand change is drift that `check`
+//! names and leaves alone.
 //!
 //! firewalld is not installed on the test machine (installing it would
 //! enable its unit there): scripts/test.sh unpacks its packages into
-//! target/firewalld-offline, and the host runs the command from there.
+//! target/firewalld-offline, and the host runs the commands from there.
 
 mod support;
 
@@ -446,7 +448,7 @@ fn change_subjects(doc: &serde_json::Value, task: usize) -> Vec<String> {
 }
 
 /// Each layer holds what BOTH_LAYERS asks for, as firewall-cmd lists it,
-/// and the host's own netfilter has the port's rule.
+/// and the host's own netfilter has the port's rule and forwards.
 fn assert_both_layers_hold(host: &IsolatedHost) {
     for layer in ["", "--permanent "] {
         let public =
