@@ -188,14 +188,20 @@ fn unpacked_env() -> String {
     )
 }
 
-/// A host with the package's /etc/firewalld whose firewalld `command`
-/// (first on PATH, in /root/bin) runs the unpacked one with `args` first.
-fn host_with_firewalld_command(host: IsolatedHost, command: &str, args: &str) -> IsolatedHost {
-    let unpacked = format!("{FIREWALLD_ROOT}/usr/bin/{command}");
+/// Fails with what to do when `path` is not in the unpacked tree (one
+/// unpacked by an older scripts/test.sh, say).
+fn assert_unpacked(path: &str) {
+    let unpacked = format!("{FIREWALLD_ROOT}/{path}");
     assert!(
         std::path::Path::new(&unpacked).exists(),
         "{unpacked} is missing: scripts/test.sh unpacks it"
     );
+}
+
+/// A host with the package's /etc/firewalld whose firewalld `command`
+/// (first on PATH, in /root/bin) runs the unpacked one with `args` first.
+fn host_with_firewalld_command(host: IsolatedHost, command: &str, args: &str) -> IsolatedHost {
+    assert_unpacked(&format!("usr/bin/{command}"));
     let bin = host.path("/root/bin");
     std::fs::create_dir_all(&bin).unwrap();
     let wrapper = format!(
@@ -410,6 +416,13 @@ struct DaemonHost {
 }
 
 fn host_with_running_firewalld() -> DaemonHost {
+    for path in [
+        "usr/sbin/firewalld",
+        "usr/sbin/nft",
+        "usr/sbin/iptables-legacy-save",
+    ] {
+        assert_unpacked(path);
+    }
     let (machine, netfilter) = (machine_digest(), machine_netfilter());
     let host = host_with_firewalld_command(IsolatedHost::new().with_network(), "firewall-cmd", "");
     let daemon = start_firewalld(&host);
