@@ -18,6 +18,9 @@ export PATH="$PATH:/usr/sbin:/sbin"
 REQUIRED_COMMANDS=(
 	"sysctl procps"
 	"unshare util-linux"
+	"nsenter util-linux"
+	"ip iproute2"
+	"dbus-daemon dbus-daemon"
 	"mount mount"
 	"sshd openssh-server"
 	"ssh-keygen openssh-client"
@@ -170,21 +173,30 @@ check_ufw_left_off() {
 	fi
 }
 
-# firewalld's offline command for tests/pip_and_firewalld.rs, unpacked
-# rather than installed: installing firewalld would enable its unit on this
-# machine. The test runs it inside an isolated host, on that host's /etc.
+# firewalld for tests/pip_and_firewalld.rs, unpacked rather than installed:
+# installing firewalld would enable its unit on this machine. The tests run
+# it inside isolated hosts: the offline command on a host's /etc, and the
+# daemon itself (with its Python D-Bus and GObject bindings) on a private
+# system bus in a host's own network namespace. nftables and iptables give
+# the commands with which the daemon test proves the machine's own
+# netfilter unchanged.
 FIREWALLD_OFFLINE=target/firewalld-offline
+FIREWALLD_PACKAGES=(firewalld python3-firewall python3-nftables libnftables1 libnftnl11
+	python3-dbus python3-gi gir1.2-glib-2.0 libgirepository-1.0-1
+	nftables iptables libip4tc2 libip6tc2 libxtables12)
+# The package list is kept beside the tree, so a tree unpacked from a
+# shorter list is unpacked again.
 unpack_firewalld_offline() {
-	[ -x "$FIREWALLD_OFFLINE/usr/bin/firewall-offline-cmd" ] && return 0
-	local debs deb
+	local stamp="$FIREWALLD_OFFLINE/.packages" debs deb
+	[ "$(cat "$stamp" 2>/dev/null)" = "${FIREWALLD_PACKAGES[*]}" ] && return 0
 	debs=$(mktemp -d)
-	(cd "$debs" && apt-get download -qq firewalld python3-firewall python3-nftables \
-		libnftables1 libnftnl11 </dev/null)
+	(cd "$debs" && apt-get download -qq "${FIREWALLD_PACKAGES[@]}" </dev/null)
 	mkdir -p "$FIREWALLD_OFFLINE"
 	for deb in "$debs"/*.deb; do
 		dpkg-deb -x "$deb" "$FIREWALLD_OFFLINE"
 	done
 	rm -rf "$debs"
+	echo "${FIREWALLD_PACKAGES[*]}" >"$stamp"
 }
 
 # Taken after installing packages: apt legitimately rewrites /etc (ld.so.cache,

@@ -4,13 +4,15 @@
 # mutable state, then execs the command, so nothing the command does can reach the
 # real /etc, /root, /tmp, /run, /var/log or kernel settings.
 #
-# usage: enter-host.sh ROOT VMDIR HOSTNAME [--keep PATH]... [--private DIR]... -- COMMAND [ARG]...
+# usage: enter-host.sh ROOT VMDIR HOSTNAME [--keep PATH]... [--private DIR]... [--own-network] -- COMMAND [ARG]...
 #   ROOT   host tree holding etc/ root/ tmp/ run/ var/log/
 #   VMDIR  plain files standing in for /proc/sys/vm
 #   --keep a real directory under /etc, /root, /tmp or /run that must stay visible
 #          (the binary under test, the caller's working directory)
 #   --private DIR  one more machine directory (relative, e.g. var/lib/dpkg) that
 #          ROOT/DIR covers, for hosts whose package manager keeps state there
+#   --own-network  the command runs in a network namespace of its own, whose
+#          /proc/sys/net is left writable (a firewall sets ip_forward there)
 set -eu
 
 # 125 tells the harness that the namespace was never built, so a broken harness
@@ -40,6 +42,11 @@ while [ "${1-}" = --private ] && [ $# -ge 2 ]; do
 	private="$private $2"
 	shift 2
 done
+own_network=
+if [ "${1-}" = --own-network ]; then
+	own_network=1
+	shift
+fi
 [ "${1-}" = -- ] || fail "expected -- before the command, got ${1-nothing}"
 shift
 [ $# -ge 1 ] || fail "no command to run"
@@ -51,6 +58,12 @@ printf '%s\n' "$name" >/proc/sys/kernel/hostname || fail "cannot set hostname"
 # freeze it, then expose only the fake vm directory as writable.
 mount -n --bind /proc/sys /proc/sys && mount -n -o remount,bind,ro /proc/sys || fail "cannot make /proc/sys read-only"
 mount -n --bind "$vmdir" /proc/sys/vm || fail "cannot bind fake vm dir $vmdir"
+# /proc/sys/net shows the network namespace of whoever reads it: with one of
+# our own it is ours to write.
+if [ -n "$own_network" ]; then
+	mount -n --bind /proc/sys/net /proc/sys/net && mount -n -o remount,bind,rw /proc/sys/net ||
+		fail "cannot make /proc/sys/net writable"
+fi
 
 for dir in etc root run tmp var/log $private; do
 	mount -n --rbind "./$dir" "/$dir" || fail "cannot cover /$dir"

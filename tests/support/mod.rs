@@ -68,9 +68,9 @@ pub struct IsolatedHost {
     /// Machine directories besides PRIVATE_DIRS that this host covers with
     /// its own (a package manager's state).
     extra_private: &'static [&'static str],
-    /// The process that holds the host's own network namespace, for hosts
-    /// made `with_network`; every `run` joins that namespace.
-    network: Option<Child>,
+    /// The network namespace every command of the host enters, bound to a
+    /// file of the host tree; `None`: the machine's network.
+    netns: Option<PathBuf>,
 }
 
 /// Where dnf keeps its history and cache. rpm's database follows `%_dbpath`,
@@ -125,33 +125,29 @@ impl IsolatedHost {
             vm,
             hostname: hostname.to_string(),
             extra_private: &[],
-            network: None,
+            netns: None,
         }
     }
 
-    /// This host with a network namespace of its own (only `lo`, brought
-    /// up), kept for the host's life so that what one `run` sets there (a
-    /// firewall's rules) the next one still sees, while the machine's own
-    /// interfaces and netfilter tables stay out of reach.
+    /// This host with a network namespace of its own, holding only `lo`
+    /// (up), which every later `run` and `spawn` enters: a firewall started
+    /// in it edits that namespace's netfilter, never the machine's. The
+    /// namespace lives as long as the host, bound to a file of its tree.
     pub fn with_network(mut self) -> Self {
-        let holder = Command::new("unshare")
-            .args(["--net", "--", "sh", "-c"])
-            .arg("ip link set lo up 2>/dev/null; echo up; exec sleep 1000000")
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
+        let file = self.root.path().join("netns");
+        fs::write(&file, "").expect("create netns file");
+        let made = Command::new("unshare")
+            .arg(format!("--net={}", file.display()))
+            .arg("true")
+            .status()
             .expect("spawn unshare --net");
-        self.network = Some(holder);
-        // The namespace exists once the holder speaks.
-        let mut ready = String::new();
-        let out = self.network.as_mut().and_then(|h| h.stdout.as_mut());
-        std::io::BufRead::read_line(
-            &mut std::io::BufReader::new(out.expect("holder stdout")),
-            &mut ready,
-        )
-        .expect("read from the network holder");
-        assert_eq!(ready, "up\n", "the network namespace was not made");
+        assert!(made.success(), "unshare --net failed: {made}");
+        self.netns = Some(file);
+        let lo = self
+            .netns_command("ip")
+            .args(["link", "set", "lo", "up"])
+            .status();
+        assert!(lo.expect("spawn ip").success(), "cannot bring up lo");
         self
     }
 
@@ -278,15 +274,7 @@ impl IsolatedHost {
 
     fn command(&self, argv: &[&str]) -> Command {
         let (program, _) = argv.split_first().expect("IsolatedHost needs a command");
-        let mut cmd = match &self.network {
-            Some(holder) => {
-                let mut c = Command::new("nsenter");
-                c.arg(format!("--net=/proc/{}/ns/net", holder.id()))
-                    .args(["--", "unshare"]);
-                c
-            }
-            None => Command::new("unshare"),
-        };
+        let mut cmd = self.netns_command("unshare");
         cmd.args(["--mount", "--propagation", "private", "--pid", "--fork"])
             .args([
                 "--kill-child",
@@ -304,12 +292,27 @@ impl IsolatedHost {
         for dir in self.extra_private {
             cmd.arg("--private").arg(&dir[1..]);
         }
+        if self.netns.is_some() {
+            cmd.arg("--own-network");
+        }
         cmd.arg("--").args(argv);
         cmd.env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("LC_ALL", "C")
             .env("HOME", "/root")
             .stdin(Stdio::null());
+        cmd
+    }
+
+    /// `program` in the host's network namespace, if it has one: nsenter
+    /// joins it and execs the program, whose process id stays the one
+    /// returned.
+    fn netns_command(&self, program: &str) -> Command {
+        let Some(netns) = &self.netns else {
+            return Command::new(program);
+        };
+        let mut cmd = Command::new("nsenter");
+        cmd.arg(format!("--net={}", netns.display())).arg(program);
         cmd
     }
 
@@ -351,11 +354,11 @@ impl IsolatedHost {
 }
 
 impl Drop for IsolatedHost {
+    /// Unbinds the network namespace, which then ends with its last process,
+    /// so the host tree can be removed.
     fn drop(&mut self) {
-        if let Some(holder) = &mut self.network {
-            // The namespace, and every rule set in it, goes with its last process.
-            let _ = holder.kill();
-            let _ = holder.wait();
+        if let Some(netns) = &self.netns {
+            let _ = Command::new("umount").arg(netns).status();
         }
     }
 }

@@ -332,8 +332,7 @@ impl Firewalld {
         };
         let listed = match self.item {
             Item::Zone => "--get-zones".to_string(),
-            Item::Masquerade => format!("--zone={} --query-masquerade", fw.zone),
-            _ => format!("--zone={} --list-{noun}s", fw.zone),
+            _ => format!("--zone={} --list-all", fw.zone),
         };
         Change::new(subject, word(is), word(self.on))
             .with_evidence(format!("{} {listed}", fw.command(layer)))

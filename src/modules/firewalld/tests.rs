@@ -56,7 +56,7 @@ fn only_the_layer_that_drifts_is_reported_and_changed() {
     );
     assert_eq!(
         plan.changes[0].evidence.as_deref(),
-        Some("firewall-cmd --zone=public --list-services")
+        Some("firewall-cmd --zone=public --list-all")
     );
     assert_eq!(
         plan.steps,
@@ -186,4 +186,69 @@ fn what_is_not_implemented_is_refused() {
     assert!(err(json!({"service": "ssh", "state": "present"})).contains("zone alone"));
     assert!(err(json!({"zone": "gpu", "state": "present"})).contains("permanent: true"));
     assert!(err(json!({"service": "a b", "state": "enabled"})).contains("one word"));
+}
+
+/// `firewall-cmd --zone=public --list-all` of firewalld 1.3 with a port
+/// forward and a rich rule, whose lines must not be read as lists.
+const LIST_ALL: &str = "public (active)
+  target: default
+  icmp-block-inversion: no
+  interfaces: eth0
+  sources: 
+  services: dhcpv6-client ssh
+  ports: 8080/tcp 6000-6010/udp
+  protocols: 
+  forward: yes
+  masquerade: yes
+  forward-ports: 
+\tport=80:proto=tcp:toport=8080:toaddr=
+  source-ports: 53/udp
+  icmp-blocks: 
+  rich rules: 
+\trule family=\"ipv4\" source address=\"10.0.0.0/8\" accept";
+
+/// A `firewall-cmd` of a running daemon whose public zone lists LIST_ALL at
+/// runtime (from the environment) and less in the permanent configuration.
+const FAKE_FIREWALL_CMD: &str = r#"#!/bin/sh
+case "$*" in
+  --state) echo running ;;
+  --get-default-zone) echo public ;;
+  *--get-zones) echo 'block public trusted' ;;
+  '--zone=public --list-all') printf '%s\n' "$LIST_ALL" ;;
+  '--permanent --zone=public --list-all')
+    printf 'public\n  services: ssh\n  ports: \n  sources: 10.0.0.0/8\n  interfaces: \n  masquerade: no\n' ;;
+  *) echo "unexpected: $*" >&2; exit 1 ;;
+esac
+"#;
+
+#[test]
+fn the_probe_keeps_the_lists_of_list_all_and_nothing_else() {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tempfile::tempdir().unwrap();
+    let fake = bin.path().join("firewall-cmd");
+    std::fs::write(&fake, FAKE_FIREWALL_CMD).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let m = build_test(&FIREWALLD, json!({"service": "ssh", "state": "enabled"})).unwrap();
+    let out = std::process::Command::new("sh")
+        .args(["-c", &m.probes()[0].script])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.path().display()))
+        .env("LIST_ALL", LIST_ALL)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "daemon running\ndefault public\nzone public\n\
+         layer runtime\ninterfaces eth0\nsources \nservices dhcpv6-client ssh\n\
+         ports 8080/tcp 6000-6010/udp\nmasquerade yes\n\
+         layer permanent\nservices ssh\nports \nsources 10.0.0.0/8\ninterfaces \nmasquerade no\n"
+    );
+}
+
+#[test]
+fn a_listing_without_one_of_its_lists_is_an_error_not_an_empty_list() {
+    let short = RUNNING.replacen("masquerade no\n", "", 1);
+    let params = json!({"service": "ssh", "state": "enabled"});
+    let err = plan_on(params, &short).1.unwrap_err().to_string();
+    assert!(err.contains("without all of its lists"), "{err}");
 }
