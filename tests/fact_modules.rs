@@ -191,3 +191,62 @@ fn find_chooses_files_the_host_holds_in_one_probe() {
     }
     assert_machine_unchanged(&before);
 }
+
+/// Every checksum `stat` offers, as Ansible names them.
+const ALGORITHMS: [&str; 6] = ["sha1", "sha224", "sha256", "sha384", "sha512", "md5"];
+
+/// `<alg>sum`'s digest of a file of the developer machine.
+fn sum_of(alg: &str, path: &std::path::Path) -> String {
+    let out = std::process::Command::new(format!("{alg}sum"))
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{alg}sum {}", path.display());
+    let line = String::from_utf8(out.stdout).unwrap();
+    line.split(' ').next().unwrap().to_string()
+}
+
+/// Bytes that are not UTF-8 text reach `slurp` and `stat` as the file
+/// holds them, and a file too large to read is checksummed on the host.
+#[test]
+fn slurp_and_stat_see_a_binary_file_byte_for_byte() {
+    use base64::Engine;
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let small: Vec<u8> = (0..=255u8).collect();
+    let large: Vec<u8> = (0..(2 << 20) + 3).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(host.path("/root/bytes.bin"), &small).unwrap();
+    std::fs::write(host.path("/root/large.bin"), &large).unwrap();
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&small);
+    let mut tasks = format!(
+        "    - slurp: {{src: /root/bytes.bin}}\n      register: bin\n\
+         \x20   - assert: {{that: [\"bin.content == '{encoded}'\"]}}\n"
+    );
+    for (name, path) in [("bytes", "/root/bytes.bin"), ("large", "/root/large.bin")] {
+        for alg in ALGORITHMS {
+            let want = sum_of(alg, &host.path(path));
+            tasks.push_str(&format!(
+                "    - stat: {{path: {path}, checksum_algorithm: {alg}}}\n      register: st\n\
+                 \x20   - assert: {{that: [\"st.stat.checksum == '{want}'\"], fail_msg: '{name} {alg}'}}\n"
+            ));
+        }
+        let sha1 = sum_of("sha1", &host.path(path));
+        tasks.push_str(&format!(
+            "    - stat: {{path: {path}}}\n      register: st\n\
+             \x20   - assert: {{that: [\"st.stat.checksum == '{sha1}'\"], fail_msg: '{name} default'}}\n"
+        ));
+    }
+    let playbook = format!("- hosts: all\n  tasks:\n{tasks}");
+    std::fs::write(host.path("/root/bin.yml"), playbook).unwrap();
+    for cmd in ["check", "apply"] {
+        let (code, doc) = run_json(
+            &host,
+            &[BIN, cmd, "/root/bin.yml", "-c", "local", "--format", "json"],
+        );
+        assert_eq!(code, 0, "{doc:#}");
+        assert!(statuses(&doc).iter().all(|s| s == "ok"), "{doc:#}");
+        assert_eq!(doc["hosts"][0]["round_trips"], 1, "{doc:#}");
+    }
+    assert_eq!(std::fs::read(host.path("/root/bytes.bin")).unwrap(), small);
+    assert_machine_unchanged(&before);
+}

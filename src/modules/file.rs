@@ -490,6 +490,7 @@ mod tests {
             size: 4096,
             link_target: None,
             content: None,
+            binary: None,
             sha256: None,
         }
     }
