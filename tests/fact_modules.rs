@@ -1,4 +1,4 @@
-//! The modules that only read the host (slurp, getent, service_facts, find)
+//! The modules that only read the host (slurp, stat, getent, service_facts, find)
 //! through the real binary with `-c local` inside an isolated host: what
 //! they return or set reaches later tasks, a file an earlier task writes is
 //! read as written, and nothing is changed in check or apply.
@@ -248,5 +248,90 @@ fn slurp_and_stat_see_a_binary_file_byte_for_byte() {
         assert_eq!(doc["hosts"][0]["round_trips"], 1, "{doc:#}");
     }
     assert_eq!(std::fs::read(host.path("/root/bytes.bin")).unwrap(), small);
+    assert_machine_unchanged(&before);
+}
+
+const STAT_PLAYBOOK: &str = r#"- hosts: all
+  tasks:
+    - name: written earlier
+      copy:
+        content: "gpu=8\n"
+        dest: /root/st/conf
+        mode: "0640"
+    - stat:
+        path: /root/st/conf
+      register: conf
+    - stat:
+        path: /root/st/conf
+        get_checksum: false
+      register: nosum
+    - stat:
+        path: /root/st
+      register: dir
+    - stat:
+        path: /root/st/missing
+      register: missing
+    - stat:
+        path: /root/st/link
+        follow: false
+      register: link
+    - name: all described
+      assert:
+        that:
+          - conf.stat.exists and conf.stat.isreg and not conf.stat.isdir and not conf.stat.islnk
+          - conf.stat.mode == '0640' and conf.stat.size == 6 and conf.stat.pw_name == 'root'
+          - conf.stat.checksum == '60975fb83a49d070692eab9333be659f0cae08dc'
+          - nosum.stat.exists and nosum.stat.size == 6 and nosum.stat.checksum is not defined
+          - dir.stat.exists and dir.stat.isdir and not dir.stat.isreg and dir.stat.mode == '0750'
+          - dir.stat.checksum is not defined
+          - not missing.stat.exists and missing.stat.isdir is not defined
+          - link.stat.exists and link.stat.islnk and not link.stat.isreg
+          - link.stat.lnk_target == '/root/st/conf' and link.stat.checksum is not defined
+"#;
+
+/// `stat` on a file an earlier task writes, a folder, a missing path and a
+/// link (not followed) registers what a later `assert` reads, in check (the
+/// file as predicted) and in apply, and changes nothing itself.
+#[test]
+fn stat_describes_each_kind_of_path_for_later_tasks() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    std::fs::create_dir(host.path("/root/st")).unwrap();
+    std::fs::set_permissions(
+        host.path("/root/st"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o750),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("/root/st/conf", host.path("/root/st/link")).unwrap();
+    std::fs::write(host.path("/root/stat.yml"), STAT_PLAYBOOK).unwrap();
+    let run = |cmd: &str| {
+        let argv = [
+            BIN,
+            cmd,
+            "/root/stat.yml",
+            "-c",
+            "local",
+            "--format",
+            "json",
+        ];
+        run_json(&host, &argv)
+    };
+    let (code, check) = run("check");
+    assert_eq!(code, 2, "{check:#}");
+    assert_eq!(
+        statuses(&check),
+        ["drift", "ok", "ok", "ok", "ok", "ok", "ok"],
+        "{check:#}"
+    );
+    assert!(!host.path("/root/st/conf").exists());
+    for want in ["changed", "ok"] {
+        let (code, apply) = run("apply");
+        assert_eq!(code, 0, "{apply:#}");
+        assert_eq!(
+            statuses(&apply),
+            [want, "ok", "ok", "ok", "ok", "ok", "ok"],
+            "{apply:#}"
+        );
+    }
     assert_machine_unchanged(&before);
 }
