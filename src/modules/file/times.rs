@@ -93,9 +93,11 @@ fn strptime(value: &str, format: &str) -> Result<Local, String> {
             'H' => (&mut t.hour, 2, 0..=23),
             'M' => (&mut t.minute, 2, 0..=59),
             'S' => (&mut t.second, 2, 0..=61),
-            other => return Err(format!(
+            other => {
+                return Err(format!(
                 "the format directive %{other} is not supported; use %Y, %y, %m, %d, %H, %M and %S"
-            )),
+            ))
+            }
         };
         let digits = rest
             .bytes()
