@@ -74,9 +74,9 @@ impl Module for Stat {
         let mut stat = describe(&self.path, st.as_ref());
         if let (Some(digest), Some(st)) = (self.checksum, &st) {
             match self.checksum(digest, st, facts)? {
-                Ok(Some(sum)) => stat["checksum"] = json!(sum),
-                Ok(None) => {}
-                Err(note) => plan.notes.push(note),
+                Some(Checksum::Known(sum)) => stat["checksum"] = json!(sum),
+                Some(Checksum::Stale(why)) => plan.notes.push(why),
+                None => {}
             }
         }
         plan.returns.insert("stat".into(), stat);
@@ -95,36 +95,42 @@ impl Stat {
 
     /// The checksum Ansible would return for a regular file: from the bytes
     /// the file fact read, or its SHA-256, or, for a larger file, computed
-    /// on the host. `Err` says why a large file's is not known: the file
-    /// fact was predicted by an earlier task, and the host's sum is of the
-    /// file as it was.
+    /// on the host.
     fn checksum(
         &self,
         digest: Digest,
         st: &FileState,
         facts: &Facts,
-    ) -> Result<Result<Option<String>, String>, ModuleError> {
+    ) -> Result<Option<Checksum>, ModuleError> {
         if st.kind != Kind::File {
-            return Ok(Ok(None));
+            return Ok(None);
         }
         if let Some(data) = st.data() {
-            return Ok(Ok(Some(digest_hex(digest, data))));
+            return Ok(Some(Checksum::Known(digest_hex(digest, data))));
         }
         let Some(sha256) = &st.sha256 else {
-            return Ok(Ok(None));
+            return Ok(None);
         };
         let Some(q) = self.large_sum() else {
-            return Ok(Ok(Some(sha256.clone())));
+            return Ok(Some(Checksum::Known(sha256.clone())));
         };
-        Ok(match LargeSumFact::read(facts, &q)? {
-            Some(sums) if sums.sha256 == *sha256 => Ok(Some(sums.sum)),
-            _ => Err(format!(
+        Ok(Some(match LargeSumFact::read(facts, &q)? {
+            Some(sums) if sums.sha256 == *sha256 => Checksum::Known(sums.sum),
+            _ => Checksum::Stale(format!(
                 "the {} checksum of {} is not returned: the file changes before this task",
                 digest.name(),
                 self.path
             )),
-        })
+        }))
     }
+}
+
+/// What `stat` can say of a regular file's checksum.
+enum Checksum {
+    Known(String),
+    /// Why not: the file fact is an earlier task's prediction, and the
+    /// host's sum is of the file as it was.
+    Stale(String),
 }
 
 /// Ansible's `stat` dictionary, without the checksum, for what the file
