@@ -1,4 +1,4 @@
-//! The modules that only read the host (slurp, getent, service_facts, find)
+//! The modules that only read the host (slurp, stat, getent, service_facts, find)
 //! through the real binary with `-c local` inside an isolated host: what
 //! they return or set reaches later tasks, a file an earlier task writes is
 //! read as written, and nothing is changed in check or apply.
@@ -188,6 +188,150 @@ fn find_chooses_files_the_host_holds_in_one_probe() {
         assert_eq!(code, 0, "{doc:#}");
         assert_eq!(statuses(&doc), ["ok"; 7], "{doc:#}");
         assert_eq!(doc["hosts"][0]["round_trips"], 1, "{doc:#}");
+    }
+    assert_machine_unchanged(&before);
+}
+
+/// Every checksum `stat` offers, as Ansible names them.
+const ALGORITHMS: [&str; 6] = ["sha1", "sha224", "sha256", "sha384", "sha512", "md5"];
+
+/// `<alg>sum`'s digest of a file of the developer machine.
+fn sum_of(alg: &str, path: &std::path::Path) -> String {
+    let out = std::process::Command::new(format!("{alg}sum"))
+        .arg(path)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{alg}sum {}", path.display());
+    let line = String::from_utf8(out.stdout).unwrap();
+    line.split(' ').next().unwrap().to_string()
+}
+
+/// Bytes that are not UTF-8 text reach `slurp` and `stat` as the file
+/// holds them, and a file too large to read is checksummed on the host.
+#[test]
+fn slurp_and_stat_see_a_binary_file_byte_for_byte() {
+    use base64::Engine;
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let small: Vec<u8> = (0..=255u8).collect();
+    let large: Vec<u8> = (0..(2 << 20) + 3).map(|i| (i * 7 % 251) as u8).collect();
+    std::fs::write(host.path("/root/bytes.bin"), &small).unwrap();
+    std::fs::write(host.path("/root/large.bin"), &large).unwrap();
+    let encoded = base64::engine::general_purpose::STANDARD.encode(&small);
+    let mut tasks = format!(
+        "    - slurp: {{src: /root/bytes.bin}}\n      register: bin\n\
+         \x20   - assert: {{that: [\"bin.content == '{encoded}'\"]}}\n"
+    );
+    for (name, path) in [("bytes", "/root/bytes.bin"), ("large", "/root/large.bin")] {
+        for alg in ALGORITHMS {
+            let want = sum_of(alg, &host.path(path));
+            tasks.push_str(&format!(
+                "    - stat: {{path: {path}, checksum_algorithm: {alg}}}\n      register: st\n\
+                 \x20   - assert: {{that: [\"st.stat.checksum == '{want}'\"], fail_msg: '{name} {alg}'}}\n"
+            ));
+        }
+        let sha1 = sum_of("sha1", &host.path(path));
+        tasks.push_str(&format!(
+            "    - stat: {{path: {path}}}\n      register: st\n\
+             \x20   - assert: {{that: [\"st.stat.checksum == '{sha1}'\"], fail_msg: '{name} default'}}\n"
+        ));
+    }
+    let playbook = format!("- hosts: all\n  tasks:\n{tasks}");
+    std::fs::write(host.path("/root/bin.yml"), playbook).unwrap();
+    for cmd in ["check", "apply"] {
+        let (code, doc) = run_json(
+            &host,
+            &[BIN, cmd, "/root/bin.yml", "-c", "local", "--format", "json"],
+        );
+        assert_eq!(code, 0, "{doc:#}");
+        assert!(statuses(&doc).iter().all(|s| s == "ok"), "{doc:#}");
+        assert_eq!(doc["hosts"][0]["round_trips"], 1, "{doc:#}");
+    }
+    assert_eq!(std::fs::read(host.path("/root/bytes.bin")).unwrap(), small);
+    assert_machine_unchanged(&before);
+}
+
+const STAT_PLAYBOOK: &str = r#"- hosts: all
+  tasks:
+    - name: written earlier
+      copy:
+        content: "gpu=8\n"
+        dest: /root/st/conf
+        mode: "0640"
+    - stat:
+        path: /root/st/conf
+      register: conf
+    - stat:
+        path: /root/st/conf
+        get_checksum: false
+      register: nosum
+    - stat:
+        path: /root/st
+      register: dir
+    - stat:
+        path: /root/st/missing
+      register: missing
+    - stat:
+        path: /root/st/link
+        follow: false
+      register: link
+    - name: all described
+      assert:
+        that:
+          - conf.stat.exists and conf.stat.isreg and not conf.stat.isdir and not conf.stat.islnk
+          - conf.stat.mode == '0640' and conf.stat.size == 6 and conf.stat.pw_name == 'root'
+          - conf.stat.checksum == '60975fb83a49d070692eab9333be659f0cae08dc'
+          - nosum.stat.exists and nosum.stat.size == 6 and nosum.stat.checksum is not defined
+          - dir.stat.exists and dir.stat.isdir and not dir.stat.isreg and dir.stat.mode == '0750'
+          - dir.stat.checksum is not defined
+          - not missing.stat.exists and missing.stat.isdir is not defined
+          - link.stat.exists and link.stat.islnk and not link.stat.isreg
+          - link.stat.lnk_target == '/root/st/conf' and link.stat.checksum is not defined
+"#;
+
+/// `stat` on a file an earlier task writes, a folder, a missing path and a
+/// link (not followed) registers what a later `assert` reads, in check (the
+/// file as predicted) and in apply, and changes nothing itself.
+#[test]
+fn stat_describes_each_kind_of_path_for_later_tasks() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    std::fs::create_dir(host.path("/root/st")).unwrap();
+    std::fs::set_permissions(
+        host.path("/root/st"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o750),
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("/root/st/conf", host.path("/root/st/link")).unwrap();
+    std::fs::write(host.path("/root/stat.yml"), STAT_PLAYBOOK).unwrap();
+    let run = |cmd: &str| {
+        let argv = [
+            BIN,
+            cmd,
+            "/root/stat.yml",
+            "-c",
+            "local",
+            "--format",
+            "json",
+        ];
+        run_json(&host, &argv)
+    };
+    let (code, check) = run("check");
+    assert_eq!(code, 2, "{check:#}");
+    assert_eq!(
+        statuses(&check),
+        ["drift", "ok", "ok", "ok", "ok", "ok", "ok"],
+        "{check:#}"
+    );
+    assert!(!host.path("/root/st/conf").exists());
+    for want in ["changed", "ok"] {
+        let (code, apply) = run("apply");
+        assert_eq!(code, 0, "{apply:#}");
+        assert_eq!(
+            statuses(&apply),
+            [want, "ok", "ok", "ok", "ok", "ok", "ok"],
+            "{apply:#}"
+        );
     }
     assert_machine_unchanged(&before);
 }

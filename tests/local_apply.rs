@@ -264,3 +264,63 @@ fn ansible_facts_namespace_and_check_mode_variable() {
     assert!(host.path("/etc/nodeprov-applied").exists());
     assert_machine_unchanged(&before);
 }
+
+/// A literal access and modification time is set once and then found in
+/// place (the second apply changes nothing); `now` changes on every run.
+#[test]
+fn file_times_converge_when_literal_and_move_when_now() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    std::fs::create_dir_all(host.path("/root/times")).unwrap();
+    std::fs::write(host.path("/root/times/old"), "x\n").unwrap();
+    std::fs::create_dir(host.path("/root/times/dir")).unwrap();
+    let playbook = r#"- hosts: all
+  gather_facts: false
+  tasks:
+    - name: pinned
+      file:
+        path: /root/times/old
+        state: file
+        modification_time: "202401020304.05"
+    - name: folder pinned
+      file:
+        path: /root/times/dir
+        state: directory
+        modification_time: "202401020304.05"
+        access_time: "2023-12-31 23:59:58"
+        access_time_format: "%Y-%m-%d %H:%M:%S"
+    - name: made and pinned
+      file:
+        path: /root/times/new
+        state: touch
+        modification_time: "202401020304.05"
+        access_time: preserve
+    - name: moved
+      file:
+        path: /root/times/now
+        state: touch
+        modification_time: now
+        access_time: now
+"#;
+    std::fs::write(host.path("/root/site.yml"), playbook).unwrap();
+    let (code, first) = json(&host, "apply");
+    assert_eq!((code, recap(&first, "changed")), (0, 4), "{first}");
+    let stamp = |path: &str, which: &str| {
+        let out = host.run(&["stat", "-c", which, path]);
+        String::from_utf8(out.stdout).unwrap()
+    };
+    assert!(stamp("/root/times/old", "%y").starts_with("2024-01-02 03:04:05.000000000"));
+    assert!(stamp("/root/times/dir", "%y").starts_with("2024-01-02 03:04:05.000000000"));
+    assert!(stamp("/root/times/dir", "%x").starts_with("2023-12-31 23:59:58.000000000"));
+    assert!(stamp("/root/times/new", "%y").starts_with("2024-01-02 03:04:05.000000000"));
+    let (code, second) = json(&host, "apply");
+    assert_eq!((code, recap(&second, "changed")), (0, 1), "{second}");
+    let moved: Vec<_> = statuses(&second)
+        .into_iter()
+        .filter(|(_, s)| s == "changed")
+        .collect();
+    assert_eq!(moved, [("moved".to_string(), "changed".to_string())]);
+    let (code, check) = json(&host, "check");
+    assert_eq!((code, recap(&check, "drift")), (2, 1), "{check}");
+    assert_machine_unchanged(&before);
+}

@@ -1,4 +1,5 @@
-//! Task-flow keywords (`until`/`retries`/`delay`, …) through the real
+//! Task-flow keywords (`until`/`retries`/`delay`, …) and the modules that
+//! steer a run (`meta`, `fail`, `assert`, `setup`) through the real
 //! binary with `-c local` inside an isolated host.
 
 mod support;
@@ -196,4 +197,117 @@ fn a_command_skipped_by_creates_registers_its_result_for_the_next_task() {
         std::fs::read_to_string(host.path("/root/seen")).unwrap(),
         "kept"
     );
+}
+
+const REPORTED: &str = r#"- hosts: all
+  gather_facts: false
+  tasks:
+    - name: nothing
+      meta: noop
+    - name: some facts
+      setup:
+        filter: ["ansible_hostname", "ansible_distribution*"]
+      register: some
+    - name: kept
+      debug:
+        msg: "{{ some.ansible_facts.keys() | reject('match', 'ansible_distribution') | join(',') }} and {{ some.ansible_facts.ansible_distribution is defined }}"
+    - name: said
+      assert:
+        that:
+          - some.ansible_facts.ansible_hostname == ansible_hostname
+          - some.ansible_facts.ansible_kernel is undefined
+        success_msg: hostname kept
+    - name: silent
+      assert:
+        that: ["true"]
+        quiet: true
+    - name: refuted
+      assert:
+        that: ["1 == 2"]
+        fail_msg: one is not two
+      ignore_errors: true
+    - name: not now
+      fail:
+        msg: not this one
+      when: false
+    - name: ended
+      meta: end_play
+    - name: after the end
+      fail:
+        msg: never
+- name: second
+  hosts: all
+  gather_facts: false
+  tasks:
+    - name: stops
+      fail:
+        msg: stopped on purpose
+    - name: after the failure
+      debug:
+        msg: reached
+"#;
+
+/// A task of the report: its name, status, message and notes, in order.
+fn reported(play: &serde_json::Value) -> Vec<(String, String, String, Vec<String>)> {
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    let tasks = play["tasks"].as_array().unwrap();
+    tasks
+        .iter()
+        .map(|t| {
+            let notes = t["notes"]
+                .as_array()
+                .map_or(vec![], |n| n.iter().map(text).collect());
+            (
+                text(&t["task"]),
+                text(&t["status"]),
+                text(&t["message"]),
+                notes,
+            )
+        })
+        .collect()
+}
+
+/// `meta: noop` and `end_play`, `setup` with `filter`, `assert` with
+/// `success_msg`, `quiet` and `fail_msg`, and `fail` with `msg`, as the
+/// JSON report shows them: the play ends at `end_play`, the next play
+/// still runs, and a failure stops the host in apply (a check goes on).
+#[test]
+fn meta_setup_assert_and_fail_report_their_statuses_and_messages() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let row = |task: &str, status: &str, message: &str, notes: &[&str]| {
+        let notes = notes.iter().map(|n| n.to_string()).collect();
+        (
+            task.to_string(),
+            status.to_string(),
+            message.to_string(),
+            notes,
+        )
+    };
+    let kept = "msg: ansible_hostname and True";
+    let first = [
+        row("nothing", "ok", "", &["nothing to do"]),
+        row("some facts", "ok", "", &[]),
+        row("kept", "ok", "", &[kept]),
+        row("said", "ok", "", &["hostname kept"]),
+        row("silent", "ok", "", &[]),
+        row("refuted", "failed", "one is not two", &[]),
+        row("not now", "skipped", "", &[]),
+        row("ended", "ok", "", &["the play ends here"]),
+    ];
+    for cmd in ["check", "apply"] {
+        let (code, doc) = run(&host, cmd, REPORTED);
+        assert_eq!(code, 4, "{doc:#}");
+        let plays = doc["hosts"].as_array().unwrap();
+        assert_eq!(reported(&plays[0]), first, "{cmd}: {doc:#}");
+        assert_eq!(plays[0]["tasks"][5]["ignored"], true, "{doc:#}");
+        assert_eq!(plays[0]["failed"], false, "{doc:#}");
+        let mut second = vec![row("stops", "failed", "stopped on purpose", &[])];
+        if cmd == "check" {
+            second.push(row("after the failure", "ok", "", &["msg: reached"]));
+        }
+        assert_eq!(reported(&plays[1]), second, "{cmd}: {doc:#}");
+        assert_eq!(plays[1]["failed"], true, "{doc:#}");
+    }
+    assert_machine_unchanged(&before);
 }

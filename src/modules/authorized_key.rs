@@ -217,10 +217,9 @@ impl Module for AuthorizedKey {
             .clone()
             .unwrap_or_else(|| format!("{}/.ssh/authorized_keys", target.home));
         let current = match &target.file {
-            Some(st) if st.kind == Kind::File => st
-                .content
-                .clone()
-                .ok_or_else(|| ModuleError::Refused(format!("{path} is too large to edit")))?,
+            Some(st) if st.kind == Kind::File => st.content.clone().ok_or_else(|| {
+                ModuleError::Refused(format!("{path} is not a text file to edit"))
+            })?,
             Some(_) => {
                 return Err(ModuleError::Refused(format!(
                     "{path} is not a regular file"

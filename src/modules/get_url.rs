@@ -530,6 +530,7 @@ impl Module for GetUrl {
                 size: 0,
                 link_target: None,
                 content: None,
+                binary: None,
                 sha256: None,
             };
             plan.changes = files::attr_changes(&path, &st, &self.opts);

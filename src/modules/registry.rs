@@ -81,8 +81,8 @@ mod tests {
     use crate::modules::kit::{fact::RoundTrip, files, packages};
     use crate::modules::{
         apt_key, apt_repository, authorized_key, cuda_env, file, find, firewalld, get_url, getent,
-        group, modprobe, mount, package, pip, rpm_key, selinux, service, service_facts, swapfile,
-        sysctl, timezone, ufw, unarchive, uri, user,
+        group, modprobe, mount, package, pip, rpm_key, selinux, service, service_facts, stat,
+        swapfile, sysctl, timezone, ufw, unarchive, uri, user,
     };
 
     /// Every fact reads back what it renders for predictions, and every
@@ -117,6 +117,7 @@ mod tests {
         authorized_key::fact_samples(&mut rt);
         firewalld::fact_samples(&mut rt);
         pip::fact_samples(&mut rt);
+        stat::fact_samples(&mut rt);
         assert!(rt.failures.is_empty(), "{}", rt.failures.join("\n"));
         let declared = declared_facts(std::path::Path::new("src/modules"));
         let checked: Vec<String> = rt.checked.into_iter().collect();

@@ -22,7 +22,7 @@ pub(crate) const SLURP: ModuleSpec = ModuleSpec {
 
 module_params! {
     struct SlurpArgs {
-        /// the file on the host (a text file up to 1 MiB)
+        /// the file on the host (up to 1 MiB, any bytes)
         src: String,
     }
 }
@@ -50,7 +50,7 @@ impl Module for Slurp {
                 self.src
             )));
         }
-        let content = st.content.ok_or_else(|| {
+        let content = st.data().ok_or_else(|| {
             ModuleError::Unsupported(format!(
                 "{} is not a regular file of at most {MAX_CONTENT} bytes",
                 self.src

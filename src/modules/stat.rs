@@ -4,12 +4,13 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::modules::kit::fact::Fact;
-use crate::modules::kit::files::{digest_hex, Digest, FileFact, FileState, Kind};
+use crate::modules::kit::fact::{self, Fact};
+use crate::modules::kit::files::{digest_hex, Digest, FileFact, FileState, Kind, MAX_CONTENT};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
-use crate::modules::params::{choices, module_params, ParamError, Params};
-use crate::remote::probe::Probe;
+use crate::modules::params::{module_params, Choice, ParamError, Params};
+use crate::remote::probe::{Probe, ProbeResult};
+use crate::remote::shell::quote;
 
 pub const STAT: ModuleSpec = ModuleSpec {
     name: "stat",
@@ -19,14 +20,6 @@ pub const STAT: ModuleSpec = ModuleSpec {
     build,
 };
 
-choices! {
-    enum Algorithm {
-        Sha1 = "sha1",
-        Sha256 = "sha256",
-        Md5 = "md5",
-    }
-}
-
 module_params! {
     struct StatArgs {
         /// the path on the host
@@ -34,7 +27,7 @@ module_params! {
         /// return `checksum` of a regular file
         get_checksum: bool = true,
         /// the checksum's algorithm
-        checksum_algorithm: Algorithm = Algorithm::Sha1,
+        checksum_algorithm: Digest = Digest::Sha1,
         /// accepted; the MIME type is not returned
         get_mime: Option<bool>,
         /// accepted; attributes are not returned
@@ -46,7 +39,7 @@ module_params! {
 
 struct Stat {
     path: String,
-    checksum: Option<Algorithm>,
+    checksum: Option<Digest>,
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -65,69 +58,191 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
 }
 
 impl Module for Stat {
+    /// The file fact, and the checksum of a file too large for it to read
+    /// unless that is its SHA-256, which it has.
     fn probes(&self) -> Vec<Probe> {
-        vec![FileFact::probe(&self.path)]
+        let mut probes = vec![FileFact::probe(&self.path)];
+        if let Some(q) = self.large_sum() {
+            probes.push(LargeSumFact::probe(&q));
+        }
+        probes
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let st = FileFact::read(facts, &self.path)?;
         let mut plan = Plan::noop();
-        plan.returns
-            .insert("stat".into(), self.describe(st.as_ref()));
+        let mut stat = describe(&self.path, st.as_ref());
+        if let (Some(digest), Some(st)) = (self.checksum, &st) {
+            match self.checksum(digest, st, facts)? {
+                Some(Checksum::Known(sum)) => stat["checksum"] = json!(sum),
+                Some(Checksum::Stale(why)) => plan.notes.push(why),
+                None => {}
+            }
+        }
+        plan.returns.insert("stat".into(), stat);
         Ok(plan)
     }
 }
 
 impl Stat {
-    /// Ansible's `stat` dictionary, for what the file fact knows.
-    fn describe(&self, st: Option<&FileState>) -> Value {
-        let Some(st) = st else {
-            return json!({"exists": false});
-        };
-        let mut d: Map<String, Value> = json!({
-            "exists": true,
-            "path": self.path,
-            "mode": format!("{:04o}", st.mode),
-            "isreg": st.kind == Kind::File,
-            "isdir": st.kind == Kind::Dir,
-            "islnk": st.kind == Kind::Link,
-            "pw_name": st.owner,
-            "gr_name": st.group,
-            "size": st.size,
-            "readable": true,
+    fn large_sum(&self) -> Option<LargeSum> {
+        let digest = self.checksum.filter(|d| *d != Digest::Sha256)?;
+        Some(LargeSum {
+            path: self.path.clone(),
+            digest,
         })
-        .as_object()
-        .cloned()
-        .unwrap_or_default();
-        if let Some(target) = &st.link_target {
-            d.insert("lnk_source".into(), json!(target));
-            d.insert("lnk_target".into(), json!(target));
+    }
+
+    /// The checksum Ansible would return for a regular file: from the bytes
+    /// the file fact read, or its SHA-256, or, for a larger file, computed
+    /// on the host.
+    fn checksum(
+        &self,
+        digest: Digest,
+        st: &FileState,
+        facts: &Facts,
+    ) -> Result<Option<Checksum>, ModuleError> {
+        if st.kind != Kind::File {
+            return Ok(None);
         }
-        if let Some(sum) = self.checksum.and_then(|alg| checksum(alg, st)) {
-            d.insert("checksum".into(), json!(sum));
+        if let Some(data) = st.data() {
+            return Ok(Some(Checksum::Known(digest_hex(digest, data))));
         }
-        Value::Object(d)
+        let Some(sha256) = &st.sha256 else {
+            return Ok(None);
+        };
+        let Some(q) = self.large_sum() else {
+            return Ok(Some(Checksum::Known(sha256.clone())));
+        };
+        Ok(Some(match LargeSumFact::read(facts, &q)? {
+            Some(sums) if sums.sha256 == *sha256 => Checksum::Known(sums.sum),
+            _ => Checksum::Stale(format!(
+                "the {} checksum of {} is not returned: the file changes before this task",
+                digest.name(),
+                self.path
+            )),
+        }))
     }
 }
 
-/// The checksum Ansible would return: computed from the content the probe
-/// read; a file over the content limit has only its SHA-256.
-fn checksum(alg: Algorithm, st: &FileState) -> Option<String> {
-    let digest = match alg {
-        Algorithm::Sha1 => Digest::Sha1,
-        Algorithm::Sha256 => Digest::Sha256,
-        Algorithm::Md5 => Digest::Md5,
+/// What `stat` can say of a regular file's checksum.
+enum Checksum {
+    Known(String),
+    /// Why not: the file fact is an earlier task's prediction, and the
+    /// host's sum is of the file as it was.
+    Stale(String),
+}
+
+/// Ansible's `stat` dictionary, without the checksum, for what the file
+/// fact knows.
+fn describe(path: &str, st: Option<&FileState>) -> Value {
+    let Some(st) = st else {
+        return json!({"exists": false});
     };
-    match (&st.content, &st.sha256) {
-        (Some(content), _) => Some(digest_hex(digest, content.as_bytes())),
-        (None, Some(sum)) if digest == Digest::Sha256 => Some(sum.clone()),
-        _ => None,
+    let mut d: Map<String, Value> = json!({
+        "exists": true,
+        "path": path,
+        "mode": format!("{:04o}", st.mode),
+        "isreg": st.kind == Kind::File,
+        "isdir": st.kind == Kind::Dir,
+        "islnk": st.kind == Kind::Link,
+        "pw_name": st.owner,
+        "gr_name": st.group,
+        "size": st.size,
+        "readable": true,
+    })
+    .as_object()
+    .cloned()
+    .unwrap_or_default();
+    if let Some(target) = &st.link_target {
+        d.insert("lnk_source".into(), json!(target));
+        d.insert("lnk_target".into(), json!(target));
     }
+    Value::Object(d)
+}
+
+/// A file too large for the file fact to read, and the digest asked of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct LargeSum {
+    path: String,
+    digest: Digest,
+}
+
+/// A regular file's digests over the content limit, computed on the host:
+/// its SHA-256, which ties them to the file fact's, and the one asked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Sums {
+    sha256: String,
+    sum: String,
+}
+
+/// `None` for anything but a regular file larger than the file fact reads,
+/// whose bytes it has; the hashing is only paid for large files.
+struct LargeSumFact;
+
+impl Fact for LargeSumFact {
+    type Query = LargeSum;
+    type Value = Option<Sums>;
+
+    fn key(q: &LargeSum) -> String {
+        format!("checksum:{}:{}", q.digest.name(), q.path)
+    }
+
+    fn script(q: &LargeSum) -> String {
+        format!(
+            "p={}
+if [ -L \"$p\" ] || [ ! -f \"$p\" ]; then exit 0; fi
+             s=$(stat -c %s -- \"$p\") || exit 1
+             if [ \"$s\" -le {MAX_CONTENT} ]; then exit 0; fi
+             sha256sum -- \"$p\" && {}sum -- \"$p\"",
+            quote(&q.path),
+            q.digest.name()
+        )
+    }
+
+    fn parse(q: &LargeSum, r: &ProbeResult) -> Result<Option<Sums>, ModuleError> {
+        let bad = || fact::bad(Self::key(q), format!("cannot read: {}", r.stderr.trim()));
+        if r.rc != 0 {
+            return Err(bad());
+        }
+        let mut sums = r.stdout.lines().map(|l| l.split(' ').next().unwrap_or(""));
+        match (sums.next(), sums.next()) {
+            (None, _) => Ok(None),
+            (Some(sha256), Some(sum)) => Ok(Some(Sums {
+                sha256: sha256.to_string(),
+                sum: sum.to_string(),
+            })),
+            _ => Err(bad()),
+        }
+    }
+
+    fn render(v: &Option<Sums>) -> ProbeResult {
+        ProbeResult::ok(match v {
+            Some(s) => format!("{}  -\n{}  -\n", s.sha256, s.sum),
+            None => String::new(),
+        })
+    }
+}
+
+/// Values of the large-file checksum fact, for the round trip.
+#[cfg(test)]
+pub(crate) fn fact_samples(rt: &mut fact::RoundTrip) {
+    let q = LargeSum {
+        path: "/srv/big".into(),
+        digest: Digest::Md5,
+    };
+    let sums = Sums {
+        sha256: crate::modules::kit::files::sha256_hex(b"big"),
+        sum: digest_hex(Digest::Md5, b"big"),
+    };
+    rt.check::<LargeSumFact>(&q, None);
+    rt.check::<LargeSumFact>(&q, Some(sums));
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modules::kit::files::sha256_hex;
     use crate::modules::kit::testing::{build_error, build_test, facts_of};
 
     fn stat(params: Value, answer: &str) -> Value {
@@ -163,5 +278,56 @@ mod tests {
         );
         assert_eq!((&d["isdir"], d.get("checksum")), (&json!(true), None));
         assert!(build_error(&STAT, json!({"path": "/x", "follow": true})).contains("not supported"));
+    }
+
+    #[test]
+    fn every_ansible_algorithm_is_offered() {
+        let answer = "f 644 root root 6\n\n6\nhello\n";
+        for (alg, len) in [("sha224", 56), ("sha384", 96), ("sha512", 128), ("md5", 32)] {
+            let s = stat(json!({"path": "/etc/x", "checksum_algorithm": alg}), answer);
+            assert_eq!(s["checksum"].as_str().map(str::len), Some(len), "{alg}");
+        }
+    }
+
+    /// A large file's checksum is the host's, as long as the host's SHA-256
+    /// is the file fact's; otherwise it is left out with a note.
+    #[test]
+    fn a_large_file_is_checksummed_on_the_host() {
+        let m = build_test(&STAT, json!({"path": "/srv/big"})).unwrap();
+        let q = LargeSum {
+            path: "/srv/big".into(),
+            digest: Digest::Sha1,
+        };
+        assert_eq!(m.probes()[1], LargeSumFact::probe(&q));
+        let sha = sha256_hex(b"big");
+        let large = FileState {
+            content: None,
+            sha256: Some(sha.clone()),
+            size: MAX_CONTENT + 1,
+            ..FileState::written("", 0o644, "root", "root")
+        };
+        let plan_with = |host_sha: &str| {
+            let sums = LargeSumFact::render(&Some(Sums {
+                sha256: host_sha.into(),
+                sum: "abc1".into(),
+            }));
+            let mut facts = Facts::default();
+            facts.insert(
+                FileFact::key("/srv/big"),
+                FileFact::render(&Some(large.clone())),
+            );
+            facts.insert(LargeSumFact::key(&q), sums);
+            m.plan(&facts).unwrap()
+        };
+        let plan = plan_with(&sha);
+        assert_eq!(plan.returns["stat"]["checksum"], "abc1");
+        let stale = plan_with("0000");
+        assert_eq!(stale.returns["stat"].get("checksum"), None);
+        assert!(
+            stale.notes[0].contains("changes before this task"),
+            "{stale:?}"
+        );
+        let sha256 = build_test(&STAT, json!({"path": "/p", "checksum_algorithm": "sha256"}));
+        assert_eq!(sha256.unwrap().probes().len(), 1);
     }
 }

@@ -111,9 +111,9 @@ const STREAM: &str = r#"np_unit() {
 /// `wc` and the one `cat` read them after every staged output, so a probe
 /// that reads files costs no process of its own for them. The unit's
 /// answer is its output, then a line of the files' sizes, then the files
-/// (see [`parse_frames`]; a size is the file's length as UTF-8 text, which
-/// is its size in bytes unless it holds bytes that are not UTF-8). A path with a newline (it would break the list)
-/// is copied into the staging folder first.
+/// (see [`parse_frames`] and [`carry`]: a file that is not UTF-8 text is
+/// base64-encoded). A path with a newline (it would break the list) is
+/// copied into the staging folder first.
 const TABLE: &str = r#"np_n=0 np_rcs= np_fs=
 np_unit() {
   np_i=$1
@@ -343,15 +343,11 @@ impl Frame<'_> {
         };
         match files.filter(|_| !self.attached.is_empty()) {
             Some(files) => {
-                // Each file is text on its own, and its size is its length
-                // as text: a byte that is not UTF-8 cannot shift the next file.
-                let texts: Vec<String> = files
-                    .iter()
-                    .map(|f| String::from_utf8_lossy(f).into_owned())
-                    .collect();
-                let sizes: Vec<String> = texts.iter().map(|t| t.len().to_string()).collect();
+                let carried: Vec<(String, std::borrow::Cow<str>)> =
+                    files.iter().map(|f| carry(f)).collect();
+                let sizes: Vec<&str> = carried.iter().map(|(size, _)| size.as_str()).collect();
                 r.stdout.push_str(&format!("{}\n", sizes.join(" ")));
-                texts.iter().for_each(|t| r.stdout.push_str(t));
+                carried.iter().for_each(|(_, t)| r.stdout.push_str(t));
             }
             None if !self.attached.is_empty() => {
                 r.rc = CHANGED_WHILE_READ;
@@ -361,6 +357,45 @@ impl Frame<'_> {
             None => {}
         }
         results.insert(self.id.to_string(), r);
+    }
+}
+
+/// An attached file as an answer's text carries it, with its size there:
+/// UTF-8 text as it is, sized by its length; any other bytes base64-encoded,
+/// sized `b<length>`, so that `slurp` or a checksum gets the file's bytes,
+/// not U+FFFD in their place.
+pub(crate) fn carry(file: &[u8]) -> (String, std::borrow::Cow<'_, str>) {
+    use base64::Engine;
+    match std::str::from_utf8(file) {
+        Ok(text) => (text.len().to_string(), text.into()),
+        Err(_) => {
+            let text = base64::engine::general_purpose::STANDARD.encode(file);
+            (format!("b{}", text.len()), text.into())
+        }
+    }
+}
+
+/// An attached file read back from an answer: what [`carry`] made of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Carried<'a> {
+    Text(&'a str),
+    Bytes(Vec<u8>),
+}
+
+/// The length in the answer's text of an attached file of this size.
+pub(crate) fn carried_len(size: &str) -> Option<usize> {
+    size.strip_prefix('b').unwrap_or(size).parse().ok()
+}
+
+/// The file an attached file's size and text in the answer stand for.
+pub(crate) fn uncarry<'a>(size: &str, text: &'a str) -> Option<Carried<'a>> {
+    use base64::Engine;
+    match size.strip_prefix('b') {
+        None => Some(Carried::Text(text)),
+        Some(_) => base64::engine::general_purpose::STANDARD
+            .decode(text)
+            .ok()
+            .map(Carried::Bytes),
     }
 }
 
@@ -730,10 +765,14 @@ mod tests {
             .iter()
             .flat_map(|(_, b)| b.iter().copied())
             .collect();
-        // Sizes are lengths as text: each byte that is not UTF-8 reads as U+FFFD.
-        let want = [b"own\0".as_slice(), b"4 4 1 0 15 2 8\n", &contents].concat();
-        let latin1 = "\u{fffd}t\u{fffd}\n";
+        // A file that is not UTF-8 text comes base64-encoded, sized `b<length>`.
+        let want = [b"own\0".as_slice(), b"4 4 1 0 15 2 b8\n", &contents].concat();
+        let latin1 = "6XTpCg==";
         assert_eq!(res["all"].stdout, String::from_utf8_lossy(&want) + latin1);
+        assert_eq!(
+            uncarry("b8", latin1),
+            Some(Carried::Bytes(b"\xe9t\xe9\n".to_vec()))
+        );
         assert_eq!(res["all"].rc, 0);
         assert_eq!(res["relative"].stdout, "4\na\0b\0");
         assert_eq!(res["missing"].rc, 1);
@@ -786,11 +825,17 @@ mod tests {
                 .collect();
             let out = run(build_script("t", &units, false, &[]));
             let res = parse_frames("t", &out, &ids(&units)).unwrap();
+            let (size, text) = carry(&file);
             for (i, o) in outs.iter().enumerate() {
-                let text = String::from_utf8_lossy(&file);
-                let want = format!("{}{}\n{text}", String::from_utf8_lossy(o), text.len());
+                let want = format!("{}{size}\n{text}", String::from_utf8_lossy(o));
                 proptest::prop_assert_eq!(&res[&format!("u{i}")].stdout, &want);
             }
+            let back = match uncarry(&size, &text) {
+                Some(Carried::Text(t)) => t.as_bytes().to_vec(),
+                Some(Carried::Bytes(b)) => b,
+                None => Vec::new(),
+            };
+            proptest::prop_assert_eq!(back, file);
         }
     }
 

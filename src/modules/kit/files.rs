@@ -6,8 +6,8 @@ use base64::Engine;
 use super::fact::{self, Fact};
 use super::files_joint;
 use super::plan::{Change, ModuleError, Plan};
-use crate::modules::params::Mode;
-use crate::remote::probe::{Joint, Probe, ProbeResult};
+use crate::modules::params::{choices, Mode};
+use crate::remote::probe::{carry, uncarry, Carried, Joint, Probe, ProbeResult};
 use crate::remote::shell::quote;
 
 /// Content larger than this is compared by SHA-256 only, and not diffed.
@@ -29,8 +29,12 @@ pub(crate) struct FileState {
     pub group: String,
     pub size: u64,
     pub link_target: Option<String>,
-    /// `None` for non-files and for files too large to read.
+    /// `None` for non-files, for files too large to read and for files
+    /// that are not UTF-8 text.
     pub content: Option<String>,
+    /// The bytes of a file read that is not UTF-8 text: no text module may
+    /// edit it, but `slurp` and `stat` see it as it is.
+    pub binary: Option<Vec<u8>>,
     /// SHA-256 (hex) of a file too large to read.
     pub sha256: Option<String>,
 }
@@ -45,6 +49,14 @@ impl FileState {
         }
     }
 
+    /// The bytes of a file that was read, text or not.
+    pub(crate) fn data(&self) -> Option<&[u8]> {
+        match (&self.content, &self.binary) {
+            (Some(text), _) => Some(text.as_bytes()),
+            (None, bytes) => bytes.as_deref(),
+        }
+    }
+
     /// A regular file as a write would leave it.
     pub(crate) fn written(content: &str, mode: u32, owner: &str, group: &str) -> FileState {
         FileState {
@@ -55,6 +67,7 @@ impl FileState {
             size: content.len() as u64,
             link_target: None,
             content: Some(content.to_string()),
+            binary: None,
             sha256: None,
         }
     }
@@ -123,9 +136,15 @@ impl Fact for FileFact {
         let large = kind == Kind::File && r.rc == 3;
         let read = kind == Kind::File && r.rc == 0;
         // The framing's line of the attached file's size, before its bytes.
-        let content = match read {
-            true => content.split_once('\n').map_or("", |(_, c)| c),
-            false => content,
+        let (content, binary) = match read {
+            true => {
+                let (size, text) = content.split_once('\n').unwrap_or(("0", ""));
+                match uncarry(size, text).ok_or_else(|| bad("bad content"))? {
+                    Carried::Text(text) => (text, None),
+                    Carried::Bytes(bytes) => ("", Some(bytes)),
+                }
+            }
+            false => (content, None),
         };
         Ok(Some(FileState {
             kind,
@@ -134,7 +153,8 @@ impl Fact for FileFact {
             group: group.to_string(),
             size: size.parse().map_err(|_| bad("bad size"))?,
             link_target: (kind == Kind::Link).then(|| link.to_string()),
-            content: read.then(|| content.to_string()),
+            content: (read && binary.is_none()).then(|| content.to_string()),
+            binary,
             sha256: large.then(|| content.split(' ').next().unwrap_or_default().to_string()),
         }))
     }
@@ -149,9 +169,12 @@ impl Fact for FileFact {
             Kind::Link => "l",
             Kind::Other => "o",
         };
-        let body = match (&st.content, &st.sha256) {
+        let body = match (st.data(), &st.sha256) {
             (None, Some(sum)) => format!("{sum}  -\n"),
-            (Some(content), _) if st.kind == Kind::File => format!("{}\n{content}", content.len()),
+            (Some(data), _) if st.kind == Kind::File => {
+                let (size, text) = carry(data);
+                format!("{size}\n{text}")
+            }
             _ => String::new(),
         };
         ProbeResult {
@@ -173,12 +196,17 @@ pub(crate) fn sha256_hex(data: &[u8]) -> String {
     digest_hex(Digest::Sha256, data)
 }
 
-/// The digests Ansible's checksums use.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Digest {
-    Sha1,
-    Sha256,
-    Md5,
+choices! {
+    /// The digests Ansible's checksums use, by the names it gives them;
+    /// `<name>sum` computes each on a host.
+    pub(crate) enum Digest {
+        Md5 = "md5",
+        Sha1 = "sha1",
+        Sha224 = "sha224",
+        Sha256 = "sha256",
+        Sha384 = "sha384",
+        Sha512 = "sha512",
+    }
 }
 
 /// A digest in hex, as `sha256sum`, `sha1sum` or `md5sum` prints it, from
@@ -190,9 +218,12 @@ pub(crate) fn digest_hex(digest: Digest, data: &[u8]) -> String {
     // for any digest and `data` is valid for its length.
     let ok = unsafe {
         let algorithm = match digest {
-            Digest::Sha1 => openssl_sys::EVP_sha1(),
-            Digest::Sha256 => openssl_sys::EVP_sha256(),
             Digest::Md5 => openssl_sys::EVP_md5(),
+            Digest::Sha1 => openssl_sys::EVP_sha1(),
+            Digest::Sha224 => openssl_sys::EVP_sha224(),
+            Digest::Sha256 => openssl_sys::EVP_sha256(),
+            Digest::Sha384 => openssl_sys::EVP_sha384(),
+            Digest::Sha512 => openssl_sys::EVP_sha512(),
         };
         let ctx = openssl_sys::EVP_MD_CTX_new();
         let ok = !ctx.is_null()
@@ -392,7 +423,9 @@ pub(crate) fn text_to_edit(
 ) -> Result<Option<String>, ModuleError> {
     match (current, missing) {
         (Some(st), _) => st.content.clone().map(Some).ok_or_else(|| {
-            ModuleError::Refused(format!("{path} is not a regular file of readable size"))
+            ModuleError::Refused(format!(
+                "{path} is not a UTF-8 text file of at most {MAX_CONTENT} bytes"
+            ))
         }),
         (None, WhenMissing::Create) => Ok(Some(String::new())),
         (None, WhenMissing::Nothing) => Ok(None),
@@ -508,6 +541,7 @@ pub(crate) fn fact_samples(rt: &mut super::fact::RoundTrip) {
         size: 7,
         link_target: link_target.map(String::from),
         content: None,
+        binary: None,
         sha256: None,
     };
     let large = FileState {
@@ -516,8 +550,15 @@ pub(crate) fn fact_samples(rt: &mut super::fact::RoundTrip) {
         size: MAX_CONTENT + 1,
         ..small.clone()
     };
+    let binary = FileState {
+        content: None,
+        binary: Some((0..=255u8).collect()),
+        size: 256,
+        ..small.clone()
+    };
     for v in [
         None,
+        Some(binary),
         Some(small),
         Some(FileState::written("", 0o600, "nobody", "nogroup")),
         Some(large),
@@ -616,10 +657,14 @@ mod tests {
         std::fs::write(at("a b'c"), "x = 1\ny\n").unwrap();
         std::fs::write(at("empty"), "").unwrap();
         std::fs::write(at("nul"), b"a\0\n\n").unwrap();
+        std::fs::write(at("bin"), [b"\xff\n".as_slice(), b"x\xe9"].concat()).unwrap();
         std::fs::write(at("large"), "x".repeat(MAX_CONTENT as usize + 1)).unwrap();
         std::os::unix::fs::symlink("a b'c", at("link")).unwrap();
         std::fs::create_dir(at("dir")).unwrap();
-        let paths = ["a b'c", "missing", "empty", "nul", "large", "link", "dir"].map(at);
+        let paths = [
+            "a b'c", "missing", "empty", "nul", "bin", "large", "link", "dir",
+        ]
+        .map(at);
         let probes: Vec<Probe> = paths.iter().map(|p| FileFact::probe(p)).collect();
         let (units, together) = answers(probes.clone());
         assert_eq!(units, 1);
@@ -631,6 +676,23 @@ mod tests {
         }
         let read = FileFact::parse(&paths[3], &together[&FileFact::key(&paths[3])]).unwrap();
         assert_eq!(read.unwrap().content.as_deref(), Some("a\0\n\n"));
+        let read = FileFact::parse(&paths[4], &together[&FileFact::key(&paths[4])]).unwrap();
+        let read = read.unwrap();
+        assert_eq!((read.content, read.size), (None, 4));
+        assert_eq!(read.binary.as_deref(), Some(b"\xff\nx\xe9".as_slice()));
+    }
+
+    /// A file that is not UTF-8 text is never edited as if it were.
+    #[test]
+    fn text_modules_refuse_a_binary_file() {
+        let st = FileState {
+            content: None,
+            binary: Some(b"\xff".to_vec()),
+            ..FileState::written("", 0o644, "root", "root")
+        };
+        let err = text_to_edit("/etc/x", Some(&st), WhenMissing::Create).unwrap_err();
+        assert!(err.to_string().contains("not a UTF-8 text file"), "{err}");
+        assert!(!st.holds("\u{fffd}"));
     }
 
     #[test]

@@ -4,7 +4,7 @@
 //! script would have given it. Content over `max` bytes is read as its
 //! SHA-256, as the file fact does.
 
-use crate::remote::probe::ProbeResult;
+use crate::remote::probe::{carried_len, ProbeResult};
 use crate::remote::shell::quote;
 
 /// Per path, in order, `@@F <rc> <kind>` and then the lines of its own
@@ -86,17 +86,15 @@ fn split_answers(n: usize, r: &ProbeResult) -> Option<Vec<ProbeResult>> {
     if attached.is_empty() {
         return rest.is_empty().then_some(answers);
     }
-    let sizes: Vec<usize> = line()?
-        .split(' ')
-        .map(|s| s.parse().ok())
-        .collect::<Option<_>>()?;
+    let sizes: Vec<&str> = line()?.split(' ').collect();
     if sizes.len() != attached.len() {
         return None;
     }
     for (i, size) in attached.into_iter().zip(sizes) {
-        let content = rest.get(..size)?;
+        let len = carried_len(size)?;
+        let content = rest.get(..len)?;
         answers[i].stdout.push_str(&format!("{size}\n{content}"));
-        rest = &rest[size..];
+        rest = &rest[len..];
     }
     rest.is_empty().then_some(answers)
 }

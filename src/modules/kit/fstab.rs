@@ -136,9 +136,8 @@ pub(crate) fn plan_entry(
     complies: impl Fn(&Entry) -> bool,
 ) -> Result<Plan, ModuleError> {
     let current = FileFact::read(facts, PATH)?;
-    let text = current
-        .as_ref()
-        .and_then(|s| s.content.clone())
+    // A file it cannot read as text is refused, never taken for empty.
+    let text = files::text_to_edit(PATH, current.as_ref(), files::WhenMissing::Create)?
         .unwrap_or_default();
     let new = edit(&text, &is_target, want, complies);
     if new == text {

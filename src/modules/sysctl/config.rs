@@ -5,7 +5,7 @@
 use super::{components, normalize_key, same_value, tuned::Tuned};
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::plan::ModuleError;
-use crate::remote::probe::ProbeResult;
+use crate::remote::probe::{carried_len, uncarry, Carried, ProbeResult};
 use crate::remote::shell::quote;
 
 /// sysctl.d(5) search path; for one basename the first folder wins.
@@ -220,21 +220,26 @@ fn fill_deferred(files: &mut [ConfFile], deferred: &[usize], body: &str) -> Resu
         return Ok(());
     }
     let (line, mut rest) = body.split_once('\n').ok_or("no line of sizes")?;
-    let sizes: Vec<usize> = line
+    let sizes: Vec<(&str, usize)> = line
         .split(' ')
-        .map(|n| n.parse().map_err(|_| format!("bad sizes: {line}")))
-        .collect::<Result<_, _>>()?;
-    if sizes.len() != deferred.len() || sizes.iter().sum::<usize>() != rest.len() {
+        .map(|n| carried_len(n).map(|len| (n, len)))
+        .collect::<Option<_>>()
+        .ok_or_else(|| format!("bad sizes: {line}"))?;
+    if sizes.len() != deferred.len() || sizes.iter().map(|s| s.1).sum::<usize>() != rest.len() {
         return Err(format!(
             "{} sizes for {} files: {line}",
             sizes.len(),
             deferred.len()
         ));
     }
-    for (&i, &size) in deferred.iter().zip(&sizes) {
-        let content = rest.get(..size).ok_or("content split inside a character")?;
-        files[i].content = Some(content.to_string());
-        rest = &rest[size..];
+    for (&i, &(size, len)) in deferred.iter().zip(&sizes) {
+        let text = rest.get(..len).ok_or("content split inside a character")?;
+        // Settings are read as text: a byte that is not UTF-8 reads as U+FFFD.
+        files[i].content = match uncarry(size, text).ok_or("bad content")? {
+            Carried::Text(text) => Some(text.to_string()),
+            Carried::Bytes(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+        };
+        rest = &rest[len..];
     }
     Ok(())
 }

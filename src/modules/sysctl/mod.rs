@@ -552,9 +552,8 @@ impl Module for Sysctl {
         let file = self.target(facts)?;
         let path = self.host_path(&file);
         let current = FileFact::read(facts, &path)?;
-        let text = current
-            .as_ref()
-            .and_then(|s| s.content.clone())
+        // A file it cannot read as text is refused, never taken for empty.
+        let text = files::text_to_edit(&path, current.as_ref(), files::WhenMissing::Create)?
             .unwrap_or_default();
         let new_text = self.render(&text);
         let mut plan = if current.is_none() && new_text.is_empty() {

@@ -1,5 +1,7 @@
 //! `file`: a path's type and attributes (directory, absent, touched, link).
 
+mod times;
+
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;
 use crate::modules::kit::files::{self, FileState, Kind, WriteOpts};
@@ -8,6 +10,7 @@ use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, first_of, module_params, Choice, Mode, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell::quote;
+use times::{Time, TimesFact, Wanted as WantedTimes, DEFAULT_FORMAT};
 
 pub(crate) const FILE: ModuleSpec = ModuleSpec {
     name: "file",
@@ -49,10 +52,14 @@ module_params! {
         force: Option<bool>,
         /// a directory's owner, group and (octal) mode set on all it holds too
         recurse: bool = false,
-        /// only `preserve`: an existing file's times are left alone
+        /// `preserve` (unset too, even with state touch), `now` (set on every run) or a time in `access_time_format`
         access_time: Option<String>,
-        /// only `preserve`: an existing file's times are left alone
+        /// how a literal `access_time` is written, as Python's strftime
+        access_time_format: String = DEFAULT_FORMAT.into(),
+        /// `preserve` (unset too, even with state touch), `now` (set on every run) or a time in `modification_time_format`
         modification_time: Option<String>,
+        /// how a literal `modification_time` is written, as Python's strftime
+        modification_time_format: String = DEFAULT_FORMAT.into(),
         /// only true (Ansible's default): a link is not changed in itself
         follow: bool = true,
     }
@@ -66,6 +73,7 @@ struct FileModule {
     opts: WriteOpts,
     /// Owner, group and mode of a directory's contents too.
     recurse: bool,
+    times: WantedTimes,
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -79,21 +87,35 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     if a.state == Some(State::Link) && a.src.is_none() {
         return Err(p.error("src", "state=link needs 'src' (the link target)"));
     }
-    // nodeprov's touch never moves an existing file's times, which is what
-    // `preserve` asks; `now` or a date would change the file on every run.
-    for (key, time) in [
-        ("access_time", &a.access_time),
-        ("modification_time", &a.modification_time),
-    ] {
-        if time.as_deref().is_some_and(|t| t != "preserve") {
-            return Err(p.error(
-                key,
-                format!(
-                    "only {key}: preserve is supported (an existing file's times are left alone)"
-                ),
-            ));
-        }
-    }
+    let time = |key: &str, value: Option<String>, format: &str| {
+        let time = Time::parse(value.as_deref().unwrap_or("preserve"), format)
+            .map_err(|m| p.error(key, m))?;
+        let refused = match time {
+            Time::Preserve => None,
+            _ if a.recurse => Some(format!("{key} with recurse is not supported")),
+            _ if a.state == Some(State::Link) => Some(format!(
+                "{key} with state: link is not supported (set it on the target)"
+            )),
+            // The probe reads a file's content, which moves its access time
+            // (relatime: it is older than the change time touch leaves), so a
+            // file's could never settle.
+            Time::At(_) if key == "access_time" && a.state != Some(State::Directory) => {
+                Some("a literal access_time is supported with state: directory only (reading a file moves its access time)".into())
+            }
+            _ => None,
+        };
+        refused.map_or(Ok(time), |m| Err(p.error(key, m)))
+    };
+    // Unset is preserve even for touch (Ansible's touch moves both times):
+    // a task that touches a file converges.
+    let times = WantedTimes {
+        atime: time("access_time", a.access_time, &a.access_time_format)?,
+        mtime: time(
+            "modification_time",
+            a.modification_time,
+            &a.modification_time_format,
+        )?,
+    };
     if !a.follow {
         return Err(p.error(
             "follow",
@@ -118,6 +140,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         src: a.src,
         opts,
         recurse,
+        times,
     }))
 }
 
@@ -240,7 +263,17 @@ impl Module for FileModule {
         if self.recurse {
             probes.push(Contents::probe(&self.wanted()));
         }
+        if self.times.reads() {
+            probes.push(TimesFact::probe(&self.path));
+        }
         probes
+    }
+
+    /// A time set to `now` is an action, as a restart is: it is run on
+    /// every run, and verify would re-plan it and call that
+    /// non-convergence, so the task is run and reported like a command.
+    fn is_command(&self) -> bool {
+        self.times.moves()
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
@@ -285,6 +318,7 @@ impl Module for FileModule {
                     files::attr_commands(&p, &self.opts, "exit 1")
                 ));
                 plan.effects.push(FileFact::invalidate(&self.path));
+                self.times.plan(&self.path, facts, true, &mut plan)?;
             }
             (State::Link, _) => self.plan_link(current.as_ref(), &mut plan),
             (want, Some(st)) => {
@@ -319,6 +353,7 @@ impl Module for FileModule {
                 if self.recurse {
                     self.plan_contents(facts, &mut plan)?;
                 }
+                self.times.plan(&self.path, facts, false, &mut plan)?;
             }
         }
         Ok(plan)
@@ -352,6 +387,7 @@ pub(crate) fn fact_samples(rt: &mut crate::modules::kit::fact::RoundTrip) {
     };
     rt.check::<Contents>(&q, (0, String::new()));
     rt.check::<Contents>(&q, (3, "/home/slurm/a b".into()));
+    times::fact_samples(rt);
 }
 
 #[cfg(test)]
@@ -460,9 +496,107 @@ mod tests {
         assert!(build_test(&FILE, touch).is_ok());
         assert!(build_error(
             &FILE,
-            serde_json::json!({"path": "/f", "state": "touch", "access_time": "now"})
+            serde_json::json!({"path": "/d", "state": "directory", "recurse": true,
+                               "access_time": "now"})
         )
-        .contains("only access_time: preserve"));
+        .contains("access_time with recurse is not supported"));
+    }
+
+    fn plan_times(params: serde_json::Value, file: Option<FileState>, times: &str) -> Plan {
+        use crate::modules::kit::testing::build_test;
+        let m = build_test(&FILE, params).unwrap();
+        let mut f = Facts::default();
+        f.insert(FileFact::key("/srv/f"), FileFact::render(&file));
+        f.insert(TimesFact::key("/srv/f"), ProbeResult::ok(times));
+        m.plan(&f).unwrap()
+    }
+
+    fn file() -> Option<FileState> {
+        Some(FileState::written("", 0o644, "root", "root"))
+    }
+
+    #[test]
+    fn a_literal_access_time_needs_a_directory() {
+        use crate::modules::kit::testing::build_error;
+        for state in [Some("file"), Some("touch"), None] {
+            let mut params =
+                serde_json::json!({"path": "/srv/f", "access_time": "202401020304.05"});
+            if let Some(state) = state {
+                params["state"] = state.into();
+            }
+            let err = build_error(&FILE, params);
+            assert!(err.contains("state: directory only"), "{err}");
+        }
+    }
+
+    /// A literal time is compared with the host's and set only when it
+    /// differs; the times it sets are what later tasks read.
+    #[test]
+    fn a_literal_time_is_set_only_when_it_differs() {
+        use crate::modules::kit::testing::settled;
+        let params = serde_json::json!({"path": "/srv/f", "state": "directory",
+            "modification_time": "202401020304.05", "access_time": "202401020304.05"});
+        let same = "2024-01-02 03:04:05.000000000 +0100|2024-01-02 03:04:05.000000000 +0100\n";
+        assert_eq!(
+            plan_times(params.clone(), Some(dir(0o755)), same),
+            Plan::noop()
+        );
+        let newer = "2024-01-02 03:04:05.000000000 +0100|2025-06-01 10:00:00.250000000 +0200\n";
+        let plan = plan_times(params.clone(), Some(dir(0o755)), newer);
+        assert_eq!(plan.changes.len(), 1);
+        assert_eq!(
+            plan.changes[0].to_string(),
+            "/srv/f mtime: 2025-06-01 10:00:00.250000000 → 2024-01-02 03:04:05"
+        );
+        assert_eq!(
+            plan.steps,
+            ["touch -c -m -t 202401020304.05 -- /srv/f || exit 1"]
+        );
+        let mut facts = Facts::default();
+        facts.insert(FileFact::key("/srv/f"), FileFact::render(&Some(dir(0o755))));
+        facts.insert(TimesFact::key("/srv/f"), ProbeResult::ok(newer));
+        let after = settled(&facts, &plan);
+        let m = crate::modules::kit::testing::build_test(&FILE, params).unwrap();
+        assert_eq!(m.plan(&after).unwrap(), Plan::noop());
+        // A custom format reads the same time.
+        let custom = serde_json::json!({"path": "/srv/f", "modification_time": "2024-01-02 03:04:05",
+            "modification_time_format": "%Y-%m-%d %H:%M:%S"});
+        assert_eq!(plan_times(custom, file(), same), Plan::noop());
+    }
+
+    /// `now` changes the path on every run, as in Ansible, and reads no time.
+    #[test]
+    fn now_sets_the_time_on_every_run() {
+        use crate::modules::kit::testing::build_test;
+        for state in ["touch", "file", "directory"] {
+            let current = match state {
+                "directory" => Some(dir(0o755)),
+                _ => file(),
+            };
+            let params = serde_json::json!({"path": "/srv/f", "state": state,
+                "access_time": "now", "modification_time": "now"});
+            assert_eq!(build_test(&FILE, params.clone()).unwrap().probes().len(), 1);
+            let plan = plan_times(params, current, "");
+            assert_eq!(plan.changes.len(), 2, "{state}");
+            assert_eq!(
+                plan.steps,
+                [
+                    "touch -c -a -- /srv/f || exit 1",
+                    "touch -c -m -- /srv/f || exit 1"
+                ],
+                "{state}"
+            );
+        }
+        // A file touch creates gets the literal time after it is made.
+        let params = serde_json::json!({"path": "/srv/f", "state": "touch",
+            "modification_time": "202401020304.05"});
+        let plan = plan_times(params, None, "");
+        assert_eq!(plan.steps.len(), 2);
+        assert!(plan.steps[0].starts_with("touch -- /srv/f"));
+        assert_eq!(
+            plan.steps[1],
+            "touch -c -m -t 202401020304.05 -- /srv/f || exit 1"
+        );
     }
 
     fn run_plan(state: State, current: Option<FileState>) -> Result<Plan, ModuleError> {
@@ -475,6 +609,10 @@ mod tests {
                 ..WriteOpts::default()
             },
             recurse: false,
+            times: WantedTimes {
+                atime: Time::Preserve,
+                mtime: Time::Preserve,
+            },
         };
         let mut f = Facts::default();
         f.insert(FileFact::key("/srv/d"), FileFact::render(&current));
@@ -490,6 +628,7 @@ mod tests {
             size: 4096,
             link_target: None,
             content: None,
+            binary: None,
             sha256: None,
         }
     }
