@@ -488,6 +488,7 @@ fn swapfile_module_on_xfs_and_btrfs() {
 
     reboot_task_reboots_once_and_the_play_goes_on(&vm, &np);
     assert_data_swap_files(&vm, 96 << 20);
+    module_unloads_once_and_a_hand_load_is_drift(&vm, &np);
 
     let (code, doc) = apply(&["-e", "swap_state=absent"]);
     assert_eq!(code, 0, "{doc:#}");
@@ -522,6 +523,11 @@ const REBOOT_PLAYBOOK: &str = "\
         value: '7'
         sysctl_file: /etc/sysctl.d/95-reboot-test.conf
       register: ratio
+    - name: Dummy interfaces at boot
+      modprobe:
+        name: dummy
+        params: numdummies=2
+        persistent: present
     - name: Reboot for it
       reboot:
         reboot_timeout: 1500
@@ -557,11 +563,51 @@ fn reboot_task_reboots_once_and_the_play_goes_on(vm: &TestVm, np: &Nodeprov) {
     vm.settle();
     let live = vm.ssh_ok("cat /proc/sys/vm/dirty_background_ratio");
     assert_eq!(live.trim(), "7", "the value did not survive the reboot");
+    // Loaded again at boot, by systemd from modules-load.d.
+    let loaded = vm.ssh("grep -q '^dummy ' /proc/modules").status.success();
+    let why = "cat /etc/modules-load.d/dummy.conf /etc/modprobe.d/dummy.conf";
+    assert!(
+        loaded,
+        "dummy was not loaded at boot:\n{}",
+        String::from_utf8_lossy(&vm.ssh(why).stdout)
+    );
     eprintln!("vm: reboot task: {notes}");
 
     let (code, doc) = np.run("apply", &playbook, &np.root, &[]);
     assert_eq!((code, changed_count(&doc)), (0, 0), "{:?}", touched(&doc));
     assert_eq!(boot(), second_boot, "a run with nothing to change rebooted");
+}
+
+const UNLOAD_PLAYBOOK: &str = "\
+- hosts: all
+  become: true
+  tasks:
+    - name: No dummy interfaces
+      modprobe: {name: dummy, state: absent, persistent: absent}
+";
+
+/// The module the reboot play loaded on a real kernel leaves it, and its
+/// boot files go; loading it again by hand is drift that check leaves.
+fn module_unloads_once_and_a_hand_load_is_drift(vm: &TestVm, np: &Nodeprov) {
+    let dir = tempfile::tempdir().unwrap();
+    let playbook = dir.path().join("unload.yml");
+    std::fs::write(&playbook, UNLOAD_PLAYBOOK).unwrap();
+    let loaded = || vm.ssh("grep -q '^dummy ' /proc/modules").status.success();
+
+    let (code, doc) = np.run("apply", &playbook, &np.root, &[]);
+    assert_eq!((code, changed_count(&doc)), (0, 1), "{doc:#}");
+    assert!(!loaded(), "dummy is still loaded");
+    let files = "ls /etc/modules-load.d/dummy.conf /etc/modprobe.d/dummy.conf";
+    assert!(!vm.ssh(files).status.success(), "boot files left behind");
+    let (code, doc) = np.run("apply", &playbook, &np.root, &[]);
+    assert_eq!((code, changed_count(&doc)), (0, 0), "{:?}", touched(&doc));
+
+    vm.ssh_ok("modprobe dummy");
+    let (code, doc) = np.run("check", &playbook, &np.root, &[]);
+    assert_eq!(code, 2, "{doc:#}");
+    assert!(names(&touched(&doc), &["dummy"]), "{:?}", touched(&doc));
+    assert!(loaded(), "check unloaded the module");
+    vm.ssh_ok("modprobe -r dummy");
 }
 
 fn assert_data_swap_files(vm: &TestVm, bytes: u64) {
