@@ -341,3 +341,92 @@ fn ufw_on_a_host_without_it_fails_saying_so() {
         .unwrap_or_default();
     assert_eq!(message, "ufw is not installed on this host", "{doc:#}");
 }
+
+/// The write options every file module takes (symbolic `mode`, `validate`,
+/// `backup`, `create`, `insertafter`) through the binary: applied once,
+/// then nothing to do, and a hand edit is drift that check leaves.
+const WRITE_OPTIONS: &str = r#"- hosts: all
+  tasks:
+    - name: copied
+      copy:
+        dest: /etc/nodeprov-test/copied.conf
+        content: "Defaults env_reset\n"
+        mode: u=rw,go=r
+        validate: grep -q '^Defaults' %s
+    - name: templated
+      template:
+        src: /root/rendered.j2
+        dest: /etc/nodeprov-test/rendered.conf
+        mode: u=rw,g=r,o=
+        validate: grep -q '^name=' %s
+    - name: block in an existing file
+      blockinfile:
+        path: /etc/nodeprov-test/existing.conf
+        insertafter: '^first'
+        block: inserted
+        backup: true
+    - name: block in a new file
+      blockinfile:
+        path: /etc/nodeprov-test/created.conf
+        create: true
+        block: created
+"#;
+
+#[test]
+fn write_options_hold_through_the_binary_once() {
+    use std::os::unix::fs::PermissionsExt;
+    let host = IsolatedHost::new();
+    let dir = host.path("/etc/nodeprov-test");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("existing.conf"), "first\nlast\n").unwrap();
+    std::fs::write(
+        host.path("/root/rendered.j2"),
+        "name={{ inventory_hostname }}\n",
+    )
+    .unwrap();
+    std::fs::write(host.path("/root/write.yml"), WRITE_OPTIONS).unwrap();
+    let run = |cmd: &str| {
+        let argv = [
+            BIN,
+            cmd,
+            "/root/write.yml",
+            "-c",
+            "local",
+            "--format",
+            "json",
+        ];
+        run_json(&host, &argv)
+    };
+    let mode = |name: &str| {
+        let meta = std::fs::metadata(dir.join(name)).unwrap();
+        meta.permissions().mode() & 0o7777
+    };
+    let read = |name: &str| std::fs::read_to_string(dir.join(name)).unwrap();
+
+    let (code, first) = run("apply");
+    assert_eq!(code, 0, "{first:#}");
+    assert_eq!(statuses(&first), ["changed"; 4], "{first:#}");
+    assert_eq!((mode("copied.conf"), mode("rendered.conf")), (0o644, 0o640));
+    assert_eq!(read("rendered.conf"), "name=localhost\n");
+    let existing = read("existing.conf");
+    let order: Vec<&str> = existing.lines().filter(|l| !l.starts_with('#')).collect();
+    assert_eq!(order, ["first", "inserted", "last"], "{existing}");
+    assert!(read("created.conf").contains("\ncreated\n"));
+    let backups: Vec<String> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("existing.conf.") && n != "existing.conf")
+        .collect();
+    assert_eq!(backups.len(), 1, "{backups:?}");
+    assert_eq!(read(&backups[0]), "first\nlast\n");
+
+    let (code, second) = run("apply");
+    assert_eq!(code, 0, "{second:#}");
+    assert_eq!(statuses(&second), ["ok"; 4], "{second:#}");
+
+    std::fs::write(dir.join("copied.conf"), "Defaults !env_reset\n").unwrap();
+    let (code, check) = run("check");
+    assert_eq!(code, 2, "{check:#}");
+    assert_eq!(statuses(&check), ["drift", "ok", "ok", "ok"], "{check:#}");
+    assert_eq!(read("copied.conf"), "Defaults !env_reset\n");
+}
