@@ -539,3 +539,43 @@ fn an_archive_downloaded_earlier_in_the_run_is_extracted_once() {
     );
     assert!(!host.path("/root/pkg/README").exists());
 }
+
+#[test]
+fn creates_stops_an_extraction_once_its_path_exists() {
+    let base = serve_bytes(tarball()).base;
+    let host = IsolatedHost::new();
+    write(
+        &host,
+        "/root/pkg.yml",
+        &format!(
+            r#"- hosts: all
+  tasks:
+    - name: folder
+      file:
+        path: /root/pkg
+        state: directory
+    - name: extract
+      unarchive:
+        src: {base}/pkg.tar.gz
+        dest: /root/pkg
+        remote_src: yes
+        creates: /root/pkg/pkg-1.0/README
+"#
+        ),
+    );
+    let (code, first) = json(&host, "apply", "/root/pkg.yml");
+    assert_eq!(code, 0, "{first:#}");
+    assert_eq!(statuses(&first), ["changed", "changed"], "{first:#}");
+    assert!(host.path("/root/pkg/pkg-1.0/bin/tool").exists());
+
+    // The path named by creates is all that is asked: another member gone
+    // is no reason to extract again, as in Ansible.
+    std::fs::remove_file(host.path("/root/pkg/pkg-1.0/bin/tool")).unwrap();
+    let (code, check) = json(&host, "check", "/root/pkg.yml");
+    assert_eq!(code, 0, "{check:#}");
+    let (code, second) = json(&host, "apply", "/root/pkg.yml");
+    assert_eq!(code, 0, "{second:#}");
+    assert_eq!(statuses(&second)[1], statuses(&check)[1], "{second:#}");
+    assert_ne!(statuses(&second)[1], "changed", "{second:#}");
+    assert!(!host.path("/root/pkg/pkg-1.0/bin/tool").exists());
+}
