@@ -513,6 +513,9 @@ fn an_archive_downloaded_earlier_in_the_run_is_extracted_once() {
 "#
         ),
     );
+    let (code, check) = json(&host, "check", "/root/pkg.yml");
+    assert_eq!(code, 2, "{check:#}");
+    assert_eq!(statuses(&check), ["drift", "drift", "unknown"], "{check:#}");
     let (code, first) = json(&host, "apply", "/root/pkg.yml");
     assert_eq!(code, 0, "{first:#}");
     assert_eq!(
@@ -563,6 +566,11 @@ fn creates_stops_an_extraction_once_its_path_exists() {
 "#
         ),
     );
+    // The folder is only predicted in check mode: extracting into it is
+    // certain, what it will then hold is not.
+    let (code, check) = json(&host, "check", "/root/pkg.yml");
+    assert_eq!(code, 2, "{check:#}");
+    assert_eq!(statuses(&check), ["drift", "unknown"], "{check:#}");
     let (code, first) = json(&host, "apply", "/root/pkg.yml");
     assert_eq!(code, 0, "{first:#}");
     assert_eq!(statuses(&first), ["changed", "changed"], "{first:#}");

@@ -166,6 +166,11 @@ impl Outcomes {
         }
     }
 
+    /// Whether an earlier task of this host drifted (check mode).
+    pub fn drifted(&self) -> bool {
+        self.results.iter().any(|r| r.status == Status::Drift)
+    }
+
     pub fn status(&self, i: usize) -> Status {
         self.results[i].status
     }

@@ -808,3 +808,42 @@ fn a_run_once_task_skipped_on_the_first_host_is_skipped_on_all() {
     let log = log.lock().unwrap().clone().unwrap();
     assert_eq!(count(&log, Purpose::Mutate), 0);
 }
+
+/// A copy, then an extraction into a folder the host lacks.
+const EXTRACT_AFTER_COPY: &str = "- hosts: all\n  gather_facts: false\n  tasks:\n    - copy: {dest: /etc/f0, content: \"managed\\n\"}\n    - unarchive: {src: /tmp/a.tgz, dest: /srv, remote_src: true}\n      register: x\n    - debug: {msg: \"{{ x }}\"}\n";
+
+fn extract_after_copy(copy_missing: bool) -> HostReport {
+    let (_d, pb) = load(EXTRACT_AFTER_COPY);
+    let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
+        let fake = FakeTransport::new(move |s: &Script| {
+            let stdout = fake_answer(&s.body, |key| match key.starts_with("unarchive:") {
+                true => ProbeResult::ok("nodest\n"),
+                false => answer(key, usize::from(copy_missing), false),
+            });
+            Ok(Output {
+                status: 0,
+                stdout,
+                stderr: Vec::new(),
+            })
+        });
+        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
+    };
+    execute(&pb, true, 1, &connect).reports.remove(0)
+}
+
+#[test]
+fn check_mode_calls_a_missing_folder_after_an_earlier_drift_unknown_not_failed() {
+    let report = extract_after_copy(true);
+    let statuses: Vec<Status> = report.tasks.iter().map(|t| t.status).collect();
+    assert_eq!(statuses, [Status::Drift, Status::Unknown, Status::Unknown]);
+    let msg = report.tasks[1].message.as_deref().unwrap();
+    assert!(
+        msg.contains("/srv does not exist; an earlier task would change"),
+        "{msg}"
+    );
+    // With nothing drifting before it, nothing can make the folder: it
+    // fails (and check mode goes on, as it does after any failure).
+    let report = extract_after_copy(false);
+    let statuses: Vec<Status> = report.tasks.iter().map(|t| t.status).collect();
+    assert_eq!(statuses, [Status::Ok, Status::Failed, Status::Ok]);
+}

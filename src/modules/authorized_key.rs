@@ -209,7 +209,7 @@ impl Module for AuthorizedKey {
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let user = &self.query.user;
         let Some(target) = KeyFileFact::read(facts, &self.query)? else {
-            return Err(ModuleError::Missing(format!("no user {user}")));
+            return Err(ModuleError::Absent(format!("no user {user}")));
         };
         let path = self
             .query
@@ -239,7 +239,7 @@ impl Module for AuthorizedKey {
         if !target.dir {
             let dir = path.rsplit_once('/').map_or("/", |(d, _)| d).to_string();
             if !self.manage_dir {
-                return Err(ModuleError::Missing(format!("{dir} does not exist")));
+                return Err(ModuleError::Absent(format!("{dir} does not exist")));
             }
             plan.changes
                 .push(Change::new(&dir, None, Some("directory".into())));

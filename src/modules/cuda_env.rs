@@ -299,7 +299,7 @@ impl Module for CudaEnv {
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let f = Toolkit::read(facts, &self.cuda_home)?;
         let home = f.home.as_deref().ok_or_else(|| {
-            ModuleError::Missing(format!(
+            ModuleError::Absent(format!(
                 "no CUDA toolkit at {} (installed: {})",
                 self.cuda_home,
                 installed(&f)
@@ -374,7 +374,7 @@ impl CudaEnv {
                 self.cuda_home,
                 installed(f)
             ))),
-            None => Err(ModuleError::Missing(format!(
+            None => Err(ModuleError::Absent(format!(
                 "cannot tell the CUDA version at {home}: no version.json and no bin/nvcc"
             ))),
         }
@@ -391,7 +391,7 @@ impl CudaEnv {
             .map(|d| d.replacen(real, &self.cuda_home, 1))
             .collect();
         if dirs.is_empty() {
-            return Err(ModuleError::Missing(format!(
+            return Err(ModuleError::Absent(format!(
                 "{} has no lib64 or targets/*/lib folder",
                 self.cuda_home
             )));
@@ -669,7 +669,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            matches!(&err, ModuleError::Missing(m) if m == "no CUDA toolkit at /usr/local/cuda-12.4 (installed: /usr/local/cuda-13.0)"),
+            matches!(&err, ModuleError::Absent(m) if m == "no CUDA toolkit at /usr/local/cuda-12.4 (installed: /usr/local/cuda-13.0)"),
             "{err}"
         );
         let err = plan_with(json!({"version": "12.4"}), H200, &[]).unwrap_err();

@@ -148,7 +148,7 @@ impl Module for Getent {
             None => {
                 let key = self.key.as_deref().unwrap_or_default();
                 if self.fail_key {
-                    return Err(ModuleError::Missing(format!(
+                    return Err(ModuleError::Absent(format!(
                         "one or more supplied key could not be found in the database: {key} in {}",
                         self.database
                     )));
@@ -211,7 +211,7 @@ mod tests {
         let m = build_test(&GETENT, json!({"database": "hosts", "key": "gpu01"})).unwrap();
         assert!(matches!(
             m.plan(&facts_of(&[(&probe.key, "@@missing\n")])),
-            Err(ModuleError::Missing(_))
+            Err(ModuleError::Absent(_))
         ));
         let plan = m
             .plan(&facts_of(&[(

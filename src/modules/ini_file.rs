@@ -326,7 +326,7 @@ mod tests {
         .unwrap();
         assert!(matches!(
             m.plan(&file_facts("/etc/x.ini", None, 0o644)),
-            Err(ModuleError::Missing(_))
+            Err(ModuleError::Absent(_))
         ));
     }
 }

@@ -166,7 +166,7 @@ impl Module for Selinux {
                 ));
                 return Ok(plan);
             }
-            return Err(ModuleError::Missing(format!(
+            return Err(ModuleError::Absent(format!(
                 "SELinux is not installed on this host: {} does not exist",
                 self.conf
             )));
@@ -348,7 +348,7 @@ mod tests {
             None,
             Mode::Disabled,
         );
-        assert!(matches!(err, Err(ModuleError::Missing(m)) if m.contains("not installed")));
+        assert!(matches!(err, Err(ModuleError::Absent(m)) if m.contains("not installed")));
         let (_, _, plan) = plan_on(
             json!({"state": "enforcing", "policy": "targeted"}),
             Some("SELINUX=disabled\n"),

@@ -487,7 +487,7 @@ impl Service {
         let needs_unit =
             self.enabled == Some(true) || self.state.is_some_and(|s| s != State::Stopped);
         if needs_unit || !self.missing_ok {
-            return Err(ModuleError::Missing(format!(
+            return Err(ModuleError::Absent(format!(
                 "unit {id} not found on this host{}",
                 if needs_unit {
                     ""
@@ -857,7 +857,7 @@ mod tests {
             &show,
         )
         .unwrap_err();
-        assert!(matches!(err, ModuleError::Missing(m) if m.contains("not found")));
+        assert!(matches!(err, ModuleError::Absent(m) if m.contains("not found")));
         assert!(plan_on(json!({"name": "telnet", "state": "started"}), &show).is_err());
         let plan = plan_on(json!({"name": "telnet", "masked": true}), &show).unwrap();
         assert_eq!(

@@ -43,7 +43,7 @@ impl Module for Slurp {
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let st = FileFact::read(facts, &self.src)?
-            .ok_or_else(|| ModuleError::Missing(format!("file not found: {}", self.src)))?;
+            .ok_or_else(|| ModuleError::Absent(format!("file not found: {}", self.src)))?;
         if st.kind == Kind::Dir {
             return Err(ModuleError::Refused(format!(
                 "source is a directory and must be a file: {}",
@@ -84,6 +84,6 @@ mod tests {
         assert_eq!(plan.returns["encoding"], "base64");
         assert_eq!(plan.returns["source"], "/etc/resolv.conf");
         let absent = facts_of(&[(&FileFact::key("/etc/resolv.conf"), "absent\n")]);
-        assert!(matches!(m.plan(&absent), Err(ModuleError::Missing(_))));
+        assert!(matches!(m.plan(&absent), Err(ModuleError::Absent(_))));
     }
 }

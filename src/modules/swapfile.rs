@@ -549,7 +549,7 @@ impl Swapfile {
         plan: &mut Plan,
     ) -> Result<(FileFacts, bool), ModuleError> {
         let Some(fstype) = file.fstype.as_deref() else {
-            return Err(ModuleError::Missing(format!(
+            return Err(ModuleError::Absent(format!(
                 "{}: folder {} does not exist",
                 self.path,
                 self.dir()

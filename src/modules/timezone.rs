@@ -117,7 +117,7 @@ impl Module for Timezone {
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let zone = ZoneFact::read(facts, &self.name)?;
         if zone.zone_file.is_empty() {
-            return Err(ModuleError::Missing(format!(
+            return Err(ModuleError::Absent(format!(
                 "unknown time zone {}: {ZONEINFO}/{} does not exist (is tzdata installed?)",
                 self.name, self.name
             )));
@@ -236,6 +236,6 @@ mod tests {
         let el = facts(paris, paris, None);
         assert_eq!(m.plan(&el).unwrap(), Plan::noop());
         let unknown = facts("", paris, None);
-        assert!(matches!(m.plan(&unknown), Err(ModuleError::Missing(m)) if m.contains("tzdata")));
+        assert!(matches!(m.plan(&unknown), Err(ModuleError::Absent(m)) if m.contains("tzdata")));
     }
 }

@@ -270,13 +270,13 @@ impl Module for Unarchive {
         };
         match ArchiveFact::read(facts, &q)? {
             Found::NoDest => {
-                return Err(ModuleError::Missing(format!(
+                return Err(ModuleError::Absent(format!(
                     "destination folder {} does not exist",
                     self.dest
                 )))
             }
             Found::NoSrc => {
-                return Err(ModuleError::Missing(format!(
+                return Err(ModuleError::Absent(format!(
                     "archive {} does not exist on the host",
                     self.src
                 )))
@@ -403,9 +403,9 @@ mod tests {
     fn missing_folders_archives_and_creates() {
         let params = json!({"src": "/tmp/a.zip", "dest": "/srv", "remote_src": true});
         let err = plan_on(params.clone(), "nodest\n").unwrap_err();
-        assert!(matches!(err, ModuleError::Missing(m) if m.contains("/srv does not exist")));
+        assert!(matches!(err, ModuleError::Absent(m) if m.contains("/srv does not exist")));
         let err = plan_on(params.clone(), "nosrc\n").unwrap_err();
-        assert!(matches!(err, ModuleError::Missing(m) if m.contains("/tmp/a.zip does not exist")));
+        assert!(matches!(err, ModuleError::Absent(m) if m.contains("/tmp/a.zip does not exist")));
         let plan = plan_on(params, "listed 1 1\nx\n").unwrap();
         assert!(plan.steps[0].contains("unzip -o -q \"$a\" -d \"$d\""));
         let url = json!({"src": "https://h/pyxis.tar.gz", "dest": "/srv", "remote_src": true,

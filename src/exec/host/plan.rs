@@ -15,7 +15,7 @@ use crate::exec::outcome::Planned;
 use crate::exec::prepared::PreparedTask;
 use crate::exec::result::Status;
 use crate::exec::wire::Step;
-use crate::modules::{Effect, Module, Plan};
+use crate::modules::{Effect, Module, ModuleError, Plan};
 use crate::remote::probe::ProbeResult;
 
 impl<'p> HostRun<'_, 'p> {
@@ -30,6 +30,16 @@ impl<'p> HostRun<'_, 'p> {
         let spec = instance.spec;
         let mut plan = match module.plan(&self.facts) {
             Ok(plan) => plan,
+            Err(e) if self.missing_after_drift(spec, &e) => {
+                let message = format!(
+                    "{e}; an earlier task would change the host first, which check mode does not do"
+                );
+                self.outcomes.unknown(spec, message.clone());
+                if let Some(reg) = &spec.task.register {
+                    self.unknown_vars.insert(reg.clone(), spec.name.clone());
+                }
+                return (json!({"changed": false, "msg": message}), false);
+            }
             Err(e) => {
                 self.fail(spec, instance.label, e.to_string());
                 let result = json!({"changed": false, "failed": true, "msg": e.to_string()});
@@ -67,6 +77,15 @@ impl<'p> HostRun<'_, 'p> {
         let ms = started.elapsed().as_millis() as u64;
         self.outcomes.observed(i, keys, observed_at, ms);
         (result, flush)
+    }
+
+    /// Check mode: something an earlier task may provide is absent, after
+    /// an earlier task of this host would have changed it; that change may
+    /// be what makes it (a folder, a package's files), so this is no
+    /// failure and no verdict either.
+    fn missing_after_drift(&self, spec: &PreparedTask, e: &ModuleError) -> bool {
+        let check = spec.task.check_mode.unwrap_or(self.ctx.opts.check);
+        check && matches!(e, ModuleError::Absent(_)) && self.outcomes.drifted()
     }
 
     /// Applies a plan's predicted effects to the facts, so later tasks plan

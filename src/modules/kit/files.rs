@@ -429,10 +429,10 @@ pub(crate) fn text_to_edit(
         }),
         (None, WhenMissing::Create) => Ok(Some(String::new())),
         (None, WhenMissing::Nothing) => Ok(None),
-        (None, WhenMissing::NeedsCreate) => Err(ModuleError::Missing(format!(
+        (None, WhenMissing::NeedsCreate) => Err(ModuleError::Absent(format!(
             "{path} does not exist (set create: true to create it)"
         ))),
-        (None, WhenMissing::Missing) => Err(ModuleError::Missing(format!("{path} does not exist"))),
+        (None, WhenMissing::Missing) => Err(ModuleError::Absent(format!("{path} does not exist"))),
     }
 }
 

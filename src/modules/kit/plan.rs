@@ -139,6 +139,12 @@ pub(crate) enum ModuleError {
     /// file, a folder, a kernel key, a package manager, systemd.
     #[error("{0}")]
     Missing(String),
+    /// Like `Missing`, for what an earlier task of the run may provide: a
+    /// file or folder, a unit, a user, a toolkit, a kernel key, a program a
+    /// package installs. Check mode, where that task did not run, says
+    /// `unknown` rather than failing.
+    #[error("{0}")]
+    Absent(String),
     /// The host is in a state the module refuses to act on, because acting
     /// would lose data or the host: too little disk or memory, a link or a
     /// special file where a regular file belongs.

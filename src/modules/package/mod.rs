@@ -502,7 +502,7 @@ impl Package {
         path: &str,
     ) -> Result<Option<(Change, Action)>, ModuleError> {
         let Some((name, version)) = DebFile::read(facts, path)? else {
-            return Err(ModuleError::Missing(format!("no .deb file at {path}")));
+            return Err(ModuleError::Absent(format!("no .deb file at {path}")));
         };
         let installed = host.versions(&name);
         if installed.contains(&version) {

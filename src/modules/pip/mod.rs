@@ -225,7 +225,7 @@ impl Module for Pip {
         let mut plan = Plan::noop();
         let installed = match PipList::read(facts, &self.env)? {
             Listing::Missing => {
-                return Err(ModuleError::Missing(format!(
+                return Err(ModuleError::Absent(format!(
                     "{} is not on this host's PATH",
                     self.env.label()
                 )))
@@ -292,7 +292,7 @@ impl Pip {
             return Ok(reqs);
         };
         let st = FileFact::read(facts, path)?
-            .ok_or_else(|| ModuleError::Missing(format!("requirements file not found: {path}")))?;
+            .ok_or_else(|| ModuleError::Absent(format!("requirements file not found: {path}")))?;
         let text = st.content.ok_or_else(|| {
             ModuleError::Unsupported(format!(
                 "{path} is not a text file of at most {MAX_CONTENT} bytes"

@@ -114,7 +114,7 @@ fn the_executable_is_asked_and_a_missing_one_fails() {
     let key = PipList::key(&Env::Executable("pip3.11".into()));
     assert_eq!(m.probes()[0].key, key);
     let err = m.plan(&facts_of(&[(&key, "missing\n")])).unwrap_err();
-    assert!(matches!(err, ModuleError::Missing(m) if m.contains("pip3.11")));
+    assert!(matches!(err, ModuleError::Absent(m) if m.contains("pip3.11")));
 }
 
 #[test]

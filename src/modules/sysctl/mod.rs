@@ -654,7 +654,7 @@ impl Sysctl {
         }
         let to = TunedCandidate::read(facts, &(self.root.clone(), want.clone()))?;
         to.map(Some).ok_or_else(|| {
-            ModuleError::Missing(format!(
+            ModuleError::Absent(format!(
                 "tuned has no profile '{want}' (looked in /etc/tuned and /usr/lib/tuned)"
             ))
         })
@@ -838,7 +838,7 @@ impl Sysctl {
             plan.notes.push(format!("{key}: {note} (ignored)"));
             return Ok(None);
         }
-        Err(ModuleError::Missing(format!(
+        Err(ModuleError::Absent(format!(
             "{error}; set ignoreerrors: true to skip it"
         )))
     }

@@ -406,7 +406,7 @@ fn a_selected_tuned_profile_is_switched_to_and_counts_at_boot() {
     let mut f = facts(&m, &conf, &active, &[("vm.swappiness", "10")]);
     f.insert(TunedCandidate::key(&q), SysctlFiles::render(&Vec::new()));
     assert!(
-        matches!(m.plan(&f), Err(ModuleError::Missing(msg)) if msg.contains("no profile 'throughput-performance'"))
+        matches!(m.plan(&f), Err(ModuleError::Absent(msg)) if msg.contains("no profile 'throughput-performance'"))
     );
     assert!(parse_params(
         json!({"name": "vm.swappiness", "value": 1, "tuned_profile": "x;reboot"})
@@ -546,7 +546,7 @@ fn unknown_key_is_a_clear_error_unless_ignored() {
     let f = facts(&m, &[], &[], &[]);
     let err = m.plan(&f).unwrap_err();
     assert!(
-        matches!(&err, ModuleError::Missing(msg) if msg.contains("unknown sysctl key net.bridge.bridge-nf-call-iptables")),
+        matches!(&err, ModuleError::Absent(msg) if msg.contains("unknown sysctl key net.bridge.bridge-nf-call-iptables")),
         "{err:?}"
     );
     let m = parse_params(json!({"settings": {"net.bridge.bridge-nf-call-iptables": 1}, "file": OURS, "ignoreerrors": true})).unwrap();

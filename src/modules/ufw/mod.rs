@@ -309,7 +309,7 @@ impl Module for Ufw {
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let found = UfwFact::read(facts, &())?;
         if found.found == Found::Missing {
-            return Err(ModuleError::Missing(
+            return Err(ModuleError::Absent(
                 "ufw is not installed on this host".into(),
             ));
         }

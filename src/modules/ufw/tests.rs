@@ -386,7 +386,7 @@ fn state_and_a_rule_go_in_ansibles_order() {
 fn a_host_without_ufw_fails_saying_so() {
     let m = build_test(&UFW, json!({"state": "enabled"})).unwrap();
     let err = m.plan(&facts_of(&[(&UfwFact::key(&()), "missing\n")]));
-    assert!(matches!(err, Err(ModuleError::Missing(m)) if m.contains("not installed")));
+    assert!(matches!(err, Err(ModuleError::Absent(m)) if m.contains("not installed")));
 }
 
 /// The probe's shell over files like ufw's, with a stand-in `ufw`.
