@@ -275,6 +275,10 @@ const STAT_PLAYBOOK: &str = r#"- hosts: all
         path: /root/st/link
         follow: false
       register: link
+    - stat:
+        path: /root/st/rel
+        follow: false
+      register: rel
     - name: all described
       assert:
         that:
@@ -287,11 +291,16 @@ const STAT_PLAYBOOK: &str = r#"- hosts: all
           - not missing.stat.exists and missing.stat.isdir is not defined
           - link.stat.exists and link.stat.islnk and not link.stat.isreg
           - link.stat.lnk_target == '/root/st/conf' and link.stat.checksum is not defined
+          - link.stat.lnk_source == '/root/st/conf'
+          - rel.stat.islnk and rel.stat.lnk_target == 'link'
+          - rel.stat.lnk_source == '/root/st/conf'
 "#;
 
-/// `stat` on a file an earlier task writes, a folder, a missing path and a
-/// link (not followed) registers what a later `assert` reads, in check (the
-/// file as predicted) and in apply, and changes nothing itself.
+/// `stat` on a file an earlier task writes, a folder, a missing path, a
+/// link and a relative link to that link (not followed: its text as
+/// written, its source resolved through both) registers what a later
+/// `assert` reads, in check (the file as predicted) and in apply, and
+/// changes nothing itself.
 #[test]
 fn stat_describes_each_kind_of_path_for_later_tasks() {
     let before = machine_digest();
@@ -303,6 +312,7 @@ fn stat_describes_each_kind_of_path_for_later_tasks() {
     )
     .unwrap();
     std::os::unix::fs::symlink("/root/st/conf", host.path("/root/st/link")).unwrap();
+    std::os::unix::fs::symlink("link", host.path("/root/st/rel")).unwrap();
     std::fs::write(host.path("/root/stat.yml"), STAT_PLAYBOOK).unwrap();
     let run = |cmd: &str| {
         let argv = [
@@ -320,7 +330,7 @@ fn stat_describes_each_kind_of_path_for_later_tasks() {
     assert_eq!(code, 2, "{check:#}");
     assert_eq!(
         statuses(&check),
-        ["drift", "ok", "ok", "ok", "ok", "ok", "ok"],
+        ["drift", "ok", "ok", "ok", "ok", "ok", "ok", "ok"],
         "{check:#}"
     );
     assert!(!host.path("/root/st/conf").exists());
@@ -329,7 +339,7 @@ fn stat_describes_each_kind_of_path_for_later_tasks() {
         assert_eq!(code, 0, "{apply:#}");
         assert_eq!(
             statuses(&apply),
-            [want, "ok", "ok", "ok", "ok", "ok", "ok"],
+            [want, "ok", "ok", "ok", "ok", "ok", "ok", "ok"],
             "{apply:#}"
         );
     }

@@ -529,6 +529,7 @@ impl Module for GetUrl {
                 group: group.clone(),
                 size: 0,
                 link_target: None,
+                link_resolved: None,
                 content: None,
                 binary: None,
                 sha256: None,

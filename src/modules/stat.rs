@@ -155,7 +155,9 @@ fn describe(path: &str, st: Option<&FileState>) -> Value {
     .cloned()
     .unwrap_or_default();
     if let Some(target) = &st.link_target {
-        d.insert("lnk_source".into(), json!(target));
+        // A link whose path `readlink -m` could not resolve keeps its text.
+        let source = st.link_resolved.as_ref().unwrap_or(target);
+        d.insert("lnk_source".into(), json!(source));
         d.insert("lnk_target".into(), json!(target));
     }
     Value::Object(d)

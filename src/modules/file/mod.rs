@@ -627,6 +627,7 @@ mod tests {
             group: "root".into(),
             size: 4096,
             link_target: None,
+            link_resolved: None,
             content: None,
             binary: None,
             sha256: None,

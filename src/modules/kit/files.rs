@@ -29,6 +29,10 @@ pub(crate) struct FileState {
     pub group: String,
     pub size: u64,
     pub link_target: Option<String>,
+    /// A link's path with every link on the way resolved, as Ansible's
+    /// `realpath` gives it (a dangling link as far as it resolves); `None`
+    /// when `readlink -m` could not resolve it.
+    pub link_resolved: Option<String>,
     /// `None` for non-files, for files too large to read and for files
     /// that are not UTF-8 text.
     pub content: Option<String>,
@@ -66,6 +70,7 @@ impl FileState {
             group: group.to_string(),
             size: content.len() as u64,
             link_target: None,
+            link_resolved: None,
             content: Some(content.to_string()),
             binary: None,
             sha256: None,
@@ -75,7 +80,8 @@ impl FileState {
 
 /// A path's type, mode, owner, size, link target and (small) content;
 /// `None` when it does not exist. The content is attached to the answer
-/// (`np_cat`), so the probe's one process of its own is its `stat`.
+/// (`np_cat`), so the probe's one process of its own is its `stat`; only a
+/// link costs two more, its text and its resolved path.
 pub(crate) struct FileFact;
 
 impl FileFact {
@@ -85,7 +91,7 @@ impl FileFact {
         format!(
             r#"if [ -L "$p" ]; then t=l; elif [ -f "$p" ]; then t=f; elif [ -d "$p" ]; then t=d; elif [ -e "$p" ]; then t=o; else echo absent; exit 0; fi
 set -- $(stat -c '%a %U %G %s' -- "$p"); echo "$t $1 $2 $3 $4"
-if [ "$t" = l ]; then readlink -- "$p"; else echo; fi
+if [ "$t" = l ]; then readlink -- "$p" || echo; readlink -m -- "$p" || echo; else echo; fi
 if [ "$t" = f ]; then if [ "$4" -le {MAX_CONTENT} ]; then np_cat "$p"; else sha256sum -- "$p"; exit 3; fi; fi"#
         )
     }
@@ -153,6 +159,7 @@ impl Fact for FileFact {
             group: group.to_string(),
             size: size.parse().map_err(|_| bad("bad size"))?,
             link_target: (kind == Kind::Link).then(|| link.to_string()),
+            link_resolved: resolved(kind, content),
             content: (read && binary.is_none()).then(|| content.to_string()),
             binary,
             sha256: large.then(|| content.split(' ').next().unwrap_or_default().to_string()),
@@ -175,6 +182,9 @@ impl Fact for FileFact {
                 let (size, text) = carry(data);
                 format!("{size}\n{text}")
             }
+            _ if st.kind == Kind::Link => {
+                format!("{}\n", st.link_resolved.as_deref().unwrap_or(""))
+            }
             _ => String::new(),
         };
         ProbeResult {
@@ -189,6 +199,13 @@ impl Fact for FileFact {
             ))
         }
     }
+}
+
+/// A link's resolved path, the line after its text; an empty one is a
+/// path `readlink -m` could not resolve.
+fn resolved(kind: Kind, rest: &str) -> Option<String> {
+    let line = rest.split('\n').next().filter(|l| !l.is_empty());
+    line.filter(|_| kind == Kind::Link).map(String::from)
 }
 
 /// SHA-256 in hex, as `sha256sum` prints it.
@@ -533,13 +550,14 @@ pub(crate) fn attr_changes(dest: &str, st: &FileState, opts: &WriteOpts) -> Vec<
 #[cfg(test)]
 pub(crate) fn fact_samples(rt: &mut super::fact::RoundTrip) {
     let small = FileState::written("a = 1\nb\n", 0o640, "root", "adm");
-    let special = |kind, link_target: Option<&str>| FileState {
+    let special = |kind, link: Option<(&str, Option<&str>)>| FileState {
         kind,
         mode: 0o777,
         owner: "root".into(),
         group: "root".into(),
         size: 7,
-        link_target: link_target.map(String::from),
+        link_target: link.map(|(text, _)| text.to_string()),
+        link_resolved: link.and_then(|(_, resolved)| resolved.map(String::from)),
         content: None,
         binary: None,
         sha256: None,
@@ -563,7 +581,8 @@ pub(crate) fn fact_samples(rt: &mut super::fact::RoundTrip) {
         Some(FileState::written("", 0o600, "nobody", "nogroup")),
         Some(large),
         Some(special(Kind::Dir, None)),
-        Some(special(Kind::Link, Some("/opt/x y"))),
+        Some(special(Kind::Link, Some(("../x y", Some("/opt/x y"))))),
+        Some(special(Kind::Link, Some(("loop", None)))),
         Some(special(Kind::Other, None)),
     ] {
         rt.check::<FileFact>("/etc/x", v);
@@ -661,8 +680,11 @@ mod tests {
         std::fs::write(at("large"), "x".repeat(MAX_CONTENT as usize + 1)).unwrap();
         std::os::unix::fs::symlink("a b'c", at("link")).unwrap();
         std::fs::create_dir(at("dir")).unwrap();
+        std::fs::create_dir(at("dir/inner")).unwrap();
+        std::os::unix::fs::symlink("dir/inner", at("dir link")).unwrap();
+        std::os::unix::fs::symlink("dir link/../../nul", at("chain")).unwrap();
         let paths = [
-            "a b'c", "missing", "empty", "nul", "bin", "large", "link", "dir",
+            "a b'c", "missing", "empty", "nul", "bin", "large", "link", "dir", "chain",
         ]
         .map(at);
         let probes: Vec<Probe> = paths.iter().map(|p| FileFact::probe(p)).collect();
@@ -680,6 +702,65 @@ mod tests {
         let read = read.unwrap();
         assert_eq!((read.content, read.size), (None, 4));
         assert_eq!(read.binary.as_deref(), Some(b"\xff\nx\xe9".as_slice()));
+        let chain = FileFact::parse(&paths[8], &together[&FileFact::key(&paths[8])]).unwrap();
+        let real = dir.path().canonicalize().unwrap().join("nul");
+        assert_eq!(
+            chain.unwrap().link_resolved.as_deref(),
+            real.to_str(),
+            "the link's `..` is taken after its link is followed"
+        );
+    }
+
+    /// A link carries its text as written and, on the next line, its path
+    /// with every link on the way resolved, dangling or looping alike.
+    #[test]
+    fn a_link_reads_its_text_and_its_resolved_path() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let at = |name: &str| root.join(name).to_str().unwrap().to_string();
+        std::fs::create_dir(at("real")).unwrap();
+        std::fs::write(at("real/conf"), "x\n").unwrap();
+        std::os::unix::fs::symlink("real", at("alias")).unwrap();
+        std::os::unix::fs::symlink("alias/conf", at("link")).unwrap();
+        std::os::unix::fs::symlink("missing/x", at("gone")).unwrap();
+        std::os::unix::fs::symlink("loop", at("loop")).unwrap();
+        for (name, text, resolved) in [
+            ("link", "alias/conf", at("real/conf")),
+            ("gone", "missing/x", at("missing/x")),
+            ("loop", "loop", at("loop")),
+        ] {
+            let st = probe_local(&at(name)).unwrap();
+            assert_eq!(st.kind, Kind::Link, "{name}");
+            assert_eq!(st.link_target.as_deref(), Some(text), "{name}");
+            assert_eq!(st.link_resolved, Some(resolved), "{name}");
+            let again = FileFact::parse(name, &FileFact::render(&Some(st.clone()))).unwrap();
+            assert_eq!(again, Some(st), "{name}");
+        }
+        let real = probe_local(&at("real/conf")).unwrap();
+        assert_eq!((real.link_target, real.link_resolved), (None, None));
+    }
+
+    #[test]
+    fn a_link_renders_its_text_then_its_resolved_path() {
+        let link = FileState {
+            kind: Kind::Link,
+            link_target: Some("../x y".into()),
+            link_resolved: Some("/opt/x y".into()),
+            content: None,
+            ..FileState::written("1234567", 0o777, "root", "root")
+        };
+        let text = FileFact::render(&Some(link.clone()));
+        assert_eq!(text.stdout, "l 777 root root 7\n../x y\n/opt/x y\n");
+        assert_eq!(
+            FileFact::parse("/etc/x", &text).unwrap(),
+            Some(link.clone())
+        );
+        let unresolved = ProbeResult::ok("l 777 root root 7\n../x y\n\n");
+        let read = FileFact::parse("/etc/x", &unresolved).unwrap().unwrap();
+        assert_eq!(
+            (read.link_target, read.link_resolved),
+            (link.link_target, None)
+        );
     }
 
     /// A file that is not UTF-8 text is never edited as if it were.

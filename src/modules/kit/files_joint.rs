@@ -9,9 +9,10 @@ use crate::remote::shell::quote;
 
 /// Per path, in order, `@@F <rc> <kind>` and then the lines of its own
 /// answer: `absent` (one line), `meta` (the state and link lines), `cat`
-/// (the same, its content attached) or `sha` (the same and the
-/// `sha256sum` line of a file too large to read). Only links and large
-/// files cost a process beyond the `stat`.
+/// (the same, its content attached), `sha` (the same and the `sha256sum`
+/// line of a file too large to read) or `link` (the state line, the link's
+/// text and its resolved path). Only links and large files cost a process
+/// beyond the `stat`.
 pub(crate) fn script(paths: &[&str], max: u64) -> String {
     let list: Vec<String> = paths.iter().map(|p| quote(p)).collect();
     format!(
@@ -32,7 +33,7 @@ for p in {list}; do
   if [ "$t" = f ] && [ "$4" -le {max} ]; then
     if np_cat "$p"; then printf '@@F 0 cat\n%s\n\n' "$h"; else printf '@@F 1 meta\n%s\n\n' "$h"; fi
   elif [ "$t" = f ]; then printf '@@F 3 sha\n%s\n\n' "$h"; sha256sum -- "$p" || echo
-  elif [ "$t" = l ]; then printf '@@F 0 meta\n%s\n' "$h"; readlink -- "$p" || echo
+  elif [ "$t" = l ]; then printf '@@F 0 link\n%s\n' "$h"; readlink -- "$p" || echo; readlink -m -- "$p" || echo
   else printf '@@F 0 meta\n%s\n\n' "$h"
   fi
 done"#,
@@ -64,7 +65,7 @@ fn split_answers(n: usize, r: &ProbeResult) -> Option<Vec<ProbeResult>> {
         let lines = match kind {
             "absent" => 1,
             "meta" | "cat" => 2,
-            "sha" => 3,
+            "sha" | "link" => 3,
             _ => return None,
         };
         let own: String = (0..lines)
@@ -113,5 +114,32 @@ mod tests {
         assert_eq!(split(&["/a", "/b"], &failed), [failed.clone(), failed]);
         let short = ProbeResult::ok("@@F 0 cat\nf 644 root root 1\n\n");
         assert_eq!(split(&["/a"], &short)[0], short);
+    }
+
+    /// A link's answer is three lines, its resolved path the third: the
+    /// paths after it keep their own answers.
+    #[test]
+    fn a_link_among_other_paths_keeps_its_resolved_path() {
+        let joint = ProbeResult::ok(
+            "@@F 0 meta\nd 755 root root 4096\n\n\
+             @@F 0 link\nl 777 root root 4\n../b\n/srv/b\n\
+             @@F 0 absent\nabsent\n\
+             @@F 0 cat\nf 644 root root 2\n\n\
+             2\nx\n",
+        );
+        let paths = ["/srv/d", "/srv/d/l", "/srv/m", "/srv/f"];
+        let own: Vec<String> = split(&paths, &joint)
+            .into_iter()
+            .map(|r| r.stdout)
+            .collect();
+        assert_eq!(
+            own,
+            [
+                "d 755 root root 4096\n\n",
+                "l 777 root root 4\n../b\n/srv/b\n",
+                "absent\n",
+                "f 644 root root 2\n\n2\nx\n",
+            ]
+        );
     }
 }
