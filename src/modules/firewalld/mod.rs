@@ -258,15 +258,20 @@ impl Firewalld {
                 "firewalld is not installed on this host (no firewall-cmd or firewall-offline-cmd)"
                     .into(),
             )),
+            Daemon::Failed if !self.offline => Err(ModuleError::Missing(facts::FAILED.into())),
             Daemon::Offline if !self.offline => Err(ModuleError::Missing(
                 "firewalld is not running; offline: true edits its permanent configuration with firewall-offline-cmd".into(),
             )),
-            Daemon::Offline => {
+            _ if !fw.offline_cmd => Err(ModuleError::Missing(format!(
+                "firewalld's daemon is {}, and firewall-offline-cmd, which offline: true needs, is not installed",
+                fw.daemon.state()
+            ))),
+            Daemon::Offline | Daemon::Failed => {
                 if self.layers.contains(&Layer::Runtime) {
-                    plan.notes.push(
-                        "firewalld is not running: only its permanent configuration is changed"
-                            .into(),
-                    );
+                    plan.notes.push(format!(
+                        "firewalld is {}: only its permanent configuration is changed",
+                        fw.daemon.state()
+                    ));
                 }
                 Ok(vec![Layer::Permanent])
             }
@@ -347,7 +352,7 @@ impl Firewalld {
             // where `add` would fail on it.
             (Item::Interface(_) | Item::Source(_), true) => format!("--change-{noun}"),
             // firewall-offline-cmd keeps --remove-service for lokkit's meaning.
-            (Item::Service(_), false) if fw.daemon == Daemon::Offline => {
+            (Item::Service(_), false) if fw.daemon != Daemon::Running => {
                 "--remove-service-from-zone".into()
             }
             (_, true) => format!("--add-{noun}"),
