@@ -3,7 +3,9 @@
 //! Both layers of the zone are read in one probe, so check mode says which
 //! of them drifts: the running firewall, the permanent configuration, or
 //! both. Without a running daemon the permanent configuration is edited
-//! with `firewall-offline-cmd`, as Ansible's `offline: true` does.
+//! with `firewall-offline-cmd`, as Ansible's `offline: true` does; a daemon
+//! in the FAILED state runs its stock zones, not the host's, so it is
+//! refused unless `offline: true` (Ansible would edit through it).
 
 mod facts;
 
@@ -249,8 +251,9 @@ impl Module for Firewalld {
 }
 
 impl Firewalld {
-    /// The layers this host lets the task change: without a daemon only the
-    /// permanent one, and only with `offline: true`.
+    /// The layers this host lets the task change: without a daemon, or with
+    /// one in the FAILED state, only the permanent one, and only with
+    /// `offline: true`.
     fn layers_for(&self, fw: &Firewall, plan: &mut Plan) -> Result<Vec<Layer>, ModuleError> {
         match fw.daemon {
             Daemon::Running => Ok(self.layers.clone()),
