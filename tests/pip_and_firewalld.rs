@@ -201,6 +201,19 @@ fn assert_unpacked(path: &str) {
 /// A host with the package's /etc/firewalld whose firewalld `command`
 /// (first on PATH, in /root/bin) runs the unpacked one with `args` first.
 fn host_with_firewalld_command(host: IsolatedHost, command: &str, args: &str) -> IsolatedHost {
+    add_firewalld_command(&host, command, args);
+    let copied = std::process::Command::new("cp")
+        .args(["-a", &format!("{FIREWALLD_ROOT}/etc/firewalld")])
+        .arg(host.path("/etc/firewalld"))
+        .status()
+        .unwrap();
+    assert!(copied.success());
+    host
+}
+
+/// Puts the unpacked firewalld `command`, with `args` first, in the host's
+/// /root/bin.
+fn add_firewalld_command(host: &IsolatedHost, command: &str, args: &str) {
     assert_unpacked(&format!("usr/bin/{command}"));
     let bin = host.path("/root/bin");
     std::fs::create_dir_all(&bin).unwrap();
@@ -211,13 +224,6 @@ fn host_with_firewalld_command(host: IsolatedHost, command: &str, args: &str) ->
     let path = bin.join(command);
     std::fs::write(&path, wrapper).unwrap();
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
-    let copied = std::process::Command::new("cp")
-        .args(["-a", &format!("{FIREWALLD_ROOT}/etc/firewalld")])
-        .arg(host.path("/etc/firewalld"))
-        .status()
-        .unwrap();
-    assert!(copied.success());
-    host
 }
 
 /// A host whose `firewall-offline-cmd` edits the host's own
@@ -344,12 +350,12 @@ impl Drop for Running {
 }
 
 /// Starts the host's bus and firewalld and waits until `firewall-cmd
-/// --state` says running.
-fn start_firewalld(host: &IsolatedHost) -> Running {
+/// --state` says `state` (on stderr when not running).
+fn start_firewalld(host: &IsolatedHost, state: &str) -> Running {
     std::fs::write(host.path("/root/bus.conf"), BUS_CONF).unwrap();
     let mut daemon = Running(host.spawn(&["/bin/sh", "-c", &firewalld_daemon()]));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while firewall_cmd(host, "--state") != "running" {
+    while firewall_cmd(host, "--state 2>&1") != state {
         let exited = daemon.0.try_wait().unwrap();
         assert!(
             exited.is_none() && std::time::Instant::now() < deadline,
@@ -416,6 +422,12 @@ struct DaemonHost {
 }
 
 fn host_with_running_firewalld() -> DaemonHost {
+    host_with_firewalld(|_| (), "running")
+}
+
+/// A host whose firewalld starts on its /etc/firewalld after `prepare`
+/// edited it, in `state`.
+fn host_with_firewalld(prepare: impl FnOnce(&IsolatedHost), state: &str) -> DaemonHost {
     for path in [
         "usr/sbin/firewalld",
         "usr/sbin/nft",
@@ -425,7 +437,8 @@ fn host_with_running_firewalld() -> DaemonHost {
     }
     let (machine, netfilter) = (machine_digest(), machine_netfilter());
     let host = host_with_firewalld_command(IsolatedHost::new().with_network(), "firewall-cmd", "");
-    let daemon = start_firewalld(&host);
+    prepare(&host);
+    let daemon = start_firewalld(&host, state);
     DaemonHost {
         host,
         daemon,
@@ -438,15 +451,22 @@ impl DaemonHost {
     /// Stops the daemon, which must have logged no error, and proves the
     /// machine's netfilter and /etc as they were.
     fn stop(self) {
+        let log = self.stop_with_log();
+        assert!(!log.contains("ERROR"), "firewalld logged an error: {log}");
+    }
+
+    /// Stops the daemon and proves the machine's netfilter and /etc as
+    /// they were; what the daemon logged.
+    fn stop_with_log(self) -> String {
         drop(self.daemon);
         let log = self.host.spawn_log();
-        assert!(!log.contains("ERROR"), "firewalld logged an error: {log}");
         assert_eq!(
             machine_netfilter(),
             self.netfilter,
             "the machine's netfilter changed"
         );
         assert_machine_unchanged(&self.machine);
+        log
     }
 }
 
@@ -581,4 +601,59 @@ fn firewalld_daemon_without_immediate_or_permanent_changes_one_layer() {
     assert!(has_gpu_zone(host, ""));
 
     running.stop();
+}
+
+/// A direct rule iptables refuses: the daemon fails to apply the host's
+/// configuration and falls back to its stock one (without direct rules),
+/// while firewall-offline-cmd, which applies nothing, still reads and
+/// writes the zones.
+const BROKEN_DIRECT: &str = r#"<?xml version="1.0" encoding="utf-8"?>
+<direct>
+  <rule ipv="ipv4" table="filter" chain="INPUT" priority="0">-j NO-SUCH-TARGET</rule>
+</direct>
+"#;
+
+#[test]
+fn firewalld_daemon_in_the_failed_state_is_named_and_offline_edits_its_files() {
+    let failed = host_with_firewalld(
+        |host| {
+            let direct = host.path("/etc/firewalld/direct.xml");
+            std::fs::write(direct, BROKEN_DIRECT).unwrap();
+            let defaults = format!("--default-config {FIREWALLD_ROOT}/usr/lib/firewalld");
+            add_firewalld_command(host, "firewall-offline-cmd", &defaults);
+        },
+        "failed",
+    );
+    let host = &failed.host;
+    let port =
+        "    - name: api port\n      firewalld: {port: 8080/tcp, state: enabled, permanent: true";
+    let (code, refused) = nodeprov(host, "apply", &daemon_play(&format!("{port}}}\n")));
+    assert_eq!(code, 4, "{refused:#}");
+    let message = refused["hosts"][0]["tasks"][0]["message"].to_string();
+    assert!(
+        message.contains("firewalld is installed but its daemon is in the FAILED state"),
+        "{refused:#}"
+    );
+
+    let offline = daemon_play(&format!("{port}, offline: true}}\n"));
+    let (code, first) = nodeprov(host, "apply", &offline);
+    assert_eq!(code, 0, "{first:#}");
+    assert_eq!(
+        change_subjects(&first, 0),
+        ["firewalld zone public port 8080/tcp (permanent)"]
+    );
+    let zone = std::fs::read_to_string(host.path("/etc/firewalld/zones/public.xml")).unwrap();
+    assert!(
+        zone.contains(r#"<port port="8080" protocol="tcp"/>"#),
+        "{zone}"
+    );
+    let (code, again) = nodeprov(host, "apply", &offline);
+    assert_eq!((code, task_statuses(&again)), (0, vec!["ok".to_string()]));
+    assert_eq!(firewall_cmd(host, "--state 2>&1"), "failed");
+
+    let log = failed.stop_with_log();
+    assert!(
+        log.contains("Falling back to full stock configuration"),
+        "{log}"
+    );
 }

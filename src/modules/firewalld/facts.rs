@@ -28,10 +28,36 @@ impl Layer {
 #[derive(Clone, Copy, Debug, PartialEq)]
 pub(crate) enum Daemon {
     Running,
-    /// Not running; `firewall-offline-cmd` edits the permanent configuration.
+    /// Installed but not running (`firewall-cmd --state` exits 252,
+    /// NOT_RUNNING, or firewall-cmd is absent).
     Offline,
+    /// Running on its failsafe stock configuration after failing to load
+    /// the host's (`firewall-cmd --state` prints `failed`, exit 251,
+    /// RUNNING_BUT_FAILED); its zones are not the host's.
+    Failed,
     /// Neither command is installed.
     Missing,
+}
+
+impl Daemon {
+    fn word(self) -> &'static str {
+        match self {
+            Daemon::Running => "running",
+            Daemon::Offline => "offline",
+            Daemon::Failed => "failed",
+            Daemon::Missing => "missing",
+        }
+    }
+
+    /// How a message names the state.
+    pub(crate) fn state(self) -> &'static str {
+        match self {
+            Daemon::Running => "running",
+            Daemon::Offline => "not running",
+            Daemon::Failed => "in the FAILED state",
+            Daemon::Missing => "not installed",
+        }
+    }
 }
 
 /// What a zone holds in one layer.
@@ -47,6 +73,9 @@ pub(crate) struct ZoneConf {
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Firewall {
     pub daemon: Daemon,
+    /// Whether `firewall-offline-cmd` is installed; without it a daemon that
+    /// does not run leaves no layer to read.
+    pub offline_cmd: bool,
     pub default_zone: String,
     /// The zone asked about, the default one resolved.
     pub zone: String,
@@ -64,6 +93,12 @@ impl Firewall {
         }
     }
 }
+
+/// Why a daemon in the FAILED state stops a task.
+pub(crate) const FAILED: &str = "firewalld is installed but its daemon is in the FAILED state \
+(firewall-cmd --state: failed, exit 251): it runs its failsafe stock configuration, not this \
+host's; fix the configuration (firewall-cmd --check-config) and restart it, or offline: true \
+edits the permanent configuration with firewall-offline-cmd";
 
 /// The lists read for a layer, in the order the probe prints them.
 const LISTS: [&str; 4] = ["services", "ports", "sources", "interfaces"];
@@ -95,13 +130,17 @@ impl Fact for FirewalldZone {
             .map(|k| format!(" -e 's/^ *{k}: */{k} /p'"))
             .collect();
         format!(
-            r#"if command -v firewall-cmd >/dev/null 2>&1 && firewall-cmd --state >/dev/null 2>&1; then
-  echo daemon running; layers='runtime permanent'; off=
-elif command -v firewall-offline-cmd >/dev/null 2>&1; then
-  echo daemon offline; layers=permanent; off=1
-else
-  echo daemon missing; exit 0
-fi
+            r#"rc=none; oc=
+command -v firewall-cmd >/dev/null 2>&1 && {{ firewall-cmd --state >/dev/null 2>&1; rc=$?; }}
+command -v firewall-offline-cmd >/dev/null 2>&1 && oc=1 && echo offline-cmd
+layers=permanent; off=1
+case $rc/$oc in
+  0/*) echo daemon running; layers='runtime permanent'; off= ;;
+  251/*) echo daemon failed ;;
+  none/) echo daemon missing ;;
+  *) echo daemon offline ;;
+esac
+[ -n "$off" ] && [ -z "$oc" ] && exit 0
 fw() {{
   if [ -n "$off" ]; then firewall-offline-cmd "$@"
   elif [ "$layer" = permanent ]; then firewall-cmd --permanent "$@"
@@ -129,10 +168,16 @@ done"#
             )
         };
         if r.rc != 0 {
+            // A daemon that failed to load the host's configuration likely
+            // failed on a file firewall-offline-cmd cannot read either.
+            if r.stdout.lines().any(|l| l == "daemon failed") {
+                return Err(bad(FAILED));
+            }
             return Err(bad("firewalld could not be read"));
         }
         let mut fw = Firewall {
             daemon: Daemon::Missing,
+            offline_cmd: false,
             default_zone: String::new(),
             zone: zone.clone().unwrap_or_default(),
             layers: BTreeMap::new(),
@@ -143,13 +188,17 @@ done"#
         for line in r.stdout.lines() {
             let (word, rest) = line.split_once(' ').unwrap_or((line, ""));
             match word {
+                "offline-cmd" => fw.offline_cmd = true,
                 "daemon" => {
-                    fw.daemon = match rest {
-                        "running" => Daemon::Running,
-                        "offline" => Daemon::Offline,
-                        "missing" => Daemon::Missing,
-                        _ => return Err(bad("unknown daemon state")),
-                    }
+                    fw.daemon = [
+                        Daemon::Running,
+                        Daemon::Offline,
+                        Daemon::Failed,
+                        Daemon::Missing,
+                    ]
+                    .into_iter()
+                    .find(|d| d.word() == rest)
+                    .ok_or_else(|| bad("unknown daemon state"))?
                 }
                 "default" => fw.default_zone = rest.to_string(),
                 "zone" => fw.zone = rest.to_string(),
@@ -187,15 +236,15 @@ done"#
     }
 
     fn render(fw: &Firewall) -> ProbeResult {
-        let daemon = match fw.daemon {
-            Daemon::Running => "running",
-            Daemon::Offline => "offline",
-            Daemon::Missing => return ProbeResult::ok("daemon missing\n"),
-        };
-        let mut out = format!(
-            "daemon {daemon}\ndefault {}\nzone {}\n",
-            fw.default_zone, fw.zone
-        );
+        let mut out = String::new();
+        if fw.offline_cmd {
+            out.push_str("offline-cmd\n");
+        }
+        out.push_str(&format!("daemon {}\n", fw.daemon.word()));
+        if fw.daemon != Daemon::Running && !fw.offline_cmd {
+            return ProbeResult::ok(out);
+        }
+        out.push_str(&format!("default {}\nzone {}\n", fw.default_zone, fw.zone));
         for (layer, conf) in &fw.layers {
             out.push_str(&format!("layer {}\n", layer.name()));
             let Some(c) = conf else {
@@ -245,6 +294,7 @@ pub(crate) fn fact_samples(rt: &mut fact::RoundTrip) {
     };
     let fw = |daemon, layers| Firewall {
         daemon,
+        offline_cmd: true,
         default_zone: "public".into(),
         zone: "public".into(),
         layers,
@@ -268,11 +318,21 @@ pub(crate) fn fact_samples(rt: &mut fact::RoundTrip) {
     );
     rt.check::<FirewalldZone>(
         &None,
-        Firewall {
-            daemon: Daemon::Missing,
-            default_zone: String::new(),
-            zone: String::new(),
-            layers: BTreeMap::new(),
-        },
+        fw(
+            Daemon::Failed,
+            BTreeMap::from([(Layer::Permanent, Some(conf.clone()))]),
+        ),
     );
+    for daemon in [Daemon::Offline, Daemon::Failed, Daemon::Missing] {
+        rt.check::<FirewalldZone>(
+            &None,
+            Firewall {
+                daemon,
+                offline_cmd: false,
+                default_zone: String::new(),
+                zone: String::new(),
+                layers: BTreeMap::new(),
+            },
+        );
+    }
 }

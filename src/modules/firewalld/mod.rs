@@ -3,7 +3,9 @@
 //! Both layers of the zone are read in one probe, so check mode says which
 //! of them drifts: the running firewall, the permanent configuration, or
 //! both. Without a running daemon the permanent configuration is edited
-//! with `firewall-offline-cmd`, as Ansible's `offline: true` does.
+//! with `firewall-offline-cmd`, as Ansible's `offline: true` does; a daemon
+//! in the FAILED state runs its stock zones, not the host's, so it is
+//! refused unless `offline: true` (Ansible would edit through it).
 
 mod facts;
 
@@ -249,8 +251,9 @@ impl Module for Firewalld {
 }
 
 impl Firewalld {
-    /// The layers this host lets the task change: without a daemon only the
-    /// permanent one, and only with `offline: true`.
+    /// The layers this host lets the task change: without a daemon, or with
+    /// one in the FAILED state, only the permanent one, and only with
+    /// `offline: true`.
     fn layers_for(&self, fw: &Firewall, plan: &mut Plan) -> Result<Vec<Layer>, ModuleError> {
         match fw.daemon {
             Daemon::Running => Ok(self.layers.clone()),
@@ -258,15 +261,20 @@ impl Firewalld {
                 "firewalld is not installed on this host (no firewall-cmd or firewall-offline-cmd)"
                     .into(),
             )),
+            Daemon::Failed if !self.offline => Err(ModuleError::Missing(facts::FAILED.into())),
             Daemon::Offline if !self.offline => Err(ModuleError::Missing(
                 "firewalld is not running; offline: true edits its permanent configuration with firewall-offline-cmd".into(),
             )),
-            Daemon::Offline => {
+            _ if !fw.offline_cmd => Err(ModuleError::Missing(format!(
+                "firewalld's daemon is {}, and firewall-offline-cmd, which offline: true needs, is not installed",
+                fw.daemon.state()
+            ))),
+            Daemon::Offline | Daemon::Failed => {
                 if self.layers.contains(&Layer::Runtime) {
-                    plan.notes.push(
-                        "firewalld is not running: only its permanent configuration is changed"
-                            .into(),
-                    );
+                    plan.notes.push(format!(
+                        "firewalld is {}: only its permanent configuration is changed",
+                        fw.daemon.state()
+                    ));
                 }
                 Ok(vec![Layer::Permanent])
             }
@@ -347,7 +355,7 @@ impl Firewalld {
             // where `add` would fail on it.
             (Item::Interface(_) | Item::Source(_), true) => format!("--change-{noun}"),
             // firewall-offline-cmd keeps --remove-service for lokkit's meaning.
-            (Item::Service(_), false) if fw.daemon == Daemon::Offline => {
+            (Item::Service(_), false) if fw.daemon != Daemon::Running => {
                 "--remove-service-from-zone".into()
             }
             (_, true) => format!("--add-{noun}"),

@@ -8,7 +8,7 @@ const RUNNING: &str = "daemon running\ndefault public\nzone public\n\
     layer runtime\nservices dhcpv6-client ssh\nports 8080/tcp\nsources \ninterfaces eth0\nmasquerade no\n\
     layer permanent\nservices dhcpv6-client http ssh\nports \nsources \ninterfaces \nmasquerade no\n";
 
-const OFFLINE: &str = "daemon offline\ndefault public\nzone trusted\n\
+const OFFLINE: &str = "offline-cmd\ndaemon offline\ndefault public\nzone trusted\n\
     layer permanent\nservices \nports 6000-6010/udp\nsources \ninterfaces \nmasquerade yes\n";
 
 fn plan_on(
@@ -251,4 +251,125 @@ fn a_listing_without_one_of_its_lists_is_an_error_not_an_empty_list() {
     let params = json!({"service": "ssh", "state": "enabled"});
     let err = plan_on(params, &short).1.unwrap_err().to_string();
     assert!(err.contains("without all of its lists"), "{err}");
+}
+
+/// What the probe prints when the daemon failed to load the host's
+/// configuration and runs its failsafe one (`firewall-cmd --state` exits 251).
+const FAILED: &str = "offline-cmd\ndaemon failed\ndefault public\nzone public\n\
+    layer permanent\nservices ssh\nports \nsources \ninterfaces \nmasquerade no\n";
+
+#[test]
+fn a_failed_daemon_is_named_and_refused_unless_offline() {
+    let params = json!({"service": "http", "state": "enabled", "permanent": true});
+    let err = plan_on(params.clone(), FAILED).1.unwrap_err().to_string();
+    assert!(
+        err.contains("installed but its daemon is in the FAILED state")
+            && err.contains("offline: true"),
+        "{err}"
+    );
+    let mut offline = params;
+    offline["offline"] = json!(true);
+    offline["immediate"] = json!(true);
+    let plan = plan_on(offline, FAILED).1.unwrap();
+    assert_eq!(
+        changes(&plan),
+        ["firewalld zone public service http (permanent): disabled → enabled"]
+    );
+    assert!(plan.steps[0].starts_with("firewall-offline-cmd --zone=public --add-service=http"));
+    assert!(
+        plan.notes[0].contains("FAILED state: only its permanent"),
+        "{:?}",
+        plan.notes
+    );
+}
+
+#[test]
+fn a_failed_configuration_read_still_names_the_failed_state() {
+    let m = build_test(&FIREWALLD, json!({"service": "ssh", "state": "enabled"})).unwrap();
+    let key = m.probes()[0].key.clone();
+    let mut facts = facts_of(&[]);
+    let read = crate::remote::probe::ProbeResult {
+        rc: 1,
+        stdout: "offline-cmd\ndaemon failed\n".into(),
+        stderr: "bad zone".into(),
+    };
+    facts.insert(key, read);
+    let err = m.plan(&facts).unwrap_err().to_string();
+    assert!(err.contains("FAILED state"), "{err}");
+}
+
+#[test]
+fn each_daemon_state_without_firewall_offline_cmd_says_which() {
+    for (answer, says) in [
+        ("daemon missing\n", "not installed"),
+        ("daemon offline\n", "offline: true edits"),
+        ("daemon failed\n", "FAILED state"),
+    ] {
+        let params = json!({"service": "ssh", "state": "enabled"});
+        let err = plan_on(params, answer).1.unwrap_err().to_string();
+        assert!(err.contains(says), "{answer}: {err}");
+        let offline = json!({"service": "ssh", "state": "enabled", "offline": true});
+        let err = plan_on(offline, answer).1.unwrap_err().to_string();
+        let want = if answer.contains("missing") {
+            "not installed"
+        } else {
+            "firewall-offline-cmd, which"
+        };
+        assert!(err.contains(want), "{answer}: {err}");
+    }
+}
+
+/// The probe's first lines with `firewall-cmd --state` exiting `state`
+/// (`None`: no firewall-cmd) and firewall-offline-cmd installed or not.
+fn probe_head(state: Option<u8>, offline_cmd: bool) -> String {
+    use std::os::unix::fs::PermissionsExt;
+    let bin = tempfile::tempdir().unwrap();
+    let mut fakes = vec![(
+        "firewall-offline-cmd",
+        "#!/bin/sh\ncase \"$*\" in --get-default-zone) echo public ;; --get-zones) echo public ;; \
+         *) printf 'public\\n  services: ssh\\n' ;; esac\n"
+            .to_string(),
+    )];
+    if !offline_cmd {
+        fakes.clear();
+    }
+    if let Some(rc) = state {
+        fakes.push((
+            "firewall-cmd",
+            format!("#!/bin/sh\n[ \"$*\" = --state ] && exit {rc}\nexit 9\n"),
+        ));
+    }
+    for (name, text) in fakes {
+        let path = bin.path().join(name);
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let m = build_test(&FIREWALLD, json!({"service": "ssh", "state": "enabled"})).unwrap();
+    let out = std::process::Command::new("sh")
+        .args(["-c", &m.probes()[0].script])
+        .env("PATH", format!("{}:/usr/bin:/bin", bin.path().display()))
+        .output()
+        .unwrap();
+    let text = String::from_utf8(out.stdout).unwrap();
+    text.lines().take(3).collect::<Vec<_>>().join("|")
+}
+
+#[test]
+fn the_probe_tells_the_four_states_apart_by_firewall_cmd_state_exit_code() {
+    // 251 is RUNNING_BUT_FAILED and 252 NOT_RUNNING in firewall-cmd(1).
+    assert_eq!(
+        probe_head(Some(251), true),
+        "offline-cmd|daemon failed|default public"
+    );
+    assert_eq!(
+        probe_head(Some(252), true),
+        "offline-cmd|daemon offline|default public"
+    );
+    assert_eq!(
+        probe_head(None, true),
+        "offline-cmd|daemon offline|default public"
+    );
+    assert_eq!(probe_head(Some(251), false), "daemon failed");
+    assert_eq!(probe_head(Some(252), false), "daemon offline");
+    assert_eq!(probe_head(None, false), "daemon missing");
 }
