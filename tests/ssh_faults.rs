@@ -547,13 +547,13 @@ fn a_host_that_answers_late_is_waited_for_by_wait_for_connection() {
 
 #[test]
 fn a_login_the_server_never_answers_is_said_to_time_out_not_to_be_refused() {
-    let fleet = SshFleet::start(1);
-    let host = &fleet.hosts[0];
+    let mut fleet = SshFleet::start(1);
     // The server looks the key up with a command that outlives the login
     // limit, as a loaded server's slow key lookup would.
-    host.reconfigure(
+    fleet.hosts[0].reconfigure(
         "AuthorizedKeysFile none\nAuthorizedKeysCommand /usr/bin/sleep 90\nAuthorizedKeysCommandUser nobody\n",
     );
+    let host = &fleet.hosts[0];
     let control = Control::new(&fleet);
     let inventory = control.write("inventory.ini", &fleet.inventory("root", ""));
     let plain = control.write("plain.yml", MARKER_PLAYBOOK);

@@ -183,6 +183,12 @@ impl SshHost {
         let sshd = self.host.spawn(&["/usr/sbin/sshd", "-D", "-e"]);
         self.sshd_pid = namespace_init(sshd.id());
         self.server = Some(sshd);
+        self.await_listening();
+    }
+
+    /// Waits until sshd accepts connections; panics if it exits or takes
+    /// longer than START_TIMEOUT.
+    fn await_listening(&mut self) {
         let deadline = Instant::now() + START_TIMEOUT;
         while TcpStream::connect_timeout(&self.addr(), Duration::from_secs(1)).is_err() {
             let exited = self
@@ -245,7 +251,7 @@ impl SshHost {
 
     /// Appends `lines` to the host's sshd_config and has sshd reread it
     /// (SIGHUP: it execs itself again, keeping its pid).
-    pub fn reconfigure(&self, lines: &str) {
+    pub fn reconfigure(&mut self, lines: &str) {
         let config = self.host.path("/etc/ssh/sshd_config");
         let mut text = std::fs::read_to_string(&config).expect("read sshd_config");
         text.push_str(lines);
@@ -253,15 +259,7 @@ impl SshHost {
         self.signal(libc::SIGHUP);
         // The listening socket closes while sshd execs itself.
         std::thread::sleep(Duration::from_millis(500));
-        let deadline = Instant::now() + START_TIMEOUT;
-        while TcpStream::connect_timeout(&self.addr(), Duration::from_secs(1)).is_err() {
-            assert!(
-                Instant::now() < deadline,
-                "sshd of {} did not come back",
-                self.name()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        self.await_listening();
     }
 
     /// Freezes sshd: connections are still accepted by the kernel but never
