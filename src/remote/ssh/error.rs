@@ -147,7 +147,8 @@ pub enum ConnectError {
     NoBanner { host: String, secs: u64 },
     #[error(
         "{host}: the server answered, but the SSH key exchange did not finish within {secs} s \
-         (it waits -T/--timeout, and at least 30 s)"
+         (it waits -T/--timeout, and at least {floor} s)",
+        floor = super::SETUP_TIMEOUT_FLOOR.as_secs()
     )]
     HandshakeTimeout { host: String, secs: u64 },
     #[error("{host}: SSH handshake failed: {source}")]
@@ -159,7 +160,8 @@ pub enum ConnectError {
     HostKeyRefused(String),
     #[error(
         "{host}: connected, but the login of {user} got no answer within {secs} s \
-         (a login waits -T/--timeout, and at least 30 s)"
+         (a login waits -T/--timeout, and at least {floor} s)",
+        floor = super::SETUP_TIMEOUT_FLOOR.as_secs()
     )]
     AuthTimeout {
         host: String,
