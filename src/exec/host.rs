@@ -442,11 +442,17 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }) else {
             return false;
         };
+        self.unknown(spec, message);
+        true
+    }
+
+    /// Check mode: the task's outcome is unknown, and so is what it
+    /// registers, for the tasks that read it.
+    fn unknown(&mut self, spec: &PreparedTask, message: String) {
         self.outcomes.unknown(spec, message);
         if let Some(reg) = &spec.task.register {
             self.unknown_vars.insert(reg.clone(), spec.name.clone());
         }
-        true
     }
 
     /// Resolves every item of a task; stops at the first item that fails

@@ -34,10 +34,7 @@ impl<'p> HostRun<'_, 'p> {
                 let message = format!(
                     "{e}; an earlier task would change the host first, which check mode does not do"
                 );
-                self.outcomes.unknown(spec, message.clone());
-                if let Some(reg) = &spec.task.register {
-                    self.unknown_vars.insert(reg.clone(), spec.name.clone());
-                }
+                self.unknown(spec, message.clone());
                 return (json!({"changed": false, "msg": message}), false);
             }
             Err(e) => {
