@@ -102,18 +102,19 @@ fn main() {
 
 /// NODEPROV_BENCH_SIZES as a list, else NODEPROV_BENCH_HOSTS alone.
 fn sizes() -> Vec<usize> {
-    let Ok(list) = std::env::var("NODEPROV_BENCH_SIZES") else {
-        return vec![env_number("NODEPROV_BENCH_HOSTS", 10)];
+    let size = |n: &str| n.parse().ok().filter(|&n: &usize| n > 0);
+    env_list("NODEPROV_BENCH_SIZES", "a size", size)
+        .unwrap_or_else(|| vec![env_number("NODEPROV_BENCH_HOSTS", 10)])
+}
+
+/// The comma-separated list in `name`, each entry read by `pick`; None when
+/// unset. An entry `pick` refuses stops the run, naming it as not `what`.
+pub fn env_list<T>(name: &str, what: &str, pick: impl Fn(&str) -> Option<T>) -> Option<Vec<T>> {
+    let list = std::env::var(name).ok()?;
+    let read = |entry: &str| {
+        pick(entry.trim()).unwrap_or_else(|| panic!("{name}={list}: {entry:?} is not {what}"))
     };
-    list.split(',')
-        .map(|n| {
-            n.trim()
-                .parse()
-                .ok()
-                .filter(|&n| n > 0)
-                .unwrap_or_else(|| panic!("NODEPROV_BENCH_SIZES={list}: {n:?} is not a size"))
-        })
-        .collect()
+    Some(list.split(',').map(read).collect())
 }
 
 fn env_number(name: &str, default: usize) -> usize {

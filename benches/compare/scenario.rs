@@ -34,14 +34,9 @@ impl Scenario {
     /// The scenarios NODEPROV_BENCH_SCENARIOS names (comma-separated), all
     /// of them when it is unset.
     pub fn selected() -> Vec<Scenario> {
-        let Ok(list) = std::env::var("NODEPROV_BENCH_SCENARIOS") else {
-            return Scenario::ALL.to_vec();
-        };
-        let pick = |name: &str| {
-            let found = Scenario::ALL.into_iter().find(|s| s.name() == name.trim());
-            found.unwrap_or_else(|| panic!("NODEPROV_BENCH_SCENARIOS={list}: no scenario {name:?}"))
-        };
-        list.split(',').map(pick).collect()
+        let pick = |name: &str| Scenario::ALL.into_iter().find(|s| s.name() == name);
+        crate::env_list("NODEPROV_BENCH_SCENARIOS", "a scenario", pick)
+            .unwrap_or(Scenario::ALL.to_vec())
     }
 
     /// Also the scenario's directory under benches/scenarios/.

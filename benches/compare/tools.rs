@@ -65,17 +65,14 @@ impl Tool {
     /// The tools NODEPROV_BENCH_TOOLS names (`nodeprov`, `shard`, `ansible`,
     /// `pyinfra`, comma-separated), all of them when it is unset.
     pub fn selected() -> Vec<Tool> {
-        let Ok(list) = std::env::var("NODEPROV_BENCH_TOOLS") else {
-            return Tool::ALL.to_vec();
+        let pick = |name: &str| match name {
+            "nodeprov" => Some(Tool::Nodeprov),
+            "shard" => Some(Tool::Sharded),
+            "ansible" => Some(Tool::Ansible),
+            "pyinfra" => Some(Tool::Pyinfra),
+            _ => None,
         };
-        let pick = |name: &str| match name.trim() {
-            "nodeprov" => Tool::Nodeprov,
-            "shard" => Tool::Sharded,
-            "ansible" => Tool::Ansible,
-            "pyinfra" => Tool::Pyinfra,
-            other => panic!("NODEPROV_BENCH_TOOLS={list}: no tool {other:?}"),
-        };
-        list.split(',').map(pick).collect()
+        crate::env_list("NODEPROV_BENCH_TOOLS", "a tool", pick).unwrap_or(Tool::ALL.to_vec())
     }
 
     pub fn name(self) -> &'static str {
