@@ -486,21 +486,23 @@ fn tarball() -> Vec<u8> {
     out.stdout
 }
 
-#[test]
-fn an_archive_downloaded_earlier_in_the_run_is_extracted_once() {
+/// A host whose `/root/pkg.yml` makes `/root/pkg`, then runs `tasks`, in
+/// which `{base}` is the URL of a server offering [`tarball`].
+fn pkg_play(tasks: &str) -> IsolatedHost {
     let base = serve_bytes(tarball()).base;
     let host = IsolatedHost::new();
-    write(
-        &host,
-        "/root/pkg.yml",
-        &format!(
-            r#"- hosts: all
-  tasks:
-    - name: folder
-      file:
-        path: /root/pkg
-        state: directory
-    - name: download
+    let play = format!(
+        "- hosts: all\n  tasks:\n    - name: folder\n      file:\n        path: /root/pkg\n        state: directory\n{}",
+        tasks.replace("{base}", &base)
+    );
+    write(&host, "/root/pkg.yml", &play);
+    host
+}
+
+#[test]
+fn an_archive_downloaded_earlier_in_the_run_is_extracted_once() {
+    let host = pkg_play(
+        r#"    - name: download
       get_url:
         url: {base}/pkg.tar.gz
         dest: /root/pkg.tar.gz
@@ -510,8 +512,7 @@ fn an_archive_downloaded_earlier_in_the_run_is_extracted_once() {
         dest: /root/pkg
         remote_src: yes
         extra_opts: [--strip-components=1]
-"#
-        ),
+"#,
     );
     let (code, check) = json(&host, "check", "/root/pkg.yml");
     assert_eq!(code, 2, "{check:#}");
@@ -545,26 +546,14 @@ fn an_archive_downloaded_earlier_in_the_run_is_extracted_once() {
 
 #[test]
 fn creates_stops_an_extraction_once_its_path_exists() {
-    let base = serve_bytes(tarball()).base;
-    let host = IsolatedHost::new();
-    write(
-        &host,
-        "/root/pkg.yml",
-        &format!(
-            r#"- hosts: all
-  tasks:
-    - name: folder
-      file:
-        path: /root/pkg
-        state: directory
-    - name: extract
+    let host = pkg_play(
+        r#"    - name: extract
       unarchive:
         src: {base}/pkg.tar.gz
         dest: /root/pkg
         remote_src: yes
         creates: /root/pkg/pkg-1.0/README
-"#
-        ),
+"#,
     );
     // The folder is only predicted in check mode: extracting into it is
     // certain, what it will then hold is not.
