@@ -101,6 +101,17 @@ fn fake_host(missing: usize) -> FakeTransport {
     })
 }
 
+/// A host that answers every probe and step by its key, with `answer`.
+fn answering(mut answer: impl FnMut(&str) -> ProbeResult + Send + 'static) -> FakeTransport {
+    FakeTransport::new(move |s: &Script| {
+        Ok(Output {
+            status: 0,
+            stdout: fake_answer(&s.body, &mut answer),
+            stderr: Vec::new(),
+        })
+    })
+}
+
 fn answer(key: &str, missing: usize, applied: bool) -> ProbeResult {
     let Some(index) = key.strip_prefix("file:/etc/f") else {
         return ProbeResult::ok(""); // an apply step: it succeeds
@@ -252,16 +263,9 @@ fn upkeep_runs_its_step_in_apply_only_and_reports_ok() {
         let log: Arc<Mutex<Option<Log>>> = Arc::new(Mutex::new(None));
         let log2 = log.clone();
         let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
-            let fake = FakeTransport::new(|s: &Script| {
-                let stdout = fake_answer(&s.body, |key| match key {
-                    "pkg:installed" => ProbeResult::ok("manager dnf\n"),
-                    _ => ProbeResult::ok(""),
-                });
-                Ok(Output {
-                    status: 0,
-                    stdout,
-                    stderr: Vec::new(),
-                })
+            let fake = answering(|key| match key {
+                "pkg:installed" => ProbeResult::ok("manager dnf\n"),
+                _ => ProbeResult::ok(""),
             });
             *log2.lock().unwrap() = Some(fake.log());
             Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
@@ -815,16 +819,9 @@ const EXTRACT_AFTER_COPY: &str = "- hosts: all\n  gather_facts: false\n  tasks:\
 fn extract_after_copy(copy_missing: bool) -> HostReport {
     let (_d, pb) = load(EXTRACT_AFTER_COPY);
     let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
-        let fake = FakeTransport::new(move |s: &Script| {
-            let stdout = fake_answer(&s.body, |key| match key.starts_with("unarchive:") {
-                true => ProbeResult::ok("nodest\n"),
-                false => answer(key, usize::from(copy_missing), false),
-            });
-            Ok(Output {
-                status: 0,
-                stdout,
-                stderr: Vec::new(),
-            })
+        let fake = answering(move |key| match key.starts_with("unarchive:") {
+            true => ProbeResult::ok("nodest\n"),
+            false => answer(key, usize::from(copy_missing), false),
         });
         Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
     };

@@ -30,7 +30,7 @@ impl<'p> HostRun<'_, 'p> {
         let spec = instance.spec;
         let mut plan = match module.plan(&self.facts) {
             Ok(plan) => plan,
-            Err(e) if self.missing_after_drift(spec, &e) => {
+            Err(e) if self.absent_after_drift(spec, &e) => {
                 let message = format!(
                     "{e}; an earlier task would change the host first, which check mode does not do"
                 );
@@ -80,7 +80,7 @@ impl<'p> HostRun<'_, 'p> {
     /// an earlier task of this host would have changed it; that change may
     /// be what makes it (a folder, a package's files), so this is no
     /// failure and no verdict either.
-    fn missing_after_drift(&self, spec: &PreparedTask, e: &ModuleError) -> bool {
+    fn absent_after_drift(&self, spec: &PreparedTask, e: &ModuleError) -> bool {
         let check = spec.task.check_mode.unwrap_or(self.ctx.opts.check);
         check && matches!(e, ModuleError::Absent(_)) && self.outcomes.drifted()
     }
