@@ -394,9 +394,14 @@ fn write_retry_file(playbook: &Path, outcome: &crate::exec::RunOutcome) -> Optio
     }
     hosts.dedup();
     let path = playbook.with_extension("retry");
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let name = path.file_name()?.to_string_lossy();
     let body: String = hosts.iter().map(|h| format!("{h}\n")).collect();
-    Some(match std::fs::write(&path, body) {
+    Some(match report::write_atomically(dir, &name, &body) {
         Ok(()) => format!("to retry: --limit @{}", path.display()),
-        Err(e) => format!("note: cannot write retry file {}: {e}", path.display()),
+        Err(e) => format!("note: no retry file: {e}"),
     })
 }

@@ -7,13 +7,28 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+use crate::load::input::{read_text, ReadError};
+use crate::report::{EXIT_DRIFT, EXIT_FAILED, EXIT_OK};
+
+/// More shards than any controller fleet splits into; the count comes from
+/// a file, and every missing index is listed, so it is bounded.
+const MAX_SHARDS: u64 = 100_000;
+
+/// Missing shards named in the error; the rest are counted.
+const LISTED_MISSING: usize = 10;
+
+fn listed(missing: &[String], more: u64) -> String {
+    let names = missing.join(", ");
+    match more {
+        0 => names,
+        n => format!("{names} and {n} more"),
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
-    #[error("cannot read shard report {}: {source}", path.display())]
-    Read {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    #[error("cannot read shard report: {0}")]
+    Read(#[from] ReadError),
     #[error("{} is not a JSON report: {source}", path.display())]
     Parse {
         path: PathBuf,
@@ -37,8 +52,12 @@ pub enum MergeError {
         first: PathBuf,
         second: PathBuf,
     },
-    #[error("missing shard report(s): {}", missing.join(", "))]
-    Missing { missing: Vec<String> },
+    #[error("{} says the run has {count} shards; nodeprov merges at most {MAX_SHARDS}", path.display())]
+    TooMany { path: PathBuf, count: u64 },
+    #[error("missing shard report(s): {}", listed(missing, *more))]
+    Missing { missing: Vec<String>, more: u64 },
+    #[error("{} is not a report nodeprov wrote: {what}", path.display())]
+    Malformed { path: PathBuf, what: String },
     #[error("{} differs from {} in \"{field}\": shards of one run share it", path.display(), first.display())]
     Differs {
         path: PathBuf,
@@ -57,12 +76,10 @@ pub enum MergeError {
 /// What must agree between the shards of one run.
 const SHARED: [&str; 5] = ["schema_version", "tool", "version", "mode", "playbook"];
 
-/// Reads and parses one shard report.
+/// Reads and parses one shard report, through the bounded reader every
+/// input file goes through (a FIFO or `/dev/zero` is refused, not read).
 pub fn read(path: &Path) -> Result<Value, MergeError> {
-    let text = std::fs::read_to_string(path).map_err(|source| MergeError::Read {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = read_text(path)?;
     serde_json::from_str(&text).map_err(|source| MergeError::Parse {
         path: path.to_path_buf(),
         source,
@@ -101,19 +118,27 @@ pub fn merge(docs: &[(PathBuf, Value)]) -> Result<Value, MergeError> {
     for field in SHARED {
         merged.insert(field.into(), first.doc[field].clone());
     }
-    let code = parts
-        .iter()
-        .filter_map(|p| p.doc["exit_code"].as_u64())
-        .fold(0, |acc, c| acc | c);
-    merged.insert("exit_code".into(), code.into());
-    merged.insert("halted".into(), halted(&parts));
+    let hosts = hosts(&parts)?;
+    let halted = halted(&parts);
+    merged.insert("exit_code".into(), exit_code(&hosts, &halted).into());
+    merged.insert("halted".into(), halted);
     let never: Vec<Value> = parts
         .iter()
         .flat_map(|p| list(&p.doc["never_touched"]).iter().cloned())
         .collect();
     merged.insert("never_touched".into(), Value::Array(never));
-    merged.insert("hosts".into(), Value::Array(hosts(&parts)?));
+    merged.insert("hosts".into(), Value::Array(hosts));
     Ok(Value::Object(merged))
+}
+
+/// The fleet's exit code from the merged statuses, as one controller would
+/// have computed it ([`crate::report::exit_code`]); the shards' own codes
+/// are not combined, since 1 (a usage error) ORed with 2 is no code at all.
+fn exit_code(hosts: &[Value], halted: &Value) -> u8 {
+    let tasks = || hosts.iter().flat_map(|h| list(&h["tasks"]));
+    let drift = tasks().any(|t| matches!(t["status"].as_str(), Some("drift" | "unknown")));
+    let failed = !halted.is_null() || hosts.iter().any(|h| h["failed"] == Value::Bool(true));
+    (if drift { EXIT_DRIFT } else { EXIT_OK }) | (if failed { EXIT_FAILED } else { EXIT_OK })
 }
 
 /// The parts sorted by index, each of 1..=N exactly once.
@@ -133,6 +158,12 @@ fn complete_set(docs: &[(PathBuf, Value)]) -> Result<Vec<Part<'_>>, MergeError> 
     }
     let first = parts.first().ok_or(MergeError::Empty)?;
     let (expected, first_path) = (first.count, first.path.to_path_buf());
+    if expected > MAX_SHARDS {
+        return Err(MergeError::TooMany {
+            path: first_path,
+            count: expected,
+        });
+    }
     let mut seen: BTreeMap<u64, &Path> = BTreeMap::new();
     for p in &parts {
         if p.count != expected || p.index == 0 || p.index > p.count {
@@ -152,12 +183,15 @@ fn complete_set(docs: &[(PathBuf, Value)]) -> Result<Vec<Part<'_>>, MergeError> 
             });
         }
     }
-    let missing: Vec<String> = (1..=expected)
-        .filter(|i| !seen.contains_key(i))
-        .map(|i| format!("shard {i}/{expected}"))
-        .collect();
-    if !missing.is_empty() {
-        return Err(MergeError::Missing { missing });
+    let absent = expected - seen.len() as u64;
+    if absent > 0 {
+        let missing: Vec<String> = (1..=expected)
+            .filter(|i| !seen.contains_key(i))
+            .take(LISTED_MISSING)
+            .map(|i| format!("shard {i}/{expected}"))
+            .collect();
+        let more = absent - missing.len() as u64;
+        return Err(MergeError::Missing { missing, more });
     }
     parts.sort_by_key(|p| p.index);
     Ok(parts)
@@ -186,29 +220,38 @@ fn halted(parts: &[Part]) -> Value {
 }
 
 fn hosts(parts: &[Part]) -> Result<Vec<Value>, MergeError> {
+    let plays = list(&parts[0].doc["shard"]["plays"]);
     let mut play_order: HashMap<&str, usize> = HashMap::new();
-    for (i, play) in list(&parts[0].doc["shard"]["plays"]).iter().enumerate() {
-        play_order
-            .entry(play.as_str().unwrap_or_default())
-            .or_insert(i);
+    // Plays may share a name: a host then has one entry per such play.
+    let mut same_name: HashMap<&str, usize> = HashMap::new();
+    for (i, play) in plays.iter().enumerate() {
+        let name = play.as_str().unwrap_or_default();
+        play_order.entry(name).or_insert(i);
+        *same_name.entry(name).or_default() += 1;
     }
-    let mut owner: HashMap<(&str, &str), String> = HashMap::new();
+    let mut owner: HashMap<(&str, &str), (String, usize)> = HashMap::new();
     let mut all = Vec::new();
     for p in parts {
+        if !p.doc["hosts"].is_array() {
+            return Err(malformed(p, "it has no list of hosts".into()));
+        }
         for h in list(&p.doc["hosts"]) {
-            let (host, play) = (
-                h["host"].as_str().unwrap_or_default(),
-                h["play"].as_str().unwrap_or_default(),
-            );
-            if let Some(other) = owner.insert((host, play), p.name()) {
-                if other != p.name() {
-                    return Err(MergeError::Overlap {
-                        host: host.into(),
-                        play: play.into(),
-                        a: other,
-                        b: p.name(),
-                    });
-                }
+            let (host, play) = host_entry(p, h)?;
+            let seen = owner.entry((host, play)).or_insert((p.name(), 0));
+            if seen.0 != p.name() {
+                return Err(MergeError::Overlap {
+                    host: host.into(),
+                    play: play.into(),
+                    a: seen.0.clone(),
+                    b: p.name(),
+                });
+            }
+            seen.1 += 1;
+            if seen.1 > same_name.get(play).copied().unwrap_or(1) {
+                return Err(malformed(
+                    p,
+                    format!("host {host} is listed twice for play '{play}'"),
+                ));
             }
             all.push((play_order.get(play).copied().unwrap_or(usize::MAX), host, h));
         }
@@ -218,21 +261,46 @@ fn hosts(parts: &[Part]) -> Result<Vec<Value>, MergeError> {
     Ok(all.into_iter().map(|(_, _, h)| h.clone()).collect())
 }
 
+/// A host entry's name and play, once it has the shape nodeprov writes.
+fn host_entry<'a>(p: &Part, h: &'a Value) -> Result<(&'a str, &'a str), MergeError> {
+    let Some(host) = h["host"].as_str() else {
+        return Err(malformed(p, "a host entry has no host name".into()));
+    };
+    if !h["tasks"].is_array() {
+        return Err(malformed(p, format!("host {host} has no list of tasks")));
+    }
+    Ok((host, h["play"].as_str().unwrap_or_default()))
+}
+
+fn malformed(p: &Part, what: String) -> MergeError {
+    MergeError::Malformed {
+        path: p.path.to_path_buf(),
+        what,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use serde_json::json;
 
-    fn shard(index: u64, count: u64, code: u64, hosts: &[(&str, &str)]) -> (PathBuf, Value) {
+    /// A shard whose hosts' tasks all end in `status` (none for "").
+    fn shard(index: u64, count: u64, status: &str, hosts: &[(&str, &str)]) -> (PathBuf, Value) {
+        let tasks = match status {
+            "" => json!([]),
+            s => json!([{"task": "t", "status": s}]),
+        };
         let hosts: Vec<Value> = hosts
             .iter()
-            .map(|(h, play)| json!({"host": h, "play": play, "tasks": []}))
+            .map(|(h, play)| {
+                json!({"host": h, "play": play, "tasks": tasks, "failed": status == "failed"})
+            })
             .collect();
         (
             PathBuf::from(format!("s{index}.json")),
             json!({
                 "schema_version": 2, "tool": "nodeprov", "version": "0.1.0",
-                "mode": "check", "playbook": "p.yml", "exit_code": code,
+                "mode": "check", "playbook": "p.yml", "exit_code": 0,
                 "halted": null, "never_touched": [],
                 "shard": {"index": index, "count": count, "plays": ["base", "gpu"]},
                 "hosts": hosts,
@@ -247,8 +315,8 @@ mod tests {
     #[test]
     fn shards_merge_into_play_then_host_order_with_the_fleet_exit_code() {
         let docs = [
-            shard(2, 2, 4, &[("b", "base"), ("b", "gpu")]),
-            shard(1, 2, 2, &[("c", "base"), ("a", "base"), ("a", "gpu")]),
+            shard(2, 2, "failed", &[("b", "base"), ("b", "gpu")]),
+            shard(1, 2, "drift", &[("c", "base"), ("a", "base"), ("a", "gpu")]),
         ];
         let doc = merge(&docs).unwrap();
         let order: Vec<String> = list(&doc["hosts"])
@@ -269,11 +337,21 @@ mod tests {
 
     #[test]
     fn a_missing_or_doubled_shard_is_named() {
-        let one = shard(1, 3, 0, &[]);
-        let three = shard(3, 3, 0, &[]);
+        let one = shard(1, 3, "", &[]);
+        let three = shard(3, 3, "", &[]);
         assert_eq!(
             err(&[one.clone(), three.clone()]),
             "missing shard report(s): shard 2/3"
+        );
+        assert_eq!(
+            err(&[shard(1, 100_000, "", &[])]),
+            "missing shard report(s): shard 2/100000, shard 3/100000, shard 4/100000, \
+             shard 5/100000, shard 6/100000, shard 7/100000, shard 8/100000, shard 9/100000, \
+             shard 10/100000, shard 11/100000 and 99989 more"
+        );
+        assert_eq!(
+            err(&[shard(1, 1_000_000_000_000, "", &[])]),
+            "s1.json says the run has 1000000000000 shards; nodeprov merges at most 100000"
         );
         let mut again = three.clone();
         again.0 = "copy.json".into();
@@ -282,10 +360,10 @@ mod tests {
             "shard 3/3 is given twice: s3.json and copy.json"
         );
         assert_eq!(
-            err(&[one.clone(), shard(2, 4, 0, &[])]),
+            err(&[one.clone(), shard(2, 4, "", &[])]),
             "s2.json is shard 2/4, but s1.json says the run has 3 shards"
         );
-        let mut plain = shard(2, 3, 0, &[]);
+        let mut plain = shard(2, 3, "", &[]);
         plain.1.as_object_mut().unwrap().remove("shard");
         assert!(err(&[one, plain]).starts_with("s2.json is not a shard report"));
         assert_eq!(err(&[]), "no shard reports given");
@@ -293,24 +371,78 @@ mod tests {
 
     #[test]
     fn shards_of_different_runs_or_inventories_are_refused() {
-        let mut other = shard(2, 2, 0, &[]);
+        let mut other = shard(2, 2, "", &[]);
         other.1["playbook"] = json!("q.yml");
         assert_eq!(
-            err(&[shard(1, 2, 0, &[]), other]),
+            err(&[shard(1, 2, "", &[]), other]),
             "s2.json differs from s1.json in \"playbook\": shards of one run share it"
         );
         assert_eq!(
-            err(&[shard(1, 2, 0, &[("a", "gpu")]), shard(2, 2, 0, &[("a", "gpu")])]),
+            err(&[shard(1, 2, "", &[("a", "gpu")]), shard(2, 2, "", &[("a", "gpu")])]),
             "host a (play 'gpu') is in shard 1/2 and in shard 2/2: the shards saw different inventories"
         );
     }
 
     #[test]
+    fn the_fleet_code_comes_from_the_merged_statuses_not_the_shards_codes() {
+        let mut usage = shard(1, 2, "", &[]);
+        usage.1["exit_code"] = json!(1);
+        let drift = shard(2, 2, "unknown", &[("a", "gpu")]);
+        assert_eq!(merge(&[usage, drift]).unwrap()["exit_code"], 2);
+        let mut halted = shard(1, 1, "ok", &[("a", "gpu")]);
+        halted.1["halted"] = json!("every host of the batch failed");
+        assert_eq!(merge(&[halted]).unwrap()["exit_code"], 4);
+    }
+
+    #[test]
+    fn host_entries_of_another_shape_are_refused() {
+        let twice = shard(1, 1, "", &[("a", "gpu"), ("a", "gpu")]);
+        assert_eq!(
+            err(&[twice]),
+            "s1.json is not a report nodeprov wrote: host a is listed twice for play 'gpu'"
+        );
+        let mut two_plays = shard(1, 1, "", &[("a", "gpu"), ("a", "gpu")]);
+        two_plays.1["shard"]["plays"] = json!(["gpu", "gpu"]);
+        assert_eq!(
+            merge(&[two_plays]).unwrap()["hosts"]
+                .as_array()
+                .unwrap()
+                .len(),
+            2
+        );
+        let mut empty = shard(1, 1, "", &[]);
+        empty.1["hosts"] = json!([{}]);
+        assert_eq!(
+            err(&[empty.clone()]),
+            "s1.json is not a report nodeprov wrote: a host entry has no host name"
+        );
+        empty.1["hosts"] = json!([{"host": "a", "tasks": {"x": 1}}]);
+        assert_eq!(
+            err(&[empty.clone()]),
+            "s1.json is not a report nodeprov wrote: host a has no list of tasks"
+        );
+        empty.1["hosts"] = json!({"a": 1});
+        assert_eq!(
+            err(&[empty]),
+            "s1.json is not a report nodeprov wrote: it has no list of hosts"
+        );
+    }
+
+    #[test]
+    fn a_shard_path_that_is_no_file_is_refused_unread() {
+        let err = read(Path::new("/dev/zero")).unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "cannot read shard report: cannot read /dev/zero: it is a character device, not a regular file"
+        );
+    }
+
+    #[test]
     fn every_halted_shard_says_why() {
-        let mut one = shard(1, 2, 4, &[]);
+        let mut one = shard(1, 2, "", &[]);
         one.1["halted"] = json!("play 'gpu': every host of the batch failed");
         one.1["never_touched"] = json!(["x"]);
-        let doc = merge(&[one, shard(2, 2, 0, &[])]).unwrap();
+        let doc = merge(&[one, shard(2, 2, "", &[])]).unwrap();
         assert_eq!(
             doc["halted"],
             "shard 1/2: play 'gpu': every host of the batch failed"

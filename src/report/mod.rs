@@ -12,6 +12,7 @@ pub mod progress;
 use std::borrow::Cow;
 use std::fmt::Write;
 use std::io::Write as _;
+use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
 use crate::exec::RunOutcome;
@@ -58,6 +59,13 @@ pub enum ReportError {
         dir: PathBuf,
         source: std::io::Error,
     },
+    #[error("cannot open report folder {}: {source}", dir.display())]
+    Open {
+        dir: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("will not write into {}: {why}", dir.display())]
+    Unsafe { dir: PathBuf, why: String },
     #[error("cannot write report {}: {source}", path.display())]
     Write {
         path: PathBuf,
@@ -66,12 +74,50 @@ pub enum ReportError {
 }
 
 /// Creates the `--report` folder; done before the run, so a folder that
-/// cannot be made stops it before any host is touched.
+/// cannot be made, or that another user could steer, stops it before any
+/// host is touched.
 pub fn report_dir(dir: &Path) -> Result<(), ReportError> {
-    std::fs::create_dir_all(dir).map_err(|source| ReportError::Folder {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o750)
+        .create(dir)
+        .map_err(|source| ReportError::Folder {
+            dir: dir.to_path_buf(),
+            source,
+        })?;
+    owned_folder(dir)
+}
+
+/// A folder that is a link, or that belongs to a user other than this
+/// process's own or root, lets someone else decide where a file written
+/// "into it" lands or who may swap it afterwards: reports hold facts and
+/// command output, so nodeprov writes only into folders it can trust.
+fn owned_folder(dir: &Path) -> Result<(), ReportError> {
+    let unsafe_because = |why: String| ReportError::Unsafe {
+        dir: dir.to_path_buf(),
+        why,
+    };
+    let meta = std::fs::symlink_metadata(dir).map_err(|source| ReportError::Open {
         dir: dir.to_path_buf(),
         source,
-    })
+    })?;
+    if meta.file_type().is_symlink() {
+        return Err(unsafe_because(
+            "it is a symbolic link; name the folder it points to".into(),
+        ));
+    }
+    if !meta.is_dir() {
+        return Err(unsafe_because("it is not a folder".into()));
+    }
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    let me = unsafe { libc::geteuid() };
+    if meta.uid() != me && meta.uid() != 0 {
+        return Err(unsafe_because(format!(
+            "it belongs to uid {}, who could replace or redirect what nodeprov writes there",
+            meta.uid()
+        )));
+    }
+    Ok(())
 }
 
 /// The `--report` files of one run, from its JSON document: `report.json`
@@ -86,19 +132,27 @@ pub fn report_files(doc: &serde_json::Value) -> Vec<(&'static str, String)> {
 
 /// Writes each file whole or not at all: a reader (a CI step, an auditor's
 /// collector) never sees half a report, and an old one stays until the new
-/// one is complete.
+/// one is complete. The file is made under a random name with
+/// `O_CREAT|O_EXCL` (so never through a link planted at a name guessed in
+/// advance), mode 0640, then renamed over `name`, which replaces a link
+/// there rather than writing through it.
 pub fn write_atomically(dir: &Path, name: &str, content: &str) -> Result<(), ReportError> {
+    owned_folder(dir)?;
     let path = dir.join(name);
-    let tmp = dir.join(format!(".{name}.{}.tmp", std::process::id()));
-    let written = std::fs::File::create(&tmp)
-        .and_then(|mut f| {
-            f.write_all(content.as_bytes())?;
-            f.sync_all()
-        })
-        .and_then(|()| std::fs::rename(&tmp, &path));
-    written.map_err(|source| {
-        let _ = std::fs::remove_file(&tmp);
-        ReportError::Write { path, source }
+    let write = || -> std::io::Result<()> {
+        let mut tmp = tempfile::Builder::new()
+            .prefix(&format!(".{name}."))
+            .suffix(".tmp")
+            .permissions(std::fs::Permissions::from_mode(0o640))
+            .tempfile_in(dir)?;
+        tmp.write_all(content.as_bytes())?;
+        tmp.as_file().sync_all()?;
+        tmp.persist(&path).map_err(|e| e.error)?;
+        Ok(())
+    };
+    write().map_err(|source| ReportError::Write {
+        path: path.clone(),
+        source,
     })
 }
 
@@ -131,13 +185,16 @@ mod tests {
             std::fs::read_to_string(dir.path().join("junit.xml")).unwrap(),
             "new"
         );
+        let mode = std::fs::metadata(dir.path().join("junit.xml"))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o777, 0o640);
         let gone = dir.path().join("missing");
         let err = write_atomically(&gone, "junit.xml", "x").unwrap_err();
         assert!(
-            err.to_string().starts_with(&format!(
-                "cannot write report {}/junit.xml: ",
-                gone.display()
-            )),
+            err.to_string()
+                .starts_with(&format!("cannot open report folder {}: ", gone.display())),
             "{err}"
         );
     }
