@@ -68,3 +68,101 @@ fn each_task_runs_as_its_own_become_user() {
     assert_eq!(second.host(host.name())["round_trips"], 1, "{second}");
     assert_machine_unchanged(&before);
 }
+
+/// The command line of every process on the machine; the isolated hosts'
+/// processes are among them, seen from the parent namespace.
+fn command_lines() -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter(|e| {
+            e.file_name()
+                .to_string_lossy()
+                .bytes()
+                .all(|b| b.is_ascii_digit())
+        })
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .collect()
+}
+
+#[test]
+fn a_dropped_step_is_in_no_command_line_and_starts_clean() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    let control = Control::new(&fleet);
+    let inventory = control.write("inventory.ini", &fleet.inventory("deploy", ""));
+    // Larger than one argument may be (128 KiB).
+    let big = "x".repeat(200_000);
+    let playbook = control.write(
+        "dropped.yml",
+        &format!(
+            "
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: a big file as ops
+      copy: {{dest: /tmp/np-big-ops, content: \"{big}\", mode: \"0644\"}}
+      become: true
+      become_user: ops
+    - name: a secret in the environment as ops
+      shell: sleep 1.5
+      environment: {{API_TOKEN: OPS-ENV-SECRET}}
+      become: true
+      become_user: ops
+    - name: a secret in the environment as the login user
+      shell: sleep 1.5
+      environment: {{API_TOKEN: LOGIN-ENV-SECRET}}
+    - name: as root
+      copy: {{dest: /etc/np-root, content: \"root\\n\"}}
+      become: true
+    - name: how a dropped step starts
+      shell: \"{{ env; echo cwd=$(pwd); ls -l /proc/$$/fd; }} > /tmp/np-ops-start\"
+      become: true
+      become_user: ops
+"
+        ),
+    );
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (seen, run) = std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let (mut leaked, mut sleeps) = (Vec::new(), 0);
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                for line in command_lines() {
+                    if line.contains("ENV-SECRET") {
+                        leaked.push(line);
+                    } else if line.trim_end() == "sleep 1.5" {
+                        sleeps += 1;
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            (leaked, sleeps)
+        });
+        let mut cmd = control.nodeprov(&["apply", &playbook, "-i", &inventory]);
+        cmd.env("NODEPROV_BECOME_PASSWORD", DEPLOY_PASSWORD);
+        let run = Run::json(cmd);
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        (sampler.join().unwrap(), run)
+    });
+    assert_eq!(run.code, 0, "{run}");
+    let (leaked, sleeps) = seen;
+    assert!(sleeps > 0, "the sampler never saw the steps run");
+    assert!(leaked.is_empty(), "secrets on command lines: {leaked:?}");
+    let big_file = std::fs::read_to_string(host.host.path("/tmp/np-big-ops")).unwrap();
+    assert_eq!(big_file.len(), big.len());
+    let start = std::fs::read_to_string(host.host.path("/tmp/np-ops-start")).unwrap();
+    assert!(start.lines().any(|l| l == "HOME=/run/home/ops"), "{start}");
+    assert!(start.lines().any(|l| l == "cwd=/run/home/ops"), "{start}");
+    assert!(
+        !start.contains("SUDO_") && !start.contains("NODEPROV"),
+        "root's environment reached the step: {start}"
+    );
+    assert!(
+        !start.contains("/nodeprov."),
+        "a descriptor into root's staging folder: {start}"
+    );
+    assert_machine_unchanged(&before);
+}

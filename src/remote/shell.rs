@@ -133,6 +133,39 @@ pub(crate) fn unescape_octal(field: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// `command` fed `body` on its standard input by a here-document, under a
+/// delimiter that no line of `body` equals: the body is on no command line
+/// (`ps` shows none of it) and not bounded by the size of an argument.
+/// Ends its line.
+pub fn here_document(command: &str, body: &str) -> String {
+    let end = (0..)
+        .map(|n| format!("NP_EOF_{n}"))
+        .find(|end| !body.lines().any(|l| l == end))
+        .expect("a body has fewer lines than there are delimiters");
+    format!("{command} <<'{end}'\n{body}\n{end}\n")
+}
+
+/// `script` run by `/bin/sh` as the user the shell word `who` names, from
+/// a shell running as root. The script goes on the dropped shell's stdin,
+/// never into its arguments; it starts from a clean environment (root's
+/// variables, `SUDO_*` among them, stay behind) in the user's home, and
+/// writes into files of its own rather than into descriptors of root's
+/// staging folder, which a process it leaves behind could otherwise read or
+/// write into later. The step itself reads nothing from stdin: the whole
+/// block is parsed before it runs, then runs on /dev/null.
+pub fn as_user(who: &str, script: &str) -> String {
+    let body = format!("cd \"$HOME\" 2>/dev/null || cd /\n{{\n{script}\n}} </dev/null");
+    let run = "runuser -u \"$np_as\" -- env -i PATH=\"$PATH\" LC_ALL=C \
+               USER=\"$np_as\" LOGNAME=\"$np_as\" \
+               HOME=\"$(getent passwd \"$np_as\" | cut -d: -f6)\" /bin/sh -s \
+               >\"$np_uo\" 2>\"$np_ue\" 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-";
+    format!(
+        "np_as={who}; np_uo=$(mktemp) && np_ue=$(mktemp) || exit 1\n{}\
+         np_rc=$?; cat \"$np_uo\"; cat \"$np_ue\" >&2; rm -f \"$np_uo\" \"$np_ue\"; (exit $np_rc)",
+        here_document(run, &body)
+    )
+}
+
 /// Ends the here-document of [`secret_stdin`]; a line of the text never
 /// equals it, since callers escape line breaks inside their values.
 const SECRET_END: &str = "NODEPROV_SECRET";
@@ -185,6 +218,40 @@ mod tests {
             mask_secrets("cat <<'EOF'\nx\nEOF\n"),
             "cat <<'EOF'\nx\nEOF\n"
         );
+    }
+
+    fn sh(script: &str) -> std::process::Output {
+        std::process::Command::new("sh")
+            .args(["-c", script])
+            .output()
+            .unwrap()
+    }
+
+    #[test]
+    fn a_here_document_never_ends_early_on_a_line_of_its_body() {
+        let body = "NP_EOF_0\nNP_EOF_1\r\n$(echo no)";
+        let script = here_document("cat", body) + "echo done";
+        assert!(script.starts_with("cat <<'NP_EOF_2'\n"), "{script}");
+        let nested = here_document("sh -s", &script);
+        assert!(nested.starts_with("sh -s <<'NP_EOF_3'\n"), "{nested}");
+        assert_eq!(
+            String::from_utf8_lossy(&sh(&nested).stdout),
+            format!("{body}\ndone\n")
+        );
+    }
+
+    #[test]
+    fn a_dropped_step_keeps_its_output_status_and_stdin_apart() {
+        let script = as_user(
+            "nobody",
+            "echo out; echo err >&2; cat; echo \"$HOME $USER $(pwd)\"; exit 3",
+        );
+        let out = sh(&format!("{script}\necho after $?"));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout),
+            "out\n/nonexistent nobody /\nafter 3\n"
+        );
+        assert_eq!(String::from_utf8_lossy(&out.stderr), "err\n");
     }
 
     #[test]

@@ -249,12 +249,7 @@ fn as_user(user: &Option<String>, script_user: &Option<String>, steps: Vec<Strin
     };
     steps
         .into_iter()
-        .map(|s| {
-            format!(
-                "runuser -u {who} -- /bin/sh -c {}",
-                crate::remote::shell::quote(&s)
-            )
-        })
+        .map(|s| crate::remote::shell::as_user(&who, &s))
         .collect()
 }
 
@@ -265,21 +260,13 @@ fn with_timeout(seconds: Option<u64>, steps: Vec<String>) -> Vec<String> {
     let Some(n) = seconds else {
         return steps;
     };
-    let end = format!("NP_TIMEOUT_{:x}", rand_tag());
     let body = crate::exec::wire::chained(steps);
     vec![format!(
-        "np_t=$(mktemp) && cat > \"$np_t\" <<'{end}'\n{body}\n{end}\n\
+        "np_t=$(mktemp) && {}\
          timeout -k 5 {n} /bin/sh \"$np_t\" </dev/null\n\
-         np_rc=$?; rm -f \"$np_t\"; (exit $np_rc)"
+         np_rc=$?; rm -f \"$np_t\"; (exit $np_rc)",
+        crate::remote::shell::here_document("cat > \"$np_t\"", &body)
     )]
-}
-
-/// A tag no step's text is likely to hold as a line of its own.
-fn rand_tag() -> u128 {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    nanos ^ (u128::from(std::process::id()) << 64)
 }
 
 #[cfg(test)]
@@ -300,13 +287,24 @@ mod tests {
         let root = Some("root".to_string());
         let steps = vec!["echo a".to_string()];
         assert_eq!(as_user(&root, &root, steps.clone()), steps);
-        assert_eq!(
-            as_user(&Some("postgres".into()), &root, steps.clone()),
-            ["runuser -u postgres -- /bin/sh -c 'echo a'"]
+        let postgres = as_user(&Some("postgres".into()), &root, steps.clone());
+        assert!(
+            postgres[0].starts_with("np_as=postgres;"),
+            "{}",
+            postgres[0]
         );
-        assert_eq!(
-            as_user(&None, &root, steps),
-            ["runuser -u \"${SUDO_USER:-$(id -un)}\" -- /bin/sh -c 'echo a'"]
+        let login = as_user(&None, &root, steps);
+        assert!(
+            login[0].starts_with("np_as=\"${SUDO_USER:-$(id -un)}\";"),
+            "{}",
+            login[0]
+        );
+        // The step is the dropped shell's input, never its argument.
+        assert!(login[0].contains("/bin/sh -s"), "{}", login[0]);
+        assert!(
+            login[0].contains("\n{\necho a\n} </dev/null\n"),
+            "{}",
+            login[0]
         );
     }
 
