@@ -166,3 +166,75 @@ fn a_dropped_step_is_in_no_command_line_and_starts_clean() {
     );
     assert_machine_unchanged(&before);
 }
+
+#[test]
+fn what_a_task_reads_it_reads_as_its_own_user() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    // ops owns a folder and plants in it a link to /etc.
+    let setup = host.host.run(&[
+        "/bin/sh",
+        "-c",
+        "set -e
+         printf 'ROOT-ONLY-SECRET\\n' >/etc/np-secret.conf; chmod 600 /etc/np-secret.conf
+         mkdir -p /tmp/apphome; printf 'ops-content\\n' >/tmp/apphome/own.conf
+         ln -s /etc /tmp/apphome/cfg; chown -hR ops: /tmp/apphome",
+    ]);
+    assert!(setup.status.success(), "{setup:?}");
+    let control = Control::new(&fleet);
+    let inventory = control.write("inventory.ini", &fleet.inventory("deploy", ""));
+    let playbook = control.write(
+        "reads.yml",
+        "
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: through the planted link
+      slurp: {src: /tmp/apphome/cfg/np-secret.conf}
+      become: true
+      become_user: ops
+      ignore_errors: true
+    - name: its own file
+      slurp: {src: /tmp/apphome/own.conf}
+      become: true
+      become_user: ops
+      register: own
+    - name: a root-only file edited as ops
+      lineinfile: {path: /etc/np-secret.conf, line: added}
+      become: true
+      become_user: ops
+      ignore_errors: true
+    - name: as root
+      copy: {dest: /etc/np-root, content: \"root\\n\"}
+      become: true
+    - name: what ops read
+      debug: {msg: \"read {{ own.content | b64decode | trim }}\"}
+",
+    );
+    for format in ["json", "human"] {
+        let mut cmd = control.nodeprov(&[
+            "check", &playbook, "-i", &inventory, "--diff", "--format", format,
+        ]);
+        cmd.env("NODEPROV_BECOME_PASSWORD", DEPLOY_PASSWORD);
+        let run = Run::of(cmd);
+        let all = format!("{run}");
+        assert!(!all.contains("ROOT-ONLY-SECRET"), "{format}: {all}");
+        assert!(all.contains("read ops-content"), "{format}: {all}");
+        if format == "json" {
+            let tasks = &run.host(host.name())["tasks"];
+            assert_eq!(tasks[0]["status"], "failed", "{all}");
+            for t in [&tasks[0], &tasks[2]] {
+                let message = t["message"].as_str().unwrap_or_default();
+                assert!(message.contains("Permission denied"), "{message}");
+            }
+            assert_eq!(tasks[1]["status"], "ok", "{all}");
+            assert_eq!(tasks[2]["status"], "failed", "{all}");
+            let probes = run.host(host.name())["probes"].to_string();
+            assert!(probes.contains("(as ops)"), "{probes}");
+        }
+    }
+    let secret = std::fs::read_to_string(host.host.path("/etc/np-secret.conf")).unwrap();
+    assert_eq!(secret, "ROOT-ONLY-SECRET\n");
+    assert_machine_unchanged(&before);
+}

@@ -341,6 +341,7 @@ impl Resolver<'_> {
         };
         let params = Params::new(task.module.name, task.module_span.clone(), entries, &bctx);
         (task.module.build)(&params)
+            .map(|m| super::task_user::reading_as_task_user(self.ctx.play, task, m))
             .map_err(|e| ResolveError::Module(e.to_diagnostic().to_string()))
     }
 }

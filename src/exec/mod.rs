@@ -14,6 +14,7 @@ mod reboot_tests;
 pub mod result;
 #[cfg(test)]
 mod run_tests;
+mod task_user;
 pub(crate) mod vars;
 mod wire;
 

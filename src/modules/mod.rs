@@ -60,7 +60,7 @@ pub(crate) use kit::connection::{ConnectionAction, Reboot, WaitFor};
 pub(crate) use kit::module::Module;
 pub use kit::module::ModuleSpec;
 pub use kit::plan::Change;
-pub(crate) use kit::plan::{Effect, Facts, ModuleError, Plan};
+pub(crate) use kit::plan::{key_as, Effect, Facts, ModuleError, Plan};
 pub(crate) use params::Params;
 pub use registry::registry;
 pub(crate) use registry::{all_names, find};

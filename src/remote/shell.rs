@@ -145,24 +145,66 @@ pub fn here_document(command: &str, body: &str) -> String {
     format!("{command} <<'{end}'\n{body}\n{end}\n")
 }
 
+/// Starts `/bin/sh` as the user `$np_as` from a shell running as root,
+/// reading its script from stdin (never from its arguments) and writing
+/// into `$np_uo` and `$np_ue`: files of its own rather than descriptors of
+/// root's staging folder, which a process it leaves behind could otherwise
+/// read or write into later. It starts from a clean environment (root's
+/// variables, `SUDO_*` among them, stay behind).
+const DROP: &str = "runuser -u \"$np_as\" -- env -i PATH=\"$PATH\" LC_ALL=C \
+    USER=\"$np_as\" LOGNAME=\"$np_as\" HOME=\"$(getent passwd \"$np_as\" | cut -d: -f6)\" \
+    /bin/sh -s >\"$np_uo\" 2>\"$np_ue\"";
+
+/// Descriptors the dropped shell does not inherit.
+const CLOSED: &str = "4>&- 5>&- 6>&- 7>&- 8>&- 9>&-";
+
+/// The dropped shell's script: from the user's home, the whole block
+/// parsed before it runs, then run on /dev/null (its stdin is the script).
+fn dropped_body(preamble: &str, script: &str) -> String {
+    format!("cd \"$HOME\" 2>/dev/null || cd /\n{preamble}{{\n{script}\n}} </dev/null")
+}
+
 /// `script` run by `/bin/sh` as the user the shell word `who` names, from
-/// a shell running as root. The script goes on the dropped shell's stdin,
-/// never into its arguments; it starts from a clean environment (root's
-/// variables, `SUDO_*` among them, stay behind) in the user's home, and
-/// writes into files of its own rather than into descriptors of root's
-/// staging folder, which a process it leaves behind could otherwise read or
-/// write into later. The step itself reads nothing from stdin: the whole
-/// block is parsed before it runs, then runs on /dev/null.
+/// a shell running as root (see [`DROP`]), with its output and status.
 pub fn as_user(who: &str, script: &str) -> String {
-    let body = format!("cd \"$HOME\" 2>/dev/null || cd /\n{{\n{script}\n}} </dev/null");
-    let run = "runuser -u \"$np_as\" -- env -i PATH=\"$PATH\" LC_ALL=C \
-               USER=\"$np_as\" LOGNAME=\"$np_as\" \
-               HOME=\"$(getent passwd \"$np_as\" | cut -d: -f6)\" /bin/sh -s \
-               >\"$np_uo\" 2>\"$np_ue\" 3>&- 4>&- 5>&- 6>&- 7>&- 8>&- 9>&-";
     format!(
         "np_as={who}; np_uo=$(mktemp) && np_ue=$(mktemp) || exit 1\n{}\
          np_rc=$?; cat \"$np_uo\"; cat \"$np_ue\" >&2; rm -f \"$np_uo\" \"$np_ue\"; (exit $np_rc)",
-        here_document(run, &body)
+        here_document(&format!("{DROP} 3>&- {CLOSED}"), &dropped_body("", script))
+    )
+}
+
+/// A probe unit's body run as the user `who` names, so that it sees what
+/// that user may see. Its `np_cat` only names the files it may read; each
+/// is then read again as the user (a link swapped in meanwhile is read with
+/// the user's rights, not root's) into a file of root's staging folder,
+/// which the script's own `np_cat` attaches.
+pub fn as_user_probe(who: &str, body: &str) -> String {
+    let names_files = r#"np_nl='
+'
+np_cat() {
+  np_r=0
+  for np_f do
+    case $np_f in /*) ;; *) np_f=$PWD/$np_f ;; esac
+    case $np_f in *"$np_nl"*) np_r=1; continue ;; esac
+    if true <"$np_f"; then printf '%s\n' "$np_f" >&3; else np_r=1; fi
+  done
+  return $np_r
+}
+"#;
+    format!(
+        "np_as={who}; np_uo=$(mktemp) && np_ue=$(mktemp) && np_ul=$(mktemp) || exit 1\n{}\
+         np_rc=$?; cat \"$np_uo\"; cat \"$np_ue\" >&2; np_j=0\n\
+         while IFS= read -r np_f; do\n  \
+           np_j=$((np_j + 1)); np_k=$np_t/u$np_i.$np_j\n  \
+           if runuser -u \"$np_as\" -- cat -- \"$np_f\" >\"$np_k\" 2>/dev/null; \
+           then np_cat \"$np_k\"; else np_rc=1; fi\n\
+         done <\"$np_ul\"\n\
+         rm -f \"$np_uo\" \"$np_ue\" \"$np_ul\"; (exit $np_rc)",
+        here_document(
+            &format!("{DROP} 3>\"$np_ul\" {CLOSED}"),
+            &dropped_body(names_files, body)
+        )
     )
 }
 

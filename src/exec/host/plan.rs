@@ -168,8 +168,8 @@ impl<'p> HostRun<'_, 'p> {
             };
             let may_fail = instance.ignore_errors || spec.failed_when.is_some();
             let steps = with_environment(&instance.environment, steps);
-            let play = self.ctx.play;
-            let steps = as_user(play.task_user(spec.task), &play.script_user(), steps);
+            let dropped = crate::exec::task_user::dropped_user(self.ctx.play, spec.task);
+            let steps = as_user(dropped, steps);
             let steps = with_timeout(spec.task.timeout, steps);
             self.pending.push(Pending {
                 step: Step::new(i, steps, may_fail),
@@ -238,14 +238,9 @@ fn with_environment(env: &[(String, String)], steps: Vec<String>) -> Vec<String>
 
 /// Each step run as its task's user when the play's scripts run as
 /// another (root, because some task of the play becomes someone else).
-/// `None` is the login user: the one sudo was called by.
-fn as_user(user: &Option<String>, script_user: &Option<String>, steps: Vec<String>) -> Vec<String> {
-    if user == script_user {
+fn as_user(dropped: Option<(String, String)>, steps: Vec<String>) -> Vec<String> {
+    let Some((_, who)) = dropped else {
         return steps;
-    }
-    let who = match user {
-        Some(u) => crate::remote::shell::quote(u),
-        None => "\"${SUDO_USER:-$(id -un)}\"".to_string(),
     };
     steps
         .into_iter()
@@ -284,16 +279,13 @@ mod tests {
 
     #[test]
     fn steps_drop_to_their_task_user_when_the_script_runs_as_root() {
-        let root = Some("root".to_string());
         let steps = vec!["echo a".to_string()];
-        assert_eq!(as_user(&root, &root, steps.clone()), steps);
-        let postgres = as_user(&Some("postgres".into()), &root, steps.clone());
-        assert!(
-            postgres[0].starts_with("np_as=postgres;"),
-            "{}",
-            postgres[0]
-        );
-        let login = as_user(&None, &root, steps);
+        assert_eq!(as_user(None, steps.clone()), steps);
+        let login = Some((
+            "the login user".into(),
+            "\"${SUDO_USER:-$(id -un)}\"".into(),
+        ));
+        let login = as_user(login, steps);
         assert!(
             login[0].starts_with("np_as=\"${SUDO_USER:-$(id -un)}\";"),
             "{}",

@@ -166,6 +166,21 @@ pub(crate) enum ModuleError {
     Fact { key: String, detail: String },
 }
 
+/// A probe's key as `user` sees it: a task run as another user than its
+/// play's scripts probes as that user, and those answers are kept apart
+/// from root's.
+pub(crate) fn key_as(user: &str, key: &str) -> String {
+    format!("{key} (as {user})")
+}
+
+/// The key a view was taken of. A key that only looks like a view (a path
+/// ending in " (as x)") drops more answers than needed, never fewer.
+fn base_key(key: &str) -> &str {
+    key.strip_suffix(')')
+        .and_then(|k| k.rsplit_once(" (as "))
+        .map_or(key, |(base, _)| base)
+}
+
 /// The probe answers a plan is computed from.
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Facts {
@@ -188,15 +203,80 @@ impl Facts {
         self.results.contains_key(key)
     }
 
+    /// Records what a probe would now answer. Every other user's view of
+    /// the same key goes: the change reaches what they see too.
     pub(crate) fn insert(&mut self, key: String, result: ProbeResult) {
+        self.drop_views(base_key(&key));
         self.results.insert(key, result);
     }
 
+    /// Forgets a probe's answer, as every user saw it.
     pub(crate) fn remove(&mut self, key: &str) {
-        self.results.remove(key);
+        self.drop_views(base_key(key));
+    }
+
+    /// The answers `user` got, under the keys its module asked by.
+    pub(crate) fn seen_by(&self, user: &str) -> Facts {
+        let suffix = key_as(user, "");
+        let results = self
+            .results
+            .iter()
+            .filter_map(|(k, r)| Some((k.strip_suffix(&suffix)?.to_string(), r.clone())))
+            .collect();
+        Facts { results }
+    }
+
+    fn drop_views(&mut self, base: &str) {
+        let prefix = key_as("", base);
+        let prefix = prefix.trim_end_matches(')');
+        let views: Vec<String> = self
+            .results
+            .range::<str, _>((std::ops::Bound::Excluded(base), std::ops::Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(base))
+            .filter(|(k, _)| k.starts_with(prefix))
+            .map(|(k, _)| k.clone())
+            .collect();
+        self.results.remove(base);
+        for k in views {
+            self.results.remove(&k);
+        }
     }
 
     pub(crate) fn extend(&mut self, other: BTreeMap<String, ProbeResult>) {
         self.results.extend(other);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_change_seen_by_one_user_drops_every_other_view_of_it() {
+        let answer = |s: &str| ProbeResult::ok(s);
+        let mut facts = Facts::default();
+        facts.extend(BTreeMap::from([
+            ("file:/a".to_string(), answer("root")),
+            (key_as("ops", "file:/a"), answer("ops")),
+            (key_as("app", "file:/a"), answer("app")),
+            ("file:/ab".to_string(), answer("other path")),
+        ]));
+        assert_eq!(facts.seen_by("ops").get("file:/a").unwrap().stdout, "ops");
+        assert!(!facts.seen_by("ops").contains("file:/ab"));
+
+        facts.insert(key_as("ops", "file:/a"), answer("ops wrote"));
+        assert!(!facts.contains("file:/a"));
+        assert!(!facts.contains(&key_as("app", "file:/a")));
+        assert_eq!(
+            facts.seen_by("ops").get("file:/a").unwrap().stdout,
+            "ops wrote"
+        );
+        assert!(facts.contains("file:/ab"));
+
+        facts.insert("file:/a".into(), answer("root wrote"));
+        assert!(facts.seen_by("ops").results.is_empty());
+        facts.remove("file:/a");
+        assert!(!facts.contains("file:/a"));
+        assert!(facts.contains("file:/ab"));
     }
 }
