@@ -11,13 +11,12 @@
 
 mod support;
 
-use std::io::{Read, Write};
-use std::net::TcpListener;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex};
+use std::io::Write;
+use std::sync::atomic::Ordering;
 
 use base64::Engine;
 
+use support::http::Server;
 use support::{
     assert_machine_unchanged, machine_digest, run_json, task_statuses as statuses, IsolatedHost,
 };
@@ -26,26 +25,6 @@ const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 const BODY: &str = "tool v1\n";
 /// A digest no download has.
 const WRONG_SHA256: &str = "0000000000000000000000000000000000000000000000000000000000000000";
-
-/// The test's HTTP server on an ephemeral loopback port.
-struct Server {
-    base: String,
-    /// Requests answered.
-    hits: Arc<AtomicUsize>,
-    /// Each request as received, headers and body.
-    requests: Arc<Mutex<Vec<String>>>,
-}
-
-impl Server {
-    /// The requests whose first line starts with `start` (`"POST /api"`).
-    fn received(&self, start: &str) -> Vec<String> {
-        let all = self.requests.lock().unwrap();
-        all.iter()
-            .filter(|r| r.starts_with(start))
-            .cloned()
-            .collect()
-    }
-}
 
 /// Serves BODY; see [`serve_bytes`].
 fn serve() -> Server {
@@ -61,75 +40,27 @@ const PASSWORD: &str = "s3cr'et $(reboot)";
 /// `/private/…` wants USER and PASSWORD, and any other method is answered
 /// 201 with `{"id": 7}`.
 fn serve_bytes(body: Vec<u8>) -> Server {
-    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-    let base = format!("http://{}", listener.local_addr().unwrap());
-    let hits = Arc::new(AtomicUsize::new(0));
-    let requests = Arc::new(Mutex::new(Vec::new()));
-    let (counter, log) = (hits.clone(), requests.clone());
     let sums = format!(
         "{}  other.tar\n{} *tool.tar\n",
         "1".repeat(64),
         sha256_of(&body)
     );
     let basic = base64::engine::general_purpose::STANDARD.encode(format!("{USER}:{PASSWORD}"));
-    std::thread::spawn(move || {
-        for stream in listener.incoming() {
-            let Ok(mut s) = stream else { continue };
-            let req = read_request(&mut s);
-            counter.fetch_add(1, Ordering::SeqCst);
-            log.lock().unwrap().push(req.clone());
-            let authorized = req.to_ascii_lowercase().contains(&format!(
-                "authorization: basic {}",
-                basic.to_ascii_lowercase()
-            ));
-            let (status, reply) = match req.split(' ').take(2).collect::<Vec<_>>()[..] {
-                ["GET", "/missing"] => ("404 Not Found", Vec::new()),
-                ["GET", "/SHA256SUMS"] => ("200 OK", sums.clone().into_bytes()),
-                ["GET", p] if p.starts_with("/private/") && !authorized => {
-                    ("401 Unauthorized", Vec::new())
-                }
-                ["GET" | "HEAD", _] => ("200 OK", body.clone()),
-                _ => ("201 Created", b"{\"id\": 7}".to_vec()),
-            };
-            let mut r = format!(
-                "HTTP/1.0 {status}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                reply.len()
-            )
-            .into_bytes();
-            r.extend_from_slice(&reply);
-            let _ = s.write_all(&r);
+    Server::start(move |req| {
+        let authorized = req.to_ascii_lowercase().contains(&format!(
+            "authorization: basic {}",
+            basic.to_ascii_lowercase()
+        ));
+        match req.split(' ').take(2).collect::<Vec<_>>()[..] {
+            ["GET", "/missing"] => ("404 Not Found", Vec::new()),
+            ["GET", "/SHA256SUMS"] => ("200 OK", sums.clone().into_bytes()),
+            ["GET", p] if p.starts_with("/private/") && !authorized => {
+                ("401 Unauthorized", Vec::new())
+            }
+            ["GET" | "HEAD", _] => ("200 OK", body.clone()),
+            _ => ("201 Created", b"{\"id\": 7}".to_vec()),
         }
-    });
-    Server {
-        base,
-        hits,
-        requests,
-    }
-}
-
-/// A request's head and, by its Content-Length, its body.
-fn read_request(s: &mut std::net::TcpStream) -> String {
-    let mut req = Vec::new();
-    let mut buf = [0u8; 1024];
-    let complete = |req: &[u8]| {
-        let Some(end) = req.windows(4).position(|w| w == b"\r\n\r\n") else {
-            return false;
-        };
-        let head = String::from_utf8_lossy(&req[..end]).to_ascii_lowercase();
-        let length = head
-            .lines()
-            .find_map(|l| l.strip_prefix("content-length:"))
-            .and_then(|n| n.trim().parse::<usize>().ok())
-            .unwrap_or(0);
-        req.len() >= end + 4 + length
-    };
-    while !complete(&req) {
-        match s.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => req.extend_from_slice(&buf[..n]),
-        }
-    }
-    String::from_utf8_lossy(&req).into_owned()
+    })
 }
 
 fn json(host: &IsolatedHost, cmd: &str, playbook: &str) -> (i32, serde_json::Value) {

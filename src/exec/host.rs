@@ -139,16 +139,13 @@ impl<'a, 'p> HostRun<'a, 'p> {
             self.run_list(&prepared.validate.iter().collect::<Vec<_>>());
             self.flush();
         }
-        let hidden = self.outcomes.hidden_probes();
         let (round_trips, mut probes) = self.wire.finish();
-        for p in probes.iter_mut().filter(|p| hidden.contains(&p.key)) {
-            p.command = super::outcome::HIDDEN.to_string();
-        }
+        let tasks = self.outcomes.into_results(&mut probes);
         HostReport {
             host: self.host,
             play: self.ctx.play.name.clone(),
             unreachable: self.unreachable,
-            tasks: self.outcomes.into_results(),
+            tasks,
             round_trips,
             duration_ms: started.elapsed().as_millis() as u64,
             probes,
@@ -262,7 +259,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
         // along, so the tasks after them probe the right paths.
         let registered = self.vars.registered.clone();
         for spec in ahead.into_iter().filter(|s| s.selected) {
-            let sets = self.probes_wanted(spec, &mut wanted);
+            let mut asked = Vec::new();
+            let sets = self.probes_wanted(spec, &mut wanted, &mut asked);
+            if spec.task.no_log {
+                self.outcomes.secret_probes(asked);
+            }
             self.vars.registered.extend(sets);
         }
         self.vars.registered = registered;
@@ -291,12 +292,13 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }
     }
 
-    /// The probes a task is likely to need that are not known yet; returns
-    /// the variables it would set.
+    /// The probes a task is likely to need that are not known yet, and in
+    /// `asked` the keys of all it needs; returns the variables it would set.
     fn probes_wanted(
         &self,
         spec: &PreparedTask,
         wanted: &mut BTreeMap<String, Probe>,
+        asked: &mut Vec<String>,
     ) -> serde_json::Map<String, serde_json::Value> {
         let mut sets = serde_json::Map::new();
         let resolver = self.resolver();
@@ -314,6 +316,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 .query_probe()
                 .filter(|_| spec.may_query(self.ctx.opts.check));
             for p in module.probes().into_iter().chain(query) {
+                asked.push(p.key.clone());
                 if !self.facts.contains(&p.key) {
                     wanted.insert(p.key.clone(), p);
                 }

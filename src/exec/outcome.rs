@@ -9,9 +9,10 @@ use serde_json::{json, Value};
 
 use super::instance::TaskInstance;
 use super::prepared::PreparedTask;
-use super::result::{Status, TaskResult};
+use super::result::{Observation, Status, TaskResult};
 use crate::modules::{Change, Effect, Plan};
 use crate::remote::probe::ProbeResult;
+use crate::remote::shell::keyed_digest;
 use crate::remote::{Output, TransportError};
 use crate::template::Templates;
 
@@ -22,6 +23,9 @@ pub(crate) struct Outcomes {
     diff: bool,
     /// Results of `no_log` tasks, whose values no report may show.
     hidden: std::collections::BTreeSet<usize>,
+    /// Probes a `no_log` task asked for: their keys and commands may quote
+    /// its values (a command's text, a URL's token).
+    secret_probes: std::collections::BTreeSet<String>,
 }
 
 /// What a report shows in place of a `no_log` task's values.
@@ -76,6 +80,7 @@ impl Outcomes {
             results: Vec::new(),
             diff,
             hidden: Default::default(),
+            secret_probes: Default::default(),
         }
     }
 
@@ -179,9 +184,34 @@ impl Outcomes {
         &self.results[i].changes
     }
 
+    /// Keys of probes a `no_log` task asked for, in planning ahead or in
+    /// planning (a declared query is answered from its probe).
+    pub fn secret_probes(&mut self, keys: impl IntoIterator<Item = String>) {
+        self.secret_probes.extend(keys);
+    }
+
     /// The results, with every value of a `no_log` task hidden: the
-    /// change's before and after, diffs, evidence, notes, message and item.
-    pub fn into_results(mut self) -> Vec<TaskResult> {
+    /// change's before and after, diffs, evidence, notes, message and item;
+    /// and every probe such a task asked for hidden in `probes` and in the
+    /// results that name it, under a key that quotes neither its key nor
+    /// its command.
+    pub fn into_results(mut self, probes: &mut [Observation]) -> Vec<TaskResult> {
+        let mut secret = std::mem::take(&mut self.secret_probes);
+        for &i in &self.hidden {
+            secret.extend(self.results[i].observed_by.iter().cloned());
+        }
+        let hide = |key: &mut String| {
+            if secret.contains(key.as_str()) {
+                *key = format!("{HIDDEN} {}", keyed_digest(key));
+            }
+        };
+        for p in probes.iter_mut().filter(|p| secret.contains(&p.key)) {
+            hide(&mut p.key);
+            p.command = HIDDEN.to_string();
+        }
+        for r in &mut self.results {
+            r.observed_by.iter_mut().for_each(hide);
+        }
         for &i in &self.hidden {
             let r = &mut self.results[i];
             for c in &mut r.changes {
@@ -195,15 +225,6 @@ impl Outcomes {
             r.item = r.item.as_ref().map(|_| HIDDEN.to_string());
         }
         self.results
-    }
-
-    /// Probes a `no_log` task was planned from: their commands may hold
-    /// its values.
-    pub fn hidden_probes(&self) -> std::collections::BTreeSet<String> {
-        self.hidden
-            .iter()
-            .flat_map(|&i| self.results[i].observed_by.iter().cloned())
-            .collect()
     }
 
     fn push(&mut self, spec: &PreparedTask, label: Option<String>, status: Status) -> usize {
@@ -481,7 +502,7 @@ mod tests {
             .collect();
             use Status::*;
             assert_eq!(statuses, [Ok, Changed, Unknown, Drift]);
-            let results = std::mem::replace(o, Outcomes::new(false)).into_results();
+            let results = std::mem::replace(o, Outcomes::new(false)).into_results(&mut []);
             assert_eq!(results[2].message.as_deref(), Some("needs a command"));
             assert_eq!(
                 results[1].changes[0].diff, None,
@@ -532,6 +553,37 @@ mod tests {
         assert_eq!(message.as_deref(), Some("exit status 3: boom"));
         let (status, _, _) = command_status("{command: x, failed_when: false}", 3);
         assert_eq!(status, Status::Changed);
+    }
+
+    #[test]
+    fn probes_a_no_log_task_asked_for_are_hidden_under_one_key() {
+        with_task("{command: echo s3cr3t, no_log: true}", false, |o, inst| {
+            let i = o.answered(inst);
+            o.secret_probes(["query:echo s3cr3t".to_string()]);
+            o.observed(
+                i,
+                vec!["query:echo s3cr3t".into(), "file:/etc".into()],
+                None,
+                0,
+            );
+            let probe = |key: &str| Observation {
+                key: key.into(),
+                command: format!("{key} command"),
+                observed_at: String::new(),
+            };
+            let mut probes = vec![probe("query:echo s3cr3t"), probe("file:/etc")];
+            let results = std::mem::replace(o, Outcomes::new(false)).into_results(&mut probes);
+            let key = &probes[0].key;
+            assert!(
+                key.starts_with("(hidden by no_log) ") && !key.contains("s3cr3t"),
+                "{key}"
+            );
+            assert_eq!(probes[0].command, HIDDEN);
+            assert_eq!(results[0].observed_by[0], *key);
+            // Planned from by a no_log task: hidden as well.
+            assert_eq!(results[0].observed_by[1], probes[1].key);
+            assert_eq!(probes[1].command, HIDDEN);
+        });
     }
 
     #[test]

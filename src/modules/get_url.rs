@@ -10,7 +10,7 @@
 
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, FileState, Kind, WriteOpts};
-use crate::modules::kit::http::{curl_line, Auth, AuthArgs};
+use crate::modules::kit::http::{curl_line, has_userinfo, shown_url, Auth, AuthArgs};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params};
@@ -80,6 +80,8 @@ enum Digest {
 
 struct GetUrl {
     url: String,
+    /// The URL as reports show it.
+    shown: String,
     dest: String,
     /// The URL's last path segment, the file's name when `dest` is a folder.
     name: Option<String>,
@@ -97,7 +99,10 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     if !matches!(scheme, Some("http" | "https" | "ftp" | "file")) {
         return Err(p.error(
             "url",
-            format!("'{}' is not an http, https, ftp or file URL", a.url),
+            format!(
+                "'{}' is not an http, https, ftp or file URL",
+                shown_url(&a.url)
+            ),
         ));
     }
     p.destructive_path("dest", &a.dest)?;
@@ -113,6 +118,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let auth = Auth::read(p, a.auth)?;
     Ok(Box::new(GetUrl {
         name: url_name(&a.url),
+        shown: shown_url(&a.url),
         url: a.url,
         dest: a.dest.trim_end_matches('/').to_string(),
         checksum,
@@ -298,8 +304,8 @@ struct SumsAt {
     curl: String,
     /// curl config lines: headers and credentials, never in the key.
     config: Vec<String>,
-    /// Tells different credentials apart in the key.
-    tag: String,
+    /// What the key shows of the URL, headers and credentials.
+    shown: String,
 }
 
 /// A checksum file's text, or why it could not be fetched.
@@ -310,7 +316,7 @@ impl Fact for SumsFact {
     type Value = Result<String, String>;
 
     fn key(q: &SumsAt) -> String {
-        format!("get_url-sums:{} {}{}", q.curl, q.url, q.tag)
+        format!("get_url-sums:{} {}", q.curl, q.shown)
     }
 
     fn script(q: &SumsAt) -> String {
@@ -370,7 +376,7 @@ impl GetUrl {
             url: url.to_string(),
             curl: format!("{} --max-filesize {MAX_SUMS_BYTES}", self.curl()),
             config: self.auth.config(),
-            tag: self.auth.key_tag(),
+            shown: self.auth.key_of(url),
         }
     }
 
@@ -384,8 +390,10 @@ impl GetUrl {
             Digest::Hex(hex) => return Ok(Some(hex.clone())),
             Digest::Url(url) => url,
         };
-        let sums = SumsFact::read(facts, &self.sums_at(url))?
-            .map_err(|why| ModuleError::Missing(format!("cannot download {url}: {why}")))?;
+        let sums = SumsFact::read(facts, &self.sums_at(url))?;
+        let url = shown_url(url);
+        let sums =
+            sums.map_err(|why| ModuleError::Missing(format!("cannot download {url}: {why}")))?;
         let dest_name = path.rsplit('/').next().unwrap_or(path);
         let mut names: Vec<&str> = self
             .name
@@ -429,14 +437,14 @@ impl GetUrl {
             " --no-check-certificate"
         };
         let url = quote(&self.url);
-        let failed = quote(&format!("cannot download {}", self.url));
+        let failed = quote(&format!("cannot download {}", self.shown));
         let curl = curl_line(
             &format!("{} -o \"$t\"", self.curl()),
             &self.url,
             &self.auth.config(),
         );
         // wget would put headers and credentials on its command line.
-        let fallback = if self.auth.is_empty() {
+        let fallback = if self.auth.is_empty() && !has_userinfo(&self.url) {
             format!("elif command -v wget >/dev/null 2>&1; then wget -q{wget_tls} --timeout={t} -O \"$t\" -- {url}\n\
                      else echo 'neither curl nor wget is installed' >&2; false; ")
         } else {
@@ -453,7 +461,7 @@ impl GetUrl {
                 hex = quote(hex),
                 msg = quote(&format!(
                     "{} does not have {} {hex}: it has ",
-                    self.url, c.algorithm
+                    self.shown, c.algorithm
                 )),
             ));
         }
@@ -477,7 +485,7 @@ impl Module for GetUrl {
             let Some(name) = &self.name else {
                 return Err(ModuleError::Refused(format!(
                     "{} is a folder and {} names no file: give dest as the file's path",
-                    self.dest, self.url
+                    self.dest, self.shown
                 )));
             };
             format!("{}/{name}", self.dest)
@@ -490,7 +498,7 @@ impl Module for GetUrl {
             Change::new(
                 path.clone(),
                 Some(before),
-                Some(format!("downloaded from {}", self.url)),
+                Some(format!("downloaded from {}", self.shown)),
             )
         };
         match &target.found {
@@ -509,7 +517,7 @@ impl Module for GetUrl {
                     plan.changes.push(download("present".into()));
                     plan.unknown = Some(format!(
                         "force: whether {} differs from {path} is only known by downloading it",
-                        self.url
+                        self.shown
                     ));
                 }
                 _ => {}
@@ -583,7 +591,7 @@ pub(crate) fn fact_samples(rt: &mut fact::RoundTrip) {
         url: "https://h/SHA256SUMS".into(),
         curl: "curl -fsSL".into(),
         config: Vec::new(),
-        tag: String::new(),
+        shown: "https://h/SHA256SUMS".into(),
     };
     rt.check::<SumsFact>(&sums, Ok("ab12  x.tar.gz\n".into()));
     rt.check::<SumsFact>(&sums, Err("curl: (22) 404".into()));
@@ -644,7 +652,7 @@ mod tests {
         let m = build_test(&GET_URL, params.clone()).unwrap();
         let sums_probe = &m.probes()[1];
         assert!(sums_probe.script.contains(
-            "curl -fsSL --connect-timeout 10 --speed-limit 1 --speed-time 10 --max-filesize 16777216 -- https://h/rel/SHA256SUMS"
+            "curl -fsSL --connect-timeout 10 --speed-limit 1 --speed-time 10 --max-filesize 16777216 --config - <<'NODEPROV_SECRET'\nurl = \"https://h/rel/SHA256SUMS\"\n"
         ), "{}", sums_probe.script);
         let have = format!("file\n644 root root\n{SUM}\n");
         let plan = plan_with_sums(params.clone(), &have, Ok(&sums)).unwrap();
@@ -687,7 +695,7 @@ mod tests {
         let m = build_test(&GET_URL, params.clone()).unwrap();
         let plan = plan_with_sums(params, "file\nabsent\n", Ok(&format!("{SUM}  a\n"))).unwrap();
         let step = &plan.steps[0];
-        assert!(step.contains("--config - -- https://h/a <<'NODEPROV_SECRET'\nheader = \"X-Token: t\\\"1\"\nuser = \"bob:pa'ss $(reboot)\\nx\"\nbasic\nNODEPROV_SECRET\n"), "{step}");
+        assert!(step.contains("--config - <<'NODEPROV_SECRET'\nheader = \"X-Token: t\\\"1\"\nuser = \"bob:pa'ss $(reboot)\\nx\"\nbasic\nurl = \"https://h/a\"\nNODEPROV_SECRET\n"), "{step}");
         assert!(step.contains("headers or credentials need curl"), "{step}");
         assert!(!step.contains("wget"), "{step}");
         for p in m.probes() {
@@ -706,6 +714,38 @@ mod tests {
         );
         let text = format!("{:?}{:?}", plan.changes, plan.notes);
         assert!(!text.contains("pa'ss"), "{text}");
+    }
+
+    #[test]
+    fn a_url_with_a_user_and_a_token_is_on_no_command_line_and_in_no_report() {
+        let url = "https://bob:pw-9@h/a?access_token=tk-9";
+        let params = json!({"url": url, "dest": "/opt/a",
+                            "checksum": "sha256:https://bob:pw-9@h/SUMS?t=tk-9"});
+        let m = build_test(&GET_URL, params.clone()).unwrap();
+        let plan = plan_with_sums(params, "file\nabsent\n", Ok(&format!("{SUM}  a\n"))).unwrap();
+        let step = &plan.steps[0];
+        assert!(
+            step.contains(&format!("url = \"{url}\"\nNODEPROV_SECRET")),
+            "{step}"
+        );
+        assert!(
+            !step.contains("wget"),
+            "the user would be on wget's command line: {step}"
+        );
+        let shown: Vec<String> = m
+            .probes()
+            .iter()
+            .flat_map(|p| [p.key.clone(), crate::remote::shell::mask_secrets(&p.script)])
+            .chain([crate::remote::shell::mask_secrets(step)])
+            .chain(plan.changes.iter().map(|c| c.to_string()))
+            .collect();
+        for text in shown {
+            assert!(!text.contains("pw-9") && !text.contains("tk-9"), "{text}");
+        }
+        assert_eq!(
+            plan.changes[0].to_string(),
+            "/opt/a: absent → downloaded from https://h/a?…"
+        );
     }
 
     #[test]

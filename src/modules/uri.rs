@@ -13,7 +13,9 @@ use serde_json::Value;
 
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::FileFact;
-use crate::modules::kit::http::{config_line, curl_line, form_urlencoded, Auth, AuthArgs};
+use crate::modules::kit::http::{
+    config_line, curl_line, form_urlencoded, shown_url, Auth, AuthArgs,
+};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, scalar_text, Choice, ParamError, Params};
@@ -85,8 +87,8 @@ struct Request {
     options: String,
     url: String,
     config: Vec<String>,
-    /// Tells different headers and credentials apart in the key.
-    tag: String,
+    /// What the key shows of the URL, headers and credentials.
+    shown: String,
 }
 
 impl Request {
@@ -138,7 +140,7 @@ impl Fact for UriFact {
     type Value = Answer;
 
     fn key(q: &Request) -> String {
-        format!("uri:{} {}{}", q.options, q.url, q.tag)
+        format!("uri:{} {}", q.options, q.shown)
     }
 
     fn script(q: &Request) -> String {
@@ -162,7 +164,8 @@ impl Fact for UriFact {
 }
 
 struct Uri {
-    url: String,
+    /// The URL as reports show it.
+    shown: String,
     method: Method,
     request: Request,
     expect: Vec<u16>,
@@ -174,7 +177,8 @@ struct Uri {
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = UriArgs::read(p)?;
     if !(a.url.starts_with("http://") || a.url.starts_with("https://")) {
-        return Err(p.error("url", format!("'{}' is not an http or https URL", a.url)));
+        let url = shown_url(&a.url);
+        return Err(p.error("url", format!("'{url}' is not an http or https URL")));
     }
     let expect = if a.status_code.is_empty() {
         vec![200]
@@ -205,7 +209,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     }
     let auth = Auth::read(p, a.auth)?;
     let mut config = auth.config();
-    let tag = auth.key_tag();
+    let key = auth.key_of(&a.url);
     if let Some(body) = body_of(p, a.body, a.body_format, reads)? {
         let kind = match a.body_format {
             BodyFormat::Json => Some("application/json"),
@@ -219,13 +223,13 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         config.push(config_line("data-raw", &body));
     }
     Ok(Box::new(Uri {
+        shown: shown_url(&a.url),
         request: Request {
             options,
-            url: a.url.clone(),
+            url: a.url,
+            shown: key,
             config,
-            tag,
         },
-        url: a.url,
         method: a.method,
         expect,
         return_content: a.return_content,
@@ -296,7 +300,7 @@ impl Uri {
         let ok: Vec<String> = self.expect.iter().map(u16::to_string).collect();
         let msg = quote(&format!(
             "{}: expected status {}, got ",
-            self.url,
+            self.shown,
             self.expected_text()
         ));
         format!(
@@ -329,7 +333,7 @@ impl Uri {
         let mut plan = Plan::noop();
         let method = self.method.name();
         plan.changes.push(Change::new(
-            self.url.clone(),
+            self.shown.clone(),
             None,
             Some(format!("{method} sent")),
         ));
@@ -367,7 +371,7 @@ impl Module for Uri {
             };
             return Err(ModuleError::Asserted(format!(
                 "{}: {why}, expected {}",
-                self.url,
+                self.shown,
                 self.expected_text()
             )));
         }
@@ -399,7 +403,7 @@ pub(crate) fn fact_samples(rt: &mut fact::RoundTrip) {
         options: " -sS".into(),
         url: "http://h/".into(),
         config: Vec::new(),
-        tag: String::new(),
+        shown: "http://h/".into(),
     };
     rt.check::<UriFact>(
         &q,
@@ -458,14 +462,35 @@ mod tests {
         );
         assert!(
             p.script.ends_with(
-                " --config - -- https://api:6443/healthz <<'NODEPROV_SECRET'\n\
-                 header = \"Authorization: Bearer $(x)\"\nNODEPROV_SECRET\nexit 0"
+                " --config - <<'NODEPROV_SECRET'\n\
+                 header = \"Authorization: Bearer $(x)\"\n\
+                 url = \"https://api:6443/healthz\"\nNODEPROV_SECRET\nexit 0"
             ),
             "{}",
             p.script
         );
         assert!(!p.key.contains("Bearer"), "{}", p.key);
         assert!(!mask_secrets(&p.script).contains("Bearer"));
+        let url = "https://bob:pw-7@api/v1?access_token=tk-7";
+        let p = build_test(&URI, json!({"url": url}))
+            .unwrap()
+            .probes()
+            .pop()
+            .unwrap();
+        assert!(p
+            .script
+            .contains(&format!("url = \"{url}\"\nNODEPROV_SECRET")));
+        for shown in [&p.key, &mask_secrets(&p.script)] {
+            assert!(
+                !shown.contains("pw-7") && !shown.contains("tk-7"),
+                "{shown}"
+            );
+        }
+        assert!(
+            p.key.contains(" https://api/v1?… (credentials "),
+            "{}",
+            p.key
+        );
         assert!(m.reads_everything() && !m.is_command());
         assert!(
             build_error(&URI, json!({"url": "https://h/", "method": "TRACE"}))
@@ -590,10 +615,7 @@ mod tests {
         assert!(raw.contains("data-raw = \"@/etc/shadow\""), "{raw}");
         assert!(!raw.contains("Content-Type"), "{raw}");
         let options = step(json!({"url": "http://h/", "method": "OPTIONS"}));
-        assert!(
-            !options.contains("data-raw") && !options.contains("--config"),
-            "{options}"
-        );
+        assert!(!options.contains("data-raw"), "{options}");
     }
 
     #[test]

@@ -238,6 +238,18 @@ pub fn mask_secrets(script: &str) -> String {
     out
 }
 
+/// Tells secret texts apart within one run without showing them, where a
+/// report needs a name for one (a probe key): a keyed hash whose key is
+/// new each run, so it cannot be matched against guesses made elsewhere.
+pub fn keyed_digest(text: &str) -> String {
+    use std::hash::{BuildHasher, Hasher};
+    static KEY: std::sync::OnceLock<std::collections::hash_map::RandomState> =
+        std::sync::OnceLock::new();
+    let mut h = KEY.get_or_init(Default::default).build_hasher();
+    h.write(text.as_bytes());
+    format!("{:016x}", h.finish())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -294,6 +306,17 @@ mod tests {
             "out\n/nonexistent nobody /\nafter 3\n"
         );
         assert_eq!(String::from_utf8_lossy(&out.stderr), "err\n");
+    }
+
+    #[test]
+    fn a_keyed_digest_is_stable_within_a_run_and_quotes_nothing() {
+        let d = keyed_digest("token=s3cr3t");
+        assert_eq!(d, keyed_digest("token=s3cr3t"));
+        assert_ne!(d, keyed_digest("token=s3cr3u"));
+        assert!(
+            d.len() == 16 && d.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{d}"
+        );
     }
 
     #[test]

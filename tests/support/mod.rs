@@ -21,6 +21,7 @@
 #![allow(dead_code)]
 
 pub mod control;
+pub mod http;
 pub mod sshd;
 
 use std::collections::{BTreeSet, HashSet};

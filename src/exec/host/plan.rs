@@ -28,6 +28,10 @@ impl<'p> HostRun<'_, 'p> {
     ) -> (Value, bool) {
         let started = Instant::now();
         let spec = instance.spec;
+        if spec.task.no_log {
+            let asked = module.probes().into_iter().chain(module.query_probe());
+            self.outcomes.secret_probes(asked.map(|p| p.key));
+        }
         let mut plan = match module.plan(&self.facts) {
             Ok(plan) => plan,
             Err(e) if self.absent_after_drift(spec, &e) => {

@@ -1,16 +1,13 @@
-//! What `get_url` and `uri` send besides the URL: headers and credentials
-//! (and a request body), handed to curl as a config on its standard input.
-//! A config line is on no command line another user could read in `ps`,
-//! and reports mask it (`shell::secret_stdin`); probe keys name only what
-//! is not secret.
-
-use std::hash::{BuildHasher, Hasher};
-use std::sync::OnceLock;
+//! What `get_url` and `uri` send: the URL, headers and credentials (and a
+//! request body), handed to curl as a config on its standard input. A
+//! config line is on no command line another user could read in `ps`, and
+//! reports mask it (`shell::secret_stdin`); probe keys and messages show a
+//! URL without its user, password and query (`shown_url`).
 
 use serde_json::Value;
 
 use crate::modules::params::{module_params, scalar_text, ParamError, Params};
-use crate::remote::shell::{quote, secret_stdin};
+use crate::remote::shell::{keyed_digest, secret_stdin};
 
 module_params! {
     /// Headers and credentials, as `get_url` and `uri` take them.
@@ -97,17 +94,50 @@ impl Auth {
         lines
     }
 
-    /// Tells apart, within one run, requests whose headers or credentials
-    /// differ, without showing them: a keyed hash whose key is new each run.
-    pub(crate) fn key_tag(&self) -> String {
-        if self.is_empty() {
-            return String::new();
+    /// What a probe key shows of a request for `url`: the URL as
+    /// [`shown_url`] shows it and, when anything is left out, a keyed
+    /// digest of the whole, which tells apart within one run requests
+    /// whose URL, headers or credentials differ without showing them.
+    pub(crate) fn key_of(&self, url: &str) -> String {
+        let shown = shown_url(url);
+        let mut hidden = self.config();
+        if shown != url {
+            hidden.push(url.to_string());
         }
-        static KEY: OnceLock<std::collections::hash_map::RandomState> = OnceLock::new();
-        let mut h = KEY.get_or_init(Default::default).build_hasher();
-        h.write(self.config().join("\n").as_bytes());
-        format!(" (credentials {:016x})", h.finish())
+        if hidden.is_empty() {
+            return shown;
+        }
+        format!("{shown} (credentials {})", keyed_digest(&hidden.join("\n")))
     }
+}
+
+/// A URL as reports show it: without the user and password before its
+/// host, and with its query and fragment, where tokens travel, cut to `?…`.
+pub(crate) fn shown_url(url: &str) -> String {
+    split_url(url).1
+}
+
+/// Whether a URL carries a user (and password) before its host.
+pub(crate) fn has_userinfo(url: &str) -> bool {
+    split_url(url).0.is_some()
+}
+
+/// A URL's user and password, and the URL as [`shown_url`] shows it.
+fn split_url(url: &str) -> (Option<&str>, String) {
+    let (scheme, rest) = match url.split_once("://") {
+        Some((scheme, rest)) => (&url[..scheme.len() + 3], rest),
+        None => ("", url),
+    };
+    let (rest, cut) = match rest.find(['?', '#']) {
+        Some(i) => (&rest[..i], "?…"),
+        None => (rest, ""),
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let (userinfo, host) = match authority.rsplit_once('@') {
+        Some((userinfo, host)) => (Some(userinfo), host),
+        None => (None, authority),
+    };
+    (userinfo, format!("{scheme}{host}{path}{cut}"))
 }
 
 /// `option = "value"` in curl's config syntax, the value escaped so that
@@ -128,16 +158,13 @@ pub(crate) fn config_line(option: &str, value: &str) -> String {
     out
 }
 
-/// `curl` and its options asking for `url`, reading `lines` as its
-/// config from standard input when there are any; ends its line.
+/// `curl` and its options asking for `url`, reading the URL and `lines`
+/// as its config from standard input: no part of the URL (a user, a
+/// password, a token in the query) is on its command line. Ends its line.
 pub(crate) fn curl_line(curl: &str, url: &str, lines: &[String]) -> String {
-    if lines.is_empty() {
-        return format!("{curl} -- {}\n", quote(url));
-    }
-    secret_stdin(
-        &format!("{curl} --config - -- {}", quote(url)),
-        &lines.join("\n"),
-    )
+    let mut config = lines.to_vec();
+    config.push(config_line("url", url));
+    secret_stdin(&format!("{curl} --config -"), &config.join("\n"))
 }
 
 /// A mapping as an HTML form sends it (`application/x-www-form-urlencoded`,
@@ -186,19 +213,40 @@ mod tests {
                 "basic"
             ]
         );
-        let tag = a.key_tag();
-        assert!(!tag.contains("u:p") && !tag.contains("a\"b"), "{tag}");
-        assert_eq!(tag, a.key_tag());
+        let key = a.key_of("https://h/x");
+        assert!(!key.contains("u:p") && !key.contains("a\"b"), "{key}");
+        assert!(key.starts_with("https://h/x (credentials "), "{key}");
+        assert_eq!(key, a.key_of("https://h/x"));
         let other = auth("u:q", false);
-        assert_ne!(other.key_tag(), tag);
+        assert_ne!(other.key_of("https://h/x"), key);
         assert_eq!(other.config()[2], "anyauth");
         assert!(a.has_header("x-token"));
-        assert_eq!(Auth::default().key_tag(), "");
-        assert_eq!(curl_line("curl", "u v", &[]), "curl -- 'u v'\n");
+        assert_eq!(Auth::default().key_of("https://h/x"), "https://h/x");
+        assert_eq!(
+            curl_line("curl -sS", "u v", &[]),
+            "curl -sS --config - <<'NODEPROV_SECRET'\nurl = \"u v\"\nNODEPROV_SECRET\n"
+        );
         let form = serde_json::json!({"name": "a b&c=d", "n": 1, "é": "~"});
         assert_eq!(
             form_urlencoded(form.as_object().unwrap()),
             "name=a+b%26c%3Dd&n=1&%C3%A9=~"
         );
+    }
+
+    #[test]
+    fn a_shown_url_has_no_user_password_or_query() {
+        let url = "https://bob:pa%40ss@h:8443/a/b@c?access_token=t0k#frag";
+        assert_eq!(shown_url(url), "https://h:8443/a/b@c?…");
+        assert_eq!(shown_url("http://h/x"), "http://h/x");
+        assert_eq!(shown_url("http://u@h"), "http://h");
+        assert!(has_userinfo(url) && has_userinfo("ftp://u@h"));
+        assert!(!has_userinfo("http://h/@scope/pkg?u=a@b"));
+        let a = Auth::default();
+        let (one, two) = (a.key_of("http://h/x?t=1"), a.key_of("http://h/x?t=2"));
+        assert!(
+            one.starts_with("http://h/x?… (credentials ") && one != two,
+            "{one}"
+        );
+        assert!(!a.key_of(url).contains("bob") && !a.key_of(url).contains("t0k"));
     }
 }
