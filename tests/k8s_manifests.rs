@@ -1,12 +1,12 @@
 //! `deploy/kubernetes/` without a cluster: the manifests are checked for the
 //! structure the API server would insist on and for agreeing with each other
 //! (names, mounts, keys, shard counts), the container scripts are run with a
-//! stand-in `nodeprov` to see the flags each pod passes, and the example
-//! playbook and inventory go through the real `nodeprov validate`. Every
-//! pod must run locked down: the image's non-root user, no capabilities or
-//! privilege escalation, seccomp, a read-only root with writable volumes
-//! where nodeprov writes, no service-account token, secrets only from a
-//! Secret.
+//! stand-in `nodeprov` to see the flags each pod passes, `run.sh` with a
+//! stand-in `kubectl` to see what it applies, and the example playbook and
+//! inventory go through the real `nodeprov validate`. Every pod must run
+//! locked down: the image's non-root user, no capabilities or privilege
+//! escalation, seccomp, a read-only root with writable volumes where
+//! nodeprov writes, no service-account token, secrets only from a Secret.
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
@@ -41,10 +41,15 @@ fn load(file: &str) -> Vec<Value> {
 }
 
 fn all() -> Vec<Value> {
-    ["config.yaml", "job-shards.yaml", "job-merge.yaml"]
-        .into_iter()
-        .flat_map(load)
-        .collect()
+    [
+        "config.yaml",
+        "ssh-secret.yaml",
+        "job-shards.yaml",
+        "job-merge.yaml",
+    ]
+    .into_iter()
+    .flat_map(load)
+    .collect()
 }
 
 fn find<'a>(docs: &'a [Value], kind: &str, name: &str) -> &'a Value {
@@ -404,4 +409,60 @@ fn ssh_credentials_come_from_a_secret_and_the_config_map_holds_none() {
             );
         }
     }
+}
+
+/// Runs run.sh with a stand-in `kubectl` that records its calls and the
+/// manifests applied, and answers that the Secret exists or not, that every
+/// Job is complete and that the merge pod exited 0. Returns run.sh's exit
+/// code, the calls and the applied objects.
+fn run_sh(secret_exists: bool) -> (i32, Vec<String>, Vec<Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let fake = dir.path().join("kubectl");
+    std::fs::write(
+        &fake,
+        "#!/bin/sh\n\
+         echo \"$*\" >>\"$LOG/calls\"\n\
+         case \"$*\" in\n\
+         'get secret '*) exit \"$SECRET_RC\" ;;\n\
+         'apply -f -') cat >>\"$LOG/applied\"; echo --- >>\"$LOG/applied\" ;;\n\
+         'apply -f '*) cat \"$3\" >>\"$LOG/applied\"; echo --- >>\"$LOG/applied\" ;;\n\
+         'get job '*) echo Complete ;;\n\
+         'get pods '*) echo nodeprov-merge-1 ;;\n\
+         'get pod '*) echo 0 ;;\n\
+         esac\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let status = Command::new(Path::new(DIR).join("run.sh"))
+        .env("PATH", format!("{}:/usr/bin:/bin", dir.path().display()))
+        .env("LOG", dir.path())
+        .env("SECRET_RC", if secret_exists { "0" } else { "1" })
+        .stderr(std::process::Stdio::null())
+        .status()
+        .unwrap();
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap_or_default();
+    let calls = read("calls").lines().map(String::from).collect();
+    let applied = YamlLoader::load_from_str(&read("applied")).unwrap();
+    let applied = applied
+        .iter()
+        .map(json)
+        .filter(|d| d["kind"].is_string())
+        .collect();
+    (status.code().unwrap(), calls, applied)
+}
+
+#[test]
+fn run_sh_never_applies_the_secret_and_stops_without_it() {
+    let (code, calls, applied) = run_sh(true);
+    assert_eq!(code, 0, "{calls:?}");
+    let kinds: Vec<&str> = applied
+        .iter()
+        .map(|d| d["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["ConfigMap", "PersistentVolumeClaim", "Job", "Job"]);
+
+    let (code, calls, applied) = run_sh(false);
+    assert_eq!(code, 1);
+    assert_eq!(calls, ["get secret nodeprov-ssh"], "nothing is applied");
+    assert!(applied.is_empty());
 }
