@@ -102,7 +102,7 @@ pub struct SshArgs {
     /// Prompt for the SSH password (or set NODEPROV_SSH_PASSWORD).
     #[arg(short = 'k', long)]
     pub ask_pass: bool,
-    /// Prompt for the sudo password (or set NODEPROV_BECOME_PASSWORD).
+    /// Prompt for the sudo password (or set NODEPROV_BECOME_PASSWORD, or NODEPROV_BECOME_PASSWORD_FILE to a file only you can read).
     #[arg(short = 'K', long)]
     pub ask_become_pass: bool,
     /// known_hosts file to use instead of ~/.ssh/known_hosts.

@@ -1,20 +1,23 @@
 //! The sharded run as GPU fleets run it: a real single-node Slurm (munged,
 //! slurmctld, slurmd from Debian's packages) runs `deploy/slurm/submit.sh`,
 //! a 4-task array of `nodeprov check --shard` against SSH test hosts and the
-//! dependent merge job. Its fleet report must equal one controller's run.
-//! Every file the daemons use (config, state, spool, key, socket, logs) is
-//! in a temp dir; the machine's /etc is not read for Slurm or munge.
+//! dependent merge job. Its fleet report must equal one controller's run,
+//! with the become password read from a file: neither slurmctld's state nor
+//! the jobs' environment may hold it. Every file the daemons use (config,
+//! state, spool, key, socket, logs) is in a temp dir; the machine's /etc is
+//! not read for Slurm or munge.
 
 mod support;
 
 use std::net::TcpListener;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use support::control::{Control, Run, MARKER_PLAYBOOK};
-use support::sshd::SshFleet;
+use support::sshd::{SshFleet, DEPLOY_PASSWORD};
 use support::{assert_machine_unchanged, machine_digest};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
@@ -76,8 +79,7 @@ impl Slurm {
         let key = slurm.path("munge/munge.key");
         std::fs::write(&key, random).unwrap();
         // munged refuses a key others can read.
-        std::fs::set_permissions(&key, std::os::unix::fs::PermissionsExt::from_mode(0o400))
-            .unwrap();
+        std::fs::set_permissions(&key, std::fs::Permissions::from_mode(0o400)).unwrap();
         let d = slurm.dir.path().display().to_string();
         slurm.spawn(Command::new("munged").args([
             "-F",
@@ -261,6 +263,36 @@ fn read_json(path: &Path) -> Value {
     serde_json::from_str(&text).unwrap()
 }
 
+/// Every file named `name` under `dir`, at any depth.
+fn files_named(dir: &Path, name: &str) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            found.extend(files_named(&path, name));
+        } else if entry.file_name() == name {
+            found.push(path);
+        }
+    }
+    found
+}
+
+/// In the submitting environment only: no job may see it.
+const SUBMITTER_ONLY: &str = "SUBMITTER_ONLY=kept-on-the-login-node";
+
+/// A job's environment as `text` shows it holds the password file's path,
+/// and neither the password nor anything the submitter did not pass on.
+/// Failures name what was found, not the environment, which a log keeps.
+fn assert_no_secret(what: &str, text: &str, password_file: &str) {
+    assert!(
+        text.contains(&format!("NODEPROV_BECOME_PASSWORD_FILE={password_file}")),
+        "{what} lacks NODEPROV_BECOME_PASSWORD_FILE={password_file}"
+    );
+    for secret in [DEPLOY_PASSWORD, "NODEPROV_BECOME_PASSWORD=", SUBMITTER_ONLY] {
+        assert!(!text.contains(secret), "{what} holds {secret}");
+    }
+}
+
 #[test]
 fn a_slurm_array_of_four_shards_merges_into_the_single_controller_report() {
     let before = machine_digest();
@@ -274,24 +306,48 @@ fn a_slurm_array_of_four_shards_merges_into_the_single_controller_report() {
         .unwrap();
     }
     let control = Control::new(&fleet);
-    let inventory = control.write("inventory.ini", &fleet.inventory("root", ""));
+    // deploy's sudo asks for its password: a run without it fails every host.
+    let inventory = control.write("inventory.ini", &fleet.inventory("deploy", ""));
     let playbook = control.write("marker.yml", MARKER_PLAYBOOK);
 
-    let single = Run::json(control.nodeprov(&["check", &playbook, "-i", &inventory]));
+    let single = Run::json({
+        let mut cmd = control.nodeprov(&["check", &playbook, "-i", &inventory]);
+        cmd.env("NODEPROV_BECOME_PASSWORD", DEPLOY_PASSWORD);
+        cmd
+    });
     assert_eq!(single.code, 2, "{single}");
+
+    let password_file = control.write("become-password", &format!("{DEPLOY_PASSWORD}\n"));
+    std::fs::set_permissions(&password_file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // Runs nodeprov for the jobs after recording the environment they see.
+    let job_env = control.path("job-env");
+    std::fs::create_dir(&job_env).unwrap();
+    let wrapper = control.write(
+        "nodeprov-wrapper",
+        &format!(
+            "#!/bin/sh\n/usr/bin/env >'{}'/\"$SLURM_JOB_ID\"\nexec '{BIN}' \"$@\"\n",
+            job_env.display()
+        ),
+    );
+    std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (name, value) = SUBMITTER_ONLY.split_once('=').unwrap();
 
     let slurm = Slurm::start();
     let reports = control.path("reports");
     let known_hosts = control.path("known_hosts");
+    // Held, so that slurmctld still keeps both jobs' environment in its state.
     let submitted = slurm
         .command(SUBMIT)
         .args(["4", &playbook, &inventory])
         .arg(&reports)
-        .env("NODEPROV", BIN)
+        .arg("--hold")
+        .env("NODEPROV", &wrapper)
         .env(
             "NODEPROV_ARGS",
             format!("--known-hosts {}", known_hosts.display()),
         )
+        .env("NODEPROV_BECOME_PASSWORD_FILE", &password_file)
+        .env(name, value)
         .env("HOME", control.path("home"))
         .output()
         .unwrap();
@@ -301,7 +357,31 @@ fn a_slurm_array_of_four_shards_merges_into_the_single_controller_report() {
         "submit: {ids}{}",
         String::from_utf8_lossy(&submitted.stderr)
     );
-    let (_array, merge) = ids.trim().split_once(' ').expect("two job ids");
+    let (array, merge) = ids.trim().split_once(' ').expect("two job ids");
+
+    let stored = files_named(&slurm.path("state"), "environment");
+    assert_eq!(stored.len(), 2, "the array's and the merge's: {stored:?}");
+    for file in &stored {
+        let text = String::from_utf8_lossy(&std::fs::read(file).unwrap()).into_owned();
+        assert_no_secret(&file.display().to_string(), &text, &password_file);
+    }
+    for job in [array, merge] {
+        let shown = slurm
+            .command("scontrol")
+            .args(["show", "job", "-dd", job])
+            .output()
+            .unwrap();
+        let shown = String::from_utf8_lossy(&shown.stdout);
+        assert!(shown.contains("JobState=PENDING"), "{shown}");
+        assert!(!shown.contains(DEPLOY_PASSWORD), "{shown}");
+    }
+    let released = slurm
+        .command("scontrol")
+        .args(["release", &format!("{array},{merge}")])
+        .status()
+        .unwrap();
+    assert!(released.success());
+
     let (state, exit) = wait_job(&slurm, merge);
     assert_eq!(
         (state.as_str(), exit.as_str()),
@@ -309,6 +389,16 @@ fn a_slurm_array_of_four_shards_merges_into_the_single_controller_report() {
         "{}",
         slurm.logs()
     );
+    let seen: Vec<_> = std::fs::read_dir(&job_env).unwrap().flatten().collect();
+    assert_eq!(seen.len(), 5, "4 shard tasks and the merge");
+    for entry in seen {
+        let text = std::fs::read_to_string(entry.path()).unwrap();
+        assert_no_secret(
+            &format!("job {:?}", entry.file_name()),
+            &text,
+            &password_file,
+        );
+    }
 
     let fleet_doc = read_json(&reports.join("fleet/report.json"));
     assert_valid(&fleet_doc);
@@ -378,5 +468,28 @@ fn merge_names_a_shard_that_wrote_no_report() {
     assert!(
         merged.stderr.contains("missing shard report(s): shard 2/3"),
         "{merged}"
+    );
+}
+
+#[test]
+fn submit_refuses_a_become_password_in_its_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let reports = dir.path().join("reports");
+    let out = Command::new(SUBMIT)
+        .args(["4", "marker.yml", "inventory.ini"])
+        .arg(&reports)
+        .env("NODEPROV_BECOME_PASSWORD", DEPLOY_PASSWORD)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with("NODEPROV_BECOME_PASSWORD is not passed to Slurm jobs")
+            && stderr.contains("set NODEPROV_BECOME_PASSWORD_FILE"),
+        "{stderr}"
+    );
+    assert!(
+        !reports.exists(),
+        "refused before anything is made or submitted"
     );
 }

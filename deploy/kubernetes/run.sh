@@ -19,6 +19,12 @@ wait_job() {
         sleep 10
     done
 }
+# The SSH key is in none of these files: the Secret is made from the key
+# files (ssh-secret.yaml says how), never applied from here.
+if ! kubectl get secret nodeprov-ssh >/dev/null; then
+    echo "no Secret nodeprov-ssh: create it as $here/ssh-secret.yaml says" >&2
+    exit 1
+fi
 kubectl apply -f "$here/config.yaml"
 kubectl delete job nodeprov-shards nodeprov-merge --ignore-not-found
 with_run "$here/job-shards.yaml" | kubectl apply -f -
