@@ -137,7 +137,7 @@ impl Block {
 }
 
 /// A host matches when one positive pattern matches and no negated one does.
-fn host_matches(patterns: &[String], host: &str) -> bool {
+pub(super) fn host_matches(patterns: &[String], host: &str) -> bool {
     let host = host.to_ascii_lowercase();
     let mut matched = false;
     for p in patterns {
