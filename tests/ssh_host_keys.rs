@@ -1,6 +1,6 @@
 //! The real binary's host key checks against a real sshd: what each kind of
-//! known_hosts line lets through, and that a refused host is never
-//! recorded.
+//! known_hosts line and `StrictHostKeyChecking` value lets through, and
+//! that a refused host is never recorded.
 
 mod support;
 
@@ -103,4 +103,36 @@ fn a_host_known_only_through_a_cert_authority_is_refused_and_told_why() {
         "{msg}"
     );
     assert_eq!(control.read("known_hosts"), text, "nothing is recorded");
+}
+
+#[test]
+fn strict_host_key_checking_no_is_refused_unless_accept_new_is_passed() {
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    let control = Control::new(&fleet);
+    control.write("known_hosts", "");
+    let config = control.write("ssh_config", "Host *\n    StrictHostKeyChecking no\n");
+    let run = apply(&control, host, &["--ssh-config", &config]);
+    assert_eq!(run.code, 4, "{run}");
+    let msg = run.unreachable(host.name());
+    assert!(
+        msg.contains(&format!(
+            "StrictHostKeyChecking no in {config}:2 is not honoured: nodeprov never connects \
+             to an unverified host; use accept-new or --accept-new-host-keys"
+        )),
+        "{msg}"
+    );
+    assert_eq!(control.read("known_hosts"), "", "nothing is recorded");
+
+    let run = apply(
+        &control,
+        host,
+        &["--ssh-config", &config, "--accept-new-host-keys"],
+    );
+    assert_eq!(run.code, 0, "{run}");
+    assert_eq!(
+        control.read("known_hosts").trim_end(),
+        host.known_hosts_line(),
+        "accepted as new and recorded"
+    );
 }

@@ -62,6 +62,11 @@ pub enum RouteError {
     CommonArgs(ValueError),
     #[error(transparent)]
     BecomePassword(#[from] BecomePasswordError),
+    #[error(
+        "StrictHostKeyChecking {value} in {at} is not honoured: nodeprov never connects to an \
+         unverified host; use accept-new or --accept-new-host-keys"
+    )]
+    StrictOff { value: String, at: String },
 }
 
 /// A known_hosts line that cannot be read; the whole file is refused rather
