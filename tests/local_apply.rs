@@ -324,3 +324,54 @@ fn file_times_converge_when_literal_and_move_when_now() {
     assert_eq!((code, recap(&check, "drift")), (2, 1), "{check}");
     assert_machine_unchanged(&before);
 }
+
+#[test]
+fn commands_run_on_the_controller_never_see_its_nodeprov_variables() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let playbook = r#"
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: delegated
+      shell: tr '\0' '\n' < /proc/self/environ
+      register: delegated
+      changed_when: false
+      delegate_to: localhost
+    - name: local
+      command: env
+      register: local
+      changed_when: false
+    - copy:
+        dest: /root/environ
+        content: "{{ delegated.stdout }}\n{{ local.stdout }}"
+"#;
+    std::fs::write(host.path("/root/env.yml"), playbook).unwrap();
+    let argv = [
+        "/usr/bin/env",
+        "NODEPROV_BECOME_PASSWORD=become-secret",
+        "NODEPROV_SSH_PASSWORD=ssh-secret",
+        "NODEPROV_KEY_PASSPHRASE=key-secret",
+        "NODEPROV_ANYTHING=other",
+        "KEPT_FOR_COMMANDS=yes",
+        BIN,
+        "apply",
+        "/root/env.yml",
+        "-c",
+        "local",
+        "--format",
+        "json",
+    ];
+    let (code, doc) = run_json(&host, &argv);
+    assert_eq!(code, 0, "{doc:#}");
+    let seen = std::fs::read_to_string(host.path("/root/environ")).unwrap();
+    let leaked: Vec<&str> = seen.lines().filter(|l| l.contains("NODEPROV_")).collect();
+    assert!(leaked.is_empty(), "{leaked:?}");
+    assert!(!seen.contains("secret"), "{seen}");
+    assert_eq!(
+        seen.matches("KEPT_FOR_COMMANDS=yes").count(),
+        2,
+        "both commands see the rest of the environment: {seen}"
+    );
+    assert_machine_unchanged(&before);
+}

@@ -22,7 +22,8 @@ impl Transport for LocalTransport {
                 c
             }
         };
-        cmd.env("LC_ALL", "C")
+        without_nodeprov_env(&mut cmd)
+            .env("LC_ALL", "C")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -44,6 +45,18 @@ impl Transport for LocalTransport {
             stderr: out.stderr,
         })
     }
+}
+
+/// The controller's `NODEPROV_*` variables hold its secrets (the become
+/// and SSH passwords, the key passphrase); they are for nodeprov, never for
+/// the playbook's commands.
+fn without_nodeprov_env(cmd: &mut Command) -> &mut Command {
+    for (name, _) in std::env::vars_os() {
+        if name.as_encoded_bytes().starts_with(b"NODEPROV_") {
+            cmd.env_remove(name);
+        }
+    }
+    cmd
 }
 
 fn is_current_user(user: &str) -> bool {

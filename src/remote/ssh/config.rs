@@ -17,12 +17,15 @@ pub struct JumpHost {
     pub port: Option<u16>,
 }
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum StrictHostKeys {
     /// Unknown hosts are refused (`yes`, `ask`: we never prompt mid-run).
     Yes,
     /// Unknown hosts are recorded; changed keys are still refused.
     AcceptNew,
+    /// `no` or `off`: connect to anything. Not honoured; kept as written
+    /// and where (`FILE:LINE`), so the refusal can point at it.
+    Off { value: String, at: String },
 }
 
 /// The options that apply to one host after all matching blocks.
@@ -50,7 +53,8 @@ struct Block {
     /// blocks, which we do not evaluate (they never match).
     patterns: Option<Vec<String>>,
     is_match: bool,
-    options: Vec<(String, Vec<String>, usize)>,
+    /// Keyword, arguments and `FILE:LINE`.
+    options: Vec<(String, Vec<String>, String)>,
 }
 
 impl SshConfig {
@@ -101,7 +105,9 @@ impl SshConfig {
                         problem,
                     })?;
                     let block = blocks.last_mut().expect("there is always a block");
-                    block.options.push((keyword, args, line));
+                    block
+                        .options
+                        .push((keyword, args, format!("{origin}:{line}")));
                 }
             }
         }
@@ -119,8 +125,8 @@ impl SshConfig {
     pub fn resolve(&self, host: &str) -> HostConfig {
         let mut cfg = HostConfig::default();
         for block in self.blocks.iter().filter(|b| b.matches(host)) {
-            for (keyword, args, _) in &block.options {
-                apply(&mut cfg, keyword, args);
+            for (keyword, args, at) in &block.options {
+                apply(&mut cfg, keyword, args, at);
             }
         }
         cfg
@@ -137,7 +143,7 @@ impl Block {
 }
 
 /// A host matches when one positive pattern matches and no negated one does.
-fn host_matches(patterns: &[String], host: &str) -> bool {
+pub(super) fn host_matches(patterns: &[String], host: &str) -> bool {
     let host = host.to_ascii_lowercase();
     let mut matched = false;
     for p in patterns {
@@ -185,13 +191,13 @@ fn validate(keyword: &str, args: &[String]) -> Result<(), ValueError> {
             .map(drop)
             .map_err(|_| ValueError::Timeout(value.clone())),
         "proxyjump" => parse_jumps(value).map(drop),
-        "stricthostkeychecking" => parse_strict(value).map(drop),
+        "stricthostkeychecking" => parse_strict(value, "").map(drop),
         _ => Ok(()),
     }
 }
 
 /// Records an option unless an earlier block already set it.
-fn apply(cfg: &mut HostConfig, keyword: &str, args: &[String]) {
+fn apply(cfg: &mut HostConfig, keyword: &str, args: &[String], at: &str) {
     let value = &args[0];
     match keyword {
         "hostname" => set_once(&mut cfg.hostname, || value.clone()),
@@ -205,7 +211,7 @@ fn apply(cfg: &mut HostConfig, keyword: &str, args: &[String]) {
             Duration::from_secs(value.parse().expect("validated"))
         }),
         "stricthostkeychecking" => set_once(&mut cfg.strict_host_keys, || {
-            parse_strict(value).expect("validated")
+            parse_strict(value, at).expect("validated")
         }),
         "userknownhostsfile" => set_once(&mut cfg.known_hosts_files, || args.to_vec()),
         _ => {}
@@ -226,12 +232,14 @@ fn parse_port(value: &str) -> Result<u16, ValueError> {
         .ok_or_else(|| ValueError::Port(value.to_string()))
 }
 
-fn parse_strict(value: &str) -> Result<StrictHostKeys, ValueError> {
+fn parse_strict(value: &str, at: &str) -> Result<StrictHostKeys, ValueError> {
     match value.to_ascii_lowercase().as_str() {
         "yes" | "ask" => Ok(StrictHostKeys::Yes),
-        // OpenSSH's "no" would also let changed keys through; we refuse
-        // those regardless, so it behaves like accept-new here.
-        "accept-new" | "no" | "off" => Ok(StrictHostKeys::AcceptNew),
+        "accept-new" => Ok(StrictHostKeys::AcceptNew),
+        "no" | "off" => Ok(StrictHostKeys::Off {
+            value: value.to_string(),
+            at: at.to_string(),
+        }),
         _ => Err(ValueError::Strict(value.to_string())),
     }
 }
@@ -417,6 +425,23 @@ Host *
         let err = SshConfig::parse("Host a\n  Port twenty\n", "cfg").unwrap_err();
         assert_eq!(err.to_string(), "cfg:2: 'twenty' is not a port number");
         assert!(SshConfig::parse("StrictHostKeyChecking maybe", "c").is_err());
+    }
+
+    #[test]
+    fn strict_host_key_checking_off_keeps_where_it_was_set() {
+        let text = "Host gpu-*\n  StrictHostKeyChecking yes\nHost *\n  StrictHostKeyChecking=Off\n";
+        let c = SshConfig::parse(text, "cfg").unwrap();
+        assert_eq!(
+            c.resolve("gpu-01").strict_host_keys,
+            Some(StrictHostKeys::Yes)
+        );
+        assert_eq!(
+            c.resolve("db-01").strict_host_keys,
+            Some(StrictHostKeys::Off {
+                value: "Off".into(),
+                at: "cfg:4".into()
+            })
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use super::config::{expand_path, parse_jumps, JumpHost, StrictHostKeys, Tokens};
+use super::config::{expand_path, parse_jumps, HostConfig, JumpHost, StrictHostKeys, Tokens};
 use super::error::RouteError;
 use super::known_hosts::HostKeyPolicy;
 use super::{check_become_password, Secret, SshOptions};
@@ -92,7 +92,7 @@ pub fn resolve(
     let jumps = jump_specs
         .iter()
         .map(|j| jump_endpoint(opts, j))
-        .collect::<Vec<_>>();
+        .collect::<Result<Vec<_>, _>>()?;
     let known = known_hosts_files(opts, hc.known_hosts_files.as_deref(), &tokens);
     let target = Endpoint {
         name: name.to_string(),
@@ -114,11 +114,7 @@ pub fn resolve(
             .connect_timeout
             .or(hc.connect_timeout)
             .unwrap_or(DEFAULT_CONNECT_TIMEOUT),
-        host_keys: HostKeyPolicy {
-            files: known,
-            accept_new: opts.accept_new_host_keys
-                || hc.strict_host_keys == Some(StrictHostKeys::AcceptNew),
-        },
+        host_keys: host_key_policy(opts, &hc, known)?,
     };
     Ok(Route {
         target,
@@ -130,7 +126,7 @@ pub fn resolve(
 
 /// A jump host is configured by `ssh_config` alone, as `ssh -J` does; the
 /// target's password is never offered to it.
-fn jump_endpoint(opts: &SshOptions, jump: &JumpHost) -> Endpoint {
+fn jump_endpoint(opts: &SshOptions, jump: &JumpHost) -> Result<Endpoint, RouteError> {
     let hc = opts.config.resolve(&jump.host);
     let host = hc.hostname.clone().unwrap_or_else(|| jump.host.clone());
     let port = jump.port.or(hc.port).unwrap_or(22);
@@ -147,23 +143,42 @@ fn jump_endpoint(opts: &SshOptions, jump: &JumpHost) -> Endpoint {
         port,
     };
     let explicit = opts.private_key.clone().into_iter().collect();
-    Endpoint {
+    let known = known_hosts_files(opts, hc.known_hosts_files.as_deref(), &tokens);
+    Ok(Endpoint {
         name: jump.host.clone(),
         keys: key_files(opts, explicit, &hc.identity_files, &tokens),
         connect_timeout: opts
             .connect_timeout
             .or(hc.connect_timeout)
             .unwrap_or(DEFAULT_CONNECT_TIMEOUT),
-        host_keys: HostKeyPolicy {
-            files: known_hosts_files(opts, hc.known_hosts_files.as_deref(), &tokens),
-            accept_new: opts.accept_new_host_keys
-                || hc.strict_host_keys == Some(StrictHostKeys::AcceptNew),
-        },
+        host_keys: host_key_policy(opts, &hc, known)?,
         host,
         port,
         user,
         password: None,
-    }
+    })
+}
+
+/// `StrictHostKeyChecking no` would have nodeprov connect to unverified
+/// hosts, so it is refused rather than quietly read as accept-new; with
+/// `--accept-new-host-keys` the operator has said what they want instead.
+fn host_key_policy(
+    opts: &SshOptions,
+    hc: &HostConfig,
+    files: Vec<PathBuf>,
+) -> Result<HostKeyPolicy, RouteError> {
+    let accept_new = match &hc.strict_host_keys {
+        _ if opts.accept_new_host_keys => true,
+        Some(StrictHostKeys::Off { value, at }) => {
+            return Err(RouteError::StrictOff {
+                value: value.clone(),
+                at: at.clone(),
+            })
+        }
+        Some(StrictHostKeys::AcceptNew) => true,
+        Some(StrictHostKeys::Yes) | None => false,
+    };
+    Ok(HostKeyPolicy { files, accept_new })
 }
 
 /// Explicit keys, then `IdentityFile`s; the default `~/.ssh/id_*` only when
@@ -406,6 +421,24 @@ Host bastion
         let t = resolve(&o, "x", &Map::new()).unwrap().target;
         assert_eq!(t.host_keys.files, [Path::new("/tmp/kh")]);
         assert!(t.host_keys.accept_new);
+    }
+
+    #[test]
+    fn strict_host_key_checking_no_is_refused_unless_accept_new_is_asked_for() {
+        let config = "Host bastion\n  StrictHostKeyChecking no\nHost *\n  ProxyJump bastion\n";
+        let mut o = opts();
+        o.config = SshConfig::parse(config, "/home/me/.ssh/config").unwrap();
+        for host in ["bastion", "gpu-03"] {
+            let err = resolve(&o, host, &Map::new()).unwrap_err();
+            assert_eq!(
+                err.to_string(),
+                "StrictHostKeyChecking no in /home/me/.ssh/config:2 is not honoured: nodeprov \
+                 never connects to an unverified host; use accept-new or --accept-new-host-keys"
+            );
+        }
+        o.accept_new_host_keys = true;
+        let r = resolve(&o, "gpu-03", &Map::new()).unwrap();
+        assert!(r.target.host_keys.accept_new && r.jumps[0].host_keys.accept_new);
     }
 
     #[test]

@@ -62,12 +62,27 @@ pub enum RouteError {
     CommonArgs(ValueError),
     #[error(transparent)]
     BecomePassword(#[from] BecomePasswordError),
+    #[error(
+        "StrictHostKeyChecking {value} in {at} is not honoured: nodeprov never connects to an \
+         unverified host; use accept-new or --accept-new-host-keys"
+    )]
+    StrictOff { value: String, at: String },
+}
+
+/// A known_hosts line that cannot be read; the whole file is refused rather
+/// than guessed at, since a skipped line could be a revocation.
+#[derive(Debug, Error, PartialEq)]
+pub enum LineError {
+    #[error("unknown marker '{0}' (only @revoked and @cert-authority exist)")]
+    Marker(String),
+    #[error("no key after the host names")]
+    NoKey,
+    #[error("hashed host name '{0}' is not |1|salt|hash in base64")]
+    Hashed(String),
 }
 
 #[derive(Debug, Error)]
 pub enum KnownHostsError {
-    #[error("known_hosts: {0}")]
-    Init(ssh2::Error),
     #[error("cannot read {file}: {source}")]
     Read {
         file: String,
@@ -76,8 +91,8 @@ pub enum KnownHostsError {
     /// Out of file descriptors, said as such.
     #[error("{0}")]
     Descriptors(String),
-    #[error("{file}: {source}")]
-    Parse { file: String, source: ssh2::Error },
+    #[error("known_hosts {at}: {problem}")]
+    Parse { at: String, problem: LineError },
     #[error("cannot record host key in {file}: {why}")]
     Record { file: String, why: String },
 }

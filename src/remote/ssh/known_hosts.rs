@@ -1,15 +1,20 @@
-//! Host key verification against OpenSSH `known_hosts` files. A changed key
-//! is always fatal; an unknown host is fatal unless accept-new is on, and
-//! then it is recorded the way OpenSSH records it.
+//! Host key verification against OpenSSH `known_hosts` files. A revoked
+//! or changed key is always fatal; an unknown host is fatal unless
+//! accept-new is on, and then it is recorded the way OpenSSH records it.
+//! The files are read here rather than by libssh2, which reads markers
+//! and negated patterns as host names.
+
+mod lines;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
-use ssh2::{CheckResult, HashType, HostKeyType, KnownHostFileKind, KnownHosts, Session};
+use ssh2::{HashType, HostKeyType, Session};
 
 use super::error::KnownHostsError;
 use crate::remote::fd_limit;
+use lines::{Entry, Marker};
 
 /// OpenSSH's host key algorithm order. libssh2's default prefers ECDSA, so
 /// a host recorded by `ssh` with its Ed25519 key would look changed.
@@ -45,23 +50,27 @@ pub enum Verdict {
     Refused(String),
 }
 
+/// A line and where it was read, `FILE:LINE`, for messages.
+struct Line {
+    entry: Entry,
+    at: String,
+}
+
 pub struct KnownHostsDb {
-    db: KnownHosts,
+    lines: Vec<Line>,
     policy: HostKeyPolicy,
 }
 
 impl KnownHostsDb {
     /// Loads every existing file of the policy; missing files are empty.
-    /// The files are read here rather than by libssh2 so that a failure to
-    /// open one keeps its cause (out of file descriptors is not a bad file).
-    pub fn load(
-        session: &Session,
-        policy: &HostKeyPolicy,
-    ) -> Result<KnownHostsDb, KnownHostsError> {
-        let mut db = session.known_hosts().map_err(KnownHostsError::Init)?;
+    pub fn load(policy: &HostKeyPolicy) -> Result<KnownHostsDb, KnownHostsError> {
+        let mut db = KnownHostsDb {
+            lines: Vec::new(),
+            policy: policy.clone(),
+        };
         for file in &policy.files {
-            let text = match std::fs::read_to_string(file) {
-                Ok(text) => text,
+            match std::fs::read_to_string(file) {
+                Ok(text) => db.read(&file.display().to_string(), &text)?,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
                 Err(source) => {
                     return Err(match fd_limit::explain(&source) {
@@ -72,40 +81,48 @@ impl KnownHostsDb {
                         },
                     })
                 }
-            };
-            for line in text.lines() {
-                db.read_str(line, KnownHostFileKind::OpenSSH)
-                    .map_err(|source| KnownHostsError::Parse {
-                        file: file.display().to_string(),
-                        source,
-                    })?;
             }
         }
-        Ok(KnownHostsDb {
-            db,
-            policy: policy.clone(),
-        })
+        Ok(db)
     }
 
-    /// Host key algorithms to offer: the types recorded for this host first
-    /// (from unhashed entries), then OpenSSH's order.
-    pub fn algorithm_preference(&self, host: &str, port: u16) -> String {
+    /// A line that cannot be read refuses the file: skipping it could skip
+    /// a revocation.
+    fn read(&mut self, file: &str, text: &str) -> Result<(), KnownHostsError> {
+        for (n, line) in text.lines().enumerate() {
+            let at = format!("{file}:{}", n + 1);
+            match lines::parse(line) {
+                Ok(Some(entry)) => self.lines.push(Line { entry, at }),
+                Ok(None) => {}
+                Err(problem) => return Err(KnownHostsError::Parse { at, problem }),
+            }
+        }
+        Ok(())
+    }
+
+    /// The lines about this host, whatever their marker.
+    fn about<'a>(&'a self, host: &str, port: u16) -> impl Iterator<Item = &'a Line> {
+        // A plain `host` line also covers other ports, as libssh2 read it
+        // before; OpenSSH would look up only `[host]:port`.
         let names = [host_pattern(host, port), host.to_string()];
-        let known: Vec<String> = self
-            .db
+        self.lines
             .iter()
-            .unwrap_or_default()
-            .iter()
-            .filter(|h| h.name().is_some_and(|n| names.iter().any(|x| x == n)))
-            .filter_map(|h| key_type_of(h.key()))
-            .collect();
+            .filter(move |l| names.iter().any(|n| l.entry.names(n)))
+    }
+
+    /// Host key algorithms to offer: the types recorded for this host first,
+    /// then OpenSSH's order.
+    pub fn algorithm_preference(&self, host: &str, port: u16) -> String {
         let mut order: Vec<&str> = Vec::new();
-        for kind in &known {
-            match kind.as_str() {
-                // One RSA key serves three signature algorithms; old
-                // SHA-1 `ssh-rsa` goes last since servers disable it.
-                "ssh-rsa" => order.extend(&OPENSSH_ORDER[4..]),
-                other => order.push(other),
+        for line in self.about(host, port) {
+            match (line.entry.marker, line.entry.key_type.as_str()) {
+                (Marker::Plain, "ssh-rsa") => {
+                    // One RSA key serves three signature algorithms; old
+                    // SHA-1 `ssh-rsa` goes last since servers disable it.
+                    order.extend(&OPENSSH_ORDER[4..])
+                }
+                (Marker::Plain, other) => order.push(other),
+                _ => {}
             }
         }
         order.extend(OPENSSH_ORDER);
@@ -118,45 +135,60 @@ impl KnownHostsDb {
         order.join(",")
     }
 
+    /// The decision and, when refused, the message the user sees.
     pub fn verify(&self, host: &str, port: u16, key: &PresentedKey, display: &str) -> Verdict {
-        let result = self.db.check_port(host, port, key.blob);
-        verdict(result, &self.policy, host, port, key, display)
-    }
-}
-
-/// Turns libssh2's check result into a decision and, when refused, the
-/// message the user sees.
-pub fn verdict(
-    result: CheckResult,
-    policy: &HostKeyPolicy,
-    host: &str,
-    port: u16,
-    key: &PresentedKey,
-    display: &str,
-) -> Verdict {
-    let files = files_list(&policy.files);
-    let kind = key_type_name(key.kind);
-    match result {
-        CheckResult::Match => Verdict::Trusted,
-        CheckResult::Mismatch => Verdict::Refused(format!(
-            "{display}: HOST KEY MISMATCH, possible man-in-the-middle attack: \
-             the {kind} key it presented ({}) differs from the one recorded in {files}; \
-             if the host was reinstalled, remove the old entry (ssh-keygen -R '{}')",
-            key.fingerprint,
-            host_pattern(host, port)
-        )),
-        CheckResult::NotFound if policy.accept_new && !policy.files.is_empty() => {
-            let b64 = base64::engine::general_purpose::STANDARD.encode(key.blob);
-            Verdict::Record(format!("{} {kind} {b64}\n", host_pattern(host, port)))
+        let b64 = base64::engine::general_purpose::STANDARD.encode(key.blob);
+        let kind = key_type_name(key.kind);
+        let fp = &key.fingerprint;
+        // A revoked key is refused for every host, whatever names its line
+        // gives: fleets cloned from one image share host keys.
+        let revoked = self
+            .lines
+            .iter()
+            .find(|l| l.entry.marker == Marker::Revoked && l.entry.key == b64);
+        if let Some(line) = revoked {
+            return Verdict::Refused(format!(
+                "{display}: its {kind} host key {fp} is revoked in {}; nodeprov will not connect",
+                line.at
+            ));
         }
-        CheckResult::NotFound => Verdict::Refused(format!(
-            "{display}: host key is not known (not in {files}); its {kind} key is {}; \
+        let plain: Vec<&Line> = self
+            .about(host, port)
+            .filter(|l| l.entry.marker == Marker::Plain)
+            .collect();
+        if plain.iter().any(|l| l.entry.key == b64) {
+            return Verdict::Trusted;
+        }
+        if let Some(line) = plain.first() {
+            return Verdict::Refused(format!(
+                "{display}: HOST KEY MISMATCH, possible man-in-the-middle attack: \
+                 the {kind} key it presented ({fp}) differs from the one recorded in {}; \
+                 if the host was reinstalled, remove the old entry (ssh-keygen -R '{}')",
+                line.at,
+                host_pattern(host, port)
+            ));
+        }
+        // Recording a plain key would replace the certificate check the
+        // file asks for, so accept-new does not apply.
+        let by_ca = self
+            .about(host, port)
+            .find(|l| l.entry.marker == Marker::CertAuthority);
+        if let Some(line) = by_ca {
+            return Verdict::Refused(format!(
+                "{display}: host key is not known: known_hosts {}: @cert-authority lines are \
+                 not supported; nodeprov checks plain host keys; its {kind} key is {fp}, \
+                 verify it and add it as a plain line",
+                line.at
+            ));
+        }
+        if self.policy.accept_new && !self.policy.files.is_empty() {
+            return Verdict::Record(format!("{} {kind} {b64}\n", host_pattern(host, port)));
+        }
+        Verdict::Refused(format!(
+            "{display}: host key is not known (not in {}); its {kind} key is {fp}; \
              verify it and add it, or pass --accept-new-host-keys",
-            key.fingerprint
-        )),
-        CheckResult::Failure => Verdict::Refused(format!(
-            "{display}: could not check the host key against {files}"
-        )),
+            files_list(&self.policy.files)
+        ))
     }
 }
 
@@ -211,15 +243,6 @@ pub fn key_type_name(kind: HostKeyType) -> &'static str {
     }
 }
 
-/// The algorithm name at the start of a base64 public key blob.
-fn key_type_of(b64: &str) -> Option<String> {
-    let blob = base64::engine::general_purpose::STANDARD
-        .decode(b64.trim())
-        .ok()?;
-    let len = u32::from_be_bytes(blob.get(..4)?.try_into().ok()?) as usize;
-    String::from_utf8(blob.get(4..4 + len)?.to_vec()).ok()
-}
-
 fn files_list(files: &[PathBuf]) -> String {
     if files.is_empty() {
         return "no known_hosts file".into();
@@ -253,33 +276,32 @@ mod tests {
         b
     }
 
-    fn db(text: &str, accept_new: bool) -> (Session, KnownHosts, HostKeyPolicy) {
-        let session = Session::new().unwrap();
-        let mut kh = session.known_hosts().unwrap();
-        kh.read_str(text, KnownHostFileKind::OpenSSH).unwrap();
-        let policy = HostKeyPolicy {
-            files: vec![PathBuf::from("/tmp/kh")],
-            accept_new,
+    fn db(text: &str, accept_new: bool) -> KnownHostsDb {
+        let mut db = KnownHostsDb {
+            lines: Vec::new(),
+            policy: HostKeyPolicy {
+                files: vec![PathBuf::from("/tmp/kh")],
+                accept_new,
+            },
         };
-        (session, kh, policy)
+        db.read("/tmp/kh", text).unwrap();
+        db
     }
 
     fn check(text: &str, accept_new: bool, host: &str, port: u16, key: &[u8]) -> Verdict {
-        let (_s, kh, policy) = db(text, accept_new);
         let presented = PresentedKey {
             blob: key,
             kind: HostKeyType::Ed25519,
             fingerprint: "SHA256:abc".into(),
         };
-        let result = kh.check_port(host, port, key);
-        verdict(
-            result,
-            &policy,
-            host,
-            port,
-            &presented,
-            "gpu-03 (10.0.0.3:22)",
-        )
+        db(text, accept_new).verify(host, port, &presented, "gpu-03 (10.0.0.3:22)")
+    }
+
+    fn refusal(verdict: Verdict) -> String {
+        match verdict {
+            Verdict::Refused(msg) => msg,
+            other => panic!("expected a refusal, got {other:?}"),
+        }
     }
 
     #[test]
@@ -298,25 +320,27 @@ mod tests {
             check(&ported, false, "gpu-03", 2222, &blob(KEY)),
             Verdict::Trusted
         );
+        let globbed = format!("gpu-0?,!gpu-09 ssh-ed25519 {KEY}\n");
+        assert_eq!(
+            check(&globbed, false, "gpu-03", 22, &blob(KEY)),
+            Verdict::Trusted
+        );
     }
 
     #[test]
     fn changed_key_is_refused_with_fingerprint_even_with_accept_new() {
-        let Verdict::Refused(msg) = check(HASHED, true, "gpu-03", 22, &other_blob()) else {
-            panic!("mismatch must be refused");
-        };
+        let msg = refusal(check(HASHED, true, "gpu-03", 22, &other_blob()));
         assert!(msg.contains("gpu-03 (10.0.0.3:22)"), "{msg}");
         assert!(msg.contains("man-in-the-middle"), "{msg}");
         assert!(msg.contains("ssh-ed25519"), "{msg}");
         assert!(msg.contains("SHA256:abc"), "{msg}");
+        assert!(msg.contains("recorded in /tmp/kh:1"), "{msg}");
     }
 
     #[test]
     fn unknown_host_refused_unless_accept_new() {
         let plain = format!("gpu-03 ssh-ed25519 {KEY}\n");
-        let Verdict::Refused(msg) = check(&plain, false, "gpu-04", 22, &blob(KEY)) else {
-            panic!("unknown must be refused");
-        };
+        let msg = refusal(check(&plain, false, "gpu-04", 22, &blob(KEY)));
         assert!(
             msg.contains("not known") && msg.contains("--accept-new-host-keys"),
             "{msg}"
@@ -328,11 +352,86 @@ mod tests {
     }
 
     #[test]
+    fn a_revoked_key_is_refused_for_every_host_even_when_listed_or_accept_new() {
+        let text =
+            format!("gpu-03 ssh-ed25519 {KEY}\n# old disk\n@revoked gpu-01 ssh-ed25519 {KEY}\n");
+        for accept_new in [false, true] {
+            for host in ["gpu-03", "gpu-04"] {
+                let msg = refusal(check(&text, accept_new, host, 22, &blob(KEY)));
+                assert_eq!(
+                    msg,
+                    "gpu-03 (10.0.0.3:22): its ssh-ed25519 host key SHA256:abc is revoked \
+                     in /tmp/kh:3; nodeprov will not connect"
+                );
+            }
+        }
+        // Another key for the same host is judged as usual.
+        let msg = refusal(check(&text, true, "gpu-03", 22, &other_blob()));
+        assert!(msg.contains("man-in-the-middle"), "{msg}");
+    }
+
+    #[test]
+    fn a_negated_host_is_not_known_through_the_line() {
+        let text = format!("gpu-03,!gpu-03 ssh-ed25519 {KEY}\n");
+        let msg = refusal(check(&text, false, "gpu-03", 22, &blob(KEY)));
+        assert!(msg.contains("not known"), "{msg}");
+        // Nor is it changed: a different key is simply new.
+        assert_eq!(
+            check(&text, true, "gpu-03", 22, &other_blob()),
+            Verdict::Record(format!(
+                "gpu-03 ssh-ed25519 {}\n",
+                base64::engine::general_purpose::STANDARD.encode(other_blob())
+            ))
+        );
+    }
+
+    #[test]
+    fn a_host_known_only_through_a_cert_authority_is_refused_and_told_why() {
+        let text = format!("@cert-authority *.lab ssh-ed25519 {KEY}\n");
+        for accept_new in [false, true] {
+            let msg = refusal(check(&text, accept_new, "gpu-03.lab", 22, &blob(KEY)));
+            assert!(
+                msg.contains(
+                    "known_hosts /tmp/kh:1: @cert-authority lines are not supported; \
+                     nodeprov checks plain host keys"
+                ),
+                "{msg}"
+            );
+        }
+        // A plain line still decides for its host.
+        let both = format!("{text}gpu-03.lab ssh-ed25519 {KEY}\n");
+        assert_eq!(
+            check(&both, false, "gpu-03.lab", 22, &blob(KEY)),
+            Verdict::Trusted
+        );
+        // Outside the authority's patterns, the host is simply unknown.
+        assert!(matches!(
+            check(&text, true, "gpu-03.prod", 22, &blob(KEY)),
+            Verdict::Record(_)
+        ));
+    }
+
+    #[test]
+    fn a_line_that_cannot_be_read_names_its_file_and_line() {
+        let mut db = db("", false);
+        let err = db
+            .read(
+                "/tmp/kh",
+                &format!("gpu-03 ssh-ed25519 {KEY}\n@trusted * ssh-ed25519 {KEY}\n"),
+            )
+            .unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "known_hosts /tmp/kh:2: unknown marker '@trusted' (only @revoked and @cert-authority exist)"
+        );
+    }
+
+    #[test]
     fn recorded_types_come_first_in_algorithm_preference() {
         let rsa_key = "AAAAB3NzaC1yc2EAAAADAQABAAAAgQC7";
-        let text = format!("[gpu-03]:2222 ssh-rsa {rsa_key}\n");
-        let (_s, kh, policy) = db(&text, false);
-        let db = KnownHostsDb { db: kh, policy };
+        let text =
+            format!("[gpu-03]:2222 ssh-rsa {rsa_key}\n@revoked gpu-03 ecdsa-sha2-nistp256 {KEY}\n");
+        let db = db(&text, false);
         let pref = db.algorithm_preference("gpu-03", 2222);
         assert!(
             pref.starts_with("rsa-sha2-512,rsa-sha2-256,ssh-rsa,ssh-ed25519"),

@@ -403,11 +403,10 @@ fn establish<S: AsRawFd + 'static>(
     }
     let setup_limit = ep.connect_timeout.max(SETUP_TIMEOUT_FLOOR);
     session.set_timeout(millis(setup_limit));
-    let db =
-        KnownHostsDb::load(&session, &ep.host_keys).map_err(|source| ConnectError::KnownHosts {
-            host: host.clone(),
-            source,
-        })?;
+    let db = KnownHostsDb::load(&ep.host_keys).map_err(|source| ConnectError::KnownHosts {
+        host: host.clone(),
+        source,
+    })?;
     // Unsupported names are dropped by libssh2; failing here only loses
     // the preference.
     let _ = session.method_pref(
