@@ -119,7 +119,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         anchor,
         create: a.create,
         backrefs: a.backrefs,
-        opts: WriteOpts::new(a.mode, a.owner, a.group)
+        opts: WriteOpts::read(p, a.mode, a.owner, a.group)?
             .with_backup(a.backup)
             .with_validate(a.validate)
             .map_err(|m| p.error("validate", m))?,
