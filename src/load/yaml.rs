@@ -328,7 +328,14 @@ impl Builder {
             Some(Frame::Seq(items, _, _)) => items.push(node),
             Some(Frame::Map(frame)) => match frame.pending_key.take() {
                 None => frame.pending_key = Some(node),
-                Some(key) if key.as_str() == Some("<<") => frame.merges.push(node),
+                Some(key) if key.as_str() == Some("<<") => match merged_maps(&node) {
+                    true => frame.merges.push(node),
+                    // As PyYAML refuses it, rather than merging nothing.
+                    false => self.fail(node.error(format!(
+                        "a merge key `<<` takes a mapping or a list of mappings, found {}",
+                        node.kind()
+                    ))),
+                },
                 Some(key) => {
                     if let Err(err) = frame.insert(key, node) {
                         self.fail(err);
@@ -336,6 +343,15 @@ impl Builder {
                 }
             },
         }
+    }
+}
+
+/// What a merge key can merge: a mapping, or a list of mappings.
+fn merged_maps(node: &Node) -> bool {
+    match &node.value {
+        Value::Map(_) => true,
+        Value::Seq(items) => items.iter().all(|i| i.as_map().is_some()),
+        _ => false,
     }
 }
 
