@@ -20,6 +20,7 @@ use super::prepared::{PlayCtx, PreparedTask};
 use super::result::HostReport;
 use super::vars::{Known, VarLayers};
 use super::wire::{Step, Wire};
+use crate::load::diag::Diagnostic;
 use crate::modules::{Facts, Module};
 use crate::remote::host_facts;
 use crate::remote::probe::Probe;
@@ -89,7 +90,7 @@ pub(crate) struct HostRun<'a, 'p> {
     section: Option<std::sync::Arc<crate::load::tasks::Frame>>,
     /// Why the play's `vars_files` could not be read for this host: every
     /// task fails with it, as no task can know its variables.
-    vars_error: Option<String>,
+    vars_error: Option<Diagnostic>,
 }
 
 impl<'a, 'p> HostRun<'a, 'p> {
@@ -127,7 +128,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         let started = Instant::now();
         let prepared = self.ctx.prepared;
         if !self.ctx.play.gather_facts {
-            self.read_host_files(Known::NoFacts);
+            self.read_host_files(Known::All);
         }
         self.run_list(&prepared.tasks.iter().collect::<Vec<_>>());
         self.run_handlers();
@@ -139,6 +140,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             self.run_list(&prepared.validate.iter().collect::<Vec<_>>());
             self.flush();
         }
+        self.read_files_left_unread();
         let (round_trips, mut probes) = self.wire.finish();
         let tasks = self.outcomes.into_results(&mut probes);
         HostReport {
@@ -278,7 +280,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
                     self.ctx
                         .templates
                         .record_facts(&self.host, &self.vars.facts);
-                    self.read_host_files(Known::Facts);
+                    self.read_host_files(Known::All);
                 }
                 self.facts.extend(results);
             }
@@ -286,9 +288,25 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }
     }
 
+    /// A play's `vars_files` are read even when no task needed them (no
+    /// task, or none that gathered the facts they are named after): one that
+    /// cannot be read fails the host rather than going unnoticed.
+    fn read_files_left_unread(&mut self) {
+        if self.vars.play_files.is_some() && !self.stopped {
+            self.probe_ahead(&[]);
+        }
+        if self.outcomes.len() > 0 {
+            return; // every task that ran failed with it already
+        }
+        if let Some(d) = self.vars_error.take() {
+            self.outcomes
+                .vars_files_failed(d.span.location(), d.message);
+        }
+    }
+
     fn read_host_files(&mut self, known: Known) {
         if let Err(d) = self.vars.read_host_files(self.ctx.templates, known) {
-            self.vars_error = Some(format!("{}: {}", d.span.location(), d.message));
+            self.vars_error = Some(d);
         }
     }
 
@@ -359,7 +377,8 @@ impl<'a, 'p> HostRun<'a, 'p> {
         if self.stopped || !spec.selected || !self.in_running_section(spec) {
             return Next::Continue;
         }
-        if let Some(why) = self.vars_error.clone() {
+        if let Some(d) = &self.vars_error {
+            let why = format!("{}: {}", d.span.location(), d.message);
             self.fail(spec, None, why);
             return Next::Continue;
         }

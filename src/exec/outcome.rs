@@ -231,12 +231,46 @@ impl Outcomes {
         if spec.task.no_log {
             self.hidden.insert(self.results.len());
         }
+        let (task, module) = (spec.name.clone(), spec.task.module.name);
+        self.record(
+            task,
+            module,
+            spec.task.location(),
+            spec.tags.clone(),
+            label,
+            status,
+        )
+    }
+
+    /// The play's `vars_files` could not be read for the host, and no task
+    /// ran to fail with it: the failure is the play's own.
+    pub fn vars_files_failed(&mut self, location: String, message: String) {
+        let i = self.record(
+            "vars_files".into(),
+            "vars_files",
+            location,
+            Vec::new(),
+            None,
+            Status::Failed,
+        );
+        self.results[i].message = Some(message);
+    }
+
+    fn record(
+        &mut self,
+        task: String,
+        module: &'static str,
+        location: String,
+        tags: Vec<String>,
+        item: Option<String>,
+        status: Status,
+    ) -> usize {
         self.results.push(TaskResult {
-            task: spec.name.clone(),
-            module: spec.task.module.name,
-            location: spec.task.location(),
-            tags: spec.tags.clone(),
-            item: label,
+            task,
+            module,
+            location,
+            tags,
+            item,
             status,
             changes: Vec::new(),
             notes: Vec::new(),

@@ -337,6 +337,32 @@ fn a_templated_path_that_renders_to_the_root_is_never_removed() {
 }
 
 #[test]
+fn rendered_values_that_would_inject_are_refused_before_anything_is_written() {
+    let cases = [
+        (
+            "ini_file: {path: /etc/app.ini, section: main, option: workers, value: \"{{ v }}\"}",
+            "ini_file: 'value' must be one line, but \"1\\n[evil]\\nx = 1\" holds a line break",
+            "p.yml:7:77",
+        ),
+        (
+            "copy: {dest: /etc/f0, content: x, owner: \"{{ who }}\"}",
+            "copy: '--reference=/etc/shadow' is not a user or group name",
+            "p.yml:7:48",
+        ),
+    ];
+    for (task, want, at) in cases {
+        let (_d, pb) = load(&format!("- hosts: all\n  gather_facts: false\n  vars:\n    v: \"1\\n[evil]\\nx = 1\"\n    who: --reference=/etc/shadow\n  tasks:\n    - {task}\n"));
+        let (outcome, log) = run(&pb, 1, false);
+        let result = &outcome.reports[0].tasks[0];
+        assert_eq!(result.status, Status::Failed, "{task}");
+        let message = result.message.as_deref().unwrap();
+        assert_eq!(message.lines().next(), Some(want));
+        assert!(message.contains(&format!("/{at}\n")), "{message}");
+        assert_eq!(count(&log, Purpose::Mutate), 0, "{task}");
+    }
+}
+
+#[test]
 fn a_task_reading_a_self_referencing_variable_fails_with_its_position() {
     let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  vars:\n    a: \"{{ a }}\"\n    unused: \"{{ unused }}\"\n  tasks:\n    - copy: {dest: /etc/f0, content: \"managed\\n\"}\n    - copy: {dest: /etc/f1, content: \"{{ a }}\"}\n");
     let (outcome, log) = run(&pb, 0, false);

@@ -251,6 +251,10 @@ fn plays_of(
         )));
         return Vec::new();
     };
+    if items.is_empty() {
+        // A run of nothing is no success to report (Ansible: "Empty playbook").
+        errors.push(root.error("the playbook holds no play: nothing to do"));
+    }
     let dir = path.parent().unwrap_or(Path::new(".")).to_path_buf();
     let mut plays = Vec::new();
     for item in items {

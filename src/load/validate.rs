@@ -11,6 +11,8 @@ use crate::exec::vars;
 use crate::load::diag::{suggest, Diagnostic};
 use crate::load::playbook::{Play, Playbook, Task};
 use crate::load::yaml::Node;
+use crate::modules::copy;
+use crate::modules::kit::module::BuildFn;
 use crate::modules::params::{find_file, search_dirs, BuildCtx, Sources};
 use crate::modules::Params;
 use crate::template::{is_templated, Templates};
@@ -80,8 +82,22 @@ fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Dia
     }
     if task.module.name == "template" {
         check_template_src(t, dirs, task, errors);
+        // Rendering needs a host's variables; how the file is written
+        // (dest, owner, mode, validate) is copy's, checked as copy builds it.
+        let as_copy: Vec<(String, Node)> = task
+            .params
+            .iter()
+            .map(|(k, n)| match k.as_str() {
+                "src" => {
+                    let empty = crate::load::yaml::Value::Str(String::new());
+                    ("content".to_string(), Node::new(empty, n.span.clone()))
+                }
+                _ => (k.clone(), n.clone()),
+            })
+            .collect();
+        check_literal_params(t, dirs, task, &as_copy, copy::COPY.build, errors);
     } else {
-        check_literal_params(t, dirs, task, errors);
+        check_literal_params(t, dirs, task, &task.params, task.module.build, errors);
     }
 }
 
@@ -238,10 +254,11 @@ fn check_literal_params(
     t: &Templates,
     dirs: &[PathBuf],
     task: &Task,
+    params: &[(String, Node)],
+    build: BuildFn,
     errors: &mut Vec<Diagnostic>,
 ) {
-    let params: Vec<(String, Value, crate::load::diag::Span)> = task
-        .params
+    let params: Vec<(String, Value, crate::load::diag::Span)> = params
         .iter()
         .map(|(k, n)| (k.clone(), n.to_json(), n.span.clone()))
         .collect();
@@ -259,7 +276,7 @@ fn check_literal_params(
         sources: &Sources::default(),
     };
     let p = Params::new(task.module.name, task.module_span.clone(), params, &ctx);
-    if let Err(e) = (task.module.build)(&p) {
+    if let Err(e) = build(&p) {
         errors.push(e.to_diagnostic());
     }
 }

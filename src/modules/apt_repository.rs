@@ -111,6 +111,7 @@ fn release_name(s: &str) -> bool {
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = AptRepoArgs::read(p)?;
+    p.one_line("repo", &a.repo)?;
     let filename = a
         .filename
         .map(|f| f.strip_suffix(".list").unwrap_or(&f).to_string());

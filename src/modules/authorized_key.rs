@@ -244,7 +244,7 @@ impl Module for AuthorizedKey {
             plan.changes
                 .push(Change::new(&dir, None, Some("directory".into())));
             plan.steps.push(format!(
-                "mkdir -p {d} && chown {u}:{g} {d} && chmod 700 {d}",
+                "mkdir -p {d} && chown -- {u}:{g} {d} && chmod 700 {d}",
                 d = quote(&dir),
                 u = quote(user),
                 g = quote(&target.group)
@@ -362,7 +362,7 @@ mod tests {
                 ..target(None)
             }),
         );
-        assert_eq!(p.steps[0], "mkdir -p /home/alice/.ssh && chown alice:alice /home/alice/.ssh && chmod 700 /home/alice/.ssh");
+        assert_eq!(p.steps[0], "mkdir -p /home/alice/.ssh && chown -- alice:alice /home/alice/.ssh && chmod 700 /home/alice/.ssh");
         assert_eq!(written(&p), KEY_A);
         let m = build_test(
             &AUTHORIZED_KEY,

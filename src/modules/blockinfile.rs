@@ -94,7 +94,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         lines,
         anchor,
         create: a.create,
-        opts: WriteOpts::new(a.mode, a.owner, a.group)
+        opts: WriteOpts::read(p, a.mode, a.owner, a.group)?
             .with_backup(a.backup)
             .with_validate(a.validate)
             .map_err(|m| p.error("validate", m))?,
@@ -271,12 +271,17 @@ mod tests {
 
     #[test]
     fn hostile_input_is_encoded_or_refused() {
-        let m = block(json!({"block": "$(reboot)\n`reboot`", "owner": "$(reboot)"}));
+        let m = block(json!({"block": "$(reboot)\n`reboot`", "owner": "gpu$"}));
         let plan = m.plan(&facts_with(Some(""))).unwrap();
         assert_sh_syntax(m.as_ref(), &plan);
         let step = plan.steps.join("\n");
-        assert!(step.contains("chown '$(reboot)'"), "{step}");
+        assert!(step.contains("chown -- 'gpu$'"), "{step}");
         assert!(!step.contains("`reboot`"), "{step}");
+        let err = build_error(
+            &BLOCKINFILE,
+            json!({"path": PATH, "block": "x", "owner": "$(reboot)"}),
+        );
+        assert_eq!(err, "blockinfile: '$(reboot)' is not a user or group name");
         let err = build_error(
             &BLOCKINFILE,
             json!({"path": PATH, "block": "x", "marker": "# fixed"}),

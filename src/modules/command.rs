@@ -71,6 +71,10 @@ struct Command {
 
 fn build_command(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = CommandArgs::read(p)?;
+    // One string would be one word, a program named after the whole line.
+    if p.raw("argv").is_some_and(|v| !v.is_array()) {
+        return Err(p.error("argv", "parameter 'argv' must be a list of words"));
+    }
     let argv = match (a.cmd, p.has("argv")) {
         (Some(cmd), false) => split(&cmd),
         (None, true) => a.argv,

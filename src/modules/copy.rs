@@ -97,7 +97,7 @@ fn module(
         dest,
         inside,
         content,
-        opts: WriteOpts::new(w.mode, w.owner, w.group)
+        opts: WriteOpts::read(p, w.mode, w.owner, w.group)?
             .with_backup(w.backup)
             .with_validate(w.validate)
             .map_err(|m| p.error("validate", m))?,

@@ -125,7 +125,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         force: a.force,
         timeout,
         validate_certs: a.validate_certs,
-        opts: WriteOpts::new(a.mode, a.owner, a.group).with_backup(a.backup),
+        opts: WriteOpts::read(p, a.mode, a.owner, a.group)?.with_backup(a.backup),
         auth,
     }))
 }

@@ -74,6 +74,15 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         .or(a.dest)
         .ok_or_else(|| p.error("path", "missing required parameter 'path'"))?;
     p.destructive_path("path", &path)?;
+    for (key, text) in [
+        ("section", &a.section),
+        ("option", &a.option),
+        ("value", &a.value),
+    ] {
+        if let Some(text) = text {
+            p.one_line(key, text)?;
+        }
+    }
     let present = a.state == Presence::Present;
     let action = match (a.option, a.value, present) {
         (Some(o), _, false) => Action::RemoveOption(o),
@@ -109,7 +118,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         section: a.section,
         action,
         create: a.create,
-        opts: WriteOpts::new(a.mode, a.owner, a.group).with_backup(a.backup),
+        opts: WriteOpts::read(p, a.mode, a.owner, a.group)?.with_backup(a.backup),
     }))
 }
 

@@ -85,6 +85,9 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = LineArgs::read(p)?;
     let (_, path) = first_of(p, [("path", a.path), ("dest", a.dest), ("name", a.name)])?;
     let present = a.state == Presence::Present;
+    if a.backrefs && a.regexp.is_none() {
+        return Err(p.error("backrefs", "backrefs: true needs 'regexp'"));
+    }
     let regexp = a
         .regexp
         .map(|r| text::regex(p, "regexp", &r, false, false))
@@ -119,7 +122,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         anchor,
         create: a.create,
         backrefs: a.backrefs,
-        opts: WriteOpts::new(a.mode, a.owner, a.group)
+        opts: WriteOpts::read(p, a.mode, a.owner, a.group)?
             .with_backup(a.backup)
             .with_validate(a.validate)
             .map_err(|m| p.error("validate", m))?,

@@ -63,6 +63,8 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = MountArgs::read(p)?;
     let (_, path) = first_of(p, [("path", a.path), ("name", a.name)])?;
     let state = a.state;
+    // fstab holds a line break escaped (`\012`): an option mount refuses at boot.
+    p.one_line("opts", &a.opts)?;
     let swap = a.fstype.as_deref() == Some("swap");
     if !swap && !path.starts_with('/') {
         return Err(p.error("path", format!("'{path}' must be an absolute path")));

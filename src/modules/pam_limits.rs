@@ -117,8 +117,8 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             format!("'{}' is not a number, 'unlimited' or 'infinity'", a.value),
         ));
     }
-    if a.comment.as_deref().is_some_and(|c| c.contains('\n')) {
-        return Err(p.error("comment", "a comment is one line"));
+    if let Some(comment) = &a.comment {
+        p.one_line("comment", comment)?;
     }
     let keep = match (a.use_max, a.use_min) {
         (true, true) => return Err(p.error("use_min", "give only one of 'use_max' and 'use_min'")),

@@ -178,6 +178,20 @@ impl<'a> Params<'a> {
         ))
     }
 
+    /// A value the module writes as one line of a file: a line break in it
+    /// would start a line of its own (a section, an entry) that no task
+    /// manages. A templated value is checked again once rendered, as every
+    /// build is.
+    pub(crate) fn one_line(&self, key: &str, value: &str) -> Result<(), ParamError> {
+        if !value.contains(['\n', '\r']) {
+            return Ok(());
+        }
+        Err(self.error(
+            key,
+            format!("'{key}' must be one line, but {value:?} holds a line break"),
+        ))
+    }
+
     pub(crate) fn required_str(&self, key: &str) -> Result<String, ParamError> {
         self.str(key)?
             .ok_or_else(|| self.error(key, format!("missing required parameter '{key}'")))

@@ -86,7 +86,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         regexp: regex(p, "regexp", &a.regexp, true)?,
         replace: python_replacement(&a.replace),
         section,
-        opts: WriteOpts::new(a.mode, a.owner, a.group).with_backup(a.backup),
+        opts: WriteOpts::read(p, a.mode, a.owner, a.group)?.with_backup(a.backup),
     }))
 }
 
@@ -280,10 +280,14 @@ mod tests {
     #[test]
     fn hostile_and_broken_input() {
         let facts = facts_with(Some("user=x\n"));
-        let m = replace(json!({"regexp": "x", "replace": "$(reboot)", "group": "`reboot`"}));
+        let m = replace(json!({"regexp": "x", "replace": "$(reboot)"}));
         let plan = m.plan(&facts).unwrap();
         assert_sh_syntax(m.as_ref(), &plan);
-        assert!(plan.steps.join("\n").contains("chown ':`reboot`'"));
+        let err = build_error(
+            &REPLACE,
+            json!({"path": PATH, "regexp": "x", "group": "`reboot`"}),
+        );
+        assert_eq!(err, "replace: '`reboot`' is not a user or group name");
         assert_eq!(content(&settled(&facts, &plan)), "user=$(reboot)\n");
         let err = build_error(&REPLACE, json!({"path": PATH, "regexp": "(a"}));
         assert_eq!(

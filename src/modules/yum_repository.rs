@@ -105,7 +105,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         id: a.name,
         path,
         body,
-        opts: WriteOpts::new(a.mode, a.owner, a.group),
+        opts: WriteOpts::read(p, a.mode, a.owner, a.group)?,
     }))
 }
 
@@ -146,9 +146,7 @@ fn body(p: &Params, a: &RepoArgs) -> Result<Vec<(String, String)>, ParamError> {
     let mut out = Vec::new();
     for (key, value) in entries {
         let Some(value) = value else { continue };
-        if value.contains('\n') {
-            return Err(p.error(key, "must be one line"));
-        }
+        p.one_line(key, &value)?;
         out.push((key.to_string(), value));
     }
     Ok(out)

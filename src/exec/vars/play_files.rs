@@ -31,11 +31,10 @@ enum Entry {
 pub enum Known {
     /// Before facts: a name that cannot be rendered yet waits.
     BeforeFacts,
-    /// Facts are gathered: a name that cannot be rendered is an error.
-    Facts,
-    /// The play gathers no facts: a name that cannot be rendered is
-    /// skipped, as Ansible skips it.
-    NoFacts,
+    /// All the host will know (its facts are gathered, or the play gathers
+    /// none): a name that cannot be rendered is an error, not a file
+    /// silently left unread.
+    All,
 }
 
 impl PlayVars {
@@ -123,7 +122,7 @@ pub fn locate(base: &Path, name: &str) -> PathBuf {
 /// An entry named without templates, read as a run would read it.
 pub fn read_literal(node: &Node, base: &Path) -> Result<Map<String, Value>, Diagnostic> {
     let none = Value::Object(Map::new());
-    let read = read_entry(node, base, &Templates::new(), &none, Known::Facts)?;
+    let read = read_entry(node, base, &Templates::new(), &none, Known::All)?;
     Ok(read.unwrap_or_default())
 }
 
@@ -145,7 +144,7 @@ fn read_entry(
         let text = n.as_str().unwrap_or_default();
         let name = match templates.render_str(text, ctx) {
             Ok(name) => name,
-            Err(e) if e.is_undefined && known != Known::Facts => return Ok(None),
+            Err(e) if e.is_undefined && known != Known::All => return Ok(None),
             Err(e) => return Err(n.error(format!("vars_files: {e}"))),
         };
         let path = locate(base, &name);
@@ -225,24 +224,19 @@ mod tests {
         assert!(vars.per_host());
         assert_eq!(vars.known()["who"], "common");
         let t = Templates::new();
-        let host = vars.for_host(&t, &facts("Debian"), Known::Facts).unwrap();
+        let host = vars.for_host(&t, &facts("Debian"), Known::All).unwrap();
         assert_eq!(host["pkg"], "apt");
         assert_eq!(host["who"], "common", "a later file still wins");
-        let err = vars.for_host(&t, &facts("Suse"), Known::Facts).unwrap_err();
+        let err = vars.for_host(&t, &facts("Suse"), Known::All).unwrap_err();
         assert!(
             err.message.contains("cannot read") && err.message.contains("vars/Suse.yml: No such"),
             "{}",
             err.message
         );
-        let err = vars.for_host(&t, &json!({}), Known::Facts).unwrap_err();
+        let err = vars.for_host(&t, &json!({}), Known::All).unwrap_err();
         assert_eq!(
             err.message,
             "vars_files: undefined variable 'ansible_facts'"
-        );
-        let skipped = vars.for_host(&t, &json!({}), Known::NoFacts).unwrap();
-        assert!(
-            skipped.get("pkg").is_none(),
-            "without facts, Ansible skips it"
         );
     }
 
@@ -252,7 +246,7 @@ mod tests {
         let t = Templates::new();
         let vars = vars.unwrap();
         let read =
-            |os: &str| vars.for_host(&t, &json!({"os": os}), Known::Facts).unwrap()["pkg"].clone();
+            |os: &str| vars.for_host(&t, &json!({"os": os}), Known::All).unwrap()["pkg"].clone();
         assert_eq!(
             read("Debian"),
             "apt",

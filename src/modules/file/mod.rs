@@ -131,7 +131,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             "with recurse, give an octal mode (a symbolic one is not supported there)",
         ));
     }
-    let opts = WriteOpts::new(a.mode, a.owner, a.group);
+    let opts = WriteOpts::read(p, a.mode, a.owner, a.group)?;
     let recurse =
         a.recurse && (opts.mode.is_some() || opts.owner.is_some() || opts.group.is_some());
     Ok(Box::new(FileModule {
@@ -235,7 +235,7 @@ impl FileModule {
                     .unwrap_or_default()
             );
             want.push(og.clone());
-            step.push_str(&format!("chown -R {} {p} || exit 1\n", quote(&og)));
+            step.push_str(&format!("chown -R -- {} {p} || exit 1\n", quote(&og)));
         }
         if let Some(m) = self.opts.mode {
             want.push(format!("{m:04o}"));
@@ -464,7 +464,7 @@ mod tests {
         );
         assert_eq!(
             plan.steps[0],
-            "chown -R slurm /home/slurm || exit 1\nchmod -R 750 /home/slurm || exit 1\n"
+            "chown -R -- slurm /home/slurm || exit 1\nchmod -R 750 /home/slurm || exit 1\n"
         );
         let after = settled(&facts, &plan);
         assert_eq!(

@@ -3,10 +3,11 @@
 
 use base64::Engine;
 
+use super::account::valid_name;
 use super::fact::{self, Fact};
 use super::files_joint;
 use super::plan::{Change, ModuleError, Plan};
-use crate::modules::params::{choices, Mode};
+use crate::modules::params::{choices, Mode, ParamError, Params};
 use crate::remote::probe::{carry, uncarry, Carried, Joint, Probe, ProbeResult};
 use crate::remote::shell::quote;
 
@@ -289,6 +290,22 @@ impl WriteOpts {
         }
     }
 
+    /// [`WriteOpts::new`] for a task's parameters: `owner` and `group` must
+    /// be names (or ids) chown takes as such, never one of its options.
+    pub(crate) fn read(
+        p: &Params,
+        mode: Option<Mode>,
+        owner: Option<String>,
+        group: Option<String>,
+    ) -> Result<Self, ParamError> {
+        for (key, name) in [("owner", &owner), ("group", &group)] {
+            if let Some(name) = name.as_deref().filter(|n| !valid_name(n)) {
+                return Err(p.error(key, format!("'{name}' is not a user or group name")));
+            }
+        }
+        Ok(WriteOpts::new(mode, owner, group))
+    }
+
     /// With Ansible's `validate`, which must name the file as `%s`.
     pub(crate) fn with_validate(self, validate: Option<String>) -> Result<Self, String> {
         match validate {
@@ -394,7 +411,7 @@ pub(crate) fn attr_commands(target: &str, opts: &WriteOpts, on_fail: &str) -> St
     };
     if let Some(owner) = owner {
         s.push_str(&format!(
-            "chown {} {target} || {{ {on_fail}; }}\n",
+            "chown -- {} {target} || {{ {on_fail}; }}\n",
             quote(&owner)
         ));
     }
