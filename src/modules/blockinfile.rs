@@ -271,17 +271,28 @@ mod tests {
 
     #[test]
     fn hostile_input_is_encoded_or_refused() {
-        let m = block(json!({"block": "$(reboot)\n`reboot`", "owner": "gpu$"}));
+        let m = block(json!({"block": "$(reboot)\n`reboot`", "owner": "$(reboot)"}));
         let plan = m.plan(&facts_with(Some(""))).unwrap();
         assert_sh_syntax(m.as_ref(), &plan);
         let step = plan.steps.join("\n");
-        assert!(step.contains("chown -- 'gpu$'"), "{step}");
+        assert!(step.contains("chown -- '$(reboot)'"), "{step}");
         assert!(!step.contains("`reboot`"), "{step}");
-        let err = build_error(
-            &BLOCKINFILE,
-            json!({"path": PATH, "block": "x", "owner": "$(reboot)"}),
+        for bad in ["--reference=/etc/shadow", "a:b", "a\nb"] {
+            let err = build_error(
+                &BLOCKINFILE,
+                json!({"path": PATH, "block": "x", "owner": bad}),
+            );
+            assert_eq!(
+                err,
+                format!("blockinfile: '{bad}' is not a user or group name")
+            );
+        }
+        let m = block(json!({"block": "x", "owner": "jdoe@corp.example", "group": "domain users"}));
+        let step = m.plan(&facts_with(Some(""))).unwrap().steps.join("\n");
+        assert!(
+            step.contains("chown -- 'jdoe@corp.example:domain users'"),
+            "{step}"
         );
-        assert_eq!(err, "blockinfile: '$(reboot)' is not a user or group name");
         let err = build_error(
             &BLOCKINFILE,
             json!({"path": PATH, "block": "x", "marker": "# fixed"}),

@@ -280,14 +280,15 @@ mod tests {
     #[test]
     fn hostile_and_broken_input() {
         let facts = facts_with(Some("user=x\n"));
-        let m = replace(json!({"regexp": "x", "replace": "$(reboot)"}));
+        let m = replace(json!({"regexp": "x", "replace": "$(reboot)", "group": "`reboot`"}));
         let plan = m.plan(&facts).unwrap();
         assert_sh_syntax(m.as_ref(), &plan);
+        assert!(plan.steps.join("\n").contains("chown -- ':`reboot`'"));
         let err = build_error(
             &REPLACE,
-            json!({"path": PATH, "regexp": "x", "group": "`reboot`"}),
+            json!({"path": PATH, "regexp": "x", "group": "-R"}),
         );
-        assert_eq!(err, "replace: '`reboot`' is not a user or group name");
+        assert_eq!(err, "replace: '-R' is not a user or group name");
         assert_eq!(content(&settled(&facts, &plan)), "user=$(reboot)\n");
         let err = build_error(&REPLACE, json!({"path": PATH, "regexp": "(a"}));
         assert_eq!(

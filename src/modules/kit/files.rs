@@ -3,7 +3,7 @@
 
 use base64::Engine;
 
-use super::account::valid_name;
+use super::account::valid_owner;
 use super::fact::{self, Fact};
 use super::files_joint;
 use super::plan::{Change, ModuleError, Plan};
@@ -299,7 +299,7 @@ impl WriteOpts {
         group: Option<String>,
     ) -> Result<Self, ParamError> {
         for (key, name) in [("owner", &owner), ("group", &group)] {
-            if let Some(name) = name.as_deref().filter(|n| !valid_name(n)) {
+            if let Some(name) = name.as_deref().filter(|n| !valid_owner(n)) {
                 return Err(p.error(key, format!("'{name}' is not a user or group name")));
             }
         }
