@@ -16,7 +16,7 @@ use std::sync::atomic::Ordering;
 
 use base64::Engine;
 
-use support::http::Server;
+use support::http::{tarball, Server};
 use support::{
     assert_machine_unchanged, machine_digest, run_json, task_statuses as statuses, IsolatedHost,
 };
@@ -398,23 +398,6 @@ fn uri_sends_a_post_in_apply_only_and_once_with_creates() {
     for doc in [&check, &first, &second] {
         assert!(!doc.to_string().contains("s3cr"), "{doc:#}");
     }
-}
-
-/// A tar.gz of `pkg-1.0/` holding `bin/tool` and `README`.
-fn tarball() -> Vec<u8> {
-    let dir = tempfile::tempdir().unwrap();
-    let pkg = dir.path().join("pkg-1.0");
-    std::fs::create_dir_all(pkg.join("bin")).unwrap();
-    std::fs::write(pkg.join("bin/tool"), "#!/bin/sh\n").unwrap();
-    std::fs::write(pkg.join("README"), "pkg\n").unwrap();
-    let out = std::process::Command::new("tar")
-        .args(["-czf", "-", "-C"])
-        .arg(dir.path())
-        .args(["pkg-1.0/bin", "pkg-1.0/README"])
-        .output()
-        .unwrap();
-    assert!(out.status.success());
-    out.stdout
 }
 
 /// A host whose `/root/pkg.yml` makes `/root/pkg`, then runs `tasks`, in

@@ -15,7 +15,7 @@ use std::os::unix::fs::PermissionsExt;
 use base64::Engine;
 
 use support::control::{Control, Run};
-use support::http::Server;
+use support::http::{argv_recorder, Server};
 use support::sshd::{SshFleet, SshHost};
 use support::{assert_machine_unchanged, machine_digest};
 
@@ -91,10 +91,6 @@ const PLAYBOOK: &str = r#"
       copy: {content: "visible\n", dest: /root/np/visible}
 "#;
 
-/// Logs each call's arguments, one line, then runs the real curl.
-const FAKE_CURL: &str =
-    "#!/bin/sh\nprintf '%s\\n' \"$*\" >> /root/curl-argv\nexec /usr/bin/curl \"$@\"\n";
-
 fn basic(user_password: &str) -> String {
     let encoded = base64::engine::general_purpose::STANDARD.encode(user_password);
     format!("authorization: basic {}", encoded.to_ascii_lowercase())
@@ -113,7 +109,7 @@ fn no_log_secrets_reach_the_server_and_no_report_and_no_command_line() {
     let bin = host.host.path("/root/bin");
     std::fs::create_dir_all(&bin).unwrap();
     std::fs::create_dir_all(host.host.path("/root/np")).unwrap();
-    std::fs::write(bin.join("curl"), FAKE_CURL).unwrap();
+    std::fs::write(bin.join("curl"), argv_recorder("curl")).unwrap();
     std::fs::set_permissions(bin.join("curl"), std::fs::Permissions::from_mode(0o755)).unwrap();
     host.reconfigure("SetEnv PATH=/root/bin:/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin\n");
     let fleet = SshFleet { hosts: vec![host] };

@@ -10,7 +10,7 @@
 
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, FileState, Kind, WriteOpts};
-use crate::modules::kit::http::{curl_line, has_userinfo, shown_url, Auth, AuthArgs};
+use crate::modules::kit::http::{curl_line, has_userinfo, shown_url, wget_line, Auth, AuthArgs};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params};
@@ -436,7 +436,6 @@ impl GetUrl {
         } else {
             " --no-check-certificate"
         };
-        let url = quote(&self.url);
         let failed = quote(&format!("cannot download {}", self.shown));
         let curl = curl_line(
             &format!("{} -o \"$t\"", self.curl()),
@@ -445,8 +444,14 @@ impl GetUrl {
         );
         // wget would put headers and credentials on its command line.
         let fallback = if self.auth.is_empty() && !has_userinfo(&self.url) {
-            format!("elif command -v wget >/dev/null 2>&1; then wget -q{wget_tls} --timeout={t} -O \"$t\" -- {url}\n\
-                     else echo 'neither curl nor wget is installed' >&2; false; ")
+            let wget = wget_line(
+                &format!("wget -q{wget_tls} --timeout={t} -O \"$t\""),
+                &self.url,
+            );
+            format!(
+                "elif command -v wget >/dev/null 2>&1; then {wget}\
+                     else echo 'neither curl nor wget is installed' >&2; false; "
+            )
         } else {
             "else echo 'headers or credentials need curl on the host' >&2; false; ".to_string()
         };
@@ -746,6 +751,22 @@ mod tests {
             plan.changes[0].to_string(),
             "/opt/a: absent → downloaded from https://h/a?…"
         );
+    }
+
+    #[test]
+    fn without_curl_wget_reads_the_url_and_its_token_on_stdin() {
+        let url = "https://h/a?access_token=tk-10";
+        let plan = plan_on(json!({"url": url, "dest": "/opt/a"}), "file\nabsent\n").unwrap();
+        let step = &plan.steps[0];
+        assert!(
+            step.contains(&format!(
+                "then wget -q --timeout=10 -O \"$t\" -i - <<'NODEPROV_SECRET'\n{url}\nNODEPROV_SECRET\n"
+            )),
+            "{step}"
+        );
+        let shown = crate::remote::shell::mask_secrets(step);
+        assert!(!shown.contains("tk-10"), "{shown}");
+        assert!(shown.contains("cannot download https://h/a?…"), "{shown}");
     }
 
     #[test]

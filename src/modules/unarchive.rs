@@ -8,6 +8,7 @@
 //! downloaded.
 
 use crate::modules::kit::fact::{self, Fact};
+use crate::modules::kit::http::{curl_line, shown_url, wget_line, Auth};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
@@ -41,6 +42,8 @@ module_params! {
 
 struct Unarchive {
     src: String,
+    /// `src` as reports show it.
+    shown: String,
     dest: String,
     creates: Option<String>,
     strip: usize,
@@ -87,6 +90,11 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         ));
     }
     Ok(Box::new(Unarchive {
+        shown: if url {
+            shown_url(&a.src)
+        } else {
+            a.src.clone()
+        },
         src: a.src,
         dest: a.dest.trim_end_matches('/').to_string(),
         creates: a.creates,
@@ -131,9 +139,14 @@ impl Fact for ArchiveFact {
     type Value = Found;
 
     fn key(q: &Question) -> String {
+        let src = if q.list {
+            q.src.clone()
+        } else {
+            Auth::default().key_of(&q.src)
+        };
         format!(
             "unarchive:{}\u{0}{}\u{0}{}\u{0}{}",
-            q.src,
+            src,
             q.dest,
             q.creates.as_deref().unwrap_or(""),
             q.strip
@@ -142,8 +155,7 @@ impl Fact for ArchiveFact {
 
     fn script(q: &Question) -> String {
         let mut s = format!(
-            "s={}; d={}\n[ -d \"$d\" ] || {{ echo nodest; exit 0; }}\n",
-            quote(&q.src),
+            "d={}\n[ -d \"$d\" ] || {{ echo nodest; exit 0; }}\n",
             quote(&q.dest)
         );
         if let Some(c) = &q.creates {
@@ -162,12 +174,13 @@ impl Fact for ArchiveFact {
             "tar -tf \"$s\""
         };
         s.push_str(&format!(
-            "[ -f \"$s\" ] || {{ echo nosrc; exit 0; }}\n\
+            "s={}\n[ -f \"$s\" ] || {{ echo nosrc; exit 0; }}\n\
              l=$({list}) || {{ echo \"cannot list $s\" >&2; exit 1; }}\n\
              printf '%s\\n' \"$l\" | sed -E -n 's#^([^/]*(/|$)){{{strip}}}##p' | grep -v '^$' | {{\n\
              n=0; k=0; f=\n\
              while IFS= read -r m; do n=$((n+1)); if [ ! -e \"$d/$m\" ] && [ ! -L \"$d/$m\" ]; then k=$((k+1)); [ -n \"$f\" ] || f=$m; fi; done\n\
              echo \"listed $n $k\"; printf '%s\\n' \"$f\"; }}",
+            quote(&q.src),
             strip = q.strip
         ));
         s
@@ -233,7 +246,7 @@ impl Unarchive {
         } else {
             "tar -xf \"$a\" -C \"$d\"".to_string()
         };
-        let failed = quote(&format!("cannot extract {} into {}", self.src, self.dest));
+        let failed = quote(&format!("cannot extract {} into {}", self.shown, self.dest));
         let d = quote(&self.dest);
         if !self.url {
             return format!(
@@ -241,11 +254,12 @@ impl Unarchive {
                 quote(&self.src)
             );
         }
-        let url = quote(&self.src);
-        let fetch_failed = quote(&format!("cannot download {}", self.src));
+        let curl = curl_line("curl -fsSL -o \"$a\"", &self.src, &[]);
+        let wget = wget_line("wget -q -O \"$a\"", &self.src);
+        let fetch_failed = quote(&format!("cannot download {}", self.shown));
         format!(
             "d={d}; a=$(mktemp) || exit 1\n\
-             if command -v curl >/dev/null 2>&1; then curl -fsSL -o \"$a\" -- {url}; else wget -q -O \"$a\" -- {url}; fi \
+             if command -v curl >/dev/null 2>&1; then {curl}else {wget}fi \
              || {{ rm -f \"$a\"; echo {fetch_failed} >&2; exit 1; }}\n\
              {extract} || {{ rm -f \"$a\"; echo {failed} >&2; exit 1; }}\n\
              rm -f \"$a\""
@@ -265,7 +279,7 @@ impl Module for Unarchive {
             Change::new(
                 self.dest.clone(),
                 Some(before),
-                Some(format!("{} extracted", self.src)),
+                Some(format!("{} extracted", self.shown)),
             )
         };
         match ArchiveFact::read(facts, &q)? {
@@ -297,7 +311,7 @@ impl Module for Unarchive {
                 plan.changes.push(change("not checked".into()));
                 plan.unknown = Some(format!(
                     "{} is only known by downloading it; give creates: to make this idempotent",
-                    self.src
+                    self.shown
                 ));
             }
         }
@@ -417,7 +431,41 @@ mod tests {
         let bare = json!({"src": "https://h/pyxis.tar.gz", "dest": "/srv", "remote_src": true});
         let plan = plan_on(bare.clone(), "unlisted").unwrap();
         assert!(plan.unknown.is_some());
-        assert!(plan.steps[0].contains("curl -fsSL -o \"$a\" -- https://h/pyxis.tar.gz"));
         assert!(build_test(&UNARCHIVE, bare).unwrap().is_command());
+    }
+
+    #[test]
+    fn a_url_reaches_curl_and_wget_on_stdin_and_reports_show_it_cut() {
+        let url = "https://bob:pw-1@h/pyxis.tar.gz?token=tk-2";
+        let params = json!({"src": url, "dest": "/srv", "remote_src": true});
+        let m = build_test(&UNARCHIVE, params.clone()).unwrap();
+        let plan = plan_on(params, "unlisted").unwrap();
+        let step = &plan.steps[0];
+        for fetch in [
+            "then curl -fsSL -o \"$a\" --config - <<'NODEPROV_SECRET'\nurl = \"{url}\"\n",
+            "else wget -q -O \"$a\" -i - <<'NODEPROV_SECRET'\n{url}\n",
+        ] {
+            let fetch = fetch.replace("{url}", url);
+            assert!(step.contains(&fetch), "{step}");
+        }
+        let probe = &m.probes()[0];
+        let shown = [
+            crate::remote::shell::mask_secrets(step),
+            probe.key.clone(),
+            probe.script.clone(),
+            plan.changes[0].to_string(),
+            plan.unknown.clone().unwrap(),
+        ];
+        for text in shown {
+            assert!(
+                !text.contains("pw-1") && !text.contains("tk-2") && !text.contains("bob"),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            plan.changes[0].to_string(),
+            "/srv: not checked → https://h/pyxis.tar.gz?… extracted"
+        );
+        assert!(probe.key.contains("https://h/pyxis.tar.gz?… (credentials "));
     }
 }

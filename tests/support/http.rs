@@ -1,6 +1,8 @@
 //! An HTTP server on an ephemeral loopback port, for the tests of modules
 //! that ask the host to fetch or send something (`get_url`, `uri`,
-//! `unarchive`): hosts share the machine's loopback, so they reach it.
+//! `unarchive`): hosts share the machine's loopback, so they reach it. An
+//! archive to serve, and a recorder of the command lines a host's curl or
+//! wget is given, go with it.
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
@@ -55,6 +57,30 @@ impl Server {
             .cloned()
             .collect()
     }
+}
+
+/// A tar.gz of `pkg-1.0/` holding `bin/tool` and `README`.
+pub fn tarball() -> Vec<u8> {
+    let dir = tempfile::tempdir().unwrap();
+    let pkg = dir.path().join("pkg-1.0");
+    std::fs::create_dir_all(pkg.join("bin")).unwrap();
+    std::fs::write(pkg.join("bin/tool"), "#!/bin/sh\n").unwrap();
+    std::fs::write(pkg.join("README"), "pkg\n").unwrap();
+    let out = std::process::Command::new("tar")
+        .args(["-czf", "-", "-C"])
+        .arg(dir.path())
+        .args(["pkg-1.0/bin", "pkg-1.0/README"])
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    out.stdout
+}
+
+/// A host's `tool` that appends its arguments, one line a call, to
+/// `/root/<tool>-argv` and runs the real one, for tests that prove what a
+/// command line shows.
+pub fn argv_recorder(tool: &str) -> String {
+    format!("#!/bin/sh\nprintf '%s\\n' \"$*\" >> /root/{tool}-argv\nexec /usr/bin/{tool} \"$@\"\n")
 }
 
 /// A request's head and, by its Content-Length, its body.

@@ -1,6 +1,7 @@
-//! What `get_url` and `uri` send: the URL, headers and credentials (and a
-//! request body), handed to curl as a config on its standard input. A
-//! config line is on no command line another user could read in `ps`, and
+//! What `get_url`, `uri` and `unarchive` send: the URL, headers and
+//! credentials (and a request body), handed to curl as a config on its
+//! standard input, or the URL alone to wget on its standard input. That
+//! text is on no command line another user could read in `ps`, and
 //! reports mask it (`shell::secret_stdin`); probe keys and messages show a
 //! URL without its user, password and query (`shown_url`).
 
@@ -167,6 +168,15 @@ pub(crate) fn curl_line(curl: &str, url: &str, lines: &[String]) -> String {
     secret_stdin(&format!("{curl} --config -"), &config.join("\n"))
 }
 
+/// `wget` and its options asking for `url`, which it reads from standard
+/// input (`-i -`) as curl reads its config: no part of the URL is on its
+/// command line. A line break, which would end the URL there, is sent
+/// percent-encoded. Ends its line.
+pub(crate) fn wget_line(wget: &str, url: &str) -> String {
+    let one_line = url.replace('\r', "%0D").replace('\n', "%0A");
+    secret_stdin(&format!("{wget} -i -"), &one_line)
+}
+
 /// A mapping as an HTML form sends it (`application/x-www-form-urlencoded`,
 /// Python's `urlencode`).
 pub(crate) fn form_urlencoded(fields: &serde_json::Map<String, Value>) -> String {
@@ -225,6 +235,10 @@ mod tests {
         assert_eq!(
             curl_line("curl -sS", "u v", &[]),
             "curl -sS --config - <<'NODEPROV_SECRET'\nurl = \"u v\"\nNODEPROV_SECRET\n"
+        );
+        assert_eq!(
+            wget_line("wget -q", "u\nNODEPROV_SECRET\r"),
+            "wget -q -i - <<'NODEPROV_SECRET'\nu%0ANODEPROV_SECRET%0D\nNODEPROV_SECRET\n"
         );
         let form = serde_json::json!({"name": "a b&c=d", "n": 1, "é": "~"});
         assert_eq!(
