@@ -170,12 +170,10 @@ impl<'a> Wire<'a> {
     }
 }
 
+/// Random, so no output of the host can be made in advance to pass for
+/// one of the run's frames.
 fn new_token() -> String {
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_nanos())
-        .unwrap_or(0);
-    format!("{:x}{:x}", nanos, std::process::id())
+    crate::remote::shell::random_hex() + &crate::remote::shell::random_hex()
 }
 
 #[cfg(test)]

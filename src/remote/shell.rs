@@ -250,6 +250,18 @@ pub fn keyed_digest(text: &str) -> String {
     format!("{:016x}", h.finish())
 }
 
+/// 64 random bits, for markers a host's output must not be able to guess
+/// (sudo's prompt, a script's frames): the std hasher's per-instance keys
+/// come from the operating system's random source.
+pub fn random_hex() -> String {
+    use std::hash::{BuildHasher, Hasher};
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
+    format!("{:016x}", h.finish())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -279,6 +291,15 @@ mod tests {
             .args(["-c", script])
             .output()
             .unwrap()
+    }
+
+    #[test]
+    fn random_markers_differ_every_time() {
+        let a: std::collections::BTreeSet<String> = (0..100).map(|_| random_hex()).collect();
+        assert_eq!(a.len(), 100);
+        assert!(a
+            .iter()
+            .all(|m| m.len() == 16 && m.bytes().all(|b| b.is_ascii_hexdigit())));
     }
 
     #[test]

@@ -6,10 +6,7 @@
 //! we give up instead of feeding it again. Nothing is written before we know
 //! sudo wants it, so a NOPASSWD host never sees the password as a command.
 
-use std::hash::{BuildHasher, Hasher};
-use std::sync::atomic::{AtomicU64, Ordering};
-
-use crate::remote::shell::quote;
+use crate::remote::shell::{quote, random_hex};
 
 pub struct SudoMarkers {
     pub prompt: String,
@@ -24,20 +21,6 @@ impl SudoMarkers {
             success: format!("NODEPROV-BECOME-SUCCESS-{key}"),
         }
     }
-}
-
-/// 64 random bits from the std hasher's per-instance random keys.
-fn random_hex() -> String {
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u64(COUNTER.fetch_add(1, Ordering::Relaxed));
-    h.write_u128(
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or_default(),
-    );
-    format!("{:016x}", h.finish())
 }
 
 /// The remote command: sudo to `user`, announce success, then run the
