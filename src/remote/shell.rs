@@ -180,7 +180,11 @@ pub fn as_user(who: &str, script: &str) -> String {
 /// the user's rights, not root's) into a file of root's staging folder,
 /// which the script's own `np_cat` attaches.
 pub fn as_user_probe(who: &str, body: &str) -> String {
-    let names_files = r#"np_nl='
+    // A staging folder of the user's own, for probes that keep a file
+    // between their commands.
+    let names_files = r#"np_t=$(mktemp -d) || exit 90
+trap 'rm -rf "$np_t"' EXIT
+np_nl='
 '
 np_cat() {
   np_r=0
