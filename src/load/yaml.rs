@@ -127,6 +127,14 @@ impl Node {
     }
 }
 
+/// Read as text, a vault's ciphertext would pass for the value it hides
+/// (its length, a template writing it into a file): refused instead.
+const VAULT_UNREAD: &str = "which nodeprov does not decrypt";
+const VAULT_REFUSED: &str =
+    "a `!vault` value is encrypted with Ansible Vault, which nodeprov does not decrypt";
+const VAULT_HINT: &str = "decrypt it with `ansible-vault decrypt` (or pass the value with -e) \
+                          to run this content with nodeprov";
+
 /// Loads the one document of `text`; an empty document is `Null`, and a
 /// second document is an error rather than silently dropped (as PyYAML's
 /// `safe_load` does for Ansible).
@@ -135,6 +143,11 @@ pub fn load_str(text: &str, name: &str) -> Result<Node, Diagnostic> {
         name: name.to_string(),
         text: text.to_string(),
     });
+    if text.trim_start().starts_with("$ANSIBLE_VAULT;") {
+        let at = Span::new(source, 1, 1);
+        let message = format!("{name} is encrypted with Ansible Vault, {VAULT_UNREAD}");
+        return Err(Diagnostic::new(&at, message).with_hint(VAULT_HINT));
+    }
     let mut builder = Builder {
         source: source.clone(),
         stack: Vec::new(),
@@ -373,6 +386,11 @@ impl MarkedEventReceiver for Builder {
         }
         match ev {
             Event::Scalar(text, style, anchor, tag) => {
+                if tag.as_ref().is_some_and(|t| t.suffix == "vault") {
+                    return self.fail(
+                        Diagnostic::new(&span, VAULT_REFUSED.to_string()).with_hint(VAULT_HINT),
+                    );
+                }
                 let forced_str = tag.is_some_and(|t| t.suffix == "str");
                 let value = if style == TScalarStyle::Plain && !forced_str {
                     resolve_plain(&text)
