@@ -9,6 +9,7 @@ use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::kit::text::{self, Anchor};
 use crate::modules::params::{first_of, module_params, Mode, ParamError, Params, Presence};
+use crate::pyre::Replacement;
 use crate::remote::probe::Probe;
 
 pub(crate) const LINEINFILE: ModuleSpec = ModuleSpec {
@@ -77,7 +78,8 @@ struct LineInFile {
     present: bool,
     anchor: Anchor,
     create: bool,
-    backrefs: bool,
+    /// With `backrefs`: `line` as a template of the match's groups.
+    backrefs: Option<Replacement>,
     opts: WriteOpts,
 }
 
@@ -113,6 +115,12 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             "state=absent needs 'regexp', 'search_string' or 'line'",
         ));
     }
+    let backrefs = match (&matcher, &line) {
+        (Some(Matcher::Regex(r)), Some(line)) if a.backrefs => {
+            Some(Replacement::new(line, r).map_err(|e| p.error("line", e.to_string()))?)
+        }
+        _ => None,
+    };
     let anchor = Anchor::read(p, a.insertafter.as_deref(), a.insertbefore.as_deref())?;
     Ok(Box::new(LineInFile {
         path,
@@ -121,7 +129,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         present,
         anchor,
         create: a.create,
-        backrefs: a.backrefs,
+        backrefs,
         opts: WriteOpts::read(p, a.mode, a.owner, a.group)?
             .with_backup(a.backup)
             .with_validate(a.validate)
@@ -175,15 +183,17 @@ impl LineInFile {
         let line = self.line.clone().expect("present has line");
         if let Some(m) = &self.matcher {
             if let Some(i) = lines.iter().rposition(|l| m.matches(l)) {
-                lines[i] = match (&m, self.backrefs) {
-                    (Matcher::Regex(r), true) => r
-                        .replace(&lines[i], python_backrefs(&line).as_str())
-                        .into_owned(),
+                lines[i] = match (m, &self.backrefs) {
+                    // As Python's `Match.expand`: the line is the template
+                    // filled in, not the match replaced inside the line.
+                    (Matcher::Regex(r), Some(template)) => r
+                        .captures(&lines[i])
+                        .map_or(line, |caps| template.expand(&caps)),
                     _ => line,
                 };
                 return;
             }
-            if self.backrefs {
+            if self.backrefs.is_some() {
                 return;
             }
         }
@@ -193,12 +203,6 @@ impl LineInFile {
         let at = self.anchor.position(lines);
         lines.insert(at, line);
     }
-}
-
-/// Ansible writes backreferences as `\1`; the regex crate wants `${1}`.
-fn python_backrefs(s: &str) -> String {
-    let re = Regex::new(r"\\(\d+)").expect("valid");
-    re.replace_all(&s.replace('$', "$$"), "$${$1}").into_owned()
 }
 
 #[cfg(test)]
@@ -213,7 +217,7 @@ mod tests {
             present,
             anchor,
             create: false,
-            backrefs: false,
+            backrefs: None,
             opts: WriteOpts::default(),
         }
     }
@@ -279,7 +283,13 @@ mod tests {
             true,
             Anchor::Eof,
         );
-        m.backrefs = true;
+        let r = Regex::new(r"^(vm\.\w+)\s*=.*$").unwrap();
+        m.backrefs = Some(Replacement::new(r"\1=10", &r).unwrap());
         assert_eq!(m.edit("vm.swappiness = 60\n"), "vm.swappiness=10\n");
+        // The whole line becomes the filled-in template, a `$` stays.
+        let r = Regex::new(r"swappiness").unwrap();
+        let mut m = lif(Some("x"), Some("swappiness"), true, Anchor::Eof);
+        m.backrefs = Some(Replacement::new(r"\g<0>=$1", &r).unwrap());
+        assert_eq!(m.edit("vm.swappiness = 60\n"), "swappiness=$1\n");
     }
 }

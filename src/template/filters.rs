@@ -10,6 +10,7 @@ use regex::{Regex, RegexBuilder};
 use serde_json::{Map, Value as Json};
 
 use super::yaml_emit;
+use crate::pyre::Replacement;
 
 /// Installs everything on `env`; builtins not listed here (`default`, `join`,
 /// `string`, `items`, `defined`, ...) already match Jinja2.
@@ -195,42 +196,6 @@ fn build_regex(pattern: &str, kwargs: &Kwargs) -> Result<Regex, Error> {
         .map_err(|e| invalid(format!("invalid regex {pattern:?}: {e}")))
 }
 
-/// Rewrites a Python `re.sub` replacement (`\1`, `\g<name>`, `\n`) into the
-/// regex crate's syntax (`${1}`, `${name}`), escaping literal `$`.
-fn python_replacement(repl: &str) -> String {
-    let mut out = String::with_capacity(repl.len());
-    let mut chars = repl.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '$' => out.push_str("$$"),
-            '\\' => match chars.next() {
-                Some(d) if d.is_ascii_digit() => {
-                    let mut group = d.to_string();
-                    while let Some(d) = chars.next_if(char::is_ascii_digit) {
-                        group.push(d);
-                    }
-                    out.push_str(&format!("${{{group}}}"));
-                }
-                Some('g') if chars.peek() == Some(&'<') => {
-                    chars.next();
-                    let name: String = chars.by_ref().take_while(|&c| c != '>').collect();
-                    out.push_str(&format!("${{{name}}}"));
-                }
-                Some('n') => out.push('\n'),
-                Some('t') => out.push('\t'),
-                Some('\\') => out.push('\\'),
-                Some(other) => {
-                    out.push('\\');
-                    out.push(other);
-                }
-                None => out.push('\\'),
-            },
-            c => out.push(c),
-        }
-    }
-    out
-}
-
 fn regex_replace(
     v: &Value,
     pattern: &str,
@@ -238,8 +203,9 @@ fn regex_replace(
     kwargs: Kwargs,
 ) -> Result<String, Error> {
     let re = build_regex(pattern, &kwargs)?;
-    let repl = python_replacement(replacement.unwrap_or(""));
-    Ok(re.replace_all(&text(v)?, repl.as_str()).into_owned())
+    let repl = Replacement::new(replacement.unwrap_or(""), &re)
+        .map_err(|e| invalid(format!("regex_replace: {e}")))?;
+    Ok(repl.replace_all(&re, &text(v)?))
 }
 
 /// Without group arguments: the first match or none.  With `'\\1'` /

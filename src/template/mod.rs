@@ -2,6 +2,7 @@
 //! auto-escaping, native types for single-expression parameters, `omit`,
 //! and the filters playbooks commonly use.
 
+mod backslash;
 mod chain;
 mod filters;
 mod hostvars;
@@ -134,8 +135,9 @@ impl Templates {
 
     /// Renders every string inside `v` (map keys too) with Ansible's rules:
     /// a lone `{{ expr }}` keeps the expression's native type, strings with
-    /// no template markup pass through, and map entries equal to `omit`
-    /// disappear.
+    /// no template markup pass through, map entries equal to `omit`
+    /// disappear, and string constants inside `{{ }}` keep their
+    /// backslashes (YAML has read the escapes already).
     pub fn render_value(&self, v: &Json, vars: &Json) -> Result<Json, TemplateError> {
         self.render_tree(v, &context(vars))
     }
@@ -297,9 +299,11 @@ impl Templates {
         if !is_templated(s) {
             return Ok(Json::String(s.to_string()));
         }
+        let kept =
+            |source, in_expr| backslash::keep_backslashes(source, in_expr, self.syntax.clone());
         match single_expression(s) {
             Some(expr) => {
-                let value = self.eval_expr(expr, ctx)?;
+                let value = self.eval_expr(kept(expr, true).as_deref().unwrap_or(expr), ctx)?;
                 let json = serde_json::to_value(&value)
                     .map_err(|e| TemplateError::plain(e.to_string()))?;
                 if json_size(&json) > MAX_RENDERED {
@@ -307,7 +311,9 @@ impl Templates {
                 }
                 Ok(json)
             }
-            None => self.render_text(s, ctx).map(Json::String),
+            None => self
+                .render_text(kept(s, false).as_deref().unwrap_or(s), ctx)
+                .map(Json::String),
         }
     }
 

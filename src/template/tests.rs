@@ -332,6 +332,38 @@ fn regex_replace_converts_python_backrefs() {
     );
 }
 
+/// A playbook value is a YAML string whose escapes YAML has read
+/// (`"\\1"` gave `\1`): Jinja must not read them again.
+#[test]
+fn playbook_values_pass_backreferences_to_regex_replace() {
+    let vars = json!({"v": "OpenSSH_9.2p1 Debian"});
+    let replaced = |repl: &str| {
+        let text = format!("{{{{ v | regex_replace('^OpenSSH_([0-9.]+).*$', '{repl}') }}}}");
+        value(json!(text), vars.clone())
+    };
+    assert_eq!(replaced(r"\1"), json!("9.2"));
+    assert_eq!(replaced(r"\g<1>"), json!("9.2"));
+    assert_eq!(replaced(r"v$1 \1$"), json!("v$1 9.2$"));
+    let named = r"v={{ v | regex_replace('^(?P<d>\w+)_.*', '\g<d>') }}";
+    assert_eq!(value(json!(named), vars.clone()), json!("v=OpenSSH"));
+    // A template file is no YAML string: Jinja's escapes apply there.
+    assert_eq!(
+        render(
+            r"{{ v | regex_replace('^\w+_([0-9.]+).*$', '\\1') }}",
+            vars.clone()
+        ),
+        "9.2"
+    );
+    let err = Templates::new()
+        .render_value(&json!(r"{{ v | regex_replace('(x)', '\2') }}"), &vars)
+        .unwrap_err();
+    assert!(
+        err.message.contains("invalid group reference 2"),
+        "{}",
+        err.message
+    );
+}
+
 #[test]
 fn regex_search_and_tests() {
     let vars = json!({"out": "CUDA Version: 12.4 ok"});
@@ -340,7 +372,7 @@ fn regex_search_and_tests() {
         "12.4"
     );
     let groups = value(
-        json!(r"{{ out | regex_search('Version: (\\d+)\\.(\\d+)', '\\1', '\\2') }}"),
+        json!(r"{{ out | regex_search('Version: (\d+)\.(\d+)', '\1', '\2') }}"),
         vars.clone(),
     );
     assert_eq!(groups, json!(["12", "4"]));
@@ -362,10 +394,10 @@ fn regex_findall_is_pythons_findall() {
             vars.clone(),
         )
     };
-    assert_eq!(all(r"\\d+"), json!(["1", "22", "333"]));
-    assert_eq!(all(r"(\\w)="), json!(["a", "b", "c"]));
+    assert_eq!(all(r"\d+"), json!(["1", "22", "333"]));
+    assert_eq!(all(r"(\w)="), json!(["a", "b", "c"]));
     assert_eq!(
-        all(r"(\\w)=(\\d+)"),
+        all(r"(\w)=(\d+)"),
         json!([["a", "1"], ["b", "22"], ["c", "333"]])
     );
     assert_eq!(all("zzz"), json!([]));
