@@ -1,9 +1,137 @@
-//! Python's `re` as Ansible content writes it: the replacement templates of
-//! `re.sub` and `Match.expand` (`regex_replace`, `replace`, `lineinfile`'s
-//! `backrefs`), read once here so every user agrees on `\1`, `\g<name>` and
-//! a literal `$`.
+//! Python's `re` as Ansible content writes it, in one place so every
+//! module, filter and test agrees: patterns with look-around and
+//! backreferences (through fancy-regex, which hands what the regex crate
+//! can do to it), and the replacement templates of `re.sub` and
+//! `Match.expand` (`\1`, `\g<name>`, a literal `$`).
 
-use regex::{Captures, Regex};
+use fancy_regex::{Captures as FancyCaptures, RegexBuilder};
+
+/// The groups of one match.
+pub type Captures<'t> = FancyCaptures<'t, str>;
+
+/// A pattern that does not compile; the text is fancy-regex's reason.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct PatternError(String);
+
+impl From<fancy_regex::Error> for PatternError {
+    fn from(e: fancy_regex::Error) -> Self {
+        let why = |e: &dyn std::fmt::Display| {
+            let text = e.to_string();
+            let mut chars = text.chars();
+            chars
+                .next()
+                .map(|c| c.to_lowercase().chain(chars).collect())
+                .unwrap_or(text)
+        };
+        PatternError(match &e {
+            fancy_regex::Error::ParseError(at, kind) => format!("{} (at position {at})", why(kind)),
+            other => why(other),
+        })
+    }
+}
+
+/// A pattern that gave up on a text: its backtracking went past the
+/// limit, where Python would run for as long as it takes.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the regular expression '{pattern}' cannot finish matching: {why}")]
+pub struct MatchError {
+    pattern: String,
+    why: String,
+}
+
+/// Python's `re.IGNORECASE`, `re.MULTILINE` and `re.DOTALL`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Flags {
+    pub ignore_case: bool,
+    pub multi_line: bool,
+    pub dot_all: bool,
+}
+
+/// A compiled Python pattern.
+#[derive(Debug, Clone)]
+pub struct Regex {
+    re: fancy_regex::Regex,
+    /// What the content wrote, for messages.
+    source: String,
+}
+
+impl Regex {
+    pub fn new(pattern: &str, flags: Flags) -> Result<Regex, PatternError> {
+        let re = RegexBuilder::new(&python_escapes(pattern))
+            .case_insensitive(flags.ignore_case)
+            .multi_line(flags.multi_line)
+            .dot_matches_new_line(flags.dot_all)
+            .build()
+            .map_err(PatternError::from)?;
+        Ok(Regex {
+            re,
+            source: pattern.to_string(),
+        })
+    }
+
+    /// The pattern as written.
+    pub fn as_str(&self) -> &str {
+        &self.source
+    }
+
+    fn failed(&self, e: fancy_regex::Error) -> MatchError {
+        MatchError {
+            pattern: self.source.clone(),
+            why: e.to_string(),
+        }
+    }
+
+    /// `re.search`: whether it matches anywhere.
+    pub fn is_match(&self, text: &str) -> Result<bool, MatchError> {
+        self.re.is_match(text).map_err(|e| self.failed(e))
+    }
+
+    /// The first match's groups.
+    pub fn captures<'t>(&self, text: &'t str) -> Result<Option<Captures<'t>>, MatchError> {
+        self.re.captures(text).map_err(|e| self.failed(e))
+    }
+
+    /// Every match's groups, left to right.
+    pub fn captures_all<'t>(&self, text: &'t str) -> Result<Vec<Captures<'t>>, MatchError> {
+        self.re
+            .captures_iter(text)
+            .collect::<Result<_, _>>()
+            .map_err(|e| self.failed(e))
+    }
+
+    fn captures_len(&self) -> usize {
+        self.re.captures_len()
+    }
+
+    fn group_index(&self, name: &str) -> Option<usize> {
+        self.re.capture_names().position(|n| n == Some(name))
+    }
+}
+
+/// What Python reads differently from fancy-regex: `\Z` is the very end
+/// (fancy-regex would allow trailing newlines), `\<` and `\>` are the
+/// characters themselves (word boundaries there).
+fn python_escapes(pattern: &str) -> String {
+    let mut out = String::with_capacity(pattern.len());
+    let mut chars = pattern.chars();
+    while let Some(c) = chars.next() {
+        if c != '\\' {
+            out.push(c);
+            continue;
+        }
+        match chars.next() {
+            Some('Z') => out.push_str("\\z"),
+            Some(c @ ('<' | '>')) => out.push(c),
+            Some(c) => {
+                out.push('\\');
+                out.push(c);
+            }
+            None => out.push('\\'),
+        }
+    }
+    out
+}
 
 /// A replacement template that does not parse, worded as Python's `re`
 /// words it.
@@ -78,8 +206,7 @@ impl Replacement {
                     let index = match name.parse::<usize>() {
                         Ok(i) if name.bytes().all(|b| b.is_ascii_digit()) => i,
                         _ => regex
-                            .capture_names()
-                            .position(|n| n == Some(name.as_str()))
+                            .group_index(&name)
                             .ok_or(ReplacementError::UnknownName(name))?,
                     };
                     group(&mut text, index)?;
@@ -143,10 +270,17 @@ impl Replacement {
     }
 
     /// `re.sub(regex, self, text)`: every match replaced.
-    pub fn replace_all(&self, regex: &Regex, text: &str) -> String {
-        regex
-            .replace_all(text, |caps: &Captures| self.expand(caps))
-            .into_owned()
+    pub fn replace_all(&self, regex: &Regex, text: &str) -> Result<String, MatchError> {
+        let mut out = String::with_capacity(text.len());
+        let mut copied = 0;
+        for caps in regex.captures_all(text)? {
+            let whole = caps.get(0).expect("group 0 is the match");
+            out.push_str(&text[copied..whole.start()]);
+            out.push_str(&self.expand(&caps));
+            copied = whole.end();
+        }
+        out.push_str(&text[copied..]);
+        Ok(out)
     }
 }
 
@@ -154,15 +288,43 @@ impl Replacement {
 mod tests {
     use super::*;
 
+    fn re(pattern: &str) -> Regex {
+        Regex::new(pattern, Flags::default()).unwrap()
+    }
+
     fn sub(pattern: &str, template: &str, text: &str) -> String {
-        let re = Regex::new(pattern).unwrap();
+        let re = re(pattern);
         Replacement::new(template, &re)
             .unwrap()
             .replace_all(&re, text)
+            .unwrap()
     }
 
     fn error(pattern: &str, template: &str) -> ReplacementError {
-        Replacement::new(template, &Regex::new(pattern).unwrap()).unwrap_err()
+        Replacement::new(template, &re(pattern)).unwrap_err()
+    }
+
+    #[test]
+    fn look_around_backreferences_and_named_groups_compile() {
+        assert_eq!(sub(r"(?<=v)\d+", "N", "v12 w3"), "vN w3");
+        assert_eq!(sub(r"\b(?!eth)\w+\d\b", "X", "eth0 ib0"), "eth0 X");
+        assert_eq!(sub(r"(\w)\1", "<\\1>", "aab"), "<a>b");
+        assert_eq!(sub(r"(?P<c>\w)(?P=c)", "=", "xxy"), "=y");
+        assert_eq!(sub(r"a\Z", "!", "a\na"), "a\n!");
+        assert!(!re(r"a\Z").is_match("a\n").unwrap());
+        assert_eq!(sub(r"\<b\>", "i", "<b>"), "i");
+        let flags = Flags {
+            ignore_case: true,
+            multi_line: true,
+            dot_all: false,
+        };
+        let re = Regex::new("^x$", flags).unwrap();
+        assert_eq!(re.captures_all("X\nx").unwrap().len(), 2);
+        let err = Regex::new("^(a", Flags::default()).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "opening parenthesis without closing parenthesis (at position 3)"
+        );
     }
 
     #[test]

@@ -1,15 +1,13 @@
 //! `replace`: every match of a regular expression in a file (or in the
 //! part of it between `after` and `before`) replaced.
 
-use regex::Regex;
-
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::kit::text;
 use crate::modules::params::{first_of, module_params, Mode, ParamError, Params};
-use crate::pyre::Replacement;
+use crate::pyre::{MatchError, Regex, Replacement};
 use crate::remote::probe::Probe;
 
 pub const REPLACE: ModuleSpec = ModuleSpec {
@@ -103,7 +101,7 @@ impl Module for Replace {
         else {
             return Ok(Plan::noop());
         };
-        let Some((start, end)) = self.section(&text) else {
+        let Some((start, end)) = self.section(&text)? else {
             let mut plan = Plan::noop();
             plan.notes.push(format!(
                 "{}: the 'after'/'before' patterns do not match; nothing replaced",
@@ -112,15 +110,17 @@ impl Module for Replace {
             return Ok(plan);
         };
         let part = &text[start..end];
-        let count = self.regexp.find_iter(part).count();
-        let replaced = self.replace.replace_all(&self.regexp, part);
+        let matches = self.regexp.captures_all(part)?;
+        let count = matches.len();
+        let first = matches.first().and_then(|m| m.get(0)).map(|m| m.start());
+        let replaced = self.replace.replace_all(&self.regexp, part)?;
         let new = format!("{}{replaced}{}", &text[..start], &text[end..]);
         let mut plan = files::plan_content(&self.path, current.as_ref(), &new, &self.opts, true)?;
         for c in plan.changes.iter_mut().filter(|c| c.subject == self.path) {
             c.before = Some(format!("{count} match(es) of '{}'", self.regexp.as_str()));
             c.after = Some("replaced".into());
-            if let Some(m) = self.regexp.find(part) {
-                let line = text[..start + m.start()].matches('\n').count() + 1;
+            if let Some(at) = first {
+                let line = text[..start + at].matches('\n').count() + 1;
                 c.evidence = Some(format!("{}:{line}", self.path));
             }
         }
@@ -131,14 +131,14 @@ impl Module for Replace {
 impl Replace {
     /// The byte range to work on: all of `text`, or the section between
     /// `after` and `before`; `None` when those do not match.
-    fn section(&self, text: &str) -> Option<(usize, usize)> {
-        match &self.section {
+    fn section(&self, text: &str) -> Result<Option<(usize, usize)>, MatchError> {
+        Ok(match &self.section {
             None => Some((0, text.len())),
-            Some(re) => {
-                let m = re.captures(text)?.name("section")?;
-                Some((m.start(), m.end()))
-            }
-        }
+            Some(re) => re
+                .captures(text)?
+                .and_then(|c| c.name("section"))
+                .map(|m| (m.start(), m.end())),
+        })
     }
 }
 
@@ -229,10 +229,7 @@ mod tests {
             &REPLACE,
             json!({"path": PATH, "regexp": "(a)", "replace": r"\2"}),
         );
-        assert_eq!(
-            err,
-            "replace: invalid group reference 2 in the replacement"
-        );
+        assert_eq!(err, "replace: invalid group reference 2 in the replacement");
     }
 
     #[test]
@@ -251,7 +248,7 @@ mod tests {
         let err = build_error(&REPLACE, json!({"path": PATH, "regexp": "(a"}));
         assert_eq!(
             err,
-            "replace: invalid regular expression '(a': unclosed group"
+            "replace: invalid regular expression '(a': opening parenthesis without closing parenthesis (at position 2)"
         );
         let err = build_error(
             &REPLACE,

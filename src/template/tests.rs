@@ -365,6 +365,31 @@ fn playbook_values_pass_backreferences_to_regex_replace() {
 }
 
 #[test]
+fn regex_filters_and_tests_take_python_patterns() {
+    let vars = json!({"v": "eth0 ib0 ib0 mtu=9000"});
+    assert_eq!(
+        render(r"{{ v | regex_search('(?<=mtu=)\\d+') }}", vars.clone()),
+        "9000"
+    );
+    assert_eq!(
+        value(
+            json!(r"{{ v | regex_findall('\b(?!eth)(\w+) \1') }}"),
+            vars.clone()
+        ),
+        json!(["ib0"])
+    );
+    assert_eq!(
+        value(
+            json!(r"{{ v | regex_replace('(?P<n>ib)(?P=n)?0', 'mlx') }}"),
+            vars.clone()
+        ),
+        json!("eth0 mlx mlx mtu=9000")
+    );
+    assert!(!cond(json!(r"v is search('(?<!e)th0')"), vars.clone()));
+    assert!(cond(json!(r"v is match('eth(?=0)')"), vars));
+}
+
+#[test]
 fn regex_search_and_tests() {
     let vars = json!({"out": "CUDA Version: 12.4 ok"});
     assert_eq!(
