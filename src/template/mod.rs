@@ -8,6 +8,7 @@ mod filters;
 mod hostvars;
 mod ipaddr;
 mod lookups;
+mod missing;
 mod yaml_emit;
 
 use std::collections::BTreeSet;
@@ -367,12 +368,22 @@ impl Templates {
             }
             None => None,
         };
-        let message = match (&undefined, &named, err.detail()) {
-            (Some(name), None, Some(custom)) => format!("undefined variable '{name}': {custom}"),
-            (Some(name), _, _) => format!("undefined variable '{name}'"),
-            (None, Some(expr), _) => format!("'{expr}' is undefined"),
-            (None, None, Some(detail)) => format!("{}: {detail}", kind_text(&err)),
-            (None, None, None) => kind_text(&err),
+        // A defined value lacking the attribute or item asked of it: say
+        // which, and of what type, as Ansible does.
+        let lacking = match (&undefined, err.kind()) {
+            (None, ErrorKind::UndefinedError) => {
+                let in_expr = matches!(kind, Source::Expression);
+                missing::first_missing(&self.env, source, in_expr, self.syntax.clone(), ctx)
+            }
+            _ => None,
+        };
+        let message = match (&undefined, &named, err.detail(), lacking) {
+            (Some(name), None, Some(custom), _) => format!("undefined variable '{name}': {custom}"),
+            (Some(name), _, _, _) => format!("undefined variable '{name}'"),
+            (None, _, _, Some((expr, why))) => format!("'{expr}' is undefined: {why}"),
+            (None, Some(expr), _, None) => format!("'{expr}' is undefined"),
+            (None, None, Some(detail), None) => format!("{}: {detail}", kind_text(&err)),
+            (None, None, None, None) => kind_text(&err),
         };
         TemplateError {
             message: message.replace('\n', " "),

@@ -54,6 +54,33 @@ fn missing_attribute_is_not_an_undefined_top_level_variable() {
 }
 
 #[test]
+fn a_missing_attribute_names_the_expression_and_the_type_asked() {
+    let vars = json!({"svc": ["a", "b"], "r": {"rc": 0}});
+    let err = Templates::new()
+        .render_value(&json!("{{ svc.Debian }}"), &vars)
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "'svc.Debian' is undefined: object of type 'list' has no attribute 'Debian'"
+    );
+    assert!(err.is_undefined && err.undefined.is_none());
+    let err = render_err("x={{ r['out'] | upper }}", vars.clone());
+    assert_eq!(
+        err.message,
+        "'r['out']' is undefined: object of type 'dict' has no attribute 'out'"
+    );
+    let err = Templates::new()
+        .eval_condition(&json!("svc[3] == 'a'"), &vars)
+        .unwrap_err();
+    assert!(
+        err.message
+            .ends_with("object of type 'list' has no element 3"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
 fn default_works_on_undefined_under_strict_mode() {
     assert_eq!(render("{{ x | default('fb') }}", json!({})), "fb");
     assert_eq!(render("{{ x | d(3) }}", json!({})), "3");
