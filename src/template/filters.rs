@@ -58,6 +58,7 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_test("version", version);
 
     super::lookups::register(env);
+    super::paths::register(env);
     super::ipaddr::register(env);
 }
 

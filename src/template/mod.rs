@@ -9,6 +9,7 @@ mod hostvars;
 mod ipaddr;
 mod lookups;
 mod missing;
+mod paths;
 mod yaml_emit;
 
 use std::collections::BTreeSet;

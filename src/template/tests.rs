@@ -1012,3 +1012,39 @@ fn password_hash_refuses_unknown_schemes_and_salts() {
             .contains("salt")
     );
 }
+
+#[test]
+fn path_tests_look_at_the_controllers_filesystem() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    std::fs::write(&file, "x").unwrap();
+    std::os::unix::fs::symlink(&file, dir.path().join("l")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("gone"), dir.path().join("dangling")).unwrap();
+    let d = dir.path().display().to_string();
+    let vars = json!({"d": d});
+    let holds = |c: &str| cond(json!(c), vars.clone());
+    assert!(holds(
+        "(d ~ '/f') is file and d is directory and d is not file"
+    ));
+    assert!(holds(
+        "(d ~ '/l') is link and (d ~ '/l') is file and (d ~ '/f') is not link"
+    ));
+    assert!(holds(
+        "(d ~ '/f') is exists and (d ~ '/gone') is not exists"
+    ));
+    assert!(holds(
+        "(d ~ '/dangling') is not exists and (d ~ '/dangling') is link_exists"
+    ));
+    assert!(holds("d is abs and 'a/b' is not abs"));
+    assert!(holds(
+        "'/' is mount and d is not mount and (d ~ '/f') is not mount"
+    ));
+    assert!(holds(
+        "(d ~ '/l') is same_file(d ~ '/f') and d is not same_file(d ~ '/f')"
+    ));
+    let err = Templates::new()
+        .eval_condition(&json!("d is same_file(d ~ '/gone')"), &vars)
+        .unwrap_err();
+    assert!(err.message.contains("same_file"), "{}", err.message);
+    assert!(Templates::new().check_expression("x is is_dir").is_ok());
+}
