@@ -10,6 +10,7 @@ mod ipaddr;
 mod lookups;
 mod missing;
 mod paths;
+mod scope;
 mod yaml_emit;
 
 use std::collections::BTreeSet;
@@ -114,6 +115,11 @@ impl Templates {
         self
     }
 
+    /// What templates see: the variables, `vars` and `hostvars`.
+    fn context(&self, vars: &Json) -> Value {
+        scope::scope(vars, self.hostvars.as_ref())
+    }
+
     /// Makes a host's gathered facts visible through `hostvars`.
     pub fn record_facts(&self, host: &str, facts: &Map<String, Json>) {
         if let Some(h) = &self.hostvars {
@@ -132,7 +138,7 @@ impl Templates {
 
     /// Renders a template string (a task parameter or a file).
     pub fn render_str(&self, text: &str, vars: &Json) -> Result<String, TemplateError> {
-        self.render_text(text, &context(vars))
+        self.render_text(text, &self.context(vars))
     }
 
     /// Renders every string inside `v` (map keys too) with Ansible's rules:
@@ -141,13 +147,13 @@ impl Templates {
     /// disappear, and string constants inside `{{ }}` keep their
     /// backslashes (YAML has read the escapes already).
     pub fn render_value(&self, v: &Json, vars: &Json) -> Result<Json, TemplateError> {
-        self.render_tree(v, &context(vars))
+        self.render_tree(v, &self.context(vars))
     }
 
     /// Evaluates `when:`-style conditions: an expression string, a bool, or
     /// a list that must all hold.  Null (an empty `when:`) holds.
     pub fn eval_condition(&self, cond: &Json, vars: &Json) -> Result<bool, TemplateError> {
-        self.condition(cond, &context(vars))
+        self.condition(cond, &self.context(vars))
     }
 
     /// Syntax check without rendering; unknown filters and tests count too.
@@ -477,10 +483,6 @@ fn ansible_syntax() -> SyntaxConfig {
         .keep_trailing_newline(true)
         .build()
         .expect("default delimiters are valid")
-}
-
-fn context(vars: &Json) -> Value {
-    Value::from(Serde(vars))
 }
 
 /// Whether a string holds template markup at all.

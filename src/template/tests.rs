@@ -1048,3 +1048,25 @@ fn path_tests_look_at_the_controllers_filesystem() {
     assert!(err.message.contains("same_file"), "{}", err.message);
     assert!(Templates::new().check_expression("x is is_dir").is_ok());
 }
+
+#[test]
+fn vars_and_this_hosts_hostvars_are_its_own_variables() {
+    let inventory = |h: &str| {
+        let mut m = Map::new();
+        m.insert("x".into(), json!(h));
+        m
+    };
+    let hostvars = Arc::new(HostVars::new(["h1".into(), "h2".into()], inventory));
+    let t = Templates::new().with_run(Path::new("."), hostvars);
+    let vars = json!({"inventory_hostname": "h1", "x": "h1", "name_a": "A", "item": "name_a", "reg": {"rc": 3}});
+    let v = |text: &str| t.render_value(&json!(text), &vars).unwrap();
+    assert_eq!(v("{{ vars['name_' ~ 'a'] }}"), json!("A"));
+    assert_eq!(v("{{ vars[item] }}"), json!("A"));
+    assert_eq!(v("{{ hostvars[inventory_hostname].reg.rc }}"), json!(3));
+    assert_eq!(v("{{ hostvars['h2'].x }}"), json!("h2"));
+    assert_eq!(v("{{ hostvars | list }}"), json!(["h1", "h2"]));
+    assert!(t
+        .eval_condition(&json!("vars.nope is undefined"), &vars)
+        .unwrap());
+    assert!(t.eval_condition(&json!("'name_a' in vars"), &vars).unwrap());
+}
