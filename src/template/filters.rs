@@ -45,6 +45,7 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_filter("comment", comment);
     env.add_filter("ternary", ternary);
     env.add_filter("password_hash", password_hash);
+    env.add_filter("random", super::random::random);
 
     env.add_test("match", test_match);
     env.add_test("search", test_search);

@@ -10,6 +10,7 @@ mod ipaddr;
 mod lookups;
 mod missing;
 mod paths;
+mod random;
 mod scope;
 mod yaml_emit;
 

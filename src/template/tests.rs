@@ -1070,3 +1070,37 @@ fn vars_and_this_hosts_hostvars_are_its_own_variables() {
         .unwrap());
     assert!(t.eval_condition(&json!("'name_a' in vars"), &vars).unwrap());
 }
+
+/// The expected numbers are Python's: `random.Random(seed).randrange(…)`
+/// and `.choice(…)`, which Ansible's filter calls.
+#[test]
+fn random_with_a_seed_draws_what_python_draws() {
+    let r = |text: &str| value(json!(text), json!({"h": "gpu-node-017"}));
+    assert_eq!(r("{{ 60 | random(seed='host1') }}"), json!(31));
+    assert_eq!(r("{{ 60 | random(seed=h) }}"), json!(54));
+    assert_eq!(r("{{ 60 | random(seed=42) }}"), json!(40));
+    assert_eq!(r("{{ 1000 | random(seed=-7) }}"), json!(331));
+    assert_eq!(
+        r("{{ ['a', 'b', 'c'] | random(seed='web01') }}"),
+        json!("b")
+    );
+    assert_eq!(r("{{ 100 | random(1, 10, seed='x') }}"), json!(51));
+    assert_eq!(r("{{ 0 | random(start=10, step=-3, seed='x') }}"), json!(4));
+    assert_eq!(
+        r("{{ 1099511627776 | random(seed='big') }}"),
+        json!(247717398425u64)
+    );
+    assert_eq!(r("{{ 10 | random(seed='') }}"), json!(7));
+    assert_eq!(r("{{ 10 | random(seed=true) }}"), json!(2));
+    assert_eq!(r("{{ 'abcdef' | random(seed='héllo') }}"), json!("a"));
+    for _ in 0..20 {
+        let n = r("{{ 5 | random(2) }}").as_i64().unwrap();
+        assert!((2..5).contains(&n), "{n}");
+        let x = r("{{ ['p', 'q'] | random }}");
+        assert!(x == json!("p") || x == json!("q"), "{x}");
+    }
+    let err = |text: &str| render_err(text, json!({})).message;
+    assert!(err("{{ 0 | random }}").contains("empty range"));
+    assert!(err("{{ [1] | random(2) }}").contains("only be used with integer"));
+    assert!(err("{{ {} | random }}").contains("sequences and integers"));
+}
