@@ -10,6 +10,7 @@ pub mod commands;
 pub mod exec;
 pub mod load;
 pub mod modules;
+pub mod pyre;
 pub mod remote;
 pub mod report;
 pub mod smoke;

@@ -190,3 +190,58 @@ fn validate_finds_template_sources_where_apply_does() {
         "{err}"
     );
 }
+
+/// As in Ansible, `failed_when: false` keeps a module's failure (here one
+/// found while planning, a missing file for `state: file`) from failing
+/// the task, and the failed result is what `register` holds.
+#[test]
+fn failed_when_false_overrules_a_module_failure() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display();
+    let pb = write(
+        dir.path(),
+        "f.yml",
+        &format!(
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: missing\n      file: {{path: {d}/nonexistent, state: file}}\n      register: r\n      failed_when: false\n    - name: after\n      copy: {{dest: {d}/after, content: \"{{{{ r.failed }}}} {{{{ r.msg is defined }}}}\"}}\n    - name: judged\n      file: {{path: {d}/nonexistent, state: file}}\n      failed_when: \"'nonexistent' not in result.msg\"\n"
+        ),
+    );
+    let out = nodeprov(&["apply", &pb, "-c", "local", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(0), "{doc:#}");
+    let statuses: Vec<&str> = doc["hosts"][0]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap())
+        .collect();
+    assert_eq!(statuses, ["ok", "changed", "ok"], "{doc:#}");
+    let after = std::fs::read_to_string(dir.path().join("after")).unwrap();
+    assert_eq!(after, "False True");
+}
+
+/// An attribute a defined value lacks is named with the value's type, as
+/// ansible-playbook names it, not only as "undefined".
+#[test]
+fn a_missing_attribute_says_which_and_of_what_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let pb = write(
+        dir.path(),
+        "u.yml",
+        &format!(
+            "- hosts: all\n  gather_facts: false\n  vars:\n    svc: [a, b]\n  tasks:\n    - name: pick\n      file: {{path: \"{}\", state: touch}}\n",
+            "{{ svc.Debian }}"
+        ),
+    );
+    let out = nodeprov(&["apply", &pb, "-c", "local", "--format", "json"]);
+    let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(out.status.code(), Some(4), "{doc:#}");
+    let task = &doc["hosts"][0]["tasks"][0];
+    assert_eq!(task["status"], "failed");
+    let message = task["message"].as_str().unwrap();
+    assert!(
+        message.ends_with(
+            "parameter 'path': 'svc.Debian' is undefined: object of type 'list' has no attribute 'Debian'"
+        ),
+        "{message}"
+    );
+}

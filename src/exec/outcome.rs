@@ -291,6 +291,37 @@ impl Outcomes {
         self.tolerated(spec.task.ignore_errors, i)
     }
 
+    /// The module could not plan: a failed result, which the task's
+    /// `failed_when` judges as Ansible judges a module's failure. Returns
+    /// the result's index and the value to register.
+    pub fn plan_failed(
+        &mut self,
+        t: &Templates,
+        instance: &TaskInstance,
+        message: String,
+    ) -> (usize, Value) {
+        let i = self.push(instance.spec, instance.label.clone(), Status::Failed);
+        self.results[i].message = Some(message.clone());
+        let mut result = json!({"changed": false, "failed": true, "msg": message});
+        self.overrule(t, instance, i, &mut result);
+        (i, result)
+    }
+
+    /// A step of a module (not a command, whose output is its result)
+    /// failed: its `failed_when` may still clear the failure.
+    pub fn step_failed(&mut self, t: &Templates, instance: &TaskInstance, i: usize) {
+        let msg = self.message(i).unwrap_or_default().to_string();
+        let mut result = json!({"changed": false, "failed": true, "msg": msg});
+        self.overrule(t, instance, i, &mut result);
+    }
+
+    fn overrule(&mut self, t: &Templates, instance: &TaskInstance, i: usize, result: &mut Value) {
+        if instance.spec.failed_when.is_some() && self.status(i) == Status::Failed {
+            self.conditions(t, instance, i, result);
+            result["failed"] = json!(self.status(i) == Status::Failed);
+        }
+    }
+
     /// Check mode: the task reads what a command that did not run registered.
     pub fn unknown(&mut self, spec: &PreparedTask, message: String) {
         let i = self.push(spec, None, Status::Unknown);
@@ -587,6 +618,42 @@ mod tests {
         assert_eq!(message.as_deref(), Some("exit status 3: boom"));
         let (status, _, _) = command_status("{command: x, failed_when: false}", 3);
         assert_eq!(status, Status::Changed);
+    }
+
+    #[test]
+    fn a_module_failure_planning_or_in_its_step_yields_to_failed_when() {
+        let t = Templates::new();
+        with_task(
+            "{file: {path: /x, mode: '0600'}, failed_when: false}",
+            false,
+            |o, inst| {
+                let (i, result) = o.plan_failed(&t, inst, "/x does not exist".into());
+                assert_eq!(o.status(i), Status::Ok);
+                assert_eq!(
+                    result,
+                    json!({"changed": false, "failed": false, "msg": "/x does not exist"})
+                );
+                let i = o.planned(inst, planned(1, true, None));
+                let r = ProbeResult {
+                    rc: 1,
+                    stdout: String::new(),
+                    stderr: "chmod: Operation not permitted\n".into(),
+                };
+                o.step_reported(i, &r, None);
+                o.step_failed(&t, inst, i);
+                assert_eq!(o.status(i), Status::Ok);
+            },
+        );
+        let judged = "{file: {path: /x, mode: '0600'}, failed_when: \"'denied' in result.msg\"}";
+        with_task(judged, false, |o, inst| {
+            let (i, result) = o.plan_failed(&t, inst, "chmod: denied".into());
+            assert_eq!(o.status(i), Status::Failed);
+            assert_eq!(result["failed"], json!(true));
+        });
+        with_task("{file: {path: /x, mode: '0600'}}", false, |o, inst| {
+            let (i, _) = o.plan_failed(&t, inst, "/x does not exist".into());
+            assert_eq!(o.status(i), Status::Failed);
+        });
     }
 
     #[test]

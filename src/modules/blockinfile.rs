@@ -7,6 +7,7 @@ use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::kit::text::Anchor;
 use crate::modules::params::{first_of, module_params, Mode, ParamError, Params, Presence};
+use crate::pyre::MatchError;
 use crate::remote::probe::Probe;
 
 pub const BLOCKINFILE: ModuleSpec = ModuleSpec {
@@ -116,7 +117,7 @@ impl Module for BlockInFile {
         let Some(text) = files::text_to_edit(&self.path, current.as_ref(), missing)? else {
             return Ok(Plan::noop());
         };
-        let (new, markers) = self.edit(&text);
+        let (new, markers) = self.edit(&text)?;
         let mut plan = files::plan_content(&self.path, current.as_ref(), &new, &self.opts, true)?;
         let after = match &self.lines {
             Some(lines) => format!("{} lines between the markers", lines.len()),
@@ -148,7 +149,7 @@ impl BlockInFile {
 
     /// The file's text with the block in place (or gone), and where the
     /// markers were; `text` itself when nothing changes.
-    fn edit(&self, text: &str) -> (String, Option<(usize, usize)>) {
+    fn edit(&self, text: &str) -> Result<(String, Option<(usize, usize)>), MatchError> {
         let mut lines: Vec<&str> = text.lines().collect();
         let markers = self.markers(&lines);
         let at = match markers {
@@ -156,7 +157,7 @@ impl BlockInFile {
                 lines.drain(b..=e);
                 b
             }
-            None => self.anchor.position(&lines),
+            None => self.anchor.position(&lines)?,
         };
         if let Some(block) = &self.lines {
             let framed = std::iter::once(self.begin.as_str())
@@ -165,9 +166,9 @@ impl BlockInFile {
             lines.splice(at..at, framed);
         }
         if lines.iter().copied().eq(text.lines()) {
-            return (text.to_string(), markers);
+            return Ok((text.to_string(), markers));
         }
-        (lines.iter().map(|l| format!("{l}\n")).collect(), markers)
+        Ok((lines.iter().map(|l| format!("{l}\n")).collect(), markers))
     }
 }
 

@@ -1,7 +1,5 @@
 //! `lineinfile`: one line present or absent, the rest of the file untouched.
 
-use regex::Regex;
-
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;
 use crate::modules::kit::files::{self, WhenMissing, WriteOpts};
@@ -9,6 +7,7 @@ use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::kit::text::{self, Anchor};
 use crate::modules::params::{first_of, module_params, Mode, ParamError, Params, Presence};
+use crate::pyre::{MatchError, Regex, Replacement};
 use crate::remote::probe::Probe;
 
 pub(crate) const LINEINFILE: ModuleSpec = ModuleSpec {
@@ -62,11 +61,21 @@ enum Matcher {
 }
 
 impl Matcher {
-    fn matches(&self, line: &str) -> bool {
+    fn matches(&self, line: &str) -> Result<bool, MatchError> {
         match self {
             Matcher::Regex(r) => r.is_match(line),
-            Matcher::Literal(s) => line.contains(s.as_str()),
+            Matcher::Literal(s) => Ok(line.contains(s.as_str())),
         }
+    }
+
+    /// The last of `lines` that matches.
+    fn last(&self, lines: &[String]) -> Result<Option<usize>, MatchError> {
+        for (i, l) in lines.iter().enumerate().rev() {
+            if self.matches(l)? {
+                return Ok(Some(i));
+            }
+        }
+        Ok(None)
     }
 }
 
@@ -77,7 +86,8 @@ struct LineInFile {
     present: bool,
     anchor: Anchor,
     create: bool,
-    backrefs: bool,
+    /// With `backrefs`: `line` as a template of the match's groups.
+    backrefs: Option<Replacement>,
     opts: WriteOpts,
 }
 
@@ -113,6 +123,12 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             "state=absent needs 'regexp', 'search_string' or 'line'",
         ));
     }
+    let backrefs = match (&matcher, &line) {
+        (Some(Matcher::Regex(r)), Some(line)) if a.backrefs => {
+            Some(Replacement::new(line, r).map_err(|e| p.error("line", e.to_string()))?)
+        }
+        _ => None,
+    };
     let anchor = Anchor::read(p, a.insertafter.as_deref(), a.insertbefore.as_deref())?;
     Ok(Box::new(LineInFile {
         path,
@@ -121,7 +137,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         present,
         anchor,
         create: a.create,
-        backrefs: a.backrefs,
+        backrefs,
         opts: WriteOpts::read(p, a.mode, a.owner, a.group)?
             .with_backup(a.backup)
             .with_validate(a.validate)
@@ -144,76 +160,84 @@ impl Module for LineInFile {
         let Some(text) = files::text_to_edit(&self.path, current.as_ref(), missing)? else {
             return Ok(Plan::noop());
         };
-        let new = self.edit(&text);
+        let new = self.edit(&text)?;
         files::plan_content(&self.path, current.as_ref(), &new, &self.opts, true)
     }
 }
 
 impl LineInFile {
     /// The file's text after the edit; equal to `text` when nothing changes.
-    fn edit(&self, text: &str) -> String {
+    fn edit(&self, text: &str) -> Result<String, MatchError> {
         let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
         if self.present {
-            self.ensure_present(&mut lines);
+            self.ensure_present(&mut lines)?;
         } else {
-            lines.retain(|l| !self.is_target(l));
+            let mut kept = Vec::with_capacity(lines.len());
+            for l in lines {
+                if !self.is_target(&l)? {
+                    kept.push(l);
+                }
+            }
+            lines = kept;
         }
         if lines.iter().map(String::as_str).eq(text.lines()) {
-            return text.to_string();
+            return Ok(text.to_string());
         }
-        lines.iter().map(|l| format!("{l}\n")).collect()
+        Ok(lines.iter().map(|l| format!("{l}\n")).collect())
     }
 
-    fn is_target(&self, l: &str) -> bool {
+    fn is_target(&self, l: &str) -> Result<bool, MatchError> {
         match &self.matcher {
             Some(m) => m.matches(l),
-            None => Some(l) == self.line.as_deref(),
+            None => Ok(Some(l) == self.line.as_deref()),
         }
     }
 
-    fn ensure_present(&self, lines: &mut Vec<String>) {
+    fn ensure_present(&self, lines: &mut Vec<String>) -> Result<(), MatchError> {
         let line = self.line.clone().expect("present has line");
         if let Some(m) = &self.matcher {
-            if let Some(i) = lines.iter().rposition(|l| m.matches(l)) {
-                lines[i] = match (&m, self.backrefs) {
-                    (Matcher::Regex(r), true) => r
-                        .replace(&lines[i], python_backrefs(&line).as_str())
-                        .into_owned(),
+            if let Some(i) = m.last(lines)? {
+                lines[i] = match (m, &self.backrefs) {
+                    // As Python's `Match.expand`: the line is the template
+                    // filled in, not the match replaced inside the line.
+                    (Matcher::Regex(r), Some(template)) => r
+                        .captures(&lines[i])?
+                        .map_or(line, |caps| template.expand(&caps)),
                     _ => line,
                 };
-                return;
+                return Ok(());
             }
-            if self.backrefs {
-                return;
+            if self.backrefs.is_some() {
+                return Ok(());
             }
         }
         if lines.contains(&line) {
-            return;
+            return Ok(());
         }
-        let at = self.anchor.position(lines);
+        let at = self.anchor.position(lines)?;
         lines.insert(at, line);
+        Ok(())
     }
-}
-
-/// Ansible writes backreferences as `\1`; the regex crate wants `${1}`.
-fn python_backrefs(s: &str) -> String {
-    let re = Regex::new(r"\\(\d+)").expect("valid");
-    re.replace_all(&s.replace('$', "$$"), "$${$1}").into_owned()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::pyre::Flags;
+
+    fn re(r: &str) -> Regex {
+        Regex::new(r, Flags::default()).unwrap()
+    }
 
     fn lif(line: Option<&str>, regexp: Option<&str>, present: bool, anchor: Anchor) -> LineInFile {
         LineInFile {
             path: "/etc/f".into(),
             line: line.map(str::to_string),
-            matcher: regexp.map(|r| Matcher::Regex(Regex::new(r).unwrap())),
+            matcher: regexp.map(|r| Matcher::Regex(re(r))),
             present,
             anchor,
             create: false,
-            backrefs: false,
+            backrefs: None,
             opts: WriteOpts::default(),
         }
     }
@@ -226,7 +250,7 @@ mod tests {
         );
         assert_eq!(
             err,
-            "lineinfile: invalid regular expression '^(a': unclosed group"
+            "lineinfile: invalid regular expression '^(a': opening parenthesis without closing parenthesis (at position 3)"
         );
     }
 
@@ -240,7 +264,7 @@ mod tests {
         );
         let text = "# tuning\nvm.swappiness = 60\nfoo = 1\nvm.swappiness=30\n";
         assert_eq!(
-            m.edit(text),
+            m.edit(text).unwrap(),
             "# tuning\nvm.swappiness = 60\nfoo = 1\nvm.swappiness = 10\n"
         );
     }
@@ -248,27 +272,43 @@ mod tests {
     #[test]
     fn noop_when_line_present() {
         let m = lif(Some("a"), None, true, Anchor::Eof);
-        assert_eq!(m.edit("x\na\ny\n"), "x\na\ny\n");
-        assert_eq!(m.edit("x\na"), "x\na", "missing final newline is not drift");
+        assert_eq!(m.edit("x\na\ny\n").unwrap(), "x\na\ny\n");
+        assert_eq!(
+            m.edit("x\na").unwrap(),
+            "x\na",
+            "missing final newline is not drift"
+        );
     }
 
     #[test]
     fn inserts_after_anchor_or_at_bof() {
-        let m = lif(
-            Some("new"),
-            None,
-            true,
-            Anchor::After(Regex::new("^b").unwrap()),
-        );
-        assert_eq!(m.edit("a\nb\nc\n"), "a\nb\nnew\nc\n");
+        let m = lif(Some("new"), None, true, Anchor::After(re("^b")));
+        assert_eq!(m.edit("a\nb\nc\n").unwrap(), "a\nb\nnew\nc\n");
         let m = lif(Some("new"), None, true, Anchor::Bof);
-        assert_eq!(m.edit("a\n"), "new\na\n");
+        assert_eq!(m.edit("a\n").unwrap(), "new\na\n");
+    }
+
+    #[test]
+    fn python_patterns_with_look_around_and_backreferences_select_lines() {
+        let m = lif(
+            Some("PermitRootLogin no"),
+            Some(r"^(?!#)\s*PermitRootLogin\b"),
+            true,
+            Anchor::Eof,
+        );
+        let text = "#PermitRootLogin yes\nPermitRootLogin yes\n";
+        assert_eq!(
+            m.edit(text).unwrap(),
+            "#PermitRootLogin yes\nPermitRootLogin no\n"
+        );
+        let m = lif(None, Some(r"^(\w+) \1$"), false, Anchor::Eof);
+        assert_eq!(m.edit("a a\na b\n").unwrap(), "a b\n");
     }
 
     #[test]
     fn absent_removes_all_matches() {
         let m = lif(None, Some("^swap"), false, Anchor::Eof);
-        assert_eq!(m.edit("swap1\nkeep\nswap2\n"), "keep\n");
+        assert_eq!(m.edit("swap1\nkeep\nswap2\n").unwrap(), "keep\n");
     }
 
     #[test]
@@ -279,7 +319,16 @@ mod tests {
             true,
             Anchor::Eof,
         );
-        m.backrefs = true;
-        assert_eq!(m.edit("vm.swappiness = 60\n"), "vm.swappiness=10\n");
+        let r = re(r"^(vm\.\w+)\s*=.*$");
+        m.backrefs = Some(Replacement::new(r"\1=10", &r).unwrap());
+        assert_eq!(
+            m.edit("vm.swappiness = 60\n").unwrap(),
+            "vm.swappiness=10\n"
+        );
+        // The whole line becomes the filled-in template, a `$` stays.
+        let r = re("swappiness");
+        let mut m = lif(Some("x"), Some("swappiness"), true, Anchor::Eof);
+        m.backrefs = Some(Replacement::new(r"\g<0>=$1", &r).unwrap());
+        assert_eq!(m.edit("vm.swappiness = 60\n").unwrap(), "swappiness=$1\n");
     }
 }

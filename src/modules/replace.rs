@@ -1,14 +1,13 @@
 //! `replace`: every match of a regular expression in a file (or in the
 //! part of it between `after` and `before`) replaced.
 
-use regex::Regex;
-
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::kit::text;
 use crate::modules::params::{first_of, module_params, Mode, ParamError, Params};
+use crate::pyre::{MatchError, Regex, Replacement};
 use crate::remote::probe::Probe;
 
 pub const REPLACE: ModuleSpec = ModuleSpec {
@@ -49,8 +48,7 @@ module_params! {
 struct Replace {
     path: String,
     regexp: Regex,
-    /// The replacement in the regex crate's syntax.
-    replace: String,
+    replace: Replacement,
     /// Selects the part of the file to work on as its `section` group.
     section: Option<Regex>,
     opts: WriteOpts,
@@ -81,63 +79,15 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         (None, None) => None,
     };
     let section = section.map(|s| regex(p, "after", &s, false)).transpose()?;
+    let regexp = regex(p, "regexp", &a.regexp, true)?;
     Ok(Box::new(Replace {
         path,
-        regexp: regex(p, "regexp", &a.regexp, true)?,
-        replace: python_replacement(&a.replace),
+        replace: Replacement::new(&a.replace, &regexp)
+            .map_err(|e| p.error("replace", e.to_string()))?,
+        regexp,
         section,
         opts: WriteOpts::read(p, a.mode, a.owner, a.group)?.with_backup(a.backup),
     }))
-}
-
-/// Python's replacement syntax (`\1`, `\g<1>`, `\g<name>`, `\n`, `\t`,
-/// `\\`) in the regex crate's (`${1}`, `$$` for a dollar).
-fn python_replacement(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '$' => out.push_str("$$"),
-            '\\' => match chars.peek().copied() {
-                Some(d) if d.is_ascii_digit() => {
-                    let mut group = String::new();
-                    while let Some(d) = chars.peek().copied().filter(char::is_ascii_digit) {
-                        group.push(d);
-                        chars.next();
-                    }
-                    out.push_str(&format!("${{{group}}}"));
-                }
-                Some('g') => {
-                    chars.next();
-                    let rest: String = chars.clone().collect();
-                    match rest.strip_prefix('<').and_then(|r| r.split_once('>')) {
-                        Some((name, _)) => {
-                            out.push_str(&format!("${{{name}}}"));
-                            for _ in 0..name.chars().count() + 2 {
-                                chars.next();
-                            }
-                        }
-                        None => out.push_str("\\g"),
-                    }
-                }
-                Some('n') => {
-                    chars.next();
-                    out.push('\n');
-                }
-                Some('t') => {
-                    chars.next();
-                    out.push('\t');
-                }
-                Some('\\') => {
-                    chars.next();
-                    out.push('\\');
-                }
-                _ => out.push('\\'),
-            },
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 impl Module for Replace {
@@ -151,7 +101,7 @@ impl Module for Replace {
         else {
             return Ok(Plan::noop());
         };
-        let Some((start, end)) = self.section(&text) else {
+        let Some((start, end)) = self.section(&text)? else {
             let mut plan = Plan::noop();
             plan.notes.push(format!(
                 "{}: the 'after'/'before' patterns do not match; nothing replaced",
@@ -160,15 +110,17 @@ impl Module for Replace {
             return Ok(plan);
         };
         let part = &text[start..end];
-        let count = self.regexp.find_iter(part).count();
-        let replaced = self.regexp.replace_all(part, self.replace.as_str());
+        let matches = self.regexp.captures_all(part)?;
+        let count = matches.len();
+        let first = matches.first().and_then(|m| m.get(0)).map(|m| m.start());
+        let replaced = self.replace.replace_all(&self.regexp, part)?;
         let new = format!("{}{replaced}{}", &text[..start], &text[end..]);
         let mut plan = files::plan_content(&self.path, current.as_ref(), &new, &self.opts, true)?;
         for c in plan.changes.iter_mut().filter(|c| c.subject == self.path) {
             c.before = Some(format!("{count} match(es) of '{}'", self.regexp.as_str()));
             c.after = Some("replaced".into());
-            if let Some(m) = self.regexp.find(part) {
-                let line = text[..start + m.start()].matches('\n').count() + 1;
+            if let Some(at) = first {
+                let line = text[..start + at].matches('\n').count() + 1;
                 c.evidence = Some(format!("{}:{line}", self.path));
             }
         }
@@ -179,14 +131,14 @@ impl Module for Replace {
 impl Replace {
     /// The byte range to work on: all of `text`, or the section between
     /// `after` and `before`; `None` when those do not match.
-    fn section(&self, text: &str) -> Option<(usize, usize)> {
-        match &self.section {
+    fn section(&self, text: &str) -> Result<Option<(usize, usize)>, MatchError> {
+        Ok(match &self.section {
             None => Some((0, text.len())),
-            Some(re) => {
-                let m = re.captures(text)?.name("section")?;
-                Some((m.start(), m.end()))
-            }
-        }
+            Some(re) => re
+                .captures(text)?
+                .and_then(|c| c.name("section"))
+                .map(|m| (m.start(), m.end())),
+        })
     }
 }
 
@@ -268,13 +220,16 @@ mod tests {
     }
 
     #[test]
-    fn python_replacement_syntax_translates() {
-        assert_eq!(
-            python_replacement(r"\1-\g<2>-\g<name>"),
-            "${1}-${2}-${name}"
+    fn the_replacement_is_pythons_named_groups_and_literal_dollars() {
+        let facts = facts_with(Some("PATH=/usr/bin\n"));
+        let m = replace(json!({"regexp": "^(?P<k>PATH)=(.*)$", "replace": r"\g<k>=$HOME/bin:\2"}));
+        let after = settled(&facts, &m.plan(&facts).unwrap());
+        assert_eq!(content(&after), "PATH=$HOME/bin:/usr/bin\n");
+        let err = build_error(
+            &REPLACE,
+            json!({"path": PATH, "regexp": "(a)", "replace": r"\2"}),
         );
-        assert_eq!(python_replacement(r"a\nb\\c$HOME"), "a\nb\\c$$HOME");
-        assert_eq!(python_replacement(r"\q\g"), r"\q\g");
+        assert_eq!(err, "replace: invalid group reference 2 in the replacement");
     }
 
     #[test]
@@ -293,7 +248,7 @@ mod tests {
         let err = build_error(&REPLACE, json!({"path": PATH, "regexp": "(a"}));
         assert_eq!(
             err,
-            "replace: invalid regular expression '(a': unclosed group"
+            "replace: invalid regular expression '(a': opening parenthesis without closing parenthesis (at position 2)"
         );
         let err = build_error(
             &REPLACE,

@@ -60,7 +60,7 @@ pub(super) fn rewrite(source: &str, in_expr: bool, syntax: SyntaxConfig) -> Opti
 }
 
 /// Words that read like a variable but are not one.
-const KEYWORDS: &[&str] = &[
+pub(super) const KEYWORDS: &[&str] = &[
     "and", "or", "not", "in", "is", "if", "else", "true", "false", "none", "True", "False", "None",
 ];
 
@@ -101,7 +101,7 @@ fn chain_at(source: &str, tokens: &[(Token, Span)], i: usize) -> Option<(String,
     Some((format!("{CHAIN}({root}, {})", keys.join(", ")), j))
 }
 
-fn matching_bracket(tokens: &[(Token, Span)], open: usize) -> Option<usize> {
+pub(super) fn matching_bracket(tokens: &[(Token, Span)], open: usize) -> Option<usize> {
     let mut depth = 0;
     for (k, (t, _)) in tokens.iter().enumerate().skip(open) {
         match t {

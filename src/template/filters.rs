@@ -6,10 +6,10 @@ use std::borrow::Cow;
 use base64::Engine as _;
 use minijinja::value::{Kwargs, Rest, Serde, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State, Value};
-use regex::{Regex, RegexBuilder};
 use serde_json::{Map, Value as Json};
 
 use super::yaml_emit;
+use crate::pyre::{Captures, Flags, MatchError, Regex, Replacement};
 
 /// Installs everything on `env`; builtins not listed here (`default`, `join`,
 /// `string`, `items`, `defined`, ...) already match Jinja2.
@@ -45,6 +45,7 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_filter("comment", comment);
     env.add_filter("ternary", ternary);
     env.add_filter("password_hash", password_hash);
+    env.add_filter("random", super::random::random);
 
     env.add_test("match", test_match);
     env.add_test("search", test_search);
@@ -58,6 +59,7 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_test("version", version);
 
     super::lookups::register(env);
+    super::paths::register(env);
     super::ipaddr::register(env);
 }
 
@@ -185,50 +187,17 @@ fn unique(state: &State, values: Value, kwargs: Kwargs) -> Result<Value, Error> 
 // ---- regex ---------------------------------------------------------------
 
 fn build_regex(pattern: &str, kwargs: &Kwargs) -> Result<Regex, Error> {
-    let ignorecase = kwargs.get::<Option<bool>>("ignorecase")?.unwrap_or(false);
-    let multiline = kwargs.get::<Option<bool>>("multiline")?.unwrap_or(false);
+    let flags = Flags {
+        ignore_case: kwargs.get::<Option<bool>>("ignorecase")?.unwrap_or(false),
+        multi_line: kwargs.get::<Option<bool>>("multiline")?.unwrap_or(false),
+        dot_all: false,
+    };
     kwargs.assert_all_used()?;
-    RegexBuilder::new(pattern)
-        .case_insensitive(ignorecase)
-        .multi_line(multiline)
-        .build()
-        .map_err(|e| invalid(format!("invalid regex {pattern:?}: {e}")))
+    Regex::new(pattern, flags).map_err(|e| invalid(format!("invalid regex {pattern:?}: {e}")))
 }
 
-/// Rewrites a Python `re.sub` replacement (`\1`, `\g<name>`, `\n`) into the
-/// regex crate's syntax (`${1}`, `${name}`), escaping literal `$`.
-fn python_replacement(repl: &str) -> String {
-    let mut out = String::with_capacity(repl.len());
-    let mut chars = repl.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '$' => out.push_str("$$"),
-            '\\' => match chars.next() {
-                Some(d) if d.is_ascii_digit() => {
-                    let mut group = d.to_string();
-                    while let Some(d) = chars.next_if(char::is_ascii_digit) {
-                        group.push(d);
-                    }
-                    out.push_str(&format!("${{{group}}}"));
-                }
-                Some('g') if chars.peek() == Some(&'<') => {
-                    chars.next();
-                    let name: String = chars.by_ref().take_while(|&c| c != '>').collect();
-                    out.push_str(&format!("${{{name}}}"));
-                }
-                Some('n') => out.push('\n'),
-                Some('t') => out.push('\t'),
-                Some('\\') => out.push('\\'),
-                Some(other) => {
-                    out.push('\\');
-                    out.push(other);
-                }
-                None => out.push('\\'),
-            },
-            c => out.push(c),
-        }
-    }
-    out
+fn matched<T>(r: Result<T, MatchError>) -> Result<T, Error> {
+    r.map_err(|e| invalid(e.to_string()))
 }
 
 fn regex_replace(
@@ -238,8 +207,9 @@ fn regex_replace(
     kwargs: Kwargs,
 ) -> Result<String, Error> {
     let re = build_regex(pattern, &kwargs)?;
-    let repl = python_replacement(replacement.unwrap_or(""));
-    Ok(re.replace_all(&text(v)?, repl.as_str()).into_owned())
+    let repl = Replacement::new(replacement.unwrap_or(""), &re)
+        .map_err(|e| invalid(format!("regex_replace: {e}")))?;
+    matched(repl.replace_all(&re, &text(v)?))
 }
 
 /// Without group arguments: the first match or none.  With `'\\1'` /
@@ -252,7 +222,7 @@ fn regex_search(
 ) -> Result<Value, Error> {
     let re = build_regex(pattern, &kwargs)?;
     let haystack = text(v)?;
-    let Some(caps) = re.captures(&haystack) else {
+    let Some(caps) = matched(re.captures(&haystack))? else {
         return Ok(Value::from(()));
     };
     if groups.is_empty() {
@@ -274,11 +244,12 @@ fn regex_search(
 fn regex_findall(v: &Value, pattern: &str, kwargs: Kwargs) -> Result<Value, Error> {
     let re = build_regex(pattern, &kwargs)?;
     let haystack = text(v)?;
-    let group = |m: Option<regex::Match>| Value::from(m.map_or("", |m| m.as_str()));
-    let found = re.captures_iter(&haystack).map(|caps| match caps.len() {
-        1 => group(caps.get(0)),
-        2 => group(caps.get(1)),
-        n => Value::from((1..n).map(|i| group(caps.get(i))).collect::<Vec<_>>()),
+    let group = |caps: &Captures, i| Value::from(caps.get(i).map_or("", |m| m.as_str()));
+    let found = matched(re.captures_all(&haystack))?;
+    let found = found.iter().map(|caps| match caps.len() {
+        1 => group(caps, 0),
+        2 => group(caps, 1),
+        n => Value::from((1..n).map(|i| group(caps, i)).collect::<Vec<_>>()),
     });
     Ok(Value::from(found.collect::<Vec<_>>()))
 }
@@ -286,11 +257,11 @@ fn regex_findall(v: &Value, pattern: &str, kwargs: Kwargs) -> Result<Value, Erro
 fn test_match(v: &Value, pattern: &str, kwargs: Kwargs) -> Result<bool, Error> {
     // Python's re.match anchors at the start only.
     let re = build_regex(&format!(r"\A(?:{pattern})"), &kwargs)?;
-    Ok(re.is_match(&text(v)?))
+    matched(re.is_match(&text(v)?))
 }
 
 fn test_search(v: &Value, pattern: &str, kwargs: Kwargs) -> Result<bool, Error> {
-    Ok(build_regex(pattern, &kwargs)?.is_match(&text(v)?))
+    matched(build_regex(pattern, &kwargs)?.is_match(&text(v)?))
 }
 
 // ---- serialization -------------------------------------------------------

@@ -2,11 +2,16 @@
 //! auto-escaping, native types for single-expression parameters, `omit`,
 //! and the filters playbooks commonly use.
 
+mod backslash;
 mod chain;
 mod filters;
 mod hostvars;
 mod ipaddr;
 mod lookups;
+mod missing;
+mod paths;
+mod random;
+mod scope;
 mod yaml_emit;
 
 use std::collections::BTreeSet;
@@ -111,6 +116,11 @@ impl Templates {
         self
     }
 
+    /// What templates see: the variables, `vars` and `hostvars`.
+    fn context(&self, vars: &Json) -> Value {
+        scope::scope(vars, self.hostvars.as_ref())
+    }
+
     /// Makes a host's gathered facts visible through `hostvars`.
     pub fn record_facts(&self, host: &str, facts: &Map<String, Json>) {
         if let Some(h) = &self.hostvars {
@@ -129,21 +139,22 @@ impl Templates {
 
     /// Renders a template string (a task parameter or a file).
     pub fn render_str(&self, text: &str, vars: &Json) -> Result<String, TemplateError> {
-        self.render_text(text, &context(vars))
+        self.render_text(text, &self.context(vars))
     }
 
     /// Renders every string inside `v` (map keys too) with Ansible's rules:
     /// a lone `{{ expr }}` keeps the expression's native type, strings with
-    /// no template markup pass through, and map entries equal to `omit`
-    /// disappear.
+    /// no template markup pass through, map entries equal to `omit`
+    /// disappear, and string constants inside `{{ }}` keep their
+    /// backslashes (YAML has read the escapes already).
     pub fn render_value(&self, v: &Json, vars: &Json) -> Result<Json, TemplateError> {
-        self.render_tree(v, &context(vars))
+        self.render_tree(v, &self.context(vars))
     }
 
     /// Evaluates `when:`-style conditions: an expression string, a bool, or
     /// a list that must all hold.  Null (an empty `when:`) holds.
     pub fn eval_condition(&self, cond: &Json, vars: &Json) -> Result<bool, TemplateError> {
-        self.condition(cond, &context(vars))
+        self.condition(cond, &self.context(vars))
     }
 
     /// Syntax check without rendering; unknown filters and tests count too.
@@ -297,9 +308,11 @@ impl Templates {
         if !is_templated(s) {
             return Ok(Json::String(s.to_string()));
         }
+        let kept =
+            |source, in_expr| backslash::keep_backslashes(source, in_expr, self.syntax.clone());
         match single_expression(s) {
             Some(expr) => {
-                let value = self.eval_expr(expr, ctx)?;
+                let value = self.eval_expr(kept(expr, true).as_deref().unwrap_or(expr), ctx)?;
                 let json = serde_json::to_value(&value)
                     .map_err(|e| TemplateError::plain(e.to_string()))?;
                 if json_size(&json) > MAX_RENDERED {
@@ -307,7 +320,9 @@ impl Templates {
                 }
                 Ok(json)
             }
-            None => self.render_text(s, ctx).map(Json::String),
+            None => self
+                .render_text(kept(s, false).as_deref().unwrap_or(s), ctx)
+                .map(Json::String),
         }
     }
 
@@ -361,12 +376,22 @@ impl Templates {
             }
             None => None,
         };
-        let message = match (&undefined, &named, err.detail()) {
-            (Some(name), None, Some(custom)) => format!("undefined variable '{name}': {custom}"),
-            (Some(name), _, _) => format!("undefined variable '{name}'"),
-            (None, Some(expr), _) => format!("'{expr}' is undefined"),
-            (None, None, Some(detail)) => format!("{}: {detail}", kind_text(&err)),
-            (None, None, None) => kind_text(&err),
+        // A defined value lacking the attribute or item asked of it: say
+        // which, and of what type, as Ansible does.
+        let lacking = match (&undefined, err.kind()) {
+            (None, ErrorKind::UndefinedError) => {
+                let in_expr = matches!(kind, Source::Expression);
+                missing::first_missing(&self.env, source, in_expr, self.syntax.clone(), ctx)
+            }
+            _ => None,
+        };
+        let message = match (&undefined, &named, err.detail(), lacking) {
+            (Some(name), None, Some(custom), _) => format!("undefined variable '{name}': {custom}"),
+            (Some(name), _, _, _) => format!("undefined variable '{name}'"),
+            (None, _, _, Some((expr, why))) => format!("'{expr}' is undefined: {why}"),
+            (None, Some(expr), _, None) => format!("'{expr}' is undefined"),
+            (None, None, Some(detail), None) => format!("{}: {detail}", kind_text(&err)),
+            (None, None, None, None) => kind_text(&err),
         };
         TemplateError {
             message: message.replace('\n', " "),
@@ -459,10 +484,6 @@ fn ansible_syntax() -> SyntaxConfig {
         .keep_trailing_newline(true)
         .build()
         .expect("default delimiters are valid")
-}
-
-fn context(vars: &Json) -> Value {
-    Value::from(Serde(vars))
 }
 
 /// Whether a string holds template markup at all.

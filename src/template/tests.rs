@@ -54,6 +54,33 @@ fn missing_attribute_is_not_an_undefined_top_level_variable() {
 }
 
 #[test]
+fn a_missing_attribute_names_the_expression_and_the_type_asked() {
+    let vars = json!({"svc": ["a", "b"], "r": {"rc": 0}});
+    let err = Templates::new()
+        .render_value(&json!("{{ svc.Debian }}"), &vars)
+        .unwrap_err();
+    assert_eq!(
+        err.message,
+        "'svc.Debian' is undefined: object of type 'list' has no attribute 'Debian'"
+    );
+    assert!(err.is_undefined && err.undefined.is_none());
+    let err = render_err("x={{ r['out'] | upper }}", vars.clone());
+    assert_eq!(
+        err.message,
+        "'r['out']' is undefined: object of type 'dict' has no attribute 'out'"
+    );
+    let err = Templates::new()
+        .eval_condition(&json!("svc[3] == 'a'"), &vars)
+        .unwrap_err();
+    assert!(
+        err.message
+            .ends_with("object of type 'list' has no element 3"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
 fn default_works_on_undefined_under_strict_mode() {
     assert_eq!(render("{{ x | default('fb') }}", json!({})), "fb");
     assert_eq!(render("{{ x | d(3) }}", json!({})), "3");
@@ -332,6 +359,63 @@ fn regex_replace_converts_python_backrefs() {
     );
 }
 
+/// A playbook value is a YAML string whose escapes YAML has read
+/// (`"\\1"` gave `\1`): Jinja must not read them again.
+#[test]
+fn playbook_values_pass_backreferences_to_regex_replace() {
+    let vars = json!({"v": "OpenSSH_9.2p1 Debian"});
+    let replaced = |repl: &str| {
+        let text = format!("{{{{ v | regex_replace('^OpenSSH_([0-9.]+).*$', '{repl}') }}}}");
+        value(json!(text), vars.clone())
+    };
+    assert_eq!(replaced(r"\1"), json!("9.2"));
+    assert_eq!(replaced(r"\g<1>"), json!("9.2"));
+    assert_eq!(replaced(r"v$1 \1$"), json!("v$1 9.2$"));
+    let named = r"v={{ v | regex_replace('^(?P<d>\w+)_.*', '\g<d>') }}";
+    assert_eq!(value(json!(named), vars.clone()), json!("v=OpenSSH"));
+    // A template file is no YAML string: Jinja's escapes apply there.
+    assert_eq!(
+        render(
+            r"{{ v | regex_replace('^\w+_([0-9.]+).*$', '\\1') }}",
+            vars.clone()
+        ),
+        "9.2"
+    );
+    let err = Templates::new()
+        .render_value(&json!(r"{{ v | regex_replace('(x)', '\2') }}"), &vars)
+        .unwrap_err();
+    assert!(
+        err.message.contains("invalid group reference 2"),
+        "{}",
+        err.message
+    );
+}
+
+#[test]
+fn regex_filters_and_tests_take_python_patterns() {
+    let vars = json!({"v": "eth0 ib0 ib0 mtu=9000"});
+    assert_eq!(
+        render(r"{{ v | regex_search('(?<=mtu=)\\d+') }}", vars.clone()),
+        "9000"
+    );
+    assert_eq!(
+        value(
+            json!(r"{{ v | regex_findall('\b(?!eth)(\w+) \1') }}"),
+            vars.clone()
+        ),
+        json!(["ib0"])
+    );
+    assert_eq!(
+        value(
+            json!(r"{{ v | regex_replace('(?P<n>ib)(?P=n)?0', 'mlx') }}"),
+            vars.clone()
+        ),
+        json!("eth0 mlx mlx mtu=9000")
+    );
+    assert!(!cond(json!(r"v is search('(?<!e)th0')"), vars.clone()));
+    assert!(cond(json!(r"v is match('eth(?=0)')"), vars));
+}
+
 #[test]
 fn regex_search_and_tests() {
     let vars = json!({"out": "CUDA Version: 12.4 ok"});
@@ -340,7 +424,7 @@ fn regex_search_and_tests() {
         "12.4"
     );
     let groups = value(
-        json!(r"{{ out | regex_search('Version: (\\d+)\\.(\\d+)', '\\1', '\\2') }}"),
+        json!(r"{{ out | regex_search('Version: (\d+)\.(\d+)', '\1', '\2') }}"),
         vars.clone(),
     );
     assert_eq!(groups, json!(["12", "4"]));
@@ -362,10 +446,10 @@ fn regex_findall_is_pythons_findall() {
             vars.clone(),
         )
     };
-    assert_eq!(all(r"\\d+"), json!(["1", "22", "333"]));
-    assert_eq!(all(r"(\\w)="), json!(["a", "b", "c"]));
+    assert_eq!(all(r"\d+"), json!(["1", "22", "333"]));
+    assert_eq!(all(r"(\w)="), json!(["a", "b", "c"]));
     assert_eq!(
-        all(r"(\\w)=(\\d+)"),
+        all(r"(\w)=(\d+)"),
         json!([["a", "1"], ["b", "22"], ["c", "333"]])
     );
     assert_eq!(all("zzz"), json!([]));
@@ -927,4 +1011,96 @@ fn password_hash_refuses_unknown_schemes_and_salts() {
             .to_string()
             .contains("salt")
     );
+}
+
+#[test]
+fn path_tests_look_at_the_controllers_filesystem() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("f");
+    std::fs::write(&file, "x").unwrap();
+    std::os::unix::fs::symlink(&file, dir.path().join("l")).unwrap();
+    std::os::unix::fs::symlink(dir.path().join("gone"), dir.path().join("dangling")).unwrap();
+    let d = dir.path().display().to_string();
+    let vars = json!({"d": d});
+    let holds = |c: &str| cond(json!(c), vars.clone());
+    assert!(holds(
+        "(d ~ '/f') is file and d is directory and d is not file"
+    ));
+    assert!(holds(
+        "(d ~ '/l') is link and (d ~ '/l') is file and (d ~ '/f') is not link"
+    ));
+    assert!(holds(
+        "(d ~ '/f') is exists and (d ~ '/gone') is not exists"
+    ));
+    assert!(holds(
+        "(d ~ '/dangling') is not exists and (d ~ '/dangling') is link_exists"
+    ));
+    assert!(holds("d is abs and 'a/b' is not abs"));
+    assert!(holds(
+        "'/' is mount and d is not mount and (d ~ '/f') is not mount"
+    ));
+    assert!(holds(
+        "(d ~ '/l') is same_file(d ~ '/f') and d is not same_file(d ~ '/f')"
+    ));
+    let err = Templates::new()
+        .eval_condition(&json!("d is same_file(d ~ '/gone')"), &vars)
+        .unwrap_err();
+    assert!(err.message.contains("same_file"), "{}", err.message);
+    assert!(Templates::new().check_expression("x is is_dir").is_ok());
+}
+
+#[test]
+fn vars_and_this_hosts_hostvars_are_its_own_variables() {
+    let inventory = |h: &str| {
+        let mut m = Map::new();
+        m.insert("x".into(), json!(h));
+        m
+    };
+    let hostvars = Arc::new(HostVars::new(["h1".into(), "h2".into()], inventory));
+    let t = Templates::new().with_run(Path::new("."), hostvars);
+    let vars = json!({"inventory_hostname": "h1", "x": "h1", "name_a": "A", "item": "name_a", "reg": {"rc": 3}});
+    let v = |text: &str| t.render_value(&json!(text), &vars).unwrap();
+    assert_eq!(v("{{ vars['name_' ~ 'a'] }}"), json!("A"));
+    assert_eq!(v("{{ vars[item] }}"), json!("A"));
+    assert_eq!(v("{{ hostvars[inventory_hostname].reg.rc }}"), json!(3));
+    assert_eq!(v("{{ hostvars['h2'].x }}"), json!("h2"));
+    assert_eq!(v("{{ hostvars | list }}"), json!(["h1", "h2"]));
+    assert!(t
+        .eval_condition(&json!("vars.nope is undefined"), &vars)
+        .unwrap());
+    assert!(t.eval_condition(&json!("'name_a' in vars"), &vars).unwrap());
+}
+
+/// The expected numbers are Python's: `random.Random(seed).randrange(…)`
+/// and `.choice(…)`, which Ansible's filter calls.
+#[test]
+fn random_with_a_seed_draws_what_python_draws() {
+    let r = |text: &str| value(json!(text), json!({"h": "gpu-node-017"}));
+    assert_eq!(r("{{ 60 | random(seed='host1') }}"), json!(31));
+    assert_eq!(r("{{ 60 | random(seed=h) }}"), json!(54));
+    assert_eq!(r("{{ 60 | random(seed=42) }}"), json!(40));
+    assert_eq!(r("{{ 1000 | random(seed=-7) }}"), json!(331));
+    assert_eq!(
+        r("{{ ['a', 'b', 'c'] | random(seed='web01') }}"),
+        json!("b")
+    );
+    assert_eq!(r("{{ 100 | random(1, 10, seed='x') }}"), json!(51));
+    assert_eq!(r("{{ 0 | random(start=10, step=-3, seed='x') }}"), json!(4));
+    assert_eq!(
+        r("{{ 1099511627776 | random(seed='big') }}"),
+        json!(247717398425u64)
+    );
+    assert_eq!(r("{{ 10 | random(seed='') }}"), json!(7));
+    assert_eq!(r("{{ 10 | random(seed=true) }}"), json!(2));
+    assert_eq!(r("{{ 'abcdef' | random(seed='héllo') }}"), json!("a"));
+    for _ in 0..20 {
+        let n = r("{{ 5 | random(2) }}").as_i64().unwrap();
+        assert!((2..5).contains(&n), "{n}");
+        let x = r("{{ ['p', 'q'] | random }}");
+        assert!(x == json!("p") || x == json!("q"), "{x}");
+    }
+    let err = |text: &str| render_err(text, json!({})).message;
+    assert!(err("{{ 0 | random }}").contains("empty range"));
+    assert!(err("{{ [1] | random(2) }}").contains("only be used with integer"));
+    assert!(err("{{ {} | random }}").contains("sequences and integers"));
 }

@@ -106,6 +106,8 @@ impl<'p> HostRun<'_, 'p> {
                 self.vars.registered.insert(reg.clone(), result.clone());
             }
             registered = result;
+        } else {
+            self.outcomes.step_failed(self.ctx.templates, &instance, i);
         }
         if self.outcomes.tolerated(instance.ignore_errors, i) {
             let value = match &registered {

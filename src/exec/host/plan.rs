@@ -42,8 +42,11 @@ impl<'p> HostRun<'_, 'p> {
                 return (json!({"changed": false, "msg": message}), false);
             }
             Err(e) => {
-                self.fail(spec, instance.label, e.to_string());
-                let result = json!({"changed": false, "failed": true, "msg": e.to_string()});
+                let t = self.ctx.templates;
+                let (i, result) = self.outcomes.plan_failed(t, &instance, e.to_string());
+                if self.outcomes.tolerated(instance.ignore_errors, i) {
+                    self.task_failed(spec, i, result.clone());
+                }
                 return (result, false);
             }
         };

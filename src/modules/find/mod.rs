@@ -7,7 +7,7 @@
 mod listing;
 mod select;
 
-use regex::Regex;
+use crate::pyre::Regex;
 use serde_json::{json, Map, Value};
 
 use listing::{Contains, Found, Walk};
@@ -183,11 +183,12 @@ impl Module for Find {
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let listing = Found::read(facts, &self.walk)?;
-        let mut files: Vec<Value> = select::walk_order(&listing.entries)
-            .into_iter()
-            .filter(|e| self.choice.takes(e, listing.now))
-            .map(select::stat_of)
-            .collect();
+        let mut files = Vec::new();
+        for e in select::walk_order(&listing.entries) {
+            if self.choice.takes(e, listing.now)? {
+                files.push(select::stat_of(e));
+            }
+        }
         let mut msg = "All paths examined";
         if let Some(n) = self.limit.filter(|n| files.len() >= *n) {
             files.truncate(n);

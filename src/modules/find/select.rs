@@ -4,11 +4,11 @@
 
 use std::collections::HashMap;
 
-use regex::Regex;
 use serde_json::{json, Value};
 
 use super::listing::Entry;
 use crate::modules::params::choices;
+use crate::pyre::{MatchError, Regex};
 
 /// Which entries a task chooses.
 pub(super) struct Choice {
@@ -36,28 +36,35 @@ choices! {
 
 impl Choice {
     /// Whether Ansible's find returns `e`, listed at `now`.
-    pub(super) fn takes(&self, e: &Entry, now: f64) -> bool {
+    pub(super) fn takes(&self, e: &Entry, now: f64) -> Result<bool, MatchError> {
         let name = e.rel.rsplit('/').next().unwrap_or(&e.rel);
         let level = e.rel.matches('/').count() + 1;
         if self.depth.is_some_and(|d| level > d as usize) || (!self.hidden && name.starts_with('.'))
         {
-            return false;
+            return Ok(false);
         }
-        let base = self.named(name) && self.aged(e, now);
-        match (self.file_type, e.kind) {
+        let base = self.named(name)? && self.aged(e, now);
+        Ok(match (self.file_type, e.kind) {
             (Kind::Any, 'f') | (Kind::File, 'f') => {
                 base && self.sized(e) && e.content != Some(false)
             }
             (Kind::Any, _) => base,
             (Kind::Directory, 'd') | (Kind::Link, 'l') => base,
             _ => false,
-        }
+        })
     }
 
     /// Ansible's `pfilter`: a pattern matches and no exclude does.
-    fn named(&self, name: &str) -> bool {
-        let any = |set: &[Regex]| set.iter().any(|r| r.is_match(name));
-        any(&self.patterns) && !any(&self.excludes)
+    fn named(&self, name: &str) -> Result<bool, MatchError> {
+        let any = |set: &[Regex]| -> Result<bool, MatchError> {
+            for r in set {
+                if r.is_match(name)? {
+                    return Ok(true);
+                }
+            }
+            Ok(false)
+        };
+        Ok(any(&self.patterns)? && !any(&self.excludes)?)
     }
 
     fn aged(&self, e: &Entry, now: f64) -> bool {

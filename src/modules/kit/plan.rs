@@ -161,6 +161,9 @@ pub(crate) enum ModuleError {
     /// The GPU smoke test ran; these checks failed.
     #[error("GPU smoke test failed: {}", .0.join("; "))]
     SmokeFailed(Vec<String>),
+    /// A pattern of the task gave up on the file's text.
+    #[error(transparent)]
+    Pattern(#[from] crate::pyre::MatchError),
     /// A probe answered something the module could not understand.
     #[error("unexpected probe output for {key}: {detail}")]
     Fact { key: String, detail: String },

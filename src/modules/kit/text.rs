@@ -1,13 +1,12 @@
 //! What modules that edit text share: regular expressions as Ansible's
 //! parameters give them, and where a new line or block goes.
 
-use regex::{Regex, RegexBuilder};
-
 use crate::modules::params::{ParamError, Params};
+use crate::pyre::{Flags, MatchError, PatternError, Regex};
 
-/// `r` compiled; `multi_line` and `dot_all` as Python's `re.MULTILINE` and
-/// `re.DOTALL`. A bad pattern is one line naming what is wrong (the regex
-/// crate draws a multi-line picture whose last line says it).
+/// `r` compiled as Python's `re` does; `multi_line` and `dot_all` as
+/// `re.MULTILINE` and `re.DOTALL`. A bad pattern is one line naming what is
+/// wrong.
 pub(crate) fn regex(
     p: &Params,
     key: &str,
@@ -15,16 +14,12 @@ pub(crate) fn regex(
     multi_line: bool,
     dot_all: bool,
 ) -> Result<Regex, ParamError> {
-    RegexBuilder::new(r)
-        .multi_line(multi_line)
-        .dot_matches_new_line(dot_all)
-        .build()
-        .map_err(|e| {
-            let text = e.to_string();
-            let why = text.lines().last().unwrap_or_default();
-            let why = why.trim_start_matches("error: ");
-            p.error(key, format!("invalid regular expression '{r}': {why}"))
-        })
+    let flags = Flags {
+        multi_line,
+        dot_all,
+        ..Flags::default()
+    };
+    Regex::new(r, flags).map_err(|e| p.error(key, format!("invalid regular expression '{r}': {e}")))
 }
 
 /// `insertafter` / `insertbefore`: where new text goes.
@@ -58,21 +53,28 @@ impl Anchor {
 
     /// After or before the last line the anchor matches; at the end when
     /// none does.
-    pub(crate) fn position<S: AsRef<str>>(&self, lines: &[S]) -> usize {
-        let last = |r: &Regex| lines.iter().rposition(|l| r.is_match(l.as_ref()));
-        match self {
+    pub(crate) fn position<S: AsRef<str>>(&self, lines: &[S]) -> Result<usize, MatchError> {
+        let last = |r: &Regex| -> Result<Option<usize>, MatchError> {
+            for (i, l) in lines.iter().enumerate().rev() {
+                if r.is_match(l.as_ref())? {
+                    return Ok(Some(i));
+                }
+            }
+            Ok(None)
+        };
+        Ok(match self {
             Anchor::Bof => 0,
             Anchor::Eof => lines.len(),
-            Anchor::After(r) => last(r).map_or(lines.len(), |i| i + 1),
-            Anchor::Before(r) => last(r).unwrap_or(lines.len()),
-        }
+            Anchor::After(r) => last(r)?.map_or(lines.len(), |i| i + 1),
+            Anchor::Before(r) => last(r)?.unwrap_or(lines.len()),
+        })
     }
 }
 
 /// Python's `fnmatch.translate`, anchored at both ends: `*` and `?` match
 /// any characters (`/` and newlines too), `[seq]` and `[!seq]` one of a
 /// set, and a `[` that no `]` closes is itself.
-pub(crate) fn fnmatch_regex(glob: &str) -> Result<Regex, regex::Error> {
+pub(crate) fn fnmatch_regex(glob: &str) -> Result<Regex, PatternError> {
     let chars: Vec<char> = glob.chars().collect();
     let mut re = String::from("(?s)^");
     let mut i = 0;
@@ -92,7 +94,7 @@ pub(crate) fn fnmatch_regex(glob: &str) -> Result<Regex, regex::Error> {
         i += 1;
     }
     re.push('$');
-    Regex::new(&re)
+    Regex::new(&re, Flags::default())
 }
 
 /// Where the set opened before `start` closes: a `]` right after the
@@ -135,7 +137,7 @@ mod fnmatch_tests {
 
     #[test]
     fn globs_match_as_python_fnmatch_does() {
-        let m = |g: &str, s: &str| fnmatch_regex(g).unwrap().is_match(s);
+        let m = |g: &str, s: &str| fnmatch_regex(g).unwrap().is_match(s).unwrap();
         assert!(m("*.log", "a b.log") && m("*.log", "x\n.log") && !m("*.log", "a.LOG"));
         assert!(m("?.conf", "a.conf") && !m("?.conf", "ab.conf"));
         assert!(m("[!a]x", "bx") && !m("[!a]x", "ax"));

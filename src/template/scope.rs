@@ -1,0 +1,71 @@
+//! The variables a template sees, with two of Ansible's magic variables
+//! that are views of them: `vars` (the same variables, for `vars['name_' ~
+//! x]` and `vars[item]`) and `hostvars`, whose entry for the current host
+//! is everything the host's templates see (play and task variables,
+//! registered results), not only its inventory variables and facts.
+
+use std::sync::Arc;
+
+use minijinja::value::{Enumerator, Object, Serde, Value};
+use serde_json::Value as Json;
+
+use super::HostVars;
+
+pub(super) fn scope(vars: &Json, hostvars: Option<&Arc<HostVars>>) -> Value {
+    Value::from_object(Scope {
+        vars: Value::from(Serde(vars)),
+        hostvars: hostvars.cloned(),
+    })
+}
+
+#[derive(Debug)]
+struct Scope {
+    vars: Value,
+    hostvars: Option<Arc<HostVars>>,
+}
+
+impl Object for Scope {
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        let own = self.vars.get_item(key).ok().filter(|v| !v.is_undefined());
+        own.or_else(|| match key.as_str()? {
+            "vars" => Some(self.vars.clone()),
+            "hostvars" => {
+                let here = self.vars.get_attr("inventory_hostname").ok()?;
+                Some(Value::from_object(HostVarsHere {
+                    all: self.hostvars.clone()?,
+                    host: here.as_str()?.to_string(),
+                    here: self.vars.clone(),
+                }))
+            }
+            _ => None,
+        })
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        match self.vars.try_iter() {
+            Ok(keys) => Enumerator::Values(keys.collect()),
+            Err(_) => Enumerator::Empty,
+        }
+    }
+}
+
+/// `hostvars` as the current host's templates see it.
+#[derive(Debug)]
+struct HostVarsHere {
+    all: Arc<HostVars>,
+    host: String,
+    here: Value,
+}
+
+impl Object for HostVarsHere {
+    fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
+        if key.as_str() == Some(self.host.as_str()) {
+            return Some(self.here.clone());
+        }
+        self.all.get_value(key)
+    }
+
+    fn enumerate(self: &Arc<Self>) -> Enumerator {
+        self.all.enumerate()
+    }
+}
