@@ -44,6 +44,7 @@ REQUIRED_COMMANDS=(
 	"iptables-save iptables"
 	"nft nftables"
 	"nsenter util-linux"
+	"musl-gcc musl-tools"
 )
 
 # What the real-VM tests add.
@@ -210,6 +211,8 @@ machine_state >"$before"
 
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
+# The release artefacts, which tests/dist.rs installs and runs.
+scripts/dist.sh
 cargo test
 if vm_tests_wanted; then
 	# One VM at a time: each takes a core and a GiB, and they boot under TCG
