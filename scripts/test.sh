@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every check the project has: formatting, clippy and all tests, including
-# the integration tests that provision isolated hosts (tests/support). Those run
+# Runs every check the project has: formatting, clippy, the release artefacts
+# (scripts/dist.sh) and all tests, including the integration tests that
+# provision isolated hosts (tests/support) and install those artefacts. Those run
 # as root in private namespaces; this script proves afterwards that the machine
 # running them was left alone, and fails loudly if it was not.
 #

@@ -147,9 +147,7 @@ fn comparable(mut doc: Value) -> Value {
     fn strip(v: &mut Value) {
         match v {
             Value::Object(map) => {
-                map.retain(|key, _| {
-                    !key.ends_with("_ms") && !key.ends_with("_at") && key != "when"
-                });
+                map.retain(|key, _| !key.ends_with("_ms") && !key.ends_with("_at"));
                 map.values_mut().for_each(strip);
             }
             Value::Array(items) => items.iter_mut().for_each(strip),
