@@ -314,8 +314,17 @@ fn install_verify_remove(host: IsolatedHost, package: &Path, manager: &PackageMa
     }
     let licence = installed
         .iter()
-        .any(|f| f.contains("/share/licenses/nodeprov/") || f.ends_with("/doc/nodeprov/copyright"));
-    assert!(licence, "no licence file: {installed:#?}");
+        .find(|f| f.contains("/share/licenses/nodeprov/") || f.ends_with("/doc/nodeprov/copyright"))
+        .unwrap_or_else(|| panic!("no licence file: {installed:#?}"));
+    let text = sh(&host, &format!("cat {licence}"));
+    // The whole licence, not a pointer to it.
+    for words in [
+        "Apache License",
+        "Version 2.0, January 2004",
+        "END OF TERMS AND CONDITIONS",
+    ] {
+        assert!(text.contains(words), "{licence}: {text}");
+    }
     let query = sh(&host, manager.query);
     for line in manager.queried {
         assert!(
@@ -338,12 +347,14 @@ fn install_verify_remove(host: IsolatedHost, package: &Path, manager: &PackageMa
 
 #[test]
 fn the_rpm_installs_verifies_and_removes_cleanly_on_an_el_host() {
+    // The packages carry dist/nodeprov: refused when stale.
     static_binary();
     install_verify_remove(IsolatedHost::el().with_own_usr(), &artefact(".rpm"), &RPM);
 }
 
 #[test]
 fn the_deb_installs_verifies_and_removes_cleanly_on_a_debian_host() {
+    // The packages carry dist/nodeprov: refused when stale.
     static_binary();
     install_verify_remove(IsolatedHost::apt().with_own_usr(), &artefact(".deb"), &DPKG);
 }
