@@ -30,7 +30,10 @@ fi
 for entry in "${TOOLS[@]}"; do
 	read -r tool version <<<"$entry"
 	if ! cargo install --list | grep -qx "$tool v$version:"; then
-		cargo install --locked --quiet "$tool" --version "$version"
+		# --debug: they compile in about a quarter of the time (4.5 min for
+		# both on 2 cores, against 17 for release builds) and package
+		# just as fast, since the compression is C built optimised anyway.
+		cargo install --locked --debug --quiet "$tool" --version "$version"
 	fi
 done
 
