@@ -62,8 +62,9 @@ fn main() {
     let reps = env_number("NODEPROV_BENCH_REPS", 3);
     let ansible_max = env_number("NODEPROV_BENCH_ANSIBLE_MAX", 50);
     run::adopt_orphans();
-    let venv = Venv::prepare();
-    let posix = venv.ansible_posix();
+    let python = Tool::selected().iter().any(|t| t.is_python());
+    let venv = Venv::prepare(python);
+    let posix = python && venv.ansible_posix();
     let load_before = load_average();
     let fleet = start_fleet(*sizes.iter().max().expect("a fleet size"));
     let meters: Vec<Meter> = fleet.hosts.iter().map(Meter::new).collect();
@@ -256,24 +257,25 @@ fn machine_facts(
          - ratios: the other tool's median over nodeprov's; above 1× means nodeprov is faster\n\
          - nodeprov round trips/host: from its JSON report; an apply that changes something \
          is probe + apply script + verify probe, a no-op or check run the probe alone\n",
-        first_line(Command::new("date").args(["-u", "+%Y-%m-%d %H:%M UTC"])),
+        first_line(Command::new("date").args(["-u", "+%Y-%m-%d %H:%M UTC"])).unwrap_or_default(),
         cpu_model(),
         load_average(),
         sizes.join(", "),
         versions[0],
         versions[1],
         versions[2],
-        first_line(Command::new(control.venv.bin("python")).arg("--version")),
-        first_line(Command::new("ssh").arg("-V")),
+        first_line(Command::new(control.venv.bin("python")).arg("--version")).unwrap_or("none".into()),
+        first_line(Command::new("ssh").arg("-V")).unwrap_or_default(),
     )
 }
 
-/// The first line a command printed, on stdout or (as `ssh -V`) stderr.
-fn first_line(cmd: &mut Command) -> String {
-    let out = cmd.output().expect("spawn");
+/// The first line a command printed, on stdout or (as `ssh -V`) stderr;
+/// `None` when it cannot be run.
+fn first_line(cmd: &mut Command) -> Option<String> {
+    let out = cmd.output().ok()?;
     let text = [out.stdout, out.stderr].concat();
     let text = String::from_utf8_lossy(&text);
-    text.lines().next().unwrap_or("?").trim().to_string()
+    Some(text.lines().next().unwrap_or("?").trim().to_string())
 }
 
 fn cpu_model() -> String {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every check the project has: formatting, clippy and all tests, including
-# the integration tests that provision isolated hosts (tests/support). Those run
+# Runs every check the project has: formatting, clippy, the release artefacts
+# (scripts/dist.sh) and all tests, including the integration tests that
+# provision isolated hosts (tests/support) and install those artefacts. Those run
 # as root in private namespaces; this script proves afterwards that the machine
 # running them was left alone, and fails loudly if it was not.
 #
@@ -44,6 +45,7 @@ REQUIRED_COMMANDS=(
 	"iptables-save iptables"
 	"nft nftables"
 	"nsenter util-linux"
+	"musl-gcc musl-tools"
 )
 
 # What the real-VM tests add.
@@ -210,6 +212,8 @@ machine_state >"$before"
 
 cargo fmt --check
 cargo clippy --all-targets -- -D warnings
+# The release artefacts, which tests/dist.rs installs and runs.
+scripts/dist.sh
 cargo test
 if vm_tests_wanted; then
 	# One VM at a time: each takes a core and a GiB, and they boot under TCG

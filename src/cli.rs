@@ -13,8 +13,17 @@ const EXIT_CODES: &str = "Exit codes:
   4  at least one host failed or was unreachable
   6  both 2 and 4";
 
+/// The release and the commit it was built from (build.rs), so a report of a
+/// bug names the exact source.
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (commit ",
+    env!("NODEPROV_COMMIT"),
+    ")"
+);
+
 #[derive(Parser, Debug)]
-#[command(name = "nodeprov", version, about = "Agentless, Ansible-shaped provisioning for GPU server fleets", after_help = EXIT_CODES)]
+#[command(name = "nodeprov", version = VERSION, about = "Agentless, Ansible-shaped provisioning for GPU server fleets", after_help = EXIT_CODES)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -40,6 +49,17 @@ pub enum Command {
     /// Work on reports written by earlier runs.
     #[command(subcommand)]
     Report(ReportCommand),
+    /// Print the shell completion script for SHELL, e.g.
+    /// `nodeprov completions bash > /usr/share/bash-completion/completions/nodeprov`.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), e.g. `nodeprov man | man -l -`.
+    Man,
+}
+
+#[derive(Args, Debug)]
+pub struct CompletionsArgs {
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 #[derive(Subcommand, Debug)]

@@ -9,8 +9,8 @@ use std::sync::Mutex;
 use serde_json::{Map, Value};
 
 use crate::cli::{
-    Cli, Command, FactsArgs, Format, InventoryArgs, MergeArgs, ReportCommand, RunArgs, SmokeArgs,
-    ValidateArgs,
+    Cli, Command, CompletionsArgs, FactsArgs, Format, InventoryArgs, MergeArgs, ReportCommand,
+    RunArgs, SmokeArgs, ValidateArgs,
 };
 use crate::exec::RunOptions;
 use crate::exec::{run_playbook, RunRequest};
@@ -32,6 +32,8 @@ pub fn run(cli: Cli) -> u8 {
         Command::Facts(args) => facts_cmd(&args),
         Command::Smoke(args) => smoke_cmd(&args),
         Command::Report(ReportCommand::Merge(args)) => merge_cmd(&args),
+        Command::Completions(args) => completions_cmd(&args),
+        Command::Man => man_cmd(),
     };
     result.unwrap_or_else(|errors| {
         let mut err = std::io::stderr().lock();
@@ -219,6 +221,34 @@ fn merge_cmd(args: &MergeArgs) -> Result<u8, Vec<Diagnostic>> {
         ),
     }
     Ok(code)
+}
+
+fn completions_cmd(args: &CompletionsArgs) -> Result<u8, Vec<Diagnostic>> {
+    let mut script = Vec::new();
+    let mut cli = <Cli as clap::CommandFactory>::command();
+    clap_complete::generate(args.shell, &mut cli, "nodeprov", &mut script);
+    print_generated("completions", &script)
+}
+
+fn man_cmd() -> Result<u8, Vec<Diagnostic>> {
+    let mut page = Vec::new();
+    let cli = <Cli as clap::CommandFactory>::command();
+    clap_mangen::Man::new(cli)
+        .render(&mut page)
+        .map_err(|e| vec![Diagnostic::new(&Span::synthetic("man"), e.to_string())])?;
+    print_generated("man", &page)
+}
+
+/// Writes a generated file to stdout; a reader that stops early (`| head`)
+/// is not an error.
+fn print_generated(what: &str, text: &[u8]) -> Result<u8, Vec<Diagnostic>> {
+    match std::io::stdout().lock().write_all(text) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(vec![Diagnostic::new(
+            &Span::synthetic(what),
+            format!("cannot write to stdout: {e}"),
+        )]),
+        _ => Ok(EXIT_OK),
+    }
 }
 
 /// Every `--report` file; the first that cannot be written stops the rest.

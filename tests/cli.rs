@@ -245,3 +245,56 @@ fn a_missing_attribute_says_which_and_of_what_type() {
         "{message}"
     );
 }
+
+#[test]
+fn version_names_the_release_and_the_commit() {
+    let out = nodeprov(&["--version"]);
+    assert_eq!(out.status.code(), Some(0));
+    let version = text(&out.stdout);
+    let commit = version
+        .strip_prefix(concat!("nodeprov ", env!("CARGO_PKG_VERSION"), " (commit "))
+        .and_then(|rest| rest.strip_suffix(")\n"))
+        .unwrap_or_else(|| panic!("{version}"));
+    let hex = !commit.is_empty() && commit.chars().all(|c| c.is_ascii_hexdigit());
+    assert!(hex || commit == "unknown", "{version}");
+}
+
+/// Completions and the man page come from the command line's own
+/// definition, so each names every subcommand and a flag deep inside one.
+#[test]
+fn completions_and_man_page_cover_every_subcommand() {
+    let outputs = [
+        ("bash", nodeprov(&["completions", "bash"])),
+        ("zsh", nodeprov(&["completions", "zsh"])),
+        ("fish", nodeprov(&["completions", "fish"])),
+        ("man", nodeprov(&["man"])),
+    ];
+    for (what, out) in outputs {
+        assert_eq!(out.status.code(), Some(0), "{what}: {}", text(&out.stderr));
+        let script = text(&out.stdout);
+        let words = [
+            "apply",
+            "check",
+            "validate",
+            "inventory",
+            "facts",
+            "smoke",
+            "report",
+            "completions",
+        ];
+        for word in words {
+            assert!(script.contains(word), "{what} lacks {word}");
+        }
+        if what != "man" {
+            assert!(script.contains("skip-tags"), "{what} lacks --skip-tags");
+        }
+    }
+    let page = text(&nodeprov(&["man"]).stdout);
+    assert!(page.contains(".TH nodeprov 1"), "{page}");
+    let shells = nodeprov(&["completions", "tcsh"]);
+    assert_eq!(
+        shells.status.code(),
+        Some(1),
+        "an unknown shell is a usage error"
+    );
+}

@@ -154,19 +154,38 @@ impl Tool {
 
     fn binary(self, control: &Control) -> PathBuf {
         match self {
-            Tool::Nodeprov | Tool::Sharded => PathBuf::from(env!("CARGO_BIN_EXE_nodeprov")),
+            Tool::Nodeprov | Tool::Sharded => nodeprov_binary(),
             Tool::Ansible => control.venv.bin("ansible-playbook"),
             Tool::Pyinfra => control.venv.bin("pyinfra"),
         }
     }
 
+    /// Whether the tool runs from the Python venv.
+    pub fn is_python(self) -> bool {
+        matches!(self, Tool::Ansible | Tool::Pyinfra)
+    }
+
+    /// The first line of `--version`; "not installed" for a Python tool
+    /// when none of them was selected, so no venv was made.
     pub fn version(self, control: &Control) -> String {
         let mut cmd = program(control, &self.binary(control));
         cmd.arg("--version");
-        let out = cmd.output().expect("spawn --version");
+        let Ok(out) = cmd.output() else {
+            return "not installed".into();
+        };
         let text = String::from_utf8_lossy(&out.stdout);
         text.lines().next().unwrap_or("?").trim().to_string()
     }
+}
+
+/// NODEPROV_BENCH_BIN, to time another build of nodeprov (the static
+/// release binary, dist/nodeprov) on the same fleet; else the one cargo
+/// built for the bench.
+fn nodeprov_binary() -> PathBuf {
+    std::env::var_os("NODEPROV_BENCH_BIN").map_or_else(
+        || PathBuf::from(env!("CARGO_BIN_EXE_nodeprov")),
+        PathBuf::from,
+    )
 }
 
 fn nodeprov_args(cmd: &mut Command, control: &Control, phase: Phase) {

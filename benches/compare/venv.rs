@@ -20,12 +20,16 @@ pub struct Venv {
 
 impl Venv {
     /// The venv at ~/.cache/nodeprov-bench/venv with the pinned tools,
-    /// installing whatever is missing.
-    pub fn prepare() -> Venv {
+    /// installing whatever is missing when `needed` (a Python tool is
+    /// selected); a run of nodeprov alone needs neither Python nor PyPI.
+    pub fn prepare(needed: bool) -> Venv {
         let home = std::env::var_os("HOME").expect("HOME is set");
         let venv = Venv {
             cache: Path::new(&home).join(".cache/nodeprov-bench"),
         };
+        if !needed {
+            return venv;
+        }
         if !venv.bin("python").exists() {
             venv.create();
         }

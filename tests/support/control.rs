@@ -57,7 +57,12 @@ impl Control {
     /// `nodeprov <args> --known-hosts <temp>` with none of the caller's SSH
     /// or nodeprov settings: no agent, no passwords, HOME in the temp dir.
     pub fn nodeprov(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(BIN);
+        self.nodeprov_at(BIN, args)
+    }
+
+    /// The same with another build of nodeprov (a release artefact).
+    pub fn nodeprov_at(&self, binary: &str, args: &[&str]) -> Command {
+        let mut cmd = Command::new(binary);
         cmd.args(args);
         self.isolate(cmd)
     }

@@ -4,13 +4,16 @@
 # mutable state, then execs the command, so nothing the command does can reach the
 # real /etc, /root, /tmp, /run, /var/log or kernel settings.
 #
-# usage: enter-host.sh ROOT VMDIR HOSTNAME [--keep PATH]... [--private DIR]... [--own-network] -- COMMAND [ARG]...
+# usage: enter-host.sh ROOT VMDIR HOSTNAME [--keep PATH]... [--private DIR]... [--own-usr] [--own-network] -- COMMAND [ARG]...
 #   ROOT   host tree holding etc/ root/ tmp/ run/ var/log/
 #   VMDIR  plain files standing in for /proc/sys/vm
 #   --keep a real directory under /etc, /root, /tmp or /run that must stay visible
 #          (the binary under test, the caller's working directory)
 #   --private DIR  one more machine directory (relative, e.g. var/lib/dpkg) that
 #          ROOT/DIR covers, for hosts whose package manager keeps state there
+#   --own-usr  /usr becomes an overlay whose writes land in ROOT/usr-upper, so a
+#          package manager can install into the host's /usr and the machine's
+#          stays as it was
 #   --own-network  the command runs in a network namespace of its own, whose
 #          /proc/sys/net is left writable (a firewall sets ip_forward there)
 set -eu
@@ -42,6 +45,11 @@ while [ "${1-}" = --private ] && [ $# -ge 2 ]; do
 	private="$private $2"
 	shift 2
 done
+own_usr=
+if [ "${1-}" = --own-usr ]; then
+	own_usr=1
+	shift
+fi
 own_network=
 if [ "${1-}" = --own-network ]; then
 	own_network=1
@@ -63,6 +71,12 @@ mount -n --bind "$vmdir" /proc/sys/vm || fail "cannot bind fake vm dir $vmdir"
 if [ -n "$own_network" ]; then
 	mount -n --bind /proc/sys/net /proc/sys/net && mount -n -o remount,bind,rw /proc/sys/net ||
 		fail "cannot make /proc/sys/net writable"
+fi
+
+if [ -n "$own_usr" ]; then
+	mkdir -p usr-upper usr-work &&
+		mount -n -t overlay overlay -o "lowerdir=/usr,upperdir=$root/usr-upper,workdir=$root/usr-work" /usr ||
+		fail "cannot lay an overlay over /usr"
 fi
 
 for dir in etc root run tmp var/log $private; do

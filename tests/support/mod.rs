@@ -72,6 +72,9 @@ pub struct IsolatedHost {
     /// The network namespace every command of the host enters, bound to a
     /// file of the host tree; `None`: the machine's network.
     netns: Option<PathBuf>,
+    /// Whether /usr is an overlay of the machine's whose changes stay in
+    /// the host tree (see `with_own_usr`).
+    own_usr: bool,
 }
 
 /// Where dnf keeps its history and cache. rpm's database follows `%_dbpath`,
@@ -127,6 +130,7 @@ impl IsolatedHost {
             hostname: hostname.to_string(),
             extra_private: &[],
             netns: None,
+            own_usr: false,
         }
     }
 
@@ -150,6 +154,33 @@ impl IsolatedHost {
             .status();
         assert!(lo.expect("spawn ip").success(), "cannot bring up lo");
         self
+    }
+
+    /// This host with a /usr of its own: the machine's /usr under an
+    /// overlay whose writes (a package installed into /usr/bin and
+    /// /usr/share) land in the host tree, listed by `usr_changes`.
+    pub fn with_own_usr(mut self) -> Self {
+        self.own_usr = true;
+        self
+    }
+
+    /// Every file and symlink the host added to or changed in its /usr, as
+    /// paths inside the host (`/usr/bin/...`), sorted.
+    pub fn usr_changes(&self) -> Vec<String> {
+        let upper = self.root.path().join("usr-upper");
+        let mut files = Vec::new();
+        if upper.exists() {
+            non_dirs_under(&upper, &mut files);
+        }
+        let mut inside: Vec<String> = files
+            .iter()
+            .map(|f| {
+                let rest = f.strip_prefix(&upper).expect("under the upper dir");
+                Path::new("/usr").join(rest).display().to_string()
+            })
+            .collect();
+        inside.sort();
+        inside
     }
 
     /// A host laid out like Rocky Linux 9 with dnf: its own os-release and
@@ -293,6 +324,9 @@ impl IsolatedHost {
         for dir in self.extra_private {
             cmd.arg("--private").arg(&dir[1..]);
         }
+        if self.own_usr {
+            cmd.arg("--own-usr");
+        }
         if self.netns.is_some() {
             cmd.arg("--own-network");
         }
@@ -367,6 +401,17 @@ impl Drop for IsolatedHost {
 impl Default for IsolatedHost {
     fn default() -> Self {
         Self::new()
+    }
+}
+
+fn non_dirs_under(dir: &Path, out: &mut Vec<PathBuf>) {
+    for entry in fs::read_dir(dir).unwrap_or_else(|e| panic!("list {}: {e}", dir.display())) {
+        let path = entry.expect("read dir entry").path();
+        if fs::symlink_metadata(&path).expect("stat").is_dir() {
+            non_dirs_under(&path, out);
+        } else {
+            out.push(path);
+        }
     }
 }
 
