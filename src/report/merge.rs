@@ -8,7 +8,6 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::load::input::{read_text, ReadError};
-use crate::report::{EXIT_DRIFT, EXIT_FAILED, EXIT_OK};
 
 /// More shards than any controller fleet splits into; the count comes from
 /// a file, and every missing index is listed, so it is bounded.
@@ -138,7 +137,7 @@ fn exit_code(hosts: &[Value], halted: &Value) -> u8 {
     let tasks = || hosts.iter().flat_map(|h| list(&h["tasks"]));
     let drift = tasks().any(|t| matches!(t["status"].as_str(), Some("drift" | "unknown")));
     let failed = !halted.is_null() || hosts.iter().any(|h| h["failed"] == Value::Bool(true));
-    (if drift { EXIT_DRIFT } else { EXIT_OK }) | (if failed { EXIT_FAILED } else { EXIT_OK })
+    crate::report::code_of(drift, failed)
 }
 
 /// The parts sorted by index, each of 1..=N exactly once.

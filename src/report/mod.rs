@@ -28,6 +28,11 @@ pub const EXIT_FAILED: u8 = 4;
 pub fn exit_code(outcome: &RunOutcome) -> u8 {
     let drift = outcome.reports.iter().any(|r| r.drifted());
     let failed = outcome.reports.iter().any(|r| r.failed()) || outcome.halted.is_some();
+    code_of(drift, failed)
+}
+
+/// The exit code of a run that found drift and/or a failure.
+pub fn code_of(drift: bool, failed: bool) -> u8 {
     (if drift { EXIT_DRIFT } else { EXIT_OK }) | (if failed { EXIT_FAILED } else { EXIT_OK })
 }
 
