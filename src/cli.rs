@@ -148,6 +148,10 @@ pub struct RunArgs {
     /// Folders to look for roles in, before ANSIBLE_ROLES_PATH (colon-separated).
     #[arg(long, value_delimiter = ':', value_name = "DIRS")]
     pub roles_path: Vec<PathBuf>,
+    /// Folders holding ansible_collections/, after the playbook's collections/
+    /// and before ANSIBLE_COLLECTIONS_PATH (colon-separated).
+    #[arg(long, value_delimiter = ':', value_name = "DIRS")]
+    pub collections_path: Vec<PathBuf>,
     #[command(flatten)]
     pub target: Target,
     /// Only run tasks with these tags (comma-separated).
@@ -185,6 +189,10 @@ pub struct ValidateArgs {
     /// Folders to look for roles in, before ANSIBLE_ROLES_PATH (colon-separated).
     #[arg(long, value_delimiter = ':', value_name = "DIRS")]
     pub roles_path: Vec<PathBuf>,
+    /// Folders holding ansible_collections/, after the playbook's collections/
+    /// and before ANSIBLE_COLLECTIONS_PATH (colon-separated).
+    #[arg(long, value_delimiter = ':', value_name = "DIRS")]
+    pub collections_path: Vec<PathBuf>,
     #[arg(short = 'i', long)]
     pub inventory: Option<String>,
 }

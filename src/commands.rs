@@ -3,7 +3,7 @@
 
 use std::collections::HashSet;
 use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde_json::{Map, Value};
@@ -18,7 +18,7 @@ use crate::load::diag::Diagnostic;
 use crate::load::diag::Span;
 use crate::load::inventory::shard::Shard;
 use crate::load::inventory::Inventory;
-use crate::load::{playbook, validate, yaml};
+use crate::load::{collections, playbook, validate, yaml};
 use crate::remote::connect;
 use crate::report::progress::Progress;
 use crate::report::{self, human, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
@@ -53,6 +53,12 @@ fn load_inventory(spec: Option<&str>) -> Result<Inventory, Vec<Diagnostic>> {
 }
 
 /// `-e` values: `@file.yml`, inline YAML/JSON mappings, or `k=v` pairs.
+/// The collection search path, resolved once from the flag and the
+/// environment; ansible.cfg's `collections_path` belongs here too.
+fn collections_path(flag: &[PathBuf]) -> Vec<PathBuf> {
+    collections::configured_path(flag, |name| std::env::var_os(name))
+}
+
 fn extra_vars(specs: &[String]) -> Result<Map<String, Value>, Vec<Diagnostic>> {
     let mut vars = Map::new();
     for spec in specs {
@@ -91,7 +97,7 @@ fn extra_vars(specs: &[String]) -> Result<Map<String, Value>, Vec<Diagnostic>> {
 fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
     let check = check_cmd || args.check;
     let diff = check_cmd || args.diff;
-    let pb = playbook::load_with(&args.playbook, &args.roles_path)?;
+    let pb = playbook::load_with(&args.playbook, &args.roles_path, &collections_path(&args.collections_path))?;
     validate::templates(&pb)?;
     let inventory = load_inventory(args.target.inventory.as_deref())?;
     let conn = connect_options(args.target.connection, &args.target.ssh)?;
@@ -272,7 +278,7 @@ fn connect_options(
 }
 
 fn validate_cmd(args: &ValidateArgs) -> Result<u8, Vec<Diagnostic>> {
-    let pb = playbook::load_with(&args.playbook, &args.roles_path)?;
+    let pb = playbook::load_with(&args.playbook, &args.roles_path, &collections_path(&args.collections_path))?;
     validate::templates(&pb)?;
     let inventory = load_inventory(args.inventory.as_deref())?;
     // A templated pattern is known only with the run's extra variables.

@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::collections::{self, ModuleRef};
 use super::{roles, tasks};
 use crate::load::diag::{suggest, Diagnostic, Span};
 use crate::load::yaml::{self, Node, Value};
@@ -20,6 +21,7 @@ const PLAY_KEYS: &[&str] = &[
     "become",
     "become_user",
     "become_method",
+    "collections",
     "gather_facts",
     "serial",
     "max_fail_percentage",
@@ -203,12 +205,18 @@ impl Errors {
 }
 
 pub fn load(path: &Path) -> Result<Playbook, Vec<Diagnostic>> {
-    load_with(path, &[])
+    load_with(path, &[], &[])
 }
 
-/// Loads a playbook, looking for roles also in `roles_path`.
-pub fn load_with(path: &Path, roles_path: &[PathBuf]) -> Result<Playbook, Vec<Diagnostic>> {
-    let finder = Arc::new(roles::Finder::new(path, roles_path));
+/// Loads a playbook, looking for roles also in `roles_path`, and for
+/// collections in the playbook's `collections/` then `collections_path`
+/// (see [`collections::configured_path`]).
+pub fn load_with(
+    path: &Path,
+    roles_path: &[PathBuf],
+    collections_path: &[PathBuf],
+) -> Result<Playbook, Vec<Diagnostic>> {
+    let finder = Arc::new(roles::Finder::new(path, roles_path, collections_path));
     let mut errors = Errors::default();
     let plays = plays_of(path, &finder, &mut vec![path.to_path_buf()], &mut errors);
     // Sections expand after the play's keys are read: report in file order.
@@ -361,6 +369,27 @@ pub(super) fn string_list(node: &Node, what: &str, errors: &mut Errors) -> Vec<S
             .collect(),
         _ => vec![string(node, what, errors)],
     }
+}
+
+/// A `collections:` list (of a play or a role's meta): collection names,
+/// in search order.
+pub(super) fn collection_list(node: &Node, errors: &mut Errors) -> Vec<String> {
+    let items = match &node.value {
+        Value::Seq(items) => items.as_slice(),
+        _ => std::slice::from_ref(node),
+    };
+    let mut list = Vec::new();
+    for item in items {
+        let name = string(item, "a collection", errors);
+        if collections::is_collection_name(&name) {
+            list.push(name);
+        } else if !name.is_empty() {
+            errors.push(item.error(format!(
+                "'{name}' is not a collection name (namespace.collection)"
+            )));
+        }
+    }
+    list
 }
 
 /// A name or a list of names; unlike tags, handler names may hold commas.
@@ -579,6 +608,9 @@ fn parse_play(
     if let Some(v) = node.get("no_log") {
         scope.inherit_no_log(boolean(v, "no_log", errors));
     }
+    if let Some(v) = node.get("collections") {
+        scope.collections = collection_list(v, errors);
+    }
     let mut sections: [Option<&Node>; 4] = [None; 4];
     for (k, v) in entries {
         let Some(key) = key_name(k, "a play keyword", errors) else {
@@ -612,7 +644,7 @@ fn parse_play(
             "handlers" => play.handlers = tasks::expand(v, &scope, errors),
             "validate" => play.validate = tasks::expand(v, &scope, errors),
             "become_method" => become_method(v, errors),
-            "environment" | "no_log" => {}
+            "environment" | "no_log" | "collections" => {}
             _ => errors.push(unknown_key(k, "play keyword", PLAY_KEYS)),
         }
     }
@@ -733,7 +765,7 @@ fn play_tasks(
     out
 }
 
-pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
+pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors) -> Option<Task> {
     let entries = expect_map(node, "a task", errors)?;
     let mut module: Option<(&'static ModuleSpec, &Node, &Node)> = None;
     let mut args: Option<&Node> = None;
@@ -823,12 +855,16 @@ pub(super) fn parse_task(node: &Node, errors: &mut Errors) -> Option<Task> {
                 errors.push(tasks::not_yet(k))
             }
             "connection" => errors.push(unsupported(k)),
-            _ => match modules::find(key) {
-                Some(spec) if module.is_none() => module = Some((spec, k, v)),
-                Some(_) => {
+            _ => match collections::module(key, &scope.collections, &scope.roles.collections) {
+                ModuleRef::Native(spec) if module.is_none() => module = Some((spec, k, v)),
+                ModuleRef::Native(_) => {
                     errors.push(k.error(format!("a task runs one module; '{key}' is a second one")))
                 }
-                None => {
+                ModuleRef::Foreign(fqcn) => {
+                    unknown = true;
+                    errors.push(collections::foreign_module(k, &fqcn));
+                }
+                ModuleRef::Unknown => {
                     unknown = true;
                     errors.push(unknown_module(k));
                 }

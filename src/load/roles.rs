@@ -1,12 +1,14 @@
 //! Roles: found by name in `roles/` beside the playbook, in `--roles-path`
-//! and `ANSIBLE_ROLES_PATH`, then Ansible's default folders; their
-//! `meta/` dependencies, `defaults/`, `vars/`, `tasks/` and `handlers/`
-//! loaded into the play at load time.
+//! and `ANSIBLE_ROLES_PATH`, then Ansible's default folders, or in an
+//! installed collection (`ns.coll.role`, or a short name through a
+//! `collections:` list); their `meta/` dependencies, `defaults/`, `vars/`,
+//! `tasks/` and `handlers/` loaded into the play at load time.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::collections::{self, Installed, Missing};
 use super::diag::Span;
 use super::playbook::{self, Errors, Role, Task};
 use super::tasks::{self, Scope};
@@ -26,18 +28,30 @@ const ENTRY_KEYS: &[&str] = &[
     "check_mode",
 ];
 
-/// Where roles are looked for, in order.
+/// Where roles are looked for, in order, and the collections installed.
 #[derive(Debug)]
 pub(super) struct Finder {
     dirs: Vec<PathBuf>,
+    pub(super) collections: Installed,
+    /// The requirements files a missing role's hint may name.
+    requirements: Vec<PathBuf>,
+}
+
+/// A role found: its folder, and the collection it belongs to.
+struct Found {
+    path: PathBuf,
+    collection: Option<String>,
 }
 
 impl Finder {
     /// `roles/` beside the playbook, the given paths (from `--roles-path`,
     /// then `ANSIBLE_ROLES_PATH`), Ansible's default folders, and the
-    /// playbook's own folder.
-    pub(super) fn new(playbook: &Path, extra: &[PathBuf]) -> Finder {
+    /// playbook's own folder; collections in the playbook's `collections/`
+    /// and the configured collection path.
+    pub(super) fn new(playbook: &Path, extra: &[PathBuf], collections_path: &[PathBuf]) -> Finder {
         let base = playbook.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let collections = Installed::new(&base, collections_path);
+        let requirements = collections::requirements_files(&base);
         let mut dirs = vec![base.join("roles")];
         dirs.extend(extra.iter().cloned());
         if let Some(env) = std::env::var_os("ANSIBLE_ROLES_PATH") {
@@ -49,26 +63,70 @@ impl Finder {
         dirs.push("/usr/share/ansible/roles".into());
         dirs.push("/etc/ansible/roles".into());
         dirs.push(base);
-        Finder { dirs }
-    }
-
-    /// A name is looked up in each folder, also when it holds a `/`
-    /// (`kubernetes/preinstall`, as kubespray names its roles); an
-    /// absolute path is taken as it is.
-    fn find(&self, name: &str) -> Option<PathBuf> {
-        let path = Path::new(name);
-        if path.is_absolute() {
-            return path.is_dir().then(|| path.to_path_buf());
+        Finder {
+            dirs,
+            collections,
+            requirements,
         }
-        self.dirs.iter().map(|d| d.join(name)).find(|p| p.is_dir())
     }
 
-    fn searched(&self) -> String {
-        self.dirs
-            .iter()
-            .map(|d| d.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", ")
+    /// As Ansible looks a role up: a FQCN in its collection, a short name
+    /// in each collection of `list` in order, then in each roles folder
+    /// (also a name holding a `/`, as kubespray names its roles); an
+    /// absolute path is taken as it is.
+    fn find(&self, name: &str, list: &[String]) -> Option<Found> {
+        let in_collection = |collection: &str, role: &str| {
+            let path = self.collections.find(collection)?.join("roles").join(role);
+            path.is_dir().then(|| Found {
+                path,
+                collection: Some(collection.to_string()),
+            })
+        };
+        let collection_role = match collections::split_fqcn(name) {
+            Some((collection, role)) => in_collection(collection, role),
+            None => list.iter().find_map(|c| in_collection(c, name)),
+        };
+        let path = Path::new(name);
+        let legacy = || match path.is_absolute() {
+            true => path.is_dir().then(|| path.to_path_buf()),
+            false => self.dirs.iter().map(|d| d.join(name)).find(|p| p.is_dir()),
+        };
+        collection_role.or_else(|| {
+            legacy().map(|path| Found {
+                path,
+                collection: None,
+            })
+        })
+    }
+
+    /// Why `name` was not found: where it was looked for, and how Galaxy
+    /// would install it.
+    fn not_found(&self, name: &str, list: &[String]) -> String {
+        if let Some((collection, role)) = collections::split_fqcn(name) {
+            return match self.collections.find(collection) {
+                Some(dir) => format!(
+                    "collection {collection} (at {}) has no role '{role}'",
+                    dir.display()
+                ),
+                None => format!(
+                    "collection {collection} is not installed (looked for ansible_collections/{} in: {}); {}",
+                    collection.replace('.', "/"),
+                    self.collections.searched(),
+                    collections::install_hint(&self.requirements, Missing::Collection, collection)
+                ),
+            };
+        }
+        let dirs: Vec<String> = self.dirs.iter().map(|d| d.display().to_string()).collect();
+        let listed: Vec<&str> = list.iter().map(String::as_str).collect();
+        let in_collections = match listed.is_empty() {
+            true => String::new(),
+            false => format!(" and in the roles of the collections {}", listed.join(", ")),
+        };
+        format!(
+            "looked in: {}{in_collections}; {}",
+            dirs.join(", "),
+            collections::install_hint(&self.requirements, Missing::Role, name)
+        )
     }
 }
 
@@ -195,13 +253,15 @@ impl RoleRequest {
         }
     }
 
-    fn identity(&self) -> String {
+    /// A role runs once per play for the same parameters: named by its
+    /// folder, so `acme.gpu.tune` and `tune` through `collections:` are one.
+    fn identity(&self, path: &Path) -> String {
         let params: Vec<_> = self
             .params
             .iter()
             .map(|(k, v)| (k.scalar_text(), v.to_json()))
             .collect();
-        format!("{}{}", self.name, serde_json::json!(params))
+        format!("{}{}", path.display(), serde_json::json!(params))
     }
 }
 
@@ -215,25 +275,22 @@ pub(super) fn expand(req: &RoleRequest, scope: &Scope, errors: &mut Errors) -> E
     if req.name.is_empty() {
         return none;
     }
-    let Some(path) = scope.roles.find(&req.name) else {
-        let hint = match req.name.matches('.').count() >= 2 {
-            true => "roles from Ansible collections are not supported by nodeprov; copy the role into roles/".to_string(),
-            false => format!("looked in: {}", scope.roles.searched()),
-        };
+    let Some(found) = scope.roles.find(&req.name, &scope.collections) else {
         errors.push(
             req.at
                 .error(format!("role '{}' not found", req.name))
-                .with_hint(hint),
+                .with_hint(scope.roles.not_found(&req.name, &scope.collections)),
         );
         return none;
     };
+    let path = found.path;
     if req.dedupe
         && !scope
             .play
             .lock()
             .expect("not poisoned")
             .ran
-            .insert(req.identity())
+            .insert(req.identity(&path))
     {
         return none;
     }
@@ -244,16 +301,31 @@ pub(super) fn expand(req: &RoleRequest, scope: &Scope, errors: &mut Errors) -> E
         );
         return none;
     }
-    let scope = scope.narrowed(&req.keywords, errors);
-    let mut tasks = dependencies(&path, &scope, errors);
+    let meta = Meta::read(&path, errors);
+    let mut scope = scope.narrowed(&req.keywords, errors);
+    // A role sees its own collection and its meta's `collections:`, never
+    // the play's, as in Ansible.
+    let mut list: Vec<String> = found.collection.iter().cloned().collect();
+    for c in meta.collections {
+        if !list.contains(&c) {
+            list.push(c);
+        }
+    }
+    scope.collections = list;
+    let mut tasks = dependencies(&path, &meta.dependencies, &scope, errors);
     let (defaults, defaults_node) = vars_file(&path.join("defaults"), &req.defaults_from, errors);
+    let short = role_name(&req.name);
     let role = Arc::new(Role {
-        name: role_name(&req.name),
+        // Ansible names a collection's role by its FQCN, as `ansible_role_name`.
+        name: match &found.collection {
+            Some(c) => format!("{c}.{short}"),
+            None => short.clone(),
+        },
         path: path.clone(),
         defaults,
         defaults_node,
     });
-    let mut vars = role_vars(&role, &req.at);
+    let mut vars = role_vars(&role, &short, &req.at);
     if let (_, Some(node)) = vars_file(&path.join("vars"), &req.vars_from, errors) {
         vars.extend(node.as_map().unwrap_or_default().iter().cloned());
     }
@@ -280,37 +352,61 @@ pub(super) fn expand(req: &RoleRequest, scope: &Scope, errors: &mut Errors) -> E
     Expanded { tasks }
 }
 
+/// The last part of a role's name: `tune` of `acme.gpu.tune`, `preinstall`
+/// of `kubernetes/preinstall`.
 fn role_name(name: &str) -> String {
+    let name = collections::split_fqcn(name).map_or(name, |(_, role)| role);
     Path::new(name)
         .file_name()
         .map_or_else(|| name.to_string(), |n| n.to_string_lossy().into_owned())
 }
 
-/// `role_name`, `ansible_role_name` (the same: collections' roles are
-/// refused) and `role_path`, as Ansible sets them for a role's tasks.
-fn role_vars(role: &Role, at: &Node) -> Vec<(Node, Node)> {
+/// `role_name` (the short name), `ansible_role_name` (a collection role's
+/// FQCN) and `role_path`, as Ansible sets them for a role's tasks.
+fn role_vars(role: &Role, short: &str, at: &Node) -> Vec<(Node, Node)> {
     let s = |text: String| Node::new(Value::Str(text), at.span.clone());
     vec![
-        (s("role_name".into()), s(role.name.clone())),
+        (s("role_name".into()), s(short.to_string())),
         (s("ansible_role_name".into()), s(role.name.clone())),
         (s("role_path".into()), s(role.path.display().to_string())),
     ]
 }
 
-fn dependencies(path: &Path, scope: &Scope, errors: &mut Errors) -> Vec<Task> {
-    let Some(meta) = main_file(&path.join("meta"), "main") else {
-        return Vec::new();
-    };
-    let root = match yaml::load_file(&meta) {
-        Ok(root) => root,
-        Err(d) => {
-            errors.push(d);
-            return Vec::new();
+/// A role's `meta/main.yml`: its dependencies, and the collections its
+/// short names resolve through.
+#[derive(Default)]
+struct Meta {
+    dependencies: Vec<Node>,
+    collections: Vec<String>,
+}
+
+impl Meta {
+    fn read(path: &Path, errors: &mut Errors) -> Meta {
+        let Some(file) = main_file(&path.join("meta"), "main") else {
+            return Meta::default();
+        };
+        let root = match yaml::load_file(&file) {
+            Ok(root) => root,
+            Err(d) => {
+                errors.push(d);
+                return Meta::default();
+            }
+        };
+        Meta {
+            dependencies: root
+                .get("dependencies")
+                .and_then(Node::as_seq)
+                .unwrap_or_default()
+                .to_vec(),
+            collections: root
+                .get("collections")
+                .map(|v| playbook::collection_list(v, errors))
+                .unwrap_or_default(),
         }
-    };
-    let Some(deps) = root.get("dependencies").and_then(Node::as_seq) else {
-        return Vec::new();
-    };
+    }
+}
+
+fn dependencies(path: &Path, deps: &[Node], scope: &Scope, errors: &mut Errors) -> Vec<Task> {
     let mut inner = scope.clone();
     inner.stack.push(path.to_path_buf());
     let mut tasks = Vec::new();
@@ -514,5 +610,183 @@ mod tests {
                 .any(|e| e.ends_with("expected a list of tasks, found a number")),
             "{errs:?}"
         );
+    }
+}
+
+#[cfg(test)]
+mod collection_tests {
+    use crate::load::playbook::{load_with, Playbook};
+
+    const COLL: &str = "collections/ansible_collections/acme/gpu";
+
+    fn tree(files: &[(String, &str)]) -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in files {
+            let p = dir.path().join(path);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, text).unwrap();
+        }
+        dir
+    }
+
+    fn at(prefix: &str, files: &[(&str, &'static str)]) -> Vec<(String, &'static str)> {
+        files
+            .iter()
+            .map(|(p, t)| (format!("{prefix}{p}"), *t))
+            .collect()
+    }
+
+    fn load(dir: &tempfile::TempDir, configured: &[std::path::PathBuf]) -> Result<Playbook, Vec<String>> {
+        load_with(&dir.path().join("site.yml"), &[], configured).map_err(|errs| {
+            errs.into_iter()
+                .map(|d| {
+                    format!(
+                        "{}: {} [{}]",
+                        d.span.location(),
+                        d.message,
+                        d.hint.unwrap_or_default()
+                    )
+                })
+                .collect()
+        })
+    }
+
+    fn names(pb: &Playbook) -> Vec<(String, String)> {
+        pb.plays[0]
+            .tasks
+            .iter()
+            .map(|t| {
+                let role = t.role.as_ref().map_or(String::new(), |r| r.name.clone());
+                (role, t.name.clone())
+            })
+            .collect()
+    }
+
+    fn pair(role: &str, task: &str) -> (String, String) {
+        (role.to_string(), task.to_string())
+    }
+
+    #[test]
+    fn collection_roles_resolve_by_fqcn_and_through_collections_lists() {
+        let mut files = at(
+            &format!("{COLL}/"),
+            &[
+                ("roles/tune/tasks/main.yml", "- {name: tune, debug: {msg: '{{ role_name }} {{ ansible_role_name }}'}}\n"),
+                ("roles/tune/tasks/extra.yml", "- {name: extra, clocks: {}}\n"),
+                ("roles/tune/meta/main.yml", "collections: [acme.base]\ndependencies: [base, acme.gpu.driver]\n"),
+                ("roles/driver/tasks/main.yml", "- {name: driver, debug: {}}\n"),
+                ("plugins/modules/clocks.py", ""),
+            ],
+        );
+        files.extend(at(
+            "collections/ansible_collections/acme/base/",
+            &[("roles/base/tasks/main.yml", "- {name: base, debug: {}}\n")],
+        ));
+        files.push(("roles/tune/tasks/main.yml".into(), "- {name: legacy tune, debug: {}}\n"));
+        files.push((
+            "site.yml".into(),
+            "- hosts: all\n  collections: [acme.gpu]\n  roles: [acme.gpu.tune, tune]\n  tasks:\n    - import_role: {name: acme.gpu.tune, tasks_from: extra}\n",
+        ));
+        let dir = tree(&files);
+        let errs = load(&dir, &[]).unwrap_err();
+        // The role's `clocks` is the collection's module: refused, by FQCN.
+        assert_eq!(errs.len(), 1, "{errs:?}");
+        assert!(
+            errs[0].contains("tune/tasks/extra.yml:1:")
+                && errs[0].contains("module 'acme.gpu.clocks' is not supported: nodeprov has no native version"),
+            "{errs:?}"
+        );
+        std::fs::write(
+            dir.path().join(format!("{COLL}/roles/tune/tasks/extra.yml")),
+            "- {name: extra, debug: {}}\n",
+        )
+        .unwrap();
+        let pb = load(&dir, &[]).unwrap();
+        // Dependencies first (`base` through the meta's list, `driver` by FQCN);
+        // `tune` through the play's list is the collection's, not roles/tune,
+        // and runs once.
+        assert_eq!(
+            names(&pb),
+            [
+                pair("acme.base.base", "base"),
+                pair("acme.gpu.driver", "driver"),
+                pair("acme.gpu.tune", "tune"),
+                pair("acme.gpu.tune", "extra"),
+            ]
+        );
+        let tune = &pb.plays[0].tasks[2];
+        assert_eq!(tune.vars["role_name"], "tune");
+        assert_eq!(tune.vars["ansible_role_name"], "acme.gpu.tune");
+        assert!(tune.vars["role_path"]
+            .as_str()
+            .unwrap()
+            .ends_with("acme/gpu/roles/tune"));
+        assert!(tune.search_dirs(&[])[0].ends_with("acme/gpu/roles/tune/templates"));
+    }
+
+    #[test]
+    fn the_playbooks_collections_come_before_the_configured_path_and_roles_before_none() {
+        let other = tempfile::tempdir().unwrap();
+        let role = other.path().join("ansible_collections/acme/gpu/roles/tune/tasks");
+        std::fs::create_dir_all(&role).unwrap();
+        std::fs::write(role.join("main.yml"), "- {name: configured, debug: {}}\n").unwrap();
+        let mut files = at(
+            &format!("{COLL}/"),
+            &[("roles/tune/tasks/main.yml", "- {name: beside the playbook, debug: {}}\n")],
+        );
+        files.push(("roles/tune/tasks/main.yml".into(), "- {name: legacy, debug: {}}\n"));
+        files.push(("site.yml".into(), "- hosts: all\n  roles: [acme.gpu.tune, tune]\n"));
+        let dir = tree(&files);
+        let configured = [other.path().to_path_buf()];
+        let found: Vec<_> = names(&load(&dir, &configured).unwrap()).into_iter().map(|p| p.1).collect();
+        // Without a `collections:` list a short name is a roles/ role.
+        assert_eq!(found, ["beside the playbook", "legacy"]);
+        std::fs::remove_dir_all(dir.path().join("collections")).unwrap();
+        let found: Vec<_> = names(&load(&dir, &configured).unwrap()).into_iter().map(|p| p.1).collect();
+        assert_eq!(found, ["configured", "legacy"]);
+    }
+
+    #[test]
+    fn a_missing_collection_role_says_where_it_looked_and_how_to_install_it() {
+        let mut files = at(&format!("{COLL}/"), &[("roles/tune/tasks/main.yml", "[]\n")]);
+        files.push((
+            "collections/requirements.yml".into(),
+            "collections:\n  - name: acme.net\n",
+        ));
+        files.push((
+            "site.yml".into(),
+            "- hosts: all\n  collections: [acme.gpu, 'not a name']\n  roles:\n    - acme.net.bond\n    - acme.gpu.nosuch\n    - nosuch\n  tasks:\n    - community.general.nmcli: {conn_name: x}\n",
+        ));
+        let dir = tree(&files);
+        let errs = load(&dir, &[]).unwrap_err();
+        let req = dir.path().join("collections/requirements.yml");
+        let req = req.display();
+        let has = |want: &[&str]| {
+            assert!(
+                errs.iter().any(|e| want.iter().all(|w| e.contains(w))),
+                "{want:?} in {errs:#?}"
+            )
+        };
+        has(&["site.yml:2:32: 'not a name' is not a collection name"]);
+        has(&[
+            "site.yml:4:7: role 'acme.net.bond' not found",
+            "collection acme.net is not installed (looked for ansible_collections/acme/net in: ",
+            &format!("{req} lists it: install it with `ansible-galaxy collection install -r {req}`"),
+        ]);
+        has(&[
+            "site.yml:5:7: role 'acme.gpu.nosuch' not found",
+            "collection acme.gpu (at ",
+            "has no role 'nosuch'",
+        ]);
+        has(&[
+            "site.yml:6:7: role 'nosuch' not found",
+            "/roles, ",
+            "and in the roles of the collections acme.gpu; install it with `ansible-galaxy role install nosuch` (not listed in ",
+        ]);
+        has(&[
+            "site.yml:8:7: module 'community.general.nmcli' is not supported",
+            "the modules of community.general nodeprov has: ",
+        ]);
+        assert_eq!(errs.len(), 5, "{errs:#?}");
     }
 }

@@ -96,6 +96,8 @@ pub(super) struct Scope {
     pub stack: Vec<PathBuf>,
     pub roles: Arc<roles::Finder>,
     pub play: roles::Shared,
+    /// The `collections:` list short role and module names resolve through.
+    pub collections: Vec<String>,
 }
 
 impl Scope {
@@ -106,6 +108,7 @@ impl Scope {
             stack: Vec::new(),
             roles,
             play: roles::Shared::default(),
+            collections: Vec::new(),
         }
     }
 
@@ -397,12 +400,15 @@ fn entry(node: &Node, scope: &Scope, errors: &mut Errors) -> Vec<Task> {
     ];
     for (k, _) in entries {
         let Some(key) = k.as_str() else { continue };
-        let short = key.strip_prefix("ansible.builtin.").unwrap_or(key);
+        let short = ["ansible.builtin.", "ansible.legacy."]
+            .iter()
+            .find_map(|p| key.strip_prefix(p))
+            .unwrap_or(key);
         if let Some((_, expand)) = STRUCTURE.iter().find(|(name, _)| *name == short) {
             return expand(node, key, entries, scope, errors);
         }
     }
-    playbook::parse_task(node, errors)
+    playbook::parse_task(node, scope, errors)
         .map(|mut t| {
             inherit(&mut t, &scope.inherit);
             t

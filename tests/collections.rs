@@ -1,0 +1,162 @@
+//! A project laid out as `ansible-galaxy collection install` leaves it
+//! (`collections/ansible_collections/NS/COLL/roles/…`) whose roles are used
+//! by FQCN, through a play's `collections:` and as a collection role's
+//! dependency: the real binary validates it, applies it inside an isolated
+//! host, and a second apply changes nothing. What is missing or foreign is
+//! refused at validate with the `ansible-galaxy` command or the FQCN.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use support::{assert_machine_unchanged, machine_digest, run_json, IsolatedHost};
+
+const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
+
+const GPU: &str = "collections/ansible_collections/acme/gpu";
+const BASE: &str = "collections/ansible_collections/acme/base";
+
+fn project() -> Vec<(String, &'static str)> {
+    let gpu = |p: &str| format!("{GPU}/{p}");
+    vec![
+        (
+            gpu("roles/tune/defaults/main.yml"),
+            "tune_power_limit: 300\ntune_conf: /etc/acme/tune.conf\n",
+        ),
+        (
+            gpu("roles/tune/meta/main.yml"),
+            "collections: [acme.base]\ndependencies:\n  - role: layout\n    layout_dir: /etc/acme\n",
+        ),
+        (
+            gpu("roles/tune/tasks/main.yml"),
+            "- name: tuning file\n  template: {src: tune.conf.j2, dest: '{{ tune_conf }}', mode: '0644'}\n",
+        ),
+        (
+            gpu("roles/tune/tasks/extra.yml"),
+            "- name: role names\n  copy: {dest: /etc/acme/names, content: \"{{ role_name }} {{ ansible_role_name }}\\n\"}\n",
+        ),
+        (
+            gpu("roles/tune/templates/tune.conf.j2"),
+            "power_limit={{ tune_power_limit }}\nrole={{ role_name }}\n",
+        ),
+        (
+            format!("{BASE}/roles/layout/tasks/main.yml"),
+            "- name: layout folder\n  file: {path: '{{ layout_dir }}', state: directory, mode: '0755'}\n",
+        ),
+        (
+            "site.yml".into(),
+            "- hosts: all\n  gather_facts: false\n  roles:\n    - role: acme.gpu.tune\n      tune_power_limit: 250\n  tasks:\n    - import_role:\n        name: acme.gpu.tune\n        tasks_from: extra\n\
+             - hosts: all\n  gather_facts: false\n  collections: [acme.gpu]\n  roles:\n    - role: tune\n      tune_conf: /etc/acme/short.conf\n",
+        ),
+    ]
+}
+
+fn write_tree(root: &Path, files: &[(String, &str)]) {
+    for (path, text) in files {
+        let p = root.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+}
+
+/// `nodeprov validate` of `site.yml` in a temp dir holding `files`.
+fn validate(files: &[(String, &str)]) -> (i32, String) {
+    let dir = tempfile::tempdir().unwrap();
+    write_tree(dir.path(), files);
+    let out = Command::new(BIN)
+        .arg("validate")
+        .arg(dir.path().join("site.yml"))
+        .env_remove("ANSIBLE_COLLECTIONS_PATH")
+        .env_remove("ANSIBLE_COLLECTIONS_PATHS")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    (out.status.code().unwrap_or(-1), text)
+}
+
+fn run(host: &IsolatedHost, cmd: &str) -> (i32, serde_json::Value) {
+    let argv = [BIN, cmd, "/root/play/site.yml", "-c", "local", "--format", "json"];
+    run_json(host, &argv)
+}
+
+fn recap(doc: &serde_json::Value, field: &str) -> u64 {
+    doc["hosts"][0]["recap"][field].as_u64().unwrap()
+}
+
+#[test]
+fn collection_roles_validate_apply_and_converge() {
+    let (code, text) = validate(&project());
+    assert_eq!(code, 0, "{text}");
+
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    write_tree(&host.path("/root/play"), &project());
+    let read = |p: &str| std::fs::read_to_string(host.path(p)).unwrap_or_default();
+
+    let (_, check) = run(&host, "check");
+    assert_eq!(recap(&check, "failed"), 0, "{check:#}");
+    assert!(!host.path("/etc/acme").exists(), "check changed the host");
+
+    let (code, first) = run(&host, "apply");
+    assert_eq!(code, 0, "{first:#}");
+    assert_eq!(recap(&first, "failed"), 0, "{first:#}");
+    // The role parameter beats the collection role's default.
+    assert_eq!(read("/etc/acme/tune.conf"), "power_limit=250\nrole=tune\n");
+    // The short name through the play's `collections:` is the same role.
+    assert_eq!(read("/etc/acme/short.conf"), "power_limit=300\nrole=tune\n");
+    assert_eq!(read("/etc/acme/names"), "tune acme.gpu.tune\n");
+    // The dependency, found through the role's meta `collections:`, made the folder.
+    assert!(host.path("/etc/acme").is_dir());
+
+    let (code, second) = run(&host, "apply");
+    assert_eq!(code, 0, "{second:#}");
+    assert_eq!(recap(&second, "changed"), 0, "{second:#}");
+    let (code, again) = run(&host, "check");
+    assert_eq!((code, recap(&again, "drift")), (0, 0), "{again:#}");
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn a_missing_collection_role_names_the_galaxy_command_from_requirements() {
+    let files = vec![
+        (
+            "collections/requirements.yml".to_string(),
+            "collections:\n  - name: acme.net\n    version: 1.2.0\n",
+        ),
+        (
+            "site.yml".into(),
+            "- hosts: all\n  roles: [acme.net.bond]\n",
+        ),
+    ];
+    let (code, text) = validate(&files);
+    assert_ne!(code, 0, "{text}");
+    assert!(text.contains("role 'acme.net.bond' not found"), "{text}");
+    assert!(text.contains("site.yml:2:11"), "{text}");
+    assert!(
+        text.contains("collection acme.net is not installed (looked for ansible_collections/acme/net in: "),
+        "{text}"
+    );
+    assert!(
+        text.contains("install it with `ansible-galaxy collection install -r ")
+            && text.contains("collections/requirements.yml`"),
+        "{text}"
+    );
+}
+
+#[test]
+fn a_collection_module_nodeprov_lacks_is_refused_at_validate() {
+    let mut files = project();
+    files.push((format!("{GPU}/plugins/modules/clocks.py"), "# a module\n"));
+    files.push((
+        "site.yml".into(),
+        "- hosts: all\n  collections: [acme.gpu]\n  tasks:\n    - acme.gpu.clocks: {gpu: 0}\n    - clocks: {gpu: 0}\n    - ansible.posix.sysctl: {name: vm.swappiness, value: '10'}\n",
+    ));
+    let (code, text) = validate(&files);
+    assert_ne!(code, 0, "{text}");
+    let refusal = "module 'acme.gpu.clocks' is not supported: nodeprov has no native version of it, \
+                   and running Ansible's own module instead is not available for it";
+    assert_eq!(text.matches(refusal).count(), 2, "{text}");
+    assert!(text.contains("site.yml:4:7") && text.contains("site.yml:5:7"), "{text}");
+    assert!(!text.contains("sysctl"), "the native FQCN is taken: {text}");
+}
