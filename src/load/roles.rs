@@ -120,10 +120,10 @@ impl Finder {
         let listed: Vec<&str> = list.iter().map(String::as_str).collect();
         let in_collections = match listed.is_empty() {
             true => String::new(),
-            false => format!(" and in the roles of the collections {}", listed.join(", ")),
+            false => format!("the roles of the collections {}, then ", listed.join(", ")),
         };
         format!(
-            "looked in: {}{in_collections}; {}",
+            "looked in: {in_collections}{}; {}",
             dirs.join(", "),
             collections::install_hint(&self.requirements, Missing::Role, name)
         )
@@ -767,7 +767,7 @@ mod collection_tests {
                 "{want:?} in {errs:#?}"
             )
         };
-        has(&["site.yml:2:32: 'not a name' is not a collection name"]);
+        has(&["site.yml:2:27: 'not a name' is not a collection name"]);
         has(&[
             "site.yml:4:7: role 'acme.net.bond' not found",
             "collection acme.net is not installed (looked for ansible_collections/acme/net in: ",
@@ -780,8 +780,9 @@ mod collection_tests {
         ]);
         has(&[
             "site.yml:6:7: role 'nosuch' not found",
+            "looked in: the roles of the collections acme.gpu, then /",
             "/roles, ",
-            "and in the roles of the collections acme.gpu; install it with `ansible-galaxy role install nosuch` (not listed in ",
+            "; install it with `ansible-galaxy role install nosuch` (not listed in ",
         ]);
         has(&[
             "site.yml:8:7: module 'community.general.nmcli' is not supported",
