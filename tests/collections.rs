@@ -1,16 +1,19 @@
 //! A project laid out as `ansible-galaxy collection install` leaves it
 //! (`collections/ansible_collections/NS/COLL/roles/…`) whose roles are used
 //! by FQCN, through a play's `collections:` and as a collection role's
-//! dependency: the real binary validates it, applies it inside an isolated
-//! host, and a second apply changes nothing. What is missing or foreign is
-//! refused at validate with the `ansible-galaxy` command or the FQCN.
+//! dependency: the real binary validates it, applies it from the controller
+//! over SSH to an isolated host, and a second apply changes nothing. What
+//! is missing or foreign is refused at validate with the `ansible-galaxy`
+//! command or the FQCN.
 
 mod support;
 
 use std::path::Path;
 use std::process::Command;
 
-use support::{assert_machine_unchanged, machine_digest, run_json, IsolatedHost};
+use support::control::{Control, Run};
+use support::sshd::{SshFleet, TestKey};
+use support::{assert_machine_unchanged, machine_digest};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 
@@ -75,45 +78,52 @@ fn validate(files: &[(String, &str)]) -> (i32, String) {
     (out.status.code().unwrap_or(-1), text)
 }
 
-fn run(host: &IsolatedHost, cmd: &str) -> (i32, serde_json::Value) {
-    let argv = [BIN, cmd, "/root/play/site.yml", "-c", "local", "--format", "json"];
-    run_json(host, &argv)
-}
-
-fn recap(doc: &serde_json::Value, field: &str) -> u64 {
-    doc["hosts"][0]["recap"][field].as_u64().unwrap()
+fn recap(run: &Run, field: &str) -> u64 {
+    run.doc["hosts"][0]["recap"][field].as_u64().unwrap()
 }
 
 #[test]
-fn collection_roles_validate_apply_and_converge() {
+fn collection_roles_validate_apply_over_ssh_and_converge() {
     let (code, text) = validate(&project());
     assert_eq!(code, 0, "{text}");
 
     let before = machine_digest();
-    let host = IsolatedHost::new();
-    write_tree(&host.path("/root/play"), &project());
-    let read = |p: &str| std::fs::read_to_string(host.path(p)).unwrap_or_default();
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    let control = Control::new(&fleet);
+    write_tree(&control.path("project"), &project());
+    let inventory = control.write(
+        "inventory.ini",
+        &format!(
+            "{} ansible_host={} ansible_ssh_private_key_file={}\n",
+            host.name(),
+            host.ip(),
+            TestKey::get().path().display()
+        ),
+    );
+    let site = control.path("project/site.yml").display().to_string();
+    let run = |cmd: &str| Run::json(control.nodeprov(&[cmd, &site, "-i", &inventory]));
+    let read = |p: &str| std::fs::read_to_string(host.host.path(p)).unwrap_or_default();
 
-    let (_, check) = run(&host, "check");
-    assert_eq!(recap(&check, "failed"), 0, "{check:#}");
-    assert!(!host.path("/etc/acme").exists(), "check changed the host");
+    let check = run("check");
+    assert_eq!(recap(&check, "failed"), 0, "{check}");
+    assert!(!host.host.path("/etc/acme").exists(), "check changed the host");
 
-    let (code, first) = run(&host, "apply");
-    assert_eq!(code, 0, "{first:#}");
-    assert_eq!(recap(&first, "failed"), 0, "{first:#}");
+    let first = run("apply");
+    assert_eq!(first.code, 0, "{first}");
     // The role parameter beats the collection role's default.
     assert_eq!(read("/etc/acme/tune.conf"), "power_limit=250\nrole=tune\n");
     // The short name through the play's `collections:` is the same role.
     assert_eq!(read("/etc/acme/short.conf"), "power_limit=300\nrole=tune\n");
     assert_eq!(read("/etc/acme/names"), "tune acme.gpu.tune\n");
     // The dependency, found through the role's meta `collections:`, made the folder.
-    assert!(host.path("/etc/acme").is_dir());
+    assert!(host.host.path("/etc/acme").is_dir());
 
-    let (code, second) = run(&host, "apply");
-    assert_eq!(code, 0, "{second:#}");
-    assert_eq!(recap(&second, "changed"), 0, "{second:#}");
-    let (code, again) = run(&host, "check");
-    assert_eq!((code, recap(&again, "drift")), (0, 0), "{again:#}");
+    let second = run("apply");
+    assert_eq!(second.code, 0, "{second}");
+    assert_eq!(recap(&second, "changed"), 0, "{second}");
+    let again = run("check");
+    assert_eq!((again.code, recap(&again, "drift")), (0, 0), "{again}");
     assert_machine_unchanged(&before);
 }
 
