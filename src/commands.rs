@@ -97,7 +97,11 @@ fn extra_vars(specs: &[String]) -> Result<Map<String, Value>, Vec<Diagnostic>> {
 fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
     let check = check_cmd || args.check;
     let diff = check_cmd || args.diff;
-    let pb = playbook::load_with(&args.playbook, &args.roles_path, &collections_path(&args.collections_path))?;
+    let pb = playbook::load_with(
+        &args.playbook,
+        &args.roles_path,
+        &collections_path(&args.collections_path),
+    )?;
     validate::templates(&pb)?;
     let inventory = load_inventory(args.target.inventory.as_deref())?;
     let conn = connect_options(args.target.connection, &args.target.ssh)?;
@@ -278,7 +282,11 @@ fn connect_options(
 }
 
 fn validate_cmd(args: &ValidateArgs) -> Result<u8, Vec<Diagnostic>> {
-    let pb = playbook::load_with(&args.playbook, &args.roles_path, &collections_path(&args.collections_path))?;
+    let pb = playbook::load_with(
+        &args.playbook,
+        &args.roles_path,
+        &collections_path(&args.collections_path),
+    )?;
     validate::templates(&pb)?;
     let inventory = load_inventory(args.inventory.as_deref())?;
     // A templated pattern is known only with the run's extra variables.

@@ -74,7 +74,8 @@ fn validate(files: &[(String, &str)]) -> (i32, String) {
         .env_remove("ANSIBLE_COLLECTIONS_PATHS")
         .output()
         .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    let text =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     (out.status.code().unwrap_or(-1), text)
 }
 
@@ -107,7 +108,10 @@ fn collection_roles_validate_apply_over_ssh_and_converge() {
 
     let check = run("check");
     assert_eq!(recap(&check, "failed"), 0, "{check}");
-    assert!(!host.host.path("/etc/acme").exists(), "check changed the host");
+    assert!(
+        !host.host.path("/etc/acme").exists(),
+        "check changed the host"
+    );
 
     let first = run("apply");
     assert_eq!(first.code, 0, "{first}");
@@ -144,7 +148,9 @@ fn a_missing_collection_role_names_the_galaxy_command_from_requirements() {
     assert!(text.contains("role 'acme.net.bond' not found"), "{text}");
     assert!(text.contains("site.yml:2:11"), "{text}");
     assert!(
-        text.contains("collection acme.net is not installed (looked for ansible_collections/acme/net in: "),
+        text.contains(
+            "collection acme.net is not installed (looked for ansible_collections/acme/net in: "
+        ),
         "{text}"
     );
     assert!(
@@ -164,9 +170,13 @@ fn a_collection_module_nodeprov_lacks_is_refused_at_validate() {
     ));
     let (code, text) = validate(&files);
     assert_ne!(code, 0, "{text}");
-    let refusal = "module 'acme.gpu.clocks' is not supported: nodeprov has no native version of it, \
+    let refusal =
+        "module 'acme.gpu.clocks' is not supported: nodeprov has no native version of it, \
                    and running Ansible's own module instead is not available for it";
     assert_eq!(text.matches(refusal).count(), 2, "{text}");
-    assert!(text.contains("site.yml:4:7") && text.contains("site.yml:5:7"), "{text}");
+    assert!(
+        text.contains("site.yml:4:7") && text.contains("site.yml:5:7"),
+        "{text}"
+    );
     assert!(!text.contains("sysctl"), "the native FQCN is taken: {text}");
 }

@@ -154,7 +154,10 @@ pub(super) fn foreign_module(at: &Node, fqcn: &str) -> super::diag::Diagnostic {
         .collect();
     let hint = match own.is_empty() {
         true => format!("nodeprov implements no module of {collection}"),
-        false => format!("the modules of {collection} nodeprov has: {}", own.join(", ")),
+        false => format!(
+            "the modules of {collection} nodeprov has: {}",
+            own.join(", ")
+        ),
     };
     at.error(format!(
         "module '{fqcn}' is not supported: nodeprov has no native version of it, \
@@ -193,8 +196,12 @@ impl Missing {
 pub(super) fn requirements_files(playbook_dir: &Path) -> Vec<PathBuf> {
     let dirs = std::iter::once(playbook_dir).chain(playbook_dir.parent());
     dirs.flat_map(|d| {
-        ["requirements.yml", "collections/requirements.yml", "roles/requirements.yml"]
-            .map(|f| d.join(f))
+        [
+            "requirements.yml",
+            "collections/requirements.yml",
+            "roles/requirements.yml",
+        ]
+        .map(|f| d.join(f))
     })
     .filter(|p| p.is_file())
     .collect()
@@ -236,7 +243,9 @@ fn lists(file: &Path, what: Missing, name: &str) -> bool {
             .unwrap_or_default(),
         _ => &[],
     };
-    entries.iter().any(|e| entry_names(e).iter().any(|n| n == name))
+    entries
+        .iter()
+        .any(|e| entry_names(e).iter().any(|n| n == name))
 }
 
 /// The names a requirements entry installs under: a string (`ns.coll`,
@@ -244,7 +253,8 @@ fn lists(file: &Path, what: Missing, name: &str) -> bool {
 /// name a git `src:` gives.
 fn entry_names(entry: &Node) -> Vec<String> {
     let text = |n: Option<&Node>| n.and_then(Node::scalar_text);
-    let Some(src) = text(Some(entry)).or_else(|| text(entry.get("name")).or(text(entry.get("src"))))
+    let Some(src) =
+        text(Some(entry)).or_else(|| text(entry.get("name")).or(text(entry.get("src"))))
     else {
         return Vec::new();
     };
@@ -346,7 +356,10 @@ mod tests {
         // The listed collection's own `sysctl` wins over nodeprov's, as in Ansible...
         assert_eq!(r("sysctl", &["acme.gpu"]), "foreign acme.gpu.sysctl");
         // ...unless Ansible's own modules come first in the list.
-        assert_eq!(r("sysctl", &["ansible.legacy", "acme.gpu"]), "native sysctl");
+        assert_eq!(
+            r("sysctl", &["ansible.legacy", "acme.gpu"]),
+            "native sysctl"
+        );
         // A collection nodeprov implements resolves natively, installed or not.
         assert_eq!(r("ufw", &["community.general", "acme.gpu"]), "native ufw");
         assert_eq!(r("clocks", &[]), "unknown");
@@ -363,13 +376,19 @@ mod tests {
             "collections:\n  - name: acme.gpu\n    version: '>=1.0'\n  - devsec.hardening\nroles:\n  - src: https://github.com/x/ansible-role-ntp.git\n",
         )
         .unwrap();
-        std::fs::write(play.join("roles/requirements.yml"), "- src: geerlingguy.docker,7.0\n")
-            .unwrap();
+        std::fs::write(
+            play.join("roles/requirements.yml"),
+            "- src: geerlingguy.docker,7.0\n",
+        )
+        .unwrap();
         let files = requirements_files(&play);
         let top = dir.path().join("requirements.yml").display().to_string();
         let roles = play.join("roles/requirements.yml").display().to_string();
         assert_eq!(
-            files.iter().map(|f| f.display().to_string()).collect::<Vec<_>>(),
+            files
+                .iter()
+                .map(|f| f.display().to_string())
+                .collect::<Vec<_>>(),
             [roles.clone(), top.clone()]
         );
         let hint = |what, name| install_hint(&files, what, name);

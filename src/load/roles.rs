@@ -636,7 +636,10 @@ mod collection_tests {
             .collect()
     }
 
-    fn load(dir: &tempfile::TempDir, configured: &[std::path::PathBuf]) -> Result<Playbook, Vec<String>> {
+    fn load(
+        dir: &tempfile::TempDir,
+        configured: &[std::path::PathBuf],
+    ) -> Result<Playbook, Vec<String>> {
         load_with(&dir.path().join("site.yml"), &[], configured).map_err(|errs| {
             errs.into_iter()
                 .map(|d| {
@@ -671,10 +674,22 @@ mod collection_tests {
         let mut files = at(
             &format!("{COLL}/"),
             &[
-                ("roles/tune/tasks/main.yml", "- {name: tune, debug: {msg: '{{ role_name }} {{ ansible_role_name }}'}}\n"),
-                ("roles/tune/tasks/extra.yml", "- {name: extra, clocks: {}}\n"),
-                ("roles/tune/meta/main.yml", "collections: [acme.base]\ndependencies: [base, acme.gpu.driver]\n"),
-                ("roles/driver/tasks/main.yml", "- {name: driver, debug: {}}\n"),
+                (
+                    "roles/tune/tasks/main.yml",
+                    "- {name: tune, debug: {msg: '{{ role_name }} {{ ansible_role_name }}'}}\n",
+                ),
+                (
+                    "roles/tune/tasks/extra.yml",
+                    "- {name: extra, clocks: {}}\n",
+                ),
+                (
+                    "roles/tune/meta/main.yml",
+                    "collections: [acme.base]\ndependencies: [base, acme.gpu.driver]\n",
+                ),
+                (
+                    "roles/driver/tasks/main.yml",
+                    "- {name: driver, debug: {}}\n",
+                ),
                 ("plugins/modules/clocks.py", ""),
             ],
         );
@@ -682,7 +697,10 @@ mod collection_tests {
             "collections/ansible_collections/acme/base/",
             &[("roles/base/tasks/main.yml", "- {name: base, debug: {}}\n")],
         ));
-        files.push(("roles/tune/tasks/main.yml".into(), "- {name: legacy tune, debug: {}}\n"));
+        files.push((
+            "roles/tune/tasks/main.yml".into(),
+            "- {name: legacy tune, debug: {}}\n",
+        ));
         files.push((
             "site.yml".into(),
             "- hosts: all\n  collections: [acme.gpu]\n  roles: [acme.gpu.tune, tune]\n  tasks:\n    - import_role: {name: acme.gpu.tune, tasks_from: extra}\n",
@@ -693,11 +711,14 @@ mod collection_tests {
         assert_eq!(errs.len(), 1, "{errs:?}");
         assert!(
             errs[0].contains("tune/tasks/extra.yml:1:")
-                && errs[0].contains("module 'acme.gpu.clocks' is not supported: nodeprov has no native version"),
+                && errs[0].contains(
+                    "module 'acme.gpu.clocks' is not supported: nodeprov has no native version"
+                ),
             "{errs:?}"
         );
         std::fs::write(
-            dir.path().join(format!("{COLL}/roles/tune/tasks/extra.yml")),
+            dir.path()
+                .join(format!("{COLL}/roles/tune/tasks/extra.yml")),
             "- {name: extra, debug: {}}\n",
         )
         .unwrap();
@@ -727,28 +748,48 @@ mod collection_tests {
     #[test]
     fn the_playbooks_collections_come_before_the_configured_path_and_roles_before_none() {
         let other = tempfile::tempdir().unwrap();
-        let role = other.path().join("ansible_collections/acme/gpu/roles/tune/tasks");
+        let role = other
+            .path()
+            .join("ansible_collections/acme/gpu/roles/tune/tasks");
         std::fs::create_dir_all(&role).unwrap();
         std::fs::write(role.join("main.yml"), "- {name: configured, debug: {}}\n").unwrap();
         let mut files = at(
             &format!("{COLL}/"),
-            &[("roles/tune/tasks/main.yml", "- {name: beside the playbook, debug: {}}\n")],
+            &[(
+                "roles/tune/tasks/main.yml",
+                "- {name: beside the playbook, debug: {}}\n",
+            )],
         );
-        files.push(("roles/tune/tasks/main.yml".into(), "- {name: legacy, debug: {}}\n"));
-        files.push(("site.yml".into(), "- hosts: all\n  roles: [acme.gpu.tune, tune]\n"));
+        files.push((
+            "roles/tune/tasks/main.yml".into(),
+            "- {name: legacy, debug: {}}\n",
+        ));
+        files.push((
+            "site.yml".into(),
+            "- hosts: all\n  roles: [acme.gpu.tune, tune]\n",
+        ));
         let dir = tree(&files);
         let configured = [other.path().to_path_buf()];
-        let found: Vec<_> = names(&load(&dir, &configured).unwrap()).into_iter().map(|p| p.1).collect();
+        let found: Vec<_> = names(&load(&dir, &configured).unwrap())
+            .into_iter()
+            .map(|p| p.1)
+            .collect();
         // Without a `collections:` list a short name is a roles/ role.
         assert_eq!(found, ["beside the playbook", "legacy"]);
         std::fs::remove_dir_all(dir.path().join("collections")).unwrap();
-        let found: Vec<_> = names(&load(&dir, &configured).unwrap()).into_iter().map(|p| p.1).collect();
+        let found: Vec<_> = names(&load(&dir, &configured).unwrap())
+            .into_iter()
+            .map(|p| p.1)
+            .collect();
         assert_eq!(found, ["configured", "legacy"]);
     }
 
     #[test]
     fn a_missing_collection_role_says_where_it_looked_and_how_to_install_it() {
-        let mut files = at(&format!("{COLL}/"), &[("roles/tune/tasks/main.yml", "[]\n")]);
+        let mut files = at(
+            &format!("{COLL}/"),
+            &[("roles/tune/tasks/main.yml", "[]\n")],
+        );
         files.push((
             "collections/requirements.yml".into(),
             "collections:\n  - name: acme.net\n",
@@ -771,7 +812,9 @@ mod collection_tests {
         has(&[
             "site.yml:4:7: role 'acme.net.bond' not found",
             "collection acme.net is not installed (looked for ansible_collections/acme/net in: ",
-            &format!("{req} lists it: install it with `ansible-galaxy collection install -r {req}`"),
+            &format!(
+                "{req} lists it: install it with `ansible-galaxy collection install -r {req}`"
+            ),
         ]);
         has(&[
             "site.yml:5:7: role 'acme.gpu.nosuch' not found",
