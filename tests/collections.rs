@@ -180,3 +180,32 @@ fn a_collection_module_nodeprov_lacks_is_refused_at_validate() {
     );
     assert!(!text.contains("sysctl"), "the native FQCN is taken: {text}");
 }
+
+/// dev-sec's `os_hardening`, vendored as an installed collection: the role,
+/// its 23 task files, templates and vars files all resolve and load; what
+/// is left is one refusal, a `set_fact` whose variable name is a template.
+#[test]
+fn devsec_os_hardening_by_fqcn_loads_but_for_one_templated_set_fact_name() {
+    let site = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/projects/devsec_hardening/site.yml"
+    );
+    let out = Command::new(BIN)
+        .args(["validate", site])
+        .env_remove("ANSIBLE_COLLECTIONS_PATH")
+        .env_remove("ANSIBLE_COLLECTIONS_PATHS")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{text}");
+    let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("error")).collect();
+    assert_eq!(
+        errors,
+        ["error: unknown parameter '{{ item.key }}' for module 'set_fact'"],
+        "{text}"
+    );
+    assert!(
+        text.contains("devsec/hardening/roles/os_hardening/tasks/hardening.yml:26:23"),
+        "{text}"
+    );
+}
