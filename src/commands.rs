@@ -52,13 +52,13 @@ fn load_inventory(spec: Option<&str>) -> Result<Inventory, Vec<Diagnostic>> {
     }
 }
 
-/// `-e` values: `@file.yml`, inline YAML/JSON mappings, or `k=v` pairs.
 /// The collection search path, resolved once from the flag and the
 /// environment; ansible.cfg's `collections_path` belongs here too.
 fn collections_path(flag: &[PathBuf]) -> Vec<PathBuf> {
     collections::configured_path(flag, |name| std::env::var_os(name))
 }
 
+/// `-e` values: `@file.yml`, inline YAML/JSON mappings, or `k=v` pairs.
 fn extra_vars(specs: &[String]) -> Result<Map<String, Value>, Vec<Diagnostic>> {
     let mut vars = Map::new();
     for spec in specs {

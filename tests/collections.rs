@@ -37,8 +37,9 @@ fn project() -> Vec<(String, &'static str)> {
         ),
         (
             gpu("roles/tune/tasks/extra.yml"),
-            "- name: role names\n  copy: {dest: /etc/acme/names, content: \"{{ role_name }} {{ ansible_role_name }}\\n\"}\n",
+            "- name: role names\n  copy: {dest: \"{{ names_file | default('/etc/acme/names') }}\", content: \"{{ role_name }} {{ ansible_role_name }}\\n\"}\n",
         ),
+        (gpu("roles/tune/vars/more.yml"), "names_file: /etc/acme/names-included\n"),
         (
             gpu("roles/tune/templates/tune.conf.j2"),
             "power_limit={{ tune_power_limit }}\nrole={{ role_name }}\n",
@@ -50,7 +51,7 @@ fn project() -> Vec<(String, &'static str)> {
         (
             "site.yml".into(),
             "- hosts: all\n  gather_facts: false\n  roles:\n    - role: acme.gpu.tune\n      tune_power_limit: 250\n  tasks:\n    - import_role:\n        name: acme.gpu.tune\n        tasks_from: extra\n\
-             - hosts: all\n  gather_facts: false\n  collections: [acme.gpu]\n  roles:\n    - role: tune\n      tune_conf: /etc/acme/short.conf\n",
+             - hosts: all\n  gather_facts: false\n  collections: [acme.gpu]\n  roles:\n    - role: tune\n      tune_conf: /etc/acme/short.conf\n  tasks:\n    - include_role: {name: tune, tasks_from: extra, vars_from: more}\n",
         ),
     ]
 }
@@ -120,6 +121,8 @@ fn collection_roles_validate_apply_over_ssh_and_converge() {
     // The short name through the play's `collections:` is the same role.
     assert_eq!(read("/etc/acme/short.conf"), "power_limit=300\nrole=tune\n");
     assert_eq!(read("/etc/acme/names"), "tune acme.gpu.tune\n");
+    // `include_role` by short name, with `tasks_from` and `vars_from`.
+    assert_eq!(read("/etc/acme/names-included"), "tune acme.gpu.tune\n");
     // The dependency, found through the role's meta `collections:`, made the folder.
     assert!(host.host.path("/etc/acme").is_dir());
 

@@ -267,6 +267,7 @@ fn entry_names(entry: &Node) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::load::roles::tests::tree;
 
     #[test]
     fn the_configured_path_is_the_flag_then_the_environment_or_ansibles_defaults() {
@@ -316,16 +317,6 @@ mod tests {
         assert!(!is_collection_name("acme") && !is_collection_name("acme.gpu.tune"));
     }
 
-    fn tree(files: &[&str]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for f in files {
-            let p = dir.path().join(f);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, "").unwrap();
-        }
-        dir
-    }
-
     fn resolved(r: ModuleRef) -> String {
         match r {
             ModuleRef::Native(spec) => format!("native {}", spec.name),
@@ -336,11 +327,10 @@ mod tests {
 
     #[test]
     fn module_names_resolve_through_the_list_to_native_or_foreign_modules() {
-        let dir = tree(&[
-            "collections/ansible_collections/acme/gpu/plugins/modules/clocks.py",
-            "collections/ansible_collections/acme/gpu/plugins/modules/sysctl.py",
-            "collections/ansible_collections/acme/gpu/plugins/modules/lock.py",
-        ]);
+        let dir = tree(&["clocks", "sysctl"].map(|m| {
+            let path = format!("collections/ansible_collections/acme/gpu/plugins/modules/{m}.py");
+            (path, "")
+        }));
         let installed = Installed::new(dir.path(), &[]);
         let list = |l: &[&str]| l.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let r = |key: &str, l: &[&str]| resolved(module(key, &list(l), &installed));

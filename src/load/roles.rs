@@ -314,7 +314,7 @@ pub(super) fn expand(req: &RoleRequest, scope: &Scope, errors: &mut Errors) -> E
     scope.collections = list;
     let mut tasks = dependencies(&path, &meta.dependencies, &scope, errors);
     let (defaults, defaults_node) = vars_file(&path.join("defaults"), &req.defaults_from, errors);
-    let short = role_name(&req.name);
+    let short = role_name(&req.name, found.collection.is_some());
     let role = Arc::new(Role {
         // Ansible names a collection's role by its FQCN, as `ansible_role_name`.
         name: match &found.collection {
@@ -353,9 +353,12 @@ pub(super) fn expand(req: &RoleRequest, scope: &Scope, errors: &mut Errors) -> E
 }
 
 /// The last part of a role's name: `tune` of `acme.gpu.tune`, `preinstall`
-/// of `kubernetes/preinstall`.
-fn role_name(name: &str) -> String {
-    let name = collections::split_fqcn(name).map_or(name, |(_, role)| role);
+/// of `kubernetes/preinstall`; a roles folder's `a.b.c` keeps its dots.
+fn role_name(name: &str, in_collection: bool) -> String {
+    let name = match collections::split_fqcn(name) {
+        Some((_, role)) if in_collection => role,
+        _ => name,
+    };
     Path::new(name)
         .file_name()
         .map_or_else(|| name.to_string(), |n| n.to_string_lossy().into_owned())
@@ -450,10 +453,12 @@ fn vars_file(
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use crate::load::playbook::{load, Playbook, Task};
 
-    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    pub(in crate::load) fn tree<P: AsRef<std::path::Path>>(
+        files: &[(P, &str)],
+    ) -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         for (path, text) in files {
             let p = dir.path().join(path);
@@ -615,19 +620,10 @@ mod tests {
 
 #[cfg(test)]
 mod collection_tests {
+    use super::tests::tree;
     use crate::load::playbook::{load_with, Playbook};
 
     const COLL: &str = "collections/ansible_collections/acme/gpu";
-
-    fn tree(files: &[(String, &str)]) -> tempfile::TempDir {
-        let dir = tempfile::tempdir().unwrap();
-        for (path, text) in files {
-            let p = dir.path().join(path);
-            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-            std::fs::write(p, text).unwrap();
-        }
-        dir
-    }
 
     fn at(prefix: &str, files: &[(&str, &'static str)]) -> Vec<(String, &'static str)> {
         files
@@ -765,23 +761,24 @@ mod collection_tests {
             "- {name: legacy, debug: {}}\n",
         ));
         files.push((
+            "roles/x.y.z/tasks/main.yml".into(),
+            "- {name: dotted, debug: {}}\n",
+        ));
+        files.push((
             "site.yml".into(),
-            "- hosts: all\n  roles: [acme.gpu.tune, tune]\n",
+            "- hosts: all\n  roles: [acme.gpu.tune, tune, x.y.z]\n",
         ));
         let dir = tree(&files);
         let configured = [other.path().to_path_buf()];
-        let found: Vec<_> = names(&load(&dir, &configured).unwrap())
-            .into_iter()
-            .map(|p| p.1)
-            .collect();
-        // Without a `collections:` list a short name is a roles/ role.
-        assert_eq!(found, ["beside the playbook", "legacy"]);
+        let tasks = |pb: &Playbook| -> Vec<String> { names(pb).into_iter().map(|p| p.1).collect() };
+        let pb = load(&dir, &configured).unwrap();
+        // Without a `collections:` list a short name is a roles/ role, and so
+        // is a FQCN-shaped name that no collection has.
+        assert_eq!(tasks(&pb), ["beside the playbook", "legacy", "dotted"]);
+        assert_eq!(pb.plays[0].tasks[2].vars["role_name"], "x.y.z");
         std::fs::remove_dir_all(dir.path().join("collections")).unwrap();
-        let found: Vec<_> = names(&load(&dir, &configured).unwrap())
-            .into_iter()
-            .map(|p| p.1)
-            .collect();
-        assert_eq!(found, ["configured", "legacy"]);
+        let pb = load(&dir, &configured).unwrap();
+        assert_eq!(tasks(&pb), ["configured", "legacy", "dotted"]);
     }
 
     #[test]
