@@ -68,13 +68,20 @@ fn write_tree(root: &Path, files: &[(String, &str)]) {
 fn validate(files: &[(String, &str)]) -> (i32, String) {
     let dir = tempfile::tempdir().unwrap();
     write_tree(dir.path(), files);
-    let out = Command::new(BIN)
-        .arg("validate")
-        .arg(dir.path().join("site.yml"))
-        .env_remove("ANSIBLE_COLLECTIONS_PATH")
-        .env_remove("ANSIBLE_COLLECTIONS_PATHS")
-        .output()
-        .unwrap();
+    validate_at(&dir.path().join("site.yml"), &[], None)
+}
+
+/// `nodeprov validate PLAYBOOK ARGS` with ANSIBLE_COLLECTIONS_PATH set to
+/// `env` (or unset).
+fn validate_at(playbook: &Path, args: &[&str], env: Option<&Path>) -> (i32, String) {
+    let mut cmd = Command::new(BIN);
+    cmd.arg("validate").arg(playbook).args(args);
+    cmd.env_remove("ANSIBLE_COLLECTIONS_PATH")
+        .env_remove("ANSIBLE_COLLECTIONS_PATHS");
+    if let Some(dir) = env {
+        cmd.env("ANSIBLE_COLLECTIONS_PATH", dir);
+    }
+    let out = cmd.output().unwrap();
     let text =
         String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
     (out.status.code().unwrap_or(-1), text)
@@ -132,6 +139,26 @@ fn collection_roles_validate_apply_over_ssh_and_converge() {
     let again = run("check");
     assert_eq!((again.code, recap(&again, "drift")), (0, 0), "{again}");
     assert_machine_unchanged(&before);
+}
+
+#[test]
+fn collections_are_found_through_the_flag_and_ansible_collections_path() {
+    let dir = tempfile::tempdir().unwrap();
+    write_tree(dir.path(), &project());
+    let elsewhere = dir.path().join("elsewhere");
+    std::fs::rename(dir.path().join("collections"), &elsewhere).unwrap();
+    let site = dir.path().join("site.yml");
+    let (code, text) = validate_at(&site, &[], None);
+    assert_ne!(code, 0, "{text}");
+    assert!(
+        text.contains("collection acme.gpu is not installed"),
+        "{text}"
+    );
+    let (code, text) = validate_at(&site, &[], Some(&elsewhere));
+    assert_eq!(code, 0, "{text}");
+    let flag = elsewhere.join("ansible_collections").display().to_string();
+    let (code, text) = validate_at(&site, &["--collections-path", &flag], None);
+    assert_eq!(code, 0, "{text}");
 }
 
 #[test]
@@ -193,14 +220,8 @@ fn devsec_os_hardening_by_fqcn_loads_but_for_one_templated_set_fact_name() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/projects/devsec_hardening/site.yml"
     );
-    let out = Command::new(BIN)
-        .args(["validate", site])
-        .env_remove("ANSIBLE_COLLECTIONS_PATH")
-        .env_remove("ANSIBLE_COLLECTIONS_PATHS")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stderr);
-    assert_ne!(out.status.code(), Some(0), "{text}");
+    let (code, text) = validate_at(Path::new(site), &[], None);
+    assert_ne!(code, 0, "{text}");
     let errors: Vec<&str> = text.lines().filter(|l| l.starts_with("error")).collect();
     assert_eq!(
         errors,
