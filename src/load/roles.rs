@@ -316,7 +316,7 @@ pub(super) fn expand(req: &RoleRequest, scope: &Scope, errors: &mut Errors) -> E
     let (defaults, defaults_node) = vars_file(&path.join("defaults"), &req.defaults_from, errors);
     let short = role_name(&req.name, found.collection.is_some());
     let role = Arc::new(Role {
-        // Ansible names a collection's role by its FQCN, as `ansible_role_name`.
+        // `ansible_role_name`: Ansible names a collection's role by its FQCN.
         name: match &found.collection {
             Some(c) => format!("{c}.{short}"),
             None => short.clone(),
