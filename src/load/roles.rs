@@ -104,10 +104,24 @@ impl Finder {
     fn not_found(&self, name: &str, list: &[String]) -> String {
         if let Some((collection, role)) = collections::split_fqcn(name) {
             return match self.collections.find(collection) {
-                Some(dir) => format!(
-                    "collection {collection} (at {}) has no role '{role}'",
-                    dir.display()
-                ),
+                Some(dir) => {
+                    let mut roles: Vec<String> = std::fs::read_dir(dir.join("roles"))
+                        .into_iter()
+                        .flatten()
+                        .flatten()
+                        .filter(|e| e.path().is_dir())
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect();
+                    roles.sort();
+                    let has = match roles.is_empty() {
+                        true => "none".to_string(),
+                        false => roles.join(", "),
+                    };
+                    format!(
+                        "collection {collection} (at {}) has no role '{role}'; its roles: {has}",
+                        dir.display()
+                    )
+                }
                 None => format!(
                     "collection {collection} is not installed (looked for ansible_collections/{} in: {}); {}",
                     collection.replace('.', "/"),
@@ -816,7 +830,7 @@ mod collection_tests {
         has(&[
             "site.yml:5:7: role 'acme.gpu.nosuch' not found",
             "collection acme.gpu (at ",
-            "has no role 'nosuch'",
+            "has no role 'nosuch'; its roles: tune",
         ]);
         has(&[
             "site.yml:6:7: role 'nosuch' not found",
