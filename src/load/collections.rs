@@ -6,6 +6,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
+use super::diag::Diagnostic;
 use super::yaml::{self, Node, Value};
 use crate::modules::{self, ModuleSpec};
 
@@ -146,7 +147,7 @@ pub(super) fn module(key: &str, list: &[String], installed: &Installed) -> Modul
 }
 
 /// The refusal of a collection module nodeprov has no version of.
-pub(super) fn foreign_module(at: &Node, fqcn: &str) -> super::diag::Diagnostic {
+pub(super) fn foreign_module(at: &Node, fqcn: &str) -> Diagnostic {
     let collection = split_fqcn(fqcn).map_or(fqcn, |(c, _)| c);
     let prefix = format!("{collection}.");
     let own: Vec<&str> = modules::all_names()
@@ -164,6 +165,33 @@ pub(super) fn foreign_module(at: &Node, fqcn: &str) -> super::diag::Diagnostic {
          and running Ansible's own module instead is not available for it"
     ))
     .with_hint(hint)
+}
+
+/// An unknown short module name's refusal, saying which listed collections
+/// (that might have shipped it) are not installed.
+pub(super) fn with_missing_collections(
+    d: Diagnostic,
+    list: &[String],
+    installed: &Installed,
+) -> Diagnostic {
+    let missing: Vec<&str> = list
+        .iter()
+        .filter(|c| !builtin(c) && installed.find(c).is_none())
+        .map(String::as_str)
+        .collect();
+    if missing.is_empty() {
+        return d;
+    }
+    let note = format!(
+        "the listed collections {} are not installed (looked in: {})",
+        missing.join(", "),
+        installed.searched()
+    );
+    let hint = match &d.hint {
+        Some(h) => format!("{h}; {note}"),
+        None => note,
+    };
+    d.with_hint(hint)
 }
 
 /// What the missing thing is, for the `ansible-galaxy` command that installs it.

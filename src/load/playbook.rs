@@ -866,7 +866,11 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
                 }
                 ModuleRef::Unknown => {
                     unknown = true;
-                    errors.push(unknown_module(k));
+                    errors.push(collections::with_missing_collections(
+                        unknown_module(k),
+                        &scope.collections,
+                        &scope.roles.collections,
+                    ));
                 }
             },
         }

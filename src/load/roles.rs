@@ -807,7 +807,7 @@ mod collection_tests {
         ));
         files.push((
             "site.yml".into(),
-            "- hosts: all\n  collections: [acme.gpu, 'not a name']\n  roles:\n    - acme.net.bond\n    - acme.gpu.nosuch\n    - nosuch\n  tasks:\n    - community.general.nmcli: {conn_name: x}\n",
+            "- hosts: all\n  collections: [acme.gpu, 'not a name']\n  roles:\n    - acme.net.bond\n    - acme.gpu.nosuch\n    - nosuch\n  tasks:\n    - community.general.nmcli: {conn_name: x}\n- hosts: all\n  collections: [acme.net, ansible.builtin]\n  tasks:\n    - bond_iface: {}\n",
         ));
         let dir = tree(&files);
         let errs = load(&dir, &[]).unwrap_err();
@@ -842,6 +842,10 @@ mod collection_tests {
             "site.yml:8:7: module 'community.general.nmcli' is not supported",
             "the modules of community.general nodeprov has: ",
         ]);
-        assert_eq!(errs.len(), 5, "{errs:#?}");
+        has(&[
+            "site.yml:12:7: 'bond_iface' is not a module or task keyword supported by nodeprov",
+            "; the listed collections acme.net are not installed (looked in: ",
+        ]);
+        assert_eq!(errs.len(), 6, "{errs:#?}");
     }
 }
