@@ -73,7 +73,7 @@ impl Inventory {
 
     /// A host list source; with ranges expanded it is Ansible's
     /// `advanced_host_list`, else its `host_list`.
-    fn add_host_list(&mut self, list: &str, expand: bool) -> Result<(), Diagnostic> {
+    pub(super) fn add_host_list(&mut self, list: &str, expand: bool) -> Result<(), Diagnostic> {
         for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
             let (names, port) = if expand {
                 range::parse_host_spec(entry)
