@@ -390,7 +390,7 @@ pub fn resolve(search: &Search, env: &Env) -> Result<Settings, CfgError> {
         .as_ref()
         .map(|p| p.display().to_string())
         .unwrap_or_default();
-    for ((section, key), _) in &entries {
+    for (section, key) in entries.keys() {
         if !KEYS.iter().any(|k| k.section == section && k.name == key) {
             warnings.push(format!(
                 "{name}: [{section}] {key} is not used by nodeprov; ignored"
