@@ -436,7 +436,7 @@ pub fn resolve(search: &Search, env: &Env) -> Result<Settings, CfgError> {
         vault_identity_list: r.list("vault_identity_list"),
         escalate: r.boolean("become")?.unwrap_or(false),
         become_user: r.text("become_user"),
-        become_method: r.text("become_method"),
+        become_method: r.become_method()?,
         become_ask_pass: r.boolean("become_ask_pass")?.unwrap_or(false),
         ssh_config_lines: ssh_config_lines(&r.text("ssh_args").unwrap_or_default(), &mut warnings),
         enable_plugins: r.list("enable_plugins"),
@@ -554,6 +554,20 @@ impl Resolver<'_> {
                 "a boolean (true/false, yes/no, on/off, 1/0)",
             )
         })
+    }
+
+    /// Only sudo escalates here, so another method is refused rather than
+    /// quietly replaced.
+    fn become_method(&self) -> Result<Option<String>, CfgError> {
+        match self.raw("become_method") {
+            Some((v, origin)) if v.trim() != "sudo" => Err(self.invalid(
+                "become_method",
+                origin,
+                &v,
+                "sudo, the one method nodeprov escalates with",
+            )),
+            found => Ok(found.map(|(v, _)| v.trim().to_string())),
+        }
     }
 
     fn number(&self, name: &str) -> Result<Option<u64>, CfgError> {
@@ -803,6 +817,18 @@ mod tests {
         assert_eq!(
             s.unwrap_err().to_string(),
             "ANSIBLE_FORKS: forks = 'many' is not a whole number"
+        );
+    }
+
+    #[test]
+    fn a_become_method_other_than_sudo_is_refused() {
+        let (_dir, s) = settings("[privilege_escalation]\nbecome_method = su\n", &[]);
+        let msg = s.unwrap_err().to_string();
+        assert!(
+            msg.ends_with(
+                "become_method = 'su' is not sudo, the one method nodeprov escalates with"
+            ),
+            "{msg}"
         );
     }
 
