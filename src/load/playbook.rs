@@ -1456,6 +1456,24 @@ mod tests {
     }
 
     #[test]
+    fn the_cfgs_defaults_apply_to_plays_that_do_not_say() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("site.yml");
+        let text = "- hosts: all\n  tasks: [{command: a}]\n- hosts: all\n  become: false\n  gather_facts: true\n  tasks: [{command: a}]\n";
+        std::fs::write(&path, text).unwrap();
+        let defaults = PlayDefaults {
+            escalate: true,
+            become_user: Some("ops".into()),
+            gather_facts: false,
+        };
+        let pb = load_with(&path, &[], &defaults).unwrap();
+        assert_eq!(pb.plays[0].become_user.as_deref(), Some("ops"));
+        assert!(!pb.plays[0].gather_facts);
+        assert_eq!(pb.plays[1].become_user, None);
+        assert!(pb.plays[1].gather_facts);
+    }
+
+    #[test]
     fn keywords_that_would_be_ignored_are_refused() {
         load_text("- hosts: all\n  become: true\n  become_method: sudo\n  tasks:\n    - command: a\n      become: yes\n      become_user: root\n").unwrap();
         let errs = messages("- hosts: all\n  become: true\n  remote_user: x\n  tasks:\n    - command: a\n      connection: local\n");
