@@ -345,7 +345,8 @@ fn connect_options(
     ssh.extra_ssh_config = settings.ssh_config_lines.clone();
     if !settings.host_key_checking && !ssh.accept_new_host_keys {
         ssh.accept_new_host_keys = true;
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "note: host_key_checking is False: the keys of hosts not yet in known_hosts are \
              recorded there (as --accept-new-host-keys does); a changed host key is still refused"
         );

@@ -97,6 +97,30 @@ fn a_script_without_meta_is_asked_for_each_host() {
 }
 
 #[test]
+fn a_script_never_sees_nodeprovs_passwords() {
+    let p = Project::new();
+    let script = p.script(
+        "inv.sh",
+        "#!/bin/sh\nenv > \"$(dirname \"$0\")/seen\"\necho '{\"_meta\": {\"hostvars\": {}}}'\n",
+    );
+    let out = Command::new(BIN)
+        .args(["inventory", "--list", "-i"])
+        .arg(&script)
+        .env_clear()
+        .env("PATH", "/usr/bin:/bin")
+        .env("HOME", p.path("home"))
+        .env("NODEPROV_BECOME_PASSWORD", "s3cret-become")
+        .env("NODEPROV_SSH_PASSWORD", "s3cret-ssh")
+        .env("ANSIBLE_INVENTORY_ENV_CHECK", "kept")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", stderr(&out));
+    let seen = std::fs::read_to_string(p.path("seen")).unwrap();
+    assert!(!seen.contains("s3cret"), "{seen}");
+    assert!(seen.contains("ANSIBLE_INVENTORY_ENV_CHECK=kept"), "{seen}");
+}
+
+#[test]
 fn a_failing_script_or_bad_json_is_one_error_naming_the_script() {
     let p = Project::new();
     let failing = p.script("fail.sh", "#!/bin/sh\necho 'no API token' >&2\nexit 3\n");
