@@ -152,6 +152,10 @@ fn a_file_without_the_executable_bit_is_never_run() {
     let file = p.write("hosts", "#!/bin/sh\n[web]\nw1\n");
     let list = p.list(&[&file]);
     assert_eq!(list["web"]["hosts"], serde_json::json!(["w1"]), "{list}");
+    // Executable, but named as INI: read as INI.
+    let ini = p.script("hosts.ini", "[db]\nd1\n");
+    let list = p.list(&[&ini]);
+    assert_eq!(list["db"]["hosts"], serde_json::json!(["d1"]), "{list}");
 }
 
 #[test]

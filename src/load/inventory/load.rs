@@ -125,7 +125,7 @@ fn io_error(path: &Path, what: &str, err: std::io::Error) -> Diagnostic {
 }
 
 fn read_source(inv: &mut Inventory, path: &Path, opts: &SourceOptions) -> Result<(), Diagnostic> {
-    if is_executable(path) {
+    if is_script(path) {
         let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
         return script::run(inv, &path);
     }
@@ -140,9 +140,18 @@ fn read_source(inv: &mut Inventory, path: &Path, opts: &SourceOptions) -> Result
     }
 }
 
-/// Ansible's rule: a file with an executable bit is an inventory script.
-fn is_executable(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+/// Ansible's rule: a file with an executable bit is an inventory script,
+/// unless its name ends as the files an inventory folder skips (or in
+/// `.ini`), which checkouts and copies often leave executable.
+fn is_script(path: &Path) -> bool {
+    let executable =
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    executable && !is_ignored(path) && path.extension().is_none_or(|e| e != "ini")
+}
+
+fn is_ignored(path: &Path) -> bool {
+    let name = path.to_string_lossy();
+    IGNORED_SUFFIXES.iter().any(|s| name.ends_with(s))
 }
 
 /// The YAML document when the source is YAML: by extension, or for other
@@ -186,10 +195,7 @@ fn inventory_files(dir: &Path) -> Result<Vec<PathBuf>, Diagnostic> {
     let files = sorted_entries(dir)?
         .into_iter()
         .filter(|p| !p.is_dir() && !is_hidden(p))
-        .filter(|p| {
-            let name = p.to_string_lossy();
-            !IGNORED_SUFFIXES.iter().any(|s| name.ends_with(s))
-        })
+        .filter(|p| !is_ignored(p))
         .collect();
     Ok(files)
 }
