@@ -302,3 +302,27 @@ fn the_readme_lists_the_honoured_keys_as_declared() {
         "README.md's ansible.cfg table should read:\n{table}"
     );
 }
+
+#[test]
+fn retry_files_go_where_the_cfg_says_or_nowhere() {
+    let cfg = format!("{CFG}timeout = 3\nretry_files_save_path = retries\n");
+    let dir = tempfile::tempdir().unwrap();
+    lay_out(dir.path(), &cfg, &[("gone-01", "127.0.0.3")]);
+    std::fs::create_dir(dir.path().join("retries")).unwrap();
+    let out = run_in(dir.path(), &["apply", "site.yml"], &[]);
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let retry = dir.path().join("retries/site.retry");
+    assert_eq!(std::fs::read_to_string(&retry).unwrap(), "gone-01\n");
+    assert!(!dir.path().join("site.retry").exists());
+
+    std::fs::remove_file(&retry).unwrap();
+    let env = [("ANSIBLE_RETRY_FILES_ENABLED", "no")];
+    let out = run_in(dir.path(), &["apply", "site.yml"], &env);
+    assert_eq!(out.status.code(), Some(4));
+    assert!(!retry.exists(), "no retry file when disabled");
+}
