@@ -97,7 +97,7 @@ pub const KEYS: &[Key] = &[
         "collections_path",
         &["ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_COLLECTIONS_PATHS"],
         Kind::PathSpec,
-        "collection folders",
+        "collection folders [default: `~/.ansible/collections:/usr/share/ansible/collections`]",
     ),
     key(
         "defaults",
@@ -343,7 +343,8 @@ pub struct Settings {
     pub file: Option<PathBuf>,
     pub inventory: Vec<String>,
     pub roles_path: Vec<PathBuf>,
-    /// For collection lookup: `collections_path` (or its older plural).
+    /// For collection lookup: `collections_path` (or its older plural),
+    /// else Ansible's default `~/.ansible/collections:/usr/share/ansible/collections`.
     pub collections_path: Vec<PathBuf>,
     pub remote_user: Option<String>,
     pub private_key_file: Option<PathBuf>,
@@ -408,10 +409,15 @@ pub fn resolve(search: &Search, env: &Env) -> Result<Settings, CfgError> {
         cfg_dir: &base,
         cwd: &search.cwd,
     };
-    let collections = match r.paths("collections_path")? {
+    let mut collections = match r.paths("collections_path")? {
         p if p.is_empty() => r.paths("collections_paths")?,
         p => p,
     };
+    if collections.is_empty() {
+        // Ansible's default, so that users of the list need not know it.
+        collections.extend(env.home().map(|h| h.join(".ansible/collections")));
+        collections.push(PathBuf::from("/usr/share/ansible/collections"));
+    }
     let gathering = match r.text("gathering").as_deref() {
         Some("explicit") => Gathering::Explicit,
         _ => Gathering::Implicit,
@@ -843,6 +849,14 @@ mod tests {
             Some(PathBuf::from("/home/me/.vault"))
         );
         assert_eq!(s.vault_identity_list, ["dev@a.txt", "prod@prompt"]);
+        let (_dir, s) = settings("", &[]);
+        assert_eq!(
+            s.unwrap().collections_path,
+            [
+                PathBuf::from("/home/me/.ansible/collections"),
+                PathBuf::from("/usr/share/ansible/collections")
+            ]
+        );
         let (_dir, s) = settings(cfg, &[("ANSIBLE_COLLECTIONS_PATH", "/x:/y")]);
         assert_eq!(
             s.unwrap().collections_path,
