@@ -322,3 +322,63 @@ fn render_text(templates: &Templates, node: &Node, vars: &Json) -> Result<String
         .render_str(&text, vars)
         .map_err(|e| node.error(e.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(entry: &str, value: Json) -> Vec<String> {
+        let node = crate::load::yaml::load_str(entry, "c.yml").unwrap();
+        keyed_names(&node, &value).unwrap()
+    }
+
+    #[test]
+    fn keyed_group_names_are_built_as_ansible_builds_them() {
+        let tags = serde_json::json!({"role": "db", "env": ""});
+        assert_eq!(names("key: k\n", "x".into()), ["_x"]);
+        assert_eq!(
+            names("key: k\nleading_separator: false\n", "x".into()),
+            ["x"]
+        );
+        assert_eq!(
+            names("key: k\nprefix: tag\n", tags.clone()),
+            ["tag_role_db", "tag_env_"]
+        );
+        assert_eq!(
+            names(
+                "key: k\nprefix: tag\ntrailing_separator: false\n",
+                tags.clone()
+            ),
+            ["tag_role_db", "tag_env"]
+        );
+        assert_eq!(
+            names("key: k\nprefix: tag\ndefault_value: none\n", tags),
+            ["tag_role_db", "tag_env_none"]
+        );
+        assert_eq!(
+            names(
+                "key: k\nprefix: os\nseparator: '-'\n",
+                serde_json::json!(["a", 7])
+            ),
+            ["os-a", "os-7"]
+        );
+    }
+
+    #[test]
+    fn generator_parents_nest_and_carry_templated_vars() {
+        let text = "plugin: generator\nhosts:\n  name: \"{{ app }}-{{ env }}\"\n  parents:\n    - name: \"{{ app }}_{{ env }}\"\n      parents:\n        - name: \"{{ app }}\"\n          vars: {application: \"{{ app }}\"}\nlayers:\n  app: [web]\n  env: [dev, prod]\n";
+        let doc = crate::load::yaml::load_str(text, "gen.yml").unwrap();
+        let mut inv = Inventory::empty();
+        load(
+            &mut inv,
+            &doc,
+            Path::new("gen.yml"),
+            &PluginRunner::default(),
+        )
+        .unwrap();
+        inv.finish();
+        assert_eq!(inv.hosts(), ["web-dev", "web-prod"]);
+        assert_eq!(inv.groups()["web"], ["web-dev", "web-prod"]);
+        assert_eq!(inv.host_vars("web-prod")["application"], "web");
+    }
+}
