@@ -108,7 +108,9 @@ fn constructed(inv: &mut Inventory, doc: &Node) -> Result<(), Diagnostic> {
             return Err(n.error(format!("`keyed_groups` must be a list, found {}", n.kind())))
         }
     };
-    inv.finish();
+    // Only the precedence of group variables is needed now: completing the
+    // tree would tie groups to `all` that a later source may nest.
+    inv.set_depths();
     for host in inv.hosts() {
         let mut vars = Json::Object(inv.host_vars(&host));
         for (name, expr) in compose {
