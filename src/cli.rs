@@ -96,9 +96,10 @@ pub enum Connection {
 
 #[derive(Args, Debug)]
 pub struct Target {
-    /// Inventory file (INI or YAML), or a comma-separated host list ("a,b,").
+    /// Inventory source: a file (INI, YAML, script or plugin), a folder, or a
+    /// comma-separated host list ("a,b,"); repeat for several [default: ansible.cfg's `inventory`].
     #[arg(short = 'i', long)]
-    pub inventory: Option<String>,
+    pub inventory: Vec<String>,
     /// Host pattern to restrict the run to (`gpu:!broken`, `@retry-file`).
     #[arg(short = 'l', long)]
     pub limit: Option<String>,
@@ -111,7 +112,7 @@ pub struct Target {
 
 /// SSH connection flags. Inventory variables (`ansible_user`,
 /// `ansible_ssh_private_key_file`, ...) win over these, as in Ansible.
-#[derive(Args, Debug)]
+#[derive(Args, Clone, Debug)]
 pub struct SshArgs {
     /// Remote user to log in as.
     #[arg(short = 'u', long)]
@@ -140,12 +141,15 @@ pub struct SshArgs {
     /// Seconds one script may run before its host counts as unreachable.
     #[arg(long, default_value_t = 3600)]
     pub command_timeout: u64,
+    /// ssh_config lines that outrank the ssh_config files (ansible.cfg's `ssh_args`).
+    #[arg(skip)]
+    pub extra_ssh_config: Vec<String>,
 }
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
     pub playbook: PathBuf,
-    /// Folders to look for roles in, before ANSIBLE_ROLES_PATH (colon-separated).
+    /// Folders to look for roles in, before ansible.cfg's `roles_path` (colon-separated).
     #[arg(long, value_delimiter = ':', value_name = "DIRS")]
     pub roles_path: Vec<PathBuf>,
     /// Folders holding ansible_collections/, after the playbook's collections/
@@ -169,9 +173,9 @@ pub struct RunArgs {
     /// Show file diffs and `key: actual → desired` for settings.
     #[arg(short = 'D', long)]
     pub diff: bool,
-    /// Hosts worked on in parallel.
-    #[arg(short = 'f', long, default_value_t = 50)]
-    pub forks: usize,
+    /// Hosts worked on in parallel [default: ansible.cfg's `forks`, else 50].
+    #[arg(short = 'f', long)]
+    pub forks: Option<usize>,
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
     /// Also write DIR/report.json and DIR/junit.xml (created if missing).
@@ -186,21 +190,23 @@ pub struct RunArgs {
 #[derive(Args, Debug)]
 pub struct ValidateArgs {
     pub playbook: PathBuf,
-    /// Folders to look for roles in, before ANSIBLE_ROLES_PATH (colon-separated).
+    /// Folders to look for roles in, before ansible.cfg's `roles_path` (colon-separated).
     #[arg(long, value_delimiter = ':', value_name = "DIRS")]
     pub roles_path: Vec<PathBuf>,
     /// Folders holding ansible_collections/, after the playbook's collections/
-    /// and before ANSIBLE_COLLECTIONS_PATH (colon-separated).
+    /// and before ANSIBLE_COLLECTIONS_PATH or ansible.cfg's `collections_path` (colon-separated).
     #[arg(long, value_delimiter = ':', value_name = "DIRS")]
     pub collections_path: Vec<PathBuf>,
+    /// Inventory sources, as for `apply`.
     #[arg(short = 'i', long)]
-    pub inventory: Option<String>,
+    pub inventory: Vec<String>,
 }
 
 #[derive(Args, Debug)]
 pub struct InventoryArgs {
+    /// Inventory sources, as for `apply`.
     #[arg(short = 'i', long)]
-    pub inventory: String,
+    pub inventory: Vec<String>,
     /// All groups, hosts and host variables as JSON.
     #[arg(long, conflicts_with_all = ["host", "graph"])]
     pub list: bool,
@@ -217,8 +223,9 @@ pub struct FactsArgs {
     /// Host patterns.
     #[arg(required = true)]
     pub hosts: Vec<String>,
+    /// Inventory sources, as for `apply`.
     #[arg(short = 'i', long)]
-    pub inventory: Option<String>,
+    pub inventory: Vec<String>,
     #[arg(short = 'c', long, value_enum)]
     pub connection: Option<Connection>,
     #[command(flatten)]
@@ -249,8 +256,9 @@ pub struct SmokeArgs {
     /// Minimum bf16 matmul throughput in TFLOP/s.
     #[arg(long)]
     pub bf16_floor: Option<f64>,
-    #[arg(short = 'f', long, default_value_t = 50)]
-    pub forks: usize,
+    /// Hosts worked on in parallel [default: ansible.cfg's `forks`, else 50].
+    #[arg(short = 'f', long)]
+    pub forks: Option<usize>,
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
 }

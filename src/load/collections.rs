@@ -3,7 +3,6 @@
 //! qualified name (`ns.coll.name`) or through a `collections:` list, and the
 //! `ansible-galaxy` command that installs a missing one.
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::diag::Diagnostic;
@@ -13,23 +12,6 @@ use crate::modules::{self, ModuleSpec};
 /// Entries of a `collections:` list that name Ansible's own modules (which
 /// nodeprov's native modules stand for) rather than an installed collection.
 const BUILTIN: &[&str] = &["ansible.builtin", "ansible.legacy"];
-
-/// The configured collection search path, resolved once by the caller:
-/// `--collections-path` entries, then `ANSIBLE_COLLECTIONS_PATH` (or the
-/// older `ANSIBLE_COLLECTIONS_PATHS`), which replaces Ansible's defaults
-/// `~/.ansible/collections:/usr/share/ansible/collections` as it does in
-/// Ansible. The playbook's own `collections/` is added by the loader.
-pub fn configured_path(flag: &[PathBuf], var: impl Fn(&str) -> Option<OsString>) -> Vec<PathBuf> {
-    let mut dirs = flag.to_vec();
-    match var("ANSIBLE_COLLECTIONS_PATH").or_else(|| var("ANSIBLE_COLLECTIONS_PATHS")) {
-        Some(env) => dirs.extend(std::env::split_paths(&env)),
-        None => {
-            dirs.extend(var("HOME").map(|h| PathBuf::from(h).join(".ansible/collections")));
-            dirs.push("/usr/share/ansible/collections".into());
-        }
-    }
-    dirs
-}
 
 /// `ns.coll.rest` split into the collection (`ns.coll`) and the rest, or
 /// `None` for a short name.
@@ -296,40 +278,6 @@ fn entry_names(entry: &Node) -> Vec<String> {
 mod tests {
     use super::*;
     use crate::load::roles::tests::tree;
-
-    #[test]
-    fn the_configured_path_is_the_flag_then_the_environment_or_ansibles_defaults() {
-        let env = |vars: &'static [(&'static str, &'static str)]| {
-            move |k: &str| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| v.into())
-        };
-        let flag = [PathBuf::from("/flag")];
-        assert_eq!(
-            configured_path(&flag, env(&[("HOME", "/h")])),
-            [
-                "/flag",
-                "/h/.ansible/collections",
-                "/usr/share/ansible/collections"
-            ]
-            .map(PathBuf::from)
-        );
-        assert_eq!(
-            configured_path(
-                &[],
-                env(&[("ANSIBLE_COLLECTIONS_PATHS", "/old"), ("HOME", "/h")])
-            ),
-            [PathBuf::from("/old")]
-        );
-        assert_eq!(
-            configured_path(
-                &[],
-                env(&[
-                    ("ANSIBLE_COLLECTIONS_PATH", "/a:/b/ansible_collections"),
-                    ("ANSIBLE_COLLECTIONS_PATHS", "/old")
-                ])
-            ),
-            ["/a", "/b/ansible_collections"].map(PathBuf::from)
-        );
-    }
 
     #[test]
     fn fqcns_split_into_collection_and_name_and_short_names_do_not() {

@@ -1,6 +1,6 @@
 //! Roles: found by name in `roles/` beside the playbook, in `--roles-path`
-//! and `ANSIBLE_ROLES_PATH`, then Ansible's default folders, or in an
-//! installed collection (`ns.coll.role`, or a short name through a
+//! and the resolved `roles_path` setting, then Ansible's default folders,
+//! or in an installed collection (`ns.coll.role`, or a short name through a
 //! `collections:` list); their `meta/` dependencies, `defaults/`, `vars/`,
 //! `tasks/` and `handlers/` loaded into the play at load time.
 
@@ -45,18 +45,15 @@ struct Found {
 
 impl Finder {
     /// `roles/` beside the playbook, the given paths (from `--roles-path`,
-    /// then `ANSIBLE_ROLES_PATH`), Ansible's default folders, and the
-    /// playbook's own folder; collections in the playbook's `collections/`
-    /// and the configured collection path.
+    /// then `ANSIBLE_ROLES_PATH` or ansible.cfg's `roles_path`), Ansible's
+    /// default folders, and the playbook's own folder; collections in the
+    /// playbook's `collections/` and the configured collection path.
     pub(super) fn new(playbook: &Path, extra: &[PathBuf], collections_path: &[PathBuf]) -> Finder {
         let base = playbook.parent().unwrap_or(Path::new(".")).to_path_buf();
         let collections = Installed::new(&base, collections_path);
         let requirements = collections::requirements_files(&base);
         let mut dirs = vec![base.join("roles")];
         dirs.extend(extra.iter().cloned());
-        if let Some(env) = std::env::var_os("ANSIBLE_ROLES_PATH") {
-            dirs.extend(std::env::split_paths(&env));
-        }
         if let Some(home) = std::env::var_os("HOME") {
             dirs.push(PathBuf::from(home).join(".ansible/roles"));
         }
@@ -635,7 +632,7 @@ pub(super) mod tests {
 #[cfg(test)]
 mod collection_tests {
     use super::tests::tree;
-    use crate::load::playbook::{load_with, Playbook};
+    use crate::load::playbook::{load_with, PlayDefaults, Playbook};
 
     const COLL: &str = "collections/ansible_collections/acme/gpu";
 
@@ -650,7 +647,8 @@ mod collection_tests {
         dir: &tempfile::TempDir,
         configured: &[std::path::PathBuf],
     ) -> Result<Playbook, Vec<String>> {
-        load_with(&dir.path().join("site.yml"), &[], configured).map_err(|errs| {
+        let defaults = PlayDefaults::default();
+        load_with(&dir.path().join("site.yml"), &[], configured, &defaults).map_err(|errs| {
             errs.into_iter()
                 .map(|d| {
                     format!(
