@@ -107,6 +107,23 @@ pub struct Target {
     pub connection: Option<Connection>,
     #[command(flatten)]
     pub ssh: SshArgs,
+    #[command(flatten)]
+    pub vault: VaultArgs,
+}
+
+/// Passwords for Ansible Vault content, as ansible-playbook takes them;
+/// ANSIBLE_VAULT_IDENTITY_LIST and ANSIBLE_VAULT_PASSWORD_FILE add to them.
+#[derive(Args, Debug, Default)]
+pub struct VaultArgs {
+    /// A vault password: LABEL@FILE (a file, or a script that prints it), LABEL@prompt, or FILE.
+    #[arg(long = "vault-id", value_name = "LABEL@SOURCE")]
+    pub vault_ids: Vec<String>,
+    /// A file holding the vault password (an executable one is run and prints it).
+    #[arg(long = "vault-password-file", visible_alias = "vault-pass-file", value_name = "FILE")]
+    pub vault_password_files: Vec<PathBuf>,
+    /// Prompt for the vault password.
+    #[arg(long)]
+    pub ask_vault_pass: bool,
 }
 
 /// SSH connection flags. Inventory variables (`ansible_user`,
@@ -187,6 +204,8 @@ pub struct ValidateArgs {
     pub roles_path: Vec<PathBuf>,
     #[arg(short = 'i', long)]
     pub inventory: Option<String>,
+    #[command(flatten)]
+    pub vault: VaultArgs,
 }
 
 #[derive(Args, Debug)]
@@ -202,6 +221,8 @@ pub struct InventoryArgs {
     /// The group tree.
     #[arg(long)]
     pub graph: bool,
+    #[command(flatten)]
+    pub vault: VaultArgs,
 }
 
 #[derive(Args, Debug)]
@@ -215,6 +236,8 @@ pub struct FactsArgs {
     pub connection: Option<Connection>,
     #[command(flatten)]
     pub ssh: SshArgs,
+    #[command(flatten)]
+    pub vault: VaultArgs,
 }
 
 #[derive(Args, Debug)]

@@ -10,7 +10,7 @@ use serde_json::{Map, Value};
 
 use crate::cli::{
     Cli, Command, CompletionsArgs, FactsArgs, Format, InventoryArgs, MergeArgs, ReportCommand,
-    RunArgs, SmokeArgs, ValidateArgs,
+    RunArgs, SmokeArgs, ValidateArgs, VaultArgs,
 };
 use crate::exec::RunOptions;
 use crate::exec::{run_playbook, RunRequest};
@@ -18,6 +18,7 @@ use crate::load::diag::Diagnostic;
 use crate::load::diag::Span;
 use crate::load::inventory::shard::Shard;
 use crate::load::inventory::Inventory;
+use crate::load::vault::{self, secrets};
 use crate::load::{playbook, validate, yaml};
 use crate::remote::connect;
 use crate::report::progress::Progress;
@@ -38,10 +39,25 @@ pub fn run(cli: Cli) -> u8 {
     result.unwrap_or_else(|errors| {
         let mut err = std::io::stderr().lock();
         for e in &errors {
-            let _ = writeln!(err, "error: {e}");
+            let _ = writeln!(err, "error: {}", vault::redact(&e.to_string()));
         }
         EXIT_USAGE
     })
+}
+
+/// Reads the vault passwords the flags and the environment name, before
+/// anything that may be encrypted is loaded.
+fn unlock_vault(args: &VaultArgs) -> Result<(), Vec<Diagnostic>> {
+    let given = secrets::Given {
+        vault_ids: &args.vault_ids,
+        password_files: &args.vault_password_files,
+        ask: args.ask_vault_pass,
+    };
+    let sources = secrets::sources(&given, |name| std::env::var(name).ok());
+    let keyring = secrets::resolve(&sources)
+        .map_err(|e| vec![Diagnostic::new(&Span::synthetic("vault"), e.to_string())])?;
+    vault::unlock(keyring);
+    Ok(())
 }
 
 fn load_inventory(spec: Option<&str>) -> Result<Inventory, Vec<Diagnostic>> {
@@ -91,6 +107,7 @@ fn extra_vars(specs: &[String]) -> Result<Map<String, Value>, Vec<Diagnostic>> {
 fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
     let check = check_cmd || args.check;
     let diff = check_cmd || args.diff;
+    unlock_vault(&args.target.vault)?;
     let pb = playbook::load_with(&args.playbook, &args.roles_path)?;
     validate::templates(&pb)?;
     let inventory = load_inventory(args.target.inventory.as_deref())?;
@@ -131,7 +148,11 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
     let stdout = Mutex::new(std::io::stdout());
     let outcome = run_playbook(&req, &|e| {
         if human_out {
-            progress.event(&e, &mut *stdout.lock().unwrap());
+            // Rendered whole before masking, so no value is split across writes.
+            let mut block = Vec::new();
+            progress.event(&e, &mut block);
+            let block = String::from_utf8_lossy(&block);
+            let _ = write!(stdout.lock().unwrap(), "{}", vault::redact(&block));
         }
     })?;
     progress.clear_line();
@@ -148,6 +169,7 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
             doc["shard"] =
                 serde_json::json!({"index": shard.index, "count": shard.count, "plays": plays});
         }
+        vault::redact_json(&mut doc);
         doc
     });
     let mut out = stdout.lock().unwrap();
@@ -156,7 +178,7 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
             let _ = write!(out, "{}", report::json::text(doc));
         }
         _ => {
-            let _ = write!(out, "{}", human::recap(&outcome));
+            let _ = write!(out, "{}", vault::redact(&human::recap(&outcome)));
             if let Some(line) = retry {
                 let _ = writeln!(out, "{line}");
             }
@@ -272,6 +294,7 @@ fn connect_options(
 }
 
 fn validate_cmd(args: &ValidateArgs) -> Result<u8, Vec<Diagnostic>> {
+    unlock_vault(&args.vault)?;
     let pb = playbook::load_with(&args.playbook, &args.roles_path)?;
     validate::templates(&pb)?;
     let inventory = load_inventory(args.inventory.as_deref())?;
@@ -299,6 +322,7 @@ fn validate_cmd(args: &ValidateArgs) -> Result<u8, Vec<Diagnostic>> {
 }
 
 fn inventory_cmd(args: &InventoryArgs) -> Result<u8, Vec<Diagnostic>> {
+    unlock_vault(&args.vault)?;
     let inv = load_inventory(Some(&args.inventory))?;
     if args.graph {
         print!("{}", inv.graph());
@@ -310,20 +334,21 @@ fn inventory_cmd(args: &InventoryArgs) -> Result<u8, Vec<Diagnostic>> {
                 format!("host '{host}' is not in the inventory"),
             )]);
         }
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&Value::Object(inv.host_vars(host))).expect("json")
-        );
+        print_json(Value::Object(inv.host_vars(host)));
     } else {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&inv.list_json()).expect("json")
-        );
+        print_json(inv.list_json());
     }
     Ok(EXIT_OK)
 }
 
+/// Pretty JSON on stdout, with decrypted values masked.
+fn print_json(mut doc: Value) {
+    vault::redact_json(&mut doc);
+    println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+}
+
 fn facts_cmd(args: &FactsArgs) -> Result<u8, Vec<Diagnostic>> {
+    unlock_vault(&args.vault)?;
     let inv = load_inventory(args.inventory.as_deref())?;
     let mut hosts = Vec::new();
     for pattern in &args.hosts {
@@ -348,14 +373,12 @@ fn facts_cmd(args: &FactsArgs) -> Result<u8, Vec<Diagnostic>> {
             }
         };
     }
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&Value::Object(out)).expect("json")
-    );
+    print_json(Value::Object(out));
     Ok(code)
 }
 
 fn smoke_cmd(args: &SmokeArgs) -> Result<u8, Vec<Diagnostic>> {
+    unlock_vault(&args.target.vault)?;
     let inv = load_inventory(args.target.inventory.as_deref())?;
     let span = crate::load::diag::Span::synthetic("smoke");
     let mut hosts = inv

@@ -333,7 +333,7 @@ fn check_template_src(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut
         )));
         return;
     };
-    match crate::load::input::read_text(&path) {
+    match crate::load::vault::read_source(&path) {
         Ok(text) => {
             if let Err(e) = t.check_template(&text) {
                 let line = e.line.map(|l| format!(":{l}")).unwrap_or_default();
