@@ -119,7 +119,11 @@ pub struct VaultArgs {
     #[arg(long = "vault-id", value_name = "LABEL@SOURCE")]
     pub vault_ids: Vec<String>,
     /// A file holding the vault password (an executable one is run and prints it).
-    #[arg(long = "vault-password-file", visible_alias = "vault-pass-file", value_name = "FILE")]
+    #[arg(
+        long = "vault-password-file",
+        visible_alias = "vault-pass-file",
+        value_name = "FILE"
+    )]
     pub vault_password_files: Vec<PathBuf>,
     /// Prompt for the vault password.
     #[arg(long)]

@@ -48,7 +48,9 @@ impl std::fmt::Debug for VaultSecret {
 pub enum Failure {
     #[error("no vault password was given")]
     NoPassword,
-    #[error("no vault password given decrypts it (HMAC mismatch: a wrong password, or tampered data)")]
+    #[error(
+        "no vault password given decrypts it (HMAC mismatch: a wrong password, or tampered data)"
+    )]
     HmacMismatch,
     #[error("malformed vault data: {0}")]
     Malformed(&'static str),
@@ -106,7 +108,9 @@ fn parse(text: &str) -> Result<Envelope, Failure> {
         return Err(Failure::Malformed("no $ANSIBLE_VAULT header"));
     }
     if !matches!(header[1], "1.1" | "1.2") {
-        return Err(Failure::Malformed("unknown format version (1.1 and 1.2 are known)"));
+        return Err(Failure::Malformed(
+            "unknown format version (1.1 and 1.2 are known)",
+        ));
     }
     if header[2] != "AES256" {
         return Err(Failure::Malformed("unknown cipher (AES256 is known)"));
@@ -119,7 +123,9 @@ fn parse(text: &str) -> Result<Envelope, Failure> {
         parts
             .next()
             .and_then(|p| unhex(p.trim()))
-            .ok_or(Failure::Malformed("salt, HMAC and ciphertext are not three hex lines"))
+            .ok_or(Failure::Malformed(
+                "salt, HMAC and ciphertext are not three hex lines",
+            ))
     };
     let (salt, hmac, ciphertext) = (part()?, part()?, part()?);
     Ok(Envelope {
@@ -142,11 +148,18 @@ fn unhex(hex: &str) -> Option<Vec<u8>> {
 
 fn unpad(mut padded: Vec<u8>) -> Result<Vec<u8>, Failure> {
     let bad = Failure::Malformed("bad PKCS#7 padding");
-    let n = usize::from(*padded.last().ok_or(Failure::Malformed("empty ciphertext"))?);
+    let n = usize::from(
+        *padded
+            .last()
+            .ok_or(Failure::Malformed("empty ciphertext"))?,
+    );
     if n == 0 || n > BLOCK || n > padded.len() {
         return Err(bad);
     }
-    if !padded[padded.len() - n..].iter().all(|&b| usize::from(b) == n) {
+    if !padded[padded.len() - n..]
+        .iter()
+        .all(|&b| usize::from(b) == n)
+    {
         return Err(bad);
     }
     padded.truncate(padded.len() - n);
@@ -200,7 +213,8 @@ fn hmac_sha256(key: &[u8], data: &[u8]) -> Vec<u8> {
 /// Equal, in a time that does not depend on where they differ.
 fn same(a: &[u8], b: &[u8]) -> bool {
     // SAFETY: both are valid for the length compared.
-    a.len() == b.len() && unsafe { openssl_sys::CRYPTO_memcmp(a.as_ptr().cast(), b.as_ptr().cast(), a.len()) == 0 }
+    a.len() == b.len()
+        && unsafe { openssl_sys::CRYPTO_memcmp(a.as_ptr().cast(), b.as_ptr().cast(), a.len()) == 0 }
 }
 
 /// CTR mode is its own inverse: this both encrypts and decrypts.
@@ -219,8 +233,15 @@ fn aes_256_ctr(key: &[u8], iv: &[u8], data: &[u8]) -> Vec<u8> {
                 key.as_ptr(),
                 iv.as_ptr(),
             ) == 1
-            && openssl_sys::EVP_DecryptUpdate(ctx, out.as_mut_ptr(), &mut n, data.as_ptr(), c_len(data.len())) == 1
-            && openssl_sys::EVP_DecryptFinal_ex(ctx, out.as_mut_ptr().add(n as usize), &mut last) == 1;
+            && openssl_sys::EVP_DecryptUpdate(
+                ctx,
+                out.as_mut_ptr(),
+                &mut n,
+                data.as_ptr(),
+                c_len(data.len()),
+            ) == 1
+            && openssl_sys::EVP_DecryptFinal_ex(ctx, out.as_mut_ptr().add(n as usize), &mut last)
+                == 1;
         openssl_sys::EVP_CIPHER_CTX_free(ctx);
         ok
     };
@@ -262,7 +283,10 @@ mod tests {
 
     #[test]
     fn a_wrong_or_missing_password_is_refused() {
-        assert_eq!(decrypt(V11, &[secret("default", "wrong")]), Err(Failure::HmacMismatch));
+        assert_eq!(
+            decrypt(V11, &[secret("default", "wrong")]),
+            Err(Failure::HmacMismatch)
+        );
         assert_eq!(decrypt(V11, &[]), Err(Failure::NoPassword));
     }
 
@@ -283,7 +307,10 @@ mod tests {
         let mut ct = c.clone();
         ct[3] ^= 0x80;
         assert_eq!(decrypt(&seal(s, m, &ct), &key), Err(Failure::HmacMismatch));
-        assert!(matches!(decrypt("$ANSIBLE_VAULT;1.1;AES256\nzz\n", &key), Err(Failure::Malformed(_))));
+        assert!(matches!(
+            decrypt("$ANSIBLE_VAULT;1.1;AES256\nzz\n", &key),
+            Err(Failure::Malformed(_))
+        ));
     }
 
     #[test]
@@ -291,9 +318,13 @@ mod tests {
         // RFC 4231 test case 2.
         let mac = hmac_sha256(b"Jefe", b"what do ya want for nothing?");
         let hex: String = mac.iter().map(|b| format!("{b:02x}")).collect();
-        assert_eq!(hex, "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843");
+        assert_eq!(
+            hex,
+            "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
+        );
         // NIST SP 800-38A F.5.5, first block.
-        let key = unhex("603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4").unwrap();
+        let key =
+            unhex("603deb1015ca71be2b73aef0857d77811f352c073b6108d72d9810a30914dff4").unwrap();
         let iv = unhex("f0f1f2f3f4f5f6f7f8f9fafbfcfdfeff").unwrap();
         let plain = unhex("6bc1bee22e409f96e93d7e117393172a").unwrap();
         let out = aes_256_ctr(&key, &iv, &plain);

@@ -77,8 +77,10 @@ pub fn read_source(path: &Path) -> Result<String, ReadError> {
         return Ok(text);
     }
     let name = path.display().to_string();
-    let plain = decrypt(&text, &format!("{name}:1"))
-        .map_err(|(_, message)| ReadError::Vault { path: name, message })?;
+    let plain = decrypt(&text, &format!("{name}:1")).map_err(|(_, message)| ReadError::Vault {
+        path: name,
+        message,
+    })?;
     reveal(&plain);
     Ok(plain)
 }

@@ -226,7 +226,10 @@ mod tests {
             SecretSource::parse(&format!("b@{}", script.display())),
         ];
         let got = resolve(&sources).unwrap();
-        assert_eq!(format!("{got:?}"), "[VaultSecret(a, ********), VaultSecret(b, ********)]");
+        assert_eq!(
+            format!("{got:?}"),
+            "[VaultSecret(a, ********), VaultSecret(b, ********)]"
+        );
         let plain: Vec<&[u8]> = got.iter().map(VaultSecret::password).collect();
         assert_eq!(plain, [&b"s3cret"[..], &b"from-b"[..]]);
     }
@@ -237,7 +240,10 @@ mod tests {
         let empty = dir.path().join("empty");
         std::fs::write(&empty, " \n").unwrap();
         let err = resolve(&[SecretSource::parse(&empty.display().to_string())]).unwrap_err();
-        assert_eq!(err.to_string(), "the vault password for vault id 'default' is empty");
+        assert_eq!(
+            err.to_string(),
+            "the vault password for vault id 'default' is empty"
+        );
         let missing = dir.path().join("none");
         let err = resolve(&[SecretSource::parse(&missing.display().to_string())]).unwrap_err();
         assert!(err.to_string().starts_with("vault password file "), "{err}");
