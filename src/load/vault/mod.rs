@@ -20,11 +20,11 @@ use crate::load::input::ReadError;
 pub use format::{is_vault, Failure, VaultSecret};
 
 /// What a report shows in place of a decrypted value.
-pub const MASK: &str = "********";
+const MASK: &str = "********";
 
 /// Shorter plaintexts are not masked: they would mask ordinary words and
 /// numbers (`ok=1`) all over a report.
-pub const MIN_MASKED: usize = 4;
+const MIN_MASKED: usize = 4;
 
 static KEYRING: RwLock<Option<Arc<Vec<VaultSecret>>>> = RwLock::new(None);
 static REVEALED: Mutex<Vec<String>> = Mutex::new(Vec::new());
@@ -129,5 +129,23 @@ pub fn redact_json(value: &mut serde_json::Value) {
             }
         }
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn revealed_values_and_their_lines_are_masked_in_text_and_json() {
+        reveal("first-line-of-key\nsecond-line-of-key\n");
+        reveal("abc");
+        let text = "diff: +first-line-of-key, abc";
+        assert_eq!(redact(text), "diff: +********, abc");
+        let mut doc = serde_json::json!({
+            "second-line-of-key": ["first-line-of-key\nsecond-line-of-key\n", 3],
+        });
+        redact_json(&mut doc);
+        assert_eq!(doc, serde_json::json!({"********": ["********", 3]}));
     }
 }

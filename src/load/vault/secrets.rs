@@ -16,11 +16,11 @@ pub const DEFAULT_LABEL: &str = "default";
 #[derive(Clone, Debug, PartialEq)]
 pub struct SecretSource {
     pub label: String,
-    pub from: From,
+    pub from: Origin,
 }
 
 #[derive(Clone, Debug, PartialEq)]
-pub enum From {
+pub enum Origin {
     /// A file holding the password, or a script that prints it.
     File(PathBuf),
     /// Asked on the terminal, without echo.
@@ -45,8 +45,8 @@ impl SecretSource {
     pub fn parse(spec: &str) -> SecretSource {
         let (label, source) = spec.split_once('@').unwrap_or((DEFAULT_LABEL, spec));
         let from = match source {
-            "prompt" | "prompt_ask_vault_pass" => From::Prompt,
-            path => From::File(PathBuf::from(path)),
+            "prompt" | "prompt_ask_vault_pass" => Origin::Prompt,
+            path => Origin::File(PathBuf::from(path)),
         };
         SecretSource {
             label: label.to_string(),
@@ -57,7 +57,7 @@ impl SecretSource {
     fn file(path: PathBuf) -> SecretSource {
         SecretSource {
             label: DEFAULT_LABEL.into(),
-            from: From::File(path),
+            from: Origin::File(path),
         }
     }
 }
@@ -89,7 +89,7 @@ pub fn sources(given: &Given, env: impl Fn(&str) -> Option<String>) -> Vec<Secre
     if given.ask {
         out.push(SecretSource {
             label: DEFAULT_LABEL.into(),
-            from: From::Prompt,
+            from: Origin::Prompt,
         });
     }
     out.dedup();
@@ -103,8 +103,8 @@ pub fn resolve(sources: &[SecretSource]) -> Result<Vec<VaultSecret>, PasswordErr
         .iter()
         .map(|s| {
             let password = match &s.from {
-                From::File(path) => from_file(path, &s.label)?,
-                From::Prompt => prompt(&s.label)?,
+                Origin::File(path) => from_file(path, &s.label)?,
+                Origin::Prompt => prompt(&s.label)?,
             };
             if password.is_empty() {
                 return Err(PasswordError::Empty(s.label.clone()));
@@ -196,19 +196,19 @@ mod tests {
             password_files: &files,
             ask: true,
         };
-        let got: Vec<(String, From)> = sources(&given, env)
+        let got: Vec<(String, Origin)> = sources(&given, env)
             .into_iter()
             .map(|s| (s.label, s.from))
             .collect();
-        let file = |p: &str| From::File(PathBuf::from(p));
+        let file = |p: &str| Origin::File(PathBuf::from(p));
         let want = vec![
             ("prod".to_string(), file("/p")),
-            ("dev".to_string(), From::Prompt),
+            ("dev".to_string(), Origin::Prompt),
             ("ops".to_string(), file("/o")),
             ("default".to_string(), file("/bare")),
             ("default".to_string(), file("/f")),
             ("default".to_string(), file("/env")),
-            ("default".to_string(), From::Prompt),
+            ("default".to_string(), Origin::Prompt),
         ];
         assert_eq!(got, want);
     }
