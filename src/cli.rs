@@ -49,6 +49,9 @@ pub enum Command {
     /// Work on reports written by earlier runs.
     #[command(subcommand)]
     Report(ReportCommand),
+    /// Work on Ansible Vault files.
+    #[command(subcommand)]
+    Vault(VaultCommand),
     /// Print the shell completion script for SHELL, e.g.
     /// `nodeprov completions bash > /usr/share/bash-completion/completions/nodeprov`.
     Completions(CompletionsArgs),
@@ -68,6 +71,20 @@ pub enum ReportCommand {
     /// the fleet report; exits with the fleet's exit code.
     #[command(after_help = EXIT_CODES)]
     Merge(MergeArgs),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum VaultCommand {
+    /// Print the plaintext of vault-encrypted FILEs, unmasked.
+    View(VaultViewArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct VaultViewArgs {
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub vault: VaultArgs,
 }
 
 #[derive(Args, Debug)]

@@ -238,6 +238,16 @@ fn ansible_vault_content_decrypts_everywhere_it_is_read() {
         .env("ANSIBLE_VAULT_PASSWORD_FILE", d.join("pw"));
     let validated = Run::of(c);
     assert_eq!(validated.code, 0, "{validated}");
+
+    // `vault view` shows what it is asked for, unmasked.
+    let mut c = nodeprov(d, &["vault", "view", "vars/v11.yml", "extra.yml"]);
+    c.args(["--vault-password-file", "pw", "--vault-id", "prod@pw-prod"]);
+    let viewed = Run::of(c);
+    assert_eq!(viewed.code, 0, "{viewed}");
+    assert_eq!(
+        viewed.stdout,
+        "play_secret: v11-play-secret\nextra_secret: extra-secret\n"
+    );
 }
 
 /// A wrong password, a missing one and tampered data each stop the run at
