@@ -303,6 +303,39 @@ fn a_wrong_missing_or_tampered_vault_stops_before_any_host() {
         "{inline}"
     );
 
+    // A copy source and an include_vars file fail at load too, not on each host.
+    encrypt(
+        d,
+        "files/secret.txt",
+        "copied-file-secret\n",
+        Some("prod@pw-prod"),
+    );
+    encrypt(
+        d,
+        "vars/included.yml",
+        "x: included-secret\n",
+        Some("prod@pw-prod"),
+    );
+    let tasks = "- hosts: all\n  tasks:\n    - copy: {src: secret.txt, dest: /nonexistent/x}\n";
+    write(d, "copy.yml", tasks);
+    write(
+        d,
+        "include.yml",
+        "- hosts: all\n  tasks:\n    - include_vars: included.yml\n",
+    );
+    for (playbook, file) in [
+        ("copy.yml", "files/secret.txt"),
+        ("include.yml", "vars/included.yml"),
+    ] {
+        let failed = stderr_of(&["check", "-c", "local", playbook, "--vault-id", "prod@wrong"]);
+        assert!(
+            failed.starts_with(&format!(
+                "error: cannot decrypt {file}:1 (vault id 'prod'): "
+            )),
+            "{failed}"
+        );
+    }
+
     // One hex digit of the HMAC line changed: refused with the right password.
     let text = std::fs::read_to_string(d.join("vars/v12.yml")).unwrap();
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
