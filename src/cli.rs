@@ -113,9 +113,10 @@ pub enum Connection {
 
 #[derive(Args, Debug)]
 pub struct Target {
-    /// Inventory file (INI or YAML), or a comma-separated host list ("a,b,").
+    /// Inventory source: a file (INI, YAML, script or plugin), a folder, or a
+    /// comma-separated host list ("a,b,"); repeat for several [default: ansible.cfg's `inventory`].
     #[arg(short = 'i', long)]
-    pub inventory: Option<String>,
+    pub inventory: Vec<String>,
     /// Host pattern to restrict the run to (`gpu:!broken`, `@retry-file`).
     #[arg(short = 'l', long)]
     pub limit: Option<String>,
@@ -129,7 +130,8 @@ pub struct Target {
 }
 
 /// Passwords for Ansible Vault content, as ansible-playbook takes them;
-/// ANSIBLE_VAULT_IDENTITY_LIST and ANSIBLE_VAULT_PASSWORD_FILE add to them.
+/// ansible.cfg's vault_identity_list and vault_password_file (or their
+/// ANSIBLE_VAULT_* variables) add to them.
 #[derive(Args, Debug, Default)]
 pub struct VaultArgs {
     /// A vault password: LABEL@FILE (a file, or a script that prints it), LABEL@prompt, or FILE.
@@ -149,7 +151,7 @@ pub struct VaultArgs {
 
 /// SSH connection flags. Inventory variables (`ansible_user`,
 /// `ansible_ssh_private_key_file`, ...) win over these, as in Ansible.
-#[derive(Args, Debug)]
+#[derive(Args, Clone, Debug)]
 pub struct SshArgs {
     /// Remote user to log in as.
     #[arg(short = 'u', long)]
@@ -178,12 +180,15 @@ pub struct SshArgs {
     /// Seconds one script may run before its host counts as unreachable.
     #[arg(long, default_value_t = 3600)]
     pub command_timeout: u64,
+    /// ssh_config lines that outrank the ssh_config files (ansible.cfg's `ssh_args`).
+    #[arg(skip)]
+    pub extra_ssh_config: Vec<String>,
 }
 
 #[derive(Args, Debug)]
 pub struct RunArgs {
     pub playbook: PathBuf,
-    /// Folders to look for roles in, before ANSIBLE_ROLES_PATH (colon-separated).
+    /// Folders to look for roles in, before ansible.cfg's `roles_path` (colon-separated).
     #[arg(long, value_delimiter = ':', value_name = "DIRS")]
     pub roles_path: Vec<PathBuf>,
     #[command(flatten)]
@@ -203,9 +208,9 @@ pub struct RunArgs {
     /// Show file diffs and `key: actual → desired` for settings.
     #[arg(short = 'D', long)]
     pub diff: bool,
-    /// Hosts worked on in parallel.
-    #[arg(short = 'f', long, default_value_t = 50)]
-    pub forks: usize,
+    /// Hosts worked on in parallel [default: ansible.cfg's `forks`, else 50].
+    #[arg(short = 'f', long)]
+    pub forks: Option<usize>,
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
     /// Also write DIR/report.json and DIR/junit.xml (created if missing).
@@ -220,19 +225,21 @@ pub struct RunArgs {
 #[derive(Args, Debug)]
 pub struct ValidateArgs {
     pub playbook: PathBuf,
-    /// Folders to look for roles in, before ANSIBLE_ROLES_PATH (colon-separated).
+    /// Folders to look for roles in, before ansible.cfg's `roles_path` (colon-separated).
     #[arg(long, value_delimiter = ':', value_name = "DIRS")]
     pub roles_path: Vec<PathBuf>,
+    /// Inventory sources, as for `apply`.
     #[arg(short = 'i', long)]
-    pub inventory: Option<String>,
+    pub inventory: Vec<String>,
     #[command(flatten)]
     pub vault: VaultArgs,
 }
 
 #[derive(Args, Debug)]
 pub struct InventoryArgs {
+    /// Inventory sources, as for `apply`.
     #[arg(short = 'i', long)]
-    pub inventory: String,
+    pub inventory: Vec<String>,
     /// All groups, hosts and host variables as JSON.
     #[arg(long, conflicts_with_all = ["host", "graph"])]
     pub list: bool,
@@ -251,8 +258,9 @@ pub struct FactsArgs {
     /// Host patterns.
     #[arg(required = true)]
     pub hosts: Vec<String>,
+    /// Inventory sources, as for `apply`.
     #[arg(short = 'i', long)]
-    pub inventory: Option<String>,
+    pub inventory: Vec<String>,
     #[arg(short = 'c', long, value_enum)]
     pub connection: Option<Connection>,
     #[command(flatten)]
@@ -285,8 +293,9 @@ pub struct SmokeArgs {
     /// Minimum bf16 matmul throughput in TFLOP/s.
     #[arg(long)]
     pub bf16_floor: Option<f64>,
-    #[arg(short = 'f', long, default_value_t = 50)]
-    pub forks: usize,
+    /// Hosts worked on in parallel [default: ansible.cfg's `forks`, else 50].
+    #[arg(short = 'f', long)]
+    pub forks: Option<usize>,
     #[arg(long, value_enum, default_value_t = Format::Human)]
     pub format: Format,
 }

@@ -3,7 +3,8 @@
 
 use std::collections::HashSet;
 use std::io::{IsTerminal, Write};
-use std::path::Path;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde_json::{Map, Value};
@@ -14,26 +15,32 @@ use crate::cli::{
 };
 use crate::exec::RunOptions;
 use crate::exec::{run_playbook, RunRequest};
+use crate::load::ansible_cfg::{self, Settings};
 use crate::load::diag::Diagnostic;
 use crate::load::diag::Span;
 use crate::load::inventory::shard::Shard;
-use crate::load::inventory::Inventory;
+use crate::load::inventory::{Inventory, PluginRunner, SourceOptions};
 use crate::load::vault::{self, secrets};
 use crate::load::{playbook, validate, yaml};
 use crate::remote::connect;
 use crate::report::progress::Progress;
 use crate::report::{self, human, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
+/// Hosts worked on in parallel when neither `-f` nor ansible.cfg says.
+const DEFAULT_FORKS: usize = 50;
+
 pub fn run(cli: Cli) -> u8 {
     let result = match cli.command {
-        Command::Apply(args) => apply(args, false),
-        Command::Check(args) => apply(args, true),
-        Command::Validate(args) => validate_cmd(&args),
-        Command::Inventory(args) => inventory_cmd(&args),
-        Command::Facts(args) => facts_cmd(&args),
-        Command::Smoke(args) => smoke_cmd(&args),
+        Command::Apply(args) => settings().and_then(|s| apply(args, false, &s)),
+        Command::Check(args) => settings().and_then(|s| apply(args, true, &s)),
+        Command::Validate(args) => settings().and_then(|s| validate_cmd(&args, &s)),
+        Command::Inventory(args) => settings().and_then(|s| inventory_cmd(&args, &s)),
+        Command::Facts(args) => settings().and_then(|s| facts_cmd(&args, &s)),
+        Command::Smoke(args) => settings().and_then(|s| smoke_cmd(&args, &s)),
         Command::Report(ReportCommand::Merge(args)) => merge_cmd(&args),
-        Command::Vault(VaultCommand::View(args)) => vault_view_cmd(&args),
+        Command::Vault(VaultCommand::View(args)) => {
+            settings().and_then(|s| vault_view_cmd(&args, &s))
+        }
         Command::Completions(args) => completions_cmd(&args),
         Command::Man => man_cmd(),
     };
@@ -46,15 +53,18 @@ pub fn run(cli: Cli) -> u8 {
     })
 }
 
-/// Reads the vault passwords the flags and the environment name, before
-/// anything that may be encrypted is loaded.
-fn unlock_vault(args: &VaultArgs) -> Result<(), Vec<Diagnostic>> {
+/// Reads the vault passwords the flags and the settings (ansible.cfg and the
+/// `ANSIBLE_VAULT_*` environment) name, before anything that may be
+/// encrypted is loaded.
+fn unlock_vault(args: &VaultArgs, settings: &Settings) -> Result<(), Vec<Diagnostic>> {
     let given = secrets::Given {
+        identity_list: &settings.vault_identity_list,
         vault_ids: &args.vault_ids,
         password_files: &args.vault_password_files,
+        settings_password_file: settings.vault_password_file.as_deref(),
         ask: args.ask_vault_pass,
     };
-    let sources = secrets::sources(&given, |name| std::env::var(name).ok());
+    let sources = secrets::sources(&given);
     let keyring = secrets::resolve(&sources)
         .map_err(|e| vec![Diagnostic::new(&Span::synthetic("vault"), e.to_string())])?;
     vault::unlock(keyring);
@@ -63,8 +73,8 @@ fn unlock_vault(args: &VaultArgs) -> Result<(), Vec<Diagnostic>> {
 
 /// The plaintext of each file, as `ansible-vault view` shows it: asked
 /// for by name, so not masked.
-fn vault_view_cmd(args: &VaultViewArgs) -> Result<u8, Vec<Diagnostic>> {
-    unlock_vault(&args.vault)?;
+fn vault_view_cmd(args: &VaultViewArgs, settings: &Settings) -> Result<u8, Vec<Diagnostic>> {
+    unlock_vault(&args.vault, settings)?;
     let mut out = std::io::stdout().lock();
     for file in &args.files {
         let name = file.display().to_string();
@@ -82,12 +92,73 @@ fn vault_view_cmd(args: &VaultViewArgs) -> Result<u8, Vec<Diagnostic>> {
     Ok(EXIT_OK)
 }
 
-fn load_inventory(spec: Option<&str>) -> Result<Inventory, Vec<Diagnostic>> {
-    match spec {
-        None => Ok(Inventory::localhost()),
-        Some(s) if s.contains(',') && !Path::new(s).exists() => Ok(Inventory::from_host_list(s)),
-        Some(path) => Inventory::load(Path::new(path)).map_err(|d| vec![d]),
+/// ansible.cfg and the `ANSIBLE_*` environment, resolved once; its
+/// warnings are shown here.
+fn settings() -> Result<Settings, Vec<Diagnostic>> {
+    let env = ansible_cfg::Env::from_process();
+    let cwd = std::env::current_dir().unwrap_or_else(|_| ".".into());
+    let settings =
+        ansible_cfg::resolve(&ansible_cfg::Search::new(&env, cwd), &env).map_err(|e| {
+            vec![Diagnostic::new(
+                &Span::synthetic("ansible.cfg"),
+                e.to_string(),
+            )]
+        })?;
+    let mut err = std::io::stderr().lock();
+    for warning in &settings.warnings {
+        let _ = writeln!(err, "warning: {warning}");
     }
+    Ok(settings)
+}
+
+/// `-i` sources, else the setting's; none at all is the implicit localhost.
+fn load_inventory(cli: &[String], settings: &Settings) -> Result<Inventory, Vec<Diagnostic>> {
+    let sources = if cli.is_empty() {
+        &settings.inventory
+    } else {
+        cli
+    };
+    if sources.is_empty() {
+        return Ok(Inventory::localhost());
+    }
+    let opts = SourceOptions {
+        expand_host_list_ranges: settings
+            .enable_plugins
+            .iter()
+            .any(|p| p.trim_start_matches("ansible.builtin.") == "advanced_host_list"),
+        plugins: PluginRunner {
+            ansible_inventory: on_path("ansible-inventory"),
+        },
+    };
+    Inventory::load_sources(sources, &opts).map_err(|d| vec![d])
+}
+
+/// The first executable `program` in PATH.
+fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(program))
+        .find(|p| {
+            p.metadata()
+                .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+        })
+}
+
+/// Role folders: `--roles-path`, then the setting's.
+fn roles_path(cli: &[PathBuf], settings: &Settings) -> Vec<PathBuf> {
+    cli.iter().chain(&settings.roles_path).cloned().collect()
+}
+
+fn play_defaults(settings: &Settings) -> playbook::PlayDefaults {
+    playbook::PlayDefaults {
+        escalate: settings.escalate,
+        become_user: settings.become_user.clone(),
+        gather_facts: settings.gathering == ansible_cfg::Gathering::Implicit,
+    }
+}
+
+fn forks(cli: Option<usize>, settings: &Settings) -> usize {
+    cli.or(settings.forks).unwrap_or(DEFAULT_FORKS)
 }
 
 /// `-e` values: `@file.yml`, inline YAML/JSON mappings, or `k=v` pairs.
@@ -126,14 +197,18 @@ fn extra_vars(specs: &[String]) -> Result<Map<String, Value>, Vec<Diagnostic>> {
     Ok(vars)
 }
 
-fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
+fn apply(args: RunArgs, check_cmd: bool, settings: &Settings) -> Result<u8, Vec<Diagnostic>> {
     let check = check_cmd || args.check;
     let diff = check_cmd || args.diff;
-    unlock_vault(&args.target.vault)?;
-    let pb = playbook::load_with(&args.playbook, &args.roles_path)?;
+    unlock_vault(&args.target.vault, settings)?;
+    let pb = playbook::load_with(
+        &args.playbook,
+        &roles_path(&args.roles_path, settings),
+        &play_defaults(settings),
+    )?;
     validate::templates(&pb)?;
-    let inventory = load_inventory(args.target.inventory.as_deref())?;
-    let conn = connect_options(args.target.connection, &args.target.ssh)?;
+    let inventory = load_inventory(&args.target.inventory, settings)?;
+    let conn = connect_options(args.target.connection, &args.target.ssh, settings)?;
     let connect = move |host: &str, vars: &Map<String, Value>| connect::open(&conn, host, vars);
     let extra = extra_vars(&args.extra_vars)?;
     let shard_hosts = args
@@ -151,7 +226,7 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
             skip_tags: args.skip_tags.clone(),
         },
         extra_vars: extra,
-        forks: args.forks,
+        forks: forks(args.forks, settings),
         connect: &connect,
     };
     if let Some(dir) = &args.report {
@@ -179,8 +254,8 @@ fn apply(args: RunArgs, check_cmd: bool) -> Result<u8, Vec<Diagnostic>> {
     })?;
     progress.clear_line();
     let mut code = report::exit_code(&outcome);
-    let retry = (!check)
-        .then(|| write_retry_file(&args.playbook, &outcome))
+    let retry = (!check && settings.retry_files_enabled)
+        .then(|| write_retry_file(&args.playbook, settings, &outcome))
         .flatten();
     let mode = if check { "check" } else { "apply" };
     let doc = (!human_out || args.report.is_some()).then(|| {
@@ -303,11 +378,29 @@ fn write_reports(dir: &Path, doc: &Value) -> Result<(), report::ReportError> {
     Ok(())
 }
 
+/// The connection flags with what ansible.cfg adds where a flag is not given.
 fn connect_options(
     connection: Option<crate::cli::Connection>,
     ssh: &crate::cli::SshArgs,
+    settings: &Settings,
 ) -> Result<connect::ConnectOptions, Vec<Diagnostic>> {
-    connect::ConnectOptions::from_cli(connection, ssh).map_err(|e| {
+    let mut ssh = ssh.clone();
+    ssh.user = ssh.user.or_else(|| settings.remote_user.clone());
+    ssh.private_key = ssh
+        .private_key
+        .or_else(|| settings.private_key_file.clone());
+    ssh.timeout = ssh.timeout.or(settings.timeout);
+    ssh.ask_become_pass |= settings.become_ask_pass;
+    ssh.extra_ssh_config = settings.ssh_config_lines.clone();
+    if !settings.host_key_checking && !ssh.accept_new_host_keys {
+        ssh.accept_new_host_keys = true;
+        let _ = writeln!(
+            std::io::stderr(),
+            "note: host_key_checking is False: the keys of hosts not yet in known_hosts are \
+             recorded there (as --accept-new-host-keys does); a changed host key is still refused"
+        );
+    }
+    connect::ConnectOptions::from_cli(connection, &ssh).map_err(|e| {
         vec![Diagnostic::new(
             &crate::load::diag::Span::synthetic("ssh"),
             e.to_string(),
@@ -315,11 +408,15 @@ fn connect_options(
     })
 }
 
-fn validate_cmd(args: &ValidateArgs) -> Result<u8, Vec<Diagnostic>> {
-    unlock_vault(&args.vault)?;
-    let pb = playbook::load_with(&args.playbook, &args.roles_path)?;
+fn validate_cmd(args: &ValidateArgs, settings: &Settings) -> Result<u8, Vec<Diagnostic>> {
+    unlock_vault(&args.vault, settings)?;
+    let pb = playbook::load_with(
+        &args.playbook,
+        &roles_path(&args.roles_path, settings),
+        &play_defaults(settings),
+    )?;
     validate::templates(&pb)?;
-    let inventory = load_inventory(args.inventory.as_deref())?;
+    let inventory = load_inventory(&args.inventory, settings)?;
     // A templated pattern is known only with the run's extra variables.
     let literal = pb
         .plays
@@ -343,14 +440,14 @@ fn validate_cmd(args: &ValidateArgs) -> Result<u8, Vec<Diagnostic>> {
     Ok(EXIT_OK)
 }
 
-fn inventory_cmd(args: &InventoryArgs) -> Result<u8, Vec<Diagnostic>> {
-    unlock_vault(&args.vault)?;
-    let inv = load_inventory(Some(&args.inventory))?;
+fn inventory_cmd(args: &InventoryArgs, settings: &Settings) -> Result<u8, Vec<Diagnostic>> {
+    unlock_vault(&args.vault, settings)?;
+    let inv = load_inventory(&args.inventory, settings)?;
     if args.graph {
         print!("{}", inv.graph());
     } else if let Some(host) = &args.host {
         if !inv.hosts().contains(host) {
-            let span = crate::load::diag::Span::synthetic(&args.inventory);
+            let span = crate::load::diag::Span::synthetic("inventory");
             return Err(vec![Diagnostic::new(
                 &span,
                 format!("host '{host}' is not in the inventory"),
@@ -369,9 +466,9 @@ fn print_json(mut doc: Value) {
     println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
 }
 
-fn facts_cmd(args: &FactsArgs) -> Result<u8, Vec<Diagnostic>> {
-    unlock_vault(&args.vault)?;
-    let inv = load_inventory(args.inventory.as_deref())?;
+fn facts_cmd(args: &FactsArgs, settings: &Settings) -> Result<u8, Vec<Diagnostic>> {
+    unlock_vault(&args.vault, settings)?;
+    let inv = load_inventory(&args.inventory, settings)?;
     let mut hosts = Vec::new();
     for pattern in &args.hosts {
         let span = crate::load::diag::Span::synthetic("facts");
@@ -380,7 +477,7 @@ fn facts_cmd(args: &FactsArgs) -> Result<u8, Vec<Diagnostic>> {
                 .map_err(|e| vec![Diagnostic::new(&span, e.to_string())])?,
         );
     }
-    let conn = connect_options(args.connection, &args.ssh)?;
+    let conn = connect_options(args.connection, &args.ssh, settings)?;
     let mut out = Map::new();
     let mut code = EXIT_OK;
     for host in hosts {
@@ -399,14 +496,14 @@ fn facts_cmd(args: &FactsArgs) -> Result<u8, Vec<Diagnostic>> {
     Ok(code)
 }
 
-fn smoke_cmd(args: &SmokeArgs) -> Result<u8, Vec<Diagnostic>> {
-    unlock_vault(&args.target.vault)?;
-    let inv = load_inventory(args.target.inventory.as_deref())?;
+fn smoke_cmd(args: &SmokeArgs, settings: &Settings) -> Result<u8, Vec<Diagnostic>> {
+    unlock_vault(&args.target.vault, settings)?;
+    let inv = load_inventory(&args.target.inventory, settings)?;
     let span = crate::load::diag::Span::synthetic("smoke");
     let mut hosts = inv
         .select(args.target.limit.as_deref().unwrap_or("all"))
         .map_err(|e| vec![Diagnostic::new(&span, e.to_string())])?;
-    if hosts.is_empty() && args.target.inventory.is_none() {
+    if hosts.is_empty() && args.target.inventory.is_empty() && settings.inventory.is_empty() {
         hosts.push("localhost".into());
     }
     let opts = crate::smoke::SmokeOptions {
@@ -419,11 +516,12 @@ fn smoke_cmd(args: &SmokeArgs) -> Result<u8, Vec<Diagnostic>> {
         bf16_tflops_floor: args.bf16_floor,
         ..crate::smoke::SmokeOptions::default()
     };
-    let conn = connect_options(args.target.connection, &args.target.ssh)?;
+    let conn = connect_options(args.target.connection, &args.target.ssh, settings)?;
+    let forks = forks(args.forks, settings);
     let queue = Mutex::new(hosts.iter().enumerate());
     let results = Mutex::new(Vec::new());
     std::thread::scope(|s| {
-        for _ in 0..args.forks.clamp(1, hosts.len().max(1)) {
+        for _ in 0..forks.clamp(1, hosts.len().max(1)) {
             s.spawn(|| loop {
                 let Some((i, host)) = queue.lock().unwrap().next() else {
                     break;
@@ -455,8 +553,13 @@ fn smoke_cmd(args: &SmokeArgs) -> Result<u8, Vec<Diagnostic>> {
 }
 
 /// Like Ansible, failed and never-reached hosts go to `<playbook>.retry`
-/// beside the playbook, for `--limit @<file>`; returns the line to show.
-fn write_retry_file(playbook: &Path, outcome: &crate::exec::RunOutcome) -> Option<String> {
+/// beside the playbook (or in `retry_files_save_path`), for
+/// `--limit @<file>`; returns the line to show.
+fn write_retry_file(
+    playbook: &Path,
+    settings: &Settings,
+    outcome: &crate::exec::RunOutcome,
+) -> Option<String> {
     let mut hosts: Vec<&str> = outcome
         .reports
         .iter()
@@ -468,7 +571,10 @@ fn write_retry_file(playbook: &Path, outcome: &crate::exec::RunOutcome) -> Optio
         return None;
     }
     hosts.dedup();
-    let path = playbook.with_extension("retry");
+    let path = match &settings.retry_files_save_path {
+        Some(dir) => dir.join(playbook.with_extension("retry").file_name()?),
+        None => playbook.with_extension("retry"),
+    };
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

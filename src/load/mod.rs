@@ -1,6 +1,7 @@
 //! Loading: files read once, parsed with positions, checked before any host
 //! is touched.
 
+pub mod ansible_cfg;
 pub mod diag;
 #[cfg(test)]
 pub(crate) mod fuzz;

@@ -203,14 +203,42 @@ impl Errors {
 }
 
 pub fn load(path: &Path) -> Result<Playbook, Vec<Diagnostic>> {
-    load_with(path, &[])
+    load_with(path, &[], &PlayDefaults::default())
+}
+
+/// What a play that does not say gets: ansible.cfg's `become`,
+/// `become_user` and `gathering`.
+#[derive(Clone, Debug)]
+pub struct PlayDefaults {
+    /// `become`.
+    pub escalate: bool,
+    pub become_user: Option<String>,
+    pub gather_facts: bool,
+}
+
+impl Default for PlayDefaults {
+    fn default() -> PlayDefaults {
+        PlayDefaults {
+            escalate: false,
+            become_user: None,
+            gather_facts: true,
+        }
+    }
 }
 
 /// Loads a playbook, looking for roles also in `roles_path`.
-pub fn load_with(path: &Path, roles_path: &[PathBuf]) -> Result<Playbook, Vec<Diagnostic>> {
+pub fn load_with(
+    path: &Path,
+    roles_path: &[PathBuf],
+    defaults: &PlayDefaults,
+) -> Result<Playbook, Vec<Diagnostic>> {
     let finder = Arc::new(roles::Finder::new(path, roles_path));
     let mut errors = Errors::default();
-    let plays = plays_of(path, &finder, &mut vec![path.to_path_buf()], &mut errors);
+    let at = Loading {
+        finder: &finder,
+        defaults,
+    };
+    let plays = plays_of(path, &at, &mut vec![path.to_path_buf()], &mut errors);
     // Sections expand after the play's keys are read: report in file order.
     errors.0.sort_by(|a, b| {
         (a.span.source.name.as_str(), a.span.line, a.span.col).cmp(&(
@@ -229,14 +257,15 @@ pub fn load_with(path: &Path, roles_path: &[PathBuf]) -> Result<Playbook, Vec<Di
     }
 }
 
+/// What every play of one load shares.
+struct Loading<'a> {
+    finder: &'a Arc<roles::Finder>,
+    defaults: &'a PlayDefaults,
+}
+
 /// The plays of one playbook file, with `import_playbook:` entries
 /// replaced by the plays they name.
-fn plays_of(
-    path: &Path,
-    finder: &Arc<roles::Finder>,
-    stack: &mut Vec<PathBuf>,
-    errors: &mut Errors,
-) -> Vec<Play> {
+fn plays_of(path: &Path, at: &Loading, stack: &mut Vec<PathBuf>, errors: &mut Errors) -> Vec<Play> {
     let root = match yaml::load_file(path) {
         Ok(root) => root,
         Err(d) => {
@@ -262,8 +291,8 @@ fn plays_of(
             .iter()
             .find_map(|k| item.get(k));
         match import {
-            Some(file) => plays.extend(imported(item, file, &dir, finder, stack, errors)),
-            None => plays.extend(parse_play(item, &dir, finder, errors)),
+            Some(file) => plays.extend(imported(item, file, &dir, at, stack, errors)),
+            None => plays.extend(parse_play(item, &dir, at, errors)),
         }
     }
     plays
@@ -273,7 +302,7 @@ fn imported(
     item: &Node,
     file: &Node,
     dir: &Path,
-    finder: &Arc<roles::Finder>,
+    at: &Loading,
     stack: &mut Vec<PathBuf>,
     errors: &mut Errors,
 ) -> Vec<Play> {
@@ -295,7 +324,7 @@ fn imported(
         return Vec::new();
     }
     stack.push(path.clone());
-    let plays = plays_of(&path, finder, stack, errors);
+    let plays = plays_of(&path, at, stack, errors);
     stack.pop();
     plays
 }
@@ -544,12 +573,7 @@ fn fail_percentage(node: &Node, errors: &mut Errors) -> f64 {
     pct
 }
 
-fn parse_play(
-    node: &Node,
-    dir: &Path,
-    finder: &Arc<roles::Finder>,
-    errors: &mut Errors,
-) -> Option<Play> {
+fn parse_play(node: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> Option<Play> {
     let entries = expect_map(node, "a play", errors)?;
     let mut play = Play {
         name: String::new(),
@@ -560,7 +584,7 @@ fn parse_play(
         vars_node: None,
         vars_files: Vec::new(),
         become_user: None,
-        gather_facts: true,
+        gather_facts: at.defaults.gather_facts,
         serial: Vec::new(),
         max_fail_percentage: None,
         any_errors_fatal: false,
@@ -570,9 +594,9 @@ fn parse_play(
         validate: Vec::new(),
         span: node.span.clone(),
     };
-    let mut become_ = false;
+    let mut become_ = at.defaults.escalate;
     let mut hosts_seen = false;
-    let mut scope = tasks::Scope::new(dir.to_path_buf(), finder.clone());
+    let mut scope = tasks::Scope::new(dir.to_path_buf(), at.finder.clone());
     if let Some(env) = node.get("environment") {
         scope.inherit_environment(environment(env, errors));
     }
@@ -622,7 +646,12 @@ fn parse_play(
     play.tasks = play_tasks(&sections, &scope, errors);
     let role_handlers = std::mem::take(&mut scope.play.lock().expect("not poisoned").handlers);
     play.handlers.extend(role_handlers);
-    play.become_user = become_.then(|| play.become_user.clone().unwrap_or_else(|| "root".into()));
+    play.become_user = become_.then(|| {
+        play.become_user
+            .clone()
+            .or_else(|| at.defaults.become_user.clone())
+            .unwrap_or_else(|| "root".into())
+    });
     if play.name.is_empty() {
         // Ansible names an unnamed play after its host pattern.
         play.name = play.hosts.clone();
@@ -1424,6 +1453,24 @@ mod tests {
             "- hosts: all\n  strategy: free\n  vars_files: [a.yml]\n  max_fail_percentage: 0\n",
         )
         .unwrap();
+    }
+
+    #[test]
+    fn the_cfgs_defaults_apply_to_plays_that_do_not_say() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("site.yml");
+        let text = "- hosts: all\n  tasks: [{command: a}]\n- hosts: all\n  become: false\n  gather_facts: true\n  tasks: [{command: a}]\n";
+        std::fs::write(&path, text).unwrap();
+        let defaults = PlayDefaults {
+            escalate: true,
+            become_user: Some("ops".into()),
+            gather_facts: false,
+        };
+        let pb = load_with(&path, &[], &defaults).unwrap();
+        assert_eq!(pb.plays[0].become_user.as_deref(), Some("ops"));
+        assert!(!pb.plays[0].gather_facts);
+        assert_eq!(pb.plays[1].become_user, None);
+        assert!(pb.plays[1].gather_facts);
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! Roles: found by name in `roles/` beside the playbook, in `--roles-path`
-//! and `ANSIBLE_ROLES_PATH`, then Ansible's default folders; their
+//! and the resolved `roles_path` setting, then Ansible's default folders; their
 //! `meta/` dependencies, `defaults/`, `vars/`, `tasks/` and `handlers/`
 //! loaded into the play at load time.
 
@@ -34,15 +34,12 @@ pub(super) struct Finder {
 
 impl Finder {
     /// `roles/` beside the playbook, the given paths (from `--roles-path`,
-    /// then `ANSIBLE_ROLES_PATH`), Ansible's default folders, and the
-    /// playbook's own folder.
+    /// then `ANSIBLE_ROLES_PATH` or ansible.cfg's `roles_path`), Ansible's
+    /// default folders, and the playbook's own folder.
     pub(super) fn new(playbook: &Path, extra: &[PathBuf]) -> Finder {
         let base = playbook.parent().unwrap_or(Path::new(".")).to_path_buf();
         let mut dirs = vec![base.join("roles")];
         dirs.extend(extra.iter().cloned());
-        if let Some(env) = std::env::var_os("ANSIBLE_ROLES_PATH") {
-            dirs.extend(std::env::split_paths(&env));
-        }
         if let Some(home) = std::env::var_os("HOME") {
             dirs.push(PathBuf::from(home).join(".ansible/roles"));
         }

@@ -63,7 +63,9 @@ impl ConnectOptions {
 
 fn ssh_options(args: &SshArgs) -> Result<SshOptions, OptionsError> {
     let defaults = SshOptions::default();
-    let config = match &args.ssh_config {
+    // As `ssh -o` options do, these outrank every file.
+    let given = SshConfig::parse(&args.extra_ssh_config.join("\n"), "ansible.cfg ssh_args")?;
+    let files = match &args.ssh_config {
         Some(file) if !file.exists() => {
             return Err(ConfigError::Missing(file.display().to_string()).into())
         }
@@ -71,6 +73,7 @@ fn ssh_options(args: &SshArgs) -> Result<SshOptions, OptionsError> {
         None => SshConfig::load(&defaults.home.join(".ssh/config"))?
             .then(SshConfig::load(Path::new("/etc/ssh/ssh_config"))?),
     };
+    let config = given.then(files);
     let system_known_hosts = Some(PathBuf::from("/etc/ssh/ssh_known_hosts"));
     Ok(SshOptions {
         config,

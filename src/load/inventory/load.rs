@@ -1,11 +1,12 @@
 //! Reading inventory sources from disk, with their `group_vars/` and
 //! `host_vars/` folders.
 
-use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{extend, ini, yaml, Inventory, Vars};
+use super::plugins::{self, PluginRunner};
+use super::{extend, ini, port_vars, range, script, yaml, Inventory, Vars, UNGROUPED};
 use crate::load::diag::{Diagnostic, Source, Span};
 use crate::load::input::{read_text, ReadError};
 use crate::load::yaml::{load_file, load_str, Node, Value};
@@ -19,29 +20,75 @@ const IGNORED_SUFFIXES: [&str; 12] = [
 /// Extensions tried for a `group_vars/NAME` file, in Ansible's order.
 const VARS_EXTENSIONS: [&str; 4] = ["", ".yml", ".yaml", ".json"];
 
+/// How inventory sources are read beyond their own text.
+#[derive(Clone, Debug, Default)]
+pub struct SourceOptions {
+    /// `advanced_host_list` is enabled: `-i 'gpu[01:04],'` expands ranges.
+    pub expand_host_list_ranges: bool,
+    pub plugins: PluginRunner,
+}
+
 impl Inventory {
-    /// Loads an Ansible inventory: INI or YAML (detect by content/extension), plus
-    /// `group_vars/` and `host_vars/` folders beside the file (files `NAME`,
-    /// `NAME.yml`, `NAME.yaml`, or a folder `NAME/` of yaml files). A folder
-    /// is read as Ansible does: every inventory file in it, by name, with its
-    /// own `group_vars/` and `host_vars/`.
+    /// Loads one Ansible inventory file or folder; see [`Inventory::load_sources`].
     pub fn load(path: &Path) -> Result<Inventory, Diagnostic> {
+        Inventory::load_sources(&[path.display().to_string()], &SourceOptions::default())
+    }
+
+    /// Loads every source into one inventory, in order, as repeated `-i`
+    /// do in Ansible. A source is a comma-separated host list ("a,b,"), a
+    /// file, or a folder. A file is an inventory script when it is
+    /// executable, a plugin file when it is YAML with a `plugin:` key, else
+    /// INI or YAML (detected by content/extension). A folder is read as
+    /// Ansible does: every inventory file in it, by name. `group_vars/` and
+    /// `host_vars/` beside each file (inside each folder) apply: files
+    /// `NAME`, `NAME.yml`, `NAME.yaml`, or a folder `NAME/` of yaml files.
+    pub fn load_sources(sources: &[String], opts: &SourceOptions) -> Result<Inventory, Diagnostic> {
         let mut inv = Inventory::empty();
-        let base = if path.is_dir() {
-            for file in inventory_files(path)? {
-                read_source(&mut inv, &file)?;
-                inv.mark_source(&file);
+        let mut bases = Vec::new();
+        for source in sources {
+            let path = Path::new(source);
+            if source.contains(',') && !path.exists() {
+                inv.add_host_list(source, opts.expand_host_list_ranges)?;
+            } else if path.is_dir() {
+                for file in inventory_files(path)? {
+                    read_source(&mut inv, &file, opts)?;
+                    inv.mark_source(&file);
+                }
+                bases.push(path.to_path_buf());
+            } else {
+                read_source(&mut inv, path, opts)?;
+                inv.mark_source(path);
+                bases.push(
+                    path.parent()
+                        .map_or_else(|| PathBuf::from("."), Path::to_path_buf),
+                );
             }
-            path.to_path_buf()
-        } else {
-            read_source(&mut inv, path)?;
-            inv.mark_source(path);
-            path.parent()
-                .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
-        };
+        }
         inv.finish();
-        inv.load_vars_files(&base)?;
+        for base in bases {
+            inv.load_vars_files(&base)?;
+        }
         Ok(inv)
+    }
+
+    /// A host list source; with ranges expanded it is Ansible's
+    /// `advanced_host_list`, else its `host_list`.
+    pub(super) fn add_host_list(&mut self, list: &str, expand: bool) -> Result<(), Diagnostic> {
+        for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
+            let (names, port) = if expand {
+                range::parse_host_spec(entry)
+                    .map_err(|m| Diagnostic::new(&Span::synthetic(list), m))?
+            } else {
+                let (name, port) = range::split_port(entry);
+                (vec![name.to_string()], port)
+            };
+            self.room_for(&names)
+                .map_err(|m| Diagnostic::new(&Span::synthetic(list), m))?;
+            for name in names {
+                self.add_host_to(UNGROUPED, &name, port_vars(port));
+            }
+        }
+        Ok(())
     }
 
     /// Ansible's `inventory_file` and `inventory_dir`: where each host was
@@ -77,13 +124,34 @@ fn io_error(path: &Path, what: &str, err: std::io::Error) -> Diagnostic {
     )
 }
 
-fn read_source(inv: &mut Inventory, path: &Path) -> Result<(), Diagnostic> {
+fn read_source(inv: &mut Inventory, path: &Path, opts: &SourceOptions) -> Result<(), Diagnostic> {
+    if is_script(path) {
+        let path = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+        return script::run(inv, &path);
+    }
     let text = read_text(path).map_err(ReadError::into_diagnostic)?;
     let name = path.display().to_string();
     match yaml_document(path, &text, &name)? {
+        Some(doc) if plugins::plugin_name(&doc).is_some() => {
+            plugins::load(inv, &doc, path, &opts.plugins)
+        }
         Some(doc) => yaml::parse(inv, &doc),
         None => ini::parse(inv, Arc::new(Source { name, text })),
     }
+}
+
+/// Ansible's rule: a file with an executable bit is an inventory script,
+/// unless its name ends as the files an inventory folder skips (or in
+/// `.ini`), which checkouts and copies often leave executable.
+fn is_script(path: &Path) -> bool {
+    let executable =
+        std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0);
+    executable && !is_ignored(path) && path.extension().is_none_or(|e| e != "ini")
+}
+
+fn is_ignored(path: &Path) -> bool {
+    let name = path.to_string_lossy();
+    IGNORED_SUFFIXES.iter().any(|s| name.ends_with(s))
 }
 
 /// The YAML document when the source is YAML: by extension, or for other
@@ -127,10 +195,7 @@ fn inventory_files(dir: &Path) -> Result<Vec<PathBuf>, Diagnostic> {
     let files = sorted_entries(dir)?
         .into_iter()
         .filter(|p| !p.is_dir() && !is_hidden(p))
-        .filter(|p| {
-            let name = p.to_string_lossy();
-            !IGNORED_SUFFIXES.iter().any(|s| name.ends_with(s))
-        })
+        .filter(|p| !is_ignored(p))
         .collect();
     Ok(files)
 }

@@ -1,4 +1,4 @@
-//! Ansible inventories: INI and YAML sources, `group_vars/` and `host_vars/`
+//! Ansible inventories: INI and YAML sources, inventory scripts and plugin files, `group_vars/` and `host_vars/`
 //! folders, host patterns, and the merged variables of each host.
 //!
 //! Hosts keep the order in which the inventory first names them ("inventory
@@ -7,8 +7,10 @@
 mod ini;
 mod load;
 mod pattern;
+mod plugins;
 mod pylit;
 mod range;
+mod script;
 pub mod shard;
 mod yaml;
 
@@ -16,7 +18,9 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde_json::{Map, Value};
 
+pub use load::SourceOptions;
 pub use pattern::PatternError;
+pub use plugins::PluginRunner;
 
 type Vars = Map<String, Value>;
 
@@ -85,12 +89,10 @@ impl Inventory {
 
     /// Ansible's comma form, e.g. "host1,host2," (-i "a,b,"). As in Ansible's
     /// `host_list` plugin, `name:port` sets `ansible_port` and ranges are not expanded.
+    #[cfg(test)]
     pub fn from_host_list(list: &str) -> Inventory {
         let mut inv = Inventory::empty();
-        for entry in list.split(',').map(str::trim).filter(|e| !e.is_empty()) {
-            let (name, port) = range::split_port(entry);
-            inv.add_host_to(UNGROUPED, name, port_vars(port));
-        }
+        inv.add_host_list(list, false).expect("a short host list");
         inv.finish();
         inv
     }

@@ -62,29 +62,33 @@ impl SecretSource {
     }
 }
 
-/// What the command line gives, before the environment is added.
+/// What the command line and the settings give.
 #[derive(Debug, Default)]
 pub struct Given<'a> {
+    /// `vault_identity_list` (ansible.cfg, `ANSIBLE_VAULT_IDENTITY_LIST`).
+    pub identity_list: &'a [String],
     pub vault_ids: &'a [String],
     pub password_files: &'a [PathBuf],
+    /// `vault_password_file` (ansible.cfg, `ANSIBLE_VAULT_PASSWORD_FILE`).
+    pub settings_password_file: Option<&'a Path>,
     pub ask: bool,
 }
 
 /// The sources in Ansible's order: the identity list, `--vault-id`s,
-/// password files (the command line's, then the environment's), then the
-/// `--ask-vault-pass` prompt. `env` looks a variable up.
-pub fn sources(given: &Given, env: impl Fn(&str) -> Option<String>) -> Vec<SecretSource> {
-    let mut out: Vec<SecretSource> = env("ANSIBLE_VAULT_IDENTITY_LIST")
+/// password files (the command line's, then the settings'), then the
+/// `--ask-vault-pass` prompt.
+pub fn sources(given: &Given) -> Vec<SecretSource> {
+    let mut out: Vec<SecretSource> = given
+        .identity_list
         .iter()
-        .flat_map(|list| list.split(','))
-        .map(str::trim)
+        .map(|s| s.trim())
         .filter(|s| !s.is_empty())
         .map(SecretSource::parse)
         .collect();
     out.extend(given.vault_ids.iter().map(|s| SecretSource::parse(s)));
     out.extend(given.password_files.iter().cloned().map(SecretSource::file));
-    if let Some(file) = env("ANSIBLE_VAULT_PASSWORD_FILE").filter(|f| !f.is_empty()) {
-        out.push(SecretSource::file(PathBuf::from(file)));
+    if let Some(file) = given.settings_password_file {
+        out.push(SecretSource::file(file.to_path_buf()));
     }
     if given.ask {
         out.push(SecretSource {
@@ -184,19 +188,17 @@ mod tests {
 
     #[test]
     fn sources_come_in_ansibles_order() {
-        let env = |name: &str| match name {
-            "ANSIBLE_VAULT_IDENTITY_LIST" => Some("prod@/p, dev@prompt".to_string()),
-            "ANSIBLE_VAULT_PASSWORD_FILE" => Some("/env".to_string()),
-            _ => None,
-        };
+        let list = ["prod@/p".to_string(), "dev@prompt".to_string()];
         let ids = ["ops@/o".to_string(), "/bare".to_string()];
         let files = [PathBuf::from("/f")];
         let given = Given {
+            identity_list: &list,
             vault_ids: &ids,
             password_files: &files,
+            settings_password_file: Some(Path::new("/env")),
             ask: true,
         };
-        let got: Vec<(String, Origin)> = sources(&given, env)
+        let got: Vec<(String, Origin)> = sources(&given)
             .into_iter()
             .map(|s| (s.label, s.from))
             .collect();
