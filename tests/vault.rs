@@ -239,6 +239,16 @@ fn ansible_vault_content_decrypts_everywhere_it_is_read() {
     let validated = Run::of(c);
     assert_eq!(validated.code, 0, "{validated}");
 
+    // The same from ansible.cfg's keys alone.
+    let cfg = "[defaults]\nvault_password_file = pw\nvault_identity_list = prod@pw-prod\n";
+    write(d, "ansible.cfg", cfg);
+    let from_cfg = Run::of(nodeprov(
+        d,
+        &["validate", "pb.yml", "-i", "inventory/hosts.ini"],
+    ));
+    assert_eq!(from_cfg.code, 0, "{from_cfg}");
+    std::fs::remove_file(d.join("ansible.cfg")).unwrap();
+
     // `vault view` shows what it is asked for, unmasked.
     let mut c = nodeprov(d, &["vault", "view", "vars/v11.yml", "extra.yml"]);
     c.args(["--vault-password-file", "pw", "--vault-id", "prod@pw-prod"]);
