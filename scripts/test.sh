@@ -201,10 +201,22 @@ unpack_firewalld_offline() {
 	echo "${FIREWALLD_PACKAGES[*]}" >"$stamp"
 }
 
+# ansible-core for tests/vault.rs, which encrypts with the real ansible-vault
+# (NODEPROV_ANSIBLE_VENV names another venv). 2.17 still runs on Python 3.10+.
+ANSIBLE_VENV=${NODEPROV_ANSIBLE_VENV:-target/ansible-venv}
+ANSIBLE_CORE='ansible-core==2.17.*'
+install_ansible_venv() {
+	[ -x "$ANSIBLE_VENV/bin/ansible-vault" ] && return 0
+	echo "test.sh: installing $ANSIBLE_CORE into $ANSIBLE_VENV"
+	python3 -m venv "$ANSIBLE_VENV"
+	"$ANSIBLE_VENV/bin/pip" install -q "$ANSIBLE_CORE"
+}
+
 # Taken after installing packages: apt legitimately rewrites /etc (ld.so.cache,
 # alternatives) and that is not the tests' doing.
 install_missing_packages
 unpack_firewalld_offline
+install_ansible_venv
 before=$(mktemp)
 after=$(mktemp)
 trap 'rm -f "$before" "$after"' EXIT

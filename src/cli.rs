@@ -49,6 +49,9 @@ pub enum Command {
     /// Work on reports written by earlier runs.
     #[command(subcommand)]
     Report(ReportCommand),
+    /// Work on Ansible Vault files.
+    #[command(subcommand)]
+    Vault(VaultCommand),
     /// Print the shell completion script for SHELL, e.g.
     /// `nodeprov completions bash > /usr/share/bash-completion/completions/nodeprov`.
     Completions(CompletionsArgs),
@@ -68,6 +71,20 @@ pub enum ReportCommand {
     /// the fleet report; exits with the fleet's exit code.
     #[command(after_help = EXIT_CODES)]
     Merge(MergeArgs),
+}
+
+#[derive(Subcommand, Debug)]
+pub enum VaultCommand {
+    /// Print the plaintext of vault-encrypted FILEs, unmasked.
+    View(VaultViewArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct VaultViewArgs {
+    #[arg(required = true)]
+    pub files: Vec<PathBuf>,
+    #[command(flatten)]
+    pub vault: VaultArgs,
 }
 
 #[derive(Args, Debug)]
@@ -108,6 +125,28 @@ pub struct Target {
     pub connection: Option<Connection>,
     #[command(flatten)]
     pub ssh: SshArgs,
+    #[command(flatten)]
+    pub vault: VaultArgs,
+}
+
+/// Passwords for Ansible Vault content, as ansible-playbook takes them;
+/// ansible.cfg's vault_identity_list and vault_password_file (or their
+/// ANSIBLE_VAULT_* variables) add to them.
+#[derive(Args, Debug, Default)]
+pub struct VaultArgs {
+    /// A vault password: LABEL@FILE (a file, or a script that prints it), LABEL@prompt, or FILE.
+    #[arg(long = "vault-id", value_name = "LABEL@SOURCE")]
+    pub vault_ids: Vec<String>,
+    /// A file holding the vault password (an executable one is run and prints it).
+    #[arg(
+        long = "vault-password-file",
+        visible_alias = "vault-pass-file",
+        value_name = "FILE"
+    )]
+    pub vault_password_files: Vec<PathBuf>,
+    /// Prompt for the vault password.
+    #[arg(long)]
+    pub ask_vault_pass: bool,
 }
 
 /// SSH connection flags. Inventory variables (`ansible_user`,
@@ -200,6 +239,8 @@ pub struct ValidateArgs {
     /// Inventory sources, as for `apply`.
     #[arg(short = 'i', long)]
     pub inventory: Vec<String>,
+    #[command(flatten)]
+    pub vault: VaultArgs,
 }
 
 #[derive(Args, Debug)]
@@ -216,6 +257,8 @@ pub struct InventoryArgs {
     /// The group tree.
     #[arg(long)]
     pub graph: bool,
+    #[command(flatten)]
+    pub vault: VaultArgs,
 }
 
 #[derive(Args, Debug)]
@@ -230,6 +273,8 @@ pub struct FactsArgs {
     pub connection: Option<Connection>,
     #[command(flatten)]
     pub ssh: SshArgs,
+    #[command(flatten)]
+    pub vault: VaultArgs,
 }
 
 #[derive(Args, Debug)]

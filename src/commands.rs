@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use crate::cli::{
     Cli, Command, CompletionsArgs, FactsArgs, Format, InventoryArgs, MergeArgs, ReportCommand,
-    RunArgs, SmokeArgs, ValidateArgs,
+    RunArgs, SmokeArgs, ValidateArgs, VaultArgs, VaultCommand, VaultViewArgs,
 };
 use crate::exec::RunOptions;
 use crate::exec::{run_playbook, RunRequest};
@@ -20,6 +20,7 @@ use crate::load::diag::Diagnostic;
 use crate::load::diag::Span;
 use crate::load::inventory::shard::Shard;
 use crate::load::inventory::{Inventory, PluginRunner, SourceOptions};
+use crate::load::vault::{self, secrets};
 use crate::load::{playbook, validate, yaml};
 use crate::remote::connect;
 use crate::report::progress::Progress;
@@ -37,16 +38,58 @@ pub fn run(cli: Cli) -> u8 {
         Command::Facts(args) => settings().and_then(|s| facts_cmd(&args, &s)),
         Command::Smoke(args) => settings().and_then(|s| smoke_cmd(&args, &s)),
         Command::Report(ReportCommand::Merge(args)) => merge_cmd(&args),
+        Command::Vault(VaultCommand::View(args)) => {
+            settings().and_then(|s| vault_view_cmd(&args, &s))
+        }
         Command::Completions(args) => completions_cmd(&args),
         Command::Man => man_cmd(),
     };
     result.unwrap_or_else(|errors| {
         let mut err = std::io::stderr().lock();
         for e in &errors {
-            let _ = writeln!(err, "error: {e}");
+            let _ = writeln!(err, "error: {}", vault::redact(&e.to_string()));
         }
         EXIT_USAGE
     })
+}
+
+/// Reads the vault passwords the flags and the settings (ansible.cfg and the
+/// `ANSIBLE_VAULT_*` environment) name, before anything that may be
+/// encrypted is loaded.
+fn unlock_vault(args: &VaultArgs, settings: &Settings) -> Result<(), Vec<Diagnostic>> {
+    let given = secrets::Given {
+        identity_list: &settings.vault_identity_list,
+        vault_ids: &args.vault_ids,
+        password_files: &args.vault_password_files,
+        settings_password_file: settings.vault_password_file.as_deref(),
+        ask: args.ask_vault_pass,
+    };
+    let sources = secrets::sources(&given);
+    let keyring = secrets::resolve(&sources)
+        .map_err(|e| vec![Diagnostic::new(&Span::synthetic("vault"), e.to_string())])?;
+    vault::unlock(keyring);
+    Ok(())
+}
+
+/// The plaintext of each file, as `ansible-vault view` shows it: asked
+/// for by name, so not masked.
+fn vault_view_cmd(args: &VaultViewArgs, settings: &Settings) -> Result<u8, Vec<Diagnostic>> {
+    unlock_vault(&args.vault, settings)?;
+    let mut out = std::io::stdout().lock();
+    for file in &args.files {
+        let name = file.display().to_string();
+        let text = crate::load::input::read_text(file).map_err(|e| vec![e.into_diagnostic()])?;
+        let at = Span::synthetic(&name);
+        if !vault::is_vault(&text) {
+            return Err(vec![Diagnostic::new(
+                &at,
+                format!("{name} is not encrypted with Ansible Vault"),
+            )]);
+        }
+        let plain = vault::open(&text, &at).map_err(|d| vec![d])?;
+        let _ = out.write_all(plain.as_bytes());
+    }
+    Ok(EXIT_OK)
 }
 
 /// ansible.cfg and the `ANSIBLE_*` environment, resolved once; its
@@ -166,6 +209,7 @@ fn extra_vars(specs: &[String]) -> Result<Map<String, Value>, Vec<Diagnostic>> {
 fn apply(args: RunArgs, check_cmd: bool, settings: &Settings) -> Result<u8, Vec<Diagnostic>> {
     let check = check_cmd || args.check;
     let diff = check_cmd || args.diff;
+    unlock_vault(&args.target.vault, settings)?;
     let pb = playbook::load_with(
         &args.playbook,
         &roles_path(&args.roles_path, settings),
@@ -211,7 +255,11 @@ fn apply(args: RunArgs, check_cmd: bool, settings: &Settings) -> Result<u8, Vec<
     let stdout = Mutex::new(std::io::stdout());
     let outcome = run_playbook(&req, &|e| {
         if human_out {
-            progress.event(&e, &mut *stdout.lock().unwrap());
+            // Rendered whole before masking, so no value is split across writes.
+            let mut block = Vec::new();
+            progress.event(&e, &mut block);
+            let block = String::from_utf8_lossy(&block);
+            let _ = write!(stdout.lock().unwrap(), "{}", vault::redact(&block));
         }
     })?;
     progress.clear_line();
@@ -228,6 +276,7 @@ fn apply(args: RunArgs, check_cmd: bool, settings: &Settings) -> Result<u8, Vec<
             doc["shard"] =
                 serde_json::json!({"index": shard.index, "count": shard.count, "plays": plays});
         }
+        vault::redact_json(&mut doc);
         doc
     });
     let mut out = stdout.lock().unwrap();
@@ -236,7 +285,7 @@ fn apply(args: RunArgs, check_cmd: bool, settings: &Settings) -> Result<u8, Vec<
             let _ = write!(out, "{}", report::json::text(doc));
         }
         _ => {
-            let _ = write!(out, "{}", human::recap(&outcome));
+            let _ = write!(out, "{}", vault::redact(&human::recap(&outcome)));
             if let Some(line) = retry {
                 let _ = writeln!(out, "{line}");
             }
@@ -370,6 +419,7 @@ fn connect_options(
 }
 
 fn validate_cmd(args: &ValidateArgs, settings: &Settings) -> Result<u8, Vec<Diagnostic>> {
+    unlock_vault(&args.vault, settings)?;
     let pb = playbook::load_with(
         &args.playbook,
         &roles_path(&args.roles_path, settings),
@@ -402,6 +452,7 @@ fn validate_cmd(args: &ValidateArgs, settings: &Settings) -> Result<u8, Vec<Diag
 }
 
 fn inventory_cmd(args: &InventoryArgs, settings: &Settings) -> Result<u8, Vec<Diagnostic>> {
+    unlock_vault(&args.vault, settings)?;
     let inv = load_inventory(&args.inventory, settings)?;
     if args.graph {
         print!("{}", inv.graph());
@@ -413,20 +464,21 @@ fn inventory_cmd(args: &InventoryArgs, settings: &Settings) -> Result<u8, Vec<Di
                 format!("host '{host}' is not in the inventory"),
             )]);
         }
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&Value::Object(inv.host_vars(host))).expect("json")
-        );
+        print_json(Value::Object(inv.host_vars(host)));
     } else {
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&inv.list_json()).expect("json")
-        );
+        print_json(inv.list_json());
     }
     Ok(EXIT_OK)
 }
 
+/// Pretty JSON on stdout, with decrypted values masked.
+fn print_json(mut doc: Value) {
+    vault::redact_json(&mut doc);
+    println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
+}
+
 fn facts_cmd(args: &FactsArgs, settings: &Settings) -> Result<u8, Vec<Diagnostic>> {
+    unlock_vault(&args.vault, settings)?;
     let inv = load_inventory(&args.inventory, settings)?;
     let mut hosts = Vec::new();
     for pattern in &args.hosts {
@@ -451,14 +503,12 @@ fn facts_cmd(args: &FactsArgs, settings: &Settings) -> Result<u8, Vec<Diagnostic
             }
         };
     }
-    println!(
-        "{}",
-        serde_json::to_string_pretty(&Value::Object(out)).expect("json")
-    );
+    print_json(Value::Object(out));
     Ok(code)
 }
 
 fn smoke_cmd(args: &SmokeArgs, settings: &Settings) -> Result<u8, Vec<Diagnostic>> {
+    unlock_vault(&args.target.vault, settings)?;
     let inv = load_inventory(&args.target.inventory, settings)?;
     let span = crate::load::diag::Span::synthetic("smoke");
     let mut hosts = inv

@@ -39,6 +39,9 @@ pub enum ReadError {
         /// The file with bad bytes replaced, to quote the line.
         text: String,
     },
+    /// A vault-encrypted file that did not decrypt; the message names it.
+    #[error("{message}")]
+    Vault { path: String, message: String },
 }
 
 impl ReadError {
@@ -86,7 +89,8 @@ impl ReadError {
             ReadError::Io { path, .. }
             | ReadError::NotAFile { path, .. }
             | ReadError::TooLarge { path }
-            | ReadError::NotText { path, .. } => path,
+            | ReadError::NotText { path, .. }
+            | ReadError::Vault { path, .. } => path,
         }
     }
 }

@@ -12,4 +12,5 @@ pub mod playbook;
 mod roles;
 pub mod tasks;
 pub mod validate;
+pub mod vault;
 pub mod yaml;

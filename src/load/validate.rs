@@ -80,6 +80,7 @@ fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Dia
     {
         check_condition(t, cond, errors);
     }
+    check_vault_file(dirs, task, errors);
     if task.module.name == "template" {
         check_template_src(t, dirs, task, errors);
         // Rendering needs a host's variables; how the file is written
@@ -317,6 +318,35 @@ fn check_condition(t: &Templates, node: &Node, errors: &mut Vec<Diagnostic>) {
     }
 }
 
+/// A `copy` source or an `include_vars` file encrypted with Ansible Vault
+/// must open with the run's passwords here, before any host, rather than
+/// fail on every host as it plans. Other read errors are the module's to
+/// report as it builds.
+fn check_vault_file(dirs: &[PathBuf], task: &Task, errors: &mut Vec<Diagnostic>) {
+    let (key, folders): (&str, &[&str]) = match task.module.name {
+        "copy" => ("src", &[""]),
+        "include_vars" => ("file", &["", "vars/"]),
+        _ => return,
+    };
+    let Some((_, node)) = task.params.iter().find(|(k, _)| k == key) else {
+        return;
+    };
+    let Some(name) = node.as_str().filter(|n| !is_templated(n)) else {
+        return;
+    };
+    let found = folders
+        .iter()
+        .find_map(|f| find_file(dirs, &format!("{f}{name}")));
+    let Some(path) = found else {
+        return;
+    };
+    let vaulted =
+        crate::load::input::read_text(&path).is_ok_and(|t| crate::load::vault::is_vault(&t));
+    if let (true, Err(e)) = (vaulted, crate::load::vault::read_source(&path)) {
+        errors.push(e.diagnostic(&node.span));
+    }
+}
+
 fn check_template_src(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Diagnostic>) {
     let Some((_, node)) = task.params.iter().find(|(k, _)| k == "src") else {
         return;
@@ -333,7 +363,7 @@ fn check_template_src(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut
         )));
         return;
     };
-    match crate::load::input::read_text(&path) {
+    match crate::load::vault::read_source(&path) {
         Ok(text) => {
             if let Err(e) = t.check_template(&text) {
                 let line = e.line.map(|l| format!(":{l}")).unwrap_or_default();

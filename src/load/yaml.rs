@@ -15,6 +15,7 @@ use yaml_rust2::scanner::{Marker, TScalarStyle};
 
 use crate::load::diag::{Diagnostic, Source, Span};
 use crate::load::input::ReadError;
+use crate::load::vault;
 
 /// Nodes that aliases may add to one document. Each alias copies its
 /// anchor's whole subtree, so nine aliases of nine aliases of ... (a
@@ -127,27 +128,32 @@ impl Node {
     }
 }
 
-/// Read as text, a vault's ciphertext would pass for the value it hides
-/// (its length, a template writing it into a file): refused instead.
-const VAULT_UNREAD: &str = "which nodeprov does not decrypt";
-const VAULT_REFUSED: &str =
-    "a `!vault` value is encrypted with Ansible Vault, which nodeprov does not decrypt";
-const VAULT_HINT: &str = "decrypt it with `ansible-vault decrypt` (or pass the value with -e) \
-                          to run this content with nodeprov";
-
 /// Loads the one document of `text`; an empty document is `Null`, and a
 /// second document is an error rather than silently dropped (as PyYAML's
-/// `safe_load` does for Ansible).
+/// `safe_load` does for Ansible). A vault-encrypted text is decrypted
+/// first, and each of its values is masked in reports from then on.
 pub fn load_str(text: &str, name: &str) -> Result<Node, Diagnostic> {
-    let source = Arc::new(Source {
-        name: name.to_string(),
-        text: text.to_string(),
-    });
-    if text.trim_start().starts_with("$ANSIBLE_VAULT;") {
-        let at = Span::new(source, 1, 1);
-        let message = format!("{name} is encrypted with Ansible Vault, {VAULT_UNREAD}");
-        return Err(Diagnostic::new(&at, message).with_hint(VAULT_HINT));
+    if !vault::is_vault(text) {
+        return parse(text, name, text);
     }
+    // Errors in the plaintext name their line but never quote it.
+    let unquoted = Span::new(source(name, ""), 1, 1);
+    let plain = vault::open(text, &unquoted)?;
+    let doc = parse(&plain, name, "")?;
+    reveal_values(&doc);
+    Ok(doc)
+}
+
+fn source(name: &str, quoted: &str) -> Arc<Source> {
+    Arc::new(Source {
+        name: name.to_string(),
+        text: quoted.to_string(),
+    })
+}
+
+/// Parses `text`; errors quote the lines of `quoted`.
+fn parse(text: &str, name: &str, quoted: &str) -> Result<Node, Diagnostic> {
+    let source = source(name, quoted);
     let mut builder = Builder {
         source: source.clone(),
         stack: Vec::new(),
@@ -175,6 +181,16 @@ pub fn load_str(text: &str, name: &str) -> Result<Node, Diagnostic> {
     Ok(builder
         .root
         .unwrap_or_else(|| Node::new(Value::Null, Span::new(source, 1, 1))))
+}
+
+/// Every string of a decrypted document is a secret; its keys are names.
+fn reveal_values(node: &Node) {
+    match &node.value {
+        Value::Str(s) => vault::reveal(s),
+        Value::Seq(items) => items.iter().for_each(reveal_values),
+        Value::Map(entries) => entries.iter().for_each(|(_, v)| reveal_values(v)),
+        _ => {}
+    }
 }
 
 /// Reads and loads a YAML file; read failures become a diagnostic on the path.
@@ -387,9 +403,13 @@ impl MarkedEventReceiver for Builder {
         match ev {
             Event::Scalar(text, style, anchor, tag) => {
                 if tag.as_ref().is_some_and(|t| t.suffix == "vault") {
-                    return self.fail(
-                        Diagnostic::new(&span, VAULT_REFUSED.to_string()).with_hint(VAULT_HINT),
-                    );
+                    return match vault::open(&text, &span) {
+                        Ok(plain) => {
+                            vault::reveal(&plain);
+                            self.push_node(Node::new(Value::Str(plain), span), anchor);
+                        }
+                        Err(e) => self.fail(e),
+                    };
                 }
                 let forced_str = tag.is_some_and(|t| t.suffix == "str");
                 let value = if style == TScalarStyle::Plain && !forced_str {

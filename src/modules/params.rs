@@ -20,7 +20,8 @@ pub(crate) struct BuildCtx<'a> {
 }
 
 /// `src:` files as read once per run: every host (and every rebuild of a
-/// task while planning) shares one copy of the content.
+/// task while planning) shares one copy of the content, decrypted on the
+/// controller when it is a vault, as Ansible does.
 #[derive(Default)]
 pub struct Sources(Mutex<HashMap<PathBuf, Arc<str>>>);
 
@@ -30,7 +31,7 @@ impl Sources {
             return Ok(text.clone());
         }
         // Read without the lock; of two threads racing, the first stored wins.
-        let text: Arc<str> = crate::load::input::read_text(path)?.into();
+        let text: Arc<str> = crate::load::vault::read_source(path)?.into();
         let mut cache = self.0.lock().unwrap();
         Ok(cache.entry(path.to_path_buf()).or_insert(text).clone())
     }

@@ -95,7 +95,7 @@ fn ssh_options(args: &SshArgs) -> Result<SshOptions, OptionsError> {
 
 fn become_secret(ask: bool) -> Result<Option<Secret>, OptionsError> {
     if ask {
-        let password = read_tty_secret("BECOME password: ")?;
+        let password = read_tty_secret("BECOME password: ").map_err(OptionsError::Terminal)?;
         check_become_password(&password, "--ask-become-pass")?;
         return Ok(Some(password));
     }
@@ -157,25 +157,23 @@ fn read_password_file(path: &Path) -> Result<Secret, OptionsError> {
 /// A prompt on the terminal when asked for, else the environment variable.
 fn secret(ask: bool, prompt: &str, env: &str) -> Result<Option<Secret>, OptionsError> {
     if ask {
-        return read_tty_secret(prompt).map(Some);
+        return read_tty_secret(prompt)
+            .map(Some)
+            .map_err(OptionsError::Terminal);
     }
     Ok(std::env::var(env).ok().map(Secret::new))
 }
 
 /// Reads a line from the controlling terminal with echo off.
-fn read_tty_secret(prompt: &str) -> Result<Secret, OptionsError> {
-    let fail = OptionsError::Terminal;
+pub(crate) fn read_tty_secret(prompt: &str) -> std::io::Result<Secret> {
     let tty = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
-        .open("/dev/tty")
-        .map_err(fail)?;
+        .open("/dev/tty")?;
     let echo = EchoOff::new(&tty);
-    (&tty).write_all(prompt.as_bytes()).map_err(fail)?;
+    (&tty).write_all(prompt.as_bytes())?;
     let mut line = String::new();
-    std::io::BufReader::new(&tty)
-        .read_line(&mut line)
-        .map_err(fail)?;
+    std::io::BufReader::new(&tty).read_line(&mut line)?;
     drop(echo);
     let _ = (&tty).write_all(b"\n");
     Ok(Secret::new(line.trim_end_matches(['\r', '\n']).to_string()))
