@@ -319,19 +319,24 @@ impl Resolver<'_> {
         vars: &Value,
     ) -> Result<Box<dyn Module>, ResolveError> {
         let mut entries = Vec::new();
+        let task = spec.task;
         for (name, value, span) in &spec.params {
-            let value = t
-                .render_value(value, vars)
-                .map_err(|e| ResolveError::Parameter {
-                    at: span.location(),
-                    name: name.clone(),
-                    why: e,
-                })?;
+            let fail = |why| ResolveError::Parameter {
+                at: span.location(),
+                name: name.clone(),
+                why,
+            };
+            // set_fact's parameters are the variables it sets, and Ansible
+            // renders their names too (`"{{ item.key }}": …` over a loop).
+            let name = match task.module.params.any_variable && name.contains("{{") {
+                true => t.render_str(name, vars).map_err(fail)?,
+                false => name.clone(),
+            };
+            let value = t.render_value(value, vars).map_err(fail)?;
             if value != Value::String(OMIT.into()) {
-                entries.push((name.clone(), value, span.clone()));
+                entries.push((name, value, span.clone()));
             }
         }
-        let task = spec.task;
         let search_dirs = task.search_dirs(self.ctx.search_dirs);
         let bctx = BuildCtx {
             templates: t,

@@ -79,6 +79,19 @@ fn magic_variables_name_the_play_its_hosts_and_the_run() {
 }
 
 #[test]
+fn set_fact_renders_templated_variable_names() {
+    let text = "- hosts: gpu\n  gather_facts: false\n  tasks:\n    - set_fact: {\"{{ item.key }}\": \"{{ item.value }}\"}\n      loop: \"{{ {'tune_a': 1, 'tune_b': 'x'} | dict2items }}\"\n    - debug: {msg: \"{{ tune_a }} {{ tune_b }}\"}\n    - set_fact: {\"{{ 'not a name' }}\": 1}\n";
+    let (outcome, _) = run_on(text, &two_hosts(), json!({}));
+    assert_eq!(notes(&outcome, "g2"), ["msg: 1 x"]);
+    let report = outcome.reports.iter().find(|r| r.host == "g2").unwrap();
+    let failed = format!("{:?}", report.tasks.last());
+    assert!(
+        failed.contains("'not a name' is not a valid variable name"),
+        "{failed}"
+    );
+}
+
+#[test]
 fn hostvars_of_an_unknown_host_is_undefined() {
     let text = "- hosts: gpu\n  gather_facts: false\n  tasks:\n    - debug: {msg: \"{{ hostvars['nope'] is defined }} {{ hostvars | list | length }}\"}\n";
     let (outcome, _) = run_on(text, &two_hosts(), json!({}));

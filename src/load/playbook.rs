@@ -1227,7 +1227,8 @@ fn unmask_templates(word: &str, templates: &[String]) -> String {
 
 fn check_params(spec: &ModuleSpec, key: &Node, params: &[(String, Node)], errors: &mut Errors) {
     for (name, value) in params {
-        if spec.params.any_variable && is_identifier(name) {
+        // A templated name is checked once rendered, by the module.
+        if spec.params.any_variable && (is_identifier(name) || name.contains("{{")) {
             continue;
         }
         if !spec.params.names.contains(&name.as_str()) {

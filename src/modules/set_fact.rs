@@ -50,11 +50,14 @@ struct SetVars(serde_json::Map<String, Value>);
 fn build_set_fact(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     // Facts last for the run: there is no fact cache to keep them in.
     let _ = SetFactArgs::read(p)?.cacheable;
-    let vars = p
-        .entries()
-        .filter(|(k, _)| *k != "cacheable")
-        .map(|(k, v)| (k.to_string(), v.clone()))
-        .collect();
+    let mut vars = serde_json::Map::new();
+    for (name, value) in p.entries().filter(|(k, _)| *k != "cacheable") {
+        // A name rendered from a template is only known here.
+        if !crate::load::playbook::is_identifier(name) {
+            return Err(p.error(name, format!("'{name}' is not a valid variable name")));
+        }
+        vars.insert(name.to_string(), value.clone());
+    }
     Ok(Box::new(SetVars(vars)))
 }
 
