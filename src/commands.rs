@@ -166,6 +166,27 @@ fn play_defaults(settings: &Settings) -> playbook::PlayDefaults {
     }
 }
 
+/// The playbook as `apply`, `check` and `validate` take it: vaults
+/// unlocked first, roles and collections searched where the flags and
+/// settings say, templates compiled.
+fn load_playbook(
+    path: &Path,
+    roles: &[PathBuf],
+    collections: &[PathBuf],
+    vault: &VaultArgs,
+    settings: &Settings,
+) -> Result<playbook::Playbook, Vec<Diagnostic>> {
+    unlock_vault(vault, settings)?;
+    let pb = playbook::load_with(
+        path,
+        &roles_path(roles, settings),
+        &collections_path(collections, settings),
+        &play_defaults(settings),
+    )?;
+    validate::templates(&pb)?;
+    Ok(pb)
+}
+
 fn forks(cli: Option<usize>, settings: &Settings) -> usize {
     cli.or(settings.forks).unwrap_or(DEFAULT_FORKS)
 }
@@ -209,14 +230,13 @@ fn extra_vars(specs: &[String]) -> Result<Map<String, Value>, Vec<Diagnostic>> {
 fn apply(args: RunArgs, check_cmd: bool, settings: &Settings) -> Result<u8, Vec<Diagnostic>> {
     let check = check_cmd || args.check;
     let diff = check_cmd || args.diff;
-    unlock_vault(&args.target.vault, settings)?;
-    let pb = playbook::load_with(
+    let pb = load_playbook(
         &args.playbook,
-        &roles_path(&args.roles_path, settings),
-        &collections_path(&args.collections_path, settings),
-        &play_defaults(settings),
+        &args.roles_path,
+        &args.collections_path,
+        &args.target.vault,
+        settings,
     )?;
-    validate::templates(&pb)?;
     let inventory = load_inventory(&args.target.inventory, settings)?;
     let conn = connect_options(args.target.connection, &args.target.ssh, settings)?;
     let connect = move |host: &str, vars: &Map<String, Value>| connect::open(&conn, host, vars);
@@ -419,14 +439,13 @@ fn connect_options(
 }
 
 fn validate_cmd(args: &ValidateArgs, settings: &Settings) -> Result<u8, Vec<Diagnostic>> {
-    unlock_vault(&args.vault, settings)?;
-    let pb = playbook::load_with(
+    let pb = load_playbook(
         &args.playbook,
-        &roles_path(&args.roles_path, settings),
-        &collections_path(&args.collections_path, settings),
-        &play_defaults(settings),
+        &args.roles_path,
+        &args.collections_path,
+        &args.vault,
+        settings,
     )?;
-    validate::templates(&pb)?;
     let inventory = load_inventory(&args.inventory, settings)?;
     // A templated pattern is known only with the run's extra variables.
     let literal = pb
