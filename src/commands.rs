@@ -467,6 +467,21 @@ fn validate_cmd(args: &ValidateArgs, settings: &Settings) -> Result<u8, Vec<Diag
         args.playbook.display(),
         pb.plays.len()
     );
+    // Never silent: each task that Ansible's own module will run, and why.
+    let all = pb
+        .plays
+        .iter()
+        .flat_map(|p| p.tasks.iter().chain(&p.handlers).chain(&p.validate));
+    for task in all {
+        if let Some(payload) = &task.ansible {
+            println!(
+                "  {}: runs Ansible's module {} (ansible-core {}; native: no)",
+                task.module_span.location(),
+                payload.fqcn,
+                payload.ansible_version
+            );
+        }
+    }
     Ok(EXIT_OK)
 }
 

@@ -511,6 +511,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             module
                 .probes()
                 .iter()
+                .filter(|p| !crate::remote::probe::is_durable(&p.key))
                 .for_each(|p| self.facts.remove(&p.key));
             return Err(Next::FlushBefore);
         }

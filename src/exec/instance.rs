@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::prepared::{PlayCtx, PreparedTask};
 use super::vars::{template_vars, ItemContexts, Resolved, TaskVars, VarError, VarLayers};
+use crate::modules::ansible_module::AnsibleCall;
 use crate::modules::params::BuildCtx;
 use crate::modules::{Module, Params};
 use crate::template::{TemplateError, Templates, OMIT};
@@ -343,6 +344,12 @@ impl Resolver<'_> {
             vars,
             search_dirs: &search_dirs,
             sources: self.ctx.sources,
+            ansible: task.ansible.clone().map(|payload| AnsibleCall {
+                payload,
+                check: task.check_mode.unwrap_or(self.ctx.opts.check),
+                diff: self.ctx.opts.diff,
+                no_log: task.no_log,
+            }),
         };
         let params = Params::new(task.module.name, task.module_span.clone(), entries, &bctx);
         (task.module.build)(&params)

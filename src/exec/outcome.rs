@@ -378,6 +378,12 @@ impl Outcomes {
         result: &mut Value,
     ) -> Status {
         let spec = instance.spec;
+        // A result that says it changed nothing (Ansible's own module run
+        // for real) is ok, whatever its plan predicted.
+        if result["changed"] == json!(false) && self.status(i) == Status::Changed {
+            self.results[i].status = Status::Ok;
+            self.results[i].changes.clear();
+        }
         let ctx = condition_context(instance, result);
         if let Some(cond) = &spec.changed_when {
             match t.eval_condition(cond, &ctx) {
@@ -493,8 +499,15 @@ fn condition_context(instance: &TaskInstance, result: &Value) -> Value {
     ctx
 }
 
-/// The last lines of stderr (or stdout) of a failed step, one line.
+/// The last lines of stderr (or stdout) of a failed step, one line; the
+/// `msg` of a step that printed only an Ansible module's JSON result.
 fn step_failure(r: &ProbeResult) -> String {
+    let said = serde_json::from_str::<Value>(r.stdout.trim());
+    if let (true, Ok(Value::Object(result))) = (r.stderr.trim().is_empty(), said) {
+        if let Some(Value::String(msg)) = result.get("msg") {
+            return msg.clone();
+        }
+    }
     let text = if r.stderr.trim().is_empty() {
         &r.stdout
     } else {

@@ -189,7 +189,10 @@ fn condition_vars(t: &Templates, v: &Value, out: &mut BTreeSet<String>) {
 
 fn display_name(task: &Task) -> String {
     if task.name.is_empty() {
-        task.module.name.to_string()
+        match &task.ansible {
+            Some(payload) => payload.fqcn.clone(),
+            None => task.module.name.to_string(),
+        }
     } else {
         task.name.clone()
     }

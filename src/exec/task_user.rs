@@ -85,6 +85,10 @@ impl Module for AsUser {
         self.inner.command_returns(output)
     }
 
+    fn command_result(&self, output: &ProbeResult) -> serde_json::Value {
+        self.inner.command_result(output)
+    }
+
     fn query_probe(&self) -> Option<Probe> {
         self.inner.query_probe().map(|p| self.dropped(p))
     }

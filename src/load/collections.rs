@@ -33,7 +33,7 @@ pub(super) fn is_collection_name(name: &str) -> bool {
     split_fqcn(&format!("{name}.x")).is_some_and(|(c, _)| c == name)
 }
 
-fn builtin(collection: &str) -> bool {
+pub(super) fn builtin(collection: &str) -> bool {
     BUILTIN.contains(&collection)
 }
 
@@ -67,6 +67,15 @@ impl Installed {
             .iter()
             .map(|r| r.join(ns).join(name))
             .find(|p| p.is_dir())
+    }
+
+    /// The collection paths as Ansible is given them: the folders that
+    /// hold `ansible_collections`.
+    pub(super) fn paths(&self) -> Vec<PathBuf> {
+        self.roots
+            .iter()
+            .filter_map(|r| r.parent().map(Path::to_path_buf))
+            .collect()
     }
 
     pub(super) fn searched(&self) -> String {
@@ -129,7 +138,11 @@ pub(super) fn module(key: &str, list: &[String], installed: &Installed) -> Modul
 }
 
 /// The refusal of a collection module nodeprov has no version of.
-pub(super) fn foreign_module(at: &Node, fqcn: &str) -> Diagnostic {
+pub(super) fn foreign_module(
+    at: &Node,
+    fqcn: &str,
+    why: &crate::load::ansible_core::AnsibleCoreError,
+) -> Diagnostic {
     let collection = split_fqcn(fqcn).map_or(fqcn, |(c, _)| c);
     let prefix = format!("{collection}.");
     let own: Vec<&str> = modules::all_names()
@@ -144,7 +157,7 @@ pub(super) fn foreign_module(at: &Node, fqcn: &str) -> Diagnostic {
     };
     at.error(format!(
         "module '{fqcn}' is not supported: nodeprov has no native version of it, \
-         and running Ansible's own module instead is not available for it"
+         and Ansible's own module cannot run instead: {why}"
     ))
     .with_hint(hint)
 }

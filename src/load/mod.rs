@@ -2,6 +2,7 @@
 //! is touched.
 
 pub mod ansible_cfg;
+pub mod ansible_core;
 pub mod collections;
 pub mod diag;
 #[cfg(test)]

@@ -7,8 +7,10 @@ use std::sync::Arc;
 
 use super::collections::{self, ModuleRef};
 use super::{roles, tasks};
+use crate::load::ansible_core::{self, AnsibleCoreError};
 use crate::load::diag::{suggest, Diagnostic, Span};
 use crate::load::yaml::{self, Node, Value};
+use crate::modules::ansible_module::{Payload, ANSIBLE_MODULE};
 use crate::modules::{self, ModuleSpec};
 
 const PLAY_KEYS: &[&str] = &[
@@ -164,6 +166,8 @@ pub struct Task {
     pub delegate_local: bool,
     /// `run_once`: one host of the batch runs it for all.
     pub run_once: bool,
+    /// Ansible's own module, run for a module nodeprov has no version of.
+    pub ansible: Option<Arc<Payload>>,
     pub span: Span,
 }
 
@@ -823,6 +827,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         timeout: None,
         delegate_local: false,
         run_once: false,
+        ansible: None,
         span: node.span.clone(),
     };
     let mut retry_keys = tasks::RetryKeys::default();
@@ -830,6 +835,8 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
     let mut become_user: Option<String> = None;
     let mut unknown = false;
     let mut first_found = None;
+    // Keys neither native modules nor keywords: (key, value, module name).
+    let mut foreign: Vec<(&Node, &Node, String)> = Vec::new();
     for (k, v) in entries {
         let Some(key) = key_name(k, "a task keyword", errors) else {
             continue;
@@ -885,19 +892,34 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
                 ModuleRef::Native(_) => {
                     errors.push(k.error(format!("a task runs one module; '{key}' is a second one")))
                 }
-                ModuleRef::Foreign(fqcn) => {
-                    unknown = true;
-                    errors.push(collections::foreign_module(k, &fqcn));
-                }
-                ModuleRef::Unknown => {
-                    unknown = true;
-                    errors.push(collections::with_missing_collections(
-                        unknown_module(k),
-                        &scope.collections,
-                        &scope.roles.collections,
-                    ));
-                }
+                ModuleRef::Foreign(fqcn) => foreign.push((k, v, fqcn)),
+                ModuleRef::Unknown => foreign.push((k, v, key.to_string())),
             },
+        }
+    }
+    // One key nodeprov does not know, and no module: Ansible's own module,
+    // if the controller's ansible-core has it.
+    match (module.is_some(), foreign.as_slice()) {
+        (false, [(k, v, name)]) => match ansible_module(name, scope) {
+            Ok(payload) => {
+                module = Some((&ANSIBLE_MODULE, k, v));
+                task.ansible = Some(payload);
+            }
+            Err(why) => {
+                unknown = true;
+                errors.push(not_runnable(k, name, scope, &why));
+            }
+        },
+        (_, keys) => {
+            for (k, _, name) in keys {
+                unknown = true;
+                errors.push(not_runnable(
+                    k,
+                    name,
+                    scope,
+                    &AnsibleCoreError::Refused("a task runs one module".into()),
+                ));
+            }
         }
     }
     task.become_user = become_setting(become_, become_user);
@@ -927,6 +949,37 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
     tasks::check_once_per_host(&task, key, errors);
     tasks::check_delegated(&task, key, errors);
     Some(task)
+}
+
+fn ansible_module(name: &str, scope: &tasks::Scope) -> Result<Arc<Payload>, AnsibleCoreError> {
+    let library = scope.library_dirs();
+    let collection_paths = scope.collection_paths();
+    ansible_core::module(&ansible_core::Query {
+        module: name,
+        library: &library,
+        collections: &scope.collections,
+        collection_paths: &collection_paths,
+    })
+}
+
+/// A key nodeprov cannot run: not native, and not a module the
+/// controller's ansible-core can run for it (`why`).
+fn not_runnable(k: &Node, name: &str, scope: &tasks::Scope, why: &AnsibleCoreError) -> Diagnostic {
+    let refused = match collections::split_fqcn(name) {
+        Some((collection, _)) if !collections::builtin(collection) => {
+            collections::foreign_module(k, name, why)
+        }
+        _ => {
+            let d = unknown_module(k);
+            let note = format!("Ansible's own module: {why}");
+            let hint = match &d.hint {
+                Some(h) => format!("{h}; {note}"),
+                None => note,
+            };
+            d.with_hint(hint)
+        }
+    };
+    collections::with_missing_collections(refused, &scope.collections, &scope.roles.collections)
 }
 
 /// A key that is neither a task keyword nor a module: a typo gets a

@@ -35,6 +35,7 @@ pub(super) struct Finder {
     pub(super) collections: Installed,
     /// The requirements files a missing role's hint may name.
     requirements: Vec<PathBuf>,
+    library: PathBuf,
 }
 
 /// A role found: its folder, and the collection it belongs to.
@@ -59,12 +60,19 @@ impl Finder {
         }
         dirs.push("/usr/share/ansible/roles".into());
         dirs.push("/etc/ansible/roles".into());
+        let library = base.join("library");
         dirs.push(base);
         Finder {
             dirs,
             collections,
             requirements,
+            library,
         }
+    }
+
+    /// The playbook's own `library/`, where Ansible finds custom modules.
+    pub(super) fn library(&self) -> &Path {
+        &self.library
     }
 
     /// As Ansible looks a role up: a FQCN in its collection, a short name

@@ -120,6 +120,21 @@ impl Scope {
         self.inherit.no_log |= no_log;
     }
 
+    /// Where Ansible looks for a custom module: the role's `library/`,
+    /// then the playbook's (`ANSIBLE_LIBRARY` and ansible.cfg's `library`
+    /// are read by ansible-core itself).
+    pub fn library_dirs(&self) -> Vec<PathBuf> {
+        let role = self.inherit.role.as_ref().map(|r| r.path.join("library"));
+        role.into_iter()
+            .chain([self.roles.library().to_path_buf()])
+            .collect()
+    }
+
+    /// The folders that hold the installed collections.
+    pub fn collection_paths(&self) -> Vec<PathBuf> {
+        self.roles.collections.paths()
+    }
+
     pub fn with_role(&self, role: Arc<Role>, vars: Vec<(Node, Node)>) -> Scope {
         let mut scope = self.clone();
         scope.dir = role.path.join("tasks");

@@ -97,7 +97,8 @@ fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Dia
             })
             .collect();
         check_literal_params(t, dirs, task, &as_copy, copy::COPY.build, errors);
-    } else {
+    } else if task.ansible.is_none() {
+        // Ansible's own module checks its arguments itself, on the host.
         check_literal_params(t, dirs, task, &task.params, task.module.build, errors);
     }
 }
@@ -275,6 +276,7 @@ fn check_literal_params(
         vars: &vars,
         search_dirs: dirs,
         sources: &Sources::default(),
+        ansible: None,
     };
     let p = Params::new(task.module.name, task.module_span.clone(), params, &ctx);
     if let Err(e) = build(&p) {

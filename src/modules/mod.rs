@@ -7,6 +7,7 @@
 //! only `kit` and `params`, and those know no module
 //! (`tests/module_imports.rs` holds them to it).
 
+pub(crate) mod ansible_module;
 pub(crate) mod apt_key;
 pub(crate) mod apt_repository;
 pub(crate) mod assert;

@@ -17,6 +17,8 @@ pub(crate) struct BuildCtx<'a> {
     /// Folders searched for `src:` files, in order (see [`search_dirs`]).
     pub search_dirs: &'a [PathBuf],
     pub sources: &'a Sources,
+    /// How the task runs Ansible's own module, when nodeprov has none.
+    pub ansible: Option<crate::modules::ansible_module::AnsibleCall>,
 }
 
 /// `src:` files as read once per run: every host (and every rebuild of a

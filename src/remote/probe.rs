@@ -30,6 +30,16 @@ use std::collections::BTreeMap;
 pub use crate::remote::joint::Joint;
 use crate::remote::shell::{quote, quote_into};
 
+/// Keys that start with this name an answer that stays true for the rest
+/// of the run whatever the tasks do (a payload put in place under its
+/// digest), so it is kept when a command makes every other answer stale.
+pub const DURABLE: &str = "durable:";
+
+/// Whether a probe's answer outlives the commands that run after it.
+pub fn is_durable(key: &str) -> bool {
+    key.starts_with(DURABLE)
+}
+
 /// One read-only question for the host, identified by a canonical key so
 /// that tasks asking the same question share one answer.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]

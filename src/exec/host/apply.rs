@@ -27,9 +27,6 @@ impl<'p> HostRun<'_, 'p> {
             return results;
         }
         let pending = std::mem::take(&mut self.pending);
-        let ran_command = pending
-            .iter()
-            .any(|p| p.command.is_some() && !p.instance.spec.read_only);
         let delegated = pending.iter().any(|p| p.instance.spec.task.delegate_local);
         let (steps, waiting): (Vec<Step>, Vec<_>) = pending
             .into_iter()
@@ -46,14 +43,24 @@ impl<'p> HostRun<'_, 'p> {
         self.changed_since_probe = true;
         // A step failed for good: the script stopped there.
         let mut step_failed = false;
+        // A command that did not report itself unchanged may have changed
+        // anything the facts say.
+        let mut ran_command = false;
         for (i, command, instance) in waiting {
+            let may_change = command.is_some() && !instance.spec.read_only;
+            let spec = instance.spec;
             let Some(r) = applied.reports.get(&i) else {
+                ran_command |= may_change;
                 let stopped = self.stopped || step_failed;
                 self.outcomes.unfinished(i, &applied.ended, stopped);
                 self.stopped |= !step_failed;
                 break;
             };
             let result = self.settle(instance, i, command.as_deref(), r);
+            // Only the module's own result says "unchanged" without a
+            // `changed_when` of the task's.
+            let unchanged = self.outcomes.status(i) == Status::Ok && spec.changed_when.is_none();
+            ran_command |= may_change && !unchanged;
             step_failed |= self.outcomes.failed_for_good(i);
             if command.is_some() {
                 results.insert(i, result);
@@ -72,13 +79,10 @@ impl<'p> HostRun<'_, 'p> {
     }
 
     /// A command ran, so anything may have changed; the gathered facts
-    /// are kept.
+    /// and durable answers are kept.
     pub(super) fn forget_facts(&mut self) {
-        let gathered = self.facts.get(host_facts::KEY).ok().cloned();
-        self.facts = Facts::default();
-        if let Some(g) = gathered {
-            self.facts.insert(host_facts::KEY.into(), g);
-        }
+        self.facts
+            .retain(|key| key == host_facts::KEY || crate::remote::probe::is_durable(key));
     }
 
     /// Records what a step really did; for a command, returns its result.
@@ -94,10 +98,7 @@ impl<'p> HostRun<'_, 'p> {
         let spec = instance.spec;
         let mut registered = Value::Null;
         if let Some(module) = command {
-            let mut result = command_result(r);
-            if let Value::Object(m) = &mut result {
-                m.extend(module.command_returns(r));
-            }
+            let mut result = module.command_result(r);
             let t = self.ctx.templates;
             if self.outcomes.conditions(t, &instance, i, &mut result) == Status::Changed {
                 self.notify(spec);
@@ -168,17 +169,4 @@ fn still_to_change(module: &dyn Module, facts: &Facts, later: &BTreeSet<&str>) -
             .join("; "),
         Err(e) => e.to_string(),
     }
-}
-
-/// A command's registered result, as Ansible shapes it.
-fn command_result(r: &ProbeResult) -> Value {
-    json!({
-        "rc": r.rc,
-        "stdout": r.stdout.trim_end_matches('\n'),
-        "stderr": r.stderr.trim_end_matches('\n'),
-        "stdout_lines": r.stdout.lines().collect::<Vec<_>>(),
-        "stderr_lines": r.stderr.lines().collect::<Vec<_>>(),
-        "changed": true,
-        "failed": r.rc != 0,
-    })
 }

@@ -18,6 +18,23 @@ pub(crate) trait Module: Send + Sync {
     fn command_returns(&self, _output: &ProbeResult) -> serde_json::Map<String, serde_json::Value> {
         serde_json::Map::new()
     }
+    /// A command's registered result, as Ansible shapes a command's:
+    /// `rc`, `stdout` and `stderr` with their lines, and its own returns.
+    fn command_result(&self, r: &ProbeResult) -> serde_json::Value {
+        let mut result = serde_json::json!({
+            "rc": r.rc,
+            "stdout": r.stdout.trim_end_matches('\n'),
+            "stderr": r.stderr.trim_end_matches('\n'),
+            "stdout_lines": r.stdout.lines().collect::<Vec<_>>(),
+            "stderr_lines": r.stderr.lines().collect::<Vec<_>>(),
+            "changed": true,
+            "failed": r.rc != 0,
+        });
+        if let serde_json::Value::Object(m) = &mut result {
+            m.extend(self.command_returns(r));
+        }
+        result
+    }
     /// The command itself as a probe, for tasks that declare it read-only.
     fn query_probe(&self) -> Option<Probe> {
         None

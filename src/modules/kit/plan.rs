@@ -248,6 +248,11 @@ impl Facts {
     pub(crate) fn extend(&mut self, other: BTreeMap<String, ProbeResult>) {
         self.results.extend(other);
     }
+
+    /// Keeps only the answers whose keys `keep` accepts.
+    pub(crate) fn retain(&mut self, keep: impl Fn(&str) -> bool) {
+        self.results.retain(|k, _| keep(k));
+    }
 }
 
 #[cfg(test)]

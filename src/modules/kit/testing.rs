@@ -47,6 +47,7 @@ fn with_ctx<T>(
         vars,
         search_dirs,
         sources: &params::Sources::default(),
+        ansible: None,
     };
     let span = crate::load::diag::Span::synthetic("test");
     let entries = params

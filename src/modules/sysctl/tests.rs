@@ -16,6 +16,7 @@ fn parse_params(v: Value) -> Result<Sysctl, ParamError> {
         vars: &Value::Null,
         search_dirs: &[],
         sources: &Sources::default(),
+        ansible: None,
     };
     let entries = v
         .as_object()

@@ -1,0 +1,313 @@
+# Controller-side bridge to ansible-core: finds a module the way a playbook
+# run would and packs it, with ansible-core's own AnsiballZ code, into a zip
+# that a host keeps under its SHA-256 and runs with the arguments on stdin.
+#
+# Started once per run as `python -I -c <this text>`; speaks JSON lines:
+# one request per line on stdin, exactly one answer per line on stdout.
+#
+#   ready:    {"ready": true, "ansible_version": "2.17.x"}
+#             {"ready": false, "why": "..."}            (then exits)
+#   request:  {"module": "wait_for", "library": [dirs], "collections": [names],
+#              "collections_paths": [dirs]}
+#   answer:   {"ok": true, "fqcn", "import", "path", "zip", "sha256", "ansible_version"}
+#             {"ok": false, "why": "..."}
+
+import atexit
+import json
+import os
+import shutil
+import sys
+import tempfile
+
+
+def _claim_stdout():
+    # Ansible's Display (and any stray print in a plugin) writes to fd 1;
+    # a single such line would desynchronise the protocol. Keep a private
+    # duplicate for answers and send everything else to stderr.
+    proto = os.fdopen(os.dup(1), "w", encoding="utf-8", newline="\n")
+    os.dup2(2, 1)
+    sys.stdout = sys.stderr
+    return proto
+
+
+PROTO = _claim_stdout()
+
+
+def send(obj):
+    PROTO.write(json.dumps(obj, ensure_ascii=True, separators=(",", ":")) + "\n")
+    PROTO.flush()
+
+
+def one_line(text):
+    return " ".join(str(text).split())
+
+
+# AnsiballZ keeps a per-process cache of built payloads keyed only by the
+# module's import name, so two roles' `library/my_mod` would share one
+# entry. Give ansible-core a private local temp that is emptied before
+# every build (and removed at exit) instead of the user's ~/.ansible/tmp.
+_LOCAL_TMP = tempfile.mkdtemp(prefix="nodeprov-ansible-")
+atexit.register(shutil.rmtree, _LOCAL_TMP, True)
+os.environ["ANSIBLE_LOCAL_TEMP"] = _LOCAL_TMP
+os.environ.setdefault("ANSIBLE_NOCOLOR", "1")
+
+try:
+    import ansible.release
+    from ansible import constants as C
+    from ansible.errors import AnsibleError
+    from ansible.executor import module_common
+    from ansible.parsing.dataloader import DataLoader
+    from ansible.plugins import loader as plugin_loader
+    from ansible.template import Templar
+    from ansible.utils.collection_loader._collection_finder import _AnsibleCollectionFinder
+except Exception as e:  # ImportError, or a broken ansible.cfg raising at import
+    send({"ready": False, "why": one_line("cannot import ansible-core: %s: %s" % (type(e).__name__, e))})
+    sys.exit(0)
+
+import ast
+import base64
+import hashlib
+import io
+import re
+import zipfile
+
+VERSION = ansible.release.__version__
+ACTION_DIR = os.path.dirname(os.path.realpath(plugin_loader.__file__)) + os.sep + "action"
+
+# Action plugins that only hand the task to the module on the host, as the
+# generic `normal` one does; any other means work on the controller.
+PASS_THROUGH_ACTIONS = {os.path.join(ACTION_DIR, n) for n in ("normal.py", "command.py")}
+
+# Names whose "modules" are documentation stubs: the executor acts on them
+# (includes, imports, meta) and never sends them to a host.
+EXECUTOR_DIRECTIVES = frozenset(
+    n for attr in ("_ACTION_META", "_ACTION_ALL_PROPER_INCLUDE_IMPORT_TASKS",
+                   "_ACTION_ALL_PROPER_INCLUDE_IMPORT_ROLES", "_ACTION_IMPORT_PLAYBOOK")
+    for n in getattr(C, attr, ()))
+
+# Fixed zip entry time: modify_module stamps entries with the current time,
+# which would make every build a different content-addressed payload.
+ZIP_EPOCH = (1980, 1, 1, 0, 0, 0)
+
+
+class Refusal(Exception):
+    pass
+
+
+class State:
+    collections_paths = None  # what the collection finder was built with
+    dirs = None               # the library folders the plugin loaders hold
+    cache = {}
+
+
+def use_collections_paths(paths):
+    # The collection finder is process-global and only takes its paths when
+    # built; rebuild it (and forget what was loaded through it) when a
+    # request brings a different list, so an answer depends on the request
+    # alone and not on those before it.
+    if State.collections_paths == paths:
+        return
+    if State.collections_paths is None:
+        plugin_loader.init_plugin_loader(list(paths))
+    else:
+        _AnsibleCollectionFinder._remove()
+        for name in [m for m in sys.modules if m == "ansible_collections" or m.startswith("ansible_collections.")]:
+            del sys.modules[name]
+        _AnsibleCollectionFinder(list(paths) + C.COLLECTIONS_PATHS, C.COLLECTIONS_SCAN_SYS_PATH)._install()
+        clear_loader_caches()
+    State.collections_paths = paths
+
+
+def clear_loader_caches():
+    for _name, obj in plugin_loader.get_all_plugin_loaders():
+        obj._clear_caches()
+
+
+def use_library_dirs(dirs):
+    # Ansible adds every role's and the playbook's plugin folders to its
+    # loaders for the whole run; here they are set per request so that two
+    # roles' modules of one name never shadow each other. A `library`
+    # folder's siblings are what Ansible adds with it: `module_utils` (a
+    # custom module's imports) and `action_plugins` (which would take the
+    # task off the host).
+    if State.dirs == dirs:
+        return
+    wanted = {"module_loader": [], "module_utils_loader": [], "action_loader": []}
+    for d in dirs:
+        wanted["module_loader"].append(d)
+        if os.path.basename(d.rstrip(os.sep)) == "library":
+            parent = os.path.dirname(d.rstrip(os.sep))
+            wanted["module_utils_loader"].append(os.path.join(parent, "module_utils"))
+            wanted["action_loader"].append(os.path.join(parent, "action_plugins"))
+    for loader_name, paths in wanted.items():
+        loader = getattr(plugin_loader, loader_name)
+        loader._extra_dirs = []
+        loader._clear_caches()
+        for p in paths:
+            if os.path.isdir(p):
+                loader.add_directory(p)
+    State.dirs = dirs
+
+
+def with_default_collection(collections):
+    # As a task's `collections:` keyword does: a non-empty list always falls
+    # back to the builtin/legacy names.
+    collections = list(collections)
+    if collections and "ansible.builtin" not in collections and "ansible.legacy" not in collections:
+        collections.append("ansible.legacy")
+    return collections or None
+
+
+def find_module(name, collections):
+    # Same order as ActionBase._configure_module for an ssh/local host:
+    # a `.py` module first, then any executable of that name.
+    ctx = None
+    for mod_type in (".py", ""):
+        ctx = plugin_loader.module_loader.find_plugin_with_context(name, mod_type, collection_list=collections)
+        if ctx.resolved and ctx.plugin_resolved_path:
+            return ctx
+    return ctx
+
+
+def action_handler(name, collections, module_ctx):
+    # Mirrors TaskExecutor._get_action_handler_with_module_context.
+    module_collection, _sep, module_name = name.rpartition(".")
+    module_prefix = module_name.split("_")[0]
+    network_action = "%s.%s" % (module_collection, module_prefix) if module_collection else module_prefix
+    action_loader = plugin_loader.action_loader
+    if module_ctx is not None and module_ctx.resolved and module_ctx.action_plugin:
+        return module_ctx.action_plugin, collections
+    if action_loader.has_plugin(name, collection_list=collections):
+        return name, collections
+    if module_prefix in C.NETWORK_GROUP_MODULES and action_loader.has_plugin(network_action, collection_list=collections):
+        return network_action, collections
+    return "ansible.legacy.normal", None
+
+
+def refuse_controller_action(name, collections, module_ctx):
+    handler, handler_collections = action_handler(name, collections, module_ctx)
+    ctx = plugin_loader.action_loader.find_plugin_with_context(handler, collection_list=handler_collections)
+    path = ctx.plugin_resolved_path if ctx.resolved else None
+    if path and os.path.realpath(path) in PASS_THROUGH_ACTIONS:
+        return
+    raise Refusal("Ansible runs '%s' through its controller-side action plugin, which nodeprov does not run" % name)
+
+
+def build_zip(name, ctx):
+    path = ctx.plugin_resolved_path
+    # A library module has no import name of its own; Ansible packs it as
+    # ansible.modules.<name given in the task>. The leaf name keeps one
+    # payload whether the task said `my_mod` or `ansible.legacy.my_mod`.
+    leaf = name.rpartition(".")[2]
+    shutil.rmtree(os.path.join(C.DEFAULT_LOCAL_TMP, "ansiballz_cache"), ignore_errors=True)
+    # remote_is_local takes the interpreter from ansible_playbook_python, so
+    # no interpreter discovery is asked for: the shebang is discarded, the
+    # host's runner picks its own Python.
+    data, style, shebang = module_common.modify_module(
+        leaf, path, {}, Templar(loader=DataLoader()),
+        task_vars={"ansible_playbook_python": "/usr/bin/python3"},
+        module_compression="ZIP_DEFLATED", remote_is_local=True)
+    if style == "new" and shebang == "#!powershell":
+        style = "powershell"
+    text = data.decode("utf-8", "surrogateescape") if isinstance(data, bytes) else data
+    if style == "new" and "_ANSIBALLZ_WRAPPER = True" not in text:
+        style = "new (JSON-args, not AnsibleModule)"
+    if style != "new":
+        raise Refusal("'%s' (%s) is a module of style '%s'; nodeprov runs only AnsibleModule-based Python modules"
+                      % (name, path, style))
+    zipdata = re.search(r"^\s*ZIPDATA = ('[A-Za-z0-9+/=]*'|\"[A-Za-z0-9+/=]*\")\s*$", text, re.M)
+    fqn = re.search(r"runpy\.run_module\(mod_name=('[^']+'|\"[^\"]+\")", text)
+    if not zipdata or not fqn:
+        raise Refusal("ansible-core %s built an AnsiballZ wrapper for '%s' that nodeprov cannot read" % (VERSION, name))
+    return normalise_zip(base64.b64decode(ast.literal_eval(zipdata.group(1)))), ast.literal_eval(fqn.group(1))
+
+
+def normalise_zip(raw):
+    # Same entries and bytes, in name order, with one fixed time and mode:
+    # the payload's digest then depends only on the code it carries.
+    src = zipfile.ZipFile(io.BytesIO(raw))
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
+        for name in sorted(src.namelist()):
+            info = zipfile.ZipInfo(name, date_time=ZIP_EPOCH)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.create_system = 3
+            info.external_attr = 0o644 << 16
+            dst.writestr(info, src.read(name))
+    return out.getvalue()
+
+
+def string_list(req, key):
+    value = req.get(key, [])
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise Refusal("'%s' must be a list of non-empty strings" % key)
+    return value
+
+
+def handle(req):
+    if not isinstance(req, dict):
+        raise Refusal("a request is a JSON object")
+    name = req.get("module")
+    if not isinstance(name, str) or not name.strip():
+        raise Refusal("'module' must be a non-empty string")
+    name = name.strip()
+    library = tuple(os.path.realpath(os.path.expanduser(p)) for p in string_list(req, "library"))
+    collections = tuple(string_list(req, "collections"))
+    paths = tuple(os.path.abspath(os.path.expanduser(p)) for p in string_list(req, "collections_paths"))
+
+    key = (name, library, collections, paths)
+    if key in State.cache:
+        return State.cache[key]
+
+    use_collections_paths(paths)
+    use_library_dirs(library)
+    search = with_default_collection(collections)
+
+    if name in EXECUTOR_DIRECTIVES:
+        raise Refusal("'%s' is handled by Ansible's task executor itself; it is not a module run on the host" % name)
+    try:
+        ctx = find_module(name, search)
+        found = ctx is not None and ctx.resolved and ctx.plugin_resolved_path
+        refuse_controller_action(name, search, ctx if found else None)
+    except AnsibleError as e:  # removed (tombstoned) plugins and broken redirects raise
+        raise Refusal("'%s' cannot be used: %s" % (name, e))
+    if not found:
+        raise Refusal("no module named '%s' in ansible-core %s, the collections paths (%s) or the library folders (%s)"
+                      % (name, VERSION, ", ".join(paths) or "none given", ", ".join(library) or "none given"))
+
+    zip_bytes, import_name = build_zip(name, ctx)
+    expected = import_name.replace(".", "/") + ".py"
+    if expected not in zipfile.ZipFile(io.BytesIO(zip_bytes)).namelist():
+        raise Refusal("the payload built for '%s' lacks %s" % (name, expected))
+    answer = {
+        "ok": True,
+        "fqcn": ctx.resolved_fqcn,
+        "import": import_name,
+        "path": os.path.realpath(ctx.plugin_resolved_path),
+        "zip": base64.b64encode(zip_bytes).decode("ascii"),
+        "sha256": hashlib.sha256(zip_bytes).hexdigest(),
+        "ansible_version": VERSION,
+    }
+    State.cache[key] = answer
+    return answer
+
+
+def main():
+    send({"ready": True, "ansible_version": VERSION})
+    stdin = sys.stdin.buffer
+    while True:
+        line = stdin.readline()
+        if not line:
+            break
+        try:
+            answer = handle(json.loads(line.decode("utf-8")))
+        except Refusal as e:
+            answer = {"ok": False, "why": one_line(e)}
+        except Exception as e:
+            answer = {"ok": False, "why": one_line("%s: %s" % (type(e).__name__, e) if str(e) else type(e).__name__)}
+        send(answer)
+
+
+main()

@@ -1,0 +1,232 @@
+//! The controller's ansible-core, for the modules nodeprov has no native
+//! version of. One long-lived Python process per run (started the first
+//! time a task needs it, never for a playbook of native modules) finds a
+//! module as Ansible finds it and packs it with ansible-core's own code;
+//! each module is asked for once per run.
+//!
+//! ansible-core is found as an Ansible user expects: the Python named by
+//! `NODEPROV_ANSIBLE_PYTHON`, else the interpreter of the `ansible-playbook`
+//! on `PATH`, else `python3` on `PATH` when it can import `ansible`.
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Value};
+
+use crate::modules::ansible_module::Payload;
+
+/// What the bridge runs: ansible-core's plugin loader and AnsiballZ
+/// packer, answering one JSON line per request.
+const BRIDGE: &str = include_str!("ansible_core.py");
+
+/// The environment variable that names the controller's Python with
+/// ansible-core, ahead of what `PATH` holds.
+pub const PYTHON_VAR: &str = "NODEPROV_ANSIBLE_PYTHON";
+
+/// Why Ansible's own module cannot stand in for a missing native one.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AnsibleCoreError {
+    #[error(
+        "no ansible-core on this controller ({0}); install it (pip install ansible-core) \
+         or name its Python in {PYTHON_VAR}"
+    )]
+    NotFound(String),
+    /// ansible-core answered, and cannot run this module for nodeprov.
+    #[error("{0}")]
+    Refused(String),
+    #[error("the controller's ansible-core stopped answering: {0}")]
+    Bridge(String),
+}
+
+/// A module as a task names it, and where Ansible would look for it.
+pub struct Query<'a> {
+    pub module: &'a str,
+    pub library: &'a [PathBuf],
+    pub collections: &'a [String],
+    pub collection_paths: &'a [PathBuf],
+}
+
+/// The payload of a module, packed once per run.
+pub fn module(q: &Query) -> Result<Arc<Payload>, AnsibleCoreError> {
+    static STATE: Mutex<Option<State>> = Mutex::new(None);
+    let request = json!({
+        "module": q.module,
+        "library": q.library,
+        "collections": q.collections,
+        "collections_paths": q.collection_paths,
+    });
+    let key = request.to_string();
+    let mut state = STATE.lock().unwrap_or_else(|e| e.into_inner());
+    let state = state.get_or_insert_with(|| State {
+        bridge: Bridge::start(),
+        packed: HashMap::new(),
+    });
+    if let Some(done) = state.packed.get(&key) {
+        return done.clone();
+    }
+    let answer = match &mut state.bridge {
+        Ok(bridge) => bridge.ask(&key).and_then(payload),
+        Err(e) => Err(e.clone()),
+    };
+    state.packed.insert(key, answer.clone());
+    answer
+}
+
+struct State {
+    bridge: Result<Bridge, AnsibleCoreError>,
+    packed: HashMap<String, Result<Arc<Payload>, AnsibleCoreError>>,
+}
+
+struct Bridge {
+    // Held so the process lives as long as the run; it ends at our exit,
+    // when its input closes.
+    _child: Child,
+    input: ChildStdin,
+    output: BufReader<ChildStdout>,
+}
+
+impl Bridge {
+    fn start() -> Result<Bridge, AnsibleCoreError> {
+        let python = controller_python()?;
+        let mut cmd = Command::new(&python);
+        cmd.args(["-I", "-c", BRIDGE])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null());
+        // nodeprov's own settings include its passwords.
+        for (var, _) in std::env::vars_os() {
+            if var.to_string_lossy().starts_with("NODEPROV_") {
+                cmd.env_remove(var);
+            }
+        }
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| AnsibleCoreError::NotFound(format!("{}: {e}", python.display())))?;
+        let (Some(input), Some(output)) = (child.stdin.take(), child.stdout.take()) else {
+            return Err(AnsibleCoreError::Bridge("no pipes to the bridge".into()));
+        };
+        let mut bridge = Bridge {
+            _child: child,
+            input,
+            output: BufReader::new(output),
+        };
+        let ready = bridge.read().map_err(|e| match e {
+            AnsibleCoreError::Bridge(why) => {
+                AnsibleCoreError::NotFound(format!("{} did not start: {why}", python.display()))
+            }
+            other => other,
+        })?;
+        if ready["ready"] != json!(true) {
+            let why = ready["why"].as_str().unwrap_or("it cannot import ansible");
+            return Err(AnsibleCoreError::NotFound(format!(
+                "{}: {why}",
+                python.display()
+            )));
+        }
+        Ok(bridge)
+    }
+
+    fn ask(&mut self, request: &str) -> Result<Value, AnsibleCoreError> {
+        writeln!(self.input, "{request}")
+            .and_then(|()| self.input.flush())
+            .map_err(|e| AnsibleCoreError::Bridge(e.to_string()))?;
+        self.read()
+    }
+
+    fn read(&mut self) -> Result<Value, AnsibleCoreError> {
+        let mut line = String::new();
+        match self.output.read_line(&mut line) {
+            Ok(0) => Err(AnsibleCoreError::Bridge("it exited".into())),
+            Ok(_) => serde_json::from_str(&line)
+                .map_err(|e| AnsibleCoreError::Bridge(format!("unreadable answer: {e}"))),
+            Err(e) => Err(AnsibleCoreError::Bridge(e.to_string())),
+        }
+    }
+}
+
+fn payload(answer: Value) -> Result<Arc<Payload>, AnsibleCoreError> {
+    let text = |k: &str| answer[k].as_str().map(str::to_string);
+    if answer["ok"] != json!(true) {
+        let why = text("why").unwrap_or_else(|| "ansible-core refused it".into());
+        return Err(AnsibleCoreError::Refused(why));
+    }
+    let field = |k: &str| {
+        text(k).ok_or_else(|| AnsibleCoreError::Bridge(format!("the answer has no '{k}'")))
+    };
+    Ok(Arc::new(Payload {
+        fqcn: field("fqcn")?,
+        import: field("import")?,
+        zip_base64: field("zip")?,
+        sha256: field("sha256")?,
+        ansible_version: field("ansible_version")?,
+    }))
+}
+
+/// The controller's Python that has ansible-core, by the order above.
+fn controller_python() -> Result<PathBuf, AnsibleCoreError> {
+    if let Some(named) = std::env::var_os(PYTHON_VAR).filter(|v| !v.is_empty()) {
+        return Ok(PathBuf::from(named));
+    }
+    if let Some(python) = on_path("ansible-playbook").and_then(|p| interpreter_of(&p)) {
+        return Ok(python);
+    }
+    on_path("python3").ok_or_else(|| {
+        AnsibleCoreError::NotFound("neither ansible-playbook nor python3 is on PATH".into())
+    })
+}
+
+fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|d| d.join(program))
+        .find(|p| p.is_file())
+}
+
+/// The Python a script's `#!` line names (`/usr/bin/env python3` looked up
+/// on `PATH`).
+fn interpreter_of(script: &Path) -> Option<PathBuf> {
+    use std::io::Read;
+    let mut head = [0u8; 256];
+    let n = std::fs::File::open(script).ok()?.read(&mut head).ok()?;
+    let text = String::from_utf8_lossy(&head[..n]);
+    let line = text.lines().next()?.strip_prefix("#!")?;
+    let mut words = line.split_whitespace();
+    let first = words.next()?;
+    match first.ends_with("/env") {
+        true => on_path(words.find(|w| !w.starts_with('-'))?),
+        false => Some(PathBuf::from(first)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_interpreter_of_a_script_is_its_shebang_or_env_lookup() {
+        let dir = tempfile::tempdir().unwrap();
+        let direct = dir.path().join("direct");
+        std::fs::write(&direct, "#!/opt/py/bin/python3.12\nimport x\n").unwrap();
+        assert_eq!(
+            interpreter_of(&direct),
+            Some(PathBuf::from("/opt/py/bin/python3.12"))
+        );
+        let none = dir.path().join("none");
+        std::fs::write(&none, "import x\n").unwrap();
+        assert_eq!(interpreter_of(&none), None);
+    }
+
+    #[test]
+    fn an_answer_without_ok_is_a_refusal_with_its_reason() {
+        let refused = payload(json!({"ok": false, "why": "no module named 'x'"}));
+        assert_eq!(
+            refused.unwrap_err(),
+            AnsibleCoreError::Refused("no module named 'x'".into())
+        );
+        let partial = payload(json!({"ok": true, "fqcn": "a.b.c"}));
+        assert!(matches!(partial, Err(AnsibleCoreError::Bridge(_))));
+    }
+}

@@ -1,0 +1,411 @@
+//! Ansible's own module, for a task whose module nodeprov has no native
+//! version of: a builtin (`tempfile`, `wait_for`), a collection's, or one
+//! in a role's or playbook's `library/`. The payload (the module and its
+//! `module_utils`, zipped by the controller's ansible-core) is kept on the
+//! host under its SHA-256, so one module used by many tasks travels once;
+//! the arguments travel on the runner's standard input, never on a
+//! command line.
+//!
+//! Planning runs the module in check mode as the task's probe, as Ansible
+//! does for a whole run under `--check`: its `changed` is the plan, its
+//! return values the registered result. Apply then runs it for real only
+//! when that said it would change something, failed, or could not say (a
+//! module without check mode), so a compliant host costs no extra trip.
+
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
+use crate::modules::params::{ParamError, ParamSpec, Params};
+use crate::remote::probe::{Probe, ProbeResult, DURABLE};
+use crate::remote::shell::{keyed_digest, quote, secret_stdin};
+
+/// A module found and packed by the controller's ansible-core.
+#[derive(Debug)]
+pub struct Payload {
+    /// The name Ansible resolved it to (`ansible.builtin.wait_for`).
+    pub fqcn: String,
+    /// The Python module the runner starts (`ansible.modules.wait_for`).
+    pub import: String,
+    /// The zip, base64-encoded as it travels.
+    pub zip_base64: String,
+    pub sha256: String,
+    pub ansible_version: String,
+}
+
+/// How one task runs a payload.
+#[derive(Clone, Debug)]
+pub struct AnsibleCall {
+    pub payload: Arc<Payload>,
+    /// The run is `check`: the module's real run is never planned.
+    pub check: bool,
+    pub diff: bool,
+    pub no_log: bool,
+}
+
+/// Not in the registry: the loader selects it for a module key only the
+/// controller's ansible-core knows, and says so at `validate`.
+pub(crate) const ANSIBLE_MODULE: ModuleSpec = ModuleSpec {
+    name: "ansible_module",
+    aliases: &[],
+    params: &ANY_PARAMETER,
+    free_form: None,
+    build,
+};
+
+/// The module's own argument spec checks its parameters, on the host.
+static ANY_PARAMETER: ParamSpec = ParamSpec {
+    names: &[],
+    required: &[],
+    docs: &[],
+    any_variable: true,
+    aliases: &[],
+};
+
+/// The host-side half of Ansible's AnsiballZ wrapper.
+const RUNNER: &str = include_str!("runner.py");
+
+/// Exit statuses of the wrapper script itself, apart from the module's.
+const NO_PYTHON: i32 = 97;
+const NO_PAYLOAD: i32 = 98;
+
+/// Where Ansible's interpreter discovery looks, the distribution's own
+/// Python first so that a user's shims (pyenv) are not taken for it; no
+/// Python 2, which ansible-core's modules no longer run on.
+const INTERPRETERS: &[&str] = &[
+    "/usr/bin/python3",
+    "/usr/libexec/platform-python",
+    "python3.12",
+    "python3.11",
+    "python3.10",
+    "python3.9",
+    "python3.8",
+    "python3.7",
+    "python3",
+];
+
+struct AnsibleModule {
+    call: AnsibleCall,
+    /// The task's parameters, sent as the module's arguments.
+    args: Map<String, Value>,
+    interpreter: Option<String>,
+}
+
+fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let Some(call) = p.ctx.ansible.clone() else {
+        return Err(p.error(
+            "",
+            "no payload of Ansible's module was prepared for this task",
+        ));
+    };
+    let args = p
+        .entries()
+        .map(|(k, v)| (k.to_string(), v.clone()))
+        .collect();
+    let interpreter = match &p.ctx.vars["ansible_python_interpreter"] {
+        Value::String(s) if !s.is_empty() && !s.starts_with("auto") => Some(s.clone()),
+        _ => None,
+    };
+    Ok(Box::new(AnsibleModule {
+        call,
+        args,
+        interpreter,
+    }))
+}
+
+impl Module for AnsibleModule {
+    fn probes(&self) -> Vec<Probe> {
+        match self.call.check {
+            true => vec![self.payload_probe(), self.check_probe()],
+            false => vec![self.payload_probe()],
+        }
+    }
+
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        let ready = facts.get(&self.payload_key())?;
+        if ready.rc != 0 {
+            let why = format!("{}: {}", self.name(), last_line(ready));
+            return Err(ModuleError::Missing(why));
+        }
+        let mut plan = Plan::noop();
+        plan.notes.push(format!(
+            "Ansible's module {} (ansible-core {}): nodeprov has no native version",
+            self.call.payload.fqcn, self.call.payload.ansible_version
+        ));
+        if !self.call.check {
+            // Its result, changed or not, and the values it returns are
+            // the real run's, as in Ansible.
+            let run = Change::new(self.call.payload.fqcn.clone(), None, Some("run".into()));
+            plan.changes.push(run);
+            plan.steps.push(self.run_script(false));
+            plan.effects.push(Effect::InvalidateAll);
+            return Ok(plan);
+        }
+        let answer = facts.get(&self.check_key())?;
+        let result = match answer.rc {
+            NO_PYTHON | NO_PAYLOAD => {
+                let why = format!("{}: {}", self.name(), last_line(answer));
+                return Err(ModuleError::Missing(why));
+            }
+            _ => module_result(answer).map_err(|why| self.failure(why))?,
+        };
+        if result["skipped"] == json!(true) {
+            let why = message(&result).unwrap_or("the module skipped its check-mode run");
+            let run = Change::new(self.call.payload.fqcn.clone(), None, Some("run".into()));
+            plan.changes.push(run);
+            plan.unknown = Some(format!("{}: {why}", self.name()));
+            return Ok(plan);
+        }
+        if result["failed"] == json!(true) {
+            let why = message(&result).unwrap_or("failed without a message");
+            // What an earlier task of the run would provide may be what
+            // it lacks; after such drift this is no verdict.
+            return Err(ModuleError::Absent(format!("{}: {why}", self.name())));
+        }
+        if result["changed"] == json!(true) {
+            let mut change =
+                Change::new(self.call.payload.fqcn.clone(), None, Some(summary(&result)));
+            change.diff = diff_text(&result);
+            plan.changes.push(change);
+        }
+        plan.returns = returns(result);
+        Ok(plan)
+    }
+
+    fn is_command(&self) -> bool {
+        true
+    }
+
+    fn command_result(&self, output: &ProbeResult) -> Value {
+        match module_result(output) {
+            Ok(result) => {
+                let failed = output.rc != 0 || result["failed"] == json!(true);
+                let changed = result["changed"] == json!(true);
+                let mut r = returns(result);
+                r.insert("changed".into(), json!(changed));
+                r.insert("failed".into(), json!(failed));
+                Value::Object(r)
+            }
+            Err(why) => json!({"changed": false, "failed": true, "msg": why}),
+        }
+    }
+
+    /// Its check-mode run must see what earlier tasks changed.
+    fn reads_everything(&self) -> bool {
+        self.call.check
+    }
+}
+
+impl AnsibleModule {
+    fn name(&self) -> String {
+        format!("Ansible's module {}", self.call.payload.fqcn)
+    }
+
+    fn failure(&self, why: String) -> ModuleError {
+        ModuleError::Unsupported(format!("{}: {why}", self.name()))
+    }
+
+    /// One per payload and interpreter: the answer also says whether the
+    /// host has the Python to run it.
+    fn payload_key(&self) -> String {
+        let python = self.interpreter.as_deref().unwrap_or("discovered");
+        format!(
+            "{DURABLE}ansible payload {} for {python}",
+            self.call.payload.sha256
+        )
+    }
+
+    /// Keyed per run: the arguments may hold secrets.
+    fn check_key(&self) -> String {
+        let args = Value::Object(self.args.clone()).to_string();
+        let python = self.interpreter.as_deref().unwrap_or("");
+        let what = format!("{}\n{python}\n{args}", self.call.payload.fqcn);
+        // After the payload's key, so that the payload is in place first.
+        format!(
+            "the check-mode run of {} {}",
+            self.call.payload.fqcn,
+            keyed_digest(&what)
+        )
+    }
+
+    /// Finds the Python, then puts the payload in the user's
+    /// `~/.ansible/nodeprov` unless it is there already: a folder of the
+    /// user's own that is no link, the file checked against its digest,
+    /// written under a random name and renamed.
+    fn payload_probe(&self) -> Probe {
+        let p = &self.call.payload;
+        let body: String = p
+            .zip_base64
+            .as_bytes()
+            .chunks(76)
+            .map(|c| String::from_utf8_lossy(c).into_owned() + "\n")
+            .collect();
+        let script = format!(
+            "{HOME}{python}np_c=\"$np_h/.ansible/nodeprov\"; np_z=\"$np_c/{sha}.zip\"\n\
+             umask 077; mkdir -p \"$np_c\" || exit 1\n\
+             if [ -L \"$np_c\" ] || [ ! -O \"$np_c\" ]; then echo \"$np_c is a link or not the user's own\" >&2; exit 1; fi\n\
+             if [ -f \"$np_z\" ] && [ ! -L \"$np_z\" ] && printf '%s  %s\\n' {sha} \"$np_z\" | sha256sum -c --status 2>/dev/null; then echo kept; exit 0; fi\n\
+             np_n=$(mktemp \"$np_c/.payload.XXXXXX\") || exit 1\n\
+             {decode}\
+             if ! printf '%s  %s\\n' {sha} \"$np_n\" | sha256sum -c --status; then rm -f \"$np_n\"; echo 'the payload arrived damaged' >&2; exit 1; fi\n\
+             mv -f \"$np_n\" \"$np_z\" && echo sent",
+            python = self.find_python(),
+            sha = p.sha256,
+            // On stdin like a secret, so reports show no copy of it.
+            decode = secret_stdin("base64 -d >\"$np_n\"", body.trim_end()),
+        );
+        Probe::new(self.payload_key(), script)
+    }
+
+    fn check_probe(&self) -> Probe {
+        Probe::new(self.check_key(), self.run_script(true))
+    }
+
+    /// Sets `np_py` to the interpreter Ansible's discovery would pick, or
+    /// ends the script saying there is none.
+    fn find_python(&self) -> String {
+        let (candidates, looked) = match &self.interpreter {
+            Some(python) => (quote(python), python.clone()),
+            None => (
+                INTERPRETERS
+                    .iter()
+                    .map(|c| quote(c))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                INTERPRETERS.join(", "),
+            ),
+        };
+        let why =
+            format!("no Python on the host (looked for {looked}); set ansible_python_interpreter");
+        format!(
+            "np_py=\nfor np_i in {candidates}; do command -v \"$np_i\" >/dev/null 2>&1 && {{ np_py=$np_i; break; }}; done\n\
+             if [ -z \"$np_py\" ]; then echo {} >&2; exit {NO_PYTHON}; fi\n",
+            quote(&why)
+        )
+    }
+
+    /// The module run once: in check mode as the probe, for real as the step.
+    fn run_script(&self, check: bool) -> String {
+        let p = &self.call.payload;
+        let mut args = self.args.clone();
+        let short = p.fqcn.rsplit('.').next().unwrap_or(&p.fqcn);
+        for (k, v) in [
+            ("_ansible_check_mode", json!(check)),
+            ("_ansible_no_log", json!(self.call.no_log)),
+            ("_ansible_diff", json!(self.call.diff)),
+            ("_ansible_debug", json!(false)),
+            ("_ansible_verbosity", json!(0)),
+            ("_ansible_version", json!(p.ansible_version)),
+            ("_ansible_module_name", json!(short)),
+            ("_ansible_keep_remote_files", json!(false)),
+            ("_ansible_shell_executable", json!("/bin/sh")),
+            ("_ansible_string_conversion_action", json!("warn")),
+            ("_ansible_syslog_facility", json!("LOG_USER")),
+        ] {
+            args.insert(k.into(), v);
+        }
+        let input = json!({ "ANSIBLE_MODULE_ARGS": args }).to_string();
+        format!(
+            "{HOME}{python}np_z=\"$np_h/.ansible/nodeprov/{sha}.zip\"\n\
+             if [ ! -f \"$np_z\" ] || [ -L \"$np_z\" ]; then echo \"the payload is not at $np_z\" >&2; exit {NO_PAYLOAD}; fi\n\
+             {run}",
+            python = self.find_python(),
+            sha = p.sha256,
+            run = secret_stdin(
+                &format!(
+                    "HOME=\"$np_h\" \"$np_py\" -c {} \"$np_z\" {}",
+                    quote(RUNNER),
+                    quote(&p.import)
+                ),
+                &input
+            ),
+        )
+    }
+}
+
+/// The user's home as the password database has it: a shell dropped to
+/// another user by sudo may still carry the caller's `$HOME`.
+const HOME: &str =
+    "np_h=$(getent passwd \"$(id -u)\" | cut -d: -f6); [ -n \"$np_h\" ] || np_h=$HOME\n";
+
+/// The module's JSON result, found as Ansible finds it among other output
+/// (a module or a login script may print before or after it).
+fn module_result(output: &ProbeResult) -> Result<Value, String> {
+    let text = &output.stdout;
+    let start = text.lines().position(|l| l.trim_start().starts_with('{'));
+    let parsed = start.and_then(|s| {
+        let lines: Vec<&str> = text.lines().skip(s).collect();
+        (1..=lines.len())
+            .rev()
+            .find_map(|n| serde_json::from_str::<Value>(&lines[..n].join("\n")).ok())
+    });
+    match parsed {
+        Some(v @ Value::Object(_)) => Ok(v),
+        _ => Err(format!(
+            "no JSON result (exit status {}): {}",
+            output.rc,
+            last_line(output)
+        )),
+    }
+}
+
+/// The last line of what a script said, stderr first.
+fn last_line(r: &ProbeResult) -> String {
+    let text = if r.stderr.trim().is_empty() {
+        &r.stdout
+    } else {
+        &r.stderr
+    };
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no output")
+        .trim()
+        .to_string()
+}
+
+fn message(result: &Value) -> Option<&str> {
+    result["msg"].as_str().filter(|m| !m.is_empty())
+}
+
+/// The change as reports show it: the module's message, else its state.
+fn summary(result: &Value) -> String {
+    message(result)
+        .map(str::to_string)
+        .or_else(|| result["state"].as_str().map(|s| format!("state {s}")))
+        .unwrap_or_else(|| "changed".into())
+}
+
+/// A diff the module returned, as one unified text.
+fn diff_text(result: &Value) -> Option<String> {
+    let diffs = match &result["diff"] {
+        Value::Array(items) => items.clone(),
+        d @ Value::Object(_) => vec![d.clone()],
+        _ => return None,
+    };
+    let text: String = diffs
+        .iter()
+        .filter_map(|d| match (&d["prepared"], &d["before"], &d["after"]) {
+            (Value::String(p), _, _) => Some(p.clone()),
+            (_, Value::String(b), Value::String(a)) if b != a => Some(format!("- {b}\n+ {a}\n")),
+            _ => None,
+        })
+        .collect();
+    (!text.is_empty()).then_some(text)
+}
+
+/// What the task registers: the module's return values, without the
+/// arguments it echoes (`invocation`), which may hold secrets.
+fn returns(result: Value) -> Map<String, Value> {
+    let Value::Object(mut m) = result else {
+        return Map::new();
+    };
+    m.remove("invocation");
+    m.retain(|k, _| !k.starts_with("_ansible"));
+    m
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,315 @@
+//! Ansible's own modules where nodeprov has none, over real SSH with the
+//! ansible-core that scripts/test.sh installs (target/ansible-venv, or the
+//! venv NODEPROV_ANSIBLE_VENV names): a custom module from the playbook's
+//! `library/` and a builtin nodeprov lacks run in check, apply, apply
+//! again (nothing changed, one round trip) and check again; `register` and
+//! `when` read their return values; `become_user` and `no_log` hold, and
+//! the secret argument is on no command line and in no report. Without
+//! ansible-core on the controller, or Python on the host, each says so in
+//! one line.
+
+mod support;
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use support::control::{Control, Run};
+use support::sshd::SshFleet;
+use support::{assert_machine_unchanged, machine_digest};
+
+/// A module as a role or playbook ships one: it makes a file once, knows
+/// check mode, takes a secret, and can linger so a sampler sees it run.
+const MY_MOD: &str = r#"
+import os, time
+from ansible.module_utils.basic import AnsibleModule
+
+def main():
+    m = AnsibleModule(
+        argument_spec=dict(
+            path=dict(type='str', required=True),
+            secret=dict(type='str', no_log=True),
+            linger=dict(type='float', default=0),
+        ),
+        supports_check_mode=True,
+    )
+    time.sleep(m.params['linger'])
+    path = m.params['path']
+    if os.path.exists(path):
+        m.exit_json(changed=False, path=path, uid=os.getuid())
+    if not m.check_mode:
+        with open(path, 'w') as f:
+            f.write('made\n')
+    m.exit_json(changed=True, path=path, uid=os.getuid(), msg='made %s' % path)
+
+main()
+"#;
+
+const SECRET: &str = "FALLBACK-SECRET-7731";
+
+const PLAYBOOK: &str = r#"
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: a native task before
+      copy: {dest: /root/np-native-1, content: "one\n"}
+    - name: the playbook's own module
+      my_mod: {path: /root/np-made}
+      register: made
+    - name: a builtin nodeprov lacks
+      known_hosts: {path: /root/np_known_hosts, name: np-peer.example, key: "np-peer.example {key}"}
+      register: known
+    - name: register and when read what the modules returned
+      copy:
+        dest: /root/np-summary
+        content: "{{ made.path }} {{ known.failed }}\n"
+      when: made.uid == 0
+    - name: as ops, with a secret
+      my_mod: {path: /tmp/np-ops-made, secret: "FALLBACK-SECRET-7731", linger: 1.5}
+      become: true
+      become_user: ops
+      no_log: true
+    - name: a native task after
+      copy: {dest: /root/np-native-2, content: "two\n"}
+"#;
+
+/// The Python of the venv holding ansible-core.
+fn ansible_python() -> PathBuf {
+    let dir = std::env::var("NODEPROV_ANSIBLE_VENV").unwrap_or("target/ansible-venv".into());
+    let python = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(dir)
+        .join("bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/test.sh, which installs ansible-core there",
+        python.display()
+    );
+    python
+}
+
+/// Every process's command line, the isolated hosts' among them.
+fn command_lines() -> Vec<String> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .collect()
+}
+
+#[test]
+fn ansible_modules_check_apply_apply_again_and_check_again() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    let control = Control::new(&fleet);
+    let inventory = control.write("inventory.ini", &fleet.inventory("root", ""));
+    std::fs::create_dir(control.path("library")).unwrap();
+    control.write("library/my_mod.py", MY_MOD);
+    let public = support::sshd::TestKey::get().public();
+    let key: Vec<&str> = public.split_whitespace().take(2).collect();
+    let playbook = control.write("site.yml", &PLAYBOOK.replace("{key}", &key.join(" ")));
+    let python = ansible_python();
+    let run = |verb: &str, report: &str| {
+        let reports = control.path(report).display().to_string();
+        let mut cmd = control.nodeprov(&[verb, &playbook, "-i", &inventory, "--report", &reports]);
+        cmd.env("NODEPROV_ANSIBLE_PYTHON", &python);
+        Run::json(cmd)
+    };
+
+    let mut validate = std::process::Command::new(env!("CARGO_BIN_EXE_nodeprov"));
+    validate
+        .args(["validate", &playbook, "-i", &inventory])
+        .env("NODEPROV_ANSIBLE_PYTHON", &python);
+    let validate = Run::of(validate);
+    assert_eq!(validate.code, 0, "{validate}");
+    for line in [
+        "site.yml:8:7: runs Ansible's module my_mod (ansible-core 2.17",
+        "site.yml:11:7: runs Ansible's module ansible.builtin.known_hosts (ansible-core 2.17",
+    ] {
+        assert!(validate.stdout.contains(line), "{line}: {validate}");
+    }
+    assert!(validate.stdout.contains("; native: no)"), "{validate}");
+
+    let check = run("check", "check-1");
+    assert_eq!(check.code, 2, "drift before the first apply: {check}");
+    assert!(
+        !host.host.path("/root/np-made").exists(),
+        "check made the file"
+    );
+    let h = check.host(host.name());
+    let made = &h["tasks"][1];
+    assert_eq!(made["status"], "drift", "{made}");
+    assert_eq!(h["tasks"][2]["status"], "drift", "{h}");
+
+    let stop = AtomicBool::new(false);
+    let (leaked, sampled, first) = std::thread::scope(|s| {
+        let sampler = s.spawn(|| {
+            let (mut leaked, mut sampled) = (Vec::new(), 0);
+            while !stop.load(Ordering::Relaxed) {
+                for line in command_lines() {
+                    if line.contains(SECRET) {
+                        leaked.push(line);
+                    } else if line.contains("ansible.modules.my_mod") {
+                        sampled += 1;
+                    }
+                }
+                std::thread::sleep(std::time::Duration::from_millis(10));
+            }
+            (leaked, sampled)
+        });
+        let first = run("apply", "apply-1");
+        stop.store(true, Ordering::Relaxed);
+        let (leaked, sampled) = sampler.join().unwrap();
+        (leaked, sampled, first)
+    });
+    assert_eq!(first.code, 0, "{first}");
+    assert!(sampled > 0, "the sampler never saw the module run");
+    assert!(
+        leaked.is_empty(),
+        "the secret on a command line: {leaked:?}"
+    );
+    let h = first.host(host.name());
+    assert_eq!(h["recap"]["changed"], 6, "{h}");
+    let made = std::fs::read_to_string(host.host.path("/root/np-made")).unwrap_or_default();
+    assert_eq!(made, "made\n");
+    let summary = std::fs::read_to_string(host.host.path("/root/np-summary")).unwrap_or_default();
+    assert_eq!(summary, "/root/np-made False\n");
+    let known = std::fs::read_to_string(host.host.path("/root/np_known_hosts")).unwrap_or_default();
+    assert_eq!(known, format!("np-peer.example {}\n", key.join(" ")));
+    let ops_file = host.host.path("/tmp/np-ops-made");
+    let ops_uid = std::fs::metadata(&ops_file).map(|m| m.uid()).unwrap_or(0);
+    assert_ne!(ops_uid, 0, "the module ran as ops: {}", ops_file.display());
+    // The payload was kept in each user's own folder, not world-readable.
+    for home in ["/root", "/run/home/ops"] {
+        let dir = host.host.path(&format!("{home}/.ansible/nodeprov"));
+        let mode = std::fs::metadata(&dir)
+            .map(|m| m.mode() & 0o777)
+            .unwrap_or(0);
+        assert_eq!(mode, 0o700, "{}", dir.display());
+    }
+
+    let again = run("apply", "apply-2");
+    assert_eq!(again.code, 0, "{again}");
+    let h = again.host(host.name());
+    let changed: Vec<&serde_json::Value> = h["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|t| t["status"] != "ok")
+        .collect();
+    assert_eq!(h["recap"]["changed"], 0, "{changed:?}");
+    // The native tasks' one trip, and one for each run of Ansible's
+    // modules, as Ansible pays; the unchanged runs keep the facts.
+    assert_eq!(h["round_trips"], 4, "{h}");
+
+    let last = run("check", "check-2");
+    assert_eq!(last.code, 0, "{last}");
+    assert_eq!(last.host(host.name())["round_trips"], 1, "{last}");
+
+    // A module without check mode: unknown in check, run in apply, where
+    // its "unchanged" keeps the facts the native task after it reads.
+    let waits = control.write(
+        "waits.yml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n\
+         \x20   - wait_for: {path: /etc/hostname, timeout: 5}\n\
+         \x20   - copy: {dest: /root/np-native-1, content: \"one\\n\"}\n",
+    );
+    let wait = |verb: &str| {
+        let mut cmd = control.nodeprov(&[verb, &waits, "-i", &inventory]);
+        cmd.env("NODEPROV_ANSIBLE_PYTHON", &python);
+        Run::json(cmd)
+    };
+    let checked = wait("check");
+    let task = &checked.host(host.name())["tasks"][0];
+    assert_eq!(task["status"], "unknown", "{checked}");
+    assert!(
+        task["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("does not support check mode"),
+        "{task}"
+    );
+    let applied = wait("apply");
+    assert_eq!(applied.code, 0, "{applied}");
+    let h = applied.host(host.name());
+    assert_eq!(h["recap"]["ok"], 2, "{h}");
+    assert_eq!(h["round_trips"], 2, "the probe, then the module's run: {h}");
+
+    let mut outputs = Vec::new();
+    for (run, dir) in [
+        (&check, "check-1"),
+        (&first, "apply-1"),
+        (&again, "apply-2"),
+        (&last, "check-2"),
+    ] {
+        outputs.push(run.stdout.clone());
+        outputs.push(run.stderr.clone());
+        for f in ["report.json", "junit.xml", "report.html"] {
+            outputs.push(control.read(&format!("{dir}/{f}")));
+        }
+    }
+    for text in &outputs {
+        assert!(!text.contains(SECRET), "a report shows the secret:\n{text}");
+        // The payload travels on stdin and no report carries a copy.
+        assert!(text.len() < 200_000, "a report of {} bytes", text.len());
+    }
+    drop(fleet);
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn no_ansible_core_on_the_controller_is_one_clear_error_at_validate() {
+    let dir = tempfile::tempdir().unwrap();
+    let playbook = dir.path().join("site.yml");
+    std::fs::write(
+        &playbook,
+        "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - tempfile: {state: file}\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nodeprov"))
+        .arg("validate")
+        .arg(&playbook)
+        .env("NODEPROV_ANSIBLE_PYTHON", dir.path().join("no-such-python"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("site.yml:4:7"), "{stderr}");
+    assert!(
+        stderr.contains("no ansible-core on this controller"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn no_python_on_the_host_is_one_clear_line() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    let control = Control::new(&fleet);
+    let inventory = control.write(
+        "inventory.ini",
+        &fleet.inventory("root", "ansible_python_interpreter=/opt/none/python3"),
+    );
+    let playbook = control.write(
+        "site.yml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - wait_for: {path: /etc/hostname}\n",
+    );
+    let mut cmd = control.nodeprov(&["apply", &playbook, "-i", &inventory]);
+    cmd.env("NODEPROV_ANSIBLE_PYTHON", ansible_python());
+    let run = Run::json(cmd);
+    assert_eq!(run.code, 4, "a host failed: {run}");
+    let task = &run.host(host.name())["tasks"][0];
+    assert_eq!(task["status"], "failed", "{task}");
+    let message = task["message"].as_str().unwrap_or_default();
+    assert_eq!(
+        message,
+        "Ansible's module ansible.builtin.wait_for: no Python on the host (looked for \
+         /opt/none/python3); set ansible_python_interpreter",
+        "{task}"
+    );
+    drop(fleet);
+    assert_machine_unchanged(&before);
+}
