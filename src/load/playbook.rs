@@ -68,6 +68,25 @@ const TASK_KEYS: &[&str] = &[
     "timeout",
     "delegate_to",
     "run_once",
+    "async",
+    "poll",
+];
+
+/// Ansible's task keywords that nodeprov refuses: refused by name, never
+/// taken for a module's name.
+const REFUSED_TASK_KEYS: &[&str] = &[
+    "action",
+    "any_errors_fatal",
+    "become_exe",
+    "become_flags",
+    "collections",
+    "debugger",
+    "diff",
+    "ignore_unreachable",
+    "module_defaults",
+    "port",
+    "remote_user",
+    "throttle",
 ];
 
 /// The keywords the loader takes at each level (play, block, task), by
@@ -837,6 +856,8 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
     let mut first_found = None;
     // Keys neither native modules nor keywords: (key, value, module name).
     let mut foreign: Vec<(&Node, &Node, String)> = Vec::new();
+    let mut async_run = None;
+    let mut poll = None;
     for (k, v) in entries {
         let Some(key) = key_name(k, "a task keyword", errors) else {
             continue;
@@ -887,6 +908,9 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
                 errors.push(tasks::not_yet(k))
             }
             "connection" => errors.push(unsupported(k)),
+            "async" => async_run = Some((k, tasks::seconds("async", v, errors))),
+            "poll" => poll = tasks::seconds("poll", v, errors),
+            _ if REFUSED_TASK_KEYS.contains(&key) => errors.push(unsupported(k)),
             _ => match collections::module(key, &scope.collections, &scope.roles.collections) {
                 ModuleRef::Native(spec) if module.is_none() => module = Some((spec, k, v)),
                 ModuleRef::Native(_) => {
@@ -924,6 +948,10 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
     }
     task.become_user = become_setting(become_, become_user);
     task.retry = retry_keys.parse(&task, errors);
+    // `async: 0` runs the task as any other, as in Ansible.
+    if let Some((k, Some(seconds @ 1..))) = async_run {
+        tasks::run_async(&mut task, k, seconds, poll, errors);
+    }
     let Some((spec, key, value)) = module else {
         // An unknown key already said what is wrong: most likely the module.
         if !unknown {
@@ -971,11 +999,18 @@ fn not_runnable(k: &Node, name: &str, scope: &tasks::Scope, why: &AnsibleCoreErr
         }
         _ => {
             let d = unknown_module(k);
-            let note = format!("Ansible's own module: {why}");
-            let hint = match &d.hint {
-                Some(h) => format!("{h}; {note}"),
-                None => note,
-            };
+            // A near miss of a name nodeprov knows is most likely a typo.
+            if d.hint
+                .as_deref()
+                .is_some_and(|h| h.starts_with("did you mean"))
+            {
+                return collections::with_missing_collections(
+                    d,
+                    &scope.collections,
+                    &scope.roles.collections,
+                );
+            }
+            let hint = format!("Ansible's own module: {why}");
             d.with_hint(hint)
         }
     };
@@ -1380,6 +1415,19 @@ mod tests {
         assert_eq!(errs[0].span.location(), "site.yml:3:7");
         assert_eq!(errs[0].message, "unknown module or task keyword 'sysctll'");
         assert_eq!(errs[0].hint.as_deref(), Some("did you mean 'sysctl'?"));
+    }
+
+    #[test]
+    fn async_with_poll_bounds_the_task_as_timeout_does() {
+        let pb = load_text(
+            "- hosts: all\n  tasks:\n    - command: a\n      async: 600\n      poll: 5\n    - command: b\n      async: 600\n      timeout: 30\n    - command: c\n      async: 0\n",
+        )
+        .unwrap();
+        let timeouts: Vec<Option<u64>> = pb.plays[0].tasks.iter().map(|t| t.timeout).collect();
+        assert_eq!(timeouts, [Some(600), Some(30), None]);
+        let errs =
+            load_text("- hosts: all\n  tasks:\n    - command: a\n      throttle: 2\n").unwrap_err();
+        assert_eq!(errs[0].message, "'throttle' is not supported");
     }
 
     #[test]

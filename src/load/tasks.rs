@@ -358,6 +358,36 @@ pub(super) fn timeout(v: &Node, errors: &mut Errors) -> Option<u64> {
     }
 }
 
+/// `async:` / `poll:`: whole seconds.
+pub(super) fn seconds(name: &str, v: &Node, errors: &mut Errors) -> Option<u64> {
+    let key = Node::new(Value::Str(name.into()), v.span.clone());
+    whole_number(&key, v, errors)
+}
+
+/// `async:` with `poll:` above 0 waits for the task as every task is
+/// waited for, at most `seconds` (as `timeout:`, the smaller of the two).
+/// Fire-and-forget (`poll: 0`) would leave the task running after it is
+/// reported, which nodeprov never does.
+pub(super) fn run_async(
+    task: &mut Task,
+    key: &Node,
+    seconds: u64,
+    poll: Option<u64>,
+    errors: &mut Errors,
+) {
+    if poll == Some(0) {
+        errors.push(
+            key.error("fire-and-forget ('async' with 'poll: 0') is not supported by nodeprov")
+                .with_hint(
+                    "give 'poll' a number above 0: the task then runs to its end, for at \
+                     most 'async' seconds; for a reboot use the reboot module",
+                ),
+        );
+        return;
+    }
+    task.timeout = Some(task.timeout.map_or(seconds, |t| t.min(seconds)));
+}
+
 /// `retries:` / `delay:`: a whole number, written as one or as its text.
 fn whole_number(key: &Node, v: &Node, errors: &mut Errors) -> Option<u64> {
     let name = key.as_str().unwrap_or_default();
