@@ -183,8 +183,28 @@ fn load_playbook(
         &collections_path(collections, settings),
         &play_defaults(settings),
     )?;
+    install_plugins(&pb);
     validate::templates(&pb)?;
     Ok(pb)
+}
+
+/// The filter and test plugins beside the playbook and in its roles, as
+/// Ansible finds them, before any template of the run is compiled.
+fn install_plugins(pb: &playbook::Playbook) {
+    let mut folders = vec![pb.path.parent().unwrap_or(Path::new(".")).to_path_buf()];
+    let tasks = pb
+        .plays
+        .iter()
+        .flat_map(|p| p.tasks.iter().chain(&p.handlers).chain(&p.validate));
+    for task in tasks {
+        if let Some(role) = &task.role {
+            if !folders.contains(&role.path) {
+                folders.push(role.path.clone());
+            }
+        }
+    }
+    let under = |name: &str| folders.iter().map(|f| f.join(name)).collect();
+    crate::template::plugins::install(under("filter_plugins"), under("test_plugins"));
 }
 
 fn forks(cli: Option<usize>, settings: &Settings) -> usize {

@@ -313,3 +313,78 @@ fn no_python_on_the_host_is_one_clear_line() {
     drop(fleet);
     assert_machine_unchanged(&before);
 }
+
+/// A role's and a playbook's filter and test plugins, as RHEL9-CIS ships
+/// its `grub_hash`: `validate` knows their names, and a run renders them
+/// through ansible-core, with positional and keyword arguments.
+#[test]
+fn filter_and_test_plugins_of_the_playbook_and_its_roles_render() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    let control = Control::new(&fleet);
+    let inventory = control.write("inventory.ini", &fleet.inventory("root", ""));
+    for dir in [
+        "filter_plugins",
+        "test_plugins",
+        "roles/tune/tasks",
+        "roles/tune/filter_plugins",
+    ] {
+        std::fs::create_dir_all(control.path(dir)).unwrap();
+    }
+    control.write(
+        "filter_plugins/site.py",
+        "class FilterModule(object):\n    def filters(self):\n        \
+         return {'shout': lambda s, times=1: (s.upper() + '!') * times}\n",
+    );
+    control.write(
+        "test_plugins/site.py",
+        "class TestModule(object):\n    def tests(self):\n        \
+         return {'even_length': lambda s: len(s) % 2 == 0}\n",
+    );
+    control.write(
+        "roles/tune/filter_plugins/hashing.py",
+        "import hashlib\n\nclass FilterModule(object):\n    def filters(self):\n        \
+         return {'short_hash': lambda s, n: hashlib.sha256(s.encode()).hexdigest()[:n]}\n",
+    );
+    control.write(
+        "roles/tune/tasks/main.yml",
+        "- copy:\n    dest: /root/np-plugins\n    \
+         content: \"{{ 'grub' | short_hash(8) }} {{ 'hi' | shout(times=2) }} {{ 'ab' is even_length }}\\n\"\n",
+    );
+    let playbook = control.write(
+        "site.yml",
+        "- hosts: all\n  gather_facts: false\n  roles: [tune]\n",
+    );
+    let python = ansible_python();
+    let run = |verb: &str| {
+        let mut cmd = control.nodeprov(&[verb, &playbook, "-i", &inventory]);
+        cmd.env("NODEPROV_ANSIBLE_PYTHON", &python);
+        Run::json(cmd)
+    };
+    let first = run("apply");
+    assert_eq!(first.code, 0, "{first}");
+    let written = std::fs::read_to_string(host.host.path("/root/np-plugins")).unwrap_or_default();
+    assert_eq!(written, "f78c9c9d HI!HI! True\n");
+    let again = run("check");
+    assert_eq!(again.code, 0, "{again}");
+
+    // Without ansible-core, validate says why the plugins cannot run.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nodeprov"))
+        .args(["validate", &playbook])
+        .env("NODEPROV_ANSIBLE_PYTHON", control.path("no-such-python"))
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("unknown filter 'short_hash' (the plugins in"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("no ansible-core on this controller"),
+        "{stderr}"
+    );
+    drop(fleet);
+    assert_machine_unchanged(&before);
+}

@@ -11,6 +11,10 @@
 #              "collections_paths": [dirs]}
 #   answer:   {"ok": true, "fqcn", "import", "path", "zip", "sha256", "ansible_version"}
 #             {"ok": false, "why": "..."}
+#   request:  {"plugins": {"filter": [dirs], "test": [dirs]}}
+#   answer:   {"ok": true, "filter": [names], "test": [names]}
+#   request:  {"call": "filter"|"test", "name": n, "args": [...], "kwargs": {...}}
+#   answer:   {"ok": true, "value": ...}
 
 import atexit
 import json
@@ -65,6 +69,7 @@ except Exception as e:  # ImportError, or a broken ansible.cfg raising at import
     sys.exit(0)
 
 import ast
+import importlib.util
 import base64
 import hashlib
 import io
@@ -246,9 +251,77 @@ def string_list(req, key):
     return value
 
 
+class Plugins:
+    # name -> callable, the first found winning, as in Ansible's search order.
+    filter = {}
+    test = {}
+
+
+def load_plugins(kind, dirs):
+    """Loads the FilterModule/TestModule classes of each .py file in dirs,
+    as Ansible's plugin loader does for a play's filter_plugins/ and
+    test_plugins/, and answers the names they provide."""
+    table = getattr(Plugins, kind)
+    cls_name, method = {"filter": ("FilterModule", "filters"), "test": ("TestModule", "tests")}[kind]
+    names = []
+    for folder in dirs:
+        if not os.path.isdir(folder):
+            continue
+        for entry in sorted(os.listdir(folder)):
+            path = os.path.join(folder, entry)
+            if not entry.endswith(".py") or entry.startswith("_") or not os.path.isfile(path):
+                continue
+            unique = "nodeprov_%s_plugin_%s" % (kind, hashlib.sha256(path.encode("utf-8")).hexdigest()[:16])
+            spec = importlib.util.spec_from_file_location(unique, path)
+            module = importlib.util.module_from_spec(spec)
+            try:
+                spec.loader.exec_module(module)
+                provider = getattr(module, cls_name, None)
+                provided = getattr(provider(), method)() if provider else {}
+            except Exception as e:
+                raise Refusal("%s plugin %s does not load: %s: %s" % (kind, path, type(e).__name__, e))
+            for name, fn in provided.items():
+                if name not in table:
+                    table[name] = fn
+                    names.append(name)
+    return names
+
+
+def plain(value):
+    # What JSON cannot hold comes back as Jinja would show it to a template.
+    if isinstance(value, (set, frozenset, tuple)) or hasattr(value, "__next__"):
+        return list(value)
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return str(value)
+
+
+def call_plugin(req):
+    kind = req.get("call")
+    if kind not in ("filter", "test"):
+        raise Refusal("'call' is 'filter' or 'test'")
+    name = req.get("name")
+    fn = getattr(Plugins, kind).get(name)
+    if fn is None:
+        raise Refusal("no %s plugin named '%s' was loaded" % (kind, name))
+    args = req.get("args") or []
+    kwargs = req.get("kwargs") or {}
+    value = fn(*args, **kwargs)
+    return {"ok": True, "value": json.loads(json.dumps(value, default=plain))}
+
+
 def handle(req):
     if not isinstance(req, dict):
         raise Refusal("a request is a JSON object")
+    if "plugins" in req:
+        dirs = req["plugins"] if isinstance(req["plugins"], dict) else {}
+        return {
+            "ok": True,
+            "filter": load_plugins("filter", string_list(dirs, "filter")),
+            "test": load_plugins("test", string_list(dirs, "test")),
+        }
+    if "call" in req:
+        return call_plugin(req)
     name = req.get("module")
     if not isinstance(name, str) or not name.strip():
         raise Refusal("'module' must be a non-empty string")

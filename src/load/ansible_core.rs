@@ -51,7 +51,6 @@ pub struct Query<'a> {
 
 /// The payload of a module, packed once per run.
 pub fn module(q: &Query) -> Result<Arc<Payload>, AnsibleCoreError> {
-    static STATE: Mutex<Option<State>> = Mutex::new(None);
     let request = json!({
         "module": q.module,
         "library": q.library,
@@ -59,20 +58,85 @@ pub fn module(q: &Query) -> Result<Arc<Payload>, AnsibleCoreError> {
         "collections_paths": q.collection_paths,
     });
     let key = request.to_string();
+    with_bridge(|state| {
+        if let Some(done) = state.packed.get(&key) {
+            return done.clone();
+        }
+        let answer = match &mut state.bridge {
+            Ok(bridge) => bridge.ask(&key).and_then(payload),
+            Err(e) => Err(e.clone()),
+        };
+        state.packed.insert(key, answer.clone());
+        answer
+    })
+}
+
+/// The filters and tests that the plugin files in these folders provide
+/// (`filter_plugins/`, `test_plugins/`), loaded by ansible-core.
+#[derive(Clone, Debug, Default)]
+pub struct PluginNames {
+    pub filters: Vec<String>,
+    pub tests: Vec<String>,
+}
+
+pub fn plugins(
+    filter_dirs: &[PathBuf],
+    test_dirs: &[PathBuf],
+) -> Result<PluginNames, AnsibleCoreError> {
+    let request = json!({"plugins": {"filter": filter_dirs, "test": test_dirs}});
+    let answer = ask(&request)?;
+    let names = |k: &str| -> Vec<String> {
+        answer[k]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|n| n.as_str().map(str::to_string))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    Ok(PluginNames {
+        filters: names("filter"),
+        tests: names("test"),
+    })
+}
+
+/// Calls a loaded filter or test plugin (`kind`) with JSON values.
+pub fn call(
+    kind: &str,
+    name: &str,
+    args: Vec<Value>,
+    kwargs: Value,
+) -> Result<Value, AnsibleCoreError> {
+    let request = json!({"call": kind, "name": name, "args": args, "kwargs": kwargs});
+    Ok(ask(&request)?["value"].take())
+}
+
+/// One request and its answer, which must say `ok`.
+fn ask(request: &Value) -> Result<Value, AnsibleCoreError> {
+    let answer = with_bridge(|state| match &mut state.bridge {
+        Ok(bridge) => bridge.ask(&request.to_string()),
+        Err(e) => Err(e.clone()),
+    })?;
+    match answer["ok"] == json!(true) {
+        true => Ok(answer),
+        false => Err(AnsibleCoreError::Refused(
+            answer["why"]
+                .as_str()
+                .unwrap_or("ansible-core refused it")
+                .to_string(),
+        )),
+    }
+}
+
+/// The run's one bridge, started the first time it is needed.
+fn with_bridge<T>(f: impl FnOnce(&mut State) -> T) -> T {
+    static STATE: Mutex<Option<State>> = Mutex::new(None);
     let mut state = STATE.lock().unwrap_or_else(|e| e.into_inner());
-    let state = state.get_or_insert_with(|| State {
+    f(state.get_or_insert_with(|| State {
         bridge: Bridge::start(),
         packed: HashMap::new(),
-    });
-    if let Some(done) = state.packed.get(&key) {
-        return done.clone();
-    }
-    let answer = match &mut state.bridge {
-        Ok(bridge) => bridge.ask(&key).and_then(payload),
-        Err(e) => Err(e.clone()),
-    };
-    state.packed.insert(key, answer.clone());
-    answer
+    }))
 }
 
 struct State {

@@ -10,6 +10,7 @@ mod ipaddr;
 mod lookups;
 mod missing;
 mod paths;
+pub mod plugins;
 mod random;
 mod scope;
 mod yaml_emit;
@@ -46,6 +47,15 @@ pub const MAX_RENDERED: usize = 16 << 20;
 /// A loop that would run for hours, or build gigabytes of intermediate
 /// strings, stops with an error instead.
 pub const RENDER_FUEL: u64 = 2_000_000;
+
+/// A filter or test no environment of the run knows, with why plugin
+/// files that might have provided it could not run.
+fn unknown_callable(kind: &str, name: &str) -> String {
+    match plugins::failure() {
+        Some(why) => format!("unknown {kind} '{name}' ({why})"),
+        None => format!("unknown {kind} '{name}'"),
+    }
+}
 
 /// One minijinja Environment, built once, strict undefined, no auto-escaping.
 pub struct Templates {
@@ -89,6 +99,7 @@ impl Templates {
         env.add_global("ansible_managed", ANSIBLE_MANAGED);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
         filters::register(&mut env);
+        plugins::register(&mut env);
         Templates {
             env,
             hostvars: None,
@@ -192,11 +203,11 @@ impl Templates {
                 machinery::Instruction::ApplyFilter(name, ..) => state
                     .apply_filter(name, &[])
                     .is_err_and(|e| e.kind() == ErrorKind::UnknownFilter)
-                    .then(|| format!("unknown filter '{name}'")),
+                    .then(|| unknown_callable("filter", name)),
                 machinery::Instruction::PerformTest(name, ..) => state
                     .perform_test(name, &[])
                     .is_err_and(|e| e.kind() == ErrorKind::UnknownTest)
-                    .then(|| format!("unknown test '{name}'")),
+                    .then(|| unknown_callable("test", name)),
                 _ => None,
             };
             if let Some(message) = unknown {
