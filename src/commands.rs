@@ -493,12 +493,13 @@ fn validate_cmd(args: &ValidateArgs, settings: &Settings) -> Result<u8, Vec<Diag
         .iter()
         .flat_map(|p| p.tasks.iter().chain(&p.handlers).chain(&p.validate));
     for task in all {
-        if let Some(payload) = &task.ansible {
+        if let Some(f) = &task.ansible {
             println!(
-                "  {}: runs Ansible's module {} (ansible-core {}; native: no)",
+                "  {}: runs Ansible's module {} (ansible-core {}; native: no, {})",
                 task.module_span.location(),
-                payload.fqcn,
-                payload.ansible_version
+                f.payload.fqcn,
+                f.payload.ansible_version,
+                f.why
             );
         }
     }

@@ -64,6 +64,8 @@ const PLAYBOOK: &str = r#"
         dest: /root/np-summary
         content: "{{ made.path }} {{ known.failed }}\n"
       when: made.uid == 0
+    - name: a parameter the native module lacks
+      file: {path: /root/np-dir, state: directory, mode: "0750", unsafe_writes: false}
     - name: as ops, with a secret
       my_mod: {path: /tmp/np-ops-made, secret: "FALLBACK-SECRET-7731", linger: 1.5}
       become: true
@@ -130,7 +132,13 @@ fn ansible_modules_check_apply_apply_again_and_check_again() {
     ] {
         assert!(validate.stdout.contains(line), "{line}: {validate}");
     }
-    assert!(validate.stdout.contains("; native: no)"), "{validate}");
+    assert!(validate.stdout.contains("; native: no, no native module)"), "{validate}");
+    assert!(
+        validate.stdout.contains(
+            "site.yml:19:7: runs Ansible's module ansible.builtin.file (ansible-core 2.17"
+        ) && validate.stdout.contains("native: no, the native module lacks 'unsafe_writes')"),
+        "{validate}"
+    );
 
     let check = run("check", "check-1");
     assert_eq!(check.code, 2, "drift before the first apply: {check}");
@@ -171,13 +179,15 @@ fn ansible_modules_check_apply_apply_again_and_check_again() {
         "the secret on a command line: {leaked:?}"
     );
     let h = first.host(host.name());
-    assert_eq!(h["recap"]["changed"], 6, "{h}");
+    assert_eq!(h["recap"]["changed"], 7, "{h}");
     let made = std::fs::read_to_string(host.host.path("/root/np-made")).unwrap_or_default();
     assert_eq!(made, "made\n");
     let summary = std::fs::read_to_string(host.host.path("/root/np-summary")).unwrap_or_default();
     assert_eq!(summary, "/root/np-made False\n");
     let known = std::fs::read_to_string(host.host.path("/root/np_known_hosts")).unwrap_or_default();
     assert_eq!(known, format!("np-peer.example {}\n", key.join(" ")));
+    let dir = std::fs::metadata(host.host.path("/root/np-dir")).map(|m| m.mode() & 0o7777);
+    assert_eq!(dir.ok(), Some(0o750));
     let ops_file = host.host.path("/tmp/np-ops-made");
     let ops_uid = std::fs::metadata(&ops_file).map(|m| m.uid()).unwrap_or(0);
     assert_ne!(ops_uid, 0, "the module ran as ops: {}", ops_file.display());
@@ -202,7 +212,7 @@ fn ansible_modules_check_apply_apply_again_and_check_again() {
     assert_eq!(h["recap"]["changed"], 0, "{changed:?}");
     // The native tasks' one trip, and one for each run of Ansible's
     // modules, as Ansible pays; the unchanged runs keep the facts.
-    assert_eq!(h["round_trips"], 4, "{h}");
+    assert_eq!(h["round_trips"], 5, "{h}");
 
     let last = run("check", "check-2");
     assert_eq!(last.code, 0, "{last}");

@@ -344,8 +344,8 @@ impl Resolver<'_> {
             vars,
             search_dirs: &search_dirs,
             sources: self.ctx.sources,
-            ansible: task.ansible.clone().map(|payload| AnsibleCall {
-                payload,
+            ansible: task.ansible.as_ref().map(|f| AnsibleCall {
+                payload: f.payload.clone(),
                 check: task.check_mode.unwrap_or(self.ctx.opts.check),
                 diff: self.ctx.opts.diff,
                 no_log: task.no_log,

@@ -190,7 +190,7 @@ fn condition_vars(t: &Templates, v: &Value, out: &mut BTreeSet<String>) {
 fn display_name(task: &Task) -> String {
     if task.name.is_empty() {
         match &task.ansible {
-            Some(payload) => payload.fqcn.clone(),
+            Some(f) => f.payload.fqcn.clone(),
             None => task.module.name.to_string(),
         }
     } else {

@@ -9,7 +9,8 @@
 #             {"ready": false, "why": "..."}            (then exits)
 #   request:  {"module": "wait_for", "library": [dirs], "collections": [names],
 #              "collections_paths": [dirs]}
-#   answer:   {"ok": true, "fqcn", "import", "path", "zip", "sha256", "ansible_version"}
+#   answer:   {"ok": true, "fqcn", "import", "path", "zip", "sha256", "ansible_version",
+#              "options": [documented parameters and aliases] or null}
 #             {"ok": false, "why": "..."}
 #   request:  {"plugins": {"filter": [dirs], "test": [dirs]}}
 #   answer:   {"ok": true, "filter": [names], "test": [names]}
@@ -81,7 +82,10 @@ ACTION_DIR = os.path.dirname(os.path.realpath(plugin_loader.__file__)) + os.sep 
 
 # Action plugins that only hand the task to the module on the host, as the
 # generic `normal` one does; any other means work on the controller.
-PASS_THROUGH_ACTIONS = {os.path.join(ACTION_DIR, n) for n in ("normal.py", "command.py")}
+# Action plugins that only hand the task to the module: dnf's picks dnf5
+# instead where the host has it, and runs the dnf module itself where dnf 4
+# is (EL 8 and 9).
+PASS_THROUGH_ACTIONS = {os.path.join(ACTION_DIR, n) for n in ("normal.py", "command.py", "dnf.py")}
 
 # Names whose "modules" are documentation stubs: the executor acts on them
 # (includes, imports, meta) and never sends them to a host.
@@ -227,6 +231,26 @@ def build_zip(name, ctx):
     return normalise_zip(base64.b64decode(ast.literal_eval(zipdata.group(1)))), ast.literal_eval(fqn.group(1))
 
 
+def option_names(ctx):
+    """The parameters the module documents, aliases included; None when
+    its documentation cannot be read (then nothing is assumed of them)."""
+    try:
+        from ansible.utils.plugin_docs import get_docstring
+        fqcn = ctx.resolved_fqcn or ""
+        collection = fqcn.rpartition(".")[0] if fqcn.count(".") >= 2 else None
+        doc = get_docstring(ctx.plugin_resolved_path, plugin_loader.fragment_loader,
+                            collection_name=collection, is_module=True)[0]
+        options = (doc or {}).get("options")
+        if not isinstance(options, dict):
+            return None
+    except Exception:
+        return None
+    names = set(options)
+    for spec in options.values():
+        names.update(a for a in (spec or {}).get("aliases") or [] if isinstance(a, str))
+    return sorted(names)
+
+
 def normalise_zip(raw):
     # Same entries and bytes, in name order, with one fixed time and mode:
     # the payload's digest then depends only on the code it carries.
@@ -356,6 +380,7 @@ def handle(req):
         raise Refusal("the payload built for '%s' lacks %s" % (name, expected))
     answer = {
         "ok": True,
+        "options": option_names(ctx),
         "fqcn": ctx.resolved_fqcn,
         "import": import_name,
         "path": os.path.realpath(ctx.plugin_resolved_path),

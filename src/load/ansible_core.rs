@@ -226,6 +226,12 @@ fn payload(answer: Value) -> Result<Arc<Payload>, AnsibleCoreError> {
         zip_base64: field("zip")?,
         sha256: field("sha256")?,
         ansible_version: field("ansible_version")?,
+        options: answer["options"].as_array().map(|names| {
+            names
+                .iter()
+                .filter_map(|n| n.as_str().map(str::to_string))
+                .collect()
+        }),
     }))
 }
 

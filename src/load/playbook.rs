@@ -10,7 +10,7 @@ use super::{roles, tasks};
 use crate::load::ansible_core::{self, AnsibleCoreError};
 use crate::load::diag::{suggest, Diagnostic, Span};
 use crate::load::yaml::{self, Node, Value};
-use crate::modules::ansible_module::{Payload, ANSIBLE_MODULE};
+use crate::modules::ansible_module::{Fallback, Payload, ANSIBLE_MODULE};
 use crate::modules::{self, ModuleSpec};
 
 const PLAY_KEYS: &[&str] = &[
@@ -185,8 +185,9 @@ pub struct Task {
     pub delegate_local: bool,
     /// `run_once`: one host of the batch runs it for all.
     pub run_once: bool,
-    /// Ansible's own module, run for a module nodeprov has no version of.
-    pub ansible: Option<Arc<Payload>>,
+    /// Ansible's own module, run where nodeprov has no module or lacks a
+    /// parameter the task gives.
+    pub ansible: Option<Fallback>,
     pub span: Span,
 }
 
@@ -927,7 +928,10 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         (false, [(k, v, name)]) => match ansible_module(name, scope) {
             Ok(payload) => {
                 module = Some((&ANSIBLE_MODULE, k, v));
-                task.ansible = Some(payload);
+                task.ansible = Some(Fallback {
+                    payload,
+                    why: "no native module".into(),
+                });
             }
             Err(why) => {
                 unknown = true;
@@ -968,6 +972,15 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         task.loop_items = Some(first_found_loop(spec, terms));
     }
     task.params = module_params(spec, value, args, errors);
+    if task.ansible.is_none() && first_found.is_none() {
+        if let Some(fallback) = native_lacks(spec, key, &task.params, scope) {
+            task.module = &ANSIBLE_MODULE;
+            task.ansible = Some(fallback);
+            tasks::check_once_per_host(&task, key, errors);
+            tasks::check_delegated(&task, key, errors);
+            return Some(task);
+        }
+    }
     for (name, _) in &mut task.params {
         if let Some(canonical) = spec.params.canonical(name) {
             *name = canonical.to_string();
@@ -988,6 +1001,35 @@ fn ansible_module(name: &str, scope: &tasks::Scope) -> Result<Arc<Payload>, Ansi
         collections: &scope.collections,
         collection_paths: &collection_paths,
     })
+}
+
+/// Parameters the native module does not take but Ansible's own module
+/// documents (`copy`'s `remote_src`, `dnf`'s `nobest`): the task runs
+/// Ansible's module instead. A parameter neither knows stays an error.
+fn native_lacks(
+    spec: &ModuleSpec,
+    key: &Node,
+    params: &[(String, Node)],
+    scope: &tasks::Scope,
+) -> Option<Fallback> {
+    if spec.params.any_variable {
+        return None;
+    }
+    let lacking: Vec<&str> = params
+        .iter()
+        .map(|(n, _)| n.as_str())
+        .filter(|n| !spec.params.names.contains(n) && spec.params.canonical(n).is_none())
+        .collect();
+    if lacking.is_empty() {
+        return None;
+    }
+    let payload = ansible_module(&key.scalar_text()?, scope).ok()?;
+    let documented = payload.options.as_ref()?;
+    if !lacking.iter().all(|n| documented.iter().any(|o| o == n)) {
+        return None;
+    }
+    let why = format!("the native module lacks '{}'", lacking.join("', '"));
+    Some(Fallback { payload, why })
 }
 
 /// A key nodeprov cannot run: not native, and not a module the

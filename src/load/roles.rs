@@ -509,6 +509,24 @@ pub(super) mod tests {
     ];
 
     #[test]
+    fn includes_name_role_path_and_files_beside_the_including_file() {
+        let files = [
+            ("site.yml", "- hosts: all\n  roles: [r]\n"),
+            ("roles/r/tasks/main.yml", "- include_tasks: \"{{ role_path }}/tasks/x.yml\"\n- import_tasks: sub/a.yml\n"),
+            ("roles/r/tasks/x.yml", "- {name: by role_path, command: echo}\n"),
+            ("roles/r/tasks/sub/a.yml", "- import_tasks: b.yml\n"),
+            ("roles/r/tasks/sub/b.yml", "- {name: beside, command: echo}\n"),
+            ("roles/r/handlers/main.yml", "- import_tasks: more.yml\n"),
+            ("roles/r/handlers/more.yml", "- {name: imported handler, command: echo, listen: topic}\n"),
+        ];
+        let (_dir, pb) = load_tree(&files);
+        let play = &pb.plays[0];
+        assert_eq!(names(&play.tasks), ["by role_path", "beside"]);
+        assert_eq!(names(&play.handlers), ["imported handler"]);
+        assert_eq!(play.handlers[0].listen, ["topic"]);
+    }
+
+    #[test]
     fn a_role_brings_dependencies_defaults_vars_handlers_in_ansible_order() {
         let mut files = SWAP_ROLE.to_vec();
         files.push(("site.yml", "- hosts: all\n  pre_tasks: [{name: pre, command: echo}]\n  roles:\n    - role: swap\n      tags: [swap]\n      when: enabled\n      environment: {HTTP_PROXY: p}\n      no_log: true\n    - swap\n  tasks: [{name: main, command: echo}]\n  post_tasks: [{name: post, command: echo}]\n"));

@@ -120,6 +120,37 @@ impl Scope {
         self.inherit.no_log |= no_log;
     }
 
+    /// A file an include names, found as Ansible's search stack finds it:
+    /// in the role's `tasks/` (or the playbook's folder), else beside the
+    /// including file (a role's handler file importing its neighbour),
+    /// else in the role's own folder.
+    fn beside(&self, file: &str) -> PathBuf {
+        let including = self.stack.last().and_then(|f| f.parent());
+        let role = self.inherit.role.as_ref().map(|r| r.path.as_path());
+        let first = self.dir.join(file);
+        std::iter::once(first.clone())
+            .chain(including.map(|d| d.join(file)))
+            .chain(role.map(|r| r.join(file)))
+            .find(|p| p.is_file())
+            .unwrap_or(first)
+    }
+
+    /// An include's name with what is known before any host is: the
+    /// role's `role_path` and the run's `playbook_dir`.
+    fn known_at_load(&self, file: &str) -> String {
+        let playbook_dir = self.roles.library().parent().map(Path::to_path_buf);
+        let role_path = self.inherit.role.as_ref().map(|r| r.path.clone());
+        let mut out = file.to_string();
+        for (name, value) in [("role_path", role_path), ("playbook_dir", playbook_dir)] {
+            let Some(value) = value else { continue };
+            let value = std::path::absolute(&value).unwrap_or(value);
+            for spelling in [format!("{{{{ {name} }}}}"), format!("{{{{{name}}}}}")] {
+                out = out.replace(&spelling, &value.display().to_string());
+            }
+        }
+        out
+    }
+
     /// Where Ansible looks for a custom module: the role's `library/`,
     /// then the playbook's (`ANSIBLE_LIBRARY` and ansible.cfg's `library`
     /// are read by ansible-core itself).
@@ -610,8 +641,9 @@ fn candidates(
     scope: &Scope,
     errors: &mut Errors,
 ) -> Vec<(PathBuf, Option<Node>)> {
+    let file = &scope.known_at_load(file);
     if !crate::template::is_templated(file) {
-        return vec![(scope.dir.join(file), None)];
+        return vec![(scope.beside(file), None)];
     }
     let Some(expr) = template_as_expression(file) else {
         errors.push(

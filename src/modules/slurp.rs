@@ -9,13 +9,16 @@ use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{FileFact, Kind, MAX_CONTENT};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
-use crate::modules::params::{module_params, ParamError, Params};
+use crate::modules::params::{module_params, ParamError, ParamSpec, Params};
 use crate::remote::probe::Probe;
 
 pub(crate) const SLURP: ModuleSpec = ModuleSpec {
     name: "slurp",
     aliases: &["ansible.builtin.slurp"],
-    params: &SlurpArgs::SPEC,
+    params: &ParamSpec {
+        aliases: &[("path", "src")],
+        ..SlurpArgs::SPEC
+    },
     free_form: None,
     build,
 };

@@ -33,6 +33,17 @@ pub struct Payload {
     pub zip_base64: String,
     pub sha256: String,
     pub ansible_version: String,
+    /// The parameters the module documents, aliases included, where its
+    /// documentation could be read.
+    pub options: Option<Vec<String>>,
+}
+
+/// A task that runs Ansible's module, and why it is not native.
+#[derive(Clone, Debug)]
+pub struct Fallback {
+    pub payload: Arc<Payload>,
+    /// "no native module", or the parameters the native one lacks.
+    pub why: String,
 }
 
 /// How one task runs a payload.

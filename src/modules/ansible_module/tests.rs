@@ -9,6 +9,7 @@ fn module(check: bool) -> AnsibleModule {
         zip_base64: "UEsFBgAAAAAAAAAAAAAAAAAAAAAAAA==".into(),
         sha256: "ab".repeat(32),
         ansible_version: "2.17.0".into(),
+        options: None,
     });
     let mut args = Map::new();
     args.insert("path".into(), json!("/etc/hostname"));
