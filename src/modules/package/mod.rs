@@ -12,7 +12,7 @@ use crate::modules::kit::fact::Fact;
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::packages::{Host, Installed, Manager};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
-use crate::modules::params::{choices, module_params, ParamError, Params};
+use crate::modules::params::{choices, module_params, ParamError, ParamSpec, Params};
 use crate::remote::probe::Probe;
 
 pub(crate) const PACKAGE: ModuleSpec = ModuleSpec {
@@ -26,7 +26,10 @@ pub(crate) const PACKAGE: ModuleSpec = ModuleSpec {
         "apt",
         "ansible.builtin.apt",
     ],
-    params: &PackageArgs::SPEC,
+    params: &ParamSpec {
+        aliases: &[("pkg", "name"), ("use", "backend")],
+        ..PackageArgs::SPEC
+    },
     free_form: None,
     build,
 };
@@ -69,6 +72,16 @@ module_params! {
         disable_gpg_check: bool = false,
         /// dnf/yum: plugins to disable for this run
         disable_plugin: Vec<String>,
+        /// the package manager to use (Ansible's `use`): `auto`, or the one the host has (dnf, yum, apt)
+        backend: Option<String>,
+        /// apt and dnf: may install a pinned version older than the installed one (apt needs it said; dnf's install moves to a pinned version either way)
+        allow_downgrade: bool = false,
+        /// apt: seconds to wait for another apt's lock (dnf waits for its own lock, within the run's command timeout)
+        lock_timeout: Option<i64>,
+        /// dnf: take a version other than the newest when the newest cannot be installed
+        nobest: Option<bool>,
+        /// dnf: install weakly depended-on packages too
+        install_weak_deps: Option<bool>,
     }
 }
 
@@ -84,6 +97,9 @@ struct Package {
     deb: Option<String>,
     install_recommends: Option<bool>,
     rpm_options: Vec<String>,
+    apt_options: Vec<String>,
+    /// The package manager the task names, if any.
+    backend: Option<Manager>,
 }
 
 /// Package names as rpm and dpkg spell them (`name`, `name.arch`,
@@ -139,6 +155,36 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     if a.disable_gpg_check {
         rpm_options.push("--nogpgcheck".into());
     }
+    match a.nobest {
+        Some(true) => rpm_options.push("--nobest".into()),
+        Some(false) => rpm_options.push("--best".into()),
+        None => {}
+    }
+    if let Some(weak) = a.install_weak_deps {
+        let value = if weak { "True" } else { "False" };
+        rpm_options.push(format!("--setopt=install_weak_deps={value}"));
+    }
+    let mut apt_options = Vec::new();
+    if a.allow_downgrade {
+        apt_options.push("--allow-downgrades".to_string());
+    }
+    match a.lock_timeout {
+        Some(t) if t < 0 => return Err(p.error("lock_timeout", "must not be negative")),
+        Some(t) => apt_options.push(format!("-o DPkg::Lock::Timeout={t}")),
+        None => {}
+    }
+    let backend = match a.backend.as_deref().map(|b| b.trim_start_matches("ansible.builtin.")) {
+        None | Some("auto") => None,
+        Some("dnf" | "dnf4") => Some(Manager::Dnf),
+        Some("yum") => Some(Manager::Yum),
+        Some("apt") => Some(Manager::Apt),
+        Some(other) => {
+            return Err(p.error(
+                "backend",
+                format!("use: '{other}' is not a package manager nodeprov drives (dnf, yum or apt)"),
+            ))
+        }
+    };
     let cache_valid_time = match a.cache_valid_time {
         Some(t) if t < 0 => return Err(p.error("cache_valid_time", "must not be negative")),
         t => t.map(|t| t as u64),
@@ -161,6 +207,8 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         deb: a.deb,
         install_recommends: a.install_recommends,
         rpm_options,
+        apt_options,
+        backend,
     }))
 }
 
@@ -283,6 +331,13 @@ impl Module for Package {
                 "no supported package manager on this host (dnf, yum or apt-get)".into(),
             ));
         };
+        if let Some(wanted) = self.backend.filter(|b| *b != host.manager) {
+            return Err(ModuleError::Unsupported(format!(
+                "use: {} was asked for; this host has {}",
+                wanted.name(),
+                host.manager.name()
+            )));
+        }
         let apt_only = self.autoclean || self.clean || self.purge || self.deb.is_some();
         if apt_only && host.manager != Manager::Apt {
             return Err(ModuleError::Unsupported(format!(
@@ -681,6 +736,34 @@ mod tests {
             build_error(&PACKAGE, json!({"name": "x", "enablerepo": "a;b"}))
                 .contains("not a valid name")
         );
+    }
+
+    #[test]
+    fn ansible_package_options_reach_the_package_manager() {
+        let s = step(
+            json!({"name": "htop", "nobest": true, "install_weak_deps": false, "backend": "dnf"}),
+            &[("pkg:installed", EL)],
+        );
+        assert!(
+            s.contains("dnf -y --nobest --setopt=install_weak_deps=False install -- htop ||"),
+            "{s}"
+        );
+        let s = step(
+            json!({"name": "htop", "allow_downgrade": true, "lock_timeout": 60}),
+            &[("pkg:installed", DEB)],
+        );
+        assert!(
+            s.contains("--allow-downgrades -o DPkg::Lock::Timeout=60 install -- htop"),
+            "{s}"
+        );
+        // The loader takes Ansible's `use` and `pkg` as `backend` and `name`.
+        let wrong = plan_on(json!({"name": "htop", "backend": "apt"}), &[("pkg:installed", EL)]);
+        assert_eq!(
+            wrong.unwrap_err().to_string(),
+            "use: apt was asked for; this host has dnf"
+        );
+        assert!(build_error(&PACKAGE, json!({"name": "x", "backend": "ansible.posix.rhel_rpm_ostree"}))
+            .contains("not a package manager nodeprov drives"));
     }
 
     #[test]

@@ -50,8 +50,9 @@ fn apt(p: &Package, refresh: bool, install: &[&str], remove: &[&str], lines: &mu
             Some(false) => " --no-install-recommends",
             None => "",
         };
+        let options: String = p.apt_options.iter().map(|o| format!(" {o}")).collect();
         lines.push(guarded(
-            &format!("{GET}{recommends} install -- {}", args(install)),
+            &format!("{GET}{recommends}{options} install -- {}", args(install)),
             &format!("package installation failed for: {}", install.join(" ")),
         ));
     }
