@@ -442,7 +442,7 @@ pub(super) fn collection_list(node: &Node, errors: &mut Errors) -> Vec<String> {
 }
 
 /// A name or a list of names; unlike tags, handler names may hold commas.
-fn names(node: &Node, what: &str, errors: &mut Errors) -> Vec<(String, Span)> {
+pub(super) fn names(node: &Node, what: &str, errors: &mut Errors) -> Vec<(String, Span)> {
     let items = match &node.value {
         Value::Seq(items) => items.as_slice(),
         _ => std::slice::from_ref(node),

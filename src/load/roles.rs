@@ -527,6 +527,31 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn blocks_and_includes_hand_down_notify_run_once_listen_and_delegation() {
+        let files = [
+            ("site.yml", "- hosts: all\n  tasks:\n    - block:\n        - {name: a, command: echo}\n        - {name: b, command: echo, notify: own}\n      notify: h1\n      run_once: true\n    - import_tasks: local.yml\n      delegate_to: localhost\n  handlers:\n    - import_tasks: hs.yml\n      listen: topic\n    - {name: h1, command: echo}\n    - {name: own, command: echo}\n"),
+            ("local.yml", "- {name: c, command: echo}\n"),
+            ("hs.yml", "- {name: imported, command: echo}\n"),
+        ];
+        let (_dir, pb) = load_tree(&files);
+        let play = &pb.plays[0];
+        let notify: Vec<Vec<&str>> = play.tasks[..2]
+            .iter()
+            .map(|t| t.notify.iter().map(|(n, _)| n.as_str()).collect())
+            .collect();
+        assert_eq!(notify, [vec!["h1"], vec!["own"]]);
+        assert!(play.tasks[0].run_once && play.tasks[1].run_once);
+        assert!(play.tasks[2].delegate_local && !play.tasks[0].delegate_local);
+        assert_eq!(play.handlers[0].listen, ["topic"]);
+        let refused = [
+            ("site.yml", "- hosts: all\n  tasks:\n    - block:\n        - copy: {dest: /x, content: y}\n      delegate_to: localhost\n"),
+        ];
+        let dir = tree(&refused);
+        let errs = load(&dir.path().join("site.yml")).unwrap_err();
+        assert!(errs[0].message.contains("'copy' cannot be delegated to localhost"), "{errs:?}");
+    }
+
+    #[test]
     fn a_role_brings_dependencies_defaults_vars_handlers_in_ansible_order() {
         let mut files = SWAP_ROLE.to_vec();
         files.push(("site.yml", "- hosts: all\n  pre_tasks: [{name: pre, command: echo}]\n  roles:\n    - role: swap\n      tags: [swap]\n      when: enabled\n      environment: {HTTP_PROXY: p}\n      no_log: true\n    - swap\n  tasks: [{name: main, command: echo}]\n  post_tasks: [{name: post, command: echo}]\n"));

@@ -28,6 +28,9 @@ pub(super) const BLOCK_KEYS: &[&str] = &[
     "check_mode",
     "environment",
     "no_log",
+    "notify",
+    "run_once",
+    "delegate_to",
 ];
 
 const INCLUDE_KEYS: &[&str] = &[
@@ -43,6 +46,9 @@ const INCLUDE_KEYS: &[&str] = &[
     "loop_control",
     "environment",
     "no_log",
+    "listen",
+    "run_once",
+    "delegate_to",
 ];
 
 /// What an enclosing block, include or role hands down to its tasks.
@@ -59,6 +65,12 @@ pub(super) struct Inherit {
     environment: Vec<Node>,
     no_log: bool,
     frame: Option<Arc<Frame>>,
+    /// Handlers the tasks notify, where they name none themselves.
+    notify: Vec<(String, crate::load::diag::Span)>,
+    /// Topics the handlers listen to besides their own.
+    listen: Vec<String>,
+    run_once: bool,
+    delegate_local: bool,
 }
 
 /// Where a task sits in a block that has `rescue:` or `always:`: which
@@ -201,6 +213,13 @@ impl Scope {
                     inh.ignore_errors |= playbook::boolean(v, "ignore_errors", errors)
                 }
                 "check_mode" => inh.check_mode = Some(playbook::boolean(v, "check_mode", errors)),
+                "notify" => inh.notify = playbook::names(v, "notify", errors),
+                "listen" => {
+                    let topics = playbook::names(v, "listen", errors);
+                    inh.listen.extend(topics.into_iter().map(|t| t.0));
+                }
+                "run_once" => inh.run_once |= playbook::boolean(v, "run_once", errors),
+                "delegate_to" => inh.delegate_local |= delegate_to(v, errors),
                 _ => {}
             }
         }
@@ -487,6 +506,12 @@ fn entry(node: &Node, scope: &Scope, errors: &mut Errors) -> Vec<Task> {
     playbook::parse_task(node, scope, errors)
         .map(|mut t| {
             inherit(&mut t, &scope.inherit);
+            // What a block or include hands down is held to the task's rules.
+            if scope.inherit.run_once || scope.inherit.delegate_local {
+                let at = Node::new(Value::Str(t.module.name.into()), t.module_span.clone());
+                check_once_per_host(&t, &at, errors);
+                check_delegated(&t, &at, errors);
+            }
             t
         })
         .into_iter()
@@ -853,6 +878,16 @@ fn inherit(task: &mut Task, inh: &Inherit) {
     }
     task.ignore_errors |= inh.ignore_errors;
     task.no_log |= inh.no_log;
+    if task.notify.is_empty() {
+        task.notify.clone_from(&inh.notify);
+    }
+    for topic in &inh.listen {
+        if !task.listen.contains(topic) {
+            task.listen.push(topic.clone());
+        }
+    }
+    task.run_once |= inh.run_once;
+    task.delegate_local |= inh.delegate_local;
     task.check_mode = task.check_mode.or(inh.check_mode);
     if task.role.is_none() {
         task.role.clone_from(&inh.role);
