@@ -132,11 +132,16 @@ fn ansible_modules_check_apply_apply_again_and_check_again() {
     ] {
         assert!(validate.stdout.contains(line), "{line}: {validate}");
     }
-    assert!(validate.stdout.contains("; native: no, no native module)"), "{validate}");
+    assert!(
+        validate.stdout.contains("; native: no, no native module)"),
+        "{validate}"
+    );
     assert!(
         validate.stdout.contains(
             "site.yml:19:7: runs Ansible's module ansible.builtin.file (ansible-core 2.17"
-        ) && validate.stdout.contains("native: no, the native module lacks 'unsafe_writes')"),
+        ) && validate
+            .stdout
+            .contains("native: no, the native module lacks 'unsafe_writes')"),
         "{validate}"
     );
 

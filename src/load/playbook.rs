@@ -407,6 +407,16 @@ pub(super) fn boolean(node: &Node, what: &str, errors: &mut Errors) -> bool {
     }
 }
 
+/// `no_log:`, a boolean; a templated one (`"{{ ansible_verbosity < 2 }}"`,
+/// as linux-system-roles write it) hides the task, since a report cannot
+/// wait for a host's values to decide whether it may show a secret.
+pub(super) fn no_log(node: &Node, errors: &mut Errors) -> bool {
+    match &node.value {
+        Value::Str(s) if crate::template::is_templated(s) => true,
+        _ => boolean(node, "no_log", errors),
+    }
+}
+
 /// A string or a list of strings (`tags: a` or `tags: [a, b]`).
 pub(super) fn string_list(node: &Node, what: &str, errors: &mut Errors) -> Vec<String> {
     match &node.value {
@@ -898,7 +908,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
             "args" => args = Some(v),
             "environment" => task.environment.extend(environment(v, errors)),
             "become_method" => become_method(v, errors),
-            "no_log" => task.no_log = boolean(v, "no_log", errors),
+            "no_log" => task.no_log = no_log(v, errors),
             "timeout" => task.timeout = tasks::timeout(v, errors),
             "until" | "retries" | "delay" => retry_keys.add(k, v),
             "delegate_to" => task.delegate_local = tasks::delegate_to(v, errors),
@@ -1457,6 +1467,16 @@ mod tests {
         assert_eq!(errs[0].span.location(), "site.yml:3:7");
         assert_eq!(errs[0].message, "unknown module or task keyword 'sysctll'");
         assert_eq!(errs[0].hint.as_deref(), Some("did you mean 'sysctl'?"));
+    }
+
+    #[test]
+    fn a_templated_no_log_hides_the_task() {
+        let pb = load_text(
+            "- hosts: all\n  tasks:\n    - command: a\n      no_log: \"{{ ansible_verbosity < 2 }}\"\n    - command: b\n      no_log: false\n",
+        )
+        .unwrap();
+        let hidden: Vec<bool> = pb.plays[0].tasks.iter().map(|t| t.no_log).collect();
+        assert_eq!(hidden, [true, false]);
     }
 
     #[test]

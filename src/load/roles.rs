@@ -512,12 +512,24 @@ pub(super) mod tests {
     fn includes_name_role_path_and_files_beside_the_including_file() {
         let files = [
             ("site.yml", "- hosts: all\n  roles: [r]\n"),
-            ("roles/r/tasks/main.yml", "- include_tasks: \"{{ role_path }}/tasks/x.yml\"\n- import_tasks: sub/a.yml\n"),
-            ("roles/r/tasks/x.yml", "- {name: by role_path, command: echo}\n"),
+            (
+                "roles/r/tasks/main.yml",
+                "- include_tasks: \"{{ role_path }}/tasks/x.yml\"\n- import_tasks: sub/a.yml\n",
+            ),
+            (
+                "roles/r/tasks/x.yml",
+                "- {name: by role_path, command: echo}\n",
+            ),
             ("roles/r/tasks/sub/a.yml", "- import_tasks: b.yml\n"),
-            ("roles/r/tasks/sub/b.yml", "- {name: beside, command: echo}\n"),
+            (
+                "roles/r/tasks/sub/b.yml",
+                "- {name: beside, command: echo}\n",
+            ),
             ("roles/r/handlers/main.yml", "- import_tasks: more.yml\n"),
-            ("roles/r/handlers/more.yml", "- {name: imported handler, command: echo, listen: topic}\n"),
+            (
+                "roles/r/handlers/more.yml",
+                "- {name: imported handler, command: echo, listen: topic}\n",
+            ),
         ];
         let (_dir, pb) = load_tree(&files);
         let play = &pb.plays[0];
@@ -548,7 +560,12 @@ pub(super) mod tests {
         ];
         let dir = tree(&refused);
         let errs = load(&dir.path().join("site.yml")).unwrap_err();
-        assert!(errs[0].message.contains("'copy' cannot be delegated to localhost"), "{errs:?}");
+        assert!(
+            errs[0]
+                .message
+                .contains("'copy' cannot be delegated to localhost"),
+            "{errs:?}"
+        );
     }
 
     #[test]

@@ -203,7 +203,7 @@ impl Scope {
                 "become" => become_ = Some(playbook::boolean(v, "become", errors)),
                 "become_user" => become_user = Some(playbook::string(v, "become_user", errors)),
                 "environment" => inh.environment.extend(playbook::environment(v, errors)),
-                "no_log" => inh.no_log |= playbook::boolean(v, "no_log", errors),
+                "no_log" => inh.no_log |= playbook::no_log(v, errors),
                 "vars" => {
                     playbook::vars_map(v, errors);
                     inh.vars

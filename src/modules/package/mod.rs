@@ -173,7 +173,11 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         Some(t) => apt_options.push(format!("-o DPkg::Lock::Timeout={t}")),
         None => {}
     }
-    let backend = match a.backend.as_deref().map(|b| b.trim_start_matches("ansible.builtin.")) {
+    let backend = match a
+        .backend
+        .as_deref()
+        .map(|b| b.trim_start_matches("ansible.builtin."))
+    {
         None | Some("auto") => None,
         Some("dnf" | "dnf4") => Some(Manager::Dnf),
         Some("yum") => Some(Manager::Yum),
@@ -181,7 +185,9 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         Some(other) => {
             return Err(p.error(
                 "backend",
-                format!("use: '{other}' is not a package manager nodeprov drives (dnf, yum or apt)"),
+                format!(
+                    "use: '{other}' is not a package manager nodeprov drives (dnf, yum or apt)"
+                ),
             ))
         }
     };
@@ -757,13 +763,19 @@ mod tests {
             "{s}"
         );
         // The loader takes Ansible's `use` and `pkg` as `backend` and `name`.
-        let wrong = plan_on(json!({"name": "htop", "backend": "apt"}), &[("pkg:installed", EL)]);
+        let wrong = plan_on(
+            json!({"name": "htop", "backend": "apt"}),
+            &[("pkg:installed", EL)],
+        );
         assert_eq!(
             wrong.unwrap_err().to_string(),
             "use: apt was asked for; this host has dnf"
         );
-        assert!(build_error(&PACKAGE, json!({"name": "x", "backend": "ansible.posix.rhel_rpm_ostree"}))
-            .contains("not a package manager nodeprov drives"));
+        assert!(build_error(
+            &PACKAGE,
+            json!({"name": "x", "backend": "ansible.posix.rhel_rpm_ostree"})
+        )
+        .contains("not a package manager nodeprov drives"));
     }
 
     #[test]
