@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::prepared::{PlayCtx, PreparedTask};
 use super::vars::{template_vars, ItemContexts, Resolved, TaskVars, VarError, VarLayers};
-use crate::modules::ansible_module::AnsibleCall;
+use crate::modules::kit::ansible::AnsibleCall;
 use crate::modules::params::BuildCtx;
 use crate::modules::{Module, Params};
 use crate::template::{TemplateError, Templates, OMIT};

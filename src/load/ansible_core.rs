@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
-use crate::modules::ansible_module::Payload;
+use crate::modules::kit::ansible::Payload;
 
 /// What the bridge runs: ansible-core's plugin loader and AnsiballZ
 /// packer, answering one JSON line per request.

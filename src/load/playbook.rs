@@ -10,7 +10,8 @@ use super::{roles, tasks};
 use crate::load::ansible_core::{self, AnsibleCoreError};
 use crate::load::diag::{suggest, Diagnostic, Span};
 use crate::load::yaml::{self, Node, Value};
-use crate::modules::ansible_module::{Fallback, Payload, ANSIBLE_MODULE};
+use crate::modules::ansible_module::ANSIBLE_MODULE;
+use crate::modules::kit::ansible::{Fallback, Payload};
 use crate::modules::{self, ModuleSpec};
 
 const PLAY_KEYS: &[&str] = &[

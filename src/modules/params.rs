@@ -18,7 +18,7 @@ pub(crate) struct BuildCtx<'a> {
     pub search_dirs: &'a [PathBuf],
     pub sources: &'a Sources,
     /// How the task runs Ansible's own module, when nodeprov has none.
-    pub ansible: Option<crate::modules::ansible_module::AnsibleCall>,
+    pub ansible: Option<crate::modules::kit::ansible::AnsibleCall>,
 }
 
 /// `src:` files as read once per run: every host (and every rebuild of a

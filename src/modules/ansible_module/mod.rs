@@ -12,49 +12,14 @@
 //! when that said it would change something, failed, or could not say (a
 //! module without check mode), so a compliant host costs no extra trip.
 
-use std::sync::Arc;
-
 use serde_json::{json, Map, Value};
 
+use crate::modules::kit::ansible::AnsibleCall;
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
 use crate::modules::params::{ParamError, ParamSpec, Params};
 use crate::remote::probe::{Probe, ProbeResult, DURABLE};
 use crate::remote::shell::{keyed_digest, quote, secret_stdin};
-
-/// A module found and packed by the controller's ansible-core.
-#[derive(Debug)]
-pub struct Payload {
-    /// The name Ansible resolved it to (`ansible.builtin.wait_for`).
-    pub fqcn: String,
-    /// The Python module the runner starts (`ansible.modules.wait_for`).
-    pub import: String,
-    /// The zip, base64-encoded as it travels.
-    pub zip_base64: String,
-    pub sha256: String,
-    pub ansible_version: String,
-    /// The parameters the module documents, aliases included, where its
-    /// documentation could be read.
-    pub options: Option<Vec<String>>,
-}
-
-/// A task that runs Ansible's module, and why it is not native.
-#[derive(Clone, Debug)]
-pub struct Fallback {
-    pub payload: Arc<Payload>,
-    /// "no native module", or the parameters the native one lacks.
-    pub why: String,
-}
-
-/// How one task runs a payload.
-#[derive(Clone, Debug)]
-pub struct AnsibleCall {
-    pub payload: Arc<Payload>,
-    /// The run is `check`: the module's real run is never planned.
-    pub check: bool,
-    pub diff: bool,
-    pub no_log: bool,
-}
 
 /// Not in the registry: the loader selects it for a module key only the
 /// controller's ansible-core knows, and says so at `validate`.

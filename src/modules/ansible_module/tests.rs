@@ -1,6 +1,8 @@
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use super::*;
+use crate::modules::kit::ansible::Payload;
 
 fn module(check: bool) -> AnsibleModule {
     let payload = Arc::new(Payload {

@@ -2,6 +2,7 @@
 //! atomic writes, fstab editing, the installed packages. Nothing here knows a module.
 
 pub(crate) mod account;
+pub(crate) mod ansible;
 pub(crate) mod connection;
 pub(crate) mod fact;
 pub(crate) mod files;

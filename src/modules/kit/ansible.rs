@@ -1,0 +1,40 @@
+//! What a task needs to run Ansible's own module where nodeprov has no
+//! native one: the payload the controller's ansible-core packed, and how
+//! the task calls it. Shared by the loader that finds it, the parameters
+//! that carry it and the module that runs it.
+
+use std::sync::Arc;
+
+/// A module found and packed by the controller's ansible-core.
+#[derive(Debug)]
+pub struct Payload {
+    /// The name Ansible resolved it to (`ansible.builtin.wait_for`).
+    pub fqcn: String,
+    /// The Python module the runner starts (`ansible.modules.wait_for`).
+    pub import: String,
+    /// The zip, base64-encoded as it travels.
+    pub zip_base64: String,
+    pub sha256: String,
+    pub ansible_version: String,
+    /// The parameters the module documents, aliases included, where its
+    /// documentation could be read.
+    pub options: Option<Vec<String>>,
+}
+
+/// A task that runs Ansible's module, and why it is not native.
+#[derive(Clone, Debug)]
+pub struct Fallback {
+    pub payload: Arc<Payload>,
+    /// "no native module", or the parameters the native one lacks.
+    pub why: String,
+}
+
+/// How one task runs a payload.
+#[derive(Clone, Debug)]
+pub struct AnsibleCall {
+    pub payload: Arc<Payload>,
+    /// The run is `check`: the module's real run is never planned.
+    pub check: bool,
+    pub diff: bool,
+    pub no_log: bool,
+}
