@@ -75,6 +75,8 @@ missing_packages() {
 		read -r cmd package <<<"$entry"
 		command -v "$cmd" >/dev/null || echo "$package"
 	done
+	# The ansible-core venv's Python (see install_ansible_venv).
+	/usr/bin/python3 -c 'import ensurepip' 2>/dev/null || echo python3-venv
 }
 
 install_missing_packages() {
@@ -201,14 +203,23 @@ unpack_firewalld_offline() {
 	echo "${FIREWALLD_PACKAGES[*]}" >"$stamp"
 }
 
-# ansible-core for tests/vault.rs, which encrypts with the real ansible-vault
-# (NODEPROV_ANSIBLE_VENV names another venv). 2.17 still runs on Python 3.10+.
+# ansible-core for tests/vault.rs, which encrypts with the real ansible-vault,
+# and for the tests that run Ansible's own modules and plugins
+# (NODEPROV_ANSIBLE_VENV names another venv, used as it is). 2.17 still runs
+# on Python 3.10+. The venv is made from the distribution's Python: one under
+# /root (pyenv's) would vanish inside the isolated hosts, which hide /root,
+# and the corpus checks run nodeprov, and so ansible-core, there.
 ANSIBLE_VENV=${NODEPROV_ANSIBLE_VENV:-target/ansible-venv}
 ANSIBLE_CORE='ansible-core==2.17.*'
+ANSIBLE_PYTHON=/usr/bin/python3
 install_ansible_venv() {
-	[ -x "$ANSIBLE_VENV/bin/ansible-vault" ] && return 0
+	if [ -x "$ANSIBLE_VENV/bin/ansible-vault" ]; then
+		[ -n "${NODEPROV_ANSIBLE_VENV:-}" ] && return 0
+		[ "$(readlink -f "$ANSIBLE_VENV/bin/python")" = "$(readlink -f "$ANSIBLE_PYTHON")" ] && return 0
+		rm -rf "$ANSIBLE_VENV"
+	fi
 	echo "test.sh: installing $ANSIBLE_CORE into $ANSIBLE_VENV"
-	python3 -m venv "$ANSIBLE_VENV"
+	"$ANSIBLE_PYTHON" -m venv "$ANSIBLE_VENV"
 	"$ANSIBLE_VENV/bin/pip" install -q "$ANSIBLE_CORE"
 }
 

@@ -8,7 +8,7 @@
 #   ready:    {"ready": true, "ansible_version": "2.17.x"}
 #             {"ready": false, "why": "..."}            (then exits)
 #   request:  {"module": "wait_for", "library": [dirs], "collections": [names],
-#              "collections_paths": [dirs]}
+#              "collections_paths": [dirs], "module_only": false}
 #   answer:   {"ok": true, "fqcn", "import", "path", "zip", "sha256", "ansible_version",
 #              "options": [documented parameters and aliases] or null}
 #             {"ok": false, "why": "..."}
@@ -354,7 +354,10 @@ def handle(req):
     collections = tuple(string_list(req, "collections"))
     paths = tuple(os.path.abspath(os.path.expanduser(p)) for p in string_list(req, "collections_paths"))
 
-    key = (name, library, collections, paths)
+    # The task's own arguments make Ansible's action plugin hand it to the
+    # module untouched (copy and unarchive with remote_src: true).
+    module_only = req.get("module_only") is True
+    key = (name, library, collections, paths, module_only)
     if key in State.cache:
         return State.cache[key]
 
@@ -367,7 +370,8 @@ def handle(req):
     try:
         ctx = find_module(name, search)
         found = ctx is not None and ctx.resolved and ctx.plugin_resolved_path
-        refuse_controller_action(name, search, ctx if found else None)
+        if not module_only:
+            refuse_controller_action(name, search, ctx if found else None)
     except AnsibleError as e:  # removed (tombstoned) plugins and broken redirects raise
         raise Refusal("'%s' cannot be used: %s" % (name, e))
     if not found:

@@ -44,6 +44,10 @@ pub enum AnsibleCoreError {
 /// A module as a task names it, and where Ansible would look for it.
 pub struct Query<'a> {
     pub module: &'a str,
+    /// The task's arguments make Ansible's action plugin hand it to the
+    /// module as it is (`remote_src: true`), so a module with a
+    /// controller-side plugin may run.
+    pub module_only: bool,
     pub library: &'a [PathBuf],
     pub collections: &'a [String],
     pub collection_paths: &'a [PathBuf],
@@ -56,6 +60,7 @@ pub fn module(q: &Query) -> Result<Arc<Payload>, AnsibleCoreError> {
         "library": q.library,
         "collections": q.collections,
         "collections_paths": q.collection_paths,
+        "module_only": q.module_only,
     });
     let key = request.to_string();
     with_bridge(|state| {

@@ -936,7 +936,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
     // One key nodeprov does not know, and no module: Ansible's own module,
     // if the controller's ansible-core has it.
     match (module.is_some(), foreign.as_slice()) {
-        (false, [(k, v, name)]) => match ansible_module(name, scope) {
+        (false, [(k, v, name)]) => match ansible_module(name, false, scope) {
             Ok(payload) => {
                 module = Some((&ANSIBLE_MODULE, k, v));
                 task.ansible = Some(Fallback {
@@ -1003,11 +1003,16 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
     Some(task)
 }
 
-fn ansible_module(name: &str, scope: &tasks::Scope) -> Result<Arc<Payload>, AnsibleCoreError> {
+fn ansible_module(
+    name: &str,
+    module_only: bool,
+    scope: &tasks::Scope,
+) -> Result<Arc<Payload>, AnsibleCoreError> {
     let library = scope.library_dirs();
     let collection_paths = scope.collection_paths();
     ansible_core::module(&ansible_core::Query {
         module: name,
+        module_only,
         library: &library,
         collections: &scope.collections,
         collection_paths: &collection_paths,
@@ -1034,7 +1039,12 @@ fn native_lacks(
     if lacking.is_empty() {
         return None;
     }
-    let payload = ansible_module(&key.scalar_text()?, scope).ok()?;
+    // Ansible's copy and unarchive plugins hand a `remote_src: true` task to
+    // the module on the host as it is.
+    let module_only = params
+        .iter()
+        .any(|(n, v)| n == "remote_src" && matches!(v.value, Value::Bool(true)));
+    let payload = ansible_module(&key.scalar_text()?, module_only, scope).ok()?;
     let documented = payload.options.as_ref()?;
     if !lacking.iter().all(|n| documented.iter().any(|o| o == n)) {
         return None;

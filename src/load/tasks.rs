@@ -378,13 +378,18 @@ pub(super) fn check_delegated(task: &Task, key: &Node, errors: &mut Errors) {
     if !task.delegate_local {
         return;
     }
-    if !matches!(task.module.name, "command" | "shell") {
+    // The modules that only judge values on the controller run the same
+    // wherever they are delegated.
+    let on_controller = matches!(task.module.name, "debug" | "assert" | "fail" | "set_fact");
+    if !matches!(task.module.name, "command" | "shell") && !on_controller {
         errors.push(
             key.error(format!(
                 "'{}' cannot be delegated to localhost in nodeprov",
                 task.module.name
             ))
-            .with_hint("only command and shell tasks run on the controller"),
+            .with_hint(
+                "only command and shell tasks, and debug, assert, fail and set_fact, run on the controller",
+            ),
         );
     }
     for (name, node) in &task.params {
