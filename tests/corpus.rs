@@ -185,7 +185,9 @@ fn in_parallel(plays: &[PathBuf], f: fn(&Path) -> Result<i32, String>) -> Vec<Re
 /// ansible-core.
 fn ansible_python() -> String {
     let venv = std::env::var("NODEPROV_ANSIBLE_VENV").unwrap_or("target/ansible-venv".into());
-    let python = Path::new(env!("CARGO_MANIFEST_DIR")).join(venv).join("bin/python");
+    let python = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(venv)
+        .join("bin/python");
     assert!(
         python.exists(),
         "{} is missing: run scripts/test.sh, which installs ansible-core there",

@@ -233,7 +233,12 @@ impl Scope {
 impl Scope {
     /// An include's or role task's keywords, then its `apply:` keywords.
     fn for_include(&self, node: &Node, entries: &[(Node, Node)], errors: &mut Errors) -> Scope {
-        let inner = self.narrowed(entries, errors);
+        let mut inner = self.narrowed(entries, errors);
+        // A handler that is an include runs the included tasks when its
+        // name is notified, as in Ansible.
+        if let Some(name) = node.get("name").and_then(Node::as_str) {
+            inner.inherit.listen.push(name.to_string());
+        }
         match node
             .get("apply")
             .and_then(|a| playbook::expect_map(a, "apply", errors))

@@ -27,6 +27,7 @@ choices! {
         Present = "present",
         Unmounted = "unmounted",
         Absent = "absent",
+        Remounted = "remounted",
     }
 }
 
@@ -57,6 +58,8 @@ struct Mount {
     state: State,
     /// `fstype: swap`: the path is fstab's second field (`swap`, `none`).
     swap: bool,
+    /// `opts` given for `state: remounted`, applied to the remount only.
+    remount_opts: Option<String>,
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -74,12 +77,13 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         // does not boot.
         p.destructive_path("path", &path)?;
     }
-    if swap && matches!(state, State::Mounted | State::Unmounted) {
+    if swap && matches!(state, State::Mounted | State::Unmounted | State::Remounted) {
         return Err(p.error(
             "state",
             "swap entries take state present or absent; the swapfile module turns swap on",
         ));
     }
+    let remount_opts = (state == State::Remounted && p.has("opts")).then(|| a.opts.clone());
     let entry = match (a.src, a.fstype) {
         (Some(src), Some(fstype)) => Some(Entry {
             src,
@@ -102,6 +106,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         entry,
         state,
         swap,
+        remount_opts,
     }))
 }
 
@@ -163,7 +168,7 @@ impl Module for Mount {
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let mut plan = match self.state {
-            State::Unmounted => Plan::noop(),
+            State::Unmounted | State::Remounted => Plan::noop(),
             _ => self.plan_fstab(facts)?,
         };
         let fstab_changed = !plan.steps.is_empty();
@@ -197,6 +202,29 @@ impl Module for Mount {
                         quote(&format!("cannot remount {}", self.path))
                     ),
                 ))
+            }
+            // As in Ansible: every run remounts (options refreshed, fstab
+            // untouched), so it always changes.
+            (State::Remounted, Some(_)) => {
+                let opts = match &self.remount_opts {
+                    Some(o) => format!("remount,{o}"),
+                    None => "remount".into(),
+                };
+                Some((
+                    "mounted",
+                    "remounted",
+                    format!(
+                        "mount -o {} -- {p} || {{ echo {} >&2; exit 1; }}",
+                        quote(&opts),
+                        quote(&format!("cannot remount {}", self.path))
+                    ),
+                ))
+            }
+            (State::Remounted, None) => {
+                return Err(ModuleError::Absent(format!(
+                    "{} is not mounted, so it cannot be remounted",
+                    self.path
+                )))
             }
             (State::Unmounted | State::Absent, Some(_)) => Some((
                 "mounted",
@@ -331,6 +359,25 @@ mod tests {
         );
         assert!(plan.steps[0].contains("mv -f"));
         assert_eq!(plan.steps[1], "mkdir -p -- '/scratch space' && mount -- '/scratch space' || { echo 'cannot mount /scratch space' >&2; exit 1; }");
+    }
+
+    #[test]
+    fn remounted_remounts_every_run_with_its_options_and_leaves_fstab() {
+        let plan = plan_on(
+            json!({"path": "/data", "state": "remounted", "opts": "nodev,nosuid"}),
+            FSTAB,
+            MOUNTINFO,
+        )
+        .unwrap();
+        assert_eq!(plan.steps.len(), 1, "{plan:?}");
+        assert!(plan.steps[0].starts_with("mount -o remount,nodev,nosuid -- /data"));
+        assert_eq!(plan.changes[0].after.as_deref(), Some("remounted"));
+        let gone = plan_on(
+            json!({"path": "/nowhere", "state": "remounted"}),
+            FSTAB,
+            MOUNTINFO,
+        );
+        assert!(matches!(gone, Err(ModuleError::Absent(_))), "{gone:?}");
     }
 
     #[test]

@@ -27,6 +27,7 @@ pub(crate) const SERVICE: ModuleSpec = ModuleSpec {
         aliases: &[
             ("daemon-reload", "daemon_reload"),
             ("daemon-reexec", "daemon_reexec"),
+            ("use", "init_system"),
         ],
         ..ServiceArgs::SPEC
     },
@@ -88,6 +89,8 @@ module_params! {
         no_block: bool = false,
         /// false: a unit that does not exist is an error
         missing_ok: bool = true,
+        /// the service manager (Ansible's `use`): automatic or systemd, the one nodeprov drives
+        init_system: Option<String>,
     }
 }
 
@@ -122,6 +125,16 @@ fn valid_unit(name: &str) -> bool {
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = ServiceArgs::read(p)?;
+    if let Some(other) = a
+        .init_system
+        .as_deref()
+        .filter(|s| !matches!(*s, "auto" | "systemd" | "ansible.builtin.systemd"))
+    {
+        return Err(p.error(
+            "init_system",
+            format!("use: '{other}' is not a service manager nodeprov drives (systemd)"),
+        ));
+    }
     let names = a.name;
     if let Some(bad) = names.iter().find(|n| !valid_unit(n)) {
         return Err(p.error("name", format!("'{bad}' is not a valid systemd unit name")));

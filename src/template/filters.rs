@@ -57,6 +57,8 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_test("changed", changed);
     env.add_test("skipped", skipped);
     env.add_test("version", version);
+    // Its name before Ansible 2.5, still in hardening roles.
+    env.add_test("version_compare", version);
 
     super::lookups::register(env);
     super::paths::register(env);
