@@ -203,24 +203,29 @@ unpack_firewalld_offline() {
 	echo "${FIREWALLD_PACKAGES[*]}" >"$stamp"
 }
 
-# ansible-core for tests/vault.rs, which encrypts with the real ansible-vault,
-# and for the tests that run Ansible's own modules and plugins
-# (NODEPROV_ANSIBLE_VENV names another venv, used as it is). 2.17 still runs
-# on Python 3.10+. The venv is made from the distribution's Python: one under
-# /root (pyenv's) would vanish inside the isolated hosts, which hide /root,
-# and the corpus checks run nodeprov, and so ansible-core, there.
+# The `ansible` package (ansible-core 2.17 and the collections it bundles,
+# community.general and ansible.posix among them) for tests/vault.rs, which
+# encrypts with the real ansible-vault, and for the tests that run Ansible's
+# own modules and plugins, the corpus's among them (NODEPROV_ANSIBLE_VENV
+# names another venv, used as it is). 2.17 still runs on Python 3.10+. The
+# venv is made from the distribution's Python: one under /root (pyenv's)
+# would vanish inside the isolated hosts, which hide /root, and the corpus
+# checks run nodeprov, and so ansible-core, there.
 ANSIBLE_VENV=${NODEPROV_ANSIBLE_VENV:-target/ansible-venv}
-ANSIBLE_CORE='ansible-core==2.17.*'
+ANSIBLE_PACKAGE='ansible==10.*'
 ANSIBLE_PYTHON=/usr/bin/python3
 install_ansible_venv() {
 	if [ -x "$ANSIBLE_VENV/bin/ansible-vault" ]; then
 		[ -n "${NODEPROV_ANSIBLE_VENV:-}" ] && return 0
-		[ "$(readlink -f "$ANSIBLE_VENV/bin/python")" = "$(readlink -f "$ANSIBLE_PYTHON")" ] && return 0
+		if [ "$(readlink -f "$ANSIBLE_VENV/bin/python")" = "$(readlink -f "$ANSIBLE_PYTHON")" ] &&
+			"$ANSIBLE_VENV/bin/python" -c 'import ansible_collections.community.general' 2>/dev/null; then
+			return 0
+		fi
 		rm -rf "$ANSIBLE_VENV"
 	fi
-	echo "test.sh: installing $ANSIBLE_CORE into $ANSIBLE_VENV"
+	echo "test.sh: installing $ANSIBLE_PACKAGE into $ANSIBLE_VENV"
 	"$ANSIBLE_PYTHON" -m venv "$ANSIBLE_VENV"
-	"$ANSIBLE_VENV/bin/pip" install -q "$ANSIBLE_CORE"
+	"$ANSIBLE_VENV/bin/pip" install -q "$ANSIBLE_PACKAGE"
 }
 
 # Taken after installing packages: apt legitimately rewrites /etc (ld.so.cache,

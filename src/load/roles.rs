@@ -104,6 +104,14 @@ impl Finder {
         })
     }
 
+    /// Why the role `name` cannot be found, if it cannot.
+    pub(super) fn missing(&self, name: &str, list: &[String]) -> Option<String> {
+        match self.find(name, list) {
+            Some(_) => None,
+            None => Some(self.not_found(name, list)),
+        }
+    }
+
     /// Why `name` was not found: where it was looked for, and how Galaxy
     /// would install it.
     fn not_found(&self, name: &str, list: &[String]) -> String {
@@ -162,7 +170,7 @@ pub(super) type Shared = Arc<Mutex<PlayState>>;
 
 /// One use of a role: from `roles:`, `meta/main.yml` or a role task.
 pub(super) struct RoleRequest {
-    name: String,
+    pub(super) name: String,
     at: Node,
     tasks_from: String,
     handlers_from: String,

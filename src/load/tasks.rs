@@ -839,11 +839,52 @@ fn role_task(
     else {
         return Vec::new();
     };
-    let Some(request) = RoleRequest::from_task(spec, errors) else {
+    let Some(mut request) = RoleRequest::from_task(spec, errors) else {
         return Vec::new();
     };
+    // `name: "{{ role_path }}/roles/x"`, as linux-system-roles nest theirs.
+    request.name = scope.known_at_load(&request.name);
     let inner = scope.for_include(node, entries, errors);
+    // Ansible includes a role when the task runs: one it cannot find fails
+    // that task only, and only if it runs (content guards such includes
+    // with `when:` for optional integrations).
+    let dynamic = key.ends_with("include_role");
+    if dynamic && !crate::template::is_templated(&request.name) {
+        if let Some(why) = scope.roles.missing(&request.name, &scope.collections) {
+            return missing_role(node, &request.name, &why, &inner, errors);
+        }
+    }
     roles::expand(&request, &inner, errors).tasks
+}
+
+/// A `fail` task in place of an included role that is not installed.
+fn missing_role(
+    node: &Node,
+    name: &str,
+    why: &str,
+    scope: &Scope,
+    errors: &mut Errors,
+) -> Vec<Task> {
+    let text = |s: &str| Node::new(Value::Str(s.into()), node.span.clone());
+    let msg = format!("role '{name}' not found ({why})");
+    let args = Node::new(
+        Value::Map(vec![(text("msg"), text(&msg))]),
+        node.span.clone(),
+    );
+    let task = Node::new(
+        Value::Map(vec![
+            (text("name"), text(&format!("include_role {name}"))),
+            (text("fail"), args),
+        ]),
+        node.span.clone(),
+    );
+    playbook::parse_task(&task, scope, errors)
+        .map(|mut t| {
+            inherit(&mut t, &scope.inherit);
+            t
+        })
+        .into_iter()
+        .collect()
 }
 
 /// Hands a block's, include's or role's settings down to one task; the

@@ -104,12 +104,13 @@ struct Package {
 
 /// Package names as rpm and dpkg spell them (`name`, `name.arch`,
 /// `lib:amd64`), with a version pin (`name=1.2*`, `name-1.2-1`) or a module
-/// stream (`@name:stream/profile`).
+/// stream (`@name:stream/profile`), or what an rpm provides
+/// (`dnf-command(versionlock)`, `perl(JSON::PP)`).
 fn valid_name(n: &str) -> bool {
     !n.is_empty()
         && !n.starts_with('-')
         && n.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._+:~@-=*/".contains(&b))
+            .all(|b| b.is_ascii_alphanumeric() || b"._+:~@-=*/()".contains(&b))
 }
 
 /// Repository and plugin names, as dnf's command line takes them.
