@@ -46,3 +46,36 @@ fn remote_user_logs_in_where_the_inventory_names_no_user() {
     assert_eq!(whoami(named), "ops\n");
     assert_machine_unchanged(&before);
 }
+
+/// `meta: reset_connection` logs in again, so a group the login user just
+/// joined holds for the tasks after it, as after Ansible's reset.
+#[test]
+fn reset_connection_makes_a_new_group_hold() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    let control = Control::new(&fleet);
+    let inventory = control.write("inventory.ini", &fleet.inventory("root", ""));
+    let playbook = control.write(
+        "groups.yml",
+        "
+- hosts: all
+  gather_facts: false
+  tasks:
+    - group: {name: npjoined}
+    - user: {name: root, groups: npjoined, append: true}
+    - shell: id -Gn > /root/np-groups-before
+    - meta: reset_connection
+    - shell: id -Gn > /root/np-groups-after
+",
+    );
+    let run = Run::json(control.nodeprov(&["apply", &playbook, "-i", &inventory]));
+    assert_eq!(run.code, 0, "{run}");
+    let groups = |f: &str| std::fs::read_to_string(host.host.path(f)).unwrap_or_default();
+    assert!(!groups("/root/np-groups-before").contains("npjoined"));
+    assert!(
+        groups("/root/np-groups-after").contains("npjoined"),
+        "{run}"
+    );
+    assert_machine_unchanged(&before);
+}

@@ -22,12 +22,13 @@ choices! {
         EndPlay = "end_play",
         Noop = "noop",
         ClearFacts = "clear_facts",
+        ResetConnection = "reset_connection",
     }
 }
 
 module_params! {
     struct MetaArgs {
-        /// flush_handlers, end_host, end_play, noop or clear_facts (free form)
+        /// flush_handlers, end_host, end_play, noop, clear_facts or reset_connection (free form)
         action: Action,
     }
 }

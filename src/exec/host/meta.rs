@@ -42,6 +42,16 @@ impl<'p> HostRun<'_, 'p> {
                 self.vars.facts.clear();
                 "gathered facts cleared"
             }
+            Some("reset_connection") => {
+                self.flush();
+                if let Err(e) = self.wire.reset() {
+                    let message = format!("reset_connection: {e}");
+                    self.fail(instance.spec, instance.label, message.clone());
+                    self.lost(message);
+                    return Next::Continue;
+                }
+                "logged in again"
+            }
             _ => "nothing to do",
         };
         let ok = crate::exec::result::Status::Ok;

@@ -65,6 +65,23 @@ impl Wire<'_> {
             .map_err(|e| format!("test command '{}': {e}", r.test_command))
     }
 
+    /// Logs in again (`meta: reset_connection`), so that what a login
+    /// decides (a user's new groups) holds for the scripts after it.
+    pub fn reset(&mut self) -> Result<(), ReconnectError> {
+        if !self.transport.can_reconnect() {
+            return Ok(());
+        }
+        self.transport
+            .reconnect(None)
+            .map_err(|e| ReconnectError::NoAnswer {
+                secs: 0,
+                last: e.to_string(),
+            })?;
+        self.answer(Purpose::Probe, "true".into())
+            .map(drop)
+            .map_err(|last| ReconnectError::NoAnswer { secs: 0, last })
+    }
+
     /// Waits until the host runs a script, logging in again between tries.
     pub fn wait_for(&mut self, w: &WaitFor) -> Result<Duration, ReconnectError> {
         let started = Instant::now();
