@@ -105,6 +105,8 @@ struct Service {
     scope: &'static str,
     no_block: bool,
     missing_ok: bool,
+    /// Only a name was given: the unit's status is returned, nothing changed.
+    query: bool,
 }
 
 /// `nginx` → `nginx.service`, as systemctl completes it.
@@ -163,15 +165,16 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     {
         return Err(p.error("name", "missing required parameter 'name'"));
     }
-    if !names.is_empty()
+    // Only a name: Ansible's query of the unit, its `status` returned.
+    let query = !names.is_empty()
         && state.is_none()
         && enabled.is_none()
         && masked.is_none()
-        && !daemon_reload
-    {
+        && !daemon_reload;
+    if query && names.len() > 1 {
         return Err(p.error(
-            "state",
-            "give at least one of 'state', 'enabled', 'masked', 'daemon_reload' or 'daemon_reexec'",
+            "name",
+            "a query of a unit's status (a name and nothing to change) takes one unit",
         ));
     }
     if masked == Some(true) && (enabled == Some(true) || state.is_some_and(|s| s != State::Stopped))
@@ -190,6 +193,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         scope,
         no_block: a.no_block,
         missing_ok: a.missing_ok,
+        query,
     }))
 }
 
@@ -214,6 +218,43 @@ impl Fact for Systemd {
 
     fn render(running: &bool) -> ProbeResult {
         ProbeResult::ok(if *running { "yes\n" } else { "no\n" })
+    }
+}
+
+/// Every property `systemctl show` gives one unit, as Ansible's `status`.
+struct UnitStatus;
+
+impl Fact for UnitStatus {
+    type Query = Shown;
+    type Value = serde_json::Map<String, serde_json::Value>;
+
+    fn key(q: &Shown) -> String {
+        format!("systemd:status:{}{}", q.scope, q.units.join(" "))
+    }
+
+    fn script(q: &Shown) -> String {
+        let unit = q.units.first().map(|u| quote(u)).unwrap_or_default();
+        format!(
+            "[ -d /run/systemd/system ] || exit 0
+systemctl {}show --no-pager -- {unit}",
+            q.scope
+        )
+    }
+
+    fn parse(_: &Shown, r: &ProbeResult) -> Result<Self::Value, ModuleError> {
+        Ok(r.stdout
+            .lines()
+            .filter_map(|l| l.split_once('='))
+            .map(|(k, v)| (k.to_string(), serde_json::Value::String(v.to_string())))
+            .collect())
+    }
+
+    fn render(status: &Self::Value) -> ProbeResult {
+        let lines: String = status
+            .iter()
+            .map(|(k, v)| format!("{k}={}\n", v.as_str().unwrap_or_default()))
+            .collect();
+        ProbeResult::ok(lines)
     }
 }
 
@@ -357,7 +398,9 @@ fn change(subject: String, before: &str, after: &str) -> Change {
 impl Module for Service {
     fn probes(&self) -> Vec<Probe> {
         let mut probes = vec![Systemd::probe(&())];
-        if !self.units.is_empty() {
+        if self.query {
+            probes.push(UnitStatus::probe(&self.shown()));
+        } else if !self.units.is_empty() {
             probes.push(ShownUnits::probe(&self.shown()));
         }
         probes
@@ -368,6 +411,13 @@ impl Module for Service {
             return self.plan_without_systemd();
         }
         let mut plan = Plan::noop();
+        if self.query {
+            let status = UnitStatus::read(facts, &self.shown())?;
+            plan.returns
+                .insert("name".into(), self.units[0].clone().into());
+            plan.returns.insert("status".into(), status.into());
+            return Ok(plan);
+        }
         if self.units.is_empty() {
             if let Some(verb) = self.manager {
                 plan.changes
@@ -597,6 +647,17 @@ impl Service {
 /// Values of every fact here, for the round trip every fact must pass.
 #[cfg(test)]
 pub(crate) fn fact_samples(rt: &mut fact::RoundTrip) {
+    let one = Shown {
+        scope: "",
+        units: vec!["docker.service".to_string()],
+    };
+    let mut status = serde_json::Map::new();
+    status.insert("ActiveState".into(), "active".into());
+    status.insert(
+        "FragmentPath".into(),
+        "/usr/lib/systemd/system/docker.service".into(),
+    );
+    rt.check::<UnitStatus>(&one, status);
     rt.check::<Systemd>(&(), true);
     rt.check::<Systemd>(&(), false);
     let unit = |id: &str, triggered_by: &[&str]| Unit {
@@ -664,6 +725,32 @@ mod tests {
     }
 
     #[test]
+    fn a_name_alone_returns_the_units_status_and_changes_nothing() {
+        let m = build_test(&SERVICE, json!({"name": "docker"})).unwrap();
+        let key = m
+            .probes()
+            .into_iter()
+            .find(|p| p.key.starts_with("systemd:status:"))
+            .unwrap()
+            .key;
+        let plan = m
+            .plan(&facts_of(&[
+                (&Systemd::key(&()), "yes\n"),
+                (
+                    &key,
+                    "Id=docker.service\nFragmentPath=/lib/systemd/system/docker.service\n",
+                ),
+            ]))
+            .unwrap();
+        assert!(plan.changes.is_empty() && plan.steps.is_empty());
+        assert_eq!(
+            plan.returns["status"]["FragmentPath"],
+            "/lib/systemd/system/docker.service"
+        );
+        assert_eq!(plan.returns["name"], "docker.service");
+    }
+
+    #[test]
     fn names_and_params_are_checked() {
         assert_eq!(unit_name("nginx"), "nginx.service");
         assert_eq!(unit_name("cockpit.socket"), "cockpit.socket");
@@ -676,7 +763,7 @@ mod tests {
             build_error(&SERVICE, json!({"name": "x", "state": "running"}))
                 .contains("not a valid state")
         );
-        assert!(build_error(&SERVICE, json!({"name": "x"})).contains("at least one"));
+        assert!(build_error(&SERVICE, json!({"name": ["x", "y"]})).contains("takes one unit"));
         assert!(build_error(
             &SERVICE,
             json!({"name": "x", "masked": true, "enabled": true})
