@@ -53,6 +53,9 @@ pub(crate) struct TaskInstance<'p> {
     pub vars: Value,
     /// `ignore_errors`, judged with those variables when templated.
     pub ignore_errors: bool,
+    /// Whether it runs in check mode: the run's mode, or the task's
+    /// `check_mode`, judged with those variables when templated.
+    pub check: bool,
     /// `environment:` rendered, for the task's steps.
     pub environment: Vec<(String, String)>,
 }
@@ -140,11 +143,13 @@ impl Resolver<'_> {
         }
         let vars = resolved.vars;
         let ignore_errors = self.ignores_errors(spec, &vars);
+        let check = self.check_mode(spec, &vars);
         let instance = TaskInstance {
             spec,
             label,
             vars,
             ignore_errors,
+            check,
             environment: Vec::new(),
         };
         match self.when_holds(&instance) {
@@ -287,6 +292,21 @@ impl Resolver<'_> {
         Ok(env)
     }
 
+    /// A templated `check_mode` that cannot be judged runs in check mode,
+    /// which changes nothing.
+    pub(crate) fn check_mode(&self, spec: &PreparedTask, vars: &Value) -> bool {
+        let task = spec.task;
+        match (task.check_mode, &task.check_mode_if) {
+            (Some(fixed), _) => fixed,
+            (None, Some(n)) => self
+                .ctx
+                .templates
+                .eval_condition(&n.to_json(), vars)
+                .unwrap_or(true),
+            (None, None) => self.ctx.opts.check,
+        }
+    }
+
     /// A templated `ignore_errors` that cannot be judged does not ignore.
     fn ignores_errors(&self, spec: &PreparedTask, vars: &Value) -> bool {
         let task = spec.task;
@@ -346,7 +366,7 @@ impl Resolver<'_> {
             sources: self.ctx.sources,
             ansible: task.ansible.as_ref().map(|f| AnsibleCall {
                 payload: f.payload.clone(),
-                check: task.check_mode.unwrap_or(self.ctx.opts.check),
+                check: self.check_mode(spec, vars),
                 diff: self.ctx.opts.diff,
                 no_log: task.no_log,
             }),

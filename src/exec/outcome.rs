@@ -547,6 +547,7 @@ mod tests {
             label: None,
             vars: json!({}),
             ignore_errors: prepared.tasks[0].task.ignore_errors,
+            check: false,
             environment: Vec::new(),
         };
         f(&mut Outcomes::new(diff), &instance);

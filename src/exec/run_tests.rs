@@ -617,6 +617,19 @@ fn check_mode_skips_a_retried_command_unless_check_mode_is_false() {
     assert_eq!(count(&log, Purpose::Mutate), 2);
 }
 
+#[test]
+fn a_templated_check_mode_is_judged_per_host() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  vars: {real: false}\n  tasks:\n    - command: a\n      check_mode: \"{{ real | d(ansible_check_mode) }}\"\n    - command: b\n      check_mode: \"{{ undefined_here }}\"\n");
+    let (connect, log) = scripted_host(vec![(0, "")]);
+    let outcome = execute(&pb, true, 1, connect.as_ref());
+    let statuses: Vec<Status> = outcome.reports[0].tasks.iter().map(|t| t.status).collect();
+    // `real` is false: the first runs for real; the second cannot be judged
+    // and stays in check mode, which changes nothing.
+    assert_eq!(statuses, [Status::Changed, Status::Unknown]);
+    let log = log.lock().unwrap().clone().unwrap();
+    assert_eq!(count(&log, Purpose::Mutate), 1);
+}
+
 /// Statuses and notes of one host's tasks, by name.
 fn results(report: &HostReport) -> Vec<(String, Status, bool)> {
     report

@@ -168,6 +168,9 @@ pub struct Task {
     pub changed_when: Option<Node>,
     pub failed_when: Option<Node>,
     pub check_mode: Option<bool>,
+    /// A templated `check_mode` (`"{{ x | d(ansible_check_mode) }}"`),
+    /// judged per host and item.
+    pub check_mode_if: Option<Node>,
     pub vars: serde_json::Map<String, serde_json::Value>,
     /// `vars:` as written, for template checks and positions.
     pub vars_node: Option<Node>,
@@ -849,6 +852,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         changed_when: None,
         failed_when: None,
         check_mode: None,
+        check_mode_if: None,
         vars: serde_json::Map::new(),
         vars_node: None,
         role: None,
@@ -901,7 +905,12 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
             },
             "changed_when" => task.changed_when = condition(v, key, errors),
             "failed_when" => task.failed_when = condition(v, key, errors),
-            "check_mode" => task.check_mode = Some(boolean(v, "check_mode", errors)),
+            "check_mode" => match &v.value {
+                Value::Str(s) if crate::template::is_templated(s) => {
+                    task.check_mode_if = Some(v.clone())
+                }
+                _ => task.check_mode = Some(boolean(v, "check_mode", errors)),
+            },
             "vars" => {
                 task.vars = vars_map(v, errors);
                 task.vars_node = Some(v.clone());

@@ -61,6 +61,7 @@ pub(super) struct Inherit {
     vars: Vec<(Node, Node)>,
     ignore_errors: bool,
     check_mode: Option<bool>,
+    check_mode_if: Option<Node>,
     role: Option<Arc<Role>>,
     environment: Vec<Node>,
     no_log: bool,
@@ -212,7 +213,12 @@ impl Scope {
                 "ignore_errors" => {
                     inh.ignore_errors |= playbook::boolean(v, "ignore_errors", errors)
                 }
-                "check_mode" => inh.check_mode = Some(playbook::boolean(v, "check_mode", errors)),
+                "check_mode" => match &v.value {
+                    Value::Str(s) if crate::template::is_templated(s) => {
+                        inh.check_mode_if = Some(v.clone())
+                    }
+                    _ => inh.check_mode = Some(playbook::boolean(v, "check_mode", errors)),
+                },
                 "notify" => inh.notify = playbook::names(v, "notify", errors),
                 "listen" => {
                     let topics = playbook::names(v, "listen", errors);
@@ -939,7 +945,10 @@ fn inherit(task: &mut Task, inh: &Inherit) {
     }
     task.run_once |= inh.run_once;
     task.delegate_local |= inh.delegate_local;
-    task.check_mode = task.check_mode.or(inh.check_mode);
+    if task.check_mode.is_none() && task.check_mode_if.is_none() {
+        task.check_mode = inh.check_mode;
+        task.check_mode_if.clone_from(&inh.check_mode_if);
+    }
     if task.role.is_none() {
         task.role.clone_from(&inh.role);
     }

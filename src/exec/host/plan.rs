@@ -34,7 +34,7 @@ impl<'p> HostRun<'_, 'p> {
         }
         let mut plan = match module.plan(&self.facts) {
             Ok(plan) => plan,
-            Err(e) if self.absent_after_drift(spec, &e) => {
+            Err(e) if self.absent_after_drift(instance.check, &e) => {
                 let message = format!(
                     "{e}; an earlier task would change the host first, which check mode does not do"
                 );
@@ -54,9 +54,8 @@ impl<'p> HostRun<'_, 'p> {
             let i = self.outcomes.answered(&instance);
             return (self.settle(instance, i, Some(module.as_ref()), &r), false);
         }
-        // A command marked `check_mode: false` runs even in check mode, as in Ansible.
-        let check = spec.task.check_mode.unwrap_or(self.ctx.opts.check);
-        let runs = !check || (module.is_command() && spec.task.check_mode == Some(false));
+        // A task marked `check_mode: false` runs even in check mode, as in Ansible.
+        let runs = !instance.check;
         let upkeep = plan.upkeep && runs && plan.changes.is_empty() && !plan.steps.is_empty();
         // Upkeep registers its planned result: it is not a command's output.
         let is_command = module.is_command() && !upkeep;
@@ -87,8 +86,7 @@ impl<'p> HostRun<'_, 'p> {
     /// an earlier task of this host would have changed it; that change may
     /// be what makes it (a folder, a package's files), so this is no
     /// failure and no verdict either.
-    fn absent_after_drift(&self, spec: &PreparedTask, e: &ModuleError) -> bool {
-        let check = spec.task.check_mode.unwrap_or(self.ctx.opts.check);
+    fn absent_after_drift(&self, check: bool, e: &ModuleError) -> bool {
         check && matches!(e, ModuleError::Absent(_)) && self.outcomes.drifted()
     }
 

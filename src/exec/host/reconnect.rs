@@ -25,7 +25,7 @@ impl<'p> HostRun<'_, 'p> {
             return Next::Continue;
         }
         let spec = instance.spec;
-        let check = spec.task.check_mode.unwrap_or(self.ctx.opts.check);
+        let check = instance.check;
         let result = match action {
             ConnectionAction::Reboot(_) if check => {
                 let note = "would reboot the host; check mode reboots nothing";

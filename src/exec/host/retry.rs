@@ -34,8 +34,7 @@ impl<'p> HostRun<'_, 'p> {
                 self.register(spec, vec![json!({"changed": false, "skipped": true})]);
                 return Next::Continue;
             };
-            let check = spec.task.check_mode.unwrap_or(self.ctx.opts.check);
-            if check && module.is_command() && spec.task.check_mode != Some(false) {
+            if instance.check && module.is_command() {
                 let why = "a command retried with until: runs only in apply mode (or with check_mode: false)";
                 self.outcomes.skipped_because(&instance, why.into());
                 if let Some(reg) = &spec.task.register {
