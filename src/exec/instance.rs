@@ -42,6 +42,8 @@ pub(crate) enum ResolveError {
     Module(String),
     #[error("{at}: environment: {why}")]
     Environment { at: String, why: String },
+    #[error("{at}: async: {why}")]
+    Async { at: String, why: String },
 }
 
 /// One task for one loop item on one host, resolved.
@@ -56,6 +58,9 @@ pub(crate) struct TaskInstance<'p> {
     /// Whether it runs in check mode: the run's mode, or the task's
     /// `check_mode`, judged with those variables when templated.
     pub check: bool,
+    /// Seconds its steps may run: `timeout:`, or `async:` judged with
+    /// those variables when templated.
+    pub timeout: Option<u64>,
     /// `environment:` rendered, for the task's steps.
     pub environment: Vec<(String, String)>,
 }
@@ -144,12 +149,17 @@ impl Resolver<'_> {
         let vars = resolved.vars;
         let ignore_errors = self.ignores_errors(spec, &vars);
         let check = self.check_mode(spec, &vars);
+        let timeout = match self.timeout(spec, &vars) {
+            Ok(t) => t,
+            Err(error) => return Resolution::Failed { label, error },
+        };
         let instance = TaskInstance {
             spec,
             label,
             vars,
             ignore_errors,
             check,
+            timeout,
             environment: Vec::new(),
         };
         match self.when_holds(&instance) {
@@ -290,6 +300,46 @@ impl Resolver<'_> {
             }
         }
         Ok(env)
+    }
+
+    /// The task's `timeout:`, or its templated `async:` with `poll:`
+    /// rendered: above 0, the smaller of the two; `poll: 0` is the
+    /// fire-and-forget nodeprov refuses.
+    fn timeout(&self, spec: &PreparedTask, vars: &Value) -> Result<Option<u64>, ResolveError> {
+        let task = spec.task;
+        let Some((seconds, poll)) = &task.async_if else {
+            return Ok(task.timeout);
+        };
+        let at = seconds.span.location();
+        let number = |n: &crate::load::yaml::Node| -> Result<u64, ResolveError> {
+            let v = self
+                .ctx
+                .templates
+                .render_value(&n.to_json(), vars)
+                .map_err(|e| ResolveError::Async {
+                    at: at.clone(),
+                    why: e.to_string(),
+                })?;
+            let n = match &v {
+                Value::Number(n) => n.as_u64(),
+                Value::String(s) => s.trim().parse().ok(),
+                _ => None,
+            };
+            n.ok_or_else(|| ResolveError::Async {
+                at: at.clone(),
+                why: format!("{v} is not a whole number of seconds"),
+            })
+        };
+        let seconds = number(seconds)?;
+        let poll = poll.as_ref().map(number).transpose()?;
+        match (seconds, poll) {
+            (0, _) => Ok(task.timeout),
+            (_, Some(0)) => Err(ResolveError::Async {
+                at,
+                why: "fire-and-forget (poll 0) is not supported by nodeprov".into(),
+            }),
+            (s, _) => Ok(Some(task.timeout.map_or(s, |t| t.min(s)))),
+        }
     }
 
     /// A templated `check_mode` that cannot be judged runs in check mode,

@@ -548,6 +548,7 @@ mod tests {
             vars: json!({}),
             ignore_errors: prepared.tasks[0].task.ignore_errors,
             check: false,
+            timeout: None,
             environment: Vec::new(),
         };
         f(&mut Outcomes::new(diff), &instance);

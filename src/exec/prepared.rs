@@ -163,7 +163,8 @@ impl<'p> PreparedTask<'p> {
     /// controller.
     pub fn may_query(&self, check: bool) -> bool {
         let allowed = !check || self.task.check_mode == Some(false);
-        let own_step = self.task.timeout.is_some() || self.task.delegate_local;
+        let bounded = self.task.timeout.is_some() || self.task.async_if.is_some();
+        let own_step = bounded || self.task.delegate_local;
         self.read_only && allowed && !own_step
     }
 }

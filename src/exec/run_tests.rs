@@ -630,6 +630,22 @@ fn a_templated_check_mode_is_judged_per_host() {
     assert_eq!(count(&log, Purpose::Mutate), 1);
 }
 
+#[test]
+fn a_templated_async_bounds_the_steps_and_a_templated_poll_of_0_fails_the_task() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  vars: {wait: 600, every: 15, never: 0}\n  tasks:\n    - command: a\n      async: \"{{ wait }}\"\n      poll: \"{{ every }}\"\n    - command: b\n      async: 60\n      poll: \"{{ never }}\"\n");
+    let (connect, log) = scripted_host(vec![(0, ""), (0, "")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let tasks = &outcome.reports[0].tasks;
+    assert_eq!(tasks[0].status, Status::Changed);
+    assert_eq!(tasks[1].status, Status::Failed);
+    let msg = tasks[1].message.as_deref().unwrap_or_default();
+    assert!(msg.contains("fire-and-forget"), "{msg}");
+    let scripts = log.lock().unwrap().clone().unwrap();
+    let scripts = scripts.lock().unwrap();
+    let mutate = scripts.iter().find(|s| s.purpose == Purpose::Mutate);
+    assert!(mutate.is_some_and(|s| s.body.contains("timeout -k 5 600 /bin/sh")));
+}
+
 /// Statuses and notes of one host's tasks, by name.
 fn results(report: &HostReport) -> Vec<(String, Status, bool)> {
     report

@@ -171,6 +171,9 @@ pub struct Task {
     /// A templated `check_mode` (`"{{ x | d(ansible_check_mode) }}"`),
     /// judged per host and item.
     pub check_mode_if: Option<Node>,
+    /// `async:` and `poll:` where either is templated, judged per host and
+    /// item as `timeout:` (or refused as fire-and-forget) then.
+    pub async_if: Option<(Node, Option<Node>)>,
     pub vars: serde_json::Map<String, serde_json::Value>,
     /// `vars:` as written, for template checks and positions.
     pub vars_node: Option<Node>,
@@ -419,6 +422,10 @@ pub(super) fn no_log(node: &Node, errors: &mut Errors) -> bool {
         Value::Str(s) if crate::template::is_templated(s) => true,
         _ => boolean(node, "no_log", errors),
     }
+}
+
+fn is_template(v: &Node) -> bool {
+    matches!(&v.value, Value::Str(s) if crate::template::is_templated(s))
 }
 
 /// A string or a list of strings (`tags: a` or `tags: [a, b]`).
@@ -853,6 +860,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         failed_when: None,
         check_mode: None,
         check_mode_if: None,
+        async_if: None,
         vars: serde_json::Map::new(),
         vars_node: None,
         role: None,
@@ -874,6 +882,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
     let mut foreign: Vec<(&Node, &Node, String)> = Vec::new();
     let mut async_run = None;
     let mut poll = None;
+    let (mut templated_async, mut templated_poll) = (None, None);
     for (k, v) in entries {
         let Some(key) = key_name(k, "a task keyword", errors) else {
             continue;
@@ -929,8 +938,12 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
                 errors.push(tasks::not_yet(k))
             }
             "connection" => errors.push(unsupported(k)),
-            "async" => async_run = Some((k, tasks::seconds("async", v, errors))),
-            "poll" => poll = tasks::seconds("poll", v, errors),
+            "async" | "poll" if is_template(v) => match key {
+                "async" => templated_async = Some(v.clone()),
+                _ => templated_poll = Some(v.clone()),
+            },
+            "async" => async_run = Some((k, v, tasks::seconds("async", v, errors))),
+            "poll" => poll = Some((v, tasks::seconds("poll", v, errors))),
             _ if REFUSED_TASK_KEYS.contains(&key) => errors.push(unsupported(k)),
             _ => match collections::module(key, &scope.collections, &scope.roles.collections) {
                 ModuleRef::Native(spec) if module.is_none() => module = Some((spec, k, v)),
@@ -972,9 +985,17 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
     }
     task.become_user = become_setting(become_, become_user);
     task.retry = retry_keys.parse(&task, errors);
-    // `async: 0` runs the task as any other, as in Ansible.
-    if let Some((k, Some(seconds @ 1..))) = async_run {
-        tasks::run_async(&mut task, k, seconds, poll, errors);
+    if templated_async.is_some() || templated_poll.is_some() {
+        // Either may only be known per host: both are judged then.
+        let literal = |n: Option<&Node>| n.cloned();
+        let seconds = templated_async.or_else(|| literal(async_run.map(|(_, v, _)| v)));
+        let every = templated_poll.or_else(|| literal(poll.map(|(v, _)| v)));
+        if let Some(seconds) = seconds {
+            task.async_if = Some((seconds, every));
+        }
+    } else if let Some((k, _, Some(seconds @ 1..))) = async_run {
+        // `async: 0` runs the task as any other, as in Ansible.
+        tasks::run_async(&mut task, k, seconds, poll.and_then(|(_, p)| p), errors);
     }
     let Some((spec, key, value)) = module else {
         // An unknown key already said what is wrong: most likely the module.

@@ -93,8 +93,7 @@ impl<'p> HostRun<'_, 'p> {
         command: Option<&dyn Module>,
         r: &ProbeResult,
     ) -> Value {
-        self.outcomes
-            .step_reported(i, r, instance.spec.task.timeout);
+        self.outcomes.step_reported(i, r, instance.timeout);
         let spec = instance.spec;
         let mut registered = Value::Null;
         if let Some(module) = command {

@@ -175,7 +175,7 @@ impl<'p> HostRun<'_, 'p> {
             let steps = with_environment(&instance.environment, steps);
             let dropped = crate::exec::task_user::dropped_user(self.ctx.play, spec.task);
             let steps = as_user(dropped, steps);
-            let steps = with_timeout(spec.task.timeout, steps);
+            let steps = with_timeout(instance.timeout, steps);
             self.pending.push(Pending {
                 step: Step::new(i, steps, may_fail),
                 command,
