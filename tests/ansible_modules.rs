@@ -321,7 +321,7 @@ fn no_python_on_the_host_is_one_clear_line() {
     let message = task["message"].as_str().unwrap_or_default();
     assert_eq!(
         message,
-        "Ansible's module ansible.builtin.wait_for: no Python on the host (looked for \
+        "Ansible's module ansible.builtin.wait_for: no Python 3.7 or later on the host (looked for \
          /opt/none/python3); set ansible_python_interpreter",
         "{task}"
     );

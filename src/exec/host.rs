@@ -508,11 +508,13 @@ impl<'a, 'p> HostRun<'a, 'p> {
     /// plans only after what is pending has run and been probed again.
     fn ready_to_plan(&mut self, module: &dyn Module) -> Result<(), Next> {
         if module.reads_everything() && (!self.pending.is_empty() || self.changed_since_probe) {
-            module
+            let stale: Vec<String> = module
                 .probes()
-                .iter()
-                .filter(|p| !crate::remote::probe::is_durable(&p.key))
-                .for_each(|p| self.facts.remove(&p.key));
+                .into_iter()
+                .map(|p| p.key)
+                .filter(|k| !self.facts.lasts(k))
+                .collect();
+            stale.iter().for_each(|k| self.facts.remove(k));
             return Err(Next::FlushBefore);
         }
         if module.probes().iter().all(|p| self.facts.contains(&p.key)) {

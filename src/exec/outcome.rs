@@ -502,11 +502,20 @@ fn condition_context(instance: &TaskInstance, result: &Value) -> Value {
 /// The last lines of stderr (or stdout) of a failed step, one line; the
 /// `msg` of a step that printed only an Ansible module's JSON result.
 fn step_failure(r: &ProbeResult) -> String {
-    let said = serde_json::from_str::<Value>(r.stdout.trim());
-    if let (true, Ok(Value::Object(result))) = (r.stderr.trim().is_empty(), said) {
-        if let Some(Value::String(msg)) = result.get("msg") {
-            return msg.clone();
-        }
+    // A module's JSON result says its own message; the rest of it (the
+    // arguments it echoes among them) never reaches a report.
+    let result = r
+        .stdout
+        .lines()
+        .find_map(|l| match serde_json::from_str::<Value>(l.trim()) {
+            Ok(Value::Object(m)) => Some(m),
+            _ => None,
+        });
+    if let Some(result) = result {
+        return match result.get("msg") {
+            Some(Value::String(msg)) => msg.clone(),
+            _ => format!("exit status {}: the module failed without a message", r.rc),
+        };
     }
     let text = if r.stderr.trim().is_empty() {
         &r.stdout

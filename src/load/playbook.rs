@@ -1071,9 +1071,14 @@ fn native_lacks(
     }
     // Ansible's copy and unarchive plugins hand a `remote_src: true` task to
     // the module on the host as it is.
-    let module_only = params
-        .iter()
-        .any(|(n, v)| n == "remote_src" && matches!(v.value, Value::Bool(true)));
+    let module_only = params.iter().any(|(n, v)| {
+        n == "remote_src"
+            && match &v.value {
+                Value::Bool(b) => *b,
+                Value::Str(s) => modules::params::parse_bool(s) == Some(true),
+                _ => false,
+            }
+    });
     let payload = ansible_module(&key.scalar_text()?, module_only, scope).ok()?;
     let documented = payload.options.as_ref()?;
     if !lacking.iter().all(|n| documented.iter().any(|o| o == n)) {

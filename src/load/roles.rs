@@ -50,7 +50,11 @@ impl Finder {
     /// default folders, and the playbook's own folder; collections in the
     /// playbook's `collections/` and the configured collection path.
     pub(super) fn new(playbook: &Path, extra: &[PathBuf], collections_path: &[PathBuf]) -> Finder {
-        let base = playbook.parent().unwrap_or(Path::new(".")).to_path_buf();
+        let base = playbook
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .unwrap_or(Path::new("."))
+            .to_path_buf();
         let collections = Installed::new(&base, collections_path);
         let requirements = collections::requirements_files(&base);
         let mut dirs = vec![base.join("roles")];

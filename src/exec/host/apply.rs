@@ -81,8 +81,9 @@ impl<'p> HostRun<'_, 'p> {
     /// A command ran, so anything may have changed; the gathered facts
     /// and durable answers are kept.
     pub(super) fn forget_facts(&mut self) {
-        self.facts
-            .retain(|key| key == host_facts::KEY || crate::remote::probe::is_durable(key));
+        self.facts.retain(|key, r| {
+            key == host_facts::KEY || (crate::remote::probe::is_durable(key) && r.rc == 0)
+        });
     }
 
     /// Records what a step really did; for a command, returns its result.

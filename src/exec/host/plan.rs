@@ -72,11 +72,9 @@ impl<'p> HostRun<'_, 'p> {
             steps,
             is_command,
             upkeep,
+            returns,
         };
-        let mut result = self.finish(instance, i, queued, module);
-        if let Value::Object(r) = &mut result {
-            r.extend(returns);
-        }
+        let result = self.finish(instance, i, queued, module);
         let ms = started.elapsed().as_millis() as u64;
         self.outcomes.observed(i, keys, observed_at, ms);
         (result, flush)
@@ -145,9 +143,14 @@ impl<'p> HostRun<'_, 'p> {
             steps,
             is_command,
             upkeep,
+            returns,
         } = queued;
         let changed = matches!(planned, Status::Changed | Status::Drift);
-        let mut result = json!({"changed": changed, "failed": false});
+        // Conditions read what the module returns (`stat`, the check-mode
+        // run of Ansible's module) beside `changed` and `failed`.
+        let mut result = Value::Object(returns);
+        result["changed"] = json!(changed);
+        result["failed"] = json!(false);
         if !is_command {
             let t = self.ctx.templates;
             match self.outcomes.conditions(t, &instance, i, &mut result) {
@@ -226,6 +229,8 @@ struct Queued {
     is_command: bool,
     /// They run although the plan changes nothing (`Plan::upkeep`).
     upkeep: bool,
+    /// The module's return values besides `changed` and `failed`.
+    returns: serde_json::Map<String, Value>,
 }
 
 /// Each step with the task's environment exported first: a step runs in

@@ -48,17 +48,18 @@ const NO_PYTHON: i32 = 97;
 const NO_PAYLOAD: i32 = 98;
 
 /// Where Ansible's interpreter discovery looks, the distribution's own
-/// Python first so that a user's shims (pyenv) are not taken for it; no
-/// Python 2, which ansible-core's modules no longer run on.
+/// Python first so that a user's shims (pyenv) are not taken for it. The
+/// first that is Python 3.7 or later runs the module: ansible-core's
+/// modules run on nothing older (EL 8's platform Python is 3.6).
 const INTERPRETERS: &[&str] = &[
     "/usr/bin/python3",
-    "/usr/libexec/platform-python",
     "python3.12",
     "python3.11",
     "python3.10",
     "python3.9",
     "python3.8",
     "python3.7",
+    "/usr/libexec/platform-python",
     "python3",
 ];
 
@@ -150,8 +151,11 @@ impl Module for AnsibleModule {
         Ok(plan)
     }
 
+    /// In apply its result is the real run's; in check mode it is
+    /// planned, and its check-mode run's values are what conditions and
+    /// `register` read.
     fn is_command(&self) -> bool {
-        true
+        !self.call.check
     }
 
     fn command_result(&self, output: &ProbeResult) -> Value {
@@ -197,7 +201,7 @@ impl AnsibleModule {
     fn check_key(&self) -> String {
         let args = Value::Object(self.args.clone()).to_string();
         let python = self.interpreter.as_deref().unwrap_or("");
-        let what = format!("{}\n{python}\n{args}", self.call.payload.fqcn);
+        let what = format!("{}\n{python}\n{args}", self.call.payload.sha256);
         // After the payload's key, so that the payload is in place first.
         format!(
             "the check-mode run of {} {}",
@@ -253,10 +257,12 @@ impl AnsibleModule {
                 INTERPRETERS.join(", "),
             ),
         };
-        let why =
-            format!("no Python on the host (looked for {looked}); set ansible_python_interpreter");
+        let why = format!(
+            "no Python 3.7 or later on the host (looked for {looked}); set ansible_python_interpreter"
+        );
         format!(
-            "np_py=\nfor np_i in {candidates}; do command -v \"$np_i\" >/dev/null 2>&1 && {{ np_py=$np_i; break; }}; done\n\
+            "np_py=\nfor np_i in {candidates}; do command -v \"$np_i\" >/dev/null 2>&1 && \
+             \"$np_i\" -c 'import sys; sys.exit(sys.version_info < (3, 7))' 2>/dev/null && {{ np_py=$np_i; break; }}; done\n\
              if [ -z \"$np_py\" ]; then echo {} >&2; exit {NO_PYTHON}; fi\n",
             quote(&why)
         )

@@ -250,8 +250,15 @@ impl Facts {
     }
 
     /// Keeps only the answers whose keys `keep` accepts.
-    pub(crate) fn retain(&mut self, keep: impl Fn(&str) -> bool) {
-        self.results.retain(|k, _| keep(k));
+    pub(crate) fn retain(&mut self, keep: impl Fn(&str, &ProbeResult) -> bool) {
+        self.results.retain(|k, r| keep(k, r));
+    }
+
+    /// Whether the answer under `key` is kept for the rest of the run: a
+    /// durable probe's, once it succeeded (a failure, such as no Python
+    /// yet, may be mended by a later task).
+    pub(crate) fn lasts(&self, key: &str) -> bool {
+        crate::remote::probe::is_durable(key) && self.results.get(key).is_some_and(|r| r.rc == 0)
     }
 }
 
