@@ -115,6 +115,13 @@ impl<'p> HostRun<'_, 'p> {
         status: Status,
     ) -> bool {
         let task = spec.task;
+        // A module whose outcome check mode cannot know (Ansible's, without
+        // check mode) registers no values later tasks could trust.
+        if let (Some(reg), false, false, Status::Unknown) =
+            (&task.register, is_command, runs, status)
+        {
+            self.unknown_vars.insert(reg.clone(), spec.name.clone());
+        }
         let (Some(reg), true) = (&task.register, is_command) else {
             return is_command && runs && task.failed_when.is_some();
         };

@@ -104,13 +104,12 @@ struct Package {
 
 /// Package names as rpm and dpkg spell them (`name`, `name.arch`,
 /// `lib:amd64`), with a version pin (`name=1.2*`, `name-1.2-1`) or a module
-/// stream (`@name:stream/profile`), or what an rpm provides
-/// (`dnf-command(versionlock)`, `perl(JSON::PP)`).
+/// stream (`@name:stream/profile`).
 fn valid_name(n: &str) -> bool {
     !n.is_empty()
         && !n.starts_with('-')
         && n.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"._+:~@-=*/()".contains(&b))
+            .all(|b| b.is_ascii_alphanumeric() || b"._+:~@-=*/".contains(&b))
 }
 
 /// Repository and plugin names, as dnf's command line takes them.
@@ -126,6 +125,19 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let alone = a.update_cache || a.autoremove || a.autoclean || a.clean || a.deb.is_some();
     if a.name.is_empty() && !alone {
         return Err(p.error("name", "missing required parameter 'name'"));
+    }
+    // What a package provides is not what rpm -qa lists: planned from the
+    // installed names, it would install on every run.
+    let provides =
+        |n: &&String| n.ends_with(')') && n.find('(').is_some_and(|i| i > 0 && valid_name(&n[..i]));
+    if let Some(provided) = a.name.iter().find(provides) {
+        return Err(p.error(
+            "name",
+            format!(
+                "'{provided}' names what a package provides; name the package itself \
+                 (nodeprov plans from the installed package names)"
+            ),
+        ));
     }
     if let Some(bad) = a.name.iter().find(|n| !valid_name(n)) {
         return Err(p.error("name", format!("'{bad}' is not a package name")));
