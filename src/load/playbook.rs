@@ -419,8 +419,16 @@ pub(super) fn boolean(node: &Node, what: &str, errors: &mut Errors) -> bool {
 /// wait for a host's values to decide whether it may show a secret.
 pub(super) fn no_log(node: &Node, errors: &mut Errors) -> bool {
     match &node.value {
-        Value::Str(s) if crate::template::is_templated(s) => true,
+        _ if is_template(node) => true,
         _ => boolean(node, "no_log", errors),
+    }
+}
+
+/// `check_mode:`, a boolean, or a template judged per host (the second).
+pub(super) fn check_mode(v: &Node, errors: &mut Errors) -> (Option<bool>, Option<Node>) {
+    match is_template(v) {
+        true => (None, Some(v.clone())),
+        false => (Some(boolean(v, "check_mode", errors)), None),
     }
 }
 
@@ -914,12 +922,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
             },
             "changed_when" => task.changed_when = condition(v, key, errors),
             "failed_when" => task.failed_when = condition(v, key, errors),
-            "check_mode" => match &v.value {
-                Value::Str(s) if crate::template::is_templated(s) => {
-                    task.check_mode_if = Some(v.clone())
-                }
-                _ => task.check_mode = Some(boolean(v, "check_mode", errors)),
-            },
+            "check_mode" => (task.check_mode, task.check_mode_if) = check_mode(v, errors),
             "vars" => {
                 task.vars = vars_map(v, errors);
                 task.vars_node = Some(v.clone());

@@ -213,12 +213,9 @@ impl Scope {
                 "ignore_errors" => {
                     inh.ignore_errors |= playbook::boolean(v, "ignore_errors", errors)
                 }
-                "check_mode" => match &v.value {
-                    Value::Str(s) if crate::template::is_templated(s) => {
-                        inh.check_mode_if = Some(v.clone())
-                    }
-                    _ => inh.check_mode = Some(playbook::boolean(v, "check_mode", errors)),
-                },
+                "check_mode" => {
+                    (inh.check_mode, inh.check_mode_if) = playbook::check_mode(v, errors)
+                }
                 "notify" => inh.notify = playbook::names(v, "notify", errors),
                 "listen" => {
                     let topics = playbook::names(v, "listen", errors);

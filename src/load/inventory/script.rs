@@ -50,13 +50,8 @@ fn fail(name: &str, message: String) -> Diagnostic {
 /// The JSON a command prints; a failure or anything else is one error
 /// naming the command.
 fn output(name: &str, cmd: &mut Command, what: &str) -> Result<Value, Diagnostic> {
-    // nodeprov's own settings include its passwords, which are no
-    // business of an inventory script.
-    for (var, _) in std::env::vars_os() {
-        if var.to_string_lossy().starts_with("NODEPROV_") {
-            cmd.env_remove(var);
-        }
-    }
+    // nodeprov's passwords are no business of an inventory script.
+    crate::load::ansible_core::without_own_settings(cmd);
     let out = cmd
         .stdin(Stdio::null())
         .output()
