@@ -51,6 +51,23 @@ fn until_retries_a_command_until_its_condition_holds() {
 }
 
 #[test]
+fn until_in_a_loop_retries_each_item_until_its_own_condition_holds() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let counter = COUNTER.replace("/root/n", "/root/n-{{ item }}");
+    let playbook = format!(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - shell: '{counter}'\n      register: r\n      until: r.stdout == '2'\n      retries: 3\n      delay: 0\n      loop: [x, y]\n    - copy: {{dest: /root/attempts, content: \"{{{{ r.results | map(attribute='attempts') | join(',') }}}}\"}}\n"
+    );
+    let (code, doc) = run(&host, "apply", &playbook);
+    assert_eq!(code, 0, "{doc:#}");
+    let read = |p: &str| std::fs::read_to_string(host.path(p)).unwrap();
+    assert_eq!(read("/root/n-x"), "2\n");
+    assert_eq!(read("/root/n-y"), "2\n");
+    assert_eq!(read("/root/attempts"), "2,2");
+    assert_machine_unchanged(&before);
+}
+
+#[test]
 fn until_never_met_fails_after_every_attempt_and_check_mode_skips_it() {
     let before = machine_digest();
     let host = IsolatedHost::new();

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::prepared::{PlayCtx, PreparedTask};
 use super::vars::{template_vars, ItemContexts, Resolved, TaskVars, VarError, VarLayers};
+use crate::load::tasks::{Count, Retry};
 use crate::modules::kit::ansible::AnsibleCall;
 use crate::modules::params::BuildCtx;
 use crate::modules::{Module, Params};
@@ -44,6 +45,12 @@ pub(crate) enum ResolveError {
     Environment { at: String, why: String },
     #[error("{at}: async: {why}")]
     Async { at: String, why: String },
+    #[error("{at}: {key}: {why}")]
+    Retry {
+        at: String,
+        key: &'static str,
+        why: String,
+    },
 }
 
 /// One task for one loop item on one host, resolved.
@@ -61,6 +68,9 @@ pub(crate) struct TaskInstance<'p> {
     /// Seconds its steps may run: `timeout:`, or `async:` judged with
     /// those variables when templated.
     pub timeout: Option<u64>,
+    /// `until:`'s attempts in all and the seconds between them, with a
+    /// templated `retries:` or `delay:` rendered in `vars`.
+    pub retry: Option<(u32, u64)>,
     /// `environment:` rendered, for the task's steps.
     pub environment: Vec<(String, String)>,
 }
@@ -153,6 +163,10 @@ impl Resolver<'_> {
             Ok(t) => t,
             Err(error) => return Resolution::Failed { label, error },
         };
+        let retry = match self.retry(spec, &vars) {
+            Ok(r) => r,
+            Err(error) => return Resolution::Failed { label, error },
+        };
         let instance = TaskInstance {
             spec,
             label,
@@ -160,6 +174,7 @@ impl Resolver<'_> {
             ignore_errors,
             check,
             timeout,
+            retry,
             environment: Vec::new(),
         };
         match self.when_holds(&instance) {
@@ -311,24 +326,12 @@ impl Resolver<'_> {
             return Ok(task.timeout);
         };
         let at = seconds.span.location();
-        let number = |n: &crate::load::yaml::Node| -> Result<u64, ResolveError> {
-            let v = self
-                .ctx
-                .templates
-                .render_value(&n.to_json(), vars)
-                .map_err(|e| ResolveError::Async {
+        let number = |n: &crate::load::yaml::Node| {
+            self.whole_number(n, vars)
+                .map_err(|why| ResolveError::Async {
                     at: at.clone(),
-                    why: e.to_string(),
-                })?;
-            let n = match &v {
-                Value::Number(n) => n.as_u64(),
-                Value::String(s) => s.trim().parse().ok(),
-                _ => None,
-            };
-            n.ok_or_else(|| ResolveError::Async {
-                at: at.clone(),
-                why: format!("{v} is not a whole number of seconds"),
-            })
+                    why,
+                })
         };
         let seconds = number(seconds)?;
         let poll = poll.as_ref().map(number).transpose()?;
@@ -340,6 +343,43 @@ impl Resolver<'_> {
             }),
             (s, _) => Ok(Some(task.timeout.map_or(s, |t| t.min(s)))),
         }
+    }
+
+    /// `until:`'s attempts and delay, each rendered when templated.
+    fn retry(&self, spec: &PreparedTask, vars: &Value) -> Result<Option<(u32, u64)>, ResolveError> {
+        let Some(retry) = &spec.task.retry else {
+            return Ok(None);
+        };
+        let count = |c: &Option<Count>, key: &'static str| match c {
+            None => Ok(None),
+            Some(Count::Number(n)) => Ok(Some(*n)),
+            Some(Count::Template(node)) => {
+                self.whole_number(node, vars)
+                    .map(Some)
+                    .map_err(|why| ResolveError::Retry {
+                        at: node.span.location(),
+                        key,
+                        why,
+                    })
+            }
+        };
+        let attempts = Retry::attempts(count(&retry.retries, "retries")?);
+        Ok(Some((attempts, count(&retry.delay, "delay")?.unwrap_or(5))))
+    }
+
+    /// A templated whole number, rendered in `vars`.
+    fn whole_number(&self, node: &crate::load::yaml::Node, vars: &Value) -> Result<u64, String> {
+        let v = self
+            .ctx
+            .templates
+            .render_value(&node.to_json(), vars)
+            .map_err(|e| e.to_string())?;
+        let n = match &v {
+            Value::Number(n) => n.as_u64(),
+            Value::String(s) => s.trim().parse().ok(),
+            _ => None,
+        };
+        n.ok_or_else(|| format!("{v} is not a whole number"))
     }
 
     /// A templated `check_mode` that cannot be judged runs in check mode,

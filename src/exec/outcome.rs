@@ -558,6 +558,7 @@ mod tests {
             ignore_errors: prepared.tasks[0].task.ignore_errors,
             check: false,
             timeout: None,
+            retry: None,
             environment: Vec::new(),
         };
         f(&mut Outcomes::new(diff), &instance);

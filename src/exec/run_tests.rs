@@ -572,6 +572,83 @@ fn until_runs_a_command_again_until_its_condition_holds() {
     assert!(scripts[3].body.contains("echo 3 0"), "{}", scripts[3].body);
 }
 
+const RETRIED_LOOP: &str = "- hosts: all\n  gather_facts: false\n  tasks:\n    - command: \"ready? {{ item }}\"\n      register: r\n      until: r.stdout == 'ready'\n      retries: 2\n      delay: 0\n      loop: [a, b]\n    - command: \"echo {{ r.results | map(attribute='attempts') | join(',') }} {{ r.results[1].item }}\"\n";
+
+#[test]
+fn until_in_a_loop_retries_each_item_on_its_own_result() {
+    let (_d, pb) = load(RETRIED_LOOP);
+    let (connect, log) = scripted_host(vec![(0, "wait"), (0, "ready"), (0, "ready"), (0, "")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    let statuses: Vec<Status> = report.tasks.iter().map(|t| t.status).collect();
+    assert_eq!(statuses, [Status::Changed; 3], "one outcome per item");
+    assert_eq!(report.tasks[0].notes, ["2 attempts"]);
+    let log = log.lock().unwrap().clone().unwrap();
+    let scripts = log.lock().unwrap();
+    assert_eq!(scripts.len(), 4);
+    // `command` quotes the glob character: 'ready?' a.
+    let runs = |i: usize, item: &str| scripts[i].body.contains(&format!("?'\\'' {item}"));
+    assert!(
+        runs(0, "a") && runs(1, "a") && runs(2, "b"),
+        "{}",
+        scripts[2].body
+    );
+    assert!(
+        scripts[3].body.contains("echo 2,1 b"),
+        "{}",
+        scripts[3].body
+    );
+}
+
+#[test]
+fn an_item_never_meeting_until_fails_the_task_after_the_other_items_ran() {
+    let (_d, pb) = load(RETRIED_LOOP);
+    let answers = vec![(1, "no"), (1, "no"), (1, "no"), (0, "ready"), (0, "")];
+    let (connect, log) = scripted_host(answers);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    let statuses: Vec<Status> = report.tasks.iter().map(|t| t.status).collect();
+    assert_eq!(
+        statuses,
+        [Status::Failed, Status::Changed],
+        "one outcome per item"
+    );
+    let msg = report.tasks[0].message.as_deref().unwrap();
+    assert!(
+        msg.starts_with("until: still false after 3 attempt(s)"),
+        "{msg}"
+    );
+    let log = log.lock().unwrap().clone().unwrap();
+    let scripts = log.lock().unwrap();
+    assert_eq!(scripts.len(), 4, "item b ran, the next task did not");
+    assert!(scripts[3].body.contains("?'\\'' b"), "{}", scripts[3].body);
+}
+
+#[test]
+fn templated_retries_and_delay_are_judged_per_host() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  vars: {n: '1', d: 0}\n  tasks:\n    - command: ready?\n      register: r\n      until: r.stdout == 'ready'\n      retries: '{{ n }}'\n      delay: '{{ d }}'\n");
+    let (connect, log) = scripted_host(vec![(1, "no")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let msg = outcome.reports[0].tasks[0].message.as_deref().unwrap();
+    assert!(
+        msg.starts_with("until: still false after 2 attempt(s)"),
+        "{msg}"
+    );
+    let log = log.lock().unwrap().clone().unwrap();
+    assert_eq!(count(&log, Purpose::Mutate), 2);
+
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - command: ready?\n      register: r\n      until: r.rc == 0\n      delay: \"{{ 'soon' }}\"\n");
+    let (connect, _log) = scripted_host(vec![(0, "")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let task = &outcome.reports[0].tasks[0];
+    assert_eq!(task.status, Status::Failed);
+    let msg = task.message.as_deref().unwrap();
+    assert!(
+        msg.contains("delay: \"soon\" is not a whole number"),
+        "{msg}"
+    );
+}
+
 #[test]
 fn until_still_false_after_every_attempt_fails_the_host() {
     let (_d, pb) = load(RETRIED);

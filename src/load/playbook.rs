@@ -987,7 +987,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         }
     }
     task.become_user = become_setting(become_, become_user);
-    task.retry = retry_keys.parse(&task, errors);
+    task.retry = retry_keys.parse(errors);
     if templated_async.is_some() || templated_poll.is_some() {
         // Either may only be known per host: both are judged then.
         let literal = |n: Option<&Node>| n.cloned();

@@ -256,11 +256,30 @@ impl Scope {
 #[derive(Clone, Debug)]
 pub struct Retry {
     pub until: Node,
+    /// `retries:`, a number or a template judged per host (None: 2).
+    pub retries: Option<Count>,
+    /// `delay:` in seconds, the same way (None: 5).
+    pub delay: Option<Count>,
+}
+
+/// A whole number as written: the number, or a template that renders to
+/// one on each host.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Count {
+    Number(u64),
+    Template(Node),
+}
+
+impl Retry {
     /// Attempts in all: `retries` plus the first, or 3 without `retries`,
-    /// as in ansible-core.
-    pub attempts: u32,
-    /// Seconds between attempts (5 unless `delay:` says otherwise).
-    pub delay: u64,
+    /// as in ansible-core; `retries: 0` is one attempt.
+    pub fn attempts(retries: Option<u64>) -> u32 {
+        match retries {
+            None => 3,
+            Some(0) => 1,
+            Some(n) => u32::try_from(n.saturating_add(1)).unwrap_or(u32::MAX),
+        }
+    }
 }
 
 /// A task's `until:`, `retries:` and `delay:` as written.
@@ -281,9 +300,9 @@ impl RetryKeys {
         }
     }
 
-    /// The retry a task asks for; `retries:` or `delay:` alone, or `until:`
-    /// over a loop, are refused rather than run differently from Ansible.
-    pub fn parse(self, task: &Task, errors: &mut Errors) -> Option<Retry> {
+    /// The retry a task asks for; `retries:` or `delay:` alone are refused
+    /// rather than run differently from Ansible.
+    pub fn parse(self, errors: &mut Errors) -> Option<Retry> {
         let Some(until) = self.until else {
             for (k, _) in self.retries.iter().chain(&self.delay) {
                 let key = k.as_str().unwrap_or_default();
@@ -298,42 +317,30 @@ impl RetryKeys {
             }
             return None;
         };
-        if task.loop_items.is_some() {
-            errors.push(
-                until
-                    .error("'until:' on a looped task is not supported by nodeprov")
-                    .with_hint(
-                        "retry each item in a task of its own, or retry a command that loops",
-                    ),
-            );
-        }
         let until = playbook::condition(&until, "until", errors)?;
-        let count = |kv: &Option<(Node, Node)>, errors: &mut Errors| {
-            kv.as_ref()
-                .map(|(k, v)| whole_number(k, v, errors).unwrap_or(0))
+        let count = |kv: Option<(Node, Node)>, errors: &mut Errors| {
+            let (k, v) = kv?;
+            if matches!(&v.value, Value::Str(s) if crate::template::is_templated(s)) {
+                return Some(Count::Template(v));
+            }
+            Some(Count::Number(whole_number(&k, &v, errors).unwrap_or(0)))
         };
-        let attempts = match count(&self.retries, errors) {
-            None => 3,
-            Some(0) => 1,
-            Some(n) => n.saturating_add(1),
-        };
-        let delay = count(&self.delay, errors).unwrap_or(5);
         Some(Retry {
             until,
-            attempts: u32::try_from(attempts).unwrap_or(u32::MAX),
-            delay,
+            retries: count(self.retries, errors),
+            delay: count(self.delay, errors),
         })
     }
 }
 
-/// `meta:`, `reboot` and `wait_for_connection` act on the schedule or the
-/// session once per host: a loop over them is refused, as is an `end_play`
-/// that a condition would end for some hosts only (hosts run
-/// independently, so it could not end the others), and so is one host
+/// `meta:`, `reboot`, `wait_for_connection` and `pause` act on the
+/// schedule or the session once per host: a loop over them is refused, as
+/// is an `end_play` that a condition would end for some hosts only (hosts
+/// run independently, so it could not end the others), and so is one host
 /// rebooting or waiting for the others (`run_once`).
 pub(super) fn check_once_per_host(task: &Task, key: &Node, errors: &mut Errors) {
     let name = task.module.name;
-    if !matches!(name, "meta" | "reboot" | "wait_for_connection") {
+    if !matches!(name, "meta" | "reboot" | "wait_for_connection" | "pause") {
         return;
     }
     if task.loop_items.is_some() {
@@ -989,20 +996,25 @@ mod tests {
     fn until_takes_ansible_defaults_and_whole_numbers() {
         let pb = load("- hosts: all\n  tasks:\n    - command: a\n      until: r.rc == 0\n    - command: b\n      until: [x, y]\n      retries: '0'\n      delay: 2\n    - command: c\n      until: x\n      retries: 10\n").unwrap();
         let retry = |i: usize| pb.plays[0].tasks[i].retry.clone().unwrap();
-        assert_eq!((retry(0).attempts, retry(0).delay), (3, 5));
-        assert_eq!((retry(1).attempts, retry(1).delay), (1, 2));
-        assert_eq!(retry(2).attempts, 11);
+        assert_eq!((retry(0).retries, retry(0).delay), (None, None));
+        assert_eq!(retry(1).retries, Some(Count::Number(0)));
+        assert_eq!(retry(1).delay, Some(Count::Number(2)));
+        assert_eq!(retry(2).retries, Some(Count::Number(10)));
+        assert_eq!(
+            [None, Some(0), Some(10)].map(Retry::attempts),
+            [3, 1, 11],
+            "as ansible-core counts them"
+        );
     }
 
     #[test]
-    fn retries_alone_a_looped_until_and_a_bad_count_are_refused_where_written() {
-        let errs = load("- hosts: all\n  tasks:\n    - command: a\n      retries: 3\n    - command: b\n      until: x\n      loop: [1]\n    - command: c\n      until: x\n      delay: '{{ d }}'\n").unwrap_err();
+    fn retries_alone_and_a_bad_count_are_refused_where_written() {
+        let errs = load("- hosts: all\n  tasks:\n    - command: a\n      retries: 3\n    - command: b\n      until: x\n      loop: [1]\n    - command: c\n      until: x\n      delay: 'soon'\n").unwrap_err();
         assert_eq!(
             errs,
             [
                 "site.yml:4:7: 'retries' without 'until:' is not supported by nodeprov",
-                "site.yml:6:14: 'until:' on a looped task is not supported by nodeprov",
-                "site.yml:10:14: delay must be a whole number of 0 or more, found {{ d }}",
+                "site.yml:10:14: delay must be a whole number of 0 or more, found soon",
             ]
         );
     }

@@ -154,6 +154,25 @@ fn source(name: &str, quoted: &str) -> Arc<Source> {
 /// Parses `text`; errors quote the lines of `quoted`.
 fn parse(text: &str, name: &str, quoted: &str) -> Result<Node, Diagnostic> {
     let source = source(name, quoted);
+    let mut text = std::borrow::Cow::Borrowed(text);
+    loop {
+        match parse_events(&text, &source) {
+            Ok(node) => return Ok(node),
+            Err(Stop::Invalid(diag)) => return Err(diag),
+            Err(Stop::Scan(e)) => match reindent_quoted(&text, &e) {
+                Some(fixed) => text = fixed.into(),
+                None => return Err(syntax_error(&source, &e)),
+            },
+        }
+    }
+}
+
+enum Stop {
+    Scan(yaml_rust2::ScanError),
+    Invalid(Diagnostic),
+}
+
+fn parse_events(text: &str, source: &Arc<Source>) -> Result<Node, Stop> {
     let mut builder = Builder {
         source: source.clone(),
         stack: Vec::new(),
@@ -167,12 +186,12 @@ fn parse(text: &str, name: &str, quoted: &str) -> Result<Node, Diagnostic> {
     // error instead of scanning the rest of a file that may be huge.
     let mut parser = Parser::new_from_str(text);
     loop {
-        let (event, mark) = parser.next_token().map_err(|e| syntax_error(&source, &e))?;
+        let (event, mark) = parser.next_token().map_err(Stop::Scan)?;
         // Past the first document only to find a second one, which is an error.
         let done = matches!(event, Event::StreamEnd);
         builder.on_event(event, mark);
         if let Some(err) = builder.error {
-            return Err(err);
+            return Err(Stop::Invalid(err));
         }
         if done {
             break;
@@ -180,7 +199,7 @@ fn parse(text: &str, name: &str, quoted: &str) -> Result<Node, Diagnostic> {
     }
     Ok(builder
         .root
-        .unwrap_or_else(|| Node::new(Value::Null, Span::new(source, 1, 1))))
+        .unwrap_or_else(|| Node::new(Value::Null, Span::new(source.clone(), 1, 1))))
 }
 
 /// Every string of a decrypted document is a secret; its keys are names.
@@ -197,6 +216,46 @@ fn reveal_values(node: &Node) {
 pub fn load_file(path: &Path) -> Result<Node, Diagnostic> {
     let text = crate::load::input::read_text(path).map_err(ReadError::into_diagnostic)?;
     load_str(&text, &path.display().to_string())
+}
+
+/// PyYAML, which Ansible loads playbooks with, accepts a quoted scalar
+/// whose continuation lines start left of the block's indentation, where
+/// the YAML spec and yaml-rust2 do not. A continuation line's leading
+/// blanks are folded away, so indenting every continuation line of that
+/// scalar past its opening quote keeps the value PyYAML reads, and moves
+/// no other line. `None` for any other error.
+fn reindent_quoted(text: &str, e: &yaml_rust2::ScanError) -> Option<String> {
+    if e.info() != "invalid indentation in quoted scalar" {
+        return None;
+    }
+    let chars: Vec<char> = text.chars().collect();
+    let open = e.marker().index();
+    let quote = *chars.get(open).filter(|c| matches!(c, '"' | '\''))?;
+    let indent = " ".repeat(e.marker().col() + 1);
+    let mut fixed: String = chars[..=open].iter().collect();
+    let mut i = open + 1;
+    while i < chars.len() {
+        let c = chars[i];
+        fixed.push(c);
+        i += 1;
+        match c {
+            '\\' if quote == '"' => {
+                fixed.extend(chars.get(i));
+                i += 1;
+            }
+            '\'' if quote == '\'' && chars.get(i) == Some(&'\'') => {
+                fixed.push('\'');
+                i += 1;
+            }
+            '\n' if !matches!(chars.get(i), Some('\n' | '\r') | None) => fixed.push_str(&indent),
+            c if c == quote => {
+                fixed.extend(&chars[i..]);
+                return Some(fixed);
+            }
+            _ => {}
+        }
+    }
+    None
 }
 
 fn syntax_error(source: &Arc<Source>, e: &yaml_rust2::ScanError) -> Diagnostic {
@@ -583,6 +642,28 @@ mod tests {
         assert_eq!(doc.get("e").unwrap().value, Value::Null);
         assert_eq!(doc.get("f").unwrap().value, Value::Int(0o644));
         assert_eq!(doc.get("g").unwrap().value, Value::Str("1.2.3".into()));
+    }
+
+    #[test]
+    fn quoted_continuation_left_of_the_block_reads_as_pyyaml_does() {
+        // Values as PyYAML's safe_load gives them for the same text.
+        let text = "- name: p2p\n  shell: \"grep 'x' | sed 's/  1/\n/g' | cut \\\"-f\\\"\"\n  register: r\n\
+                    - debug:\n    msg: 'it''s\n\nnext\nlast'\n  when: true\n";
+        let doc = load_str(text, "t.yml").unwrap();
+        let Value::Seq(tasks) = &doc.value else {
+            panic!("{doc:?}")
+        };
+        assert_eq!(
+            tasks[0].get("shell").unwrap().as_str(),
+            Some("grep 'x' | sed 's/  1/ /g' | cut \"-f\"")
+        );
+        assert_eq!(
+            tasks[0].get("register").unwrap().span.location(),
+            "t.yml:4:13"
+        );
+        let msg = tasks[1].get("debug").unwrap().get("msg").unwrap();
+        assert_eq!(msg.as_str(), Some("it's\nnext last"));
+        assert_eq!(tasks[1].get("when").unwrap().span.location(), "t.yml:10:9");
     }
 
     #[test]

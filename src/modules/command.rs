@@ -1,4 +1,6 @@
-//! `command` and `shell`: run something; the result is what it printed.
+//! `command`, `shell` and `raw`: run something; the result is what it
+//! printed. nodeprov needs no Python on a host, so `raw`, which Ansible
+//! keeps for hosts without one, is `shell` without its extras.
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;
@@ -22,6 +24,14 @@ pub(crate) const SHELL: ModuleSpec = ModuleSpec {
     params: &ShellArgs::SPEC,
     free_form: Some("cmd"),
     build: build_shell,
+};
+
+pub(crate) const RAW: ModuleSpec = ModuleSpec {
+    name: "raw",
+    aliases: &["ansible.builtin.raw"],
+    params: &RawArgs::SPEC,
+    free_form: Some("cmd"),
+    build: build_raw,
 };
 
 module_params! {
@@ -53,6 +63,15 @@ module_params! {
         removes: Option<String>,
         /// text fed to its standard input
         stdin: Option<String>,
+        /// the shell that runs it, instead of /bin/sh
+        executable: Option<String>,
+    }
+}
+
+module_params! {
+    struct RawArgs {
+        /// the shell command (the free-form command)
+        cmd: String,
         /// the shell that runs it, instead of /bin/sh
         executable: Option<String>,
     }
@@ -102,18 +121,34 @@ fn build_command(p: &Params) -> Result<Box<dyn Module>, ParamError> {
 
 fn build_shell(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = ShellArgs::read(p)?;
-    let script = match a.executable {
-        Some(exe) => format!("{} -c {}", quote(&exe), quote(&a.cmd)),
-        None => format!("/bin/sh -c {}", quote(&a.cmd)),
-    };
     Ok(Box::new(Command {
+        script: shell_script(a.executable.as_deref(), &a.cmd),
         display: a.cmd,
-        script,
         chdir: a.chdir,
         creates: a.creates,
         removes: a.removes,
         stdin: a.stdin,
     }))
+}
+
+fn build_raw(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let a = RawArgs::read(p)?;
+    Ok(Box::new(Command {
+        script: shell_script(a.executable.as_deref(), &a.cmd),
+        display: a.cmd,
+        chdir: None,
+        creates: None,
+        removes: None,
+        stdin: None,
+    }))
+}
+
+fn shell_script(executable: Option<&str>, cmd: &str) -> String {
+    format!(
+        "{} -c {}",
+        quote(executable.unwrap_or("/bin/sh")),
+        quote(cmd)
+    )
 }
 
 impl Module for Command {
@@ -199,6 +234,22 @@ mod tests {
         let plan = cmd("echo hi", None).plan(&Facts::default()).unwrap();
         assert_eq!(plan.steps, ["cd '/tmp/a b' || exit 1\necho hi"]);
         assert!(plan.unknown.is_some());
+    }
+
+    #[test]
+    fn raw_runs_its_line_in_a_shell_as_written() {
+        use crate::modules::kit::testing::build_test;
+        let line = "test -e /usr/bin/python3 || (apt -y update && apt install -y python3)";
+        let m = build_test(&RAW, serde_json::json!({ "cmd": line })).unwrap();
+        let plan = m.plan(&Facts::default()).unwrap();
+        assert_eq!(plan.steps, [format!("/bin/sh -c {}", quote(line))]);
+        assert!(plan.unknown.is_some(), "check mode runs no command");
+        let m = build_test(
+            &RAW,
+            serde_json::json!({"cmd": "echo $0", "executable": "/bin/bash"}),
+        );
+        let plan = m.unwrap().plan(&Facts::default()).unwrap();
+        assert_eq!(plan.steps, ["/bin/bash -c 'echo $0'"]);
     }
 
     #[test]

@@ -35,6 +35,7 @@ pub(crate) mod package;
 pub(crate) mod package_facts;
 pub(crate) mod pam_limits;
 pub(crate) mod params;
+pub(crate) mod pause;
 pub(crate) mod pip;
 pub(crate) mod reboot;
 pub(crate) mod registry;

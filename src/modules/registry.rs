@@ -5,15 +5,16 @@ use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
     apt_key, apt_repository, assert, authorized_key, blockinfile, command, copy, cuda_env, debug,
     file, firewalld, get_url, getent, gpu_smoke, group, ini_file, kernel_blacklist, lineinfile,
-    meta, modprobe, mount, package, package_facts, pam_limits, pip, reboot, replace, rpm_key,
-    selinux, service, service_facts, set_fact, setup, slurp, stat, swapfile, sysctl, timezone, ufw,
-    unarchive, uri, user, wait_for_connection, yum_repository,
+    meta, modprobe, mount, package, package_facts, pam_limits, pause, pip, reboot, replace,
+    rpm_key, selinux, service, service_facts, set_fact, setup, slurp, stat, swapfile, sysctl,
+    timezone, ufw, unarchive, uri, user, wait_for_connection, yum_repository,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
     static SPECS: &[ModuleSpec] = &[
         command::COMMAND,
         command::SHELL,
+        command::RAW,
         copy::COPY,
         copy::TEMPLATE,
         file::FILE,
@@ -60,6 +61,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         authorized_key::AUTHORIZED_KEY,
         reboot::REBOOT,
         wait_for_connection::WAIT_FOR_CONNECTION,
+        pause::PAUSE,
         firewalld::FIREWALLD,
         pip::PIP,
     ];

@@ -1,4 +1,4 @@
-//! Reboot and wait_for_connection inside the schedule: what is pending
+//! Reboot, wait_for_connection and pause inside the schedule: what is pending
 //! runs first, then the wire replaces the session, and everything probed
 //! before a reboot is forgotten, so the tasks after it plan from a fresh
 //! probe. The batch is cut here by necessity.
@@ -51,6 +51,17 @@ impl<'p> HostRun<'_, 'p> {
                 }
                 Err(e) => return self.not_reconnected(instance, e),
             },
+            ConnectionAction::Pause(p) => {
+                let d = p.wait;
+                std::thread::sleep(d);
+                let note = match p.prompt {
+                    Some(prompt) => format!("{prompt}: paused for {} s", d.as_secs()),
+                    None => format!("paused for {} s", d.as_secs()),
+                };
+                self.outcomes.noted(spec, Status::Ok, note);
+                let said = format!("Paused for {} seconds", d.as_secs());
+                json!({"changed": false, "delta": d.as_secs(), "stdout": said, "user_input": ""})
+            }
         };
         self.register(spec, vec![result]);
         Next::Continue

@@ -1,6 +1,6 @@
 //! Retry, inside the schedule: a task with `until:` runs alone, attempt
-//! after attempt, until its condition holds on its result or its attempts
-//! are spent. Each attempt is one apply round trip (and one probe for a
+//! after attempt (item by item in a loop), until its condition holds on
+//! its result or its attempts are spent. Each attempt is one apply round trip (and one probe for a
 //! module that reads the host), so such a task cuts the batch.
 //!
 //! Kept apart from the schedule so that `host.rs` reads as the order of
@@ -8,31 +8,78 @@
 
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::{HostRun, Next};
 use crate::exec::outcome::Retried;
 use crate::exec::prepared::PreparedTask;
 
 impl<'p> HostRun<'_, 'p> {
-    /// Runs a task with `until:`; what is pending must have run first.
+    /// Runs a task with `until:`; what is pending must have run first. In
+    /// a loop each item is retried on its own result, one after the other,
+    /// and an item that never meets `until:` fails the task once the items
+    /// after it have run, as in Ansible.
     pub(super) fn plan_retried(&mut self, spec: &'p PreparedTask<'p>) -> Next {
-        let retry = spec.task.retry.as_ref().expect("a task with until");
+        let mut results = Vec::new();
+        let mut failed = None;
+        let mut index = 0;
+        loop {
+            match self.retry_item(spec, index) {
+                Attempts::Done(result, stops) => {
+                    if stops && failed.is_none() {
+                        failed = Some((self.outcomes.len() - 1, result.clone()));
+                    }
+                    results.push(result);
+                }
+                Attempts::NoMoreItems => break,
+                Attempts::Stop(next) => return next,
+            }
+            index += 1;
+        }
+        if let Some((mark, result)) = failed {
+            self.task_failed(spec, mark, result);
+        }
+        self.register(spec, results);
+        Next::Continue
+    }
+
+    /// Item `index`'s attempts, resolved afresh for each one, since an
+    /// attempt changes what the item's module reads.
+    fn retry_item(&mut self, spec: &'p PreparedTask<'p>, index: usize) -> Attempts {
         let mut attempt = 1;
+        let mut reprobed = false;
         loop {
             let mark = self.outcomes.len();
             let mut instances = match self.resolve_all(spec) {
                 Ok(instances) => instances,
-                Err(next) => return next,
+                // Probed afresh here once, since earlier items have run.
+                Err(Next::FlushBefore) if !reprobed => {
+                    self.flush();
+                    self.probe_ahead(&[spec]);
+                    reprobed = true;
+                    continue;
+                }
+                Err(next) => return Attempts::Stop(next),
             };
-            // `until:` over a loop is refused at load: one instance.
-            let Some((mut instance, module)) = instances.pop() else {
-                return Next::Continue;
+            reprobed = false;
+            if index >= instances.len() {
+                return Attempts::NoMoreItems;
+            }
+            let (mut instance, module) = instances.swap_remove(index);
+            let item = self.loop_item(&instance);
+            let with_item = |mut result: Value| {
+                if let (Some((var, value)), Value::Object(r)) = (&item, &mut result) {
+                    r.insert(var.to_string(), value.clone());
+                    r.insert("ansible_loop_var".into(), json!(var));
+                }
+                result
             };
             let Some(module) = module else {
                 self.outcomes.skipped(&instance);
-                self.register(spec, vec![json!({"changed": false, "skipped": true})]);
-                return Next::Continue;
+                return Attempts::Done(
+                    with_item(json!({"changed": false, "skipped": true})),
+                    false,
+                );
             };
             if instance.check && module.is_command() {
                 let why = "a command retried with until: runs only in apply mode (or with check_mode: false)";
@@ -40,8 +87,9 @@ impl<'p> HostRun<'_, 'p> {
                 if let Some(reg) = &spec.task.register {
                     self.unknown_vars.insert(reg.clone(), spec.name.clone());
                 }
-                return Next::Continue;
+                return Attempts::Stop(Next::Continue);
             }
+            let (attempts, delay) = instance.retry.expect("a task with until");
             let probes: Vec<String> = module.probes().into_iter().map(|p| p.key).collect();
             let query = module.query_probe().map(|p| p.key);
             let vars = instance.vars.clone();
@@ -52,30 +100,23 @@ impl<'p> HostRun<'_, 'p> {
             let mut settled = self.flush();
             let mut result = settled.remove(&mark).unwrap_or(planned);
             if self.stopped || mark >= self.outcomes.len() {
-                return Next::Continue;
+                return Attempts::Stop(Next::Continue);
             }
             result["attempts"] = json!(attempt);
-            let register = spec.task.register.as_deref();
             let judged = Retried {
                 until: spec.until.as_ref().expect("a task with until"),
                 vars: &vars,
-                register,
+                register: spec.task.register.as_deref(),
                 attempt,
-                last: attempt >= retry.attempts,
+                last: attempt >= attempts,
                 ignore_errors,
             };
             match self
                 .outcomes
                 .retried(self.ctx.templates, mark, &judged, &mut result)
             {
-                Some(stops) => {
-                    if stops {
-                        self.task_failed(spec, mark, result.clone());
-                    }
-                    self.register(spec, vec![result]);
-                    return Next::Continue;
-                }
-                None => self.another_attempt(mark, &probes, query, retry.delay, spec),
+                Some(stops) => return Attempts::Done(with_item(result), stops),
+                None => self.another_attempt(mark, &probes, query, delay, spec),
             }
             attempt += 1;
         }
@@ -99,4 +140,15 @@ impl<'p> HostRun<'_, 'p> {
         std::thread::sleep(Duration::from_secs(delay));
         self.probe_ahead(&[spec]);
     }
+}
+
+/// How one item's attempts ended.
+enum Attempts {
+    /// Its last result, and whether it stops the host.
+    Done(Value, bool),
+    /// The loop has no item at this index.
+    NoMoreItems,
+    /// The task is over on this host (failed to resolve, lost, skipped in
+    /// check mode), or the schedule must run the batch first.
+    Stop(Next),
 }

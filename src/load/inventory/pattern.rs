@@ -193,6 +193,11 @@ impl Inventory {
 
     fn subscript(&self, base: &str, sub: Subscript, term: &str) -> Result<HostSet, PatternError> {
         let hosts: Vec<usize> = self.match_term(base)?.into_iter().collect();
+        // As Ansible: a subscript of an empty group is empty, and only one
+        // past the end of a group that has hosts is an error.
+        if hosts.is_empty() {
+            return Ok(HostSet::new());
+        }
         let count = hosts.len();
         let out_of_range = |index: i64| PatternError::OutOfRange {
             pattern: term.to_string(),

@@ -434,6 +434,9 @@ fn patterns_subscripts() {
         err.to_string(),
         "subscript [7] is out of range: 'gpu[7]' matches 4 hosts"
     );
+    let inv = ini("[gpu]\ngpu-01\n[login]\n");
+    assert!(sel(&inv, "login[0]").is_empty());
+    assert!(sel(&inv, "login[1:]").is_empty());
 }
 
 #[test]

@@ -1,13 +1,14 @@
-//! What a module asks of the host's connection rather than of the host:
-//! reboot it and log in again, or wait until it answers. The schedule
-//! carries these out, since the session itself is replaced and every fact
-//! probed before is stale.
+//! What a module asks of the host's run rather than of the host: reboot it
+//! and log in again, wait until it answers, or wait a while. The schedule
+//! carries these out after what is pending has run; after the first two
+//! the session itself is replaced and every fact probed before is stale.
 
 use std::time::Duration;
 
 pub(crate) enum ConnectionAction {
     Reboot(Reboot),
     WaitFor(WaitFor),
+    Pause(Pause),
 }
 
 /// A reboot, proven by a new boot id and a passing test command.
@@ -37,4 +38,11 @@ pub(crate) struct WaitFor {
     pub sleep: Duration,
     pub timeout: Duration,
     pub connect_timeout: Duration,
+}
+
+/// Waits on the controller (`pause`); the prompt goes in the report.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct Pause {
+    pub wait: Duration,
+    pub prompt: Option<String>,
 }

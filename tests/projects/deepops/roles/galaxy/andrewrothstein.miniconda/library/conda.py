@@ -1,0 +1,1 @@
+../subrepos/udst.ansible-conda/conda.py

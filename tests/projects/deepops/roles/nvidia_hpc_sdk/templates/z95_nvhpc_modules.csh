@@ -1,0 +1,2 @@
+#!/usr/bin/env csh
+setenv MODULEPATH = "$MODULEPATH:{{ hpcsdk_install_dir }}/modulefiles)"
