@@ -62,6 +62,10 @@ enum Next {
 /// module: `when:` is false).
 type Instances<'p> = Vec<(TaskInstance<'p>, Option<Box<dyn Module>>)>;
 
+/// A looped task's registered name, and each item's result index (none:
+/// it queued no step) and planned result.
+type PendingLoop = (String, Vec<(Option<usize>, Value)>);
+
 pub(crate) struct HostRun<'a, 'p> {
     ctx: &'a PlayCtx<'p>,
     once: &'a super::once::Once,
@@ -73,6 +77,8 @@ pub(crate) struct HostRun<'a, 'p> {
     pending: Vec<Pending<'p>>,
     /// Registered names whose command is in `pending`.
     pending_registers: BTreeSet<String>,
+    /// Loops whose `register` is complete only once `pending` ran.
+    pending_loops: Vec<PendingLoop>,
     /// Check mode: registered names whose command did not run, and the
     /// task that registers each.
     unknown_vars: BTreeMap<String, String>,
@@ -111,6 +117,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             outcomes: Outcomes::new(ctx.opts.diff),
             pending: Vec::new(),
             pending_registers: BTreeSet::new(),
+            pending_loops: Vec::new(),
             unknown_vars: BTreeMap::new(),
             notified: BTreeSet::new(),
             to_verify: Vec::new(),
@@ -425,8 +432,10 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }
         let mut next = Next::Continue;
         let mut loop_results = Vec::new();
+        let mut result_at = Vec::new();
         for (instance, module) in instances {
             let item = self.loop_item(&instance);
+            let at = self.outcomes.len();
             let (mut result, flush) = match module {
                 None => {
                     self.outcomes.skipped(&instance);
@@ -442,11 +451,19 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 r.insert("ansible_loop_var".into(), json!(var));
             }
             loop_results.push(result);
+            result_at.push((self.outcomes.len() > at).then_some(at));
             if self.stopped {
                 return Next::Continue;
             }
         }
-        self.register(spec, loop_results);
+        match &spec.task.register {
+            // A looped command's items register once its steps ran.
+            Some(name) if spec.loop_items.is_some() && self.pending_registers.contains(name) => {
+                let items = result_at.into_iter().zip(loop_results).collect();
+                self.pending_loops.push((name.clone(), items));
+            }
+            _ => self.register(spec, loop_results),
+        }
         match spec.task.delegate_local {
             true => Next::FlushAfter,
             false => next,

@@ -79,9 +79,22 @@ impl<'p> PreparedPlay<'p> {
                 .map(|t| PreparedTask::new(t, play, templates, opts))
                 .collect()
         };
+        // As in Ansible, the last handler loaded under a name is the one
+        // that name (or a topic it listens to) notifies: the earlier ones
+        // can never run.
+        let named_again = |i: usize, h: &Task| {
+            !h.name.is_empty() && play.handlers[i + 1..].iter().any(|o| o.name == h.name)
+        };
+        let handlers = play
+            .handlers
+            .iter()
+            .enumerate()
+            .filter(|&(i, h)| !named_again(i, h))
+            .map(|(_, h)| PreparedTask::new(h, play, templates, opts))
+            .collect();
         PreparedPlay {
             tasks: prepare(&play.tasks),
-            handlers: prepare(&play.handlers),
+            handlers,
             validate: prepare(&play.validate),
         }
     }

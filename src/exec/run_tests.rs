@@ -809,6 +809,23 @@ fn a_failure_in_rescue_runs_always_and_fails_the_host() {
 }
 
 #[test]
+fn of_two_handlers_with_one_name_the_last_loaded_is_the_one_notified() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - {command: change, notify: restart}\n  handlers:\n    - {name: restart, command: restart-first, listen: topic}\n    - {name: restart, command: restart-last}\n");
+    let (connect, log) = scripted_host(vec![(0, "")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let names: Vec<&str> = outcome.reports[0]
+        .tasks
+        .iter()
+        .map(|t| t.task.as_str())
+        .collect();
+    assert_eq!(names.len(), 2, "{names:?}");
+    let log = log.lock().unwrap().clone().unwrap();
+    let scripts = log.lock().unwrap();
+    assert!(scripts.iter().any(|s| s.body.contains("restart-last")));
+    assert!(!scripts.iter().any(|s| s.body.contains("restart-first")));
+}
+
+#[test]
 fn meta_flush_handlers_runs_them_there_and_end_host_ends_without_failing() {
     let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - {name: a, command: a, notify: h}\n    - meta: flush_handlers\n    - {name: b, command: b}\n    - meta: noop\n    - {name: end, meta: end_host, when: true}\n    - {name: never, command: c}\n  handlers:\n    - {name: h, command: h}\n");
     let (connect, log) = scripted_host(vec![(0, "")]);
@@ -930,6 +947,81 @@ fn a_run_once_task_passes_to_the_next_host_when_the_first_is_unreachable() {
     assert_eq!(runs.load(Ordering::SeqCst), 1);
     let h3 = outcome.reports.iter().find(|r| r.host == "h3").unwrap();
     assert_eq!(h3.tasks[0].notes, ["ran once, on h2"]);
+}
+
+#[test]
+fn a_looped_command_registers_every_items_result_with_its_item() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - command: \"show {{ item }}\"\n      register: r\n      loop: [a, b]\n    - command: \"echo {{ r.results | map(attribute='stdout') | join('+') }} {{ r.results[1].item }} {{ r.changed }}\"\n");
+    let sent: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sent2 = sent.clone();
+    let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
+        let sent = sent2.clone();
+        let fake = FakeTransport::new(move |s: &Script| {
+            sent.lock().unwrap().push(s.body.clone());
+            // Each step prints its own unit id: the items' outputs differ.
+            let stdout = fake_answer(&s.body, |id| ProbeResult::ok(format!("o{id}")));
+            Ok(Output {
+                status: 0,
+                stdout,
+                stderr: Vec::new(),
+            })
+        });
+        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
+    };
+    let outcome = execute(&pb, false, 1, &connect);
+    let statuses: Vec<Status> = outcome.reports[0].tasks.iter().map(|t| t.status).collect();
+    assert_eq!(statuses, [Status::Changed; 3]);
+    let sent = sent.lock().unwrap();
+    let last = sent.last().unwrap();
+    let echoed = last
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("echo "))
+        .unwrap();
+    let words: Vec<&str> = echoed.split(' ').collect();
+    let outputs: Vec<&str> = words[0].split('+').collect();
+    assert_eq!(outputs.len(), 2, "{echoed}");
+    assert_ne!(outputs[0], outputs[1], "each item's own result: {echoed}");
+    assert_eq!(words[1..], ["b", "True"], "{echoed}");
+}
+
+#[test]
+fn a_looped_run_once_task_runs_every_item_on_the_first_host_only() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - {name: token, command: \"make-token {{ item }}\", register: t, run_once: true, loop: [a, b]}\n    - {name: use, command: \"join {{ t.results | map(attribute='item') | join('+') }}\"}\n");
+    let inventory = Inventory::from_host_list("h1,h2");
+    let sent: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let sent2 = sent.clone();
+    let connect = move |host: &str, _: &serde_json::Map<String, serde_json::Value>| {
+        let (host, sent) = (host.to_string(), sent2.clone());
+        let fake = FakeTransport::new(move |s: &Script| {
+            sent.lock().unwrap().push((host.clone(), s.body.clone()));
+            let stdout = fake_answer(&s.body, |_| ProbeResult::ok(""));
+            Ok(Output {
+                status: 0,
+                stdout,
+                stderr: Vec::new(),
+            })
+        });
+        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
+    };
+    let outcome = execute_on(&pb, &inventory, false, 2, &connect, &|_| {});
+    let sent = sent.lock().unwrap();
+    let made = |item: &str| -> Vec<&str> {
+        let line = format!("make-token {item}");
+        sent.iter()
+            .filter(|(_, body)| body.contains(&line))
+            .map(|(h, _)| h.as_str())
+            .collect()
+    };
+    assert_eq!((made("a"), made("b")), (vec!["h1"], vec!["h1"]));
+    for host in ["h1", "h2"] {
+        assert!(
+            sent.iter()
+                .any(|(h, b)| h == host && b.contains("join a+b")),
+            "{host} did not get h1's results: {sent:?}"
+        );
+    }
+    let h2 = outcome.reports.iter().find(|r| r.host == "h2").unwrap();
+    assert_eq!(h2.tasks[0].notes, ["ran once, on h1"]);
 }
 
 #[test]

@@ -384,12 +384,8 @@ pub(super) fn delegate_to(v: &Node, errors: &mut Errors) -> bool {
 }
 
 /// A delegated task runs its steps on the controller, but probes only the
-/// host: so only commands that read nothing first may be delegated. A
-/// `run_once` task shares one result, so it may not loop.
+/// host: so only commands that read nothing first may be delegated.
 pub(super) fn check_delegated(task: &Task, key: &Node, errors: &mut Errors) {
-    if task.run_once && task.loop_items.is_some() {
-        errors.push(key.error("a loop over a run_once task is not supported by nodeprov"));
-    }
     if !task.delegate_local {
         return;
     }
@@ -1080,7 +1076,6 @@ mod tests {
         assert_eq!(
             errs,
             [
-                "site.yml:3:7: a loop over a run_once task is not supported by nodeprov",
                 "site.yml:7:20: delegate_to 'gpu-01' is not supported by nodeprov",
                 "site.yml:8:7: 'local_action' is not supported by nodeprov",
                 "site.yml:9:7: 'copy' cannot be delegated to localhost in nodeprov",

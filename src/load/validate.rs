@@ -198,10 +198,9 @@ fn report_cycles(
     }
 }
 
-/// A handler nothing can notify, or one whose name another handler already
-/// takes, would silently never run.
+/// A handler nothing can notify would silently never run.
 fn check_handlers(play: &Play, errors: &mut Vec<Diagnostic>) {
-    for (i, h) in play.handlers.iter().enumerate() {
+    for h in &play.handlers {
         if h.name.is_empty() && h.listen.is_empty() {
             errors.push(
                 Diagnostic::new(
@@ -209,15 +208,6 @@ fn check_handlers(play: &Play, errors: &mut Vec<Diagnostic>) {
                     "this handler has no 'name' or 'listen', so nothing can notify it",
                 )
                 .with_hint("give it a name and notify that name from a task"),
-            );
-        }
-        let first = play.handlers[..i]
-            .iter()
-            .find(|o| !h.name.is_empty() && o.name == h.name);
-        if let Some(first) = first {
-            errors.push(
-                Diagnostic::new(&h.span, format!("a second handler named '{}'", h.name))
-                    .with_hint(format!("the first is at {}", first.location())),
             );
         }
     }

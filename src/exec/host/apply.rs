@@ -72,6 +72,18 @@ impl<'p> HostRun<'_, 'p> {
             _ => {}
         }
         self.pending_registers.clear();
+        for (name, items) in std::mem::take(&mut self.pending_loops) {
+            let results = items
+                .into_iter()
+                .map(|(at, planned)| match at.and_then(|i| results.get(&i)) {
+                    Some(ran) => with_item_keys(ran.clone(), &planned),
+                    None => planned,
+                })
+                .collect();
+            self.vars
+                .registered
+                .insert(name, super::plan::loop_value(results));
+        }
         if ran_command {
             self.forget_facts();
         }
@@ -169,4 +181,14 @@ fn still_to_change(module: &dyn Module, facts: &Facts, later: &BTreeSet<&str>) -
             .join("; "),
         Err(e) => e.to_string(),
     }
+}
+
+/// A looped command's result with the loop variable and `ansible_loop_var`
+/// its planned result carries.
+fn with_item_keys(mut ran: Value, planned: &Value) -> Value {
+    if let (Value::Object(r), Some(var)) = (&mut ran, planned["ansible_loop_var"].as_str()) {
+        r.insert(var.to_string(), planned[var].clone());
+        r.insert("ansible_loop_var".into(), json!(var));
+    }
+    ran
 }

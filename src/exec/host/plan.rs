@@ -220,13 +220,18 @@ impl<'p> HostRun<'_, 'p> {
             return;
         }
         let value = if spec.loop_items.is_some() {
-            let changed = results.iter().any(|r| r["changed"] == json!(true));
-            json!({"results": results, "changed": changed})
+            loop_value(results)
         } else {
             results.pop().unwrap_or(Value::Null)
         };
         self.vars.registered.insert(name.clone(), value);
     }
+}
+
+/// What a loop registers: every item's result under `results`.
+pub(super) fn loop_value(results: Vec<Value>) -> Value {
+    let changed = results.iter().any(|r| r["changed"] == json!(true));
+    json!({"results": results, "changed": changed})
 }
 
 /// The steps a plan leaves to queue, and how their run is judged.

@@ -1,6 +1,7 @@
-//! `run_once` inside the schedule: this host either runs the task for the
-//! whole batch, alone in its apply batch so its result is known at once,
-//! or takes the result of the host that did.
+//! `run_once` inside the schedule: this host either runs the task (all
+//! of its loop, as Ansible does) for the whole batch, alone in its apply
+//! batch so its result is known at once, or takes the result of the host
+//! that did.
 
 use serde_json::Value;
 
@@ -33,8 +34,10 @@ impl<'p> HostRun<'_, 'p> {
                     host: self.host.clone(),
                     registered,
                     failed,
+                    // A loop is skipped when every item was.
                     skipped: self.outcomes.len() > mark
-                        && self.outcomes.status(mark) == Status::Skipped,
+                        && (mark..self.outcomes.len())
+                            .all(|i| self.outcomes.status(i) == Status::Skipped),
                     unknown: reg.is_some_and(|r| self.unknown_vars.contains_key(r)),
                 };
                 self.once.ran(key, ran);
