@@ -1,5 +1,12 @@
 use clap::Parser;
 
+/// musl's own malloc takes one lock for every thread, and the static build
+/// runs a worker thread per host: it cost 2 to 3× the controller CPU per
+/// host of the glibc build; jemalloc brings it back (benches/RESULTS.md).
+#[cfg(target_env = "musl")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 fn main() -> std::process::ExitCode {
     let cli = match nodeprov::cli::Cli::try_parse() {
         Ok(cli) => cli,
