@@ -8,7 +8,7 @@
 
 use serde_json::Value;
 
-use super::prepared::{PlayCtx, PreparedTask};
+use super::prepared::{BackendDefaults, PlayCtx, PreparedTask, PKG_MGR};
 use super::vars::{template_vars, ItemContexts, Resolved, TaskVars, VarError, VarLayers};
 use crate::load::tasks::{Count, Retry};
 use crate::modules::kit::ansible::AnsibleCall;
@@ -382,6 +382,37 @@ impl Resolver<'_> {
         n.ok_or_else(|| format!("{v} is not a whole number"))
     }
 
+    /// The `module_defaults` of the module the host's package manager is,
+    /// for a `package` task that has some: as Ansible's `package` action,
+    /// the task's `use` names it, else the host's `ansible_pkg_mgr` fact.
+    fn backend_defaults<'s>(
+        &self,
+        spec: &'s PreparedTask,
+        vars: &Value,
+    ) -> Result<Option<&'s BackendDefaults>, ResolveError> {
+        if spec.backend_defaults.is_empty() {
+            return Ok(None);
+        }
+        let chosen = spec.params.iter().find(|(n, _, _)| n == "backend");
+        let manager = match chosen {
+            Some((_, v, _)) => self.ctx.templates.render_value(v, vars).ok(),
+            None => vars.get(PKG_MGR).cloned(),
+        };
+        let manager = match manager {
+            Some(Value::String(m)) if m != "auto" => m,
+            _ => {
+                let (module, _) = &spec.backend_defaults[0];
+                return Err(ResolveError::Module(format!(
+                    "module_defaults for '{module}' apply on hosts whose package manager it is, and this host's is unknown: gather facts, or give the task 'use'"
+                )));
+            }
+        };
+        Ok(spec
+            .backend_defaults
+            .iter()
+            .find(|(module, _)| module.rsplit('.').next() == Some(manager.as_str())))
+    }
+
     /// A templated `check_mode` that cannot be judged runs in check mode,
     /// which changes nothing.
     pub(crate) fn check_mode(&self, spec: &PreparedTask, vars: &Value) -> bool {
@@ -431,7 +462,14 @@ impl Resolver<'_> {
     ) -> Result<Box<dyn Module>, ResolveError> {
         let mut entries = Vec::new();
         let task = spec.task;
-        for (name, value, span) in &spec.params {
+        let own = spec.params.iter();
+        // The task's own parameters win over its package manager's defaults.
+        let defaults = self
+            .backend_defaults(spec, vars)?
+            .into_iter()
+            .flat_map(|(_, params)| params)
+            .filter(|(name, _, _)| !spec.params.iter().any(|(n, _, _)| n == name));
+        for (name, value, span) in own.chain(defaults) {
             let fail = |why| ResolveError::Parameter {
                 at: span.location(),
                 name: name.clone(),

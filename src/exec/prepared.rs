@@ -40,6 +40,12 @@ pub(crate) struct PlayCtx<'a> {
     pub opts: &'a RunOptions,
 }
 
+/// A package manager module's name and its `module_defaults` parameters.
+pub(crate) type BackendDefaults = (String, Vec<(String, Value, Span)>);
+
+/// The fact that names the host's package manager module.
+pub(crate) const PKG_MGR: &str = "ansible_pkg_mgr";
+
 /// One task of a play, its YAML read into what the per-host phases use.
 pub(crate) struct PreparedTask<'p> {
     pub task: &'p Task,
@@ -51,6 +57,8 @@ pub(crate) struct PreparedTask<'p> {
     pub selected: bool,
     /// Parameters as written, as JSON, with where each was written.
     pub params: Vec<(String, Value, Span)>,
+    /// A `package` task's defaults per package manager module, the same way.
+    pub backend_defaults: Vec<BackendDefaults>,
     pub loop_items: Option<Value>,
     pub loop_label: Option<String>,
     /// The `when:` condition and its file:line:column.
@@ -124,13 +132,35 @@ impl<'p> PreparedTask<'p> {
             .iter()
             .map(|(name, node)| (name.clone(), node.to_json(), node.span.clone()))
             .collect();
+        let backend_defaults: Vec<BackendDefaults> = task
+            .backend_defaults
+            .iter()
+            .map(|(module, params)| {
+                let params = params
+                    .iter()
+                    .map(|(name, node)| (name.clone(), node.to_json(), node.span.clone()))
+                    .collect();
+                (module.clone(), params)
+            })
+            .collect();
         let loop_items = task.loop_items.as_ref().map(Node::to_json);
         let json = |n: &Option<Node>| n.as_ref().map(Node::to_json);
         let (changed_when, failed_when) = (json(&task.changed_when), json(&task.failed_when));
         let when = task.when.as_ref().map(|n| (n.to_json(), n.span.location()));
         let mut referenced = BTreeSet::new();
-        for v in params.iter().map(|(_, v, _)| v).chain(&loop_items) {
+        let defaults = backend_defaults
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|(_, v, _)| v));
+        for v in params
+            .iter()
+            .map(|(_, v, _)| v)
+            .chain(&loop_items)
+            .chain(defaults)
+        {
             template_vars(templates, v, &mut referenced);
+        }
+        if !backend_defaults.is_empty() {
+            referenced.insert(PKG_MGR.to_string());
         }
         // Parameters that are expressions (assert's `that`, debug's `var`)
         // read variables without braces, as conditions do.
@@ -153,6 +183,7 @@ impl<'p> PreparedTask<'p> {
             selected: selected(&tags, opts),
             tags,
             params,
+            backend_defaults,
             loop_items,
             loop_label: task
                 .loop_label

@@ -808,6 +808,73 @@ fn a_failure_in_rescue_runs_always_and_fails_the_host() {
     assert!(report.failed());
 }
 
+/// A package task with defaults for dnf's and apt's modules, on a host
+/// whose `ansible_pkg_mgr` is `manager` (none: unknown), answering its
+/// package probe with `installed`; the scripts sent and the task's report.
+fn package_with_backend_defaults(
+    manager: Option<&str>,
+    installed: &'static str,
+) -> (Vec<String>, super::result::TaskResult) {
+    let vars = manager.map_or(String::new(), |m| {
+        format!("  vars: {{ansible_pkg_mgr: {m}}}\n")
+    });
+    let (_d, pb) = load(&format!("- hosts: all\n  gather_facts: false\n{vars}  module_defaults:\n    ansible.builtin.dnf: {{enablerepo: epel}}\n    apt: {{update_cache: true}}\n  tasks:\n    - package: {{name: htop}}\n"));
+    let sent: Arc<Mutex<Vec<String>>> = Arc::default();
+    let sent2 = sent.clone();
+    let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
+        let sent = sent2.clone();
+        let fake = FakeTransport::new(move |s: &Script| {
+            sent.lock().unwrap().push(s.body.clone());
+            let stdout = fake_answer(&s.body, |key| match key.starts_with("pkg:installed") {
+                true => ProbeResult::ok(installed),
+                false => ProbeResult::ok(""),
+            });
+            Ok(Output {
+                status: 0,
+                stdout,
+                stderr: Vec::new(),
+            })
+        });
+        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
+    };
+    let mut outcome = execute(&pb, false, 1, &connect);
+    let task = outcome.reports.remove(0).tasks.remove(0);
+    let sent = sent.lock().unwrap().clone();
+    (sent, task)
+}
+
+#[test]
+fn a_package_task_takes_the_module_defaults_of_its_hosts_package_manager() {
+    // The fake host never has the package, so the run fails its verify:
+    // what matters here is the install step it was sent.
+    let install = |sent: &[String]| {
+        let step = sent.iter().find(|s| s.contains("install -- htop"));
+        step.cloned()
+            .unwrap_or_else(|| panic!("no install step: {sent:?}"))
+    };
+    let (sent, _) = package_with_backend_defaults(Some("dnf"), "manager dnf\ni tmux 3.2\n");
+    let script = install(&sent);
+    assert!(
+        script.contains("--enablerepo=epel install -- htop"),
+        "{script}"
+    );
+    assert!(!script.contains("apt-get"), "{script}");
+
+    let deb = "manager apt\ncache 7200 2\ni curl 7.88.1-10\n";
+    let (sent, _) = package_with_backend_defaults(Some("apt"), deb);
+    let script = install(&sent);
+    assert!(script.contains("apt-get update"), "{script}");
+    assert!(!script.contains("enablerepo"), "{script}");
+
+    let (_, task) = package_with_backend_defaults(None, deb);
+    assert_eq!(task.status, Status::Failed);
+    let msg = task.message.unwrap();
+    assert!(
+        msg.contains("this host's is unknown: gather facts"),
+        "{msg}"
+    );
+}
+
 #[test]
 fn of_two_handlers_with_one_name_the_last_loaded_is_the_one_notified() {
     let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - {command: change, notify: restart}\n  handlers:\n    - {name: restart, command: restart-first, listen: topic}\n    - {name: restart, command: restart-last}\n");

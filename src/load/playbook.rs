@@ -39,6 +39,7 @@ const PLAY_KEYS: &[&str] = &[
     "tags",
     "environment",
     "no_log",
+    "module_defaults",
 ];
 
 /// Besides these, `with_<lookup>` loops.
@@ -71,6 +72,7 @@ const TASK_KEYS: &[&str] = &[
     "run_once",
     "async",
     "poll",
+    "module_defaults",
 ];
 
 /// Ansible's task keywords that nodeprov refuses: refused by name, never
@@ -84,7 +86,6 @@ const REFUSED_TASK_KEYS: &[&str] = &[
     "debugger",
     "diff",
     "ignore_unreachable",
-    "module_defaults",
     "port",
     "remote_user",
     "throttle",
@@ -195,6 +196,9 @@ pub struct Task {
     /// Ansible's own module, run where nodeprov has no module or lacks a
     /// parameter the task gives.
     pub ansible: Option<Fallback>,
+    /// A `package` task's `module_defaults` for the module its host's
+    /// package manager is (`apt`, `dnf`, …), chosen per host.
+    pub backend_defaults: Vec<tasks::ModuleDefaults>,
     pub span: Span,
 }
 
@@ -684,6 +688,9 @@ fn parse_play(node: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> Opt
     if let Some(v) = node.get("collections") {
         scope.collections = collection_list(v, errors);
     }
+    if let Some(v) = node.get("module_defaults") {
+        scope.inherit_module_defaults(v);
+    }
     let mut sections: [Option<&Node>; 4] = [None; 4];
     for (k, v) in entries {
         let Some(key) = key_name(k, "a play keyword", errors) else {
@@ -717,7 +724,7 @@ fn parse_play(node: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> Opt
             "handlers" => play.handlers = tasks::expand(v, &scope, errors),
             "validate" => play.validate = tasks::expand(v, &scope, errors),
             "become_method" => become_method(v, errors),
-            "environment" | "no_log" | "collections" => {}
+            "environment" | "no_log" | "collections" | "module_defaults" => {}
             _ => errors.push(unknown_key(k, "play keyword", PLAY_KEYS)),
         }
     }
@@ -879,8 +886,10 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         delegate_local: false,
         run_once: false,
         ansible: None,
+        backend_defaults: Vec::new(),
         span: node.span.clone(),
     };
+    let mut own_defaults = None;
     let mut retry_keys = tasks::RetryKeys::default();
     let mut become_: Option<bool> = None;
     let mut become_user: Option<String> = None;
@@ -947,6 +956,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
             },
             "async" => async_run = Some((k, v, tasks::seconds("async", v, errors))),
             "poll" => poll = Some((v, tasks::seconds("poll", v, errors))),
+            "module_defaults" => own_defaults = Some(v),
             _ if REFUSED_TASK_KEYS.contains(&key) => errors.push(unsupported(k)),
             _ => match collections::module(key, &scope.collections, &scope.roles.collections) {
                 ModuleRef::Native(spec) if module.is_none() => module = Some((spec, k, v)),
@@ -1016,6 +1026,8 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         task.loop_items = Some(first_found_loop(spec, terms));
     }
     task.params = module_params(spec, value, args, errors);
+    let written = key.as_str().unwrap_or_default();
+    tasks::module_defaults(&mut task, written, own_defaults, scope, errors);
     if task.ansible.is_none() && first_found.is_none() {
         if let Some(fallback) = native_lacks(spec, key, &task.params, scope) {
             task.module = &ANSIBLE_MODULE;

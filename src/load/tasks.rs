@@ -31,6 +31,7 @@ pub(super) const BLOCK_KEYS: &[&str] = &[
     "notify",
     "run_once",
     "delegate_to",
+    "module_defaults",
 ];
 
 const INCLUDE_KEYS: &[&str] = &[
@@ -72,6 +73,8 @@ pub(super) struct Inherit {
     listen: Vec<String>,
     run_once: bool,
     delegate_local: bool,
+    /// `module_defaults:` mappings (or lists of them), outermost first.
+    module_defaults: Vec<Node>,
 }
 
 /// Where a task sits in a block that has `rescue:` or `always:`: which
@@ -127,6 +130,10 @@ impl Scope {
 
     pub fn inherit_environment(&mut self, env: Option<Node>) {
         self.inherit.environment.extend(env);
+    }
+
+    pub fn inherit_module_defaults(&mut self, defaults: &Node) {
+        self.inherit.module_defaults.push(defaults.clone());
     }
 
     pub fn inherit_no_log(&mut self, no_log: bool) {
@@ -223,6 +230,7 @@ impl Scope {
                 }
                 "run_once" => inh.run_once |= playbook::boolean(v, "run_once", errors),
                 "delegate_to" => inh.delegate_local |= delegate_to(v, errors),
+                "module_defaults" => inh.module_defaults.push(v.clone()),
                 _ => {}
             }
         }
@@ -955,6 +963,169 @@ fn inherit(task: &mut Task, inh: &Inherit) {
     task.frame.clone_from(&inh.frame);
 }
 
+/// One module's `module_defaults`: its name as written, and the
+/// parameters with their values.
+pub type ModuleDefaults = (String, Vec<(String, Node)>);
+
+/// Ansible's `module_defaults`: parameters a task's module takes where the
+/// task gives none, from its play, blocks, roles and includes and the task
+/// itself (the nearest wins). A `package` task keeps the defaults of the
+/// package managers' own modules (`apt`, `dnf`, …) to take those of its
+/// host's, as Ansible's `package` action does.
+pub(super) fn module_defaults(
+    task: &mut Task,
+    written: &str,
+    own: Option<&Node>,
+    scope: &Scope,
+    errors: &mut Errors,
+) {
+    let mut by_module: Vec<ModuleDefaults> = Vec::new();
+    for node in scope.inherit.module_defaults.iter().chain(own) {
+        for (name, params) in defaults_entries(node, errors) {
+            let name = short_name(&name).to_string();
+            let at = match by_module.iter().position(|(n, _)| *n == name) {
+                Some(at) => at,
+                None => {
+                    by_module.push((name, Vec::new()));
+                    by_module.len() - 1
+                }
+            };
+            let slot = &mut by_module[at].1;
+            for (param, value) in params {
+                slot.retain(|(p, _)| *p != param);
+                slot.push((param, value));
+            }
+        }
+    }
+    let package = task.module.name == "package" && short_name(written) == "package";
+    for (module, params) in by_module {
+        if same_module(&module, written) {
+            for (param, value) in params {
+                if !task.params.iter().any(|(p, _)| *p == param) {
+                    task.params.push((param, value));
+                }
+            }
+        } else if package
+            && is_package_manager(&module)
+            && check_backend_defaults(task, &module, &params, errors)
+        {
+            task.backend_defaults.push((module, params));
+        }
+    }
+}
+
+/// The `module name → parameters` entries of one `module_defaults` value: a
+/// mapping, or a list of mappings.
+fn defaults_entries(node: &Node, errors: &mut Errors) -> Vec<(String, Vec<(String, Node)>)> {
+    let maps: Vec<&Node> = match &node.value {
+        Value::Seq(items) => items.iter().collect(),
+        _ => vec![node],
+    };
+    let mut entries = Vec::new();
+    for map in maps {
+        let Some(pairs) = map.as_map() else {
+            errors.push(map.error(format!(
+                "module_defaults must map module names to parameters, found {}",
+                map.kind()
+            )));
+            continue;
+        };
+        for (k, v) in pairs {
+            let name = k.as_str().unwrap_or_default();
+            if name.starts_with("group/") {
+                errors.push(
+                    k.error(format!(
+                        "module_defaults for the action group '{name}' is not supported by nodeprov"
+                    ))
+                    .with_hint("give the defaults for each module by name"),
+                );
+                continue;
+            }
+            let Some(params) = v.as_map() else {
+                errors.push(v.error(format!(
+                    "module_defaults for '{name}' must map parameters to values, found {}",
+                    v.kind()
+                )));
+                continue;
+            };
+            let params = params
+                .iter()
+                .filter_map(|(p, value)| Some((p.as_str()?.to_string(), value.clone())))
+                .collect();
+            entries.push((name.to_string(), params));
+        }
+    }
+    entries
+}
+
+/// A package manager's defaults must be parameters the native `package`
+/// module takes, where nodeprov runs that manager itself.
+fn check_backend_defaults(
+    task: &Task,
+    module: &str,
+    params: &[(String, Node)],
+    errors: &mut Errors,
+) -> bool {
+    let spec = task.module;
+    if crate::modules::registry::find(short_name(module)).is_none_or(|s| s.name != spec.name) {
+        return true;
+    }
+    let mut ok = true;
+    for (param, value) in params {
+        if !spec.params.names.contains(&param.as_str()) && spec.params.canonical(param).is_none() {
+            errors.push(value.error(format!(
+                "module_defaults for '{module}' gives '{param}', which nodeprov's package module does not take"
+            )));
+            ok = false;
+        }
+    }
+    ok
+}
+
+/// The modules Ansible's `pkg_mgr` fact can name, whose defaults a
+/// `package` task takes on a host of that manager.
+fn is_package_manager(module: &str) -> bool {
+    const MANAGERS: &[&str] = &[
+        "apt",
+        "dnf",
+        "dnf5",
+        "yum",
+        "zypper",
+        "apk",
+        "pacman",
+        "pkgng",
+        "portage",
+        "openbsd_pkg",
+        "pkg5",
+        "swdepot",
+        "homebrew",
+        "macports",
+        "urpmi",
+        "xbps",
+        "installp",
+        "sorcery",
+        "svr4pkg",
+        "rpm_ostree",
+    ];
+    module
+        .rsplit('.')
+        .next()
+        .is_some_and(|m| MANAGERS.contains(&m))
+}
+
+/// `ansible.builtin.apt` and `apt` name one module; so does a collection
+/// module's FQCN and its short name.
+fn same_module(a: &str, b: &str) -> bool {
+    let (a, b) = (short_name(a), short_name(b));
+    a == b || a.rsplit('.').next() == Some(b) || b.rsplit('.').next() == Some(a)
+}
+
+fn short_name(name: &str) -> &str {
+    name.strip_prefix("ansible.builtin.")
+        .or_else(|| name.strip_prefix("ansible.legacy."))
+        .unwrap_or(name)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1000,6 +1171,45 @@ mod tests {
             [None, Some(0), Some(10)].map(Retry::attempts),
             [3, 1, 11],
             "as ansible-core counts them"
+        );
+    }
+
+    #[test]
+    fn module_defaults_fill_what_a_task_leaves_out_the_nearest_winning() {
+        let pb = load("- hosts: all\n  module_defaults:\n    ansible.builtin.file: {mode: '0644', owner: root}\n  tasks:\n    - block:\n        - file: {path: /a, state: touch}\n        - ansible.builtin.file: {path: /b, state: touch, mode: '0600'}\n      module_defaults:\n        - file: {owner: ops}\n    - package: {name: x}\n      module_defaults:\n        apt: {update_cache: true}\n        community.general.zypper: {update_cache: true}\n    - command: date\n").unwrap();
+        let tasks = &pb.plays[0].tasks;
+        let param = |i: usize, name: &str| {
+            let p = tasks[i].params.iter().find(|(n, _)| n == name);
+            p.and_then(|(_, v)| v.scalar_text())
+        };
+        assert_eq!(param(0, "mode").as_deref(), Some("0644"));
+        assert_eq!(param(0, "owner").as_deref(), Some("ops"));
+        assert_eq!(
+            param(1, "mode").as_deref(),
+            Some("0600"),
+            "the task's own wins"
+        );
+        assert_eq!(param(1, "owner").as_deref(), Some("ops"));
+        let backends: Vec<&str> = tasks[2]
+            .backend_defaults
+            .iter()
+            .map(|(m, _)| m.as_str())
+            .collect();
+        assert_eq!(backends, ["apt", "community.general.zypper"]);
+        assert!(tasks[2].params.iter().all(|(n, _)| n == "name"));
+        assert_eq!(tasks[3].params.len(), 1, "other modules take none");
+    }
+
+    #[test]
+    fn module_defaults_nodeprov_cannot_honour_are_refused_where_written() {
+        let errs = load("- hosts: all\n  tasks:\n    - package: {name: x}\n      module_defaults:\n        apt: {no_such: 1}\n        group/aws: {region: x}\n        file: mode\n").unwrap_err();
+        assert_eq!(
+            errs,
+            [
+                "site.yml:5:24: module_defaults for 'apt' gives 'no_such', which nodeprov's package module does not take",
+                "site.yml:6:9: module_defaults for the action group 'group/aws' is not supported by nodeprov",
+                "site.yml:7:15: module_defaults for 'file' must map parameters to values, found a string",
+            ]
         );
     }
 
