@@ -213,14 +213,61 @@ fn a_collection_module_nodeprov_lacks_is_refused_at_validate() {
 
 /// dev-sec's `os_hardening`, vendored as an installed collection: the role,
 /// its 23 task files, templates and vars files all resolve and load,
-/// templated `set_fact` names (`"{{ item.key }}"` over `with_dict`) too.
+/// templated `set_fact` names (`"{{ item.key }}"` over `with_dict`) too;
+/// `ansible-playbook --syntax-check` (the ansible-core scripts/test.sh
+/// installs) takes the same project. Then a check run over SSH reports the
+/// fresh host's drift from the hardening and changes nothing.
 #[test]
-fn devsec_os_hardening_by_fqcn_validates() {
-    let site = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/tests/projects/devsec_hardening/site.yml"
-    );
-    let (code, text) = validate_at(Path::new(site), &[], None);
+fn devsec_os_hardening_by_fqcn_validates_as_ansible_playbook_does_and_checks_over_ssh() {
+    let project = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/projects/devsec_hardening");
+    let site = project.join("site.yml");
+    let (code, text) = validate_at(&site, &[], None);
     assert_eq!(code, 0, "{text}");
     assert!(text.contains("ok (1 plays, 140 tasks)"), "{text}");
+
+    let venv = std::env::var("NODEPROV_ANSIBLE_VENV").unwrap_or("target/ansible-venv".into());
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join(venv).join("bin");
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(bin.join("ansible-playbook"))
+        .args(["--syntax-check", "-i", "localhost,", "site.yml"])
+        .current_dir(&project)
+        .env("HOME", home.path())
+        .env("ANSIBLE_LOCAL_TEMP", home.path())
+        .env_remove("ANSIBLE_CONFIG")
+        .env_remove("ANSIBLE_COLLECTIONS_PATH")
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stdout).to_string() + &String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "ansible-playbook --syntax-check: {said}"
+    );
+
+    let before = machine_digest();
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    let control = Control::new(&fleet);
+    let inventory = control.write(
+        "inventory.ini",
+        &format!(
+            "{} ansible_host={} ansible_ssh_private_key_file={}\n",
+            host.name(),
+            host.ip(),
+            TestKey::get().path().display()
+        ),
+    );
+    let login_defs =
+        || std::fs::read_to_string(host.host.path("/etc/login.defs")).unwrap_or_default();
+    let was = login_defs();
+    let site = site.display().to_string();
+    let check = Run::json(control.nodeprov(&["check", &site, "-i", &inventory]));
+    assert_eq!(recap(&check, "failed"), 0, "{check}");
+    assert!(
+        recap(&check, "drift") > 0,
+        "a fresh host is not hardened: {check}"
+    );
+    assert_eq!(login_defs(), was, "check mode changed the host");
+    drop(fleet);
+    assert_machine_unchanged(&before);
 }

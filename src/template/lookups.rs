@@ -1,11 +1,13 @@
 //! Lookup plugins: `lookup(name, …)` returns the result as text, `query`
-//! (or `q`) as a list, as in Ansible. `env`, `first_found` and `fileglob`
-//! exist.
+//! (or `q`) as a list, as in Ansible. `env`, `first_found`, `fileglob` and
+//! `varnames` exist.
 
 use std::path::{Path, PathBuf};
 
-use minijinja::value::{Kwargs, Rest};
+use minijinja::value::{Kwargs, Rest, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State, Value};
+
+use crate::pyre::{Flags, Regex};
 
 pub(super) fn register(env: &mut Environment<'static>) {
     env.add_function("lookup", lookup);
@@ -46,14 +48,43 @@ fn run(
             .collect(),
         "first_found" => first_found(state, terms, kwargs)?,
         "fileglob" => fileglob(state, terms)?,
+        "varnames" => varnames(state, terms)?,
         _ => {
             return Err(invalid(format!(
-            "lookup plugin '{plugin}' is not supported (only 'env', 'first_found' and 'fileglob')"
+            "lookup plugin '{plugin}' is not supported (only 'env', 'first_found', 'fileglob' and 'varnames')"
         )))
         }
     };
     kwargs.assert_all_used()?;
     Ok(values)
+}
+
+/// The names of the variables in scope that a term, a Python regular
+/// expression, matches anywhere (`re.search`), each name once, as
+/// Ansible's `varnames`. The template functions (`lookup`, `range`, …) are
+/// no variables.
+fn varnames(state: &State, terms: &[Value]) -> Result<Vec<String>, Error> {
+    let names = state.known_variables();
+    let is_variable = |name: &str| {
+        state
+            .lookup(name)
+            .is_some_and(|v| !matches!(v.kind(), ValueKind::Plain | ValueKind::Undefined))
+    };
+    let mut found: Vec<String> = Vec::new();
+    for term in terms {
+        let pattern = term
+            .as_str()
+            .ok_or_else(|| invalid(format!("varnames: {term} is not a pattern")))?;
+        let re = Regex::new(pattern, Flags::default())
+            .map_err(|e| invalid(format!("varnames: invalid regex {pattern:?}: {e}")))?;
+        for name in &names {
+            let hit = re.is_match(name).map_err(|e| invalid(e.to_string()))?;
+            if hit && is_variable(name) && !found.iter().any(|f| f == name) {
+                found.push(name.to_string());
+            }
+        }
+    }
+    Ok(found)
 }
 
 /// What `first_found` searches: file names, each under each of the

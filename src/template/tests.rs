@@ -828,6 +828,24 @@ fn run_templates(dir: &std::path::Path) -> Templates {
 }
 
 #[test]
+fn varnames_lists_the_variables_a_pattern_matches() {
+    let t = Templates::new();
+    let vars = json!({"os_auditd_enabled": true, "os_umask": "027", "sysctl_x": 1});
+    let render = |text: &str| t.render_str(text, &vars).unwrap();
+    assert_eq!(
+        render("{{ query('varnames', '^os_', 'umask$') | sort }}"),
+        "['os_auditd_enabled', 'os_umask']"
+    );
+    assert_eq!(render("{{ lookup('varnames', '^os_umask$') }}"), "os_umask");
+    assert_eq!(render("{{ not lookup('varnames', '^os_nope$') }}"), "True");
+    assert_eq!(
+        render("{{ query('varnames', '^(range|lookup)$') }}"),
+        "[]",
+        "functions are no variables"
+    );
+}
+
+#[test]
 fn first_found_searches_the_role_then_the_playbook_in_ansible_forms() {
     let dir = search_tree();
     let t = run_templates(dir.path());
