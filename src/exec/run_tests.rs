@@ -876,6 +876,86 @@ fn a_package_task_takes_the_module_defaults_of_its_hosts_package_manager() {
 }
 
 #[test]
+fn a_loop_over_an_include_takes_each_hosts_own_list_and_never_runs_fewer_items() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap()
+    };
+    write("roles/r/defaults/main.yml", "users: [a, b]\n");
+    write(
+        "roles/r/tasks/user.yml",
+        "- command: \"make {{ u }} {{ n }}\"\n",
+    );
+    write("roles/r/tasks/main.yml", "- include_tasks: user.yml\n  loop: \"{{ users }}\"\n  loop_control: {loop_var: u, index_var: n}\n");
+    write(
+        "p.yml",
+        "- hosts: all\n  gather_facts: false\n  roles: [r]\n",
+    );
+    // h2 has one user fewer than the role's defaults say, h3 one more.
+    write(
+        "inv.yml",
+        "all:\n  hosts:\n    h1: {}\n    h2: {users: [c]}\n    h3: {users: [a, b, z]}\n",
+    );
+    let pb = crate::load::playbook::load(&dir.path().join("p.yml")).unwrap();
+    let inventory = Inventory::load(&dir.path().join("inv.yml")).unwrap();
+    let sent: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
+    let sent2 = sent.clone();
+    let connect = move |host: &str, _: &serde_json::Map<String, serde_json::Value>| {
+        let (host, sent) = (host.to_string(), sent2.clone());
+        let fake = FakeTransport::new(move |s: &Script| {
+            sent.lock().unwrap().push((host.clone(), s.body.clone()));
+            let stdout = fake_answer(&s.body, |_| ProbeResult::ok(""));
+            Ok(Output {
+                status: 0,
+                stdout,
+                stderr: Vec::new(),
+            })
+        });
+        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
+    };
+    let outcome = execute_on(&pb, &inventory, false, 3, &connect, &|_| {});
+    let sent = sent.lock().unwrap();
+    let made = |host: &str| -> Vec<String> {
+        let bodies = sent
+            .iter()
+            .filter(|(h, _)| h == host)
+            .map(|(_, b)| b.as_str());
+        let lines = bodies.flat_map(|b| b.lines().map(str::trim).collect::<Vec<_>>());
+        let mut made: Vec<String> = lines
+            .filter_map(|l| l.strip_prefix("make "))
+            .map(str::to_string)
+            .collect();
+        made.dedup();
+        made
+    };
+    assert_eq!(made("h1"), ["a 0", "b 1"]);
+    assert_eq!(made("h2"), ["c 0"]);
+    assert_eq!(made("h3"), ["a 0", "b 1"]);
+    let report = |host: &str| outcome.reports.iter().find(|r| r.host == host).unwrap();
+    assert!(report("h1")
+        .tasks
+        .iter()
+        .all(|t| t.status != Status::Failed));
+    let failed: Vec<_> = report("h3")
+        .tasks
+        .iter()
+        .filter(|t| t.status == Status::Failed)
+        .collect();
+    assert_eq!(
+        failed.len(),
+        1,
+        "the host with more items than expanded fails"
+    );
+    let msg = failed[0].message.as_deref().unwrap();
+    assert!(
+        msg.contains("has 3 items on this host; nodeprov expanded it for 2"),
+        "{msg}"
+    );
+}
+
+#[test]
 fn of_two_handlers_with_one_name_the_last_loaded_is_the_one_notified() {
     let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - {command: change, notify: restart}\n  handlers:\n    - {name: restart, command: restart-first, listen: topic}\n    - {name: restart, command: restart-last}\n");
     let (connect, log) = scripted_host(vec![(0, "")]);

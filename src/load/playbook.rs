@@ -731,6 +731,7 @@ fn parse_play(node: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> Opt
     if !hosts_seen {
         errors.push(node.error("a play needs 'hosts:' (a host pattern such as 'all' or 'gpu')"));
     }
+    scope.play_vars = Arc::new(play.vars.clone());
     play.tasks = play_tasks(&sections, &scope, errors);
     let role_handlers = std::mem::take(&mut scope.play.lock().expect("not poisoned").handlers);
     play.handlers.extend(role_handlers);

@@ -114,6 +114,8 @@ pub(super) struct Scope {
     pub play: roles::Shared,
     /// The `collections:` list short role and module names resolve through.
     pub collections: Vec<String>,
+    /// The play's `vars:`, for what the load can know of a variable.
+    pub play_vars: Arc<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl Scope {
@@ -125,6 +127,7 @@ impl Scope {
             roles,
             play: roles::Shared::default(),
             collections: Vec::new(),
+            play_vars: Arc::default(),
         }
     }
 
@@ -644,8 +647,8 @@ fn include_target(v: &Node, errors: &mut Errors) -> Option<(String, Node)> {
     (!name.is_empty()).then_some((name, node))
 }
 
-/// A literal `loop:` over an include: one copy of the file per item, with
-/// the item bound as the loop variable.
+/// A `loop:` over an include: for a literal list, one copy of the file per
+/// item, with the item bound as the loop variable.
 fn looped_include(
     node: &Node,
     items: &Node,
@@ -654,20 +657,29 @@ fn looped_include(
     scope: &Scope,
     errors: &mut Errors,
 ) -> Vec<Task> {
-    let Value::Seq(list) = &items.value else {
-        errors.push(
-            items
-                .error("a loop over included tasks must be a literal list in nodeprov")
-                .with_hint("includes are expanded before any host is contacted; list the items, or move the loop onto the included tasks"),
-        );
-        return Vec::new();
-    };
     let loop_var = node
         .get("loop_control")
         .and_then(|c| c.get("loop_var"))
         .and_then(Node::as_str)
         .unwrap_or("item")
         .to_string();
+    let Value::Seq(list) = &items.value else {
+        let expr = items.as_str().and_then(single_expression);
+        let Some(expr) = expr else {
+            errors.push(
+                items
+                    .error("a loop over included tasks must be a list, or one '{{ expression }}' of one, in nodeprov")
+                    .with_hint("includes are expanded before any host is contacted; list the items, or move the loop onto the included tasks"),
+            );
+            return Vec::new();
+        };
+        let looped = HostLoop {
+            expr,
+            loop_var,
+            file,
+        };
+        return looped.expand(node, file_node, scope, errors);
+    };
     let mut out = Vec::new();
     for item in list {
         let mut s = scope.clone();
@@ -680,6 +692,109 @@ fn looped_include(
         }
     }
     out
+}
+
+/// `{{ expression }}` alone, as the expression.
+fn single_expression(text: &str) -> Option<String> {
+    let inner = text.trim().strip_prefix("{{")?.strip_suffix("}}")?;
+    (!inner.contains("{{") && !inner.contains("}}")).then(|| inner.trim().to_string())
+}
+
+/// A loop over an include whose items each host has its own list of.
+struct HostLoop<'a> {
+    expr: String,
+    loop_var: String,
+    file: &'a str,
+}
+
+impl HostLoop<'_> {
+    /// The file once per item the load can count (from the role's
+    /// defaults and the variables in scope; none when they do not say),
+    /// each copy taking its item from the host's own list and running only
+    /// where that list is long enough; then a `fail` task for a host whose
+    /// list is longer still. No host runs fewer items than it has.
+    fn expand(
+        &self,
+        node: &Node,
+        file_node: &Node,
+        scope: &Scope,
+        errors: &mut Errors,
+    ) -> Vec<Task> {
+        let text = |s: &str| Node::new(Value::Str(s.into()), node.span.clone());
+        let expr = &self.expr;
+        let index_var = node
+            .get("loop_control")
+            .and_then(|c| c.get("index_var"))
+            .and_then(Node::as_str);
+        let count = self.count_at_load(scope);
+        let mut out = Vec::new();
+        for i in 0..count {
+            let mut s = scope.clone();
+            let item = format!("{{{{ ({expr})[{i}] }}}}");
+            s.inherit.vars.push((text(&self.loop_var), text(&item)));
+            if let Some(index) = index_var {
+                let i = Node::new(Value::Int(i as i64), node.span.clone());
+                s.inherit.vars.push((text(index), i));
+            }
+            s.inherit
+                .when
+                .push(text(&format!("({expr}) | length > {i}")));
+            for (path, guard) in candidates(self.file, file_node, &s, errors) {
+                let mut g = s.clone();
+                g.inherit.when.extend(guard);
+                out.extend(tasks_file(&path, file_node, &g, errors));
+            }
+        }
+        let msg = format!(
+            "the loop over the include '{}' has {{{{ ({expr}) | length }}}} items on this host; nodeprov expanded it for {count}, as many as the play and role define before the run",
+            self.file
+        );
+        let task = Node::new(
+            Value::Map(vec![
+                (text("name"), text(&format!("loop over {}", self.file))),
+                (
+                    text("fail"),
+                    Node::new(
+                        Value::Map(vec![(text("msg"), text(&msg))]),
+                        node.span.clone(),
+                    ),
+                ),
+                (text("when"), text(&format!("({expr}) | length > {count}"))),
+            ]),
+            node.span.clone(),
+        );
+        out.extend(playbook::parse_task(&task, scope, errors).map(|mut t| {
+            inherit(&mut t, &scope.inherit);
+            t
+        }));
+        out
+    }
+
+    /// How many items the list has by what is known at load (the role's
+    /// defaults, the play's vars, then what the role, block and include
+    /// set); 0 when that is not enough to say.
+    fn count_at_load(&self, scope: &Scope) -> usize {
+        let mut vars = serde_json::Map::new();
+        if let Some(role) = &scope.inherit.role {
+            vars.extend(role.defaults.clone());
+        }
+        vars.extend(scope.play_vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        for (k, v) in &scope.inherit.vars {
+            if let Some(k) = k.as_str() {
+                vars.insert(k.to_string(), v.to_json());
+            }
+        }
+        // A value that is itself a template, or no list, says nothing.
+        let length = format!(
+            "{{{{ (({e}) | length) if ({e}) is sequence and ({e}) is not string and ({e}) is not mapping else 'unknown' }}}}",
+            e = self.expr
+        );
+        crate::template::Templates::new()
+            .render_str(&length, &serde_json::Value::Object(vars))
+            .ok()
+            .and_then(|n| n.trim().parse().ok())
+            .unwrap_or(0)
+    }
 }
 
 /// The files an include names: one, or for a templated name every file in
