@@ -28,6 +28,7 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_filter("from_json", from_json);
     env.add_filter("basename", basename);
     env.add_filter("dirname", dirname);
+    env.add_filter("splitext", splitext);
     env.add_filter("quote", quote);
     env.add_filter("dict2items", dict2items);
     env.add_filter("items2dict", items2dict);
@@ -334,6 +335,17 @@ fn b64decode(v: &Value) -> Result<String, Error> {
 fn basename(v: &Value) -> Result<String, Error> {
     let s = text(v)?;
     Ok(s.rsplit('/').next().unwrap_or_default().to_string())
+}
+
+/// `os.path.splitext`: the path and its extension (from the last dot of
+/// its last component, leading dots not counting), as a pair.
+fn splitext(v: &Value) -> Result<Value, Error> {
+    let s = text(v)?;
+    let base = s.rfind('/').map_or(0, |i| i + 1);
+    let name = &s[base..];
+    let dots = name.len() - name.trim_start_matches('.').len();
+    let at = name[dots..].rfind('.').map_or(s.len(), |i| base + dots + i);
+    Ok(Value::from(vec![s[..at].to_string(), s[at..].to_string()]))
 }
 
 /// `os.path.dirname`: up to the last slash, trailing slashes trimmed unless

@@ -828,6 +828,19 @@ fn run_templates(dir: &std::path::Path) -> Templates {
 }
 
 #[test]
+fn splitext_splits_as_python_does() {
+    let t = Templates::new();
+    let r = |path: &str| {
+        t.render_str(&format!("{{{{ '{path}' | splitext }}}}"), &json!({}))
+            .unwrap()
+    };
+    assert_eq!(r("a/b.tar.gz"), "['a/b.tar', '.gz']");
+    assert_eq!(r("/etc/.bashrc"), "['/etc/.bashrc', '']");
+    assert_eq!(r("a.d/conf"), "['a.d/conf', '']");
+    assert_eq!(r("x..y"), "['x.', '.y']");
+}
+
+#[test]
 fn varnames_lists_the_variables_a_pattern_matches() {
     let t = Templates::new();
     let vars = json!({"os_auditd_enabled": true, "os_umask": "027", "sysctl_x": 1});
