@@ -464,23 +464,64 @@ fn main_file(dir: &Path, name: &str) -> Option<PathBuf> {
     .find(|p| p.is_file())
 }
 
-/// A role's `defaults/` or `vars/` file as variables, with its node.
+/// A role's `defaults/` or `vars/` file as variables, with its node: the
+/// file `main.yml`, or, as Ansible reads it, every file in a `main/`
+/// folder (and its subfolders) in the order of their paths, a later
+/// file's variable winning.
 fn vars_file(
     dir: &Path,
     name: &str,
     errors: &mut Errors,
 ) -> (serde_json::Map<String, serde_json::Value>, Option<Node>) {
-    let Some(file) = main_file(dir, name) else {
-        return (serde_json::Map::new(), None);
+    let files = match main_file(dir, name) {
+        Some(file) => vec![file],
+        None => files_under(&dir.join(name)),
     };
-    match yaml::load_file(&file) {
-        Ok(node) if matches!(node.value, Value::Null) => (serde_json::Map::new(), None),
-        Ok(node) => (playbook::vars_map(&node, errors), Some(node)),
-        Err(d) => {
-            errors.push(d);
-            (serde_json::Map::new(), None)
+    let mut vars = serde_json::Map::new();
+    let mut entries = Vec::new();
+    let mut span = None;
+    for file in files {
+        match yaml::load_file(&file) {
+            Ok(node) if matches!(node.value, Value::Null) => {}
+            Ok(node) => {
+                vars.extend(playbook::vars_map(&node, errors));
+                entries.extend(node.as_map().unwrap_or_default().iter().cloned());
+                span.get_or_insert(node.span.clone());
+            }
+            Err(d) => errors.push(d),
         }
     }
+    let node = span.map(|span| Node::new(Value::Map(entries), span));
+    (vars, node)
+}
+
+/// The variables files in a folder and its subfolders, sorted by path:
+/// `.yml`, `.yaml`, `.json` or no extension, hidden ones left out.
+fn files_under(dir: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut dirs = vec![dir.to_path_buf()];
+    while let Some(d) = dirs.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            if name.to_string_lossy().starts_with('.') {
+                continue;
+            }
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path
+                .extension()
+                .is_none_or(|e| ["yml", "yaml", "json"].iter().any(|x| e == *x))
+            {
+                found.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
 }
 
 #[cfg(test)]
@@ -578,6 +619,26 @@ pub(super) mod tests {
                 .contains("'copy' cannot be delegated to localhost"),
             "{errs:?}"
         );
+    }
+
+    #[test]
+    fn a_main_folder_of_defaults_or_vars_is_read_file_by_file_in_order() {
+        let files = [
+            ("roles/r/defaults/main/10-base.yml", "x: 1\ny: 1\n"),
+            ("roles/r/defaults/main/20-more/a.yaml", "y: 2\nz: [a]\n"),
+            ("roles/r/defaults/main/.hidden.yml", "x: 9\n"),
+            ("roles/r/defaults/main/notes.txt", "x: 8\n"),
+            ("roles/r/vars/main/a.yml", "v: 1\n"),
+            ("roles/r/tasks/main.yml", "- command: echo\n"),
+            ("site.yml", "- hosts: all\n  roles: [r]\n"),
+        ];
+        let (_dir, pb) = load_tree(&files);
+        let task = &pb.plays[0].tasks[0];
+        let role = task.role.as_ref().unwrap();
+        assert_eq!(role.defaults["x"], 1, "hidden and other files are not read");
+        assert_eq!(role.defaults["y"], 2, "a later file wins");
+        assert_eq!(role.defaults["z"], serde_json::json!(["a"]));
+        assert_eq!(task.vars["v"], 1);
     }
 
     #[test]
