@@ -510,6 +510,32 @@ fn loop_items_render_with_task_variables_and_their_labels() {
 
 /// A host whose apply scripts answer every step with the next of
 /// `answers` (exit status, stdout), the last repeating; probes answer empty.
+/// Scripts sent, each with its host's name.
+type Sent = Arc<Mutex<Vec<(String, String)>>>;
+
+/// A fake host for each name, answering every unit with `answer(host,
+/// unit id)`, and the scripts they were sent, each with its host's name.
+fn recording_hosts(
+    answer: impl Fn(&str, &str) -> ProbeResult + Send + Sync + Clone + 'static,
+) -> (Box<Connector>, Sent) {
+    let sent: Sent = Arc::default();
+    let sent2 = sent.clone();
+    let connect = move |host: &str, _: &serde_json::Map<String, serde_json::Value>| {
+        let (host, sent, answer) = (host.to_string(), sent2.clone(), answer.clone());
+        let fake = FakeTransport::new(move |s: &Script| {
+            sent.lock().unwrap().push((host.clone(), s.body.clone()));
+            let stdout = fake_answer(&s.body, |id| answer(&host, id));
+            Ok(Output {
+                status: 0,
+                stdout,
+                stderr: Vec::new(),
+            })
+        });
+        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
+    };
+    (Box::new(connect), sent)
+}
+
 fn scripted_host(answers: Vec<(i32, &'static str)>) -> (Box<Connector>, Arc<Mutex<Option<Log>>>) {
     let log: Arc<Mutex<Option<Log>>> = Arc::new(Mutex::new(None));
     let log2 = log.clone();
@@ -819,27 +845,18 @@ fn package_with_backend_defaults(
         format!("  vars: {{ansible_pkg_mgr: {m}}}\n")
     });
     let (_d, pb) = load(&format!("- hosts: all\n  gather_facts: false\n{vars}  module_defaults:\n    ansible.builtin.dnf: {{enablerepo: epel}}\n    apt: {{update_cache: true}}\n  tasks:\n    - package: {{name: htop}}\n"));
-    let sent: Arc<Mutex<Vec<String>>> = Arc::default();
-    let sent2 = sent.clone();
-    let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
-        let sent = sent2.clone();
-        let fake = FakeTransport::new(move |s: &Script| {
-            sent.lock().unwrap().push(s.body.clone());
-            let stdout = fake_answer(&s.body, |key| match key.starts_with("pkg:installed") {
-                true => ProbeResult::ok(installed),
-                false => ProbeResult::ok(""),
-            });
-            Ok(Output {
-                status: 0,
-                stdout,
-                stderr: Vec::new(),
-            })
-        });
-        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
-    };
-    let mut outcome = execute(&pb, false, 1, &connect);
+    let (connect, sent) = recording_hosts(move |_, key| match key.starts_with("pkg:installed") {
+        true => ProbeResult::ok(installed),
+        false => ProbeResult::ok(""),
+    });
+    let mut outcome = execute(&pb, false, 1, connect.as_ref());
     let task = outcome.reports.remove(0).tasks.remove(0);
-    let sent = sent.lock().unwrap().clone();
+    let sent = sent
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, body)| body.clone())
+        .collect();
     (sent, task)
 }
 
@@ -900,22 +917,8 @@ fn a_loop_over_an_include_takes_each_hosts_own_list_and_never_runs_fewer_items()
     );
     let pb = crate::load::playbook::load(&dir.path().join("p.yml")).unwrap();
     let inventory = Inventory::load(&dir.path().join("inv.yml")).unwrap();
-    let sent: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
-    let sent2 = sent.clone();
-    let connect = move |host: &str, _: &serde_json::Map<String, serde_json::Value>| {
-        let (host, sent) = (host.to_string(), sent2.clone());
-        let fake = FakeTransport::new(move |s: &Script| {
-            sent.lock().unwrap().push((host.clone(), s.body.clone()));
-            let stdout = fake_answer(&s.body, |_| ProbeResult::ok(""));
-            Ok(Output {
-                status: 0,
-                stdout,
-                stderr: Vec::new(),
-            })
-        });
-        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
-    };
-    let outcome = execute_on(&pb, &inventory, false, 3, &connect, &|_| {});
+    let (connect, sent) = recording_hosts(|_, _| ProbeResult::ok(""));
+    let outcome = execute_on(&pb, &inventory, false, 3, connect.as_ref(), &|_| {});
     let sent = sent.lock().unwrap();
     let made = |host: &str| -> Vec<String> {
         let bodies = sent
@@ -1030,22 +1033,8 @@ fn a_task_delegated_to_localhost_runs_on_the_controller_alone() {
 fn a_run_once_task_runs_on_the_first_host_and_every_host_gets_its_result() {
     let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - {name: token, command: make-token, register: t, run_once: true}\n    - {name: use, command: \"join {{ t.stdout }}\"}\n");
     let inventory = Inventory::from_host_list("h1,h2,h3");
-    let sent: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
-    let sent2 = sent.clone();
-    let connect = move |host: &str, _: &serde_json::Map<String, serde_json::Value>| {
-        let (host, sent) = (host.to_string(), sent2.clone());
-        let fake = FakeTransport::new(move |s: &Script| {
-            sent.lock().unwrap().push((host.clone(), s.body.clone()));
-            let stdout = fake_answer(&s.body, |_| ProbeResult::ok(format!("tok-{host}")));
-            Ok(Output {
-                status: 0,
-                stdout,
-                stderr: Vec::new(),
-            })
-        });
-        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
-    };
-    let outcome = execute_on(&pb, &inventory, false, 3, &connect, &|_| {});
+    let (connect, sent) = recording_hosts(move |host, _| ProbeResult::ok(format!("tok-{host}")));
+    let outcome = execute_on(&pb, &inventory, false, 3, connect.as_ref(), &|_| {});
     let sent = sent.lock().unwrap();
     let made: Vec<&str> = sent
         .iter()
@@ -1099,27 +1088,12 @@ fn a_run_once_task_passes_to_the_next_host_when_the_first_is_unreachable() {
 #[test]
 fn a_looped_command_registers_every_items_result_with_its_item() {
     let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - command: \"show {{ item }}\"\n      register: r\n      loop: [a, b]\n    - command: \"echo {{ r.results | map(attribute='stdout') | join('+') }} {{ r.results[1].item }} {{ r.changed }}\"\n");
-    let sent: Arc<Mutex<Vec<String>>> = Arc::default();
-    let sent2 = sent.clone();
-    let connect = move |_: &str, _: &serde_json::Map<String, serde_json::Value>| {
-        let sent = sent2.clone();
-        let fake = FakeTransport::new(move |s: &Script| {
-            sent.lock().unwrap().push(s.body.clone());
-            // Each step prints its own unit id: the items' outputs differ.
-            let stdout = fake_answer(&s.body, |id| ProbeResult::ok(format!("o{id}")));
-            Ok(Output {
-                status: 0,
-                stdout,
-                stderr: Vec::new(),
-            })
-        });
-        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
-    };
-    let outcome = execute(&pb, false, 1, &connect);
+    let (connect, sent) = recording_hosts(|_, id| ProbeResult::ok(format!("o{id}")));
+    let outcome = execute(&pb, false, 1, connect.as_ref());
     let statuses: Vec<Status> = outcome.reports[0].tasks.iter().map(|t| t.status).collect();
     assert_eq!(statuses, [Status::Changed; 3]);
     let sent = sent.lock().unwrap();
-    let last = sent.last().unwrap();
+    let last = &sent.last().unwrap().1;
     let echoed = last
         .lines()
         .find_map(|l| l.trim().strip_prefix("echo "))
@@ -1135,22 +1109,8 @@ fn a_looped_command_registers_every_items_result_with_its_item() {
 fn a_looped_run_once_task_runs_every_item_on_the_first_host_only() {
     let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - {name: token, command: \"make-token {{ item }}\", register: t, run_once: true, loop: [a, b]}\n    - {name: use, command: \"join {{ t.results | map(attribute='item') | join('+') }}\"}\n");
     let inventory = Inventory::from_host_list("h1,h2");
-    let sent: Arc<Mutex<Vec<(String, String)>>> = Arc::default();
-    let sent2 = sent.clone();
-    let connect = move |host: &str, _: &serde_json::Map<String, serde_json::Value>| {
-        let (host, sent) = (host.to_string(), sent2.clone());
-        let fake = FakeTransport::new(move |s: &Script| {
-            sent.lock().unwrap().push((host.clone(), s.body.clone()));
-            let stdout = fake_answer(&s.body, |_| ProbeResult::ok(""));
-            Ok(Output {
-                status: 0,
-                stdout,
-                stderr: Vec::new(),
-            })
-        });
-        Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
-    };
-    let outcome = execute_on(&pb, &inventory, false, 2, &connect, &|_| {});
+    let (connect, sent) = recording_hosts(|_, _| ProbeResult::ok(""));
+    let outcome = execute_on(&pb, &inventory, false, 2, connect.as_ref(), &|_| {});
     let sent = sent.lock().unwrap();
     let made = |item: &str| -> Vec<&str> {
         let line = format!("make-token {item}");
