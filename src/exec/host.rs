@@ -255,12 +255,16 @@ impl<'a, 'p> HostRun<'a, 'p> {
             wanted.insert(p.key.clone(), p);
         }
         // Nothing past a reboot or a wait for the host: it may not hold
-        // after, and a host being waited for cannot answer yet.
-        let cut = tasks.iter().position(|t| t.replaces_session());
+        // after, and a host being waited for cannot answer yet. One whose
+        // `when:` is already known to be false (a role left out) is no cut.
+        let cut = tasks
+            .iter()
+            .position(|t| t.replaces_session() && !self.known_skipped(t));
         let mut ahead = tasks[..cut.unwrap_or(tasks.len())].to_vec();
-        // The first probe also asks what handlers and validations will need:
-        // when nothing changes (a compliant host), that was the only trip.
-        if self.wire.round_trips() == 0 && cut.is_none() {
+        // A probe that reaches the end of the play also asks what handlers
+        // and validations will need: when nothing changes (a compliant
+        // host), that was the last trip.
+        if cut.is_none() {
             let prepared = self.ctx.prepared;
             ahead.extend(prepared.handlers.iter().chain(&prepared.validate));
         }
@@ -492,6 +496,22 @@ impl<'a, 'p> HostRun<'a, 'p> {
         if let Some(reg) = &spec.task.register {
             self.unknown_vars.insert(reg.clone(), spec.name.clone());
         }
+    }
+
+    /// Whether every item of a task is skipped by its `when:` on what is
+    /// known now; a condition that cannot be judged yet (it reads facts not
+    /// gathered) is not known to skip.
+    fn known_skipped(&self, spec: &'p PreparedTask<'p>) -> bool {
+        let resolver = self.resolver();
+        let Ok(Items { list, contexts }) = resolver.items(spec) else {
+            return false;
+        };
+        list.into_iter().all(|item| {
+            matches!(
+                resolver.resolve(spec, contexts.as_ref(), item),
+                Resolution::Skip(_)
+            )
+        })
     }
 
     /// Resolves every item of a task; stops at the first item that fails

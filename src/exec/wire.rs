@@ -88,10 +88,6 @@ impl<'a> Wire<'a> {
         }
     }
 
-    pub fn round_trips(&self) -> usize {
-        self.round_trips
-    }
-
     /// The round trips made and the probes sent.
     pub fn finish(self) -> (usize, Vec<Observation>) {
         (self.round_trips, self.observations)
@@ -245,6 +241,6 @@ mod tests {
         let indexes: Vec<usize> = applied.reports.keys().copied().collect();
         assert_eq!(indexes, [0, 2]);
         assert_eq!(log.lock().unwrap()[0].purpose, Purpose::Mutate);
-        assert_eq!(wire.round_trips(), 1);
+        assert_eq!(wire.round_trips, 1);
     }
 }

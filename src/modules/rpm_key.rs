@@ -43,7 +43,10 @@ fn key_id(key: &str) -> Option<String> {
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = RpmKeyArgs::read(p)?;
-    let is_url = a.key.starts_with("http://") || a.key.starts_with("https://");
+    // file:// as Ansible's fetch_url takes it: a mirror on a shared mount.
+    let is_url = ["http://", "https://", "file://"]
+        .iter()
+        .any(|scheme| a.key.starts_with(scheme));
     if !(is_url || a.key.starts_with('/') || key_id(&a.key).is_some()) {
         return Err(p.error(
             "key",

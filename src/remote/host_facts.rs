@@ -56,6 +56,11 @@ if [ -n "$smi" ]; then
   echo "gpu_driver=$("$smi" --query-gpu=driver_version --format=csv,noheader 2>/dev/null | head -n 1)"
   echo "gpu_count=$("$smi" -L 2>/dev/null | grep -c '^GPU ')"
 fi
+for d in /sys/bus/pci/devices/*; do
+  [ -r "$d/vendor" ] && read -r v < "$d/vendor" && [ "$v" = 0x10de ] || continue
+  read -r c < "$d/class" && echo "nvpci ${d##*/} $c"
+done
+for m in nouveau nvidia; do [ -d /sys/module/$m ] && echo "kmod $m"; done
 true"#,
     )
 }
@@ -133,11 +138,7 @@ pub fn parse(r: &ProbeResult) -> Map<String, Value> {
         "ansible_selinux": selinux(&get("selinux")),
         "nodeprov_root_fstype": get("rootfs"),
         "nodeprov_tuned_profile": kv.get("tuned").cloned(),
-        "nodeprov_gpu": {
-            "present": kv.contains_key("gpu_driver") && num("gpu_count") > 0,
-            "count": num("gpu_count"),
-            "driver": kv.get("gpu_driver").filter(|d| !d.is_empty()).cloned(),
-        },
+        "nodeprov_gpu": gpu(&kv, &r.stdout),
     });
     let Value::Object(mut facts) = facts else {
         unreachable!("built as an object")
@@ -145,6 +146,32 @@ pub fn parse(r: &ProbeResult) -> Map<String, Value> {
     let namespace = ansible_facts(&facts);
     facts.insert("ansible_facts".into(), Value::Object(namespace));
     facts
+}
+
+/// What nvidia-smi says, and what the kernel shows without it: NVIDIA's
+/// PCI functions by class (a GPU is a display controller, 0x03xxxx; an
+/// NVSwitch a bridge, 0x0680xx, which is how HGX boards are told apart
+/// without a list of device IDs), and whether nouveau or nvidia is loaded.
+fn gpu(kv: &std::collections::HashMap<&str, String>, stdout: &str) -> Value {
+    let count = kv
+        .get("gpu_count")
+        .and_then(|c| c.parse::<u64>().ok())
+        .unwrap_or(0);
+    let classes: Vec<&str> = prefixed(stdout, "nvpci ")
+        .into_iter()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .collect();
+    let of_class = |prefix: &str| classes.iter().filter(|c| c.starts_with(prefix)).count();
+    let loaded = prefixed(stdout, "kmod ");
+    json!({
+        "present": kv.contains_key("gpu_driver") && count > 0,
+        "count": count,
+        "driver": kv.get("gpu_driver").filter(|d| !d.is_empty()).cloned(),
+        "pci_gpus": of_class("0x03"),
+        "nvswitches": of_class("0x0680"),
+        "nouveau_loaded": loaded.contains(&"nouveau"),
+        "nvidia_loaded": loaded.contains(&"nvidia"),
+    })
 }
 
 /// The release files the probe read, for the distribution facts.
@@ -331,8 +358,23 @@ mod tests {
         assert_eq!(gpu["ansible_swaptotal_mb"], 8192);
         assert_eq!(
             gpu["nodeprov_gpu"],
-            json!({"present": true, "count": 8, "driver": "580.159.04"})
+            json!({"present": true, "count": 8, "driver": "580.159.04", "pci_gpus": 0,
+                "nvswitches": 0, "nouveau_loaded": false, "nvidia_loaded": false})
         );
+        let hgx = parse(&ProbeResult::ok(concat!(
+            "nvpci 0000:18:00.0 0x030200\nnvpci 0000:2a:00.0 0x030200\n",
+            "nvpci 0000:05:00.0 0x068000\nnvpci 0000:06:00.0 0x068000\n",
+            "kmod nvidia\n",
+        )));
+        assert_eq!(
+            [
+                &hgx["nodeprov_gpu"]["pci_gpus"],
+                &hgx["nodeprov_gpu"]["nvswitches"]
+            ],
+            [2, 2]
+        );
+        assert_eq!(hgx["nodeprov_gpu"]["nvidia_loaded"], true);
+        assert_eq!(hgx["nodeprov_gpu"]["nouveau_loaded"], false);
         let u = parse(&ProbeResult::ok(format!("systemd=0\n{UBUNTU_24}")));
         assert_eq!(u["ansible_os_family"], "Debian");
         assert_eq!(u["ansible_service_mgr"], "other");

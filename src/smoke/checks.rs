@@ -8,6 +8,7 @@ use serde_json::Value;
 
 use super::nvidia_smi::{self, Gpu, SmiLog};
 use super::remote::TierOutput;
+use super::triangle::{version_triangle, Corners, TorchCuda};
 use super::{Check, SmokeOptions, Verdict};
 use crate::remote::probe::ProbeResult;
 
@@ -322,19 +323,35 @@ pub fn tier1(
     let toolkit = nvcc_unit
         .filter(|u| u.rc == 0)
         .and_then(|u| nvcc_release(&u.stdout));
-    let mut checks = vec![
-        nvcc(nvcc_unit, toolkit.as_deref(), &opts.cuda_home).timed(out.ms("nvcc")),
-        toolkit_vs_driver(toolkit.as_deref(), &smi.cuda_version),
-        ldconfig_cuda(out.get("ldconfig"), &smi.cuda_version).timed(out.ms("ldconfig")),
-    ];
-    let mut bf16 = None;
-    if opts.torch {
+    let torch = opts.torch.then(|| {
         let expect = opts.expect_gpus.unwrap_or(smi.gpus.len());
         let mut torch = torch_checks(out.get("torch"), expect, floor, opts.timeout_s);
         // The probe times its own checks; the rest of the unit's time is
         // interpreter start, import and CUDA init, charged to torch_cuda.
         let probe_ms: u64 = torch.checks.iter().map(|c| c.duration_ms).sum();
         torch.checks[0].duration_ms = out.ms("torch").saturating_sub(probe_ms);
+        torch
+    });
+    let torch_cuda = match &torch {
+        None => TorchCuda::NotChecked,
+        Some(t) => t
+            .cuda_runtime
+            .as_deref()
+            .map_or(TorchCuda::Unknown, TorchCuda::Cuda),
+    };
+    let triangle = version_triangle(&Corners {
+        driver: &smi.driver_version,
+        driver_cuda: &smi.cuda_version,
+        toolkit: toolkit.as_deref(),
+        torch: torch_cuda,
+    });
+    let mut checks = vec![
+        nvcc(nvcc_unit, toolkit.as_deref(), &opts.cuda_home).timed(out.ms("nvcc")),
+        triangle,
+        ldconfig_cuda(out.get("ldconfig"), &smi.cuda_version).timed(out.ms("ldconfig")),
+    ];
+    let mut bf16 = None;
+    if let Some(torch) = torch {
         checks.extend(torch.checks);
         bf16 = torch.bf16_tflops;
     }
@@ -366,33 +383,6 @@ pub fn nvcc_release(version_output: &str) -> Option<String> {
     static RELEASE: OnceLock<Regex> = OnceLock::new();
     let re = RELEASE.get_or_init(|| Regex::new(r"release (\d+\.\d+)").unwrap());
     Some(re.captures(version_output)?[1].to_string())
-}
-
-/// A toolkit newer than the driver's CUDA cannot run its code. Within one
-/// major, minor-version compatibility keeps most of it working, so a newer
-/// minor only warns.
-fn toolkit_vs_driver(toolkit: Option<&str>, driver_cuda: &str) -> Check {
-    const EXPECTED: &str = "toolkit <= driver CUDA";
-    let (Some(tk), Some(drv)) = (toolkit.and_then(cuda_version), cuda_version(driver_cuda)) else {
-        return Check::new(
-            "toolkit_vs_driver",
-            Verdict::Skip,
-            "toolkit or driver CUDA unknown",
-            EXPECTED,
-        );
-    };
-    let verdict = if tk.0 > drv.0 {
-        Verdict::Fail
-    } else if tk > drv {
-        Verdict::Warn
-    } else {
-        Verdict::Pass
-    };
-    let measured = format!(
-        "toolkit {}, driver {driver_cuda}",
-        toolkit.unwrap_or_default()
-    );
-    Check::new("toolkit_vs_driver", verdict, measured, EXPECTED)
 }
 
 /// The linker cache must resolve libcuda, and libcudart to one CUDA major no
@@ -471,6 +461,8 @@ type Judge = fn(&Value) -> (Verdict, String);
 struct TorchChecks {
     checks: Vec<Check>,
     bf16_tflops: Option<f64>,
+    /// `torch.version.cuda`, when the probe got that far and torch has CUDA.
+    cuda_runtime: Option<String>,
 }
 
 /// Largest relative error against the fp64 reference per dtype: loose
@@ -486,6 +478,7 @@ fn torch_checks(
     let single = |check: Check| TorchChecks {
         checks: vec![check],
         bf16_tflops: None,
+        cuda_runtime: None,
     };
     const EXPECTED: &str = "PyTorch sees the GPUs";
     let Some(unit) = unit else {
@@ -533,6 +526,7 @@ fn parse_torch_report(report: &Value, expect_gpus: usize, floor: Option<f64>) ->
         return TorchChecks {
             checks: vec![check],
             bf16_tflops: None,
+            cuda_runtime: None,
         };
     };
     let results = report["results"].as_array().cloned().unwrap_or_default();
@@ -564,6 +558,7 @@ fn parse_torch_report(report: &Value, expect_gpus: usize, floor: Option<f64>) ->
     TorchChecks {
         checks,
         bf16_tflops: tflops,
+        cuda_runtime: report["cuda_runtime"].as_str().map(str::to_string),
     }
 }
 
@@ -783,7 +778,7 @@ pub fn parse_version(s: &str) -> Option<Vec<u64>> {
 }
 
 /// `(major, minor)` of a CUDA version such as `13.0`.
-fn cuda_version(s: &str) -> Option<(u32, u32)> {
+pub(super) fn cuda_version(s: &str) -> Option<(u32, u32)> {
     let (major, minor) = s.trim().split_once('.')?;
     Some((major.parse().ok()?, minor.parse().ok()?))
 }

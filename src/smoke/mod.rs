@@ -10,6 +10,7 @@ mod fleet;
 pub mod nvidia_smi;
 mod remote;
 mod report;
+mod triangle;
 
 use std::time::Instant;
 

@@ -5,7 +5,8 @@ use serde_json::{json, Value};
 use super::{fleet_outliers, Check, HostSmoke, Verdict};
 use crate::report::printable;
 
-/// Longer measurements are cut in the table; the JSON report keeps them whole.
+/// Longer measurements are cut in the table, except a warning's or a
+/// failure's, which may carry the fix; the JSON report keeps them whole.
 const MEASURED_WIDTH: usize = 72;
 
 /// One compact table per host, then the fleet outliers.
@@ -42,12 +43,21 @@ fn host_header(host: &HostSmoke) -> String {
 fn host_table(checks: &[Check]) -> String {
     let measured: Vec<String> = checks
         .iter()
-        .map(|c| cut(&printable(&c.measured, false), MEASURED_WIDTH))
+        .map(|c| {
+            let m = printable(&c.measured, false);
+            match c.verdict {
+                Verdict::Warn | Verdict::Fail => m.into_owned(),
+                Verdict::Pass | Verdict::Skip => cut(&m, MEASURED_WIDTH),
+            }
+        })
         .collect();
     let name_w = checks.iter().map(|c| c.name.len()).max().unwrap_or(0);
+    // A warning or failure too long for the column runs past it rather
+    // than widen it.
     let measured_w = measured
         .iter()
         .map(|m| m.chars().count())
+        .filter(|&n| n <= MEASURED_WIDTH)
         .max()
         .unwrap_or(0);
     let mut out = String::new();

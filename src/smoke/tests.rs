@@ -396,7 +396,15 @@ fn smoke_tier1_h200_passes_with_torch_numbers() {
     }
     let measured = |name| check(&smoke, name).measured.clone();
     assert_eq!(measured("nvcc"), "13.0");
-    assert_eq!(measured("toolkit_vs_driver"), "toolkit 13.0, driver 13.0");
+    assert_eq!(
+        measured("version_triangle"),
+        "driver 580.159.04 (CUDA 13.0), toolkit 13.0, torch CUDA 13.0: \
+         driver/toolkit ok, driver/torch ok, toolkit/torch ok"
+    );
+    assert_eq!(
+        check(&smoke, "version_triangle").expected,
+        "driver runs toolkit and torch, toolkit matches torch"
+    );
     assert_eq!(measured("ldconfig_cuda"), "libcudart 13, libcuda.so.1");
     assert_eq!(
         measured("torch_cuda"),
@@ -485,31 +493,157 @@ fn smoke_torch_absent_or_hung() {
     );
 }
 
+/// The H200 capture with another driver (and the CUDA version it
+/// reports), nvcc release and `torch.version.cuda`; `None` for torch runs
+/// without the PyTorch checks.
+fn triangle(driver: &str, driver_cuda: &str, toolkit: &str, torch: Option<&str>) -> HostSmoke {
+    let xml = H200_XML
+        .replace(
+            "<driver_version>580.159.04<",
+            &format!("<driver_version>{driver}<"),
+        )
+        .replace(
+            "<cuda_version>13.0<",
+            &format!("<cuda_version>{driver_cuda}<"),
+        );
+    let mut report = torch_report();
+    report["cuda_runtime"] = json!(torch);
+    let mut answers = h200();
+    answers.insert("smi", ProbeResult::ok(xml));
+    answers.insert(
+        "nvcc",
+        ProbeResult::ok(NVCC.replace("release 13.0", &format!("release {toolkit}"))),
+    );
+    answers.insert("torch", ProbeResult::ok(torch_line(&report)));
+    let opts = SmokeOptions {
+        torch: torch.is_some(),
+        ..tier1()
+    };
+    smoke_with(answers, &opts)
+}
+
+fn verdict_and_measured(smoke: &HostSmoke) -> (Verdict, String) {
+    let c = check(smoke, "version_triangle");
+    (c.verdict, c.measured.clone())
+}
+
 #[test]
-fn smoke_toolkit_newer_than_driver() {
-    let xml = H200_XML.replace("<cuda_version>13.0<", "<cuda_version>12.4<");
-    let smoke = smoke_xml(&xml, &tier1());
-    let c = check(&smoke, "toolkit_vs_driver");
+fn smoke_triangle_driver_too_old_for_the_toolkit_fails() {
+    let smoke = triangle("550.54.14", "12.4", "13.0", Some("13.0"));
     assert_eq!(
-        (c.verdict, c.measured.as_str()),
-        (Verdict::Fail, "toolkit 13.0, driver 12.4")
+        verdict_and_measured(&smoke),
+        (
+            Verdict::Fail,
+            "driver 550.54.14 (CUDA 12.4), toolkit 13.0, torch CUDA 13.0: \
+             driver/toolkit fail, driver/torch fail, toolkit/torch ok. \
+             driver 550.54.14 cannot run CUDA 13.0: upgrade the driver to >= 580.65.06 \
+             (branch 580) or use CUDA <= 12.4"
+                .into()
+        )
     );
     assert_eq!(
         check(&smoke, "ldconfig_cuda").verdict,
         Verdict::Fail,
         "libcudart 13 on a CUDA 12 driver"
     );
+    // The table shows the fix whole rather than cut.
+    let table = render_human(std::slice::from_ref(&smoke));
+    assert!(
+        table.contains("or use CUDA <= 12.4  (expected driver runs"),
+        "{table}"
+    );
+}
 
+#[test]
+fn smoke_triangle_minor_version_compatibility_warns() {
+    let smoke = triangle("550.54.14", "12.4", "12.8", Some("12.8"));
+    let (verdict, measured) = verdict_and_measured(&smoke);
+    assert_eq!(verdict, Verdict::Warn);
+    assert_eq!(
+        measured,
+        "driver 550.54.14 (CUDA 12.4), toolkit 12.8, torch CUDA 12.8: \
+         driver/toolkit warn, driver/torch warn, toolkit/torch ok. \
+         driver 550.54.14 runs CUDA 12.8 only by minor-version compatibility, features \
+         that need a newer driver (PTX JIT of newer PTX) fail: upgrade the driver to \
+         >= 570.26 (branch 570)"
+    );
+
+    // A toolkit the table does not know is judged by the driver's CUDA.
+    let smoke = triangle("580.159.04", "13.0", "13.1", Some("13.0"));
+    let (verdict, measured) = verdict_and_measured(&smoke);
+    assert_eq!(verdict, Verdict::Warn);
+    assert!(
+        measured.contains("driver/toolkit warn, driver/torch ok, toolkit/torch warn"),
+        "{measured}"
+    );
+    assert!(
+        measured.contains("fail: upgrade the driver to one for CUDA 13.1"),
+        "{measured}"
+    );
+}
+
+#[test]
+fn smoke_triangle_toolkit_and_torch_majors_differ() {
+    let smoke = triangle("580.159.04", "13.0", "12.8", Some("13.0"));
+    assert_eq!(
+        verdict_and_measured(&smoke),
+        (
+            Verdict::Fail,
+            "driver 580.159.04 (CUDA 13.0), toolkit 12.8, torch CUDA 13.0: \
+             driver/toolkit ok, driver/torch ok, toolkit/torch fail. \
+             toolkit 12.8 and torch CUDA 13.0 differ in major version, which PyTorch's \
+             cpp_extension refuses: install cuda-toolkit-13-0 to build extensions for \
+             torch's CUDA 13.0, or torch built for cu128 (torch 2.7, 2.8, 2.9)"
+                .into()
+        )
+    );
+}
+
+#[test]
+fn smoke_triangle_toolkit_and_torch_minors_differ() {
+    let smoke = triangle("580.159.04", "13.0", "12.6", Some("12.8"));
+    assert_eq!(
+        verdict_and_measured(&smoke),
+        (
+            Verdict::Warn,
+            "driver 580.159.04 (CUDA 13.0), toolkit 12.6, torch CUDA 12.8: \
+             driver/toolkit ok, driver/torch ok, toolkit/torch warn. \
+             toolkit 12.6 and torch CUDA 12.8 differ in minor version, which PyTorch's \
+             cpp_extension warns about: install cuda-toolkit-12-8 to build extensions for \
+             torch's CUDA 12.8"
+                .into()
+        )
+    );
+}
+
+#[test]
+fn smoke_triangle_without_torch_has_two_corners() {
+    let smoke = triangle("580.159.04", "13.0", "13.0", None);
+    let c = check(&smoke, "version_triangle");
+    assert_eq!(
+        (c.verdict, c.measured.as_str(), c.expected.as_str()),
+        (
+            Verdict::Pass,
+            "driver 580.159.04 (CUDA 13.0), toolkit 13.0, torch not checked: driver/toolkit ok",
+            "driver runs toolkit"
+        )
+    );
+
+    // Checked but not importable: its pairs skip, the rest still counts.
     let mut answers = h200();
     answers.insert(
-        "nvcc",
-        ProbeResult::ok(NVCC.replace("release 13.0", "release 13.1")),
+        "torch",
+        ProbeResult::ok(r#"{"torch": null, "results": [], "error": "ModuleNotFoundError"}"#),
     );
     let smoke = smoke_with(answers, &tier1());
     assert_eq!(
-        check(&smoke, "toolkit_vs_driver").verdict,
-        Verdict::Warn,
-        "minor-version compatibility"
+        verdict_and_measured(&smoke),
+        (
+            Verdict::Pass,
+            "driver 580.159.04 (CUDA 13.0), toolkit 13.0, torch CUDA unknown: \
+             driver/toolkit ok, driver/torch skip, toolkit/torch skip"
+                .into()
+        )
     );
 }
 
@@ -540,8 +674,24 @@ fn smoke_nvcc_missing_warns_and_compile_fails() {
     );
     let smoke = smoke_with(answers, &tier1());
     assert_eq!(check(&smoke, "nvcc").verdict, Verdict::Warn);
-    assert_eq!(check(&smoke, "toolkit_vs_driver").verdict, Verdict::Skip);
+    assert_eq!(
+        verdict_and_measured(&smoke),
+        (
+            Verdict::Pass,
+            "driver 580.159.04 (CUDA 13.0), toolkit unknown, torch CUDA 13.0: \
+             driver/toolkit skip, driver/torch ok, toolkit/torch skip"
+                .into()
+        )
+    );
     assert_eq!(check(&smoke, "nvcc_compile").verdict, Verdict::Fail);
+    let no_torch = SmokeOptions {
+        torch: false,
+        ..tier1()
+    };
+    let mut answers = h200();
+    answers.insert("nvcc", failed(127, "", ""));
+    let smoke = smoke_with(answers, &no_torch);
+    assert_eq!(check(&smoke, "version_triangle").verdict, Verdict::Skip);
 }
 
 // ------------------------------------------------------------ tier 2

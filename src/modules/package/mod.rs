@@ -266,10 +266,13 @@ impl<'a> Spec<'a> {
         }
         // The version starts at the first dash followed by a dotted number
         // that leaves at most one more dash (the release) after it; names
-        // such as cuda-toolkit-12-4 or cuda-drivers-550 stay names.
+        // such as cuda-toolkit-12-4 or cuda-drivers-550 stay names. A
+        // trailing `.arch` (kernel-devel-$(uname -r)) is not part of the
+        // version the package database lists.
+        let bare = installed_name(raw, manager);
         let mut cut = None;
-        for (i, _) in raw.match_indices('-') {
-            let rest = &raw[i + 1..];
+        for (i, _) in bare.match_indices('-') {
+            let rest = &bare[i + 1..];
             let version = rest.split('-').next().unwrap_or("");
             if rest.starts_with(|c: char| c.is_ascii_digit())
                 && version.contains('.')
@@ -280,7 +283,7 @@ impl<'a> Spec<'a> {
             }
         }
         match cut {
-            Some(i) => Spec::RpmPin(&raw[..i], &raw[i + 1..]),
+            Some(i) => Spec::RpmPin(&bare[..i], &bare[i + 1..]),
             None => Spec::Plain(raw),
         }
     }
@@ -794,7 +797,8 @@ mod tests {
     #[test]
     fn rpm_version_pins() {
         let installed = [("pkg:installed", EL)];
-        for pin in ["npdemo-1.0", "npdemo-1.0-1"] {
+        // `kernel-devel-$(uname -r)` names the arch too.
+        for pin in ["npdemo-1.0", "npdemo-1.0-1", "npdemo-1.0-1.noarch"] {
             assert_eq!(
                 plan_on(json!({"name": pin}), &installed).unwrap(),
                 Plan::noop(),
