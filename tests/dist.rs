@@ -275,13 +275,15 @@ const DPKG: PackageManager = PackageManager {
 };
 
 /// Every file a package must carry, wherever its distribution wants it.
-const SHIPPED: [&str; 7] = [
+const SHIPPED: [&str; 9] = [
     "/usr/bin/nodeprov",
     "/usr/share/man/man1/nodeprov.1",
     "/usr/share/bash-completion/completions/nodeprov",
     "_nodeprov",
     "/usr/share/fish/vendor_completions.d/nodeprov.fish",
     "/usr/share/nodeprov/playbooks/gpu-node.yml",
+    "/usr/share/nodeprov/playbooks/roles/nvidia_gpu/tasks/main.yml",
+    "/usr/share/nodeprov/playbooks/roles/nvidia_gpu/vars/main.yml",
     "/usr/share/nodeprov/templates/cuda.sh.j2",
 ];
 

@@ -20,7 +20,14 @@ const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 const PLAYBOOK: &str = "playbooks/gpu-node.yml";
 /// Swap is global to the kernel, so isolated hosts leave it out (as in
 /// tests/gpu_node.rs), and the smoke step needs a GPU.
-const SKIP: [&str; 4] = ["--skip-tags", "swap", "-e", "gpu_validate=false"];
+const SKIP: [&str; 6] = [
+    "--skip-tags",
+    "swap",
+    "-e",
+    "gpu_validate=false",
+    "-e",
+    "nvidia_install=false",
+];
 const HOSTILE_TASK: &str = "<script>alert(1)</script>";
 
 fn nodeprov(host: &IsolatedHost, cmd: &str) -> (i32, Value) {

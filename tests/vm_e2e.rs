@@ -23,10 +23,14 @@ const GPU_NODE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/playbooks/gpu-node.
 
 /// The VMs have no GPU and a 4 GiB root disk: skip the smoke validation and
 /// keep the swap file small. Their Debian image's redundant services carry
-/// EL's unit names (httpd, mysqld). Every gpu-node run uses these.
-const GPU_NODE_VARS: [&str; 6] = [
+/// EL's unit names (httpd, mysqld), and no NVIDIA repository is reachable
+/// (the driver role's nouveau part runs alone, in its own test). Every
+/// gpu-node run uses these.
+const GPU_NODE_VARS: [&str; 8] = [
     "-e",
     "gpu_validate=false",
+    "-e",
+    "nvidia_install=false",
     "-e",
     "swap_size=256M",
     "-e",
@@ -489,6 +493,7 @@ fn swapfile_module_on_xfs_and_btrfs() {
     reboot_task_reboots_once_and_the_play_goes_on(&vm, &np);
     assert_data_swap_files(&vm, 96 << 20);
     module_unloads_once_and_a_hand_load_is_drift(&vm, &np);
+    nouveau_blacklist_rebuilds_the_initramfs_and_reboots_once(&vm, &np);
 
     let (code, doc) = apply(&["-e", "swap_state=absent"]);
     assert_eq!(code, 0, "{doc:#}");
@@ -545,6 +550,51 @@ const REBOOT_PLAYBOOK: &str = "\
       assert:
         that: (before.stdout != after.stdout) == ratio.changed
 ";
+
+/// The driver role's nouveau part (gpu-node.yml `--tags nouveau`) on a
+/// kernel with nouveau loaded: the blacklist lands in a rebuilt initramfs,
+/// the host reboots once and comes back without nouveau, and a second run
+/// neither rebuilds nor reboots.
+fn nouveau_blacklist_rebuilds_the_initramfs_and_reboots_once(vm: &TestVm, np: &Nodeprov) {
+    vm.ssh_ok("modprobe nouveau && test -d /sys/module/nouveau");
+    let initrd = "/boot/initrd.img-$(uname -r)";
+    let built = || vm.ssh_ok(&format!("stat -c %Y {initrd}"));
+    let boot = || vm.ssh_ok("cat /proc/sys/kernel/random/boot_id");
+    let (first_build, first_boot) = (built(), boot());
+    let vars = [
+        "--tags",
+        "nouveau",
+        "-e",
+        "gpu_validate=false",
+        "-e",
+        "nvidia_reboot_timeout=1500",
+    ];
+    let (code, doc) = np.run("apply", Path::new(GPU_NODE), &np.root, &vars);
+    assert_eq!(code, 0, "{doc:#}");
+    assert!(
+        task_notes(&doc, "Reboot into the nvidia module").contains("rebooted; back after "),
+        "{doc:#}"
+    );
+    assert_ne!(boot(), first_boot, "the VM did not reboot");
+    vm.settle();
+    let loaded = vm.ssh("test -d /sys/module/nouveau").status.success();
+    assert!(!loaded, "nouveau is loaded after the reboot");
+    assert_ne!(built(), first_build, "the initramfs was not rebuilt");
+    let listed = vm.ssh_ok(&format!("lsinitramfs {initrd}"));
+    assert!(
+        listed.contains("etc/modprobe.d/blacklist-nouveau.conf"),
+        "the blacklist is not in the initramfs"
+    );
+    let (second_build, second_boot) = (built(), boot());
+    let (code, doc) = np.run("apply", Path::new(GPU_NODE), &np.root, &vars);
+    assert_eq!((code, changed_count(&doc)), (0, 0), "{:?}", touched(&doc));
+    assert_eq!(boot(), second_boot, "a run with nothing to change rebooted");
+    assert_eq!(
+        built(),
+        second_build,
+        "a run with nothing to change rebuilt"
+    );
+}
 
 fn reboot_task_reboots_once_and_the_play_goes_on(vm: &TestVm, np: &Nodeprov) {
     let dir = tempfile::tempdir().unwrap();
