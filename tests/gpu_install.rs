@@ -19,7 +19,7 @@ use support::{assert_machine_unchanged, machine_digest, run_json, IsolatedHost};
 const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 const PLAYBOOK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/playbooks/gpu-node.yml");
 const BUILD_RPMS: &str = include_str!("fixtures/nvidia-repo/build-rpms.sh");
-const KERNEL: &str = "5.14.0-427.13.1.el9_4.x86_64";
+const BUILD_DEBS: &str = include_str!("fixtures/nvidia-repo/build-debs.sh");
 
 fn sh(host: &IsolatedHost, script: &str) -> String {
     let out = host.run(&["sh", "-c", script]);
@@ -39,15 +39,43 @@ fn write_exec(host: &IsolatedHost, path: &str, body: &str) {
     std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
 }
 
-/// An EL 9 host with NVIDIA's repository at file:///tmp/nvidia, one GPU on
-/// its PCI bus, and `nvswitches` NVSwitches beside it.
-fn el_gpu_host(nvswitches: usize) -> IsolatedHost {
-    let host = IsolatedHost::el().with_own_usr();
-    std::fs::remove_file(host.path("/etc/yum.repos.d/local.repo")).unwrap();
+/// The layouts the role installs on, each with its repository builder and
+/// a running kernel of its own.
+#[derive(Clone, Copy)]
+enum Family {
+    El,
+    Ubuntu,
+}
+
+impl Family {
+    fn kernel(self) -> &'static str {
+        match self {
+            Family::El => "5.14.0-427.13.1.el9_4.x86_64",
+            Family::Ubuntu => "5.15.0-91-generic",
+        }
+    }
+}
+
+/// A host of `family` with NVIDIA's repository at file:///tmp/nvidia, one
+/// GPU on its PCI bus, and `nvswitches` NVSwitches beside it.
+fn gpu_host(family: Family, nvswitches: usize) -> IsolatedHost {
+    let (host, build) = match family {
+        Family::El => {
+            let host = IsolatedHost::el().with_own_usr();
+            std::fs::remove_file(host.path("/etc/yum.repos.d/local.repo")).unwrap();
+            (host, BUILD_RPMS)
+        }
+        Family::Ubuntu => {
+            let host = IsolatedHost::ubuntu().with_own_usr();
+            std::fs::remove_file(host.path("/etc/apt/sources.list.d/local.list")).unwrap();
+            (host, BUILD_DEBS)
+        }
+    };
+    let kernel = family.kernel();
     write_exec(
         &host,
         "/root/bin/uname",
-        &format!("#!/bin/sh\n[ \"$1\" = -r ] && exec echo {KERNEL}\nexec /usr/bin/uname \"$@\"\n"),
+        &format!("#!/bin/sh\n[ \"$1\" = -r ] && exec echo {kernel}\nexec /usr/bin/uname \"$@\"\n"),
     );
     write_exec(
         &host,
@@ -66,9 +94,24 @@ fn el_gpu_host(nvswitches: usize) -> IsolatedHost {
         std::fs::write(dir.join("class"), format!("{class}\n")).unwrap();
     }
     std::fs::create_dir_all(host.path("/root/sys-module/nvidia/parameters")).unwrap();
-    let build = format!("sh -s /tmp/nvidia {KERNEL} <<'BUILD'\n{BUILD_RPMS}\nBUILD\n");
-    sh(&host, &build);
+    sh(
+        &host,
+        &format!("sh -s /tmp/nvidia {kernel} <<'BUILD'\n{build}\nBUILD\n"),
+    );
     host
+}
+
+/// A driver already running on the host, installed by no package (a
+/// runfile): nvidia-smi answers with its version and one GPU.
+fn with_running_driver(host: &IsolatedHost, version: &str) {
+    write_exec(
+        host,
+        "/root/bin/nvidia-smi",
+        &format!(
+            "#!/bin/sh\ncase \"$*\" in\n*driver_version*) echo {version} ;;\n\
+             -L) echo 'GPU 0: NVIDIA H200 (UUID: GPU-039f01f0)' ;;\nesac\n"
+        ),
+    );
 }
 
 /// Runs the playbook with `cmd` under the faked kernel view.
@@ -110,11 +153,13 @@ fn task<'a>(doc: &'a Value, name: &str) -> &'a Value {
         .unwrap_or_else(|| panic!("no task {name}: {}", summary(doc)))
 }
 
+/// A task's changes, but for the cache refresh that precedes any install.
 fn subjects(doc: &Value, name: &str) -> Vec<String> {
     task(doc, name)["changes"]
         .as_array()
         .into_iter()
         .flatten()
+        .filter(|c| c["subject"] != "package cache")
         .map(|c| {
             format!(
                 "{}: {} -> {}",
@@ -151,6 +196,17 @@ fn rpm_q(host: &IsolatedHost, name: &str) -> String {
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
+fn dpkg_q(host: &IsolatedHost, name: &str) -> String {
+    let out = host.run(&[
+        "dpkg-query",
+        "-W",
+        "-f",
+        "${db:Status-Abbrev}${Version}",
+        name,
+    ]);
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
 fn recap(doc: &Value, what: &str) -> u64 {
     doc["hosts"][0]["recap"][what].as_u64().unwrap()
 }
@@ -158,7 +214,7 @@ fn recap(doc: &Value, what: &str) -> u64 {
 #[test]
 fn a_bare_el_host_gets_driver_toolkit_and_kernel_headers_and_stays_converged() {
     let before = machine_digest();
-    let host = el_gpu_host(0);
+    let host = gpu_host(Family::El, 0);
 
     let (code, check) = run(&host, "check", &[]);
     assert_eq!(code, 2, "{}", summary(&check));
@@ -255,7 +311,7 @@ fn a_bare_el_host_gets_driver_toolkit_and_kernel_headers_and_stays_converged() {
 #[test]
 fn a_driver_branch_too_old_for_the_toolkit_is_refused_before_any_change() {
     let before = machine_digest();
-    let host = el_gpu_host(0);
+    let host = gpu_host(Family::El, 0);
     let (code, doc) = run(&host, "apply", &["-e", "nvidia_driver_branch=550"]);
     assert_eq!(code, 4, "{}", summary(&doc));
     let refused = task(&doc, "Driver branch runs the CUDA toolkit");
@@ -292,7 +348,7 @@ fn a_driver_branch_too_old_for_the_toolkit_is_refused_before_any_change() {
 #[test]
 fn an_nvswitch_host_gets_the_fabric_manager_of_its_driver_branch() {
     let before = machine_digest();
-    let host = el_gpu_host(2);
+    let host = gpu_host(Family::El, 2);
     let (code, check) = run(&host, "check", &[]);
     assert_eq!(code, 2, "{}", summary(&check));
     assert_eq!(
@@ -307,5 +363,109 @@ fn an_nvswitch_host_gets_the_fabric_manager_of_its_driver_branch() {
     let (code, doc) = run(&host, "apply", &["--tags", "driver"]);
     assert_eq!(code, 0, "{}", summary(&doc));
     assert_eq!(rpm_q(&host, "nvidia-fabricmanager-570"), "570.86.15-1");
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn a_bare_ubuntu_host_gets_the_keyring_driver_and_toolkit_from_the_configured_mirror() {
+    let before = machine_digest();
+    let host = gpu_host(Family::Ubuntu, 0);
+    let list = "/etc/apt/sources.list.d/cuda-ubuntu2204-x86_64.list";
+
+    let (code, check) = run(&host, "check", &[]);
+    assert_eq!(code, 2, "{}", summary(&check));
+    assert_eq!(
+        subjects(&check, "NVIDIA driver"),
+        [r#"package nvidia-open-570: "absent" -> "installed""#],
+        "{}",
+        summary(&check)
+    );
+    let keyring = &task(&check, "NVIDIA's signing key (cuda-keyring)");
+    assert_eq!(keyring["status"], "unknown", "{}", summary(&check));
+    assert!(!host.path(list).exists(), "check changed nothing");
+
+    let (code, first) = run(&host, "apply", &[]);
+    assert_eq!(code, 0, "{}", summary(&first));
+    assert_eq!(dpkg_q(&host, "cuda-keyring"), "ii 1.1-1");
+    assert_eq!(
+        dpkg_q(&host, "linux-headers-5.15.0-91-generic"),
+        "ii 5.15.0-91.1"
+    );
+    assert_eq!(dpkg_q(&host, "nvidia-open-570"), "ii 570.86.15-0ubuntu1");
+    assert_eq!(dpkg_q(&host, "cuda-toolkit-12-8"), "ii 12.8.0-1");
+    assert_eq!(dpkg_q(&host, "nvidia-fabricmanager-570"), "");
+    // cuda-keyring's source named NVIDIA's server; the mirror replaced it.
+    assert_eq!(
+        std::fs::read_to_string(host.path(list)).unwrap(),
+        "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] file:///tmp/nvidia/ubuntu2204/x86_64/ /\n"
+    );
+    assert_eq!(
+        sh(&host, "cat /root/initramfs-runs"),
+        "run\n",
+        "initramfs rebuilt once"
+    );
+
+    let (code, second) = run(&host, "apply", &[]);
+    assert_eq!(
+        (code, recap(&second, "changed")),
+        (0, 0),
+        "{}",
+        summary(&second)
+    );
+    let (code, clean) = run(&host, "check", &[]);
+    assert_eq!(code, 0, "{}", summary(&clean));
+    let (code, moved) = run(&host, "check", &["-e", "pytorch_version=2.6"]);
+    assert_eq!(code, 2, "{}", summary(&moved));
+    assert_eq!(
+        subjects(&moved, "CUDA toolkit for PyTorch's CUDA build"),
+        [r#"package cuda-toolkit-12-6: "absent" -> "installed""#],
+        "{}",
+        summary(&moved)
+    );
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn a_running_driver_that_runs_the_toolkit_is_kept_and_an_older_one_is_not() {
+    let before = machine_digest();
+    let host = gpu_host(Family::El, 0);
+    with_running_driver(&host, "580.65.06");
+    let (code, check) = run(&host, "check", &[]);
+    assert_eq!(code, 2, "{}", summary(&check));
+    let kept = task(&check, "Running driver kept");
+    assert_eq!(kept["status"], "ok", "{}", summary(&check));
+    for skipped in [
+        "Driver branch runs the CUDA toolkit",
+        "Kernel headers of the running kernel",
+        "NVIDIA driver (module stream)",
+    ] {
+        assert_eq!(
+            task(&check, skipped)["status"],
+            "skipped",
+            "{skipped}: {}",
+            summary(&check)
+        );
+    }
+    assert_eq!(
+        subjects(&check, "CUDA toolkit for PyTorch's CUDA build"),
+        [r#"package cuda-toolkit-12-8: "absent" -> "installed""#]
+    );
+    let (code, applied) = run(&host, "apply", &[]);
+    assert_eq!(code, 0, "{}", summary(&applied));
+    assert_eq!(
+        rpm_q(&host, "nvidia-driver"),
+        "package nvidia-driver is not installed"
+    );
+    assert_eq!(rpm_q(&host, "cuda-toolkit-12-8"), "12.8.0-1");
+
+    // A running 550 cannot run CUDA 12.8: the configured branch is installed.
+    with_running_driver(&host, "550.144.03");
+    let (code, older) = run(&host, "check", &[]);
+    assert_eq!(code, 2, "{}", summary(&older));
+    assert_eq!(task(&older, "Running driver kept")["status"], "skipped");
+    assert_eq!(
+        subjects(&older, "NVIDIA driver (module stream)"),
+        [r#"module nvidia-driver: "not enabled" -> "570-open""#]
+    );
     assert_machine_unchanged(&before);
 }

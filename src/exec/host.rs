@@ -21,7 +21,7 @@ use super::result::HostReport;
 use super::vars::{Known, VarLayers};
 use super::wire::{Step, Wire};
 use crate::load::diag::Diagnostic;
-use crate::modules::{Facts, Module};
+use crate::modules::{Facts, Module, ModuleError};
 use crate::remote::host_facts;
 use crate::remote::probe::Probe;
 use crate::remote::Transport;
@@ -427,6 +427,9 @@ impl<'a, 'p> HostRun<'a, 'p> {
         if spec.task.module.name == "meta" {
             return self.meta(instances);
         }
+        if self.provided_by_pending(&instances) {
+            return Next::FlushBefore;
+        }
         // Loops over these are refused at load: one instance.
         if let [(_, Some(module))] = &instances[..] {
             if let Some(action) = module.connection_action() {
@@ -512,6 +515,27 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 Resolution::Skip(_)
             )
         })
+    }
+
+    /// Apply mode: something a task needs is absent while steps of earlier
+    /// tasks are still queued, which may be what provides it (a download
+    /// before its install). Its answers are dropped, so they are asked
+    /// again once those steps ran; absent then, it fails.
+    fn provided_by_pending(&mut self, instances: &Instances<'p>) -> bool {
+        if self.pending.is_empty() {
+            return false;
+        }
+        let mut stale = Vec::new();
+        for (instance, module) in instances {
+            let Some(module) = module.as_ref().filter(|_| !instance.check) else {
+                continue;
+            };
+            if let Err(ModuleError::Absent(_)) = module.plan(&self.facts) {
+                stale.extend(module.probes().into_iter().map(|p| p.key));
+            }
+        }
+        stale.iter().for_each(|k| self.facts.remove(k));
+        !stale.is_empty()
     }
 
     /// Resolves every item of a task; stops at the first item that fails
