@@ -289,6 +289,8 @@ fn a_bare_el_host_gets_driver_toolkit_and_kernel_headers_and_stays_converged() {
     );
     let (code, clean) = run(&host, "check", &[]);
     assert_eq!(code, 0, "{}", summary(&clean));
+    // Facts first, then what the kernel's and distribution's names ask.
+    assert_eq!(clean["hosts"][0]["round_trips"], 2, "{}", summary(&clean));
 
     // Another PyTorch release: the plan names the toolkit it moves to.
     let (code, moved) = run(&host, "check", &["-e", "pytorch_version=2.6"]);
