@@ -20,6 +20,7 @@ const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 const PLAYBOOK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/playbooks/gpu-node.yml");
 const BUILD_RPMS: &str = include_str!("fixtures/nvidia-repo/build-rpms.sh");
 const BUILD_DEBS: &str = include_str!("fixtures/nvidia-repo/build-debs.sh");
+const BUILD_WHEELS: &str = include_str!("fixtures/nvidia-repo/build-wheel-index.sh");
 
 fn sh(host: &IsolatedHost, script: &str) -> String {
     let out = host.run(&["sh", "-c", script]);
@@ -468,6 +469,63 @@ fn a_running_driver_that_runs_the_toolkit_is_kept_and_an_older_one_is_not() {
     assert_eq!(
         subjects(&older, "NVIDIA driver (module stream)"),
         [r#"module nvidia-driver: "not enabled" -> "570-open""#]
+    );
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn pytorch_comes_from_the_wheel_index_of_the_toolkits_cuda_build() {
+    let before = machine_digest();
+    let host = gpu_host(Family::El, 0);
+    sh(
+        &host,
+        &format!("sh -s /tmp/whl <<'BUILD'\n{BUILD_WHEELS}\nBUILD\n"),
+    );
+    let vars = [
+        "-e",
+        "pytorch_install=true",
+        "-e",
+        "pytorch_venv=/root/torch",
+        "-e",
+        "pytorch_index_base=file:///tmp/whl",
+        "--tags",
+        "pytorch",
+    ];
+    let (code, check) = run(&host, "check", &vars);
+    assert_eq!(code, 2, "{}", summary(&check));
+    assert_eq!(
+        task(&check, "PyTorch built for the toolkit's CUDA")["status"],
+        "drift",
+        "{}",
+        summary(&check)
+    );
+    let (code, applied) = run(&host, "apply", &vars);
+    assert_eq!(code, 0, "{}", summary(&applied));
+    let cuda = sh(
+        &host,
+        "/root/torch/bin/python -c 'import torch, torch.version; print(torch.__version__, torch.version.cuda)'",
+    );
+    assert_eq!(cuda.trim(), "2.7.1+cu128 12.8");
+    let (code, again) = run(&host, "apply", &vars);
+    assert_eq!(
+        (code, recap(&again, "changed")),
+        (0, 0),
+        "{}",
+        summary(&again)
+    );
+
+    // A toolkit PyTorch's release has no build for is refused.
+    let mut other = vars.to_vec();
+    other.extend(["-e", "cuda_version=12.4"]);
+    let (code, refused) = run(&host, "check", &other);
+    assert_eq!(code & 4, 4, "{}", summary(&refused));
+    let msg = task(&refused, "PyTorch has a build for the CUDA toolkit")["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        msg.contains("PyTorch 2.7 has no build for CUDA 12.4 (its builds: 11.8, 12.6, 12.8)"),
+        "{msg}"
     );
     assert_machine_unchanged(&before);
 }
