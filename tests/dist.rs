@@ -91,11 +91,18 @@ fn bare_root(binary: &Path) -> tempfile::TempDir {
     put("bin/nodeprov", &fs::read(binary).unwrap());
     let bin = root.path().join("bin/nodeprov");
     fs::set_permissions(bin, fs::Permissions::from_mode(0o755)).unwrap();
-    for dir in ["playbooks", "templates"] {
-        for entry in fs::read_dir(Path::new(ROOT).join(dir)).unwrap() {
+    // The shipped trees whole: gpu-node.yml's role lives below playbooks/.
+    let mut pending = vec!["playbooks".to_string(), "templates".to_string()];
+    while let Some(dir) = pending.pop() {
+        for entry in fs::read_dir(Path::new(ROOT).join(&dir)).unwrap() {
             let path = entry.unwrap().path();
             let name = path.file_name().unwrap().to_string_lossy().into_owned();
-            put(&format!("{dir}/{name}"), &fs::read(&path).unwrap());
+            let inside = format!("{dir}/{name}");
+            if path.is_dir() {
+                pending.push(inside);
+            } else {
+                put(&inside, &fs::read(&path).unwrap());
+            }
         }
     }
     put("etc/passwd", b"root:x:0:0:root:/root:/bin/sh\n");
