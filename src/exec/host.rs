@@ -28,6 +28,7 @@ use crate::remote::Transport;
 
 mod apply;
 mod blocks;
+mod delegated;
 mod meta;
 mod plan;
 mod reconnect;
@@ -97,6 +98,10 @@ pub(crate) struct HostRun<'a, 'p> {
     /// Why the play's `vars_files` could not be read for this host: every
     /// task fails with it, as no task can know its variables.
     vars_error: Option<Diagnostic>,
+    /// Wires to the hosts tasks were delegated to, kept for the next.
+    delegates: BTreeMap<String, Wire<'a>>,
+    /// The delegate the task being planned runs on.
+    delegated: Option<String>,
 }
 
 impl<'a, 'p> HostRun<'a, 'p> {
@@ -128,6 +133,8 @@ impl<'a, 'p> HostRun<'a, 'p> {
             ended: false,
             section: None,
             vars_error: None,
+            delegates: BTreeMap::new(),
+            delegated: None,
         }
     }
 
@@ -148,7 +155,10 @@ impl<'a, 'p> HostRun<'a, 'p> {
             self.flush();
         }
         self.read_files_left_unread();
+        let (delegated_trips, delegated_probes) = self.finish_delegates();
         let (round_trips, mut probes) = self.wire.finish();
+        probes.extend(delegated_probes);
+        let round_trips = round_trips + delegated_trips;
         let tasks = self.outcomes.into_results(&mut probes);
         HostReport {
             host: self.host,
@@ -271,7 +281,9 @@ impl<'a, 'p> HostRun<'a, 'p> {
         // Variables that set_fact and include_vars will set are guessed
         // along, so the tasks after them probe the right paths.
         let registered = self.vars.registered.clone();
-        for spec in ahead.into_iter().filter(|s| s.selected) {
+        // A delegated task is probed on its delegate, when it runs.
+        let here = |s: &&PreparedTask| s.selected && s.task.delegate_to.is_none();
+        for spec in ahead.into_iter().filter(here) {
             let mut asked = Vec::new();
             let sets = self.probes_wanted(spec, &mut wanted, &mut asked);
             if spec.task.no_log {
@@ -405,7 +417,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }
         // A retried, delegated or run-once task's steps go out alone.
         let task = spec.task;
-        let alone = spec.until.is_some() || task.delegate_local || task.run_once;
+        let alone = spec.until.is_some() || task.delegate_to.is_some() || task.run_once;
         if alone && !self.pending.is_empty() {
             return Next::FlushBefore;
         }
@@ -417,6 +429,16 @@ impl<'a, 'p> HostRun<'a, 'p> {
 
     /// Plans a task on this host once it is known to run here.
     fn plan_resolved(&mut self, spec: &'p PreparedTask<'p>) -> Next {
+        if self.delegated.is_none() {
+            match self.resolver().delegate_target(spec) {
+                Ok(Some(target)) => return self.plan_delegated(spec, target),
+                Ok(None) => {}
+                Err(e) => {
+                    self.fail(spec, None, e.to_string());
+                    return Next::Continue;
+                }
+            }
+        }
         if spec.until.is_some() {
             return self.plan_retried(spec);
         }
@@ -471,10 +493,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             }
             _ => self.register(spec, loop_results),
         }
-        match spec.task.delegate_local {
-            true => Next::FlushAfter,
-            false => next,
-        }
+        next
     }
 
     /// Check mode: a task reading what a command that did not run

@@ -10,6 +10,7 @@ use serde_json::Value;
 
 use super::prepared::{BackendDefaults, PlayCtx, PreparedTask, PKG_MGR};
 use super::vars::{template_vars, ItemContexts, Resolved, TaskVars, VarError, VarLayers};
+use crate::load::playbook::VARIABLE_PARAMS;
 use crate::load::tasks::{Count, Retry};
 use crate::modules::kit::ansible::AnsibleCall;
 use crate::modules::params::BuildCtx;
@@ -45,6 +46,8 @@ pub(crate) enum ResolveError {
     Environment { at: String, why: String },
     #[error("{at}: async: {why}")]
     Async { at: String, why: String },
+    #[error("{at}: delegate_to: {why}")]
+    Delegate { at: String, why: TemplateError },
     #[error("{at}: {key}: {why}")]
     Retry {
         at: String,
@@ -200,6 +203,24 @@ impl Resolver<'_> {
                 error,
             },
         }
+    }
+
+    /// The host a delegated task runs on, rendered in the host's variables
+    /// (load refuses a target that reads the loop variable).
+    pub fn delegate_target(&self, spec: &PreparedTask) -> Result<Option<String>, ResolveError> {
+        let Some(delegate) = &spec.task.delegate_to else {
+            return Ok(None);
+        };
+        let vars = self.resolve_vars(spec, None, None).vars;
+        let to = self
+            .ctx
+            .templates
+            .render_str(&delegate.to, &vars)
+            .map_err(|why| ResolveError::Delegate {
+                at: delegate.span.location(),
+                why,
+            })?;
+        Ok(Some(to.trim().to_string()))
     }
 
     /// The module an instance will most likely need, built before facts
@@ -475,6 +496,23 @@ impl Resolver<'_> {
                 name: name.clone(),
                 why,
             };
+            if name == VARIABLE_PARAMS {
+                let given = |n: &String| spec.params.iter().any(|(o, _, _)| o == n);
+                match t.render_value(value, vars).map_err(fail)? {
+                    Value::Object(m) => entries.extend(
+                        m.into_iter()
+                            .filter(|(n, v)| !given(n) && *v != Value::String(OMIT.into()))
+                            .map(|(n, v)| (n, v, span.clone())),
+                    ),
+                    other => {
+                        return Err(ResolveError::Module(format!(
+                            "{}: the task's arguments must render to a mapping, got {other}",
+                            span.location()
+                        )))
+                    }
+                }
+                continue;
+            }
             // set_fact's parameters are the variables it sets, and Ansible
             // renders their names too (`"{{ item.key }}": …` over a loop).
             let name = match task.module.params.any_variable && name.contains("{{") {

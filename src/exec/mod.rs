@@ -41,6 +41,9 @@ use vars::{PlayVars, VarLayers};
 pub type Connector =
     dyn Fn(&str, &Map<String, Value>) -> Result<Box<dyn Transport>, TransportError> + Sync;
 
+/// Opens the transport to a host by its name alone (a delegated task's).
+pub(crate) type Opener<'a> = dyn Fn(&str) -> Result<Box<dyn Transport>, TransportError> + Sync + 'a;
+
 pub struct RunRequest<'a> {
     pub playbook: &'a Playbook,
     pub inventory: &'a Inventory,
@@ -104,6 +107,7 @@ pub fn run_playbook(
         let hosts = select_hosts(req, play, &pattern, &rollout.failed_hosts)?;
         let later = hosts_of_later_plays(req, p, &templates);
         let prepared = PreparedPlay::new(play, &templates, &req.opts);
+        let open_delegate = |target: &str| open_delegate(req, play, target);
         let ctx = PlayCtx {
             play,
             prepared: &prepared,
@@ -112,6 +116,7 @@ pub fn run_playbook(
             search_dirs: &search_dirs,
             sources: &sources,
             opts: &req.opts,
+            open_delegate: &open_delegate,
         };
         let keep = Keep {
             sessions: &sessions,
@@ -311,6 +316,37 @@ impl Keep<'_> {
     }
 }
 
+/// A host's connection variables: its inventory's, with the play's
+/// keywords where the inventory says nothing, as in Ansible.
+fn connection_vars(req: &RunRequest, play: &Play, host: &str) -> Map<String, Value> {
+    let mut vars = req.inventory.host_vars(host);
+    let keywords = [
+        ("ansible_user", &play.remote_user),
+        ("ansible_connection", &play.connection),
+    ];
+    for (name, value) in keywords {
+        if let Some(v) = value {
+            vars.entry(name).or_insert(v.as_str().into());
+        }
+    }
+    vars
+}
+
+/// A delegated task's target: an inventory host as the inventory says,
+/// the controller itself (Ansible's implicit localhost) when not in it,
+/// any other name as an address with the play's settings.
+fn open_delegate(
+    req: &RunRequest,
+    play: &Play,
+    target: &str,
+) -> Result<Box<dyn Transport>, TransportError> {
+    let listed = req.inventory.hosts().iter().any(|h| h == target);
+    if !listed && matches!(target, "localhost" | "127.0.0.1" | "::1") {
+        return Ok(Box::new(crate::remote::local::LocalTransport));
+    }
+    (req.connect)(target, &connection_vars(req, play, target))
+}
+
 fn run_host(
     req: &RunRequest,
     ctx: &PlayCtx,
@@ -319,8 +355,8 @@ fn run_host(
     keep: &Keep,
     once: &once::Once,
 ) -> HostReport {
-    let mut inventory = req.inventory.host_vars(host);
-    let mut with_magic = inventory.clone();
+    let inventory = connection_vars(req, ctx.play, host);
+    let mut with_magic = req.inventory.host_vars(host);
     with_magic.extend(magic.clone());
     let layers = VarLayers {
         inventory: with_magic,
@@ -330,17 +366,6 @@ fn run_host(
         extra: req.extra_vars.clone(),
         play_files: play_vars.per_host().then(|| play_vars.clone()),
     };
-    // The play's keywords yield to the inventory's variables, as in Ansible.
-    let play = ctx.play;
-    let keywords = [
-        ("ansible_user", &play.remote_user),
-        ("ansible_connection", &play.connection),
-    ];
-    for (name, value) in keywords {
-        if let Some(v) = value {
-            inventory.entry(name).or_insert(v.as_str().into());
-        }
-    }
     let transport = match keep.take(host) {
         Some(t) => Ok(t),
         None => (req.connect)(host, &inventory),
@@ -353,7 +378,7 @@ fn run_host(
             }
             report
         }
-        Err(_) if ctx.prepared.waits_first(play) => {
+        Err(_) if ctx.prepared.waits_first(ctx.play) => {
             let mut deferred = Deferred::new(|| (req.connect)(host, &inventory));
             let report = HostRun::new(ctx, host, layers, &mut deferred, once).run();
             if let (None, Some(transport)) = (&report.unreachable, deferred.into_inner()) {

@@ -38,6 +38,8 @@ pub(crate) struct PlayCtx<'a> {
     pub search_dirs: &'a [std::path::PathBuf],
     pub sources: &'a Sources,
     pub opts: &'a RunOptions,
+    /// Opens the transport to a host tasks are delegated to.
+    pub open_delegate: &'a super::Opener<'a>,
 }
 
 /// A package manager module's name and its `module_defaults` parameters.
@@ -208,7 +210,7 @@ impl<'p> PreparedTask<'p> {
     pub fn may_query(&self, check: bool) -> bool {
         let allowed = !check || self.task.check_mode == Some(false);
         let bounded = self.task.timeout.is_some() || self.task.async_if.is_some();
-        let own_step = bounded || self.task.delegate_local;
+        let own_step = bounded || self.task.delegate_to.is_some();
         self.read_only && allowed && !own_step
     }
 }

@@ -1000,33 +1000,35 @@ fn meta_flush_handlers_runs_them_there_and_end_host_ends_without_failing() {
 }
 
 #[test]
-fn a_task_delegated_to_localhost_runs_on_the_controller_alone() {
-    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - {name: a, command: a}\n    - name: local\n      shell: echo delegated-out\n      register: r\n      changed_when: false\n      delegate_to: localhost\n    - {name: c, command: \"echo {{ r.stdout }}\"}\n");
-    let (connect, log) = scripted_host(vec![(0, "")]);
-    let outcome = execute(&pb, false, 1, connect.as_ref());
+fn a_delegated_task_is_probed_and_applied_on_its_delegate_with_the_host_s_vars() {
+    let (_d, pb) = load("- hosts: nodes\n  gather_facts: false\n  tasks:\n    - {name: a, command: a}\n    - name: fetch\n      shell: echo key-for-{{ inventory_hostname }}\n      register: r\n      changed_when: false\n      delegate_to: '{{ control }}'\n    - {name: c, command: \"echo {{ r.stdout }}\"}\n    - {name: d, copy: {dest: /etc/k, content: x}, delegate_to: ctl}\n");
+    let ini = _d.path().join("hosts.ini");
+    std::fs::write(&ini, "ctl\n[nodes]\nn1 control=ctl\n").unwrap();
+    let inventory = Inventory::load(&ini).unwrap();
+    let (connect, sent) = recording_hosts(|host, _| ProbeResult::ok(format!("from-{host}")));
+    let outcome = execute_on(&pb, &inventory, false, 1, connect.as_ref(), &|_| {});
     let report = &outcome.reports[0];
-    use Status::*;
-    let want = [
-        ("a", Changed, false),
-        ("local", Ok, false),
-        ("c", Changed, false),
-    ];
-    assert_eq!(results(report), names_statuses(&want));
-    let log = log.lock().unwrap().clone().unwrap();
-    let scripts = log.lock().unwrap();
-    assert_eq!(scripts.len(), 2, "the host saw a and c only");
+    assert_eq!(report.host, "n1");
+    let sent = sent.lock().unwrap();
+    let on = |host: &str| -> Vec<&str> {
+        sent.iter()
+            .filter(|(h, _)| h == host)
+            .map(|(_, b)| b.as_str())
+            .collect()
+    };
+    // The delegate ran the command rendered with n1's variables, and the
+    // copy's probe and step; n1 itself saw neither.
+    let ctl = on("ctl");
+    assert!(ctl.iter().any(|b| b.contains("echo key-for-n1")), "{ctl:?}");
+    assert!(ctl.iter().any(|b| b.contains("/etc/k")), "{ctl:?}");
+    let n1 = on("n1");
     assert!(
-        !scripts[0].body.contains("delegated"),
-        "{}",
-        scripts[0].body
+        n1.iter()
+            .all(|b| !b.contains("key-for") && !b.contains("/etc/k")),
+        "{n1:?}"
     );
-    // The fake host answers every step with empty output: this came from
-    // the controller.
-    assert!(
-        scripts[1].body.contains("echo delegated-out"),
-        "{}",
-        scripts[1].body
-    );
+    // What the delegate said is registered for this host's next task.
+    assert!(n1.iter().any(|b| b.contains("echo from-ctl")), "{n1:?}");
 }
 
 #[test]
@@ -1174,4 +1176,25 @@ fn check_mode_calls_a_missing_folder_after_an_earlier_drift_unknown_not_failed()
     let report = extract_after_copy(false);
     let statuses: Vec<Status> = report.tasks.iter().map(|t| t.status).collect();
     assert_eq!(statuses, [Status::Ok, Status::Failed, Status::Ok]);
+}
+
+#[test]
+fn arguments_given_as_one_template_render_per_item_under_the_written_ones() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - copy: \"{{ item }}\"\n      args: {mode: '0600'}\n      loop:\n        - {dest: /etc/one, content: a, mode: '0644'}\n        - {dest: /etc/two, content: b}\n    - copy: '{{ 5 }}'\n");
+    let (connect, sent) = recording_hosts(|_, _| ProbeResult::ok("absent".to_string()));
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let tasks = &outcome.reports[0].tasks;
+    let sent = sent.lock().unwrap();
+    let bodies: String = sent.iter().map(|(_, b)| b.as_str()).collect();
+    assert!(bodies.contains("/etc/one") && bodies.contains("/etc/two"));
+    assert!(!bodies.contains("0644"), "the written mode wins");
+    let last = tasks.last().unwrap();
+    assert_eq!(last.status, Status::Failed);
+    assert!(
+        last.message
+            .as_deref()
+            .is_some_and(|m| m.ends_with("the task's arguments must render to a mapping, got 5")),
+        "{:?}",
+        last.message
+    );
 }

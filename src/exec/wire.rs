@@ -67,8 +67,34 @@ pub(crate) struct Applied {
     pub ended: Result<Output, TransportError>,
 }
 
+/// The transport a wire speaks through: the host's own, lent by the
+/// worker, or one the wire opened and holds (a host tasks are delegated to).
+enum Link<'a> {
+    Lent(&'a mut dyn Transport),
+    Held(Box<dyn Transport>),
+}
+
+impl<'a> std::ops::Deref for Link<'a> {
+    type Target = dyn Transport + 'a;
+    fn deref(&self) -> &Self::Target {
+        match self {
+            Link::Lent(t) => &**t,
+            Link::Held(t) => t.as_ref(),
+        }
+    }
+}
+
+impl std::ops::DerefMut for Link<'_> {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        match self {
+            Link::Lent(t) => &mut **t,
+            Link::Held(t) => t.as_mut(),
+        }
+    }
+}
+
 pub(crate) struct Wire<'a> {
-    transport: &'a mut dyn Transport,
+    transport: Link<'a>,
     /// Marks this run's frames, so no output can pass for one.
     token: String,
     become_user: Option<String>,
@@ -79,6 +105,15 @@ pub(crate) struct Wire<'a> {
 
 impl<'a> Wire<'a> {
     pub fn new(transport: &'a mut dyn Transport, become_user: Option<String>) -> Self {
+        Self::over(Link::Lent(transport), become_user)
+    }
+
+    /// A wire that holds its transport.
+    pub fn holding(transport: Box<dyn Transport>, become_user: Option<String>) -> Self {
+        Self::over(Link::Held(transport), become_user)
+    }
+
+    fn over(transport: Link<'a>, become_user: Option<String>) -> Self {
         Wire {
             transport,
             token: new_token(),

@@ -189,8 +189,8 @@ pub struct Task {
     pub frame: Option<Arc<tasks::Frame>>,
     /// `timeout:` seconds the task's steps may run.
     pub timeout: Option<u64>,
-    /// `delegate_to: localhost`: the steps run on the controller.
-    pub delegate_local: bool,
+    /// `delegate_to:`: the host its probes and steps go to instead.
+    pub delegate_to: Option<tasks::Delegate>,
     /// `run_once`: one host of the batch runs it for all.
     pub run_once: bool,
     /// Ansible's own module, run where nodeprov has no module or lacks a
@@ -884,7 +884,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         retry: None,
         frame: None,
         timeout: None,
-        delegate_local: false,
+        delegate_to: None,
         run_once: false,
         ansible: None,
         backend_defaults: Vec::new(),
@@ -943,7 +943,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
             "no_log" => task.no_log = no_log(v, errors),
             "timeout" => task.timeout = tasks::timeout(v, errors),
             "until" | "retries" | "delay" => retry_keys.add(k, v),
-            "delegate_to" => task.delegate_local = tasks::delegate_to(v, errors),
+            "delegate_to" => task.delegate_to = tasks::delegate_to(v, errors),
             "run_once" => task.run_once = boolean(v, key, errors),
             "delegate_facts" | "local_action" => {
                 // As for an unknown key, "names no module" would add nothing.
@@ -1081,6 +1081,7 @@ fn native_lacks(
         .iter()
         .map(|(n, _)| n.as_str())
         .filter(|n| !spec.params.names.contains(n) && spec.params.canonical(n).is_none())
+        .filter(|n| *n != VARIABLE_PARAMS)
         .collect();
     if lacking.is_empty() {
         return None;
@@ -1208,6 +1209,18 @@ fn parse_loop_control(v: &Node, task: &mut Task, errors: &mut Errors) {
 
 /// The module's parameters from its mapping, its free-form string
 /// (`command: echo hi`, or `copy: src=a dest=b`), and `args:`.
+/// The parameter that holds a task's arguments given as one template
+/// (`yum_repository: "{{ item }}"`, `args: "{{ repo }}"`): rendered per
+/// host into a mapping that the arguments written beside it override, as
+/// Ansible's `_variable_params`.
+pub const VARIABLE_PARAMS: &str = "_variable_params";
+
+/// A string that is one template and nothing else.
+fn is_whole_template(s: &str) -> bool {
+    let (masked, templates) = mask_templates(s.trim());
+    templates.len() == 1 && masked == "\u{E000}0\u{E001}" && templates[0].starts_with("{{")
+}
+
 fn module_params(
     spec: &ModuleSpec,
     value: &Node,
@@ -1215,15 +1228,17 @@ fn module_params(
     errors: &mut Errors,
 ) -> Vec<(String, Node)> {
     let mut params: Vec<(String, Node)> = Vec::new();
+    let entries = |m: &[(Node, Node)]| -> Vec<(String, Node)> {
+        m.iter()
+            .map(|(k, v)| (k.scalar_text().unwrap_or_default(), v.clone()))
+            .collect()
+    };
     match &value.value {
-        Value::Map(entries) => params.extend(
-            entries
-                .iter()
-                .map(|(k, v)| (k.scalar_text().unwrap_or_default(), v.clone())),
-        ),
+        Value::Map(m) => params.extend(entries(m)),
         Value::Null => {}
         Value::Str(s) => match spec.free_form {
             Some(name) => params.push((name.to_string(), value.clone())),
+            None if is_whole_template(s) => params.push((VARIABLE_PARAMS.into(), value.clone())),
             None => params.extend(key_value_params(s, value, errors)),
         },
         _ => errors.push(value.error(format!(
@@ -1232,14 +1247,16 @@ fn module_params(
             value.kind()
         ))),
     }
-    if let Some(args) = args {
-        if let Some(entries) = expect_map(args, "args", errors) {
-            params.extend(
-                entries
-                    .iter()
-                    .map(|(k, v)| (k.scalar_text().unwrap_or_default(), v.clone())),
-            );
+    match args {
+        Some(a) if a.as_str().is_some_and(is_whole_template) => {
+            params.push((VARIABLE_PARAMS.into(), a.clone()));
         }
+        Some(a) => {
+            if let Some(m) = expect_map(a, "args", errors) {
+                params.extend(entries(m));
+            }
+        }
+        None => {}
     }
     params
 }
@@ -1428,9 +1445,11 @@ fn unmask_templates(word: &str, templates: &[String]) -> String {
 }
 
 fn check_params(spec: &ModuleSpec, key: &Node, params: &[(String, Node)], errors: &mut Errors) {
+    let variable = params.iter().any(|(n, _)| n == VARIABLE_PARAMS);
     for (name, value) in params {
         // A templated name is checked once rendered, by the module.
-        if spec.params.any_variable && (is_identifier(name) || name.contains("{{")) {
+        let templated = spec.params.any_variable && (is_identifier(name) || name.contains("{{"));
+        if templated || name == VARIABLE_PARAMS {
             continue;
         }
         if !spec.params.names.contains(&name.as_str()) {
@@ -1445,7 +1464,8 @@ fn check_params(spec: &ModuleSpec, key: &Node, params: &[(String, Node)], errors
             errors.push(d.with_hint(hint));
         }
     }
-    for required in spec.params.required {
+    // What the template gives is checked once rendered, by the module.
+    for required in spec.params.required.iter().filter(|_| !variable) {
         if !params.iter().any(|(n, _)| n == required) {
             errors.push(key.error(format!(
                 "module '{}' needs parameter '{required}'",

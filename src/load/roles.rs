@@ -606,17 +606,15 @@ pub(super) mod tests {
             .collect();
         assert_eq!(notify, [vec!["h1"], vec!["own"]]);
         assert!(play.tasks[0].run_once && play.tasks[1].run_once);
-        assert!(play.tasks[2].delegate_local && !play.tasks[0].delegate_local);
+        assert!(play.tasks[2].delegate_to.is_some() && play.tasks[0].delegate_to.is_none());
         assert_eq!(play.handlers[0].listen, ["topic"]);
         let refused = [
-            ("site.yml", "- hosts: all\n  tasks:\n    - block:\n        - copy: {dest: /x, content: y}\n      delegate_to: localhost\n"),
+            ("site.yml", "- hosts: all\n  tasks:\n    - block:\n        - reboot:\n      delegate_to: localhost\n"),
         ];
         let dir = tree(&refused);
         let errs = load(&dir.path().join("site.yml")).unwrap_err();
         assert!(
-            errs[0]
-                .message
-                .contains("'copy' cannot be delegated to localhost"),
+            errs[0].message.contains("'reboot' cannot be delegated"),
             "{errs:?}"
         );
     }

@@ -72,7 +72,7 @@ pub(super) struct Inherit {
     /// Topics the handlers listen to besides their own.
     listen: Vec<String>,
     run_once: bool,
-    delegate_local: bool,
+    delegate_to: Option<Delegate>,
     /// `module_defaults:` mappings (or lists of them), outermost first.
     module_defaults: Vec<Node>,
 }
@@ -232,7 +232,7 @@ impl Scope {
                     inh.listen.extend(topics.into_iter().map(|t| t.0));
                 }
                 "run_once" => inh.run_once |= playbook::boolean(v, "run_once", errors),
-                "delegate_to" => inh.delegate_local |= delegate_to(v, errors),
+                "delegate_to" => inh.delegate_to = delegate_to(v, errors),
                 "module_defaults" => inh.module_defaults.push(v.clone()),
                 _ => {}
             }
@@ -377,49 +377,53 @@ pub(super) fn check_once_per_host(task: &Task, key: &Node, errors: &mut Errors) 
 pub(super) fn not_yet(key: &Node) -> crate::load::diag::Diagnostic {
     let name = key.as_str().unwrap_or_default();
     key.error(format!("'{name}' is not supported by nodeprov"))
-        .with_hint("use 'delegate_to: localhost' with a command or shell task")
+        .with_hint("write the module as the task's key with 'delegate_to: localhost'")
 }
 
-/// `delegate_to:`: only the controller itself, which nodeprov reaches
-/// without a connection.
-pub(super) fn delegate_to(v: &Node, errors: &mut Errors) -> bool {
+/// `delegate_to:`: the host a task runs on instead of its own, written as
+/// a name or a template rendered per host.
+#[derive(Debug, Clone)]
+pub struct Delegate {
+    pub to: String,
+    pub span: crate::load::diag::Span,
+}
+
+pub(super) fn delegate_to(v: &Node, errors: &mut Errors) -> Option<Delegate> {
     let to = playbook::string(v, "delegate_to", errors);
-    let local = matches!(to.as_str(), "localhost" | "127.0.0.1");
-    if !local && !to.is_empty() {
-        errors.push(
-            v.error(format!("delegate_to '{to}' is not supported by nodeprov"))
-                .with_hint("only localhost (or 127.0.0.1), the controller, may be delegated to"),
-        );
-    }
-    local
+    (!to.is_empty()).then(|| Delegate {
+        to,
+        span: v.span.clone(),
+    })
 }
 
-/// A delegated task runs its steps on the controller, but probes only the
-/// host: so only commands that read nothing first may be delegated.
+/// What cannot run on another host: the tasks that act on this host's own
+/// session, and a target that changes per loop item, which would split one
+/// task over several hosts.
 pub(super) fn check_delegated(task: &Task, key: &Node, errors: &mut Errors) {
-    if !task.delegate_local {
+    let Some(delegate) = &task.delegate_to else {
         return;
+    };
+    if matches!(task.module.name, "reboot" | "wait_for_connection" | "meta") {
+        errors.push(key.error(format!(
+            "'{}' cannot be delegated in nodeprov",
+            task.module.name
+        )));
     }
-    // The modules that only judge values on the controller run the same
-    // wherever they are delegated.
-    let on_controller = matches!(task.module.name, "debug" | "assert" | "fail" | "set_fact");
-    if !matches!(task.module.name, "command" | "shell") && !on_controller {
+    let loop_var = task.loop_var.as_str();
+    let per_item = task.loop_items.is_some()
+        && delegate.to.contains("{{")
+        && delegate
+            .to
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|word| word == loop_var);
+    if per_item {
+        let at = Node::new(Value::Str(delegate.to.clone()), delegate.span.clone());
         errors.push(
-            key.error(format!(
-                "'{}' cannot be delegated to localhost in nodeprov",
-                task.module.name
+            at.error(format!(
+                "a delegate_to that names the loop variable '{loop_var}' is not supported by nodeprov"
             ))
-            .with_hint(
-                "only command and shell tasks, and debug, assert, fail and set_fact, run on the controller",
-            ),
+            .with_hint("loop in a task file included per target, or delegate to one host"),
         );
-    }
-    for (name, node) in &task.params {
-        if name == "creates" || name == "removes" {
-            errors.push(node.error(format!(
-                "'{name}' on a task delegated to localhost is not supported by nodeprov"
-            )));
-        }
     }
 }
 
@@ -534,7 +538,7 @@ fn entry(node: &Node, scope: &Scope, errors: &mut Errors) -> Vec<Task> {
         .map(|mut t| {
             inherit(&mut t, &scope.inherit);
             // What a block or include hands down is held to the task's rules.
-            if scope.inherit.run_once || scope.inherit.delegate_local {
+            if scope.inherit.run_once || scope.inherit.delegate_to.is_some() {
                 let at = Node::new(Value::Str(t.module.name.into()), t.module_span.clone());
                 check_once_per_host(&t, &at, errors);
                 check_delegated(&t, &at, errors);
@@ -1067,7 +1071,9 @@ fn inherit(task: &mut Task, inh: &Inherit) {
         }
     }
     task.run_once |= inh.run_once;
-    task.delegate_local |= inh.delegate_local;
+    if task.delegate_to.is_none() {
+        task.delegate_to.clone_from(&inh.delegate_to);
+    }
     if task.check_mode.is_none() && task.check_mode_if.is_none() {
         task.check_mode = inh.check_mode;
         task.check_mode_if.clone_from(&inh.check_mode_if);
@@ -1374,7 +1380,7 @@ mod tests {
             errs,
             [
                 "site.yml:3:7: a loop over reboot is not supported by nodeprov",
-                "site.yml:5:7: 'reboot' cannot be delegated to localhost in nodeprov",
+                "site.yml:5:7: 'reboot' cannot be delegated in nodeprov",
                 "site.yml:7:7: wait_for_connection with 'run_once' is not supported by nodeprov",
             ]
         );
@@ -1397,18 +1403,26 @@ mod tests {
 
     #[test]
     fn delegation_and_run_once_are_checked_where_written() {
-        let errs = load("- hosts: all\n  tasks:\n    - command: a\n      run_once: true\n      loop: [1]\n    - command: b\n      delegate_to: gpu-01\n    - local_action: command c\n    - copy: {dest: /a, content: b}\n      delegate_to: localhost\n    - command: {cmd: d, creates: /x}\n      delegate_to: 127.0.0.1\n").unwrap_err();
+        let errs = load("- hosts: all\n  tasks:\n    - command: a\n      run_once: true\n      loop: [1]\n    - command: b\n      delegate_to: '{{ item }}'\n      loop: [h1, h2]\n    - local_action: command c\n    - meta: noop\n      delegate_to: localhost\n").unwrap_err();
         assert_eq!(
             errs,
             [
-                "site.yml:7:20: delegate_to 'gpu-01' is not supported by nodeprov",
-                "site.yml:8:7: 'local_action' is not supported by nodeprov",
-                "site.yml:9:7: 'copy' cannot be delegated to localhost in nodeprov",
-                "site.yml:11:34: 'creates' on a task delegated to localhost is not supported by nodeprov",
+                "site.yml:7:20: a delegate_to that names the loop variable 'item' is not supported by nodeprov",
+                "site.yml:9:7: 'local_action' is not supported by nodeprov",
+                "site.yml:10:7: 'meta' cannot be delegated in nodeprov",
             ]
         );
-        let pb = load("- hosts: all\n  tasks:\n    - shell: date\n      delegate_to: localhost\n")
+        let pb = load("- hosts: all\n  tasks:\n    - copy: {dest: /a, content: b}\n      delegate_to: '{{ control }}'\n    - block:\n        - stat: {path: /x}\n        - {command: y, delegate_to: other}\n      delegate_to: localhost\n")
             .unwrap();
-        assert!(pb.plays[0].tasks[0].delegate_local);
+        let to = |i: usize| {
+            pb.plays[0].tasks[i]
+                .delegate_to
+                .as_ref()
+                .map(|d| d.to.as_str())
+        };
+        assert_eq!(
+            [to(0), to(1), to(2)],
+            [Some("{{ control }}"), Some("localhost"), Some("other")]
+        );
     }
 }

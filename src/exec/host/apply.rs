@@ -12,10 +12,9 @@ use serde_json::{json, Value};
 use super::{HostRun, ToVerify};
 use crate::exec::instance::TaskInstance;
 use crate::exec::result::Status;
-use crate::exec::wire::{Step, Wire};
+use crate::exec::wire::Step;
 use crate::modules::{Facts, Module};
 use crate::remote::host_facts;
-use crate::remote::local::LocalTransport;
 use crate::remote::probe::{Probe, ProbeResult};
 
 impl<'p> HostRun<'_, 'p> {
@@ -27,7 +26,6 @@ impl<'p> HostRun<'_, 'p> {
             return results;
         }
         let pending = std::mem::take(&mut self.pending);
-        let delegated = pending.iter().any(|p| p.instance.spec.task.delegate_local);
         let (steps, waiting): (Vec<Step>, Vec<_>) = pending
             .into_iter()
             .map(|p| {
@@ -35,11 +33,7 @@ impl<'p> HostRun<'_, 'p> {
                 (p.step, (i, p.command, p.instance))
             })
             .unzip();
-        // A delegated task is alone in its batch (see `plan_task`).
-        let applied = match delegated {
-            true => Wire::new(&mut LocalTransport, self.ctx.play.script_user()).apply(steps),
-            false => self.wire.apply(steps),
-        };
+        let applied = self.wire.apply(steps);
         self.changed_since_probe = true;
         // A step failed for good: the script stopped there.
         let mut step_failed = false;
@@ -66,9 +60,9 @@ impl<'p> HostRun<'_, 'p> {
                 results.insert(i, result);
             }
         }
-        // The controller failing a delegated step does not lose the host.
+        // A delegate failing a step does not lose this host.
         match applied.ended {
-            Err(e) if !delegated => self.lost(e.to_string()),
+            Err(e) if self.delegated.is_none() => self.lost(e.to_string()),
             _ => {}
         }
         self.pending_registers.clear();
