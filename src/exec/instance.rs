@@ -46,6 +46,8 @@ pub(crate) enum ResolveError {
     Environment { at: String, why: String },
     #[error("{at}: async: {why}")]
     Async { at: String, why: String },
+    #[error("{at}: become: {why}")]
+    Become { at: String, why: TemplateError },
     #[error("{at}: delegate_to: {why}")]
     Delegate { at: String, why: TemplateError },
     #[error("{at}: {key}: {why}")]
@@ -76,6 +78,9 @@ pub(crate) struct TaskInstance<'p> {
     pub retry: Option<(u32, u64)>,
     /// `environment:` rendered, for the task's steps.
     pub environment: Vec<(String, String)>,
+    /// The user its steps and probes run as (`None`: the login user),
+    /// with a templated `become` judged in those variables.
+    pub user: Option<String>,
 }
 
 /// What resolving an instance came to.
@@ -170,6 +175,10 @@ impl Resolver<'_> {
             Ok(r) => r,
             Err(error) => return Resolution::Failed { label, error },
         };
+        let user = match self.user(spec, &vars) {
+            Ok(u) => u,
+            Err(error) => return Resolution::Failed { label, error },
+        };
         let instance = TaskInstance {
             spec,
             label,
@@ -179,6 +188,7 @@ impl Resolver<'_> {
             timeout,
             retry,
             environment: Vec::new(),
+            user,
         };
         match self.when_holds(&instance) {
             Ok(true) => {}
@@ -196,7 +206,7 @@ impl Resolver<'_> {
                 return Resolution::Failed { label, error };
             }
         }
-        match self.build(self.ctx.templates, spec, &instance.vars) {
+        match self.build(self.ctx.templates, spec, &instance.vars, &instance.user) {
             Ok(module) => Resolution::Run(instance, module),
             Err(error) => Resolution::Failed {
                 label: instance.label,
@@ -235,8 +245,9 @@ impl Resolver<'_> {
         item: Option<&Value>,
     ) -> Option<Box<dyn Module>> {
         let vars = self.resolve_vars(spec, contexts, item).vars;
-        self.build(self.ctx.templates, spec, &vars)
-            .or_else(|_| self.build(self.ctx.lenient, spec, &vars))
+        let user = self.user(spec, &vars).ok()?;
+        self.build(self.ctx.templates, spec, &vars, &user)
+            .or_else(|_| self.build(self.ctx.lenient, spec, &vars, &user))
             .ok()
     }
 
@@ -450,6 +461,25 @@ impl Resolver<'_> {
     }
 
     /// A templated `ignore_errors` that cannot be judged does not ignore.
+    /// The task's user: its `become_user` (or the play's), unless a
+    /// templated `become` is false here.
+    fn user(&self, spec: &PreparedTask, vars: &Value) -> Result<Option<String>, ResolveError> {
+        let task = spec.task;
+        let user = self.ctx.play.task_user(task);
+        let Some(node) = &task.become_if else {
+            return Ok(user.clone());
+        };
+        let becomes = self
+            .ctx
+            .templates
+            .eval_condition(&node.to_json(), vars)
+            .map_err(|why| ResolveError::Become {
+                at: node.span.location(),
+                why,
+            })?;
+        Ok(if becomes { user.clone() } else { None })
+    }
+
     fn ignores_errors(&self, spec: &PreparedTask, vars: &Value) -> bool {
         let task = spec.task;
         task.ignore_errors
@@ -480,6 +510,7 @@ impl Resolver<'_> {
         t: &Templates,
         spec: &PreparedTask,
         vars: &Value,
+        user: &Option<String>,
     ) -> Result<Box<dyn Module>, ResolveError> {
         let mut entries = Vec::new();
         let task = spec.task;
@@ -539,7 +570,7 @@ impl Resolver<'_> {
         };
         let params = Params::new(task.module.name, task.module_span.clone(), entries, &bctx);
         (task.module.build)(&params)
-            .map(|m| super::task_user::reading_as_task_user(self.ctx.play, task, m))
+            .map(|m| super::task_user::reading_as_task_user(self.ctx.play, user, m))
             .map_err(|e| ResolveError::Module(e.to_diagnostic().to_string()))
     }
 }

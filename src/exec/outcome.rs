@@ -560,6 +560,7 @@ mod tests {
             timeout: None,
             retry: None,
             environment: Vec::new(),
+            user: None,
         };
         f(&mut Outcomes::new(diff), &instance);
     }

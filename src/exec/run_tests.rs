@@ -1198,3 +1198,26 @@ fn arguments_given_as_one_template_render_per_item_under_the_written_ones() {
         last.message
     );
 }
+
+#[test]
+fn a_templated_become_is_judged_per_host() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  become: true\n  vars: {escalate: false}\n  tasks:\n    - {name: plain, command: whoami-a}\n    - {name: judged, command: whoami-b, become: '{{ escalate }}'}\n    - {name: judged-true, command: whoami-c, become: '{{ not escalate }}'}\n");
+    let (connect, sent) = recording_hosts(|_, _| ProbeResult::ok(String::new()));
+    execute(&pb, false, 1, connect.as_ref());
+    let sent = sent.lock().unwrap();
+    let body: String = sent.iter().map(|(_, b)| b.as_str()).collect();
+    let step = |cmd: &str| {
+        let at = body
+            .find(cmd)
+            .unwrap_or_else(|| panic!("{cmd} not sent: {body}"));
+        body[..at].rsplit("np_unit").next().unwrap().to_string()
+    };
+    // Only the task whose become is false here drops to the login user.
+    assert!(
+        step("whoami-b").contains("SUDO_USER"),
+        "{}",
+        step("whoami-b")
+    );
+    assert!(!step("whoami-a").contains("SUDO_USER"));
+    assert!(!step("whoami-c").contains("SUDO_USER"));
+}

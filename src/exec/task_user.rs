@@ -4,16 +4,16 @@
 //! read, through a link nobody planted, what only root may read, and put
 //! it in the report or a diff.
 
-use crate::load::playbook::{Play, Task};
+use crate::load::playbook::Play;
 use crate::modules::{key_as, ConnectionAction, Effect, Facts, Module, ModuleError, Plan};
 use crate::remote::probe::{Probe, ProbeResult};
 use crate::remote::shell;
 
 /// The user a task's steps and probes drop to, when it differs from the
 /// one its play's scripts run as: the name its probes' answers are kept
-/// under, and the shell word that names it on the host.
-pub(crate) fn dropped_user(play: &Play, task: &Task) -> Option<(String, String)> {
-    let user = play.task_user(task);
+/// under, and the shell word that names it on the host. `user` is the
+/// task's, as its instance judged it (`None`: the login user).
+pub(crate) fn dropped_user(play: &Play, user: &Option<String>) -> Option<(String, String)> {
     if *user == play.script_user() {
         return None;
     }
@@ -31,10 +31,10 @@ pub(crate) fn dropped_user(play: &Play, task: &Task) -> Option<(String, String)>
 /// the play's script user.
 pub(crate) fn reading_as_task_user(
     play: &Play,
-    task: &Task,
+    user: &Option<String>,
     module: Box<dyn Module>,
 ) -> Box<dyn Module> {
-    match dropped_user(play, task) {
+    match dropped_user(play, user) {
         Some((view, who)) => Box::new(AsUser {
             inner: module,
             view,

@@ -164,6 +164,9 @@ pub struct Task {
     pub ignore_errors: bool,
     /// A templated `ignore_errors` (`"{{ ansible_check_mode }}"`), judged per host.
     pub ignore_errors_if: Option<Node>,
+    /// A templated `become`, judged per host: the task runs as its
+    /// `become_user` where it holds, as the login user where it does not.
+    pub become_if: Option<Node>,
     /// `no_log`: the task's values are hidden from every report.
     pub no_log: bool,
     pub changed_when: Option<Node>,
@@ -871,6 +874,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         become_user: None,
         ignore_errors: false,
         ignore_errors_if: None,
+        become_if: None,
         no_log: false,
         changed_when: None,
         failed_when: None,
@@ -922,6 +926,12 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
                     .collect()
             }
             "tags" => task.tags = string_list(v, "tags", errors),
+            // The play's scripts may have to escalate for it: it counts as
+            // becoming until a host judges it.
+            "become" if is_template(v) => {
+                task.become_if = Some(v.clone());
+                become_ = Some(true);
+            }
             "become" => become_ = Some(boolean(v, "become", errors)),
             "become_user" => become_user = Some(string(v, "become_user", errors)),
             "ignore_errors" => match v.as_str() {

@@ -72,6 +72,7 @@ fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Dia
         &task.changed_when,
         &task.failed_when,
         &task.ignore_errors_if,
+        &task.become_if,
     ]
     .into_iter()
     .flatten()

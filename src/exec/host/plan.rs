@@ -183,7 +183,7 @@ impl<'p> HostRun<'_, 'p> {
             };
             let may_fail = instance.ignore_errors || spec.failed_when.is_some();
             let steps = with_environment(&instance.environment, steps);
-            let dropped = crate::exec::task_user::dropped_user(self.ctx.play, spec.task);
+            let dropped = crate::exec::task_user::dropped_user(self.ctx.play, &instance.user);
             let steps = as_user(dropped, steps);
             let steps = with_timeout(instance.timeout, steps);
             self.pending.push(Pending {
