@@ -731,6 +731,37 @@ pub(super) mod tests {
         );
     }
 
+    #[test]
+    fn a_loop_over_include_role_expands_the_role_per_item() {
+        let (_dir, pb) = load_tree(&[
+            ("site.yml", "- hosts: all\n  vars: {ports: [22, 2222]}\n  tasks:\n    - include_role: {name: r, tasks_from: port.yml}\n      loop: [a, b]\n    - include_role: {name: r, tasks_from: port.yml}\n      loop: '{{ ports }}'\n      loop_control: {loop_var: p}\n"),
+            ("roles/r/tasks/port.yml", "- {name: port, command: echo}\n"),
+        ]);
+        let tasks = &pb.plays[0].tasks;
+        // Two literal items; two from the play's list, then the guard for a
+        // host whose list is longer.
+        assert_eq!(
+            names(tasks),
+            ["port", "port", "port", "port", "loop over r"]
+        );
+        assert_eq!(tasks[1].vars["item"], "b");
+        assert_eq!(tasks[3].vars["p"], "{{ (ports)[1] }}");
+        let errs = errors(&[
+            (
+                "site.yml",
+                "- hosts: all\n  tasks:\n    - import_role: {name: r}\n      loop: [a]\n",
+            ),
+            ("roles/r/tasks/main.yml", "- command: echo\n"),
+        ]);
+        assert_eq!(errs.len(), 1);
+        assert!(
+            errs[0].ends_with(
+                "site.yml:3:7: a loop over import_role is not allowed: use include_role"
+            ),
+            "{errs:?}"
+        );
+    }
+
     fn errors(files: &[(&str, &str)]) -> Vec<String> {
         let dir = tree(files);
         load(&dir.path().join("site.yml"))

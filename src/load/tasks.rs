@@ -610,17 +610,20 @@ fn include(
         return Vec::new();
     };
     let inner = scope.for_include(node, entries, errors);
-    if let Some(l) = node.get("loop").or_else(|| node.get("with_items")) {
-        return looped_include(node, l, &file, &file_node, &inner, errors);
+    let body = |s: &Scope, errors: &mut Errors| -> Vec<Task> {
+        candidates(&file, &file_node, s, errors)
+            .into_iter()
+            .flat_map(|(path, guard)| {
+                let mut g = s.clone();
+                g.inherit.when.extend(guard);
+                tasks_file(&path, &file_node, &g, errors)
+            })
+            .collect()
+    };
+    match node.get("loop").or_else(|| node.get("with_items")) {
+        Some(l) => looped(node, l, &file, &inner, errors, &body),
+        None => body(&inner, errors),
     }
-    candidates(&file, &file_node, &inner, errors)
-        .into_iter()
-        .flat_map(|(path, guard)| {
-            let mut s = inner.clone();
-            s.inherit.when.extend(guard);
-            tasks_file(&path, &file_node, &s, errors)
-        })
-        .collect()
 }
 
 fn check_include_keys(key: &str, entries: &[(Node, Node)], errors: &mut Errors) {
@@ -651,15 +654,18 @@ fn include_target(v: &Node, errors: &mut Errors) -> Option<(String, Node)> {
     (!name.is_empty()).then_some((name, node))
 }
 
-/// A `loop:` over an include: for a literal list, one copy of the file per
-/// item, with the item bound as the loop variable.
-fn looped_include(
+/// What an include expands to in a scope (one copy of a loop's body).
+type Body<'b> = dyn Fn(&Scope, &mut Errors) -> Vec<Task> + 'b;
+
+/// A `loop:` over an include (`what` names it): for a literal list, one
+/// copy of the body per item, with the item bound as the loop variable.
+fn looped(
     node: &Node,
     items: &Node,
-    file: &str,
-    file_node: &Node,
+    what: &str,
     scope: &Scope,
     errors: &mut Errors,
+    body: &Body,
 ) -> Vec<Task> {
     let loop_var = node
         .get("loop_control")
@@ -680,20 +686,16 @@ fn looped_include(
         let looped = HostLoop {
             expr,
             loop_var,
-            file,
+            what,
         };
-        return looped.expand(node, file_node, scope, errors);
+        return looped.expand(node, scope, errors, body);
     };
     let mut out = Vec::new();
     for item in list {
         let mut s = scope.clone();
         let key = Node::new(Value::Str(loop_var.clone()), item.span.clone());
         s.inherit.vars.push((key, item.clone()));
-        for (path, guard) in candidates(file, file_node, &s, errors) {
-            let mut g = s.clone();
-            g.inherit.when.extend(guard);
-            out.extend(tasks_file(&path, file_node, &g, errors));
-        }
+        out.extend(body(&s, errors));
     }
     out
 }
@@ -708,7 +710,7 @@ fn single_expression(text: &str) -> Option<String> {
 struct HostLoop<'a> {
     expr: String,
     loop_var: String,
-    file: &'a str,
+    what: &'a str,
 }
 
 impl HostLoop<'_> {
@@ -717,13 +719,7 @@ impl HostLoop<'_> {
     /// each copy taking its item from the host's own list and running only
     /// where that list is long enough; then a `fail` task for a host whose
     /// list is longer still. No host runs fewer items than it has.
-    fn expand(
-        &self,
-        node: &Node,
-        file_node: &Node,
-        scope: &Scope,
-        errors: &mut Errors,
-    ) -> Vec<Task> {
+    fn expand(&self, node: &Node, scope: &Scope, errors: &mut Errors, body: &Body) -> Vec<Task> {
         let text = |s: &str| Node::new(Value::Str(s.into()), node.span.clone());
         let expr = &self.expr;
         let index_var = node
@@ -743,19 +739,15 @@ impl HostLoop<'_> {
             s.inherit
                 .when
                 .push(text(&format!("({expr}) | length > {i}")));
-            for (path, guard) in candidates(self.file, file_node, &s, errors) {
-                let mut g = s.clone();
-                g.inherit.when.extend(guard);
-                out.extend(tasks_file(&path, file_node, &g, errors));
-            }
+            out.extend(body(&s, errors));
         }
         let msg = format!(
             "the loop over the include '{}' has {{{{ ({expr}) | length }}}} items on this host; nodeprov expanded it for {count}, as many as the play and role define before the run",
-            self.file
+            self.what
         );
         let task = Node::new(
             Value::Map(vec![
-                (text("name"), text(&format!("loop over {}", self.file))),
+                (text("name"), text(&format!("loop over {}", self.what))),
                 (
                     text("fail"),
                     Node::new(
@@ -960,14 +952,6 @@ fn role_task(
     errors: &mut Errors,
 ) -> Vec<Task> {
     check_include_keys(key, entries, errors);
-    if node
-        .get("loop")
-        .or_else(|| node.get("with_items"))
-        .is_some()
-    {
-        errors.push(node.error(format!("a loop over {key} is not supported by nodeprov")));
-        return Vec::new();
-    }
     let Some(spec) = playbook::expect_map(node.get(key).expect("the key is there"), key, errors)
     else {
         return Vec::new();
@@ -987,7 +971,18 @@ fn role_task(
             return missing_role(node, &request.name, &why, &inner, errors);
         }
     }
-    roles::expand(&request, &inner, errors).tasks
+    let body = |s: &Scope, errors: &mut Errors| roles::expand(&request, s, errors).tasks;
+    match node.get("loop").or_else(|| node.get("with_items")) {
+        // Ansible refuses it too: an import happens before any loop runs.
+        Some(_) if !dynamic => {
+            errors.push(node.error(format!(
+                "a loop over {key} is not allowed: use include_role"
+            )));
+            Vec::new()
+        }
+        Some(l) => looped(node, l, &request.name, &inner, errors, &body),
+        None => body(&inner, errors),
+    }
 }
 
 /// A `fail` task in place of an included role that is not installed.

@@ -33,6 +33,7 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_filter("dict2items", dict2items);
     env.add_filter("items2dict", items2dict);
     env.add_filter("mandatory", mandatory);
+    env.add_filter("type_debug", type_debug);
     env.add_filter("b64encode", b64encode);
     env.add_filter("b64decode", b64decode);
     env.add_filter("flatten", flatten);
@@ -486,6 +487,24 @@ fn items2dict(v: &Value, kwargs: Kwargs) -> Result<Value, Error> {
         out.insert(key, value.clone());
     }
     Ok(value_of(&Json::Object(out)))
+}
+
+/// The Python type name Ansible's `type_debug` gives: roles branch on it
+/// (`x | type_debug == "list"`). Strings are "str", as ansible-core 2.19+
+/// names its template results.
+fn type_debug(v: &Value) -> Result<Value, Error> {
+    let name = match defined(v)?.kind() {
+        ValueKind::None => "NoneType",
+        ValueKind::Bool => "bool",
+        ValueKind::Number if v.is_integer() => "int",
+        ValueKind::Number => "float",
+        ValueKind::String => "str",
+        ValueKind::Bytes => "bytes",
+        ValueKind::Seq | ValueKind::Iterable => "list",
+        ValueKind::Map => "dict",
+        _ => "object",
+    };
+    Ok(Value::from(name))
 }
 
 fn mandatory(v: &Value, msg: Option<String>) -> Result<Value, Error> {

@@ -1135,3 +1135,10 @@ fn random_with_a_seed_draws_what_python_draws() {
     assert!(err("{{ [1] | random(2) }}").contains("only be used with integer"));
     assert!(err("{{ {} | random }}").contains("sequences and integers"));
 }
+
+#[test]
+fn type_debug_names_python_types() {
+    let vars = json!({"l": [1], "d": {}, "s": "x", "i": 1, "f": 1.5, "b": true, "n": null});
+    let text = "{{ l | type_debug }} {{ d | type_debug }} {{ s | type_debug }} {{ i | type_debug }} {{ f | type_debug }} {{ b | type_debug }} {{ n | type_debug }}";
+    assert_eq!(render(text, vars), "list dict str int float bool NoneType");
+}
