@@ -189,22 +189,58 @@ fn load_playbook(
 }
 
 /// The filter and test plugins beside the playbook and in its roles, as
-/// Ansible finds them, before any template of the run is compiled.
+/// Ansible finds them, and the collection plugins their texts name, before
+/// any template of the run is compiled.
 fn install_plugins(pb: &playbook::Playbook) {
     let mut folders = vec![pb.path.parent().unwrap_or(Path::new(".")).to_path_buf()];
+    let mut named = crate::load::ansible_core::PluginNames::default();
+    let mut read = std::collections::BTreeSet::new();
     let tasks = pb
         .plays
         .iter()
         .flat_map(|p| p.tasks.iter().chain(&p.handlers).chain(&p.validate));
     for task in tasks {
+        let source = &task.module_span.source;
+        if read.insert(source.name.clone()) {
+            crate::template::plugins::named_in(&source.text, &mut named);
+        }
         if let Some(role) = &task.role {
             if !folders.contains(&role.path) {
                 folders.push(role.path.clone());
+                named_in_files(&role.path, &mut named);
             }
         }
     }
     let under = |name: &str| folders.iter().map(|f| f.join(name)).collect();
-    crate::template::plugins::install(under("filter_plugins"), under("test_plugins"));
+    let dirs = crate::load::ansible_core::PluginDirs {
+        filters: under("filter_plugins"),
+        tests: under("test_plugins"),
+    };
+    crate::template::plugins::install(dirs, named);
+}
+
+/// The collection plugins a role's YAML and template files name (its
+/// defaults, vars and templates, which no task's text holds).
+fn named_in_files(dir: &Path, named: &mut crate::load::ansible_core::PluginNames) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let Ok(kind) = entry.file_type() else {
+            continue;
+        };
+        let text_file = path
+            .extension()
+            .is_some_and(|x| x == "yml" || x == "yaml" || x == "j2");
+        if kind.is_dir() {
+            named_in_files(&path, named);
+        } else if kind.is_file() && text_file {
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                crate::template::plugins::named_in(&text, named);
+            }
+        }
+    }
 }
 
 fn forks(cli: Option<usize>, settings: &Settings) -> usize {

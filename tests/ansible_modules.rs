@@ -365,7 +365,8 @@ fn filter_and_test_plugins_of_the_playbook_and_its_roles_render() {
     control.write(
         "roles/tune/tasks/main.yml",
         "- copy:\n    dest: /root/np-plugins\n    \
-         content: \"{{ 'grub' | short_hash(8) }} {{ 'hi' | shout(times=2) }} {{ 'ab' is even_length }}\\n\"\n",
+         content: \"{{ 'grub' | short_hash(8) }} {{ 'hi' | shout(times=2) }} {{ 'ab' is even_length }} \
+         {{ ['a', 'a', 'b'] | community.general.counter | dict2items | map(attribute='value') | join(',') }}\\n\"\n",
     );
     let playbook = control.write(
         "site.yml",
@@ -380,7 +381,8 @@ fn filter_and_test_plugins_of_the_playbook_and_its_roles_render() {
     let first = run("apply");
     assert_eq!(first.code, 0, "{first}");
     let written = std::fs::read_to_string(host.host.path("/root/np-plugins")).unwrap_or_default();
-    assert_eq!(written, "f78c9c9d HI!HI! True\n");
+    // The last, a collection's filter, named by its full name.
+    assert_eq!(written, "f78c9c9d HI!HI! True 2,1\n");
     let again = run("check");
     assert_eq!(again.code, 0, "{again}");
 
@@ -398,6 +400,10 @@ fn filter_and_test_plugins_of_the_playbook_and_its_roles_render() {
     );
     assert!(
         stderr.contains("no ansible-core on this controller"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("and community.general.counter cannot run"),
         "{stderr}"
     );
     drop(fleet);

@@ -12,7 +12,8 @@
 #   answer:   {"ok": true, "fqcn", "import", "path", "zip", "sha256", "ansible_version",
 #              "options": [documented parameters and aliases] or null}
 #             {"ok": false, "why": "..."}
-#   request:  {"plugins": {"filter": [dirs], "test": [dirs]}}
+#   request:  {"plugins": {"filter": [dirs], "test": [dirs]},
+#              "named": {"filter": [fqcns], "test": [fqcns]}}
 #   answer:   {"ok": true, "filter": [names], "test": [names]}
 #   request:  {"call": "filter"|"test", "name": n, "args": [...], "kwargs": {...}}
 #   answer:   {"ok": true, "value": ...}
@@ -311,6 +312,26 @@ def load_plugins(kind, dirs):
     return names
 
 
+def load_named(kind, names):
+    """Loads collection plugins by their full names (community.general.counter)
+    through ansible-core's plugin loaders, and answers those found."""
+    if not names:
+        return []
+    use_collections_paths(())
+    loader = {"filter": plugin_loader.filter_loader, "test": plugin_loader.test_loader}[kind]
+    table = getattr(Plugins, kind)
+    found = []
+    for name in names:
+        try:
+            plugin = loader.get(name)
+        except Exception:
+            plugin = None
+        if plugin is not None and name not in table:
+            table[name] = plugin.j2_function
+            found.append(name)
+    return found
+
+
 def plain(value):
     # What JSON cannot hold comes back as Jinja would show it to a template.
     if isinstance(value, (set, frozenset, tuple)) or hasattr(value, "__next__"):
@@ -339,10 +360,13 @@ def handle(req):
         raise Refusal("a request is a JSON object")
     if "plugins" in req:
         dirs = req["plugins"] if isinstance(req["plugins"], dict) else {}
+        named = req.get("named") if isinstance(req.get("named"), dict) else {}
         return {
             "ok": True,
-            "filter": load_plugins("filter", string_list(dirs, "filter")),
-            "test": load_plugins("test", string_list(dirs, "test")),
+            "filter": load_plugins("filter", string_list(dirs, "filter"))
+            + load_named("filter", string_list(named, "filter")),
+            "test": load_plugins("test", string_list(dirs, "test"))
+            + load_named("test", string_list(named, "test")),
         }
     if "call" in req:
         return call_plugin(req)

@@ -76,19 +76,28 @@ pub fn module(q: &Query) -> Result<Arc<Payload>, AnsibleCoreError> {
     })
 }
 
-/// The filters and tests that the plugin files in these folders provide
-/// (`filter_plugins/`, `test_plugins/`), loaded by ansible-core.
+/// Folders of filter and test plugin files (`filter_plugins/`,
+/// `test_plugins/`), loaded by ansible-core.
+#[derive(Clone, Debug, Default)]
+pub struct PluginDirs {
+    pub filters: Vec<PathBuf>,
+    pub tests: Vec<PathBuf>,
+}
+
+/// Filter and test names.
 #[derive(Clone, Debug, Default)]
 pub struct PluginNames {
     pub filters: Vec<String>,
     pub tests: Vec<String>,
 }
 
-pub fn plugins(
-    filter_dirs: &[PathBuf],
-    test_dirs: &[PathBuf],
-) -> Result<PluginNames, AnsibleCoreError> {
-    let request = json!({"plugins": {"filter": filter_dirs, "test": test_dirs}});
+/// Loads the plugins in `dirs` and the collection plugins `named` by their
+/// full names; answers the names found.
+pub fn plugins(dirs: &PluginDirs, named: &PluginNames) -> Result<PluginNames, AnsibleCoreError> {
+    let request = json!({
+        "plugins": {"filter": dirs.filters, "test": dirs.tests},
+        "named": {"filter": named.filters, "test": named.tests},
+    });
     let answer = ask(&request)?;
     let names = |k: &str| -> Vec<String> {
         answer[k]

@@ -11,7 +11,7 @@ use std::sync::RwLock;
 use minijinja::value::{Kwargs, Rest};
 use minijinja::{Environment, Error, ErrorKind, Value};
 
-use crate::load::ansible_core::{self, PluginNames};
+use crate::load::ansible_core::{self, PluginDirs, PluginNames};
 
 /// The run's plugins, or why its plugin folders could not be loaded.
 static FOUND: RwLock<Option<Found>> = RwLock::new(None);
@@ -23,8 +23,9 @@ struct Found {
 }
 
 /// Loads the plugins of these folders (those that exist and hold Python
-/// files; with none, the bridge is never started).
-pub fn install(filter_dirs: Vec<PathBuf>, test_dirs: Vec<PathBuf>) {
+/// files) and the collection plugins named by their full names; with
+/// neither, the bridge is never started.
+pub fn install(dirs: PluginDirs, named: PluginNames) {
     let holds_python = |d: &PathBuf| {
         std::fs::read_dir(d).is_ok_and(|entries| {
             entries
@@ -32,32 +33,79 @@ pub fn install(filter_dirs: Vec<PathBuf>, test_dirs: Vec<PathBuf>) {
                 .any(|e| e.path().extension().is_some_and(|x| x == "py"))
         })
     };
-    let filter_dirs: Vec<PathBuf> = filter_dirs.into_iter().filter(holds_python).collect();
-    let test_dirs: Vec<PathBuf> = test_dirs.into_iter().filter(holds_python).collect();
-    if filter_dirs.is_empty() && test_dirs.is_empty() {
+    let dirs = PluginDirs {
+        filters: dirs.filters.into_iter().filter(holds_python).collect(),
+        tests: dirs.tests.into_iter().filter(holds_python).collect(),
+    };
+    let no_dirs = dirs.filters.is_empty() && dirs.tests.is_empty();
+    if no_dirs && named.filters.is_empty() && named.tests.is_empty() {
         return;
     }
-    let found = match ansible_core::plugins(&filter_dirs, &test_dirs) {
+    let found = match ansible_core::plugins(&dirs, &named) {
         Ok(names) => Found {
             names,
             failure: None,
         },
         Err(e) => {
-            let dirs: Vec<String> = filter_dirs
+            let folders: Vec<String> = dirs
+                .filters
                 .iter()
-                .chain(&test_dirs)
+                .chain(&dirs.tests)
                 .map(|d| d.display().to_string())
                 .collect();
+            let names: Vec<&str> = named
+                .filters
+                .iter()
+                .chain(&named.tests)
+                .map(String::as_str)
+                .collect();
+            let mut what = Vec::new();
+            if !folders.is_empty() {
+                what.push(format!("in {}", folders.join(", ")));
+            }
+            if !names.is_empty() {
+                what.push(names.join(", "));
+            }
             Found {
                 names: PluginNames::default(),
                 failure: Some(format!(
-                    "the plugins in {} cannot run: {e}",
-                    dirs.join(", ")
+                    "the plugins {} cannot run: {e}",
+                    what.join(" and ")
                 )),
             }
         }
     };
     *FOUND.write().unwrap_or_else(|e| e.into_inner()) = Some(found);
+}
+
+/// The collection filters and tests (`ns.collection.name`) a template
+/// text names, which the native ones do not cover.
+pub fn named_in(text: &str, out: &mut PluginNames) {
+    static FILTER: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\|\s*([a-z_]\w*\.[a-z_]\w*\.[a-z_]\w*)").expect("valid")
+    });
+    static TEST: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r"\bis\s+(?:not\s+)?([a-z_]\w*\.[a-z_]\w*\.[a-z_]\w*)").expect("valid")
+    });
+    // Ansible's own and the address filters nodeprov has natively.
+    let native = |n: &str| {
+        [
+            "ansible.builtin.",
+            "ansible.legacy.",
+            "ansible.utils.ip",
+            "ansible.netcommon.",
+        ]
+        .iter()
+        .any(|p| n.starts_with(p))
+    };
+    for (re, list) in [(&*FILTER, &mut out.filters), (&*TEST, &mut out.tests)] {
+        for c in re.captures_iter(text) {
+            let name = &c[1];
+            if !native(name) && !list.iter().any(|n| n == name) {
+                list.push(name.to_string());
+            }
+        }
+    }
 }
 
 /// Why a filter or test the templates name may be missing: plugin files
