@@ -131,6 +131,25 @@ fn meta_flush_handlers_runs_them_in_place_and_end_host_stops_without_failing() {
 }
 
 #[test]
+fn a_fire_and_forget_command_is_left_running_and_the_play_goes_on() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - shell: echo running > /root/job; sleep 30; echo late > /root/late\n      async: 60\n      poll: 0\n      register: job\n    - shell: for i in 1 2 3 4 5 6 7 8 9 10; do [ -s /root/job ] && break; sleep 0.5; done; cat /root/job\n      register: seen\n      changed_when: false\n    - copy: {dest: /root/result, content: \"{{ job.started }} {{ job.finished }} {{ seen.stdout }}\"}\n";
+    let started = std::time::Instant::now();
+    let (code, doc) = run(&host, "apply", playbook);
+    assert!(
+        started.elapsed().as_secs() < 20,
+        "the play waited for the job"
+    );
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(tasks(&doc)[0]["status"], "changed", "{doc:#}");
+    let result = std::fs::read_to_string(host.path("/root/result")).unwrap();
+    assert_eq!(result, "1 0 running");
+    assert!(!host.path("/root/late").exists());
+    assert_machine_unchanged(&before);
+}
+
+#[test]
 fn a_task_running_past_its_timeout_fails_saying_so() {
     let before = machine_digest();
     let host = IsolatedHost::new();

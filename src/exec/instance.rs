@@ -350,8 +350,8 @@ impl Resolver<'_> {
     }
 
     /// The task's `timeout:`, or its templated `async:` with `poll:`
-    /// rendered: above 0, the smaller of the two; `poll: 0` is the
-    /// fire-and-forget nodeprov refuses.
+    /// rendered: above 0, the smaller of the two. Fire-and-forget is
+    /// decided at load, so a `poll` that renders 0 is refused here.
     fn timeout(&self, spec: &PreparedTask, vars: &Value) -> Result<Option<u64>, ResolveError> {
         let task = spec.task;
         let Some((seconds, poll)) = &task.async_if else {
@@ -371,7 +371,7 @@ impl Resolver<'_> {
             (0, _) => Ok(task.timeout),
             (_, Some(0)) => Err(ResolveError::Async {
                 at,
-                why: "fire-and-forget (poll 0) is not supported by nodeprov".into(),
+                why: "a templated poll that renders 0 (fire-and-forget) is not supported by nodeprov: write 'poll: 0'".into(),
             }),
             (s, _) => Ok(Some(task.timeout.map_or(s, |t| t.min(s)))),
         }

@@ -176,7 +176,7 @@ pub struct Task {
     /// judged per host and item.
     pub check_mode_if: Option<Node>,
     /// `async:` and `poll:` where either is templated, judged per host and
-    /// item as `timeout:` (or refused as fire-and-forget) then.
+    /// item as `timeout:` then (fire-and-forget only when written as 0).
     pub async_if: Option<(Node, Option<Node>)>,
     pub vars: serde_json::Map<String, serde_json::Value>,
     /// `vars:` as written, for template checks and positions.
@@ -192,6 +192,9 @@ pub struct Task {
     pub frame: Option<Arc<tasks::Frame>>,
     /// `timeout:` seconds the task's steps may run.
     pub timeout: Option<u64>,
+    /// Fire-and-forget (`async` with `poll: 0`): its steps are started
+    /// detached and left running, for at most `timeout` seconds.
+    pub detach: bool,
     /// `delegate_to:`: the host its probes and steps go to instead.
     pub delegate_to: Option<tasks::Delegate>,
     /// `run_once`: one host of the batch runs it for all.
@@ -888,6 +891,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         retry: None,
         frame: None,
         timeout: None,
+        detach: false,
         delegate_to: None,
         run_once: false,
         ansible: None,
@@ -1017,9 +1021,9 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         if let Some(seconds) = seconds {
             task.async_if = Some((seconds, every));
         }
-    } else if let Some((k, _, Some(seconds @ 1..))) = async_run {
+    } else if let Some((_, _, Some(seconds @ 1..))) = async_run {
         // `async: 0` runs the task as any other, as in Ansible.
-        tasks::run_async(&mut task, k, seconds, poll.and_then(|(_, p)| p), errors);
+        tasks::run_async(&mut task, seconds, poll.and_then(|(_, p)| p));
     }
     let Some((spec, key, value)) = module else {
         // An unknown key already said what is wrong: most likely the module.
@@ -1045,6 +1049,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
             task.ansible = Some(fallback);
             tasks::check_once_per_host(&task, key, errors);
             tasks::check_delegated(&task, key, errors);
+            tasks::check_detached(&task, key, errors);
             return Some(task);
         }
     }
@@ -1056,6 +1061,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
     check_params(spec, key, &task.params, errors);
     tasks::check_once_per_host(&task, key, errors);
     tasks::check_delegated(&task, key, errors);
+    tasks::check_detached(&task, key, errors);
     Some(task)
 }
 

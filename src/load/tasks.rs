@@ -447,26 +447,27 @@ pub(super) fn seconds(name: &str, v: &Node, errors: &mut Errors) -> Option<u64> 
 
 /// `async:` with `poll:` above 0 waits for the task as every task is
 /// waited for, at most `seconds` (as `timeout:`, the smaller of the two).
-/// Fire-and-forget (`poll: 0`) would leave the task running after it is
-/// reported, which nodeprov never does.
-pub(super) fn run_async(
-    task: &mut Task,
-    key: &Node,
-    seconds: u64,
-    poll: Option<u64>,
-    errors: &mut Errors,
-) {
-    if poll == Some(0) {
-        errors.push(
-            key.error("fire-and-forget ('async' with 'poll: 0') is not supported by nodeprov")
-                .with_hint(
-                    "give 'poll' a number above 0: the task then runs to its end, for at \
-                     most 'async' seconds; for a reboot use the reboot module",
-                ),
-        );
-        return;
-    }
+/// Fire-and-forget (`poll: 0`) starts it detached from the session, still
+/// bounded by `seconds`, and goes on (see `check_detached`).
+pub(super) fn run_async(task: &mut Task, seconds: u64, poll: Option<u64>) {
+    task.detach = poll == Some(0);
     task.timeout = Some(task.timeout.map_or(seconds, |t| t.min(seconds)));
+}
+
+/// Only a command can be left running: a module's changes are verified
+/// once its steps ended, which a detached step has not.
+pub(super) fn check_detached(task: &Task, key: &Node, errors: &mut Errors) {
+    if task.detach && !matches!(task.module.name, "command" | "shell") {
+        errors.push(
+            key.error(format!(
+                "fire-and-forget ('async' with 'poll: 0') of '{}' is not supported by nodeprov",
+                task.module.name
+            ))
+            .with_hint(
+                "only command and shell tasks may be left running; give 'poll' a number above 0",
+            ),
+        );
+    }
 }
 
 /// `retries:` / `delay:`: a whole number, written as one or as its text.

@@ -105,6 +105,11 @@ impl<'p> HostRun<'_, 'p> {
         let mut registered = Value::Null;
         if let Some(module) = command {
             let mut result = module.command_result(r);
+            if let (true, Value::Object(m)) = (spec.task.detach, &mut result) {
+                // As Ansible answers a job it left running.
+                m.insert("started".into(), json!(1));
+                m.insert("finished".into(), json!(0));
+            }
             let t = self.ctx.templates;
             if self.outcomes.conditions(t, &instance, i, &mut result) == Status::Changed {
                 self.notify(spec);

@@ -185,7 +185,10 @@ impl<'p> HostRun<'_, 'p> {
             let steps = with_environment(&instance.environment, steps);
             let dropped = crate::exec::task_user::dropped_user(self.ctx.play, &instance.user);
             let steps = as_user(dropped, steps);
-            let steps = with_timeout(instance.timeout, steps);
+            let steps = match spec.task.detach {
+                true => detached(instance.timeout, steps),
+                false => with_timeout(instance.timeout, steps),
+            };
             self.pending.push(Pending {
                 step: Step::new(i, steps, may_fail),
                 command,
@@ -286,9 +289,41 @@ fn with_timeout(seconds: Option<u64>, steps: Vec<String>) -> Vec<String> {
     )]
 }
 
+/// Fire-and-forget: the steps start in a session of their own, out of
+/// the script's process group and with no terminal, so they outlive it
+/// (a reboot after a delay) and still end after `seconds`. The script
+/// they run from is removed by them when they end.
+fn detached(seconds: Option<u64>, steps: Vec<String>) -> Vec<String> {
+    let n = seconds.unwrap_or(1);
+    let body = crate::exec::wire::chained(steps);
+    vec![format!(
+        "np_t=$(mktemp) && {}\
+         (setsid timeout -k 5 {n} /bin/sh -c '/bin/sh \"$1\"; rm -f \"$1\"' np \"$np_t\" \
+         </dev/null >/dev/null 2>&1 &)",
+        crate::remote::shell::here_document("cat > \"$np_t\"", &body)
+    )]
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{as_user, with_environment, with_timeout};
+    use super::{as_user, detached, with_environment, with_timeout};
+
+    #[test]
+    fn a_detached_task_runs_in_its_own_session_bounded_by_async() {
+        let steps = detached(Some(9), vec!["sleep 2 && reboot".into()]);
+        assert_eq!(steps.len(), 1);
+        assert!(steps[0].contains("sleep 2 && reboot"), "{}", steps[0]);
+        assert!(
+            steps[0].contains("(setsid timeout -k 5 9 /bin/sh"),
+            "{}",
+            steps[0]
+        );
+        assert!(
+            steps[0].ends_with("</dev/null >/dev/null 2>&1 &)"),
+            "{}",
+            steps[0]
+        );
+    }
 
     #[test]
     fn a_timeout_bounds_all_of_a_tasks_steps_at_once() {
