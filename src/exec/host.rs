@@ -98,8 +98,9 @@ pub(crate) struct HostRun<'a, 'p> {
     /// Why the play's `vars_files` could not be read for this host: every
     /// task fails with it, as no task can know its variables.
     vars_error: Option<Diagnostic>,
-    /// Wires to the hosts tasks were delegated to, kept for the next.
-    delegates: BTreeMap<String, Wire<'a>>,
+    /// Wires to the hosts tasks were delegated to (and whether on the
+    /// controller's own connection), kept for the next.
+    delegates: BTreeMap<(String, bool), Wire<'a>>,
     /// The delegate the task being planned runs on.
     delegated: Option<String>,
 }

@@ -217,7 +217,10 @@ impl Resolver<'_> {
 
     /// The host a delegated task runs on, rendered in the host's variables
     /// (load refuses a target that reads the loop variable).
-    pub fn delegate_target(&self, spec: &PreparedTask) -> Result<Option<String>, ResolveError> {
+    pub fn delegate_target(
+        &self,
+        spec: &PreparedTask,
+    ) -> Result<Option<(String, bool)>, ResolveError> {
         let Some(delegate) = &spec.task.delegate_to else {
             return Ok(None);
         };
@@ -230,7 +233,7 @@ impl Resolver<'_> {
                 at: delegate.span.location(),
                 why,
             })?;
-        Ok(Some(to.trim().to_string()))
+        Ok(Some((to.trim().to_string(), delegate.controller)))
     }
 
     /// The module an instance will most likely need, built before facts

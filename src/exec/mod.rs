@@ -41,8 +41,10 @@ use vars::{PlayVars, VarLayers};
 pub type Connector =
     dyn Fn(&str, &Map<String, Value>) -> Result<Box<dyn Transport>, TransportError> + Sync;
 
-/// Opens the transport to a host by its name alone (a delegated task's).
-pub(crate) type Opener<'a> = dyn Fn(&str) -> Result<Box<dyn Transport>, TransportError> + Sync + 'a;
+/// Opens the transport to a host a task is delegated to, by its name (or
+/// the controller's own, when asked).
+pub(crate) type Opener<'a> =
+    dyn Fn(&str, bool) -> Result<Box<dyn Transport>, TransportError> + Sync + 'a;
 
 pub struct RunRequest<'a> {
     pub playbook: &'a Playbook,
@@ -107,7 +109,8 @@ pub fn run_playbook(
         let hosts = select_hosts(req, play, &pattern, &rollout.failed_hosts)?;
         let later = hosts_of_later_plays(req, p, &templates);
         let prepared = PreparedPlay::new(play, &templates, &req.opts);
-        let open_delegate = |target: &str| open_delegate(req, play, target);
+        let open_delegate =
+            |target: &str, controller: bool| open_delegate(req, play, target, controller);
         let ctx = PlayCtx {
             play,
             prepared: &prepared,
@@ -333,15 +336,18 @@ fn connection_vars(req: &RunRequest, play: &Play, host: &str) -> Map<String, Val
 }
 
 /// A delegated task's target: an inventory host as the inventory says,
-/// the controller itself (Ansible's implicit localhost) when not in it,
-/// any other name as an address with the play's settings.
+/// the controller itself (Ansible's implicit localhost) when not in it or
+/// when the task's connection is local, any other name as an address with
+/// the play's settings.
 fn open_delegate(
     req: &RunRequest,
     play: &Play,
     target: &str,
+    controller: bool,
 ) -> Result<Box<dyn Transport>, TransportError> {
     let listed = req.inventory.hosts().iter().any(|h| h == target);
-    if !listed && matches!(target, "localhost" | "127.0.0.1" | "::1") {
+    let implicit = !listed && matches!(target, "localhost" | "127.0.0.1" | "::1");
+    if controller || implicit {
         return Ok(Box::new(crate::remote::local::LocalTransport));
     }
     (req.connect)(target, &connection_vars(req, play, target))

@@ -69,6 +69,7 @@ const TASK_KEYS: &[&str] = &[
     "delay",
     "timeout",
     "delegate_to",
+    "connection",
     "run_once",
     "async",
     "poll",
@@ -601,7 +602,6 @@ fn vars_files(node: &Node, errors: &mut Errors) -> Vec<Node> {
 fn unsupported(key: &Node) -> Diagnostic {
     let name = key.scalar_text().unwrap_or_default();
     let hint = match name.as_str() {
-        "connection" => "a task runs over its play's connection; set connection: on the play",
         "timeout" => "use --command-timeout",
         _ => "remove it",
     };
@@ -611,7 +611,7 @@ fn unsupported(key: &Node) -> Diagnostic {
 
 /// `connection:` names a transport nodeprov has: `local`, or SSH under
 /// Ansible's names for it.
-fn connection(node: &Node, errors: &mut Errors) -> String {
+pub(super) fn connection(node: &Node, errors: &mut Errors) -> String {
     let name = string(node, "connection", errors);
     match name.as_str() {
         "local" => name,
@@ -907,6 +907,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
     // Keys neither native modules nor keywords: (key, value, module name).
     let mut foreign: Vec<(&Node, &Node, String)> = Vec::new();
     let mut async_run = None;
+    let mut task_connection = None;
     let mut poll = None;
     let (mut templated_async, mut templated_poll) = (None, None);
     for (k, v) in entries {
@@ -964,7 +965,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
                 unknown |= key == "local_action";
                 errors.push(tasks::not_yet(k))
             }
-            "connection" => errors.push(unsupported(k)),
+            "connection" => task_connection = Some(v),
             "async" | "poll" if is_template(v) => match key {
                 "async" => templated_async = Some(v.clone()),
                 _ => templated_poll = Some(v.clone()),
@@ -1012,6 +1013,10 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         }
     }
     task.become_user = become_setting(become_, become_user);
+    // After delegate_to, which it may turn local, whatever the key order.
+    if let Some(v) = task_connection {
+        tasks::task_connection(&mut task, v, errors);
+    }
     task.retry = retry_keys.parse(errors);
     if templated_async.is_some() || templated_poll.is_some() {
         // Either may only be known per host: both are judged then.
@@ -1774,9 +1779,9 @@ mod tests {
     #[test]
     fn keywords_that_would_be_ignored_are_refused() {
         load_text("- hosts: all\n  become: true\n  become_method: sudo\n  tasks:\n    - command: a\n      become: yes\n      become_user: root\n").unwrap();
-        let errs = messages("- hosts: all\n  become: true\n  remote_user: x\n  tasks:\n    - command: a\n      connection: local\n");
+        let errs = messages("- hosts: all\n  become: true\n  remote_user: x\n  tasks:\n    - command: a\n      port: 22\n");
         let messages: Vec<&str> = errs.iter().map(|(_, m)| m.as_str()).collect();
-        assert_eq!(messages, ["'connection' is not supported",]);
+        assert_eq!(messages, ["'port' is not supported",]);
     }
 
     #[test]

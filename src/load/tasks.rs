@@ -386,6 +386,9 @@ pub(super) fn not_yet(key: &Node) -> crate::load::diag::Diagnostic {
 pub struct Delegate {
     pub to: String,
     pub span: crate::load::diag::Span,
+    /// `connection: local`: reached on the controller itself, whatever the
+    /// inventory says of the name.
+    pub controller: bool,
 }
 
 pub(super) fn delegate_to(v: &Node, errors: &mut Errors) -> Option<Delegate> {
@@ -393,7 +396,30 @@ pub(super) fn delegate_to(v: &Node, errors: &mut Errors) -> Option<Delegate> {
     (!to.is_empty()).then(|| Delegate {
         to,
         span: v.span.clone(),
+        controller: false,
     })
+}
+
+/// A task's own `connection:`: `local` runs it on the controller with its
+/// host's variables, as Ansible does (delegated there, when it is also
+/// delegated); the play's connection is the only other one.
+pub(super) fn task_connection(task: &mut Task, v: &Node, errors: &mut Errors) {
+    match playbook::connection(v, errors).as_str() {
+        "local" => {
+            let d = task.delegate_to.get_or_insert_with(|| Delegate {
+                to: "localhost".into(),
+                span: v.span.clone(),
+                controller: true,
+            });
+            d.controller = true;
+        }
+        other => errors.push(
+            v.error(format!(
+                "a task's connection '{other}' is not supported by nodeprov"
+            ))
+            .with_hint("a task may say 'connection: local'; other connections are set on the play"),
+        ),
+    }
 }
 
 /// What cannot run on another host: the tasks that act on this host's own
@@ -1419,6 +1445,16 @@ mod tests {
         assert_eq!(
             [to(0), to(1), to(2)],
             [Some("{{ control }}"), Some("localhost"), Some("other")]
+        );
+        let pb = load("- hosts: all\n  tasks:\n    - {command: a, connection: local}\n    - {command: b, connection: local, delegate_to: db}\n").unwrap();
+        let d = |i: usize| pb.plays[0].tasks[i].delegate_to.clone().unwrap();
+        assert!(d(0).controller && d(0).to == "localhost");
+        assert!(d(1).controller && d(1).to == "db");
+        let errs =
+            load("- hosts: all\n  tasks:\n    - {command: a, connection: ssh}\n").unwrap_err();
+        assert_eq!(
+            errs,
+            ["site.yml:3:32: a task's connection 'ssh' is not supported by nodeprov"]
         );
     }
 }

@@ -22,16 +22,21 @@ struct Parked<'a> {
 
 impl<'a, 'p> HostRun<'a, 'p> {
     /// Runs a delegated task alone (nothing of this host is pending).
-    pub(super) fn plan_delegated(&mut self, spec: &'p PreparedTask<'p>, target: String) -> Next {
-        if target == self.host {
+    pub(super) fn plan_delegated(
+        &mut self,
+        spec: &'p PreparedTask<'p>,
+        (target, controller): (String, bool),
+    ) -> Next {
+        if target == self.host && !controller {
             self.delegated = Some(target);
             let next = self.plan_resolved(spec);
             self.delegated = None;
             return next;
         }
-        let wire = match self.delegates.remove(&target) {
+        let key = (target.clone(), controller);
+        let wire = match self.delegates.remove(&key) {
             Some(wire) => wire,
-            None => match (self.ctx.open_delegate)(&target) {
+            None => match (self.ctx.open_delegate)(&target, controller) {
                 Ok(t) => Wire::holding(t, self.ctx.play.script_user()),
                 Err(e) => {
                     self.fail(spec, None, format!("delegate_to '{target}': {e}"));
@@ -49,7 +54,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         self.run_on_delegate(spec, &target);
         self.delegated = None;
         let wire = std::mem::replace(&mut self.wire, parked.wire);
-        self.delegates.insert(target, wire);
+        self.delegates.insert(key, wire);
         self.facts = parked.facts;
         self.to_verify = parked.to_verify;
         self.changed_since_probe = parked.changed_since_probe;
