@@ -13,6 +13,7 @@ mod paths;
 pub mod plugins;
 mod random;
 mod scope;
+mod spaces;
 mod yaml_emit;
 
 use std::collections::BTreeSet;
@@ -170,6 +171,7 @@ impl Templates {
 
     /// Syntax check without rendering; unknown filters and tests count too.
     pub fn check_template(&self, text: &str) -> Result<(), TemplateError> {
+        let text = &spaces::ascii_spaced(text, false);
         let tmpl = self
             .env
             .template_from_str(text)
@@ -181,6 +183,7 @@ impl Templates {
     }
 
     pub fn check_expression(&self, expr: &str) -> Result<(), TemplateError> {
+        let expr = &spaces::ascii_spaced(expr, true);
         self.env
             .compile_expression(expr)
             .map_err(|e| self.convert(e, expr, Source::Expression, &Value::UNDEFINED))?;
@@ -226,14 +229,20 @@ impl Templates {
     /// Top-level variables a template reads (globals such as `omit` and
     /// `lookup` excluded); empty when the template does not parse.
     pub fn template_vars(&self, text: &str) -> BTreeSet<String> {
-        match self.env.template_from_str(text) {
+        match self
+            .env
+            .template_from_str(&spaces::ascii_spaced(text, false))
+        {
             Ok(t) => self.without_globals(t.undeclared_variables(false)),
             Err(_) => BTreeSet::new(),
         }
     }
 
     pub fn expression_vars(&self, expr: &str) -> BTreeSet<String> {
-        match self.env.compile_expression(expr) {
+        match self
+            .env
+            .compile_expression(&spaces::ascii_spaced(expr, true))
+        {
             Ok(e) => self.without_globals(e.undeclared_variables(false)),
             Err(_) => BTreeSet::new(),
         }
@@ -249,6 +258,7 @@ impl Templates {
     /// Renders into a buffer that refuses to grow past [`MAX_RENDERED`], so
     /// a runaway template fails instead of taking the controller's memory.
     fn render_text(&self, text: &str, ctx: &Value) -> Result<String, TemplateError> {
+        let text = &spaces::ascii_spaced(text, false);
         let convert = |e| self.convert(e, text, Source::Template, ctx);
         let chained = chain::rewrite(text, false, self.syntax.clone());
         let tmpl = self
@@ -266,6 +276,7 @@ impl Templates {
     }
 
     fn eval_expr(&self, expr: &str, ctx: &Value) -> Result<Value, TemplateError> {
+        let expr = &spaces::ascii_spaced(expr, true);
         let convert = |e| self.convert(e, expr, Source::Expression, ctx);
         let chained = chain::rewrite(expr, true, self.syntax.clone());
         let value = self
