@@ -613,8 +613,32 @@ impl<'a, 'p> HostRun<'a, 'p> {
         Some((var, instance.vars.get(var).cloned().unwrap_or(Value::Null)))
     }
 
-    fn notify(&mut self, spec: &PreparedTask) {
-        self.notified
-            .extend(spec.task.notify.iter().map(|(n, _)| n.clone()));
+    /// Notifies the task's handlers; a templated name is rendered in the
+    /// instance's variables, and one that names no handler fails the task,
+    /// as in Ansible.
+    fn notify(&mut self, instance: &TaskInstance<'p>) {
+        let spec = instance.spec;
+        for (name, span) in &spec.task.notify {
+            if !crate::template::is_templated(name) {
+                self.notified.insert(name.clone());
+                continue;
+            }
+            let at = span.location();
+            let rendered = self.ctx.templates.render_str(name, &instance.vars);
+            let handlers = &self.ctx.prepared.handlers;
+            let why = match rendered {
+                Ok(n)
+                    if handlers
+                        .iter()
+                        .any(|h| h.task.name == n || h.task.listen.contains(&n)) =>
+                {
+                    self.notified.insert(n);
+                    continue;
+                }
+                Ok(n) => format!("{at}: notify: no handler named '{n}' in this play"),
+                Err(e) => format!("{at}: notify: {e}"),
+            };
+            self.fail(spec, instance.label.clone(), why);
+        }
     }
 }

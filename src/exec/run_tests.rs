@@ -1221,3 +1221,36 @@ fn a_templated_become_is_judged_per_host() {
     assert!(!step("whoami-a").contains("SUDO_USER"));
     assert!(!step("whoami-c").contains("SUDO_USER"));
 }
+
+#[test]
+fn a_templated_notify_is_rendered_per_host_and_must_name_a_handler() {
+    let handlers = "  handlers:\n    - {name: start it, command: started-handler}\n    - {name: stop it, command: stopped-handler}\n";
+    let play = |task: &str| {
+        format!("- hosts: all\n  gather_facts: false\n  vars: {{up: true}}\n  tasks:\n    - {task}\n{handlers}")
+    };
+    let (_d, pb) = load(&play(
+        "{name: a, command: a, notify: \"{{ 'start it' if up else 'stop it' }}\"}",
+    ));
+    let (connect, sent) = recording_hosts(|_, _| ProbeResult::ok(String::new()));
+    execute(&pb, false, 1, connect.as_ref());
+    let body: String = sent
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(_, b)| b.clone())
+        .collect();
+    assert!(body.contains("started-handler") && !body.contains("stopped-handler"));
+    let (_d, pb) = load(&play("{name: b, command: b, notify: \"{{ 'no such' }}\"}"));
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let failed: Vec<&str> = outcome.reports[0]
+        .tasks
+        .iter()
+        .filter(|t| t.status == Status::Failed)
+        .filter_map(|t| t.message.as_deref())
+        .collect();
+    assert_eq!(failed.len(), 1, "{failed:?}");
+    assert!(
+        failed[0].ends_with("notify: no handler named 'no such' in this play"),
+        "{failed:?}"
+    );
+}

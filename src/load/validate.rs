@@ -223,7 +223,8 @@ fn check_notify(play: &Play, task: &Task, errors: &mut Vec<Diagnostic>) {
             .flat_map(|h| std::iter::once(&h.name).chain(&h.listen))
     };
     for (name, span) in &task.notify {
-        if names().any(|n| n == name) {
+        // A templated name is rendered, and looked for, when the task runs.
+        if names().any(|n| n == name) || is_templated(name) {
             continue;
         }
         let d = Diagnostic::new(
@@ -232,9 +233,6 @@ fn check_notify(play: &Play, task: &Task, errors: &mut Vec<Diagnostic>) {
         );
         errors.push(match suggest(name, names().map(String::as_str)) {
             Some(s) => d.with_hint(format!("did you mean '{s}'?")),
-            None if is_templated(name) => {
-                d.with_hint("notify names are matched as written, not rendered as templates")
-            }
             None => d.with_hint("a handler is found by its 'name' or a 'listen' topic"),
         });
     }

@@ -112,7 +112,7 @@ impl<'p> HostRun<'_, 'p> {
             }
             let t = self.ctx.templates;
             if self.outcomes.conditions(t, &instance, i, &mut result) == Status::Changed {
-                self.notify(spec);
+                self.notify(&instance);
             }
             if let Some(reg) = &spec.task.register {
                 self.vars.registered.insert(reg.clone(), result.clone());

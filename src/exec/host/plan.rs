@@ -167,7 +167,7 @@ impl<'p> HostRun<'_, 'p> {
                     }
                     return result;
                 }
-                Status::Changed | Status::Drift => self.notify(spec),
+                Status::Changed | Status::Drift => self.notify(&instance),
                 _ => {}
             }
         }

@@ -38,7 +38,7 @@ impl<'p> HostRun<'_, 'p> {
                     self.changed_since_probe = true;
                     let note = format!("rebooted; back after {} s", took.as_secs());
                     self.outcomes.noted(spec, Status::Changed, note);
-                    self.notify(spec);
+                    self.notify(&instance);
                     json!({"changed": true, "rebooted": true, "elapsed": took.as_secs()})
                 }
                 Err(e) => return self.not_reconnected(instance, e),
