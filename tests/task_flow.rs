@@ -150,6 +150,27 @@ fn a_fire_and_forget_command_is_left_running_and_the_play_goes_on() {
 }
 
 #[test]
+fn copy_with_follow_writes_the_file_its_link_points_to() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    std::fs::create_dir_all(host.path("/root/boot/grub2")).unwrap();
+    std::fs::write(host.path("/root/boot/grub2/grub.cfg"), "old\n").unwrap();
+    std::os::unix::fs::symlink("boot/grub2/grub.cfg", host.path("/root/grub2.cfg")).unwrap();
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - copy: {dest: /root/grub2.cfg, content: \"new\\n\", follow: true}\n";
+    let (code, doc) = run(&host, "apply", playbook);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(tasks(&doc)[0]["status"], "changed", "{doc:#}");
+    let target = std::fs::read_to_string(host.path("/root/boot/grub2/grub.cfg")).unwrap();
+    assert_eq!(target, "new\n");
+    let link = std::fs::symlink_metadata(host.path("/root/grub2.cfg")).unwrap();
+    assert!(link.file_type().is_symlink(), "the link stays a link");
+    let (code, doc) = run(&host, "apply", playbook);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(tasks(&doc)[0]["status"], "ok", "{doc:#}");
+    assert_machine_unchanged(&before);
+}
+
+#[test]
 fn a_task_running_past_its_timeout_fails_saying_so() {
     let before = machine_digest();
     let host = IsolatedHost::new();

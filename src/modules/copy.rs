@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, WriteOpts};
-use crate::modules::kit::files::{FileFact, FileState, Kind};
+use crate::modules::kit::files::{FileFact, FileState, FollowedFile, Kind};
 use crate::modules::kit::module::{Module, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params};
@@ -63,6 +63,8 @@ module_params! {
         force: bool = true,
         /// a command that must accept the new file, named `%s`, before it is installed
         validate: Option<String>,
+        /// where `dest` is a link, write the file it points to (the link stays)
+        follow: bool = false,
     }
 }
 
@@ -76,6 +78,8 @@ struct FileContent {
     opts: WriteOpts,
     /// `force: no` only creates a missing file.
     force: bool,
+    /// `follow: true`: a link at `dest` stands for the file it resolves to.
+    follow: bool,
 }
 
 fn module(
@@ -102,6 +106,7 @@ fn module(
             .with_validate(w.validate)
             .map_err(|m| p.error("validate", m))?,
         force: w.force,
+        follow: w.follow,
     }))
 }
 
@@ -148,11 +153,24 @@ fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
 
 impl Module for FileContent {
     fn probes(&self) -> Vec<Probe> {
+        if self.follow {
+            return vec![FollowedFile::probe(&self.dest)];
+        }
         let paths = std::iter::once(&self.dest).chain(&self.inside);
         paths.map(|p| FileFact::probe(p)).collect()
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        if self.follow {
+            let (resolved, current) = FollowedFile::read(facts, &self.dest)?;
+            let content = &self.content;
+            let mut plan =
+                files::plan_content(&resolved, current.as_ref(), content, &self.opts, self.force)?;
+            if !plan.changes.is_empty() {
+                plan.effects.push(FollowedFile::invalidate(&self.dest));
+            }
+            return Ok(plan);
+        }
         let mut dest = &self.dest;
         let mut current = FileFact::read(facts, dest)?;
         if let (
@@ -197,12 +215,34 @@ mod tests {
                 ..WriteOpts::default()
             },
             force: true,
+            follow: false,
         }
     }
 
     #[test]
+    fn follow_writes_the_file_a_link_resolves_to() {
+        let mut m = module("new\n", None);
+        m.follow = true;
+        let target = FileState::written("old\n", 0o644, "root", "root");
+        let mut facts = Facts::default();
+        let resolved = ("/boot/grub2/grub.cfg".to_string(), Some(target));
+        facts.insert(
+            FollowedFile::key("/etc/x.conf"),
+            FollowedFile::render(&resolved),
+        );
+        assert_eq!(m.probes()[0].key, "file-followed:/etc/x.conf");
+        let plan = m.plan(&facts).unwrap();
+        assert_eq!(plan.changes[0].subject, "/boot/grub2/grub.cfg");
+        assert!(plan.steps.iter().all(|s| !s.contains("/etc/x.conf")));
+        let parsed = FollowedFile::parse("/etc/x.conf", &FollowedFile::render(&resolved)).unwrap();
+        assert_eq!(parsed.0, resolved.0);
+    }
+
+    #[test]
     fn copy_and_template_share_how_dest_is_written() {
-        let write = ["mode", "owner", "group", "backup", "force", "validate"];
+        let write = [
+            "mode", "owner", "group", "backup", "force", "validate", "follow",
+        ];
         assert_eq!(COPY.params.names[..3], ["src", "content", "dest"]);
         assert_eq!(COPY.params.names[3..], write);
         assert_eq!(COPY.params.required, ["dest"]);

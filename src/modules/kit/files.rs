@@ -202,6 +202,48 @@ impl Fact for FileFact {
     }
 }
 
+/// A file as `follow: true` writes it: where `path` is a link, the file it
+/// resolves to, found by the same probe (`readlink -m`) and named on the
+/// answer's first line. Reading the target, not writing through the link:
+/// the steps name the resolved path, which the write refuses to be a link.
+pub(crate) struct FollowedFile;
+
+impl Fact for FollowedFile {
+    type Query = str;
+    type Value = (String, Option<FileState>);
+
+    fn key(path: &str) -> String {
+        format!("file-followed:{path}")
+    }
+
+    fn script(path: &str) -> String {
+        format!(
+            "p={}\nif [ -L \"$p\" ]; then p=$(readlink -m -- \"$p\") || exit 1; fi\nprintf '%s\\n' \"$p\"\n{}",
+            quote(path),
+            FileFact::state_script()
+        )
+    }
+
+    fn parse(path: &str, r: &ProbeResult) -> Result<Self::Value, ModuleError> {
+        let Some((resolved, rest)) = r.stdout.split_once('\n') else {
+            return Err(fact::bad(Self::key(path), "no resolved path"));
+        };
+        let rest = ProbeResult {
+            stdout: rest.to_string(),
+            ..r.clone()
+        };
+        Ok((resolved.to_string(), FileFact::parse(resolved, &rest)?))
+    }
+
+    fn render((resolved, state): &Self::Value) -> ProbeResult {
+        let r = FileFact::render(state);
+        ProbeResult {
+            stdout: format!("{resolved}\n{}", r.stdout),
+            ..r
+        }
+    }
+}
+
 /// A link's resolved path, the line after its text; an empty one is a
 /// path `readlink -m` could not resolve.
 fn resolved(kind: Kind, rest: &str) -> Option<String> {
