@@ -644,7 +644,8 @@ pub(crate) fn fact_samples(rt: &mut super::fact::RoundTrip) {
         Some(special(Kind::Link, Some(("loop", None)))),
         Some(special(Kind::Other, None)),
     ] {
-        rt.check::<FileFact>("/etc/x", v);
+        rt.check::<FileFact>("/etc/x", v.clone());
+        rt.check::<FollowedFile>("/etc/x", ("/opt/x y".into(), v));
     }
 }
 
