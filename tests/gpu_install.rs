@@ -22,17 +22,6 @@ const BUILD_RPMS: &str = include_str!("fixtures/nvidia-repo/build-rpms.sh");
 const BUILD_DEBS: &str = include_str!("fixtures/nvidia-repo/build-debs.sh");
 const BUILD_WHEELS: &str = include_str!("fixtures/nvidia-repo/build-wheel-index.sh");
 
-fn sh(host: &IsolatedHost, script: &str) -> String {
-    let out = host.run(&["sh", "-c", script]);
-    assert!(
-        out.status.success(),
-        "{script}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 fn write_exec(host: &IsolatedHost, path: &str, body: &str) {
     let file = host.path(path);
     std::fs::create_dir_all(file.parent().unwrap()).unwrap();
@@ -95,10 +84,9 @@ fn gpu_host(family: Family, nvswitches: usize) -> IsolatedHost {
         std::fs::write(dir.join("class"), format!("{class}\n")).unwrap();
     }
     std::fs::create_dir_all(host.path("/root/sys-module/nvidia/parameters")).unwrap();
-    sh(
-        &host,
-        &format!("sh -s /tmp/nvidia {kernel} <<'BUILD'\n{build}\nBUILD\n"),
-    );
+    host.sh(&format!(
+        "sh -s /tmp/nvidia {kernel} <<'BUILD'\n{build}\nBUILD\n"
+    ));
     host
 }
 
@@ -192,22 +180,6 @@ fn summary(doc: &Value) -> String {
         .join("\n")
 }
 
-fn rpm_q(host: &IsolatedHost, name: &str) -> String {
-    let out = host.run(&["rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}", name]);
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-fn dpkg_q(host: &IsolatedHost, name: &str) -> String {
-    let out = host.run(&[
-        "dpkg-query",
-        "-W",
-        "-f",
-        "${db:Status-Abbrev}${Version}",
-        name,
-    ]);
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
 fn recap(doc: &Value, what: &str) -> u64 {
     doc["hosts"][0]["recap"][what].as_u64().unwrap()
 }
@@ -240,31 +212,33 @@ fn a_bare_el_host_gets_driver_toolkit_and_kernel_headers_and_stays_converged() {
         "no NVSwitch on this host's bus"
     );
     assert_eq!(
-        rpm_q(&host, "nvidia-driver"),
+        host.rpm_version("nvidia-driver"),
         "package nvidia-driver is not installed"
     );
 
     let (code, first) = run(&host, "apply", &[]);
     assert_eq!(code, 0, "{}", summary(&first));
     assert_eq!(recap(&first, "failed"), 0, "{}", summary(&first));
-    assert_eq!(rpm_q(&host, "nvidia-driver"), "570.86.15-1.el9");
-    assert_eq!(rpm_q(&host, "kernel-devel"), "5.14.0-427.13.1.el9_4");
-    assert_eq!(rpm_q(&host, "cuda-toolkit-12-8"), "12.8.0-1");
+    assert_eq!(host.rpm_version("nvidia-driver"), "570.86.15-1.el9");
+    assert_eq!(host.rpm_version("kernel-devel"), "5.14.0-427.13.1.el9_4");
+    assert_eq!(host.rpm_version("cuda-toolkit-12-8"), "12.8.0-1");
     assert_eq!(
-        rpm_q(&host, "nvidia-fabricmanager-570"),
+        host.rpm_version("nvidia-fabricmanager-570"),
         "package nvidia-fabricmanager-570 is not installed"
     );
-    let signed = sh(&host, "rpm -qi nvidia-driver");
+    let signed = host.sh("rpm -qi nvidia-driver");
     assert!(
         signed.contains("Key ID"),
         "installed from the signed repository: {signed}"
     );
-    assert!(sh(&host, "dnf -C -q module list --enabled nvidia-driver").contains("570-open"));
+    assert!(host
+        .sh("dnf -C -q module list --enabled nvidia-driver")
+        .contains("570-open"));
     let blacklist =
         std::fs::read_to_string(host.path("/etc/modprobe.d/blacklist-nouveau.conf")).unwrap();
     assert_eq!(blacklist, "blacklist nouveau\noptions nouveau modeset=0\n");
     assert_eq!(
-        sh(&host, "cat /root/initramfs-runs"),
+        host.sh("cat /root/initramfs-runs"),
         "run\n",
         "initramfs rebuilt once"
     );
@@ -284,7 +258,7 @@ fn a_bare_el_host_gets_driver_toolkit_and_kernel_headers_and_stays_converged() {
         summary(&second)
     );
     assert_eq!(
-        sh(&host, "cat /root/initramfs-runs"),
+        host.sh("cat /root/initramfs-runs"),
         "run\n",
         "no second rebuild"
     );
@@ -365,7 +339,7 @@ fn an_nvswitch_host_gets_the_fabric_manager_of_its_driver_branch() {
     );
     let (code, doc) = run(&host, "apply", &["--tags", "driver"]);
     assert_eq!(code, 0, "{}", summary(&doc));
-    assert_eq!(rpm_q(&host, "nvidia-fabricmanager-570"), "570.86.15-1");
+    assert_eq!(host.rpm_version("nvidia-fabricmanager-570"), "570.86.15-1");
     assert_machine_unchanged(&before);
 }
 
@@ -389,21 +363,21 @@ fn a_bare_ubuntu_host_gets_the_keyring_driver_and_toolkit_from_the_configured_mi
 
     let (code, first) = run(&host, "apply", &[]);
     assert_eq!(code, 0, "{}", summary(&first));
-    assert_eq!(dpkg_q(&host, "cuda-keyring"), "ii 1.1-1");
+    assert_eq!(host.dpkg_status("cuda-keyring"), "ii 1.1-1");
     assert_eq!(
-        dpkg_q(&host, "linux-headers-5.15.0-91-generic"),
+        host.dpkg_status("linux-headers-5.15.0-91-generic"),
         "ii 5.15.0-91.1"
     );
-    assert_eq!(dpkg_q(&host, "nvidia-open-570"), "ii 570.86.15-0ubuntu1");
-    assert_eq!(dpkg_q(&host, "cuda-toolkit-12-8"), "ii 12.8.0-1");
-    assert_eq!(dpkg_q(&host, "nvidia-fabricmanager-570"), "");
+    assert_eq!(host.dpkg_status("nvidia-open-570"), "ii 570.86.15-0ubuntu1");
+    assert_eq!(host.dpkg_status("cuda-toolkit-12-8"), "ii 12.8.0-1");
+    assert_eq!(host.dpkg_status("nvidia-fabricmanager-570"), "");
     // cuda-keyring's source named NVIDIA's server; the mirror replaced it.
     assert_eq!(
         std::fs::read_to_string(host.path(list)).unwrap(),
         "deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] file:///tmp/nvidia/ubuntu2204/x86_64/ /\n"
     );
     assert_eq!(
-        sh(&host, "cat /root/initramfs-runs"),
+        host.sh("cat /root/initramfs-runs"),
         "run\n",
         "initramfs rebuilt once"
     );
@@ -456,10 +430,10 @@ fn a_running_driver_that_runs_the_toolkit_is_kept_and_an_older_one_is_not() {
     let (code, applied) = run(&host, "apply", &[]);
     assert_eq!(code, 0, "{}", summary(&applied));
     assert_eq!(
-        rpm_q(&host, "nvidia-driver"),
+        host.rpm_version("nvidia-driver"),
         "package nvidia-driver is not installed"
     );
-    assert_eq!(rpm_q(&host, "cuda-toolkit-12-8"), "12.8.0-1");
+    assert_eq!(host.rpm_version("cuda-toolkit-12-8"), "12.8.0-1");
 
     // A running 550 cannot run CUDA 12.8: the configured branch is installed.
     with_running_driver(&host, "550.144.03");
@@ -477,10 +451,9 @@ fn a_running_driver_that_runs_the_toolkit_is_kept_and_an_older_one_is_not() {
 fn pytorch_comes_from_the_wheel_index_of_the_toolkits_cuda_build() {
     let before = machine_digest();
     let host = gpu_host(Family::El, 0);
-    sh(
-        &host,
-        &format!("sh -s /tmp/whl <<'BUILD'\n{BUILD_WHEELS}\nBUILD\n"),
-    );
+    host.sh(&format!(
+        "sh -s /tmp/whl <<'BUILD'\n{BUILD_WHEELS}\nBUILD\n"
+    ));
     let vars = [
         "-e",
         "pytorch_install=true",
@@ -501,8 +474,7 @@ fn pytorch_comes_from_the_wheel_index_of_the_toolkits_cuda_build() {
     );
     let (code, applied) = run(&host, "apply", &vars);
     assert_eq!(code, 0, "{}", summary(&applied));
-    let cuda = sh(
-        &host,
+    let cuda = host.sh(
         "/root/torch/bin/python -c 'import torch, torch.version; print(torch.__version__, torch.version.cuda)'",
     );
     assert_eq!(cuda.trim(), "2.7.1+cu128 12.8");

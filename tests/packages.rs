@@ -43,17 +43,6 @@ cp /root/rpmbuild/RPMS/noarch/*.rpm /tmp/repo/
 createrepo_c -q /tmp/repo
 "#;
 
-fn sh(host: &IsolatedHost, script: &str) -> String {
-    let out = host.run(&["sh", "-c", script]);
-    assert!(
-        out.status.success(),
-        "{script}: {}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// Runs `tasks` (a YAML task list) with `cmd` (apply or check) on the host.
 fn play(host: &IsolatedHost, cmd: &str, tasks: &str) -> serde_json::Value {
     let (code, doc) = run_play(host, cmd, tasks);
@@ -105,29 +94,22 @@ fn changes(doc: &serde_json::Value, task: usize) -> Vec<String> {
 /// Makes a signing key in the host's /root/gnupg, exports it armored to
 /// /tmp/key.asc and returns its short id.
 fn make_key(host: &IsolatedHost) -> String {
-    sh(
-        host,
+    host.sh(
         "export GNUPGHOME=/root/gnupg; mkdir -m 700 $GNUPGHOME
         gpg -q --batch --passphrase '' --quick-gen-key 'nodeprov test <test@example.com>' ed25519 sign never
         gpg -q --armor --export >/tmp/key.asc",
     );
-    let id = sh(
-        host,
+    let id = host.sh(
         "GNUPGHOME=/root/gnupg gpg --with-colons -k | awk -F: '$1 == \"pub\" { print tolower(substr($5, 9)) }'",
     );
     id.trim().to_string()
-}
-
-fn rpm_q(host: &IsolatedHost, name: &str) -> String {
-    let out = host.run(&["rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}", name]);
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 #[test]
 fn dnf_pins_upgrades_and_removes_real_rpms() {
     let before = machine_digest();
     let host = IsolatedHost::el();
-    sh(&host, BUILD_RPMS);
+    host.sh(BUILD_RPMS);
 
     let pin = "    - dnf: {name: npdemo-1.0, update_cache: true}\n";
     let check = play(&host, "check", pin);
@@ -136,14 +118,17 @@ fn dnf_pins_upgrades_and_removes_real_rpms() {
         changes(&check, 0)[0],
         r#"package npdemo: "absent" -> "1.0""#
     );
-    assert_eq!(rpm_q(&host, "npdemo"), "package npdemo is not installed");
+    assert_eq!(
+        host.rpm_version("npdemo"),
+        "package npdemo is not installed"
+    );
     let first = play(&host, "apply", pin);
     assert_eq!(statuses(&first), ["changed"], "{first:#}");
-    assert_eq!(rpm_q(&host, "npdemo"), "1.0-1");
+    assert_eq!(host.rpm_version("npdemo"), "1.0-1");
     assert_eq!(statuses(&play(&host, "apply", pin)), ["ok"]);
 
     // Upgraded by hand: check names the version it found and leaves it.
-    sh(&host, "rpm -U --quiet /tmp/repo/npdemo-1.1-1.noarch.rpm");
+    host.sh("rpm -U --quiet /tmp/repo/npdemo-1.1-1.noarch.rpm");
     let (code, drift) = run_play(&host, "check", pin);
     let c = drift_on(code, &drift, 0, "package npdemo");
     assert_eq!(
@@ -151,11 +136,8 @@ fn dnf_pins_upgrades_and_removes_real_rpms() {
         ["1.1-1", "1.0", "rpm -qa"],
         "{drift:#}"
     );
-    assert_eq!(rpm_q(&host, "npdemo"), "1.1-1");
-    sh(
-        &host,
-        "rpm -U --oldpackage --quiet /tmp/repo/npdemo-1.0-1.noarch.rpm",
-    );
+    assert_eq!(host.rpm_version("npdemo"), "1.1-1");
+    host.sh("rpm -U --oldpackage --quiet /tmp/repo/npdemo-1.0-1.noarch.rpm");
 
     let latest = "    - package: {name: npdemo, state: latest}\n";
     let check = play(&host, "check", latest);
@@ -165,7 +147,7 @@ fn dnf_pins_upgrades_and_removes_real_rpms() {
         "{check:#}"
     );
     assert_eq!(statuses(&play(&host, "apply", latest)), ["changed"]);
-    assert_eq!(rpm_q(&host, "npdemo"), "1.1-1");
+    assert_eq!(host.rpm_version("npdemo"), "1.1-1");
     assert_eq!(
         std::fs::read_to_string(host.path("/etc/nodeprov-pkg/npdemo")).unwrap(),
         "1.1\n"
@@ -176,15 +158,18 @@ fn dnf_pins_upgrades_and_removes_real_rpms() {
     let both = "    - yum: {name: [npapp], disable_gpg_check: true, disablerepo: nothere-*}\n    - dnf: {name: npdemo-1.1-1}\n";
     let doc = play(&host, "apply", both);
     assert_eq!(statuses(&doc), ["changed", "ok"], "{doc:#}");
-    assert_eq!(rpm_q(&host, "npapp"), "1.0-1");
+    assert_eq!(host.rpm_version("npapp"), "1.0-1");
     let doc = play(&host, "check", both);
     assert_eq!(statuses(&doc), ["ok", "ok"]);
     assert_eq!(doc["hosts"][0]["round_trips"], 1, "{doc:#}");
 
     let gone = "    - dnf: {name: [npapp, npdemo], state: absent, autoremove: true}\n";
     assert_eq!(statuses(&play(&host, "apply", gone)), ["changed"]);
-    assert_eq!(rpm_q(&host, "npapp"), "package npapp is not installed");
-    assert_eq!(rpm_q(&host, "npdemo"), "package npdemo is not installed");
+    assert_eq!(host.rpm_version("npapp"), "package npapp is not installed");
+    assert_eq!(
+        host.rpm_version("npdemo"),
+        "package npdemo is not installed"
+    );
     assert_eq!(statuses(&play(&host, "apply", gone)), ["ok"]);
 
     // A refresh alone is reported unchanged, as Ansible's dnf and yum do
@@ -194,7 +179,7 @@ fn dnf_pins_upgrades_and_removes_real_rpms() {
         let argv = ["dnf", "-C", "-q", "list", "--available", "npdemo"];
         host.run(&argv).status.success()
     };
-    sh(&host, "dnf -q clean all");
+    host.sh("dnf -q clean all");
     assert!(!cached(&host));
     assert_eq!(statuses(&play(&host, "check", refresh)), ["ok", "ok"]);
     assert!(!cached(&host), "check refreshed the cache");
@@ -224,22 +209,11 @@ build npdemo 1.1 '' /tmp
 cd /tmp/repo && dpkg-scanpackages -m . /dev/null 2>/dev/null >Packages
 "#;
 
-fn dpkg_q(host: &IsolatedHost, name: &str) -> String {
-    let out = host.run(&[
-        "dpkg-query",
-        "-W",
-        "-f",
-        "${db:Status-Abbrev}${Version}",
-        name,
-    ]);
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
 #[test]
 fn apt_pins_local_debs_and_cleanup_with_real_dpkg() {
     let before = machine_digest();
     let host = IsolatedHost::apt();
-    sh(&host, BUILD_DEBS);
+    host.sh(BUILD_DEBS);
 
     let refresh = "    - apt: {update_cache: true, cache_valid_time: 3600}\n";
     assert_eq!(statuses(&play(&host, "apply", refresh)), ["changed"]);
@@ -253,16 +227,16 @@ fn apt_pins_local_debs_and_cleanup_with_real_dpkg() {
         "{check:#}"
     );
     assert_eq!(statuses(&play(&host, "apply", pin)), ["changed", "changed"]);
-    assert_eq!(dpkg_q(&host, "npdemo"), "ii 1.0");
-    assert_eq!(dpkg_q(&host, "npapp"), "ii 1.0");
+    assert_eq!(host.dpkg_status("npdemo"), "ii 1.0");
+    assert_eq!(host.dpkg_status("npapp"), "ii 1.0");
     assert!(
-        !dpkg_q(&host, "npextra").starts_with("ii"),
+        !host.dpkg_status("npextra").starts_with("ii"),
         "recommends were not to be installed"
     );
     assert_eq!(statuses(&play(&host, "apply", pin)), ["ok", "ok"]);
 
     // Removed by hand: check names the package as absent and leaves it so.
-    sh(&host, "dpkg -r --force-depends npdemo >/dev/null 2>&1");
+    host.sh("dpkg -r --force-depends npdemo >/dev/null 2>&1");
     let (code, drift) = run_play(&host, "check", pin);
     let c = drift_on(code, &drift, 0, "package npdemo");
     assert_eq!(
@@ -271,10 +245,10 @@ fn apt_pins_local_debs_and_cleanup_with_real_dpkg() {
         "{drift:#}"
     );
     assert_eq!(statuses(&drift), ["drift", "ok"], "{drift:#}");
-    assert!(!dpkg_q(&host, "npdemo").starts_with("ii"));
+    assert!(!host.dpkg_status("npdemo").starts_with("ii"));
     let doc = play(&host, "apply", pin);
     assert_eq!(statuses(&doc), ["changed", "ok"], "{doc:#}");
-    assert_eq!(dpkg_q(&host, "npdemo"), "ii 1.0");
+    assert_eq!(host.dpkg_status("npdemo"), "ii 1.0");
 
     let deb = "    - apt: {deb: /tmp/npdemo_1.1_all.deb}\n";
     let check = play(&host, "check", deb);
@@ -284,18 +258,18 @@ fn apt_pins_local_debs_and_cleanup_with_real_dpkg() {
         "{check:#}"
     );
     assert_eq!(statuses(&play(&host, "apply", deb)), ["changed"]);
-    assert_eq!(dpkg_q(&host, "npdemo"), "ii 1.1");
+    assert_eq!(host.dpkg_status("npdemo"), "ii 1.1");
     assert_eq!(statuses(&play(&host, "apply", deb)), ["ok"]);
 
     // npdemo came in as npapp's dependency the second time, so once npapp
     // is purged, autoremove takes it too.
-    sh(&host, "apt-mark auto npdemo >/dev/null");
+    host.sh("apt-mark auto npdemo >/dev/null");
     let gone =
         "    - apt: {name: npapp, state: absent, purge: true, autoremove: true, clean: true}\n";
     assert_eq!(statuses(&play(&host, "apply", gone)), ["changed"]);
     // Purged: not even configuration files ("rc") are left.
     for gone in ["npapp", "npdemo"] {
-        let status = dpkg_q(&host, gone);
+        let status = host.dpkg_status(gone);
         assert!(
             !status.starts_with("ii") && !status.starts_with("rc"),
             "{gone}: {status}"
@@ -309,7 +283,7 @@ fn apt_pins_local_debs_and_cleanup_with_real_dpkg() {
 fn repository_files_and_rpm_keys_on_an_el_host() {
     let before = machine_digest();
     let host = IsolatedHost::el();
-    sh(&host, BUILD_RPMS);
+    host.sh(BUILD_RPMS);
     let id = make_key(&host);
     let tasks = "    - yum_repository: {name: extra, description: Extra, baseurl: 'file:///tmp/repo', enabled: false, gpgcheck: true, gpgkey: 'file:///tmp/key.asc'}
     - rpm_key: {key: /tmp/key.asc}
@@ -324,21 +298,20 @@ fn repository_files_and_rpm_keys_on_an_el_host() {
         std::fs::read_to_string(host.path("/etc/yum.repos.d/extra.repo")).unwrap(),
         "[extra]\nbaseurl = file:///tmp/repo\nenabled = 0\ngpgcheck = 1\ngpgkey = file:///tmp/key.asc\nname = Extra\n\n"
     );
-    let keys = sh(&host, "rpm -q gpg-pubkey --qf '%{VERSION} %{SUMMARY}\\n'");
+    let keys = host.sh("rpm -q gpg-pubkey --qf '%{VERSION} %{SUMMARY}\\n'");
     assert!(
         keys.starts_with(&format!("{id} ")) && keys.contains("nodeprov test"),
         "{keys}"
     );
-    assert_eq!(rpm_q(&host, "npdemo"), "1.1-1");
+    assert_eq!(host.rpm_version("npdemo"), "1.1-1");
     assert_eq!(statuses(&play(&host, "apply", tasks)), ["ok", "ok", "ok"]);
 
     // The repository enabled and the key removed by hand: check names
     // both and leaves them.
     let repo = "/etc/yum.repos.d/extra.repo";
-    sh(
-        &host,
-        &format!("sed -i 's/^enabled = 0$/enabled = 1/' {repo} && rpm -e gpg-pubkey-{id}"),
-    );
+    host.sh(&format!(
+        "sed -i 's/^enabled = 0$/enabled = 1/' {repo} && rpm -e gpg-pubkey-{id}"
+    ));
     let (code, drift) = run_play(&host, "check", tasks);
     let file = drift_on(code, &drift, 0, repo);
     let diff = file["diff"].as_str().unwrap_or_default();
@@ -353,7 +326,7 @@ fn repository_files_and_rpm_keys_on_an_el_host() {
         .unwrap()
         .contains("enabled = 1\n"));
     assert_eq!(
-        sh(&host, "rpm -q gpg-pubkey >/dev/null || echo none"),
+        host.sh("rpm -q gpg-pubkey >/dev/null || echo none"),
         "none\n"
     );
     let doc = play(&host, "apply", tasks);
@@ -365,7 +338,7 @@ fn repository_files_and_rpm_keys_on_an_el_host() {
         ["changed", "changed"]
     );
     assert_eq!(
-        sh(&host, "rpm -q gpg-pubkey >/dev/null || echo none"),
+        host.sh("rpm -q gpg-pubkey >/dev/null || echo none"),
         "none\n"
     );
     assert!(!host.path("/etc/yum.repos.d/extra.repo").exists());
@@ -377,7 +350,7 @@ fn repository_files_and_rpm_keys_on_an_el_host() {
 fn apt_keys_and_repository_lines_on_a_debian_host() {
     let before = machine_digest();
     let host = IsolatedHost::apt();
-    sh(&host, BUILD_DEBS);
+    host.sh(BUILD_DEBS);
     let id = make_key(&host);
     let tasks = "    - apt_key: {file: /tmp/key.asc, keyring: /etc/apt/keyrings/np.gpg}
     - apt_repository: {repo: 'deb [trusted=yes] file:/tmp/repo ./', filename: second}
@@ -392,23 +365,23 @@ fn apt_keys_and_repository_lines_on_a_debian_host() {
     );
     let doc = play(&host, "apply", tasks);
     assert_eq!(statuses(&doc), ["changed", "changed"], "{doc:#}");
-    let listed = sh(
-        &host,
-        "GNUPGHOME=$(mktemp -d) gpg --with-colons --show-keys /etc/apt/keyrings/np.gpg",
-    );
+    let listed =
+        host.sh("GNUPGHOME=$(mktemp -d) gpg --with-colons --show-keys /etc/apt/keyrings/np.gpg");
     assert!(listed.contains("nodeprov test"), "{listed}");
     assert_eq!(
         std::fs::read_to_string(host.path("/etc/apt/sources.list.d/second.list")).unwrap(),
         "deb [trusted=yes] file:/tmp/repo ./\n"
     );
     // update_cache ran: the lists know the repository.
-    assert!(sh(&host, "apt-cache policy npdemo").contains("Candidate: 1.0"));
+    assert!(host
+        .sh("apt-cache policy npdemo")
+        .contains("Candidate: 1.0"));
     assert_eq!(statuses(&play(&host, "apply", tasks)), ["ok", "ok"]);
 
     // The keyring removed and the list emptied by hand: check names both
     // and leaves them.
     let list = "/etc/apt/sources.list.d/second.list";
-    sh(&host, &format!("rm /etc/apt/keyrings/np.gpg && : >{list}"));
+    host.sh(&format!("rm /etc/apt/keyrings/np.gpg && : >{list}"));
     let (code, drift) = run_play(&host, "check", tasks);
     let key = drift_on(code, &drift, 0, &format!("apt key {id}"));
     assert_eq!(
@@ -464,8 +437,7 @@ fn a_ppa_is_planned_for_the_ubuntu_release_and_needs_its_key() {
     );
     assert!(!host.path(list).exists());
 
-    sh(
-        &host,
+    host.sh(
         "mkdir -p /etc/apt/trusted.gpg.d && : > /etc/apt/trusted.gpg.d/graphics-drivers-ubuntu-ppa.gpg",
     );
     let check = play(&host, "check", tasks);
@@ -529,12 +501,9 @@ data:
 fn dnf_module_streams_from_a_modular_repository() {
     let before = machine_digest();
     let host = IsolatedHost::el();
-    sh(&host, BUILD_RPMS);
+    host.sh(BUILD_RPMS);
     std::fs::write(host.path("/tmp/modules.yaml"), MODULES_YAML).unwrap();
-    sh(
-        &host,
-        "modifyrepo_c --mdtype=modules /tmp/modules.yaml /tmp/repo/repodata >/dev/null",
-    );
+    host.sh("modifyrepo_c --mdtype=modules /tmp/modules.yaml /tmp/repo/repodata >/dev/null");
     let stream = "    - dnf: {name: '@npmod:stable/default', update_cache: true}\n";
     let check = play(&host, "check", stream);
     assert_eq!(
@@ -544,8 +513,13 @@ fn dnf_module_streams_from_a_modular_repository() {
     );
     let doc = play(&host, "apply", stream);
     assert_eq!(statuses(&doc), ["changed"], "{doc:#}");
-    assert!(sh(&host, "dnf -C -q module list --enabled npmod").contains("[e]"));
-    assert_ne!(rpm_q(&host, "npdemo"), "package npdemo is not installed");
+    assert!(host
+        .sh("dnf -C -q module list --enabled npmod")
+        .contains("[e]"));
+    assert_ne!(
+        host.rpm_version("npdemo"),
+        "package npdemo is not installed"
+    );
     assert_eq!(statuses(&play(&host, "apply", stream)), ["ok"]);
     assert_machine_unchanged(&before);
 }
@@ -571,7 +545,7 @@ fn lists_installed(host: &IsolatedHost, install: &str, that: &[&str]) {
 fn package_facts_read_real_dpkg_and_rpm_databases() {
     let before = machine_digest();
     let deb = IsolatedHost::apt();
-    sh(&deb, BUILD_DEBS);
+    deb.sh(BUILD_DEBS);
     lists_installed(
         &deb,
         "    - apt: {name: npdemo, update_cache: true, install_recommends: false}\n",
@@ -581,7 +555,7 @@ fn package_facts_read_real_dpkg_and_rpm_databases() {
         ],
     );
     let el = IsolatedHost::el();
-    sh(&el, BUILD_RPMS);
+    el.sh(BUILD_RPMS);
     lists_installed(
         &el,
         "    - dnf: {name: npdemo-1.0, update_cache: true}\n",

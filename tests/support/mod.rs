@@ -283,6 +283,31 @@ impl IsolatedHost {
         out
     }
 
+    /// Runs a shell script inside; panics with its output when it fails.
+    pub fn sh(&self, script: &str) -> String {
+        let out = self.run(&["sh", "-c", script]);
+        assert!(
+            out.status.success(),
+            "{script}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// An installed rpm's version-release, or what rpm says of it.
+    pub fn rpm_version(&self, name: &str) -> String {
+        let out = self.run(&["rpm", "-q", "--qf", "%{VERSION}-%{RELEASE}", name]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
+    /// A deb's dpkg status abbreviation and version (`ii 1.0`), or nothing.
+    pub fn dpkg_status(&self, name: &str) -> String {
+        let format = "${db:Status-Abbrev}${Version}";
+        let out = self.run(&["dpkg-query", "-W", "-f", format, name]);
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    }
+
     /// Starts `argv` inside a fresh namespace over the host's tree and returns at
     /// once, for servers. `argv` runs as PID 1 of that namespace, as the child of
     /// the returned `unshare`; killing `unshare` kills it and all it started.
