@@ -540,7 +540,9 @@ impl<'a, 'p> HostRun<'a, 'p> {
     /// Apply mode: something a task needs is absent while steps of earlier
     /// tasks are still queued, which may be what provides it (a download
     /// before its install). Its answers are dropped, so they are asked
-    /// again once those steps ran; absent then, it fails.
+    /// again once those steps ran; absent then, it fails. These plans are
+    /// a trial, kept for no instance: each item is planned again in turn,
+    /// after the effects its earlier items predict.
     fn provided_by_pending(&mut self, instances: &Instances<'p>) -> bool {
         if self.pending.is_empty() {
             return false;
