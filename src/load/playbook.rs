@@ -70,6 +70,8 @@ const TASK_KEYS: &[&str] = &[
     "timeout",
     "delegate_to",
     "connection",
+    "action",
+    "local_action",
     "run_once",
     "async",
     "poll",
@@ -79,7 +81,6 @@ const TASK_KEYS: &[&str] = &[
 /// Ansible's task keywords that nodeprov refuses: refused by name, never
 /// taken for a module's name.
 const REFUSED_TASK_KEYS: &[&str] = &[
-    "action",
     "any_errors_fatal",
     "become_exe",
     "become_flags",
@@ -960,11 +961,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
             "until" | "retries" | "delay" => retry_keys.add(k, v),
             "delegate_to" => task.delegate_to = tasks::delegate_to(v, errors),
             "run_once" => task.run_once = boolean(v, key, errors),
-            "delegate_facts" | "local_action" => {
-                // As for an unknown key, "names no module" would add nothing.
-                unknown |= key == "local_action";
-                errors.push(tasks::not_yet(k))
-            }
+            "delegate_facts" => errors.push(tasks::not_yet(k)),
             "connection" => task_connection = Some(v),
             "async" | "poll" if is_template(v) => match key {
                 "async" => templated_async = Some(v.clone()),

@@ -372,12 +372,69 @@ pub(super) fn check_once_per_host(task: &Task, key: &Node, errors: &mut Errors) 
     }
 }
 
-/// Task keywords nodeprov does not honour yet: refused by name, with what
-/// to do instead, rather than as an unknown module.
+/// `action: copy src=a dest=b` (or `{module: copy, src: a, …}`) as the
+/// task it stands for, `copy: src=a dest=b`; `local_action:` the same, run
+/// on the controller (`connection: local`). `None`: the task has neither.
+fn action_form(node: &Node, errors: &mut Errors) -> Option<Node> {
+    let entries = node.as_map()?;
+    let at = entries
+        .iter()
+        .position(|(k, _)| matches!(k.as_str(), Some("action" | "local_action")))?;
+    let (key, value) = &entries[at];
+    let text =
+        |s: &str, span: &crate::load::diag::Span| Node::new(Value::Str(s.into()), span.clone());
+    let (module, args) = match &value.value {
+        Value::Str(s) => {
+            let s = s.trim_start();
+            let (name, rest) = s.split_once(char::is_whitespace).unwrap_or((s, ""));
+            let rest = rest.trim();
+            let args = match rest.is_empty() {
+                true => Node::new(Value::Null, value.span.clone()),
+                false => text(rest, &value.span),
+            };
+            (name.to_string(), args)
+        }
+        Value::Map(m) => {
+            let Some(name) = m.iter().find(|(k, _)| k.as_str() == Some("module")) else {
+                errors.push(value.error(format!(
+                    "{} needs 'module:'",
+                    key.as_str().unwrap_or_default()
+                )));
+                return None;
+            };
+            let rest = m
+                .iter()
+                .filter(|(k, _)| k.as_str() != Some("module"))
+                .cloned()
+                .collect();
+            (
+                name.1.scalar_text().unwrap_or_default(),
+                Node::new(Value::Map(rest), value.span.clone()),
+            )
+        }
+        _ => {
+            errors.push(value.error(format!(
+                "{} must name a module, found {}",
+                key.as_str().unwrap_or_default(),
+                value.kind()
+            )));
+            return None;
+        }
+    };
+    let mut out: Vec<(Node, Node)> = entries.to_vec();
+    out[at] = (text(&module, &key.span), args);
+    if key.as_str() == Some("local_action") {
+        out.push((text("connection", &key.span), text("local", &key.span)));
+    }
+    Some(Node::new(Value::Map(out), node.span.clone()))
+}
+
+/// `delegate_facts`: refused by name, with why, rather than as an unknown
+/// module.
 pub(super) fn not_yet(key: &Node) -> crate::load::diag::Diagnostic {
     let name = key.as_str().unwrap_or_default();
     key.error(format!("'{name}' is not supported by nodeprov"))
-        .with_hint("write the module as the task's key with 'delegate_to: localhost'")
+        .with_hint("a delegated task's facts are its host's; gather the delegate's in a play on it")
 }
 
 /// `delegate_to:`: the host a task runs on instead of its own, written as
@@ -539,6 +596,8 @@ pub(super) fn expand(v: &Node, scope: &Scope, errors: &mut Errors) -> Vec<Task> 
 }
 
 fn entry(node: &Node, scope: &Scope, errors: &mut Errors) -> Vec<Task> {
+    let rewritten = action_form(node, errors);
+    let node = rewritten.as_ref().unwrap_or(node);
     let Some(entries) = node.as_map() else {
         errors.push(node.error(format!("a task must be a mapping, found {}", node.kind())));
         return Vec::new();
@@ -1430,7 +1489,6 @@ mod tests {
             errs,
             [
                 "site.yml:7:20: a delegate_to that names the loop variable 'item' is not supported by nodeprov",
-                "site.yml:9:7: 'local_action' is not supported by nodeprov",
                 "site.yml:10:7: 'meta' cannot be delegated in nodeprov",
             ]
         );
@@ -1450,6 +1508,16 @@ mod tests {
         let d = |i: usize| pb.plays[0].tasks[i].delegate_to.clone().unwrap();
         assert!(d(0).controller && d(0).to == "localhost");
         assert!(d(1).controller && d(1).to == "db");
+        let pb = load("- hosts: all\n  tasks:\n    - local_action: command echo hi\n    - action: {module: copy, dest: /x, content: y}\n    - action: file path=/y state=absent\n").unwrap();
+        let t = &pb.plays[0].tasks;
+        let names: Vec<&str> = t.iter().map(|t| t.module.name).collect();
+        assert_eq!(names, ["command", "copy", "file"]);
+        assert!(t[0]
+            .delegate_to
+            .as_ref()
+            .is_some_and(|d| d.controller && d.to == "localhost"));
+        assert!(t[1].delegate_to.is_none() && t[2].delegate_to.is_none());
+        assert_eq!(t[2].params.len(), 2);
         let errs =
             load("- hosts: all\n  tasks:\n    - {command: a, connection: ssh}\n").unwrap_err();
         assert_eq!(
