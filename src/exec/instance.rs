@@ -469,6 +469,23 @@ impl Resolver<'_> {
     fn user(&self, spec: &PreparedTask, vars: &Value) -> Result<Option<String>, ResolveError> {
         let task = spec.task;
         let user = self.ctx.play.task_user(task);
+        if let Some(node) = &task.become_method_if {
+            let at = node.span.location();
+            let method = self
+                .ctx
+                .templates
+                .render_value(&node.to_json(), vars)
+                .map_err(|why| ResolveError::Become {
+                    at: at.clone(),
+                    why,
+                })?;
+            if method != "sudo" {
+                let method = method.as_str().map_or(method.to_string(), String::from);
+                return Err(ResolveError::Module(format!(
+                    "{at}: become_method '{method}' is not supported: only sudo is"
+                )));
+            }
+        }
         let Some(node) = &task.become_if else {
             return Ok(user.clone());
         };

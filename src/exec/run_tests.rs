@@ -1254,3 +1254,30 @@ fn a_templated_notify_is_rendered_per_host_and_must_name_a_handler() {
         "{failed:?}"
     );
 }
+
+#[test]
+fn a_templated_become_method_runs_where_it_is_sudo_and_fails_elsewhere() {
+    let play = |method: &str| {
+        format!("- hosts: all\n  gather_facts: false\n  vars: {{how: {method}}}\n  tasks:\n    - {{name: t, command: whoami-x, become: true, become_method: '{{{{ how }}}}'}}\n")
+    };
+    let (connect, sent) = recording_hosts(|_, _| ProbeResult::ok(String::new()));
+    let (_d, pb) = load(&play("sudo"));
+    let ran = execute(&pb, false, 1, connect.as_ref());
+    assert_eq!(ran.reports[0].tasks[0].status, Status::Changed);
+    let (_d, pb) = load(&play("su"));
+    let refused = execute(&pb, false, 1, connect.as_ref());
+    let t = &refused.reports[0].tasks[0];
+    assert_eq!(t.status, Status::Failed);
+    assert!(
+        t.message
+            .as_deref()
+            .is_some_and(|m| m.ends_with("become_method 'su' is not supported: only sudo is")),
+        "{:?}",
+        t.message
+    );
+    let sent = sent.lock().unwrap();
+    assert_eq!(
+        sent.iter().filter(|(_, b)| b.contains("whoami-x")).count(),
+        1
+    );
+}

@@ -169,6 +169,9 @@ pub struct Task {
     /// A templated `become`, judged per host: the task runs as its
     /// `become_user` where it holds, as the login user where it does not.
     pub become_if: Option<Node>,
+    /// A templated `become_method`, judged per host: where it is not sudo,
+    /// the task fails saying so.
+    pub become_method_if: Option<Node>,
     /// `no_log`: the task's values are hidden from every report.
     pub no_log: bool,
     pub changed_when: Option<Node>,
@@ -879,6 +882,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         ignore_errors: false,
         ignore_errors_if: None,
         become_if: None,
+        become_method_if: None,
         no_log: false,
         changed_when: None,
         failed_when: None,
@@ -955,6 +959,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
             }
             "args" => args = Some(v),
             "environment" => task.environment.extend(environment(v, errors)),
+            "become_method" if is_template(v) => task.become_method_if = Some(v.clone()),
             "become_method" => become_method(v, errors),
             "no_log" => task.no_log = no_log(v, errors),
             "timeout" => task.timeout = tasks::timeout(v, errors),
