@@ -2,8 +2,9 @@
 //! over real SSH: the MUNGE key pattern of Slurm roles (read the key on the
 //! controller node, install it on every node), a file written on the
 //! delegate with the node's own variables, and a task run on the
-//! controller. Check reports the drift, apply converges, apply again
-//! changes nothing and check again is clean.
+//! controller, and a file fetched from each node to the controller. Check
+//! reports the drift, apply converges, apply again changes nothing and
+//! check again is clean.
 
 mod support;
 
@@ -34,6 +35,8 @@ const PLAYBOOK: &str = r#"
         dest: "{{ proof_dir }}/local-{{ inventory_hostname }}"
         content: "{{ inventory_hostname }}\n"
       connection: local
+    - name: fetch this node's id
+      fetch: {src: /root/node-id, dest: "{{ proof_dir }}/fetched"}
 "#;
 
 fn changed(run: &Run, host: &str) -> Vec<String> {
@@ -52,6 +55,13 @@ fn delegated_tasks_run_on_their_delegate_with_their_host_s_variables() {
     let fleet = SshFleet::start(3);
     let (munge, nodes) = (&fleet.hosts[0], &fleet.hosts[1..]);
     std::fs::write(munge.host.path("/root/munge.key"), "SECRET-KEY-BYTES\n").unwrap();
+    for node in nodes {
+        std::fs::write(
+            node.host.path("/root/node-id"),
+            format!("id of {}\n", node.name()),
+        )
+        .unwrap();
+    }
     let control = Control::new(&fleet);
     let proof = control.path("proof");
     std::fs::create_dir(&proof).unwrap();
@@ -71,7 +81,8 @@ fn delegated_tasks_run_on_their_delegate_with_their_host_s_variables() {
             [
                 "install it here",
                 "record this node on the controller node",
-                "on the controller"
+                "on the controller",
+                "fetch this node's id"
             ],
             "{check}"
         );
@@ -92,6 +103,11 @@ fn delegated_tasks_run_on_their_delegate_with_their_host_s_variables() {
         assert!(!node.host.path(&format!("/root/joined-{name}")).exists());
         let local = proof.join(format!("local-{name}"));
         assert_eq!(std::fs::read_to_string(local).unwrap(), format!("{name}\n"));
+        let fetched = proof.join(format!("fetched/{name}/root/node-id"));
+        assert_eq!(
+            std::fs::read_to_string(fetched).unwrap(),
+            format!("id of {name}\n")
+        );
     }
     assert!(
         !apply.stdout.contains("SECRET-KEY-BYTES"),

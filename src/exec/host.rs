@@ -98,9 +98,9 @@ pub(crate) struct HostRun<'a, 'p> {
     /// Why the play's `vars_files` could not be read for this host: every
     /// task fails with it, as no task can know its variables.
     vars_error: Option<Diagnostic>,
-    /// Wires to the hosts tasks were delegated to (and whether on the
-    /// controller's own connection), kept for the next.
-    delegates: BTreeMap<(String, bool), Wire<'a>>,
+    /// Wires to the hosts tasks were delegated to (the controller among
+    /// them), kept for the next.
+    delegates: BTreeMap<String, Wire<'a>>,
     /// The delegate the task being planned runs on.
     delegated: Option<String>,
 }
@@ -471,7 +471,10 @@ impl<'a, 'p> HostRun<'a, 'p> {
                     self.outcomes.skipped(&instance);
                     (json!({"changed": false, "skipped": true}), false)
                 }
-                Some(m) => self.plan_instance(instance, m),
+                Some(m) => match m.on_controller(&self.facts) {
+                    Some(local) => self.plan_on_controller(instance, local),
+                    None => self.plan_instance(instance, m),
+                },
             };
             if flush {
                 next = Next::FlushAfter;

@@ -17,6 +17,7 @@ pub(crate) mod command;
 pub(crate) mod copy;
 pub(crate) mod cuda_env;
 pub(crate) mod debug;
+pub(crate) mod fetch;
 pub(crate) mod file;
 pub(crate) mod find;
 pub(crate) mod firewalld;

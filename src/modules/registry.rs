@@ -4,10 +4,10 @@
 use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
     apt_key, apt_repository, assert, authorized_key, blockinfile, command, copy, cuda_env, debug,
-    file, firewalld, get_url, getent, gpu_smoke, group, ini_file, kernel_blacklist, lineinfile,
-    meta, modprobe, mount, package, package_facts, pam_limits, pause, pip, reboot, replace,
-    rpm_key, selinux, service, service_facts, set_fact, setup, slurp, stat, swapfile, sysctl,
-    timezone, ufw, unarchive, uri, user, wait_for_connection, yum_repository,
+    fetch, file, firewalld, get_url, getent, gpu_smoke, group, ini_file, kernel_blacklist,
+    lineinfile, meta, modprobe, mount, package, package_facts, pam_limits, pause, pip, reboot,
+    replace, rpm_key, selinux, service, service_facts, set_fact, setup, slurp, stat, swapfile,
+    sysctl, timezone, ufw, unarchive, uri, user, wait_for_connection, yum_repository,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -17,6 +17,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         command::RAW,
         copy::COPY,
         copy::TEMPLATE,
+        fetch::FETCH,
         file::FILE,
         // Named in full: `find` is also this file's lookup.
         crate::modules::find::FIND,

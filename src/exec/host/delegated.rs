@@ -7,17 +7,24 @@
 
 use std::collections::BTreeMap;
 
+use serde_json::{json, Value};
+
 use super::{HostRun, Next};
+use crate::exec::instance::TaskInstance;
 use crate::exec::prepared::PreparedTask;
 use crate::exec::wire::Wire;
-use crate::modules::Facts;
+use crate::modules::{Facts, Module};
+use crate::remote::local::LocalTransport;
+use crate::remote::TransportError;
 
 /// This host's state while a task runs on its delegate.
-struct Parked<'a> {
+struct Parked<'a, 'p> {
     wire: Wire<'a>,
     facts: Facts,
     to_verify: Vec<super::ToVerify>,
     changed_since_probe: bool,
+    pending: Vec<super::Pending<'p>>,
+    pending_registers: std::collections::BTreeSet<String>,
 }
 
 impl<'a, 'p> HostRun<'a, 'p> {
@@ -33,32 +40,82 @@ impl<'a, 'p> HostRun<'a, 'p> {
             self.delegated = None;
             return next;
         }
-        let key = (target.clone(), controller);
+        let open = || (self.ctx.open_delegate)(&target, controller);
+        let opened = self.on_wire(
+            format!("{target} {controller}"),
+            self.ctx.play.script_user(),
+            open,
+            |run| run.run_on_delegate(spec, &target),
+        );
+        if let Err(e) = opened {
+            self.fail(spec, None, format!("delegate_to '{target}': {e}"));
+        }
+        Next::Continue
+    }
+
+    /// A module that writes on the controller what it read on the host
+    /// (fetch): planned, applied and verified there, as the controller
+    /// user, while this host's queued steps wait.
+    pub(super) fn plan_on_controller(
+        &mut self,
+        instance: TaskInstance<'p>,
+        local: Box<dyn Module>,
+    ) -> (Value, bool) {
+        let spec = instance.spec;
+        let check = instance.check;
+        let mut planned = (json!({"changed": false}), false);
+        let open = || Ok(Box::new(LocalTransport) as Box<dyn crate::remote::Transport>);
+        let opened = self.on_wire("the controller".into(), None, open, |run| {
+            let probes = local.probes();
+            match run.wire.probe(probes) {
+                Ok(answers) => run.facts.extend(answers),
+                Err(e) => return run.fail(spec, None, format!("on the controller: {e}")),
+            }
+            planned = run.plan_instance(instance, local);
+            run.flush();
+            if !check {
+                run.verify();
+            }
+        });
+        if let Err(e) = opened {
+            self.fail(spec, None, format!("on the controller: {e}"));
+        }
+        (planned.0, false)
+    }
+
+    /// Runs `f` with this host's wire, facts and queued steps set aside for
+    /// those of another host (`key`), whose wire is opened once and kept
+    /// for the play's next use.
+    fn on_wire(
+        &mut self,
+        key: String,
+        become_user: Option<String>,
+        open: impl FnOnce() -> Result<Box<dyn crate::remote::Transport>, TransportError>,
+        f: impl FnOnce(&mut Self),
+    ) -> Result<(), TransportError> {
         let wire = match self.delegates.remove(&key) {
             Some(wire) => wire,
-            None => match (self.ctx.open_delegate)(&target, controller) {
-                Ok(t) => Wire::holding(t, self.ctx.play.script_user()),
-                Err(e) => {
-                    self.fail(spec, None, format!("delegate_to '{target}': {e}"));
-                    return Next::Continue;
-                }
-            },
+            None => Wire::holding(open()?, become_user),
         };
         let parked = Parked {
             wire: std::mem::replace(&mut self.wire, wire),
             facts: std::mem::take(&mut self.facts),
             to_verify: std::mem::take(&mut self.to_verify),
             changed_since_probe: std::mem::replace(&mut self.changed_since_probe, false),
+            pending: std::mem::take(&mut self.pending),
+            pending_registers: std::mem::take(&mut self.pending_registers),
         };
-        self.delegated = Some(target.clone());
-        self.run_on_delegate(spec, &target);
+        self.delegated = Some(key.clone());
+        f(self);
         self.delegated = None;
         let wire = std::mem::replace(&mut self.wire, parked.wire);
         self.delegates.insert(key, wire);
         self.facts = parked.facts;
         self.to_verify = parked.to_verify;
         self.changed_since_probe = parked.changed_since_probe;
-        Next::Continue
+        self.pending = parked.pending;
+        self.pending_registers = parked.pending_registers;
+        Ok(())
     }
 
     /// Probe, plan, apply and verify the one task on the wire now in place.

@@ -48,6 +48,13 @@ pub(crate) trait Module: Send + Sync {
     fn connection_action(&self) -> Option<ConnectionAction> {
         None
     }
+    /// A module that reads the host and writes on the controller (fetch):
+    /// what it writes there, from the host's answers, planned and applied
+    /// on the controller's own connection. `None`: it is planned on the
+    /// host as any other, and its plan says why nothing is written.
+    fn on_controller(&self, _facts: &Facts) -> Option<Box<dyn Module>> {
+        None
+    }
 }
 
 pub(crate) type BuildFn = fn(&Params) -> Result<Box<dyn Module>, ParamError>;

@@ -1,0 +1,216 @@
+//! `fetch`: a file of the host copied to the controller, under
+//! `dest/<inventory_hostname>/<src>` (or `dest` itself with `flat`), as
+//! Ansible's fetch lays it out. The host's file is read by the probe every
+//! file module shares; the controller's copy is planned, written and
+//! verified on the controller's own connection, as the controller user,
+//! by the same content plan `copy` uses.
+
+use crate::modules::kit::fact::Fact;
+use crate::modules::kit::files::{self, FileFact, Kind, WriteOpts, MAX_CONTENT};
+use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::plan::{Facts, ModuleError, Plan};
+use crate::modules::params::{module_params, ParamError, Params};
+use crate::remote::probe::Probe;
+use crate::remote::shell::quote;
+
+pub(crate) const FETCH: ModuleSpec = ModuleSpec {
+    name: "fetch",
+    aliases: &["ansible.builtin.fetch"],
+    params: &FetchArgs::SPEC,
+    free_form: None,
+    build,
+};
+
+module_params! {
+    struct FetchArgs {
+        /// the file on the host (up to 1 MiB)
+        src: String,
+        /// the folder on the controller (relative: to the playbook's); the file lands in `<dest>/<host>/<src>`
+        dest: String,
+        /// true: the file lands at `dest` itself (in it, when it ends with `/`)
+        flat: bool = false,
+        /// false: a missing source is no failure
+        fail_on_missing: bool = true,
+        /// the copy is compared by content, so it always matches the source
+        validate_checksum: bool = true,
+    }
+}
+
+struct Fetch {
+    src: String,
+    /// Where the copy goes on the controller.
+    local: String,
+    fail_on_missing: bool,
+}
+
+fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let a = FetchArgs::read(p)?;
+    // The copy is planned from the source's content: it matches by design.
+    let _ = a.validate_checksum;
+    let base = match a.dest.starts_with('/') {
+        true => String::new(),
+        false => {
+            let dir = p.ctx.templates.render_str("{{ playbook_dir }}", p.ctx.vars);
+            dir.map(|d| format!("{}/", d.trim_end_matches('/')))
+                .map_err(|e| p.error("dest", e.to_string()))?
+        }
+    };
+    let name = a.src.rsplit('/').next().unwrap_or_default().to_string();
+    let local = match (a.flat, a.dest.ends_with('/')) {
+        (true, true) => format!("{base}{}{name}", a.dest),
+        (true, false) => format!("{base}{}", a.dest),
+        (false, _) => {
+            let host = p.ctx.vars["inventory_hostname"]
+                .as_str()
+                .unwrap_or("localhost");
+            let dest = a.dest.trim_end_matches('/');
+            format!("{base}{dest}/{host}/{}", a.src.trim_start_matches('/'))
+        }
+    };
+    if name.is_empty() || local.split('/').any(|part| part == "..") {
+        return Err(p.error("src", format!("'{}' names no file to fetch", a.src)));
+    }
+    Ok(Box::new(Fetch {
+        src: a.src,
+        local,
+        fail_on_missing: a.fail_on_missing,
+    }))
+}
+
+impl Fetch {
+    /// The source's bytes as text, when there is one to copy.
+    fn content(&self, facts: &Facts) -> Result<Option<String>, ModuleError> {
+        let Some(st) = FileFact::read(facts, &self.src)? else {
+            return match self.fail_on_missing {
+                true => Err(ModuleError::Absent(format!("file not found: {}", self.src))),
+                false => Ok(None),
+            };
+        };
+        if st.kind != Kind::File {
+            return Err(ModuleError::Refused(format!(
+                "{} is not a regular file",
+                self.src
+            )));
+        }
+        match st.content {
+            Some(text) => Ok(Some(text)),
+            None => Err(ModuleError::Unsupported(format!(
+                "{} is not a text file of at most {MAX_CONTENT} bytes",
+                self.src
+            ))),
+        }
+    }
+}
+
+impl Module for Fetch {
+    fn probes(&self) -> Vec<Probe> {
+        vec![FileFact::probe(&self.src)]
+    }
+
+    /// On the host nothing changes; what this says is why nothing is
+    /// copied (a missing source, a file too large).
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        let mut plan = Plan::noop();
+        if self.content(facts)?.is_none() {
+            plan.notes
+                .push(format!("{} is absent: nothing fetched", self.src));
+        }
+        Ok(plan)
+    }
+
+    fn on_controller(&self, facts: &Facts) -> Option<Box<dyn Module>> {
+        let content = self.content(facts).ok()??;
+        Some(Box::new(LocalCopy {
+            path: self.local.clone(),
+            content,
+        }))
+    }
+}
+
+/// The controller's copy of a fetched file.
+struct LocalCopy {
+    path: String,
+    content: String,
+}
+
+impl Module for LocalCopy {
+    fn probes(&self) -> Vec<Probe> {
+        vec![FileFact::probe(&self.path)]
+    }
+
+    fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
+        let current = FileFact::read(facts, &self.path)?;
+        let mut plan = files::plan_content(
+            &self.path,
+            current.as_ref(),
+            &self.content,
+            &WriteOpts::default(),
+            true,
+        )?;
+        // Ansible makes the host's folder under dest as it fetches.
+        if current.is_none() && !plan.steps.is_empty() {
+            let parent = self.path.rsplit_once('/').map_or(".", |(p, _)| p);
+            plan.steps
+                .insert(0, format!("mkdir -p -- {}", quote(parent)));
+        }
+        Ok(plan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modules::kit::files::FileState;
+
+    fn facts(path: &str, st: Option<FileState>) -> Facts {
+        let mut f = Facts::default();
+        f.insert(FileFact::key(path), FileFact::render(&st));
+        f
+    }
+
+    fn fetch(fail_on_missing: bool) -> Fetch {
+        Fetch {
+            src: "/etc/munge/munge.key".into(),
+            local: "/srv/keys/n1/etc/munge/munge.key".into(),
+            fail_on_missing,
+        }
+    }
+
+    #[test]
+    fn the_controller_copy_is_written_where_ansible_lays_it_out() {
+        let st = FileState::written("KEY\n", 0o400, "munge", "munge");
+        let on_host = facts("/etc/munge/munge.key", Some(st));
+        assert_eq!(fetch(true).plan(&on_host).unwrap().changes, []);
+        let local = fetch(true)
+            .on_controller(&on_host)
+            .expect("a copy to write");
+        assert_eq!(
+            local.probes()[0].key,
+            "file:/srv/keys/n1/etc/munge/munge.key"
+        );
+        let plan = local
+            .plan(&facts("/srv/keys/n1/etc/munge/munge.key", None))
+            .unwrap();
+        assert_eq!(plan.changes[0].subject, "/srv/keys/n1/etc/munge/munge.key");
+        assert_eq!(plan.steps[0], "mkdir -p -- /srv/keys/n1/etc/munge");
+        let same = FileState::written("KEY\n", 0o644, "op", "op");
+        let done = local.plan(&facts("/srv/keys/n1/etc/munge/munge.key", Some(same)));
+        assert_eq!(done.unwrap().changes, []);
+    }
+
+    #[test]
+    fn a_missing_source_fails_unless_told_not_to() {
+        let absent = facts("/etc/munge/munge.key", None);
+        assert!(matches!(
+            fetch(true).plan(&absent),
+            Err(ModuleError::Absent(_))
+        ));
+        assert!(fetch(true).on_controller(&absent).is_none());
+        let plan = fetch(false).plan(&absent).unwrap();
+        assert_eq!(
+            plan.notes,
+            ["/etc/munge/munge.key is absent: nothing fetched"]
+        );
+        assert!(fetch(false).on_controller(&absent).is_none());
+    }
+}
