@@ -74,6 +74,10 @@ fn delegated_tasks_run_on_their_delegate_with_their_host_s_variables() {
 
     let check = run("check");
     assert_eq!(check.code, 2, "{check}");
+    assert!(
+        !check.stdout.contains("id of"),
+        "a fetched file's content is in the check report"
+    );
     for node in nodes {
         let drift = changed(&check, node.name());
         assert_eq!(

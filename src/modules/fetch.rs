@@ -25,7 +25,7 @@ module_params! {
     struct FetchArgs {
         /// the file on the host (up to 1 MiB)
         src: String,
-        /// the folder on the controller (relative: to the playbook's); the file lands in `<dest>/<host>/<src>`
+        /// the folder on the controller (relative: in the playbook's); the file lands in `<dest>/<host>/<src>`
         dest: String,
         /// true: the file lands at `dest` itself (in it, when it ends with `/`)
         flat: bool = false,
@@ -47,13 +47,14 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = FetchArgs::read(p)?;
     // The copy is planned from the source's content: it matches by design.
     let _ = a.validate_checksum;
-    let base = match a.dest.starts_with('/') {
-        true => String::new(),
-        false => {
-            let dir = p.ctx.templates.render_str("{{ playbook_dir }}", p.ctx.vars);
-            dir.map(|d| format!("{}/", d.trim_end_matches('/')))
-                .map_err(|e| p.error("dest", e.to_string()))?
+    // As Ansible's loader finds a relative dest: in the playbook's folder,
+    // the last place files are searched.
+    let base = match (a.dest.starts_with('/'), p.ctx.search_dirs.last()) {
+        (false, Some(dir)) => {
+            let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
+            format!("{}/", dir.display().to_string().trim_end_matches('/'))
         }
+        _ => String::new(),
     };
     let name = a.src.rsplit('/').next().unwrap_or_default().to_string();
     let local = match (a.flat, a.dest.ends_with('/')) {
@@ -147,6 +148,11 @@ impl Module for LocalCopy {
             &WriteOpts::default(),
             true,
         )?;
+        // What is fetched is often a secret (a MUNGE key): reports say the
+        // copy changed, never what it holds, as Ansible's fetch shows no diff.
+        for change in &mut plan.changes {
+            change.diff = None;
+        }
         // Ansible makes the host's folder under dest as it fetches.
         if current.is_none() && !plan.steps.is_empty() {
             let parent = self.path.rsplit_once('/').map_or(".", |(p, _)| p);
@@ -193,6 +199,10 @@ mod tests {
             .unwrap();
         assert_eq!(plan.changes[0].subject, "/srv/keys/n1/etc/munge/munge.key");
         assert_eq!(plan.steps[0], "mkdir -p -- /srv/keys/n1/etc/munge");
+        assert_eq!(
+            plan.changes[0].diff, None,
+            "a fetched secret is in no report"
+        );
         let same = FileState::written("KEY\n", 0o644, "op", "op");
         let done = local.plan(&facts("/srv/keys/n1/etc/munge/munge.key", Some(same)));
         assert_eq!(done.unwrap().changes, []);
