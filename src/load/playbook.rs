@@ -619,7 +619,13 @@ pub(super) fn connection(node: &Node, errors: &mut Errors) -> String {
     let name = string(node, "connection", errors);
     match name.as_str() {
         "local" => name,
-        "ssh" | "smart" | "paramiko" | "ansible.builtin.ssh" => "ssh".into(),
+        // Paramiko is another SSH client: the same connection to nodeprov.
+        "ssh"
+        | "smart"
+        | "paramiko"
+        | "paramiko_ssh"
+        | "ansible.builtin.ssh"
+        | "ansible.builtin.paramiko_ssh" => "ssh".into(),
         "ansible.builtin.local" => "local".into(),
         _ => {
             errors.push(

@@ -718,13 +718,15 @@ pub(super) mod tests {
     #[test]
     fn includes_resolve_beside_the_including_file_and_loop_over_literal_items() {
         let (_dir, pb) = load_tree(&[
-            ("site.yml", "- hosts: all\n  tasks:\n    - include_tasks: sub/one.yml\n      vars: {x: 1}\n    - import_tasks: sub/one.yml\n      loop: [a, b]\n      loop_control: {loop_var: pkg}\n"),
+            ("site.yml", "- hosts: all\n  tasks:\n    - include_tasks: sub/one.yml\n      vars: {x: 1}\n      ignore_errors: true\n    - import_tasks: sub/one.yml\n      loop: [a, b]\n      loop_control: {loop_var: pkg}\n"),
             ("sub/one.yml", "- import_tasks: two.yml\n"),
             ("sub/two.yml", "- {name: two, command: echo}\n"),
         ]);
         let tasks = &pb.plays[0].tasks;
         assert_eq!(names(tasks), ["two", "two", "two"]);
         assert_eq!(tasks[0].vars["x"], 1);
+        // As Ansible's included tasks take it from their include.
+        assert!(tasks[0].ignore_errors && !tasks[1].ignore_errors);
         assert_eq!(
             (&tasks[1].vars["pkg"], &tasks[2].vars["pkg"]),
             (&serde_json::json!("a"), &serde_json::json!("b"))

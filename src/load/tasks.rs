@@ -47,6 +47,7 @@ const INCLUDE_KEYS: &[&str] = &[
     "loop_control",
     "environment",
     "no_log",
+    "ignore_errors",
     "listen",
     "run_once",
     "delegate_to",
