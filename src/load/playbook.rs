@@ -356,7 +356,17 @@ fn imported(
     stack: &mut Vec<PathBuf>,
     errors: &mut Errors,
 ) -> Vec<Play> {
-    for (k, _) in item.as_map().unwrap_or_default() {
+    let mut when = Vec::new();
+    for (k, v) in item.as_map().unwrap_or_default() {
+        // As Ansible, a condition on the import holds for each task imported.
+        if k.as_str() == Some("when") {
+            when.extend(
+                condition(v, "when", errors)
+                    .map(tasks::conditions)
+                    .unwrap_or_default(),
+            );
+            continue;
+        }
         if !matches!(
             k.as_str(),
             Some("import_playbook" | "ansible.builtin.import_playbook" | "name")
@@ -374,8 +384,16 @@ fn imported(
         return Vec::new();
     }
     stack.push(path.clone());
-    let plays = plays_of(&path, at, stack, errors);
+    let mut plays = plays_of(&path, at, stack, errors);
     stack.pop();
+    for play in &mut plays {
+        let all = play
+            .tasks
+            .iter_mut()
+            .chain(&mut play.handlers)
+            .chain(&mut play.validate);
+        all.for_each(|t| tasks::guard(t, &when));
+    }
     plays
 }
 

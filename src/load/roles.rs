@@ -734,6 +734,29 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn a_condition_on_an_imported_playbook_holds_for_each_of_its_tasks() {
+        let (_dir, pb) = load_tree(&[
+            ("site.yml", "- import_playbook: sub/other.yml\n  when: deploy | bool\n- hosts: all\n  tasks: [{name: own, command: echo}]\n"),
+            ("sub/other.yml", "- hosts: all\n  tasks:\n    - {name: guarded, command: echo, when: x}\n    - {name: plain, command: echo}\n  handlers:\n    - {name: h, command: echo}\n"),
+        ]);
+        let when = |t: &Task| t.when.as_ref().map(|w| w.to_json());
+        let imported = &pb.plays[0];
+        assert_eq!(
+            when(&imported.tasks[0]),
+            Some(serde_json::json!(["deploy | bool", "x"]))
+        );
+        assert_eq!(
+            when(&imported.tasks[1]),
+            Some(serde_json::json!(["deploy | bool"]))
+        );
+        assert_eq!(
+            when(&imported.handlers[0]),
+            Some(serde_json::json!(["deploy | bool"]))
+        );
+        assert_eq!(when(&pb.plays[1].tasks[0]), None);
+    }
+
+    #[test]
     fn a_loop_over_include_role_expands_the_role_per_item() {
         let (_dir, pb) = load_tree(&[
             ("site.yml", "- hosts: all\n  vars: {ports: [22, 2222]}\n  tasks:\n    - include_role: {name: r, tasks_from: port.yml}\n      loop: [a, b]\n    - include_role: {name: r, tasks_from: port.yml}\n      loop: '{{ ports }}'\n      loop_control: {loop_var: p}\n"),

@@ -576,7 +576,7 @@ fn whole_number(key: &Node, v: &Node, errors: &mut Errors) -> Option<u64> {
 }
 
 /// One `when:` as a list of conditions, so inherited ones can be prepended.
-fn conditions(node: Node) -> Vec<Node> {
+pub(super) fn conditions(node: Node) -> Vec<Node> {
     match node.value {
         Value::Seq(items) => items,
         _ => vec![node],
@@ -1102,15 +1102,21 @@ fn missing_role(
         .collect()
 }
 
+/// Conditions that must hold, outermost first, before the task's own.
+pub(super) fn guard(task: &mut Task, when: &[Node]) {
+    if when.is_empty() {
+        return;
+    }
+    let mut conds = when.to_vec();
+    let span = conds[0].span.clone();
+    conds.extend(task.when.take().map(conditions).unwrap_or_default());
+    task.when = Some(Node::new(Value::Seq(conds), span));
+}
+
 /// Hands a block's, include's or role's settings down to one task; the
 /// task's own settings win.
 fn inherit(task: &mut Task, inh: &Inherit) {
-    if !inh.when.is_empty() {
-        let mut conds = inh.when.clone();
-        let span = conds[0].span.clone();
-        conds.extend(task.when.take().map(conditions).unwrap_or_default());
-        task.when = Some(Node::new(Value::Seq(conds), span));
-    }
+    guard(task, &inh.when);
     for tag in inh.tags.iter().rev() {
         if !task.tags.contains(tag) {
             task.tags.insert(0, tag.clone());
