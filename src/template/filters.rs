@@ -493,18 +493,7 @@ fn items2dict(v: &Value, kwargs: Kwargs) -> Result<Value, Error> {
 /// (`x | type_debug == "list"`). Strings are "str", as ansible-core 2.19+
 /// names its template results.
 fn type_debug(v: &Value) -> Result<Value, Error> {
-    let name = match defined(v)?.kind() {
-        ValueKind::None => "NoneType",
-        ValueKind::Bool => "bool",
-        ValueKind::Number if v.is_integer() => "int",
-        ValueKind::Number => "float",
-        ValueKind::String => "str",
-        ValueKind::Bytes => "bytes",
-        ValueKind::Seq | ValueKind::Iterable => "list",
-        ValueKind::Map => "dict",
-        _ => "object",
-    };
-    Ok(Value::from(name))
+    Ok(Value::from(super::missing::python_type(defined(v)?)))
 }
 
 fn mandatory(v: &Value, msg: Option<String>) -> Result<Value, Error> {

@@ -77,7 +77,7 @@ fn lacks(owner: &Value, key: &Value) -> String {
 }
 
 /// The Python type Ansible names in its messages.
-fn python_type(v: &Value) -> &'static str {
+pub(super) fn python_type(v: &Value) -> &'static str {
     match v.kind() {
         ValueKind::None => "NoneType",
         ValueKind::Bool => "bool",
