@@ -100,4 +100,52 @@ impl Module for AsUser {
     fn connection_action(&self) -> Option<ConnectionAction> {
         self.inner.connection_action()
     }
+
+    /// What the user read on the host; the controller's side is written
+    /// as the controller's user, whoever the task becomes on the host.
+    fn on_controller(&self, facts: &Facts) -> Option<Box<dyn Module>> {
+        self.inner.on_controller(&facts.seen_by(&self.view))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Writes on the controller what it finds under `key` on the host.
+    struct Reads;
+
+    impl Module for Reads {
+        fn probes(&self) -> Vec<Probe> {
+            vec![Probe::new("key", "cat key")]
+        }
+        fn plan(&self, _: &Facts) -> Result<Plan, ModuleError> {
+            Ok(Plan::noop())
+        }
+        fn on_controller(&self, facts: &Facts) -> Option<Box<dyn Module>> {
+            facts
+                .get("key")
+                .ok()
+                .map(|_| Box::new(Reads) as Box<dyn Module>)
+        }
+    }
+
+    #[test]
+    fn what_a_task_writes_on_the_controller_comes_from_its_user_s_reads() {
+        let m = AsUser {
+            inner: Box::new(Reads),
+            view: "ops".into(),
+            who: "ops".into(),
+        };
+        assert_eq!(m.probes()[0].key, "key (as ops)");
+        let mut as_root = Facts::default();
+        as_root.insert("key".into(), ProbeResult::ok("root's".to_string()));
+        assert!(
+            m.on_controller(&as_root).is_none(),
+            "root's answer is not the user's"
+        );
+        let mut as_ops = Facts::default();
+        as_ops.insert(key_as("ops", "key"), ProbeResult::ok("ops'".to_string()));
+        assert!(m.on_controller(&as_ops).is_some());
+    }
 }
