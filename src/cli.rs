@@ -57,6 +57,18 @@ pub enum Command {
     Completions(CompletionsArgs),
     /// Print the manual page (roff), e.g. `nodeprov man | man -l -`.
     Man,
+    /// Show a module's reference: what it does, its keys and every parameter (as `ansible-doc`).
+    Doc(DocArgs),
+}
+
+#[derive(Args, Debug)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["module", "list"])))]
+pub struct DocArgs {
+    /// The module, by any name a task selects it with (`sysctl`, `ansible.posix.sysctl`).
+    pub module: Option<String>,
+    /// One line for each module nodeprov runs natively.
+    #[arg(long, short = 'l')]
+    pub list: bool,
 }
 
 #[derive(Args, Debug)]

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 use serde_json::{Map, Value};
 
 use crate::cli::{
-    Cli, Command, CompletionsArgs, FactsArgs, Format, InventoryArgs, MergeArgs, ReportCommand,
+    Cli, Command, CompletionsArgs, DocArgs, FactsArgs, Format, InventoryArgs, MergeArgs, ReportCommand,
     RunArgs, SmokeArgs, ValidateArgs, VaultArgs, VaultCommand, VaultViewArgs,
 };
 use crate::exec::RunOptions;
@@ -22,9 +22,10 @@ use crate::load::inventory::shard::Shard;
 use crate::load::inventory::{Inventory, PluginRunner, SourceOptions};
 use crate::load::vault::{self, secrets};
 use crate::load::{playbook, validate, yaml};
+use crate::modules::{registry, ModuleSpec};
 use crate::remote::connect;
 use crate::report::progress::Progress;
-use crate::report::{self, human, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use crate::report::{self, human, module_doc, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 /// Hosts worked on in parallel when neither `-f` nor ansible.cfg says.
 const DEFAULT_FORKS: usize = 50;
@@ -43,6 +44,7 @@ pub fn run(cli: Cli) -> u8 {
         }
         Command::Completions(args) => completions_cmd(&args),
         Command::Man => man_cmd(),
+        Command::Doc(args) => doc_cmd(&args),
     };
     result.unwrap_or_else(|errors| {
         let mut err = std::io::stderr().lock();
@@ -433,6 +435,27 @@ fn completions_cmd(args: &CompletionsArgs) -> Result<u8, Vec<Diagnostic>> {
     let mut cli = <Cli as clap::CommandFactory>::command();
     clap_complete::generate(args.shell, &mut cli, "nodeprov", &mut script);
     print_generated("completions", &script)
+}
+
+fn doc_cmd(args: &DocArgs) -> Result<u8, Vec<Diagnostic>> {
+    let text = match &args.module {
+        None => module_doc::list(registry()),
+        Some(name) => match registry().iter().find(|s| s.names().any(|n| n == name)) {
+            Some(spec) => module_doc::page(spec),
+            None => {
+                let mut message = format!("no native module named '{name}'");
+                if let Some(near) = crate::load::diag::suggest(
+                    name,
+                    registry().iter().flat_map(ModuleSpec::names),
+                ) {
+                    message.push_str(&format!("; did you mean '{near}'?"));
+                }
+                message.push_str(" (`nodeprov doc --list` lists them)");
+                return Err(vec![Diagnostic::new(&Span::synthetic("doc"), message)]);
+            }
+        },
+    };
+    print_generated("doc", text.as_bytes())
 }
 
 fn man_cmd() -> Result<u8, Vec<Diagnostic>> {

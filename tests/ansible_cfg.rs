@@ -298,8 +298,8 @@ fn host_key_checking_false_records_new_keys_and_still_refuses_a_changed_one() {
 fn the_readme_lists_the_honoured_keys_as_declared() {
     let table = nodeprov::load::ansible_cfg::keys_markdown();
     assert!(
-        include_str!("../README.md").contains(&table),
-        "README.md's ansible.cfg table should read:\n{table}"
+        include_str!("../docs/ansible-projects.md").contains(&table),
+        "docs/ansible-projects.md's ansible.cfg table should read:\n{table}"
     );
 }
 

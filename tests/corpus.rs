@@ -1,6 +1,6 @@
 //! Real public Ansible content through the real binary: `validate` on each
 //! case's play, and `check -c local` inside an isolated host. The figures must
-//! equal the ones the README states, so the README stays true and a
+//! equal the ones docs/ansible-projects.md states, so it stays true and a
 //! regression (or progress) shows. Sources are in `tests/corpus/MANIFEST.tsv`,
 //! each source repository's licence in `tests/corpus/licenses/`.
 //!
@@ -19,7 +19,7 @@ use support::{assert_machine_unchanged, machine_digest, IsolatedHost};
 
 const BIN: &str = env!("CARGO_BIN_EXE_nodeprov");
 const CORPUS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/corpus");
-const README: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/README.md");
+const FIGURES_DOC: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/ansible-projects.md");
 
 /// A check that runs longer than this is a hang, recorded as the case's error.
 const CHECK_TIMEOUT_S: &str = "120";
@@ -82,11 +82,11 @@ fn corpus_figures_match_the_readme() {
         println!("{count:4} {what}");
     }
 
-    let readme = fs::read_to_string(README).expect("read README");
+    let readme = fs::read_to_string(FIGURES_DOC).expect("read the figures");
     for figure in [&summary, &inlined] {
         assert!(
             readme.contains(figure.as_str()),
-            "README.md does not state `{figure}`"
+            "docs/ansible-projects.md does not state `{figure}`"
         );
     }
 }

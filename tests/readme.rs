@@ -1,127 +1,127 @@
-//! The README documents exactly what the code accepts: every module, each of
-//! its keys, each of its parameters and each word of its choices, all read
-//! from the modules' own declarations; and its module table names nothing
-//! the code does not take.
+//! The README and docs/ say what the code does: every relative link
+//! leads to a file (and a heading) that exists, every parameter has its one
+//! doc line for the generated module pages, and the compatibility table
+//! lists exactly the keywords the loader takes and refuses.
 
-use nodeprov::modules::{registry, ModuleSpec};
+use std::path::{Path, PathBuf};
 
-const README: &str = include_str!("../README.md");
+use nodeprov::modules::registry;
 
-/// The module table's row for `name`.
-fn row_of(name: &str) -> Option<&'static str> {
-    let quoted = format!("`{name}`");
-    README
-        .lines()
-        .find(|l| l.starts_with("| ") && l.split('|').nth(1).is_some_and(|c| c.contains(&quoted)))
-}
-
-/// The module table's row for `name`, plus the module's own paragraphs
-/// (those under a heading or bold lead naming it), where parameters are
-/// explained at length.
-fn documentation_of(name: &str) -> String {
-    let quoted = format!("`{name}`");
-    let lead = format!("**{quoted}**");
-    let section = README
-        .split("\n\n")
-        .skip_while(|p| !p.starts_with(&lead))
-        .take_while(|p| p.starts_with(&lead) || !p.starts_with("**`"))
-        .collect::<Vec<_>>()
-        .join("\n\n");
-    format!("{}\n{section}", row_of(name).unwrap_or_default())
-}
+const COMPATIBILITY: &str = include_str!("../docs/ansible-projects.md");
 
 /// The words between backticks.
 fn quoted_words(text: &str) -> Vec<&str> {
     text.split('`').skip(1).step_by(2).collect()
 }
 
-#[test]
-fn readme_lists_every_module_key_parameter_and_choice() {
-    let mut missing = Vec::new();
-    for spec in registry() {
-        let doc = documentation_of(spec.name);
-        if !doc.contains('|') {
-            missing.push(format!("{}: no row in the module table", spec.name));
-            continue;
-        }
-        for key in spec.names().filter(|k| !k.starts_with("ansible.")) {
-            if !doc.contains(&format!("`{key}`")) {
-                missing.push(format!("{}: key `{key}`", spec.name));
+/// The README and every Markdown file under docs/.
+fn documents() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut out = vec![root.join("README.md")];
+    let mut dirs = vec![root.join("docs")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                out.push(path);
             }
         }
-        for param in spec.params.docs {
-            let name = param.name;
-            if param.choices.is_empty() {
-                if !doc.contains(&format!("`{name}`")) && !doc.contains(&format!("`{name}: ")) {
-                    missing.push(format!("{}: parameter `{name}`", spec.name));
-                }
+    }
+    out
+}
+
+/// GitHub's anchor for a heading: lower case, spaces to dashes, other
+/// punctuation dropped.
+fn anchor(heading: &str) -> String {
+    heading
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// The targets of a text's Markdown links `[text](target)`, outside code.
+fn links(text: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut fenced = false;
+    for line in text.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        }
+        if fenced {
+            continue;
+        }
+        let mut rest = line;
+        while let Some(i) = rest.find("](") {
+            let tail = &rest[i + 2..];
+            let Some(end) = tail.find(')') else { break };
+            out.push(tail[..end].to_string());
+            rest = &tail[end..];
+        }
+    }
+    out
+}
+
+#[test]
+fn every_relative_link_leads_somewhere() {
+    let mut broken = Vec::new();
+    for doc in documents() {
+        let text = std::fs::read_to_string(&doc).unwrap();
+        for target in links(&text) {
+            if target.contains("://") || target.starts_with("mailto:") {
                 continue;
             }
-            // A choice is listed with all its words, as the code spells them.
-            let listed = format!("`{name}: {}`", param.choices.join("\\|"));
-            if !doc.contains(&listed) {
-                missing.push(format!("{}: choice {listed}", spec.name));
+            let (file, heading) = target.split_once('#').unwrap_or((&target, ""));
+            let path = if file.is_empty() {
+                doc.clone()
+            } else {
+                doc.parent().unwrap().join(file)
+            };
+            let Ok(linked) = std::fs::read_to_string(&path).or_else(|_| {
+                path.is_dir().then(String::new).ok_or(())
+            }) else {
+                broken.push(format!("{}: {target} (no such file)", doc.display()));
+                continue;
+            };
+            let headings: Vec<String> = linked
+                .lines()
+                .filter_map(|l| l.trim_start_matches('#').strip_prefix(' ').filter(|_| l.starts_with('#')))
+                .map(anchor)
+                .collect();
+            if !heading.is_empty() && !headings.iter().any(|h| h == heading) {
+                broken.push(format!("{}: {target} (no such heading)", doc.display()));
             }
         }
     }
-    assert!(missing.is_empty(), "README lacks:\n{}", missing.join("\n"));
-}
-
-/// Every word the row of `names` quotes that looks like a parameter, a
-/// key or a choice, and is none of those of the modules in the row.
-fn unknown_in_row(row: &str, specs: &[&ModuleSpec]) -> Vec<String> {
-    let known = |word: &str| {
-        specs.iter().any(|s| {
-            s.names().any(|n| n == word)
-                || s.params.canonical(word).is_some()
-                || s.params
-                    .docs
-                    .iter()
-                    .any(|d| d.name == word || d.choices.contains(&word))
-        })
-    };
-    let mut unknown = Vec::new();
-    for quoted in quoted_words(row) {
-        let (name, choices) = quoted.split_once(": ").unwrap_or((quoted, ""));
-        let words = std::iter::once(name).chain(choices.split("\\|").filter(|c| !c.is_empty()));
-        for word in words {
-            // Paths and prefixes (`templates/`, `ansible.builtin.`) are prose.
-            let looks_like_a_name = word.chars().all(|c| c.is_ascii_lowercase() || c == '_');
-            if looks_like_a_name && !known(word) {
-                unknown.push(word.to_string());
-            }
-        }
-    }
-    unknown
+    assert!(broken.is_empty(), "{}", broken.join("\n"));
 }
 
 #[test]
-fn readme_module_table_names_only_what_the_code_takes() {
-    let mut extra = Vec::new();
-    for spec in registry() {
-        let Some(row) = row_of(spec.name) else {
-            continue;
-        };
-        let in_row: Vec<&ModuleSpec> = registry()
-            .iter()
-            .filter(|s| row_of(s.name) == Some(row))
-            .collect();
-        for word in unknown_in_row(row, &in_row) {
-            extra.push(format!(
-                "{}: `{word}` is no parameter, key or choice",
-                spec.name
-            ));
+fn the_readme_links_every_document() {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let linked = links(&readme);
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+    for doc in std::fs::read_dir(&root).unwrap() {
+        let path = doc.unwrap().path();
+        let name = path.file_name().unwrap().to_string_lossy().to_string();
+        let target = if path.is_dir() { format!("docs/{name}/README.md") } else { format!("docs/{name}") };
+        if name.ends_with(".md") || path.is_dir() {
+            assert!(linked.iter().any(|l| l.split('#').next() == Some(target.as_str())), "README does not link {target}");
         }
     }
-    extra.dedup();
-    assert!(extra.is_empty(), "README lists:\n{}", extra.join("\n"));
 }
 
 #[test]
-fn the_table_check_catches_a_word_the_code_does_not_take() {
-    let file = registry().iter().find(|s| s.name == "file").unwrap();
-    let row = "| `file` | `file` | `path`, `state: file\\|folder`, `colour` |";
-    assert_eq!(unknown_in_row(row, &[file]), ["folder", "colour"]);
+fn the_link_check_reads_links_and_anchors_as_github_does() {
+    assert_eq!(anchor("Ansible's own modules"), "ansibles-own-modules");
+    assert_eq!(anchor("Check mode, diffs and reports"), "check-mode-diffs-and-reports");
+    assert_eq!(
+        links("see [a](docs/a.md#x) and [b](#y)\n```\n[c](z)\n```"),
+        ["docs/a.md#x", "#y"]
+    );
 }
 
 #[test]
@@ -142,7 +142,7 @@ fn every_parameter_has_one_line_of_doc() {
 /// The compatibility table: each keyword with its cells for play, block
 /// and task (`yes`, `refused` or `—`).
 fn keyword_table() -> Vec<(&'static str, [&'static str; 3])> {
-    README
+    COMPATIBILITY
         .split("## Ansible compatibility")
         .nth(1)
         .expect("an 'Ansible compatibility' section")
@@ -227,7 +227,7 @@ fn with_lookups_the_table_names_are_taken_and_others_refused() {
         .find(|(k, _)| *k == "with_<lookup>")
         .expect("a with_<lookup> row");
     assert_eq!(cells, ["—", "—", "yes"]);
-    let row = README
+    let row = COMPATIBILITY
         .lines()
         .find(|l| l.starts_with("| `with_<lookup>`"))
         .unwrap();

@@ -21,7 +21,7 @@ use super::result::HostReport;
 use super::vars::{Known, VarLayers};
 use super::wire::{Step, Wire};
 use crate::load::diag::Diagnostic;
-use crate::modules::{Facts, Module, ModuleError};
+use crate::modules::{Facts, Module, ModuleError, ModuleKind};
 use crate::remote::host_facts;
 use crate::remote::probe::Probe;
 use crate::remote::Transport;
@@ -447,7 +447,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             Ok(instances) => instances,
             Err(next) => return next,
         };
-        if spec.task.module.name == "meta" {
+        if spec.task.module.kind == ModuleKind::Control {
             return self.meta(instances);
         }
         if self.provided_by_pending(&instances) {

@@ -16,6 +16,7 @@ use crate::load::diag::Span;
 use crate::load::playbook::{Play, Task};
 use crate::load::yaml::{self, Node};
 use crate::modules::params::Sources;
+use crate::modules::ModuleKind;
 use crate::template::Templates;
 
 /// How the run was asked for on the command line.
@@ -116,7 +117,7 @@ impl<'p> PreparedPlay<'p> {
     /// lost before that task had its chance.
     pub fn waits_first(&self, play: &Play) -> bool {
         let first = self.tasks.iter().find(|t| t.selected);
-        !play.gather_facts && first.is_some_and(|t| t.task.module.name == "wait_for_connection")
+        !play.gather_facts && first.is_some_and(|t| t.task.module.kind == ModuleKind::AwaitLogin)
     }
 }
 
@@ -124,7 +125,7 @@ impl<'p> PreparedTask<'p> {
     /// Reboots the host or waits for it: what is probed before it may not
     /// hold after it.
     pub fn replaces_session(&self) -> bool {
-        matches!(self.task.module.name, "reboot" | "wait_for_connection")
+        self.task.module.kind.replaces_session()
     }
 
     fn new(task: &'p Task, play: &Play, templates: &Templates, opts: &RunOptions) -> Self {

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use super::playbook::{self, Errors, Role, Task};
 use super::roles::{self, RoleRequest};
 use super::yaml::{self, Node, Value};
+use crate::modules::ModuleKind;
 
 /// How deep includes and roles may nest before it is called a loop.
 const MAX_DEPTH: usize = 32;
@@ -351,14 +352,14 @@ impl RetryKeys {
 /// run independently, so it could not end the others), and so is one host
 /// rebooting or waiting for the others (`run_once`).
 pub(super) fn check_once_per_host(task: &Task, key: &Node, errors: &mut Errors) {
-    let name = task.module.name;
-    if !matches!(name, "meta" | "reboot" | "wait_for_connection" | "pause") {
+    let (name, kind) = (task.module.name, task.module.kind);
+    if !kind.once_per_host() {
         return;
     }
     if task.loop_items.is_some() {
         errors.push(key.error(format!("a loop over {name} is not supported by nodeprov")));
     }
-    if name != "meta" && task.run_once {
+    if kind != ModuleKind::Control && task.run_once {
         errors.push(key.error(format!(
             "{name} with 'run_once' is not supported by nodeprov"
         )));
@@ -487,7 +488,10 @@ pub(super) fn check_delegated(task: &Task, key: &Node, errors: &mut Errors) {
     let Some(delegate) = &task.delegate_to else {
         return;
     };
-    if matches!(task.module.name, "reboot" | "wait_for_connection" | "meta") {
+    if matches!(
+        task.module.kind,
+        ModuleKind::Reboot | ModuleKind::AwaitLogin | ModuleKind::Control
+    ) {
         errors.push(key.error(format!(
             "'{}' cannot be delegated in nodeprov",
             task.module.name
@@ -541,7 +545,8 @@ pub(super) fn run_async(task: &mut Task, seconds: u64, poll: Option<u64>) {
 /// Only a command can be left running: a module's changes are verified
 /// once its steps ended, which a detached step has not.
 pub(super) fn check_detached(task: &Task, key: &Node, errors: &mut Errors) {
-    if task.detach && !matches!(task.module.name, "command" | "shell") {
+    let detachable = task.module.kind == ModuleKind::Command { detachable: true };
+    if task.detach && !detachable {
         errors.push(
             key.error(format!(
                 "fire-and-forget ('async' with 'poll: 0') of '{}' is not supported by nodeprov",
@@ -1206,7 +1211,8 @@ pub(super) fn module_defaults(
             }
         }
     }
-    let package = task.module.name == "package" && short_name(written) == "package";
+    let frontend =
+        task.module.kind == ModuleKind::Frontend && short_name(written) == task.module.name;
     for (module, params) in by_module {
         if same_module(&module, written) {
             for (param, value) in params {
@@ -1214,7 +1220,7 @@ pub(super) fn module_defaults(
                     task.params.push((param, value));
                 }
             }
-        } else if package
+        } else if frontend
             && is_package_manager(&module)
             && check_backend_defaults(task, &module, &params, errors)
         {

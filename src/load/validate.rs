@@ -14,7 +14,7 @@ use crate::load::yaml::Node;
 use crate::modules::copy;
 use crate::modules::kit::module::BuildFn;
 use crate::modules::params::{find_file, search_dirs, BuildCtx, Sources};
-use crate::modules::Params;
+use crate::modules::{ControllerFile, Params};
 use crate::template::{is_templated, Templates};
 
 pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
@@ -81,16 +81,19 @@ fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Dia
     {
         check_condition(t, cond, errors);
     }
-    check_vault_file(dirs, task, errors);
-    if task.module.name == "template" {
-        check_template_src(t, dirs, task, errors);
+    let file = task.module.controller_file;
+    if let Some(file) = file.filter(|f| !f.template) {
+        check_vault_file(dirs, task, file, errors);
+    }
+    if let Some(file) = file.filter(|f| f.template) {
+        check_template_src(t, dirs, task, file, errors);
         // Rendering needs a host's variables; how the file is written
         // (dest, owner, mode, validate) is copy's, checked as copy builds it.
         let as_copy: Vec<(String, Node)> = task
             .params
             .iter()
             .map(|(k, n)| match k.as_str() {
-                "src" => {
+                k if k == file.param => {
                     let empty = crate::load::yaml::Value::Str(String::new());
                     ("content".to_string(), Node::new(empty, n.span.clone()))
                 }
@@ -313,19 +316,20 @@ fn check_condition(t: &Templates, node: &Node, errors: &mut Vec<Diagnostic>) {
 /// must open with the run's passwords here, before any host, rather than
 /// fail on every host as it plans. Other read errors are the module's to
 /// report as it builds.
-fn check_vault_file(dirs: &[PathBuf], task: &Task, errors: &mut Vec<Diagnostic>) {
-    let (key, folders): (&str, &[&str]) = match task.module.name {
-        "copy" => ("src", &[""]),
-        "include_vars" => ("file", &["", "vars/"]),
-        _ => return,
-    };
-    let Some((_, node)) = task.params.iter().find(|(k, _)| k == key) else {
+fn check_vault_file(
+    dirs: &[PathBuf],
+    task: &Task,
+    file: ControllerFile,
+    errors: &mut Vec<Diagnostic>,
+) {
+    let Some((_, node)) = task.params.iter().find(|(k, _)| k == file.param) else {
         return;
     };
     let Some(name) = node.as_str().filter(|n| !is_templated(n)) else {
         return;
     };
-    let found = folders
+    let found = file
+        .folders
         .iter()
         .find_map(|f| find_file(dirs, &format!("{f}{name}")));
     let Some(path) = found else {
@@ -338,8 +342,14 @@ fn check_vault_file(dirs: &[PathBuf], task: &Task, errors: &mut Vec<Diagnostic>)
     }
 }
 
-fn check_template_src(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Diagnostic>) {
-    let Some((_, node)) = task.params.iter().find(|(k, _)| k == "src") else {
+fn check_template_src(
+    t: &Templates,
+    dirs: &[PathBuf],
+    task: &Task,
+    file: ControllerFile,
+    errors: &mut Vec<Diagnostic>,
+) {
+    let Some((_, node)) = task.params.iter().find(|(k, _)| k == file.param) else {
         return;
     };
     let Value::String(src) = node.to_json() else {

@@ -1,10 +1,15 @@
 //! `apt_key`: an OpenPGP key apt trusts, kept as a binary keyring file
 //! (what `signed-by=` names, or one file in /etc/apt/trusted.gpg.d) instead
 //! of the deprecated `apt-key` store; idempotent by key id.
+//!
+//! In short: one of `url`, `file`, `data`; `id`, `keyring` (default
+//! /etc/apt/trusted.gpg.d/ID.gpg, or named after the url or file), `state:
+//! present|absent`; the key is kept dearmored in its own keyring file, never
+//! through the deprecated apt-key, idempotent by key id
 
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::sha256_hex;
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params, Presence};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -12,9 +17,12 @@ use crate::remote::shell::quote;
 
 pub const APT_KEY: ModuleSpec = ModuleSpec {
     name: "apt_key",
+    source: file!(),
     aliases: &["ansible.builtin.apt_key"],
     params: &AptKeyArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

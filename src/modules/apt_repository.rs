@@ -2,10 +2,27 @@
 //! /etc/apt/sources.list.d, then a refresh of the package lists. A PPA
 //! (`ppa:owner/name`) becomes Launchpad's line for the host's Ubuntu
 //! release, as Ansible expands it.
+//!
+//! In short: `repo` (a deb or deb-src sources line), `state: present|absent`,
+//! `filename` (default from the URL, as Ansible names it), `update_cache`
+//! (default true: refresh after a change), `mode`, `codename` (a PPA's Ubuntu
+//! release; default the host's, from its os-release); the line is looked for in
+//! its own file only. A PPA (`ppa:owner/name`, or `ppa:owner` for its archive
+//! named ppa) becomes Ansible's line, `deb
+//! https://ppa.launchpadcontent.net/owner/name/ubuntu CODENAME main`, in
+//! Ansible's file, `ppa_owner_name_CODENAME.list`, on Ubuntu hosts only
+//! (elsewhere the task fails). Ansible fetches the PPA's signing key from
+//! Launchpad; nodeprov never reaches out, so it looks for the key where
+//! add-apt-repository and Ansible put it
+//! (`/etc/apt/trusted.gpg.d/owner-ubuntu-name.gpg` or `.asc`,
+//! `ubuntu-CODENAME-main-owner-name.gpg` in `/etc/apt/keyrings`,
+//! `/etc/apt/trusted.gpg.d` or `/usr/share/keyrings`): without one, check
+//! reports the line with a note saying so, and apply fails before writing it
+//! (an earlier task may install the key)
 
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, FileState, WhenMissing, WriteOpts};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params, Presence};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -13,9 +30,12 @@ use crate::remote::shell::quote;
 
 pub const APT_REPOSITORY: ModuleSpec = ModuleSpec {
     name: "apt_repository",
+    source: file!(),
     aliases: &["ansible.builtin.apt_repository"],
     params: &AptRepoArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -1,26 +1,37 @@
 //! `assert` and `fail`: stop a host with a message when a condition says
 //! so. Decided on the controller from the task's variables.
+//!
+//! `assert`: `that` (one expression or a list, as in `when:`), `fail_msg` (or
+//! `msg`), `success_msg`, `quiet`
+//!
+//! `fail`: `msg`
 
 use serde_json::{json, Value};
 
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Conditions, ParamError, Params};
 use crate::remote::probe::Probe;
 
 pub const ASSERT: ModuleSpec = ModuleSpec {
     name: "assert",
+    source: file!(),
     aliases: &["ansible.builtin.assert"],
     params: &AssertArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build: build_assert,
 };
 
 pub const FAIL: ModuleSpec = ModuleSpec {
     name: "fail",
+    source: file!(),
     aliases: &["ansible.builtin.fail"],
     params: &FailArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build: build_fail,
 };
 

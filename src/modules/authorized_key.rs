@@ -2,11 +2,18 @@
 //! `~/.ssh/authorized_keys` (or `path`). A key is matched by its type and
 //! blob, so a new comment or new options replace its line in place; other
 //! keys are left alone (`exclusive` is refused).
+//!
+//! In short: `user`, `key` (one line or several), `state: present|absent`,
+//! `path` (default `~user/.ssh/authorized_keys`), `manage_dir` (a missing
+//! folder is made 0700 for the user; an existing one is left as it is),
+//! `exclusive` (only false: other keys stay); a key is matched by type and
+//! blob, so new options or a new comment replace its line; the file is written
+//! 0600, owned by the user
 
 use crate::modules::kit::account::{valid_name, State};
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, FileState, Kind, WriteOpts};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -14,9 +21,12 @@ use crate::remote::shell::quote;
 
 pub(crate) const AUTHORIZED_KEY: ModuleSpec = ModuleSpec {
     name: "authorized_key",
+    source: file!(),
     aliases: &["ansible.posix.authorized_key"],
     params: &AuthorizedKeyArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -1,9 +1,21 @@
 //! `blockinfile`: a block of lines between two marker lines, added,
 //! replaced or removed; the rest of the file untouched.
+//!
+//! In short: `path` (or `dest`, `name`), `block` (or `content`), `marker`
+//! (default `# {mark} ANSIBLE MANAGED BLOCK`), `marker_begin`, `marker_end`,
+//! `insertafter`/`insertbefore` (a regular expression, `EOF` or `BOF`), `state:
+//! present|absent`, `create`, `backup`, `validate`, `mode`, `owner`, `group`
+//!
+//! **`blockinfile`** puts `block` between the `marker` lines (`{mark}` replaced
+//! by `marker_begin` and `marker_end`), replacing what is between the last pair
+//! of markers, or inserting after/before the last line `insertafter` or
+//! `insertbefore` matches (at the end when none does). An empty `block` or
+//! `state: absent` removes the block with its markers. Markers must differ and
+//! be one line each.
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::kit::text::Anchor;
 use crate::modules::params::{first_of, module_params, Mode, ParamError, Params, Presence};
@@ -12,9 +24,12 @@ use crate::remote::probe::Probe;
 
 pub const BLOCKINFILE: ModuleSpec = ModuleSpec {
     name: "blockinfile",
+    source: file!(),
     aliases: &["ansible.builtin.blockinfile"],
     params: &BlockArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

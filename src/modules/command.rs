@@ -1,10 +1,15 @@
 //! `command`, `shell` and `raw`: run something; the result is what it
 //! printed. nodeprov needs no Python on a host, so `raw`, which Ansible
 //! keeps for hosts without one, is `shell` without its extras.
+//!
+//! `command`, `shell`, `raw`: free form or `cmd`, `chdir`, `creates`,
+//! `removes`, `stdin`; `argv` for `command`, `executable` for `shell` and
+//! `raw`; `raw` is `shell` with only `executable`, since nodeprov needs no
+//! Python on a host
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::Probe;
@@ -12,25 +17,34 @@ use crate::remote::shell::{quote, split};
 
 pub(crate) const COMMAND: ModuleSpec = ModuleSpec {
     name: "command",
+    source: file!(),
     aliases: &["ansible.builtin.command"],
     params: &CommandArgs::SPEC,
     free_form: Some("cmd"),
+    kind: ModuleKind::Command { detachable: true },
+    controller_file: None,
     build: build_command,
 };
 
 pub(crate) const SHELL: ModuleSpec = ModuleSpec {
     name: "shell",
+    source: file!(),
     aliases: &["ansible.builtin.shell"],
     params: &ShellArgs::SPEC,
     free_form: Some("cmd"),
+    kind: ModuleKind::Command { detachable: true },
+    controller_file: None,
     build: build_shell,
 };
 
 pub(crate) const RAW: ModuleSpec = ModuleSpec {
     name: "raw",
+    source: file!(),
     aliases: &["ansible.builtin.raw"],
     params: &RawArgs::SPEC,
     free_form: Some("cmd"),
+    kind: ModuleKind::Command { detachable: false },
+    controller_file: None,
     build: build_raw,
 };
 

@@ -1,28 +1,51 @@
 //! `copy` and `template`: a file on the host with exactly this content.
+//!
+//! `copy`: `src` or `content`, `dest`, `mode`, `owner`, `group`, `backup`,
+//! `force`, `validate` (a command run on the new file, `%s`, before it replaces
+//! the old), `follow` (a link at `dest` stands for the file it resolves to: the
+//! probe resolves it, and that path is written; the link stays)
+//!
+//! `template`: `src` (rendered on the controller from `templates/`), `dest`,
+//! `mode`, `owner`, `group`, `backup`, `force`, `validate`, `follow` (as
+//! copy's)
 
 use std::sync::Arc;
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, WriteOpts};
 use crate::modules::kit::files::{FileFact, FileState, FollowedFile, Kind};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{ControllerFile, Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params};
 use crate::remote::probe::Probe;
 
 pub(crate) const COPY: ModuleSpec = ModuleSpec {
     name: "copy",
+    source: file!(),
     aliases: &["ansible.builtin.copy"],
     params: &CopyArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: Some(ControllerFile {
+        param: "src",
+        folders: &[""],
+        template: false,
+    }),
     build: build_copy,
 };
 
 pub(crate) const TEMPLATE: ModuleSpec = ModuleSpec {
     name: "template",
+    source: file!(),
     aliases: &["ansible.builtin.template"],
     params: &TemplateArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: Some(ControllerFile {
+        param: "src",
+        folders: &[""],
+        template: true,
+    }),
     build: build_template,
 };
 

@@ -5,6 +5,23 @@
 //! PATH and CUDA_HOME for people. Entries left by another CUDA major (a
 //! `988_cuda-12.conf` beside CUDA 13) are reported, since they make programs
 //! load a libcudart that does not match the toolkit.
+//!
+//! In short: nodeprov's own; see below
+//!
+//! **`cuda_env`**: `cuda_home` (default `/usr/local/cuda`), `version` (pin),
+//! `profile` (default `/etc/profile.d/cuda.sh`, rendered from
+//! `templates/cuda.sh.j2`), `ldconfig_file` (default
+//! `/etc/ld.so.conf.d/cuda.conf`), `remove_stale`. Libraries are found through
+//! `ld.so.conf.d` and `ldconfig` (run only when that file changed), because
+//! non-interactive `ssh host cmd` never reads `profile.d`. It reports a missing
+//! toolkit, a version that differs from the pin, and leftover `ld.so.conf.d`
+//! entries of another CUDA major (`988_cuda-12.conf` beside CUDA 13), which cause
+//! mixed `libcudart` loads. When another `ld.so.conf.d` file already lists the
+//! toolkit's libraries (through `cuda_home` or its resolved folder, such as the
+//! `000_cuda.conf` and `cuda-12-4.conf` NVIDIA's RPMs and debs install) and its
+//! own file does not exist yet, it adds none beside them and says so; the
+//! `cuda` alternative (`/usr/local/cuda -> /etc/alternatives/cuda ->
+//! /usr/local/cuda-12.4`) is followed, never changed.
 
 use std::sync::LazyLock;
 
@@ -14,7 +31,7 @@ use serde_json::json;
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;
 use crate::modules::kit::files::{self, WriteOpts};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, ParamValue, Params};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -22,9 +39,12 @@ use crate::remote::shell::{quote, sbin};
 
 pub(crate) const CUDA_ENV: ModuleSpec = ModuleSpec {
     name: "cuda_env",
+    source: file!(),
     aliases: &[],
     params: &CudaArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

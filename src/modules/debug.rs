@@ -1,18 +1,25 @@
 //! `debug`: a message or a variable's value shown in the report. Decided on
 //! the controller: it probes nothing and changes nothing.
+//!
+//! In short: `msg` (any value) or `var` (a variable or expression; an undefined
+//! one shows as not defined, as in Ansible), shown in the report; `verbosity`
+//! above 0 hides it
 
 use serde_json::{json, Value};
 
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Expression, ParamError, Params};
 use crate::remote::probe::Probe;
 
 pub const DEBUG: ModuleSpec = ModuleSpec {
     name: "debug",
+    source: file!(),
     aliases: &["ansible.builtin.debug"],
     params: &DebugArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -4,10 +4,18 @@
 //! file module shares; the controller's copy is planned, written and
 //! verified on the controller's own connection, as the controller user,
 //! by the same content plan `copy` uses.
+//!
+//! In short: `src` (a text file up to 1 MiB on the host, read by the file
+//! probe), `dest` (a folder on the controller, relative to the playbook's; the
+//! copy lands in `<dest>/<inventory_hostname>/<src>`, folders made), `flat` (at
+//! `dest` itself, or in it when it ends with `/`), `fail_on_missing` (default
+//! true), `validate_checksum` (accepted: the copy is planned from the content,
+//! so it always matches). The copy is planned, written and verified on the
+//! controller as the controller user, and re-fetched only when it differs
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, Kind, WriteOpts, MAX_CONTENT};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::Probe;
@@ -15,9 +23,12 @@ use crate::remote::shell::quote;
 
 pub(crate) const FETCH: ModuleSpec = ModuleSpec {
     name: "fetch",
+    source: file!(),
     aliases: &["ansible.builtin.fetch"],
     params: &FetchArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

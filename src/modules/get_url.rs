@@ -7,11 +7,45 @@
 //! on the host, so nothing is downloaded to find out. A checksum given as
 //! the URL of a checksum file is read from that file, fetched by the host
 //! in the probe.
+//!
+//! In short: `url` (http, https, ftp, file), `dest` (a file, or a folder for
+//! the URL's last name), `checksum` (`sha256:<hex>`, also md5, sha1, sha224,
+//! sha384, sha512, or `sha256:<URL>` of a checksum file), `force`, `timeout`,
+//! `validate_certs`, `mode`, `owner`, `group`, `backup`, `headers`,
+//! `url_username`, `url_password`, `force_basic_auth` (see below)
+//!
+//! **`get_url`** downloads on the host itself, with curl (wget when curl is
+//! absent), into a temp file beside `dest` that is renamed over it only once
+//! the download is complete and, with `checksum`, verified; a failed or
+//! mismatching download leaves the old file alone. A file already there is not
+//! downloaded again: with `checksum` its digest is computed on the host in the
+//! probe, and a mismatch is drift with that digest as evidence; without one it
+//! is kept, as Ansible keeps it. `force: true` without `checksum` downloads on
+//! every run, so it reports like a command (changed in apply, unknown in
+//! check). `timeout` bounds the connection and any stall, not the whole
+//! download. `checksum: sha256:<URL>` names a checksum file: the host fetches
+//! it in the probe (curl, with the task's headers and credentials, as Ansible
+//! does) and the digest is the one on the line for the URL's last part, else
+//! for `dest`'s name (`<hex>  <name>` or `<hex> *<name>`, as `sha256sum`
+//! writes them), or the file's only digest; a file without that line fails
+//! the task and names it.
+//!
+//! Headers and credentials (`headers`, `url_username`, `url_password`;
+//! `force_basic_auth` sends them without waiting for the server to ask) reach
+//! curl as a config on its standard input (`--config -`), and so does the URL
+//! itself, user, password and query included: none of it is on a command
+//! line that `ps` shows, and every probe command a report shows has that text
+//! masked as `(hidden)`. Probe keys, changes and messages show a URL without
+//! its `user:password@` and with its query cut to `?…`, and name no header
+//! value or password. Without curl, wget reads the URL alone on its standard
+//! input (`-i -`), so a token in the query is on no command line either; with
+//! headers or credentials (in the URL too), `get_url` needs curl on the host
+//! (wget would take them as arguments).
 
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, FileState, Kind, WriteOpts};
 use crate::modules::kit::http::{curl_line, has_userinfo, shown_url, wget_line, Auth, AuthArgs};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -19,9 +53,12 @@ use crate::remote::shell::quote;
 
 pub(crate) const GET_URL: ModuleSpec = ModuleSpec {
     name: "get_url",
+    source: file!(),
     aliases: &["ansible.builtin.get_url"],
     params: &GetUrlArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

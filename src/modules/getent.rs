@@ -2,11 +2,16 @@
 //! hosts…) as the `getent_<database>` fact: each key maps to the rest of
 //! its fields. Read after every earlier change of the run, so a user an
 //! earlier task created is there.
+//!
+//! In short: `database`, `key`, `split` (default `:` for passwd, group, shadow
+//! and gshadow, else blanks), `fail_key`; sets getent_DATABASE (each key to its
+//! other fields) and the same under ansible_facts, read after every earlier
+//! change of the run
 
 use serde_json::{Map, Value};
 
 use crate::modules::kit::fact::{self, Fact};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{known_facts, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -14,9 +19,12 @@ use crate::remote::shell::quote;
 
 pub(crate) const GETENT: ModuleSpec = ModuleSpec {
     name: "getent",
+    source: file!(),
     aliases: &["ansible.builtin.getent"],
     params: &GetentArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

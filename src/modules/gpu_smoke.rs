@@ -1,8 +1,12 @@
 //! `gpu_smoke`: the GPU smoke test as a task (or a play's `validate:` step).
 //! Its tier scripts are read-only, so they ride in the batched probe like
 //! any other fact; a failing check fails the task.
+//!
+//! In short: the smoke test as a task or `validate:` step; `tier`, `gpus` (or
+//! `expect_gpus`), `min_driver`, `cuda_home`, `torch`, `compile`, `alloc_gib`,
+//! `bf16_tflops_floor`, `floors`, `python`, `dcgm_level`, `timeout`
 
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use serde_json::Value;
 
@@ -12,9 +16,12 @@ use crate::smoke::{self, SmokeOptions, TierScript, Verdict};
 
 pub(crate) const GPU_SMOKE: ModuleSpec = ModuleSpec {
     name: "gpu_smoke",
+    source: file!(),
     aliases: &[],
     params: &SmokeArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -1,9 +1,13 @@
 //! `group` (ansible.builtin.group): a local group, read with `getent group`
 //! and made with groupadd, groupmod and groupdel.
+//!
+//! In short: `name`, `state: present|absent`, `gid` (an existing group's is
+//! changed with groupmod), `system` (at creation); read with `getent group`,
+//! made with groupadd/groupmod/groupdel
 
 use crate::modules::kit::account::{valid_name, State};
 use crate::modules::kit::fact::{self, Fact};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -11,9 +15,12 @@ use crate::remote::shell::quote;
 
 pub(crate) const GROUP: ModuleSpec = ModuleSpec {
     name: "group",
+    source: file!(),
     aliases: &["ansible.builtin.group"],
     params: &GroupArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

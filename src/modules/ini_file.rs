@@ -2,19 +2,27 @@
 //! or removed, or a whole section removed, as Ansible's module edits it:
 //! an option's line is replaced where it is, a new one goes after the
 //! section's last line, a new section at the end of the file.
+//!
+//! In short: `path` (or `dest`), `section` (none: before the first section),
+//! `option`, `value`, `state: present|absent` (absent without `option` removes
+//! the section), `no_extra_spaces`, `allow_no_value`, `create`, `backup`,
+//! `mode`, `owner`, `group`
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params, Presence};
 use crate::remote::probe::Probe;
 
 pub(crate) const INI_FILE: ModuleSpec = ModuleSpec {
     name: "ini_file",
+    source: file!(),
     aliases: &["community.general.ini_file"],
     params: &IniArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

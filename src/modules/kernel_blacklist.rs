@@ -1,18 +1,28 @@
 //! `kernel_blacklist`: a `blacklist <module>` line in a modprobe.d file, so
 //! udev never loads the module (nouveau on NVIDIA nodes).
+//!
+//! In short: `name`, `state: present|absent`, `blacklist_file` (default
+//! `/etc/modprobe.d/blacklist-ansible.conf`)
+//!
+//! **`kernel_blacklist`** keeps a `blacklist NAME` line (however it is spaced)
+//! in `blacklist_file`, creating the file; `state: absent` removes every such
+//! line.
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params, Presence};
 use crate::remote::probe::Probe;
 
 pub const KERNEL_BLACKLIST: ModuleSpec = ModuleSpec {
     name: "kernel_blacklist",
+    source: file!(),
     aliases: &["community.general.kernel_blacklist"],
     params: &BlacklistArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -1,9 +1,13 @@
 //! `lineinfile`: one line present or absent, the rest of the file untouched.
+//!
+//! In short: `path` (or `dest`, `name`), `line`, `regexp`/`search_string`,
+//! `state: present|absent`, `insertafter`/`insertbefore`, `backrefs`, `create`,
+//! `backup`, `validate`, `mode`, `owner`, `group`
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;
 use crate::modules::kit::files::{self, WhenMissing, WriteOpts};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::kit::text::{self, Anchor};
 use crate::modules::params::{first_of, module_params, Mode, ParamError, Params, Presence};
@@ -12,9 +16,12 @@ use crate::remote::probe::Probe;
 
 pub(crate) const LINEINFILE: ModuleSpec = ModuleSpec {
     name: "lineinfile",
+    source: file!(),
     aliases: &["ansible.builtin.lineinfile"],
     params: &LineArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -1,17 +1,25 @@
 //! `meta`: an instruction to the schedule (run the notified handlers now,
 //! end the host's play, forget the facts), not a change on the host. The
 //! module only checks the action; the schedule carries it out.
+//!
+//! In short: free form or `action:
+//! flush_handlers|end_host|end_play|noop|clear_facts|reset_connection` (see
+//! Playbooks; reset_connection logs in again, so what a login decides, a user's
+//! new groups, holds for the tasks after it)
 
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, Choice, ParamError, Params};
 use crate::remote::probe::Probe;
 
 pub const META: ModuleSpec = ModuleSpec {
     name: "meta",
+    source: file!(),
     aliases: &["ansible.builtin.meta"],
     params: &MetaArgs::SPEC,
     free_form: Some("action"),
+    kind: ModuleKind::Control,
+    controller_file: None,
     build,
 };
 

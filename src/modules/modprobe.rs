@@ -1,11 +1,38 @@
 //! `modprobe`: a kernel module loaded or unloaded now, and (with
 //! `persistent`) loaded at boot with its options.
+//!
+//! In short: `name`, `state: present|absent`, `params`, `persistent:
+//! present|absent|disabled`
+//!
+//! **`modprobe`** reads the running kernel in the probe: a module is loaded when
+//! `/proc/modules` lists it (`-` and `_` are one), or when it is built in (a
+//! `/sys/module` entry without a `/proc/modules` line, or in
+//! `modules.builtin`). It loads with `modprobe -- NAME PARAMS…` and unloads with
+//! `modprobe -r`, each parameter a quoted word; unloading a built-in module is an
+//! error. A module already loaded is never reloaded to change its `params`
+//! (that would take its devices away): the probe reads the running values from
+//! `/sys/module/NAME/parameters` (a bool shows as `Y`/`N`), and a value that
+//! differs or is not shown there is a note naming it, not drift. `persistent: present`
+//! writes `/etc/modules-load.d/NAME.conf` (the name) and, when `params` are
+//! given, `/etc/modprobe.d/NAME.conf` (`options NAME PARAMS`); `absent` removes
+//! those two files; `disabled` (the default) leaves them alone. Unlike Ansible,
+//! nodeprov does not comment the module out of other files in those folders. A
+//! name other than letters, digits, `_` and `-` is refused. What is proven
+//! how: the persistent files by the isolated-host test (`tests/conf_modules.rs`,
+//! against a built-in module of the test machine's kernel, so nothing is
+//! loaded there); loading and unloading on the real kernel of the test VM
+//! (`tests/vm_e2e.rs`, the swap-file test's reboot step): `dummy` with
+//! `persistent: present` is loaded, loaded again by systemd at the next boot,
+//! and a second run changes nothing; `state: absent, persistent: absent`
+//! unloads it and removes its files once, and a hand `modprobe dummy` is
+//! drift that `check` names and leaves loaded. The `params` that reach the
+//! kernel at boot are not read back there (`dummy`'s are not shown in sysfs).
 
 use std::collections::BTreeMap;
 
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, WriteOpts};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, ParamError, Params, Presence};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -13,9 +40,12 @@ use crate::remote::shell::quote;
 
 pub const MODPROBE: ModuleSpec = ModuleSpec {
     name: "modprobe",
+    source: file!(),
     aliases: &["community.general.modprobe"],
     params: &ModprobeArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -4,10 +4,17 @@
 //! the mount point `none` and are keyed by their source (the bug that made
 //! Ansible's second swap line replace the first). fstab is rewritten
 //! atomically, touching only the entry's lines.
+//!
+//! In short: `path` (or `name`), `src`, `fstype`, `opts`, `dump`, `passno`,
+//! `state: mounted|present|unmounted|absent|remounted` (remounted: `mount -o
+//! remount` with `opts` if given, fstab untouched, changed on every run as in
+//! Ansible); a swap entry (fstype swap) is the one with its `src`, or, to
+//! remove without one, every swap line whose second field is `path` (swap,
+//! none), as Ansible matches them
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::fstab::{self, Entry};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, first_of, module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -15,9 +22,12 @@ use crate::remote::shell::{quote, unescape_octal};
 
 pub(crate) const MOUNT: ModuleSpec = ModuleSpec {
     name: "mount",
+    source: file!(),
     aliases: &["ansible.posix.mount"],
     params: &MountArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -3,11 +3,20 @@
 //! Ansible shapes them. Read from the same answer the package modules plan
 //! from, so it costs no extra query and a package an earlier task installed
 //! is listed.
+//!
+//! In short: `manager` (auto, apt, or rpm with its aliases dnf, dnf5, yum and
+//! zypper; one or a list; others are refused), `strategy: first|all` (a host
+//! has one package database: dpkg on the Debian family, rpm elsewhere); sets
+//! ansible_facts.packages and the packages variable, each name to a list of its
+//! installed builds (its name, version, arch and source; for rpm also epoch and
+//! release), from the same read of the installed packages as the package
+//! module, after any earlier package change of the run; a host without apt or
+//! rpm fails the task
 
 use serde_json::{json, Map, Value};
 
 use crate::modules::kit::fact::Fact;
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::packages::{Build, Host, Installed, Manager};
 use crate::modules::kit::plan::{known_facts, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, ParamError, Params};
@@ -15,9 +24,12 @@ use crate::remote::probe::Probe;
 
 pub(crate) const PACKAGE_FACTS: ModuleSpec = ModuleSpec {
     name: "package_facts",
+    source: file!(),
     aliases: &["ansible.builtin.package_facts"],
     params: &PackageFactsArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

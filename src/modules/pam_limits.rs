@@ -1,19 +1,36 @@
 //! `pam_limits`: one `domain type item value` line of limits.conf added or
 //! replaced, comments and other lines untouched (`* - memlock unlimited`
 //! for RDMA and GPU peer memory).
+//!
+//! In short: `domain`, `limit_type: hard|soft|-`, `limit_item:
+//! core|data|fsize|memlock|nofile|rss|stack|cpu|nproc|as|maxlogins|maxsyslogins|priority|locks|sigpending|msgqueue|nice|rtprio|chroot`,
+//! `value`, `dest` (default `/etc/security/limits.conf`), `use_max`, `use_min`,
+//! `comment`, `backup`, `create`
+//!
+//! **`pam_limits`** keeps one `domain type item value` line in `dest` (GPU and
+//! RDMA nodes need `* - memlock unlimited`): the first line for that domain,
+//! type and item is rewritten only when its value differs (spacing and a
+//! trailing comment of a line with the right value are kept), later duplicates
+//! go, and a missing line is appended tab-separated with `comment` after a `#`.
+//! `use_max`/`use_min` keep a larger or smaller existing value (`unlimited`,
+//! `infinity` and `-1` count as the largest). A `value` that is not a number,
+//! `unlimited` or `infinity`, and a `domain` with spaces or `#`, are refused.
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, Choice, ParamError, Params};
 use crate::remote::probe::Probe;
 
 pub const PAM_LIMITS: ModuleSpec = ModuleSpec {
     name: "pam_limits",
+    source: file!(),
     aliases: &["community.general.pam_limits"],
     params: &LimitsArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -2,20 +2,28 @@
 //! goes on. The schedule carries it out, after what is pending has run, as
 //! Ansible waits between the tasks before and after it. A pause that waits
 //! for a key press is refused: nodeprov runs unattended.
+//!
+//! In short: `seconds` or `minutes` (with both, `seconds`), `prompt` (shown in
+//! the report): the host's run waits after what is pending has run; a pause
+//! with neither `seconds` nor `minutes` waits for a key press and is refused,
+//! as are a loop or run_once over it
 
 use std::time::Duration;
 
 use crate::modules::kit::connection::{self, ConnectionAction};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::Probe;
 
 pub const PAUSE: ModuleSpec = ModuleSpec {
     name: "pause",
+    source: file!(),
     aliases: &["ansible.builtin.pause"],
     params: &PauseArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::Pause,
+    controller_file: None,
     build,
 };
 

@@ -2,11 +2,37 @@
 //! and a passing test command, and lets the play go on over a new session.
 //! The module only reads its parameters into a [`Reboot`]; the schedule
 //! carries it out, as only it can replace the session and re-probe.
+//!
+//! In short: `reboot_timeout` (default 600 s), `connect_timeout`,
+//! `pre_reboot_delay`, `post_reboot_delay`, `test_command` (default whoami),
+//! `msg`, `boot_time_command` (default: the kernel's boot id),
+//! `reboot_command`, `search_paths`; over SSH only (see below)
+//!
+//! **`reboot`** runs what is pending first, then reboots the host from a
+//! script that returns at once (`shutdown -r now`, started in the
+//! background after a second, so the session closes cleanly), logs in again
+//! over the same route (jump hosts included) until the host answers with a new
+//! boot id and a passing `test_command`, and goes on with the play over the new
+//! session: everything probed before the reboot is probed again, and what
+//! earlier tasks changed is verified after it, so the report proves those
+//! changes survived the reboot. The task reports how long the host was away
+//! and registers `rebooted` and `elapsed`. A host that is not back within
+//! `reboot_timeout` fails the task and is unreachable from then on. Check mode
+//! reboots nothing and reports the reboot as drift. With `-c local` the task
+//! fails before anything runs: it would restart the controller. A loop over
+//! `reboot`, `wait_for_connection` or `pause`, or `run_once` on them, is refused when
+//! the playbook is loaded. `wait_for_connection` sends a script until one
+//! runs, logging in again between tries. A play that starts with it (and
+//! `gather_facts: false`, as Ansible needs too) waits for a host that does
+//! not answer yet, a new server still booting, instead of reporting it
+//! unreachable; each login then waits `--timeout`, not `connect_timeout`.
+//! No task's probe goes out ahead of a reboot or a wait: what it read could
+//! not hold after.
 
 use std::time::Duration;
 
 use crate::modules::kit::connection::{ConnectionAction, Reboot};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::Probe;
@@ -14,9 +40,12 @@ use crate::remote::shell::quote;
 
 pub const REBOOT: ModuleSpec = ModuleSpec {
     name: "reboot",
+    source: file!(),
     aliases: &["ansible.builtin.reboot"],
     params: &RebootArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::Reboot,
+    controller_file: None,
     build,
 };
 

@@ -1,9 +1,18 @@
 //! `replace`: every match of a regular expression in a file (or in the
 //! part of it between `after` and `before`) replaced.
+//!
+//! In short: `path` (or `dest`, `name`), `regexp` (multi-line), `replace`
+//! (`\1`, `\g<name>`), `after`, `before`, `backup`, `mode`, `owner`, `group`
+//!
+//! **`replace`** replaces every match of `regexp` (Python-style backreferences
+//! `\1`, `\g<1>`, `\g<name>` and `\n` translated for the regex crate; `^` and
+//! `$` match at each line) in the file, or only in the text between the first
+//! match of `after` and the next of `before`; when those do not match, nothing
+//! changes and the task says so. A missing file is an error.
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::kit::text;
 use crate::modules::params::{first_of, module_params, Mode, ParamError, Params};
@@ -12,9 +21,12 @@ use crate::remote::probe::Probe;
 
 pub const REPLACE: ModuleSpec = ModuleSpec {
     name: "replace",
+    source: file!(),
     aliases: &["ansible.builtin.replace"],
     params: &ReplaceArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -1,9 +1,13 @@
 //! `rpm_key`: an OpenPGP key in the rpm database, imported from a URL or a
 //! file on the host, or removed; idempotent by key id, as rpm names a key
 //! `gpg-pubkey-<last 8 hex digits of its id>`.
+//!
+//! In short: `key` (a URL or a file on the host; to remove, also a key id),
+//! `state: present|absent`, `fingerprint` (one or a list, checked before
+//! import); idempotent by key id, read from the key with gpg on the host
 
 use crate::modules::kit::fact::{self, Fact};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params, Presence};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -11,9 +15,12 @@ use crate::remote::shell::quote;
 
 pub const RPM_KEY: ModuleSpec = ModuleSpec {
     name: "rpm_key",
+    source: file!(),
     aliases: &["ansible.builtin.rpm_key"],
     params: &RpmKeyArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

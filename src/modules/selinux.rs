@@ -5,24 +5,33 @@
 //! disabling it, another policy) is written to the config and reported
 //! as needing a reboot, not as drift: nothing short of a reboot would make
 //! the host comply, so a second run changes nothing.
+//!
+//! In short: `state: enforcing|permissive|disabled`, `policy` (needed unless
+//! disabled), `configfile` (aliases `conf`, `file`; default
+//! `/etc/selinux/config`); `update_kernel_param` is refused; what only a reboot
+//! can change is written to `configfile` and registered as reboot_required with
+//! a note, not reported as drift
 
 use serde_json::json;
 
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, WriteOpts};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, Choice, ParamError, ParamSpec, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 
 pub(crate) const SELINUX: ModuleSpec = ModuleSpec {
     name: "selinux",
+    source: file!(),
     aliases: &["ansible.posix.selinux"],
     params: &ParamSpec {
         aliases: &[("conf", "configfile"), ("file", "configfile")],
         ..SelinuxArgs::SPEC
     },
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

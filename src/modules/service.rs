@@ -6,9 +6,26 @@
 //! `indirect` is not enabled, an alias is acted on through its real unit,
 //! and a socket, timer or path unit that can start a "disabled" service is
 //! drift. Everything comes from one `systemctl show` for all named units.
+//!
+//! In short: a `name` alone returns the unit's status (every property
+//! `systemctl show` gives), as Ansible's query does; `init_system` (Ansible's
+//! `use`: automatic or systemd; another manager is refused), `name` (one or a
+//! list), `state: started|stopped|restarted|reloaded`, `enabled`, `masked`,
+//! `daemon_reload` (or `daemon-reload`), `daemon_reexec` (or `daemon-reexec`),
+//! `scope: system|user|global` (`global` is refused: it has no manager to ask),
+//! `no_block`, `missing_ok`
+//!
+//! **`systemd_service`** reads `LoadState`, `UnitFileState`, `ActiveState` and
+//! triggering units of all named units with one `systemctl show`. "Disabled"
+//! means not found (compliant unless `missing_ok: false`), or disabled/masked and
+//! not active. `static` units cannot be disabled (the report says to set
+//! `masked: true`), `indirect` is not "enabled", aliases act on the real unit, and
+//! an active socket/timer/path unit that would restart a disabled service is
+//! drift and is stopped too. On hosts without systemd as PID 1 a service that
+//! should be off is compliant with a note; one that should run fails.
 
 use crate::modules::kit::fact::{self, Fact};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, ParamError, ParamSpec, Params};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -16,6 +33,7 @@ use crate::remote::shell::quote;
 
 pub(crate) const SERVICE: ModuleSpec = ModuleSpec {
     name: "systemd_service",
+    source: file!(),
     aliases: &[
         "ansible.builtin.systemd_service",
         "systemd",
@@ -32,6 +50,8 @@ pub(crate) const SERVICE: ModuleSpec = ModuleSpec {
         ..ServiceArgs::SPEC
     },
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

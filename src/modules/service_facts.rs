@@ -2,19 +2,24 @@
 //! (`name`, `state`, `status`, `source`), as Ansible shapes it. Read after
 //! every earlier change of the run, so services an earlier task installed
 //! are there.
+//!
+//! In short: no parameters; sets the services variable (each unit's name,
+//! state, status and source) from systemd, read after every earlier change of
+//! the run; empty, with a note, without systemd
 
 use std::collections::BTreeMap;
 
 use serde_json::{json, Map, Value};
 
 use crate::modules::kit::fact::{self, Fact};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{ParamError, ParamSpec, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 
 pub(crate) const SERVICE_FACTS: ModuleSpec = ModuleSpec {
     name: "service_facts",
+    source: file!(),
     aliases: &["ansible.builtin.service_facts"],
     // Ansible's takes no parameters either.
     params: &ParamSpec {
@@ -25,6 +30,8 @@ pub(crate) const SERVICE_FACTS: ModuleSpec = ModuleSpec {
         aliases: &[],
     },
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -1,10 +1,16 @@
 //! `set_fact` and `include_vars`: variables for the host's later tasks,
 //! decided on the controller (from the task's parameters, or a vars file
 //! beside the playbook or in the role), so they cost no step.
+//!
+//! `set_fact`: any variable names (templated names too) with their values, for
+//! the host's later tasks; `cacheable` is accepted (facts last for the run)
+//!
+//! `include_vars`: `file` (or free form), found beside the playbook or in the
+//! role, or in their `vars/`; `name` puts them under one variable
 
 use serde_json::Value;
 
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{ControllerFile, Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, ParamSpec, Params};
 use crate::remote::probe::Probe;
@@ -12,20 +18,30 @@ use crate::remote::probe::Probe;
 /// Its parameters are the variables to set: any variable name.
 pub const SET_FACT: ModuleSpec = ModuleSpec {
     name: "set_fact",
+    source: file!(),
     aliases: &["ansible.builtin.set_fact"],
     params: &ParamSpec {
         any_variable: true,
         ..SetFactArgs::SPEC
     },
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build: build_set_fact,
 };
 
 pub const INCLUDE_VARS: ModuleSpec = ModuleSpec {
     name: "include_vars",
+    source: file!(),
     aliases: &["ansible.builtin.include_vars"],
     params: &IncludeVarsArgs::SPEC,
     free_form: Some("file"),
+    kind: ModuleKind::State,
+    controller_file: Some(ControllerFile {
+        param: "file",
+        folders: &["", "vars/"],
+        template: false,
+    }),
     build: build_include_vars,
 };
 

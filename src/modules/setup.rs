@@ -1,10 +1,15 @@
 //! `setup`: gathers the host's facts as a task (a play with
 //! `gather_facts: false` asks for them here). The facts ride in the same
 //! batched probe as every other task's, and become the host's variables.
+//!
+//! In short: gathers the facts as a task, in the same probe as the others;
+//! `filter` keeps the facts whose names match shell-style patterns;
+//! `gather_subset` and `gather_timeout` are accepted (nodeprov gathers one set
+//! of facts, bounded by `--command-timeout`)
 
 use serde_json::Value;
 
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::host_facts;
@@ -12,6 +17,7 @@ use crate::remote::probe::Probe;
 
 pub const SETUP: ModuleSpec = ModuleSpec {
     name: "setup",
+    source: file!(),
     aliases: &[
         "ansible.builtin.setup",
         "gather_facts",
@@ -19,6 +25,8 @@ pub const SETUP: ModuleSpec = ModuleSpec {
     ],
     params: &SetupArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -1,25 +1,31 @@
 //! `slurp`: a file's content from the host, base64-encoded, for
 //! `register:`. Read from the same file fact the file modules write, so a
 //! file an earlier task of the run writes reads as written.
+//!
+//! In short: `src` (a file up to 1 MiB, any bytes, read as the file modules
+//! predict it); registers content (base64), encoding and source
 
 use base64::Engine;
 use serde_json::json;
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{FileFact, Kind, MAX_CONTENT};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, ParamSpec, Params};
 use crate::remote::probe::Probe;
 
 pub(crate) const SLURP: ModuleSpec = ModuleSpec {
     name: "slurp",
+    source: file!(),
     aliases: &["ansible.builtin.slurp"],
     params: &ParamSpec {
         aliases: &[("path", "src")],
         ..SlurpArgs::SPEC
     },
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

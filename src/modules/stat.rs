@@ -1,12 +1,36 @@
 //! `stat`: a path's type, mode, owner, size and checksum, returned for
 //! `register:`. Read from the same file fact the file modules write, so a
 //! path an earlier task creates reads as created.
+//!
+//! In short: `path`, `get_checksum`, `checksum_algorithm:
+//! md5|sha1|sha224|sha256|sha384|sha512` (default sha1; a file over 1 MiB is
+//! hashed on the host, not read); `get_mime` and `get_attributes` are accepted
+//! and not returned; `follow` is refused (see below)
+//!
+//! **`stat`** registers Ansible's `stat` dictionary (`exists`, `isreg`, `isdir`,
+//! `islnk`, `mode`, `pw_name`, `gr_name`, `size`, `lnk_source`, `lnk_target`,
+//! `checksum`), read from the same probe the file modules predict: a file an earlier task of
+//! the run writes reads as written, without another round trip. The checksum
+//! is of the file's bytes, text or not; a file over 1 MiB is not sent: its
+//! digest is computed on the host in the same probe (with its SHA-256, which
+//! must match the file probe's: when an earlier task of the run changes such a
+//! file, the checksum is left out with a note). For a link, `lnk_target` is
+//! its text as `readlink` prints it and `lnk_source` its path with every link
+//! on the way resolved, as Ansible's `realpath` gives it (`readlink -m`, in the
+//! same probe: a dangling link resolves as far as it can); a path `readlink -m`
+//! cannot resolve keeps the link's text. Only a link costs the probe these two
+//! processes. The probe carries a file that
+//! is not UTF-8 text base64-encoded, so `slurp` returns it byte for byte; the
+//! modules that edit text (`lineinfile`, `replace`, `blockinfile`, `ini_file`,
+//! `sysctl`, `mount`…) refuse such a file rather than rewrite it. `debug`,
+//! `assert`, `fail`, `set_fact` and `include_vars` are decided on the controller
+//! from the task's variables; they add no step and no round trip.
 
 use serde_json::{json, Map, Value};
 
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{digest_hex, Digest, FileFact, FileState, Kind, MAX_CONTENT};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Choice, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -14,9 +38,12 @@ use crate::remote::shell::quote;
 
 pub const STAT: ModuleSpec = ModuleSpec {
     name: "stat",
+    source: file!(),
     aliases: &["ansible.builtin.stat"],
     params: &StatArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -5,10 +5,22 @@
 //! fallocate only on XFS ≥ 4.18, NOCOW on btrfs), a full disk or a swapoff
 //! that memory cannot absorb is refused before anything is touched, and the
 //! fstab line is keyed by the file's path so other swap lines stay.
+//!
+//! In short: nodeprov's own (see below): `path`, `size`, `priority`, `fstab`,
+//! `state: present|absent`
+//!
+//! **`swapfile`**: `path`, `size` (`8G`, `512M`), `priority`, `fstab` (default
+//! true), `state: present|absent`. The file is `0600` from its first byte,
+//! allocated without holes (`dd`; `fallocate` only on XFS with kernel ≥ 4.18;
+//! btrfs gets `chattr +C` first), `mkswap`, `swapon`, and one fstab line keyed by
+//! the path. It refuses to fill the disk (size + 5% + 256 MiB must be free) and
+//! refuses a resize that would `swapoff` more than free memory can absorb. A
+//! correct swap file is never recreated; `state: absent` swaps off, removes the
+//! line and the file.
 
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::fstab::{self, Entry};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, ParamValue, Params, Presence};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -16,9 +28,12 @@ use crate::remote::shell::{quote, sbin, unescape_octal};
 
 pub(crate) const SWAPFILE: ModuleSpec = ModuleSpec {
     name: "swapfile",
+    source: file!(),
     aliases: &[],
     params: &SwapArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

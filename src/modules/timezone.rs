@@ -3,10 +3,14 @@
 //! under `/usr/share/zoneinfo`, and `/etc/timezone` (Debian's) naming it
 //! where that file exists. Done with files rather than timedatectl, so it
 //! works the same with or without systemd.
+//!
+//! In short: `name` (a zone under `/usr/share/zoneinfo`): `/etc/localtime`
+//! linked to it, and `/etc/timezone` rewritten where it exists (Debian);
+//! `hwclock` is refused
 
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, Kind, WriteOpts};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -14,9 +18,12 @@ use crate::remote::shell::quote;
 
 pub(crate) const TIMEZONE: ModuleSpec = ModuleSpec {
     name: "timezone",
+    source: file!(),
     aliases: &["community.general.timezone"],
     params: &TimezoneArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -6,10 +6,26 @@
 //! with `creates`, "that path exists". The probe runs after every earlier
 //! change of the run, since the archive is usually what an earlier task
 //! downloaded.
+//!
+//! In short: `src` (a path on the host, or an http(s) URL), `dest` (an existing
+//! folder), `remote_src` (must be true, or `copy` false), `creates`,
+//! `extra_opts` (only `--strip-components=N`); tar (any compression tar reads)
+//! or zip by name
+//!
+//! **`unarchive`** lists the archive on the host (`tar -tf`, `unzip -Z1`) in
+//! its probe, after every earlier change of the run: it complies when every
+//! member exists under `dest` (after `--strip-components`), or when `creates`
+//! exists; the evidence of drift is how many members are missing and the
+//! first. A URL `src` is downloaded only to extract it: without `creates` it
+//! is extracted on every run and reported like a command; it reaches curl or
+//! wget as `get_url`'s URL does, and is shown as its URL is. Archives on the
+//! controller (`remote_src: false`) and owner/mode of extracted files are not
+//! supported.
+//!
 
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::http::{curl_line, shown_url, wget_line, Auth};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -17,9 +33,12 @@ use crate::remote::shell::quote;
 
 pub(crate) const UNARCHIVE: ModuleSpec = ModuleSpec {
     name: "unarchive",
+    source: file!(),
     aliases: &["ansible.builtin.unarchive"],
     params: &UnarchiveArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -8,6 +8,31 @@
 //! runs as a step, like a command: never in check mode, and changed when
 //! it ran. Headers, credentials and bodies reach curl on its standard input
 //! (`kit::http`).
+//!
+//! In short: `url` (http, https), `method:
+//! GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS`, `body`, `body_format:
+//! raw|json|form-urlencoded|form-multipart` (form-multipart refused),
+//! `status_code` (one or a list; default 200), `return_content`, `headers`,
+//! `url_username`, `url_password`, `force_basic_auth`, `creates`, `removes`,
+//! `validate_certs`, `follow_redirects`, `timeout` (answer registered; see
+//! below)
+//!
+//! **`uri`** asks from the host, with curl. A GET or HEAD is asked in the
+//! task's probe: asking changes nothing, so it runs in check mode too, and
+//! after every earlier change of the run. A method that may change the server
+//! (POST, PUT, PATCH, DELETE, OPTIONS) is sent as a step in apply, like a
+//! command: it reports changed, and in check mode it is not sent and reports
+//! unknown with the reason (Ansible's `uri` does not support check mode for
+//! them either); it follows redirects only with `follow_redirects: true`
+//! given, as Ansible's default does. `body` is sent as text (`raw`), as JSON
+//! (`json`, with `Content-Type: application/json` unless a header sets one) or
+//! as a form (`form-urlencoded`, from a mapping); the body, headers and
+//! credentials reach curl on its standard input, as for `get_url`. `creates`
+//! and `removes` skip the request as they skip a command. It registers
+//! `status`, `url` (after redirects), `msg`, `json` (a JSON body) and, with
+//! `return_content`, `content`, from the probe or from the step that sent the
+//! request. A status not in `status_code` (or no answer) fails the task.
+//! `form-multipart` bodies and `dest` are not supported.
 
 use serde_json::Value;
 
@@ -16,7 +41,7 @@ use crate::modules::kit::files::FileFact;
 use crate::modules::kit::http::{
     config_line, curl_line, form_urlencoded, shown_url, Auth, AuthArgs,
 };
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, scalar_text, Choice, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -24,9 +49,12 @@ use crate::remote::shell::quote;
 
 pub(crate) const URI: ModuleSpec = ModuleSpec {
     name: "uri",
+    source: file!(),
     aliases: &["ansible.builtin.uri"],
     params: &UriArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -1,12 +1,25 @@
 //! `user` (ansible.builtin.user): a local account, read with `getent
 //! passwd`, `id` and `getent shadow`, and made with useradd, usermod and
 //! userdel. Password hashes never reach a report: changes show them masked.
+//!
+//! In short: `name`, `state: present|absent`, `uid`, `group` (primary),
+//! `groups` + `append` (without `append` the account is in exactly `groups`;
+//! unset leaves them alone), `shell`, `home` (an existing home is not moved),
+//! `comment`, `create_home` (or `createhome`) and `system` (at creation only),
+//! `password` (a hash, compared with /etc/shadow's field, which needs root;
+//! shown masked), `password_lock`, `remove` (with `state: absent`),
+//! `password_expire_min`, `password_expire_max`, `password_expire_warn`,
+//! `password_expire_account_disable` (days, compared with /etc/shadow's ageing
+//! fields and set by one chage; `-1` empties a field); one usermod per task.
+//! The ids useradd picks are known only after it ran, so in check mode a later
+//! task on an account created earlier is planned against it missing (as in
+//! Ansible). A bare `!` or `!!` field (never had a password) is not "locked"
 
 use std::collections::BTreeSet;
 
 use crate::modules::kit::account::{valid_name, State};
 use crate::modules::kit::fact::{self, Fact};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, ParamSpec, Params};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -14,12 +27,15 @@ use crate::remote::shell::quote;
 
 pub(crate) const USER: ModuleSpec = ModuleSpec {
     name: "user",
+    source: file!(),
     aliases: &["ansible.builtin.user"],
     params: &ParamSpec {
         aliases: &[("createhome", "create_home")],
         ..UserArgs::SPEC
     },
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -1,19 +1,25 @@
 //! `wait_for_connection`: waits until the host answers a script, logging in
 //! again while it does not. The schedule carries it out.
+//!
+//! In short: `delay`, `sleep` (default 1 s), `timeout` (default 600 s),
+//! `connect_timeout` (default 5 s): logs in again until the host runs a script
 
 use std::time::Duration;
 
 use crate::modules::kit::connection::{ConnectionAction, WaitFor};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::Probe;
 
 pub const WAIT_FOR_CONNECTION: ModuleSpec = ModuleSpec {
     name: "wait_for_connection",
+    source: file!(),
     aliases: &["ansible.builtin.wait_for_connection"],
     params: &WaitArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::AwaitLogin,
+    controller_file: None,
     build,
 };
 

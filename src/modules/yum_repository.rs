@@ -1,9 +1,16 @@
 //! `yum_repository`: one repository section in a `.repo` file under
 //! /etc/yum.repos.d, written atomically; other sections of the file stay.
+//!
+//! In short: `name` (the id), `description`, `baseurl`, `mirrorlist`,
+//! `metalink`, `enabled`, `gpgcheck`, `gpgkey`, `repo_gpgcheck`, `exclude`,
+//! `includepkgs`, `priority`, `cost`, `skip_if_unavailable`, `sslverify`,
+//! `module_hotfixes`, `metadata_expire`, `proxy`, `timeout`, `file`,
+//! `reposdir`, `state: present|absent`, `mode`, `owner`, `group`; the section
+//! is written atomically with its keys sorted, other sections of the file stay
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, WriteOpts};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params, Presence};
 use crate::remote::probe::Probe;
@@ -11,9 +18,12 @@ use crate::remote::shell::quote;
 
 pub const YUM_REPOSITORY: ModuleSpec = ModuleSpec {
     name: "yum_repository",
+    source: file!(),
     aliases: &["ansible.builtin.yum_repository"],
     params: &RepoArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

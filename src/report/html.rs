@@ -367,7 +367,7 @@ fn host_smoke(h: &Value) -> Option<(HostSmoke, Vec<String>)> {
     let mut lines = Vec::new();
     for t in array(&h["tasks"])
         .iter()
-        .filter(|t| t["module"] == "gpu_smoke")
+        .filter(|t| t["module"] == crate::modules::gpu_smoke::GPU_SMOKE.name)
     {
         lines.extend(array(&t["notes"]).iter().map(|n| text(n).to_string()));
         if let Some(failed) = t["message"].as_str() {

@@ -7,6 +7,7 @@ pub mod human;
 pub mod json;
 pub mod junit;
 pub mod merge;
+pub mod module_doc;
 pub mod progress;
 
 use std::borrow::Cow;

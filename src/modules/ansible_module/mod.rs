@@ -15,7 +15,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::modules::kit::ansible::AnsibleCall;
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
 use crate::modules::params::{ParamError, ParamSpec, Params};
 use crate::remote::probe::{Probe, ProbeResult, DURABLE};
@@ -25,9 +25,12 @@ use crate::remote::shell::{keyed_digest, quote, secret_stdin};
 /// controller's ansible-core knows, and says so at `validate`.
 pub(crate) const ANSIBLE_MODULE: ModuleSpec = ModuleSpec {
     name: "ansible_module",
+    source: file!(),
     aliases: &[],
     params: &ANY_PARAMETER,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

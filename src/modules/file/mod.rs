@@ -1,11 +1,26 @@
 //! `file`: a path's type and attributes (directory, absent, touched, link).
+//!
+//! In short: `path` (or `dest`, `name`), `state:
+//! file|directory|absent|touch|link` (unset: what the path is, a file when
+//! absent, as in Ansible), `mode`, `owner`, `group`, `src` (link target),
+//! `force`, `recurse` (a directory's owner, group and octal mode on all it
+//! holds; drift found with one find), `access_time` and `modification_time`
+//! (preserve, also when unset, even with `state: touch`, so a touch converges;
+//! now, set on every run and reported changed, as Ansible does; or a local time
+//! of the host in `access_time_format`/`modification_time_format`, default
+//! `%Y%m%d%H%M.%S` with `%Y %y %m %d %H %M %S`, compared with the path's and
+//! set only when it differs; a literal `access_time` needs `state: directory`,
+//! since the probe reads a file's content and so moves its access time; none
+//! with `recurse` or `state: link`), `follow` (only true, Ansible's default: a
+//! link is never changed in itself, and a path that is a link is refused unless
+//! the state is link; give its target's path)
 
 mod times;
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;
 use crate::modules::kit::files::{self, FileState, Kind, WriteOpts};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, first_of, module_params, Choice, Mode, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -14,9 +29,12 @@ use times::{Time, TimesFact, Wanted as WantedTimes, DEFAULT_FORMAT};
 
 pub(crate) const FILE: ModuleSpec = ModuleSpec {
     name: "file",
+    source: file!(),
     aliases: &["ansible.builtin.file"],
     params: &FileArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -3,6 +3,34 @@
 //! `examined` and `skipped_paths`. One find(1) per task lists what is
 //! there (`listing.rs`), in the first probe; the choice is made on the
 //! controller (`select.rs`). Read after every earlier change of the run.
+//!
+//! In short: `paths` (absolute folders; one, a list or a comma-separated
+//! string; also spelled path or name), `patterns` (also pattern; shell globs
+//! matched on the basename, case-sensitive, as Python's fnmatch; all names
+//! without), `excludes` (also exclude), `use_regex` (Python regular expressions
+//! matched at a name's start), `file_type: file|directory|link|any`, `recurse`,
+//! `depth`, `hidden`, `follow`, `age` (`2d`, `-1w`; units s, m, h, d, w) with
+//! `age_stamp: mtime|atime|ctime`, `size` (`10m`, `-1k`; units b, k, m, g, t;
+//! regular files only), `contains` (a regular file's content, at a line's
+//! start, anywhere with `read_whole_file`; searched with `grep -P`, and as in
+//! Ansible only with `file_type: file`), `limit`; `get_checksum` only false;
+//! registers files (Ansible's stat dictionary of each, with its path), matched,
+//! examined, skipped_paths and msg; one find(1) per task in the probe, read
+//! after every earlier change of the run
+//!
+//! **`find`** sends one find(1) per task in the probe, which lists every
+//! entry within the depth (and one level below it, which Ansible's walk
+//! counts in `examined`) with its stat fields as NUL-separated records, so
+//! any name, newlines and quotes included, comes back whole. Which of them
+//! the task returns is decided on the controller as Ansible's find decides:
+//! patterns and excludes on the basename, names starting with a dot left out
+//! without `hidden` (folders so named are still searched, as in Ansible),
+//! `size` on regular files only, in the order Ansible's walk meets them (a
+//! folder's files, then its folders). With `follow`, a link is still a link
+//! (as Ansible's lstat sees it), but its other fields are its target's.
+//! `contains` runs grep on the host inside the same find, so its pattern is
+//! PCRE (Python's syntax for what roles use). Names that are not UTF-8 come
+//! back with replacement characters.
 
 mod listing;
 mod select;
@@ -14,7 +42,7 @@ use listing::{Contains, Found, Walk};
 use select::{Choice, Kind, Stamp};
 
 use crate::modules::kit::fact::Fact;
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::kit::text;
 use crate::modules::params::{module_params, ParamError, ParamSpec, Params};
@@ -22,6 +50,7 @@ use crate::remote::probe::Probe;
 
 pub(crate) const FIND: ModuleSpec = ModuleSpec {
     name: "find",
+    source: file!(),
     aliases: &["ansible.builtin.find"],
     params: &ParamSpec {
         aliases: &[
@@ -33,6 +62,8 @@ pub(crate) const FIND: ModuleSpec = ModuleSpec {
         ..FindArgs::SPEC
     },
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -62,13 +62,63 @@ pub(crate) type BuildFn = fn(&Params) -> Result<Box<dyn Module>, ParamError>;
 /// A module as playbooks name it.
 pub struct ModuleSpec {
     pub name: &'static str,
+    /// The file that declares it (`file!()`), whose `//!` text documents it.
+    pub source: &'static str,
     /// Other keys that select this module (Ansible's FQCNs and old names).
     pub aliases: &'static [&'static str],
     /// Its parameters, from the module's one declaration of them.
     pub params: &'static ParamSpec,
     /// Parameter name a free-form string (`command: echo hi`) is stored under.
     pub free_form: Option<&'static str>,
+    pub kind: ModuleKind,
+    /// A parameter naming a file on the controller, opened by `validate`.
+    pub controller_file: Option<ControllerFile>,
     pub(crate) build: BuildFn,
+}
+
+/// What a module's tasks are to the loader and the schedule, decided by
+/// its declaration so that nothing outside the modules asks for its name.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ModuleKind {
+    /// Converges the host to a state: probed, planned, applied, verified.
+    State,
+    /// Runs a command whose result is what it printed; `detachable`: it
+    /// may be left running (`async` with `poll: 0`).
+    Command { detachable: bool },
+    /// Acts through the host's own manager of its kind, and so takes the
+    /// `module_defaults` of that manager's module (`package`).
+    Frontend,
+    /// Steers the host's run rather than the host (`meta`).
+    Control,
+    /// Reboots the host and logs in again.
+    Reboot,
+    /// Waits until the host takes a new login.
+    AwaitLogin,
+    /// Holds the host's run for a while.
+    Pause,
+}
+
+impl ModuleKind {
+    /// Acts on the schedule or the session once per host: no loop over it.
+    pub fn once_per_host(self) -> bool {
+        matches!(self, Self::Control | Self::Reboot | Self::AwaitLogin | Self::Pause)
+    }
+
+    /// What was probed before it may not hold after it.
+    pub fn replaces_session(self) -> bool {
+        matches!(self, Self::Reboot | Self::AwaitLogin)
+    }
+}
+
+/// A file on the controller that a parameter names, found beside the
+/// playbook or in the role.
+#[derive(Clone, Copy, Debug)]
+pub struct ControllerFile {
+    pub param: &'static str,
+    /// Where it is looked for, in order, relative to those places.
+    pub folders: &'static [&'static str],
+    /// A template, rendered per host and written as `copy` writes content.
+    pub template: bool,
 }
 
 impl std::fmt::Debug for ModuleSpec {
@@ -81,4 +131,17 @@ impl ModuleSpec {
     pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
         std::iter::once(self.name).chain(self.aliases.iter().copied())
     }
+
+    /// Its documentation for people: the `//!` text of its file.
+    pub fn about(&self) -> &'static str {
+        generated::MODULE_DOCS
+            .iter()
+            .find(|(path, _)| *path == self.source)
+            .map_or("", |(_, doc)| doc)
+    }
+}
+
+/// Gathered by build.rs from the `//!` lines of src/modules.
+mod generated {
+    include!(concat!(env!("OUT_DIR"), "/module_docs.rs"));
 }

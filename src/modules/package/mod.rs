@@ -2,6 +2,34 @@
 //! removed with whichever of dnf, yum or apt-get the host has, planned from
 //! one read of the installed packages per host (`kit::packages`); what
 //! else it asks of the package manager is in `facts.rs`.
+//!
+//! In short: `name` (one or a list, with version pins and dnf module streams,
+//! see below), `state: present|absent|latest`, `update_cache` (alone too),
+//! `cache_valid_time`, `autoremove`, `backend` (Ansible's `use`: automatic, or
+//! the host's own manager; another is refused), `allow_downgrade`, `pkg` for
+//! `name`; apt: `deb`, `purge`, `clean`, `autoclean`, `install_recommends`,
+//! `lock_timeout` (dnf waits for its own lock, within `--command-timeout`);
+//! dnf/yum: `enablerepo`, `disablerepo`, `disable_gpg_check`, `disable_plugin`,
+//! `nobest`, `install_weak_deps`
+//!
+//! **`package`** reads the installed packages once per host, in the batched
+//! probe, whichever task asks. `name=1.2*` pins an apt version (resolved from
+//! the package lists), `name-1.2` or `name-1.2-1` an rpm one (the version
+//! dotted, so `cuda-toolkit-12-4` and `cuda-drivers-550` stay names), and
+//! `@module:stream[/profile]` enables and installs a dnf module stream
+//! (package groups such as `@core`, and removing a stream, are refused); a
+//! stream counts as in place once it is enabled, whichever profile is installed.
+//! `latest` and apt pins are planned from the host's package cache as it is,
+//! without refreshing it (dnf's and yum's cached `list updates`, apt's
+//! candidate); on a host whose rpm metadata was never downloaded, `latest`
+//! says so and runs. `update_cache` refreshes before an install, or when the
+//! apt lists are older than `cache_valid_time` (which asks for the refresh by
+//! itself, as in Ansible's apt; dnf and yum keep no age to compare). Given
+//! alone, it follows Ansible's modules: on apt, without `cache_valid_time`, it
+//! refreshes every run, reported changed (as a command; check mode reports
+//! drift); on dnf and yum it refreshes every apply and reports ok, as their
+//! "Cache updated" is unchanged, so a second run shows nothing changed and
+//! check mode neither runs it nor reports drift.
 
 mod facts;
 mod steps;
@@ -9,7 +37,7 @@ mod steps;
 use facts::{Available, Cleanup, DebFile, Offer, Streams};
 
 use crate::modules::kit::fact::Fact;
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::packages::{Host, Installed, Manager};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, ParamError, ParamSpec, Params};
@@ -17,6 +45,7 @@ use crate::remote::probe::Probe;
 
 pub(crate) const PACKAGE: ModuleSpec = ModuleSpec {
     name: "package",
+    source: file!(),
     aliases: &[
         "ansible.builtin.package",
         "dnf",
@@ -31,6 +60,8 @@ pub(crate) const PACKAGE: ModuleSpec = ModuleSpec {
         ..PackageArgs::SPEC
     },
     free_form: None,
+    kind: ModuleKind::Frontend,
+    controller_file: None,
     build,
 };
 

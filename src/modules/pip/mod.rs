@@ -3,6 +3,30 @@
 //! pip in the batched probe; what to install or remove is decided here from
 //! the version specifiers, so check mode names each package that would
 //! change without asking an index.
+//!
+//! In short: `name` (one or a list, with version specifiers `torch==2.3.0`,
+//! `numpy>=1.26,<2`), `version`, `state: present|absent|latest|forcereinstall`,
+//! `requirements` (a file on the host of plain specifiers), `executable`
+//! (default `pip3`), `virtualenv` (made when missing), `virtualenv_command`
+//! (default `virtualenv`; `python3 -m venv`), `virtualenv_site_packages`,
+//! `extra_args`, `break_system_packages`, `chdir`, `umask`; `editable` and
+//! `virtualenv_python` are refused (see below)
+//!
+//! **`pip`** reads what each pip has installed with one
+//! `pip list --format=json` (a virtualenv's `bin/pip`, or `executable`), in the
+//! batched probe, and compares it with the specifiers as PEP 440 does
+//! (`torch==2.3.0` holds for an installed `2.3.0+cu121`; `==1.26.*`, `~=`,
+//! `!=`, `<`, `>` and lists of them), names normalized as pip does
+//! (`Foo_Bar` is `foo-bar`). Only what does not satisfy its specifier is
+//! installed, in one `pip install` (with `extra_args`), and only what is there
+//! is removed; a missing `virtualenv` is made first with `virtualenv_command`.
+//! `requirements` is read from the host in the same probe and planned line by
+//! line; a line with options, URLs, paths or environment markers is refused,
+//! as are such names. `latest` and `forcereinstall` run on every run (only
+//! the package index knows whether there is something newer), reported like a
+//! command. `extra_args` goes on every pip command, removals too, as in
+//! Ansible (`pip uninstall` takes no `--no-index`). Relative `virtualenv` and
+//! `requirements` paths need an absolute `chdir`.
 
 mod facts;
 mod requirement;
@@ -14,7 +38,7 @@ use requirement::Requirement;
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{FileFact, MAX_CONTENT};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, Choice, ParamError, Params};
 use crate::remote::probe::Probe;
@@ -22,9 +46,12 @@ use crate::remote::shell::{self, quote};
 
 pub(crate) const PIP: ModuleSpec = ModuleSpec {
     name: "pip",
+    source: file!(),
     aliases: &["ansible.builtin.pip"],
     params: &PipArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -9,6 +9,45 @@
 //! precedence over every sysctl.d folder, the `99-sysctl.conf` link to
 //! `/etc/sysctl.conf`, globs and `-` prefixes, and the active tuned profile,
 //! so a drop-in that a later file shadows is reported instead of trusted.
+//!
+//! In short: Ansible's single-key form (`name` or `key`, `value` or `val`,
+//! `state: present|absent`, `sysctl_file`, `sysctl_set`, `reload`,
+//! `ignoreerrors`) and a map form (`settings` + `file`); either takes
+//! `tuned_profile`
+//!
+//! **`sysctl`** takes Ansible's single-key form (`name`, `value`, `state`,
+//! `sysctl_file`, `reload`, `sysctl_set`, `ignoreerrors`) or a map form that owns
+//! one drop-in file:
+//!
+//! ```yaml
+//! - sysctl:
+//!     settings: {vm.swappiness: 10, vm.overcommit_memory: 1}
+//!     file: /etc/sysctl.d/90-gpu-node.conf
+//! ```
+//!
+//! * Editing a file it was pointed at touches only that key's lines: comments,
+//!   order and other keys stay. EL's `/etc/sysctl.d/99-sysctl.conf`, a link to
+//!   `../sysctl.conf`, is written through (the link stays, `/etc/sysctl.conf`
+//!   is replaced atomically), as Ansible does; any other link is refused. The map form rewrites its own file atomically.
+//! * `vm.swappiness` and `vm/swappiness` are one key; values compare token-wise
+//!   (tabs in `net.ipv4.tcp_rmem` are not drift); a key the kernel does not have
+//!   is an error unless `ignoreerrors`, and so is a write-only key
+//!   (`net.ipv4.route.flush`), reported as write-only.
+//! * It computes the value **effective at next boot** with systemd-sysctl/procps
+//!   precedence (`/etc`, `/run`, `/usr/local/lib`, `/usr/lib` `sysctl.d`, same
+//!   basename shadowing, basename order, `/etc/sysctl.conf` via the
+//!   `99-sysctl.conf` link, links to `/dev/null`), and reports three facts per
+//!   key: the live value, the file:line that wins at boot, and whether the active
+//!   tuned profile sets it (and wins, with `reapply_sysctl=0`). Drift when either
+//!   the live or the boot value differs; when our file would be shadowed it says
+//!   by which file and suggests a name that sorts last.
+//! * Only changed keys are set live; `reload: system` asks for `sysctl --system`.
+//! * `tuned_profile: throughput-performance` (names as `tuned-adm` takes them)
+//!   makes that profile active with `tuned-adm profile` when another one is;
+//!   the boot value is then computed with the new profile and its `include=`
+//!   chain (read from `/etc/tuned` and `/usr/lib/tuned` in the same probe), so
+//!   a profile that would override the task's value is reported before it is
+//!   switched to. A profile tuned does not have fails the task.
 
 mod config;
 mod tuned;
@@ -20,7 +59,7 @@ use serde_json::Value;
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;
 use crate::modules::kit::files::{self, WriteOpts};
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::scalar_text;
 use crate::modules::params::{module_params, ParamError, ParamValue, Params, Presence};
@@ -31,9 +70,12 @@ use tuned::{Tuned, TunedCandidate, TunedProfile};
 
 pub(crate) const SYSCTL: ModuleSpec = ModuleSpec {
     name: "sysctl",
+    source: file!(),
     aliases: &["ansible.posix.sysctl"],
     params: &SysctlArgs::SPEC,
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 

@@ -5,6 +5,60 @@
 //! nothing and check mode names the line it expected and the one it found.
 //! The steps are ufw's own commands: when ufw is inactive they change its
 //! rule files only, as ufw does; when it is active they take effect too.
+//!
+//! In short: `state: enabled|disabled|reloaded|reset` against ufw status;
+//! rules: `rule: allow|deny|limit|reject` with `to_port` (or `port`: a number,
+//! `A:B` range or comma list), `from_port`, `from_ip` (or `from`, `src`),
+//! `to_ip` (or `to`, `dest`), `proto: any|tcp|udp|ipv6|esp|ah|gre|igmp` (or
+//! `protocol`), `direction: in|out|incoming|outgoing|routed` (in or out for a
+//! rule), `interface` (or `if`), `name` (or `app`, an application profile),
+//! `comment`, `log`, `delete`, `insert` (a position counted from 1); `default:
+//! allow|deny|reject` (or `policy`) for `direction` incoming, outgoing or
+//! routed; `logging: on|off|low|medium|high|full`; `route`, `interface_in`,
+//! `interface_out` and `insert_relative_to` other than zero are refused when
+//! the playbook is loaded (see below); a host without ufw fails the task with
+//! that said
+//!
+//! **`ufw`** reads everything it compares in one probe: `ufw status`
+//! (active or not), the default policies in `/etc/default/ufw`, the log level
+//! in `/etc/ufw/ufw.conf` and the rules as `ufw show added` lists them (from
+//! ufw's own rule files, so the same whether ufw runs or not). Planning writes
+//! the task's rule as ufw itself would print it, normalised as ufw normalises
+//! it (`10.9.9.9/8` is `10.0.0.0/8`, `/32` and `/128` are dropped, a dotted
+//! mask becomes a prefix, the short form `allow 22/tcp` where it fits), and
+//! the rule is present when that line is listed: a second run changes
+//! nothing, and check mode reports drift with the line expected and the line
+//! found (the same rule with another comment, which ufw replaces when the rule
+//! is added again) or how many rules it looked through. Community.general
+//! compares `ufw status verbose` and `ufw show added` before and after running
+//! ufw, and asks `ufw --dry-run` in check mode; the outcome is the same, known
+//! without running ufw. Apply runs `ufw` itself: when ufw is inactive its files
+//! change only, as with ufw on the command line; when active the rule takes
+//! effect at once. `delete` removes the rule whatever its comment unless a
+//! comment is given (as ufw does); `insert` places a missing rule, an existing
+//! one is left where it is. Ports are numbers, ranges and lists (service names
+//! are refused: ufw stores what they resolve to); a comment or application
+//! name with a single quote or a control character, an interface name that is
+//! none, an address that does not parse and a source and destination of two
+//! IP versions are refused at load; everything
+//! else reaches ufw shell-quoted. Route rules (`route`, `interface_in`,
+//! `interface_out`) and positions relative to the first or last IPv4 or IPv6
+//! rule (`insert_relative_to`) are not supported and refused at load, as are
+//! rule parameters without `rule` and `state: reset` together with anything
+//! else. What is proven how: the normalisation by planning tests on the lines
+//! a real ufw 0.36 printed for 27 rules written in other words (each task is
+//! a no-op against that recording and adds exactly that line on an empty
+//! ufw), change, delete and hostile values by planning tests; end to end by
+//! `tests/ufw.rs`, where the real ufw runs inside an isolated host with a
+//! network namespace of its own (`IsolatedHost::with_network`): `check`
+//! first reports all eight tasks (in Ansible's spellings, one comment holding
+//! `$(…)` and backquotes) as drift and leaves ufw's files as they were; they
+//! apply, ufw is turned on in that namespace and
+//! `iptables -S` there shows the rules, a second apply changes nothing, a rule
+//! deleted by hand is drift (`check` exits 2, naming the line expected), and
+//! the machine's `/etc` (its ufw stays `ENABLED=no`) and its
+//! `iptables-save`/`ip6tables-save`/`nft list ruleset` are the same before and
+//! after.
 
 mod facts;
 mod rule;
@@ -15,7 +69,7 @@ use facts::{Found, Ufw as UfwFact, UfwState, POLICY_KEYS};
 use rule::{check_interface, check_port, check_text, normalize_address, Action, Proto, Rule};
 
 use crate::modules::kit::fact::Fact;
-use crate::modules::kit::module::{Module, ModuleSpec};
+use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, Choice, ParamError, ParamSpec, Params};
 use crate::remote::probe::Probe;
@@ -23,6 +77,7 @@ use crate::remote::shell::quote;
 
 pub(crate) const UFW: ModuleSpec = ModuleSpec {
     name: "ufw",
+    source: file!(),
     aliases: &["community.general.ufw"],
     params: &ParamSpec {
         aliases: &[
@@ -41,6 +96,8 @@ pub(crate) const UFW: ModuleSpec = ModuleSpec {
         ..UfwArgs::SPEC
     },
     free_form: None,
+    kind: ModuleKind::State,
+    controller_file: None,
     build,
 };
 
