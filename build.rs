@@ -57,7 +57,12 @@ fn module_docs() {
             .map(|l| l.strip_prefix(' ').unwrap_or(l))
             .collect();
         if !doc.is_empty() {
-            let _ = writeln!(out, "    ({:?}, {:?}),", path.display().to_string(), doc.join("\n"));
+            let _ = writeln!(
+                out,
+                "    ({:?}, {:?}),",
+                path.display().to_string(),
+                doc.join("\n")
+            );
         }
     }
     out.push_str("];\n");
@@ -67,7 +72,10 @@ fn module_docs() {
 }
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
-    for entry in std::fs::read_dir(dir).expect("src/modules is readable").flatten() {
+    for entry in std::fs::read_dir(dir)
+        .expect("src/modules is readable")
+        .flatten()
+    {
         let path = entry.path();
         if path.is_dir() {
             rust_files(&path, out);

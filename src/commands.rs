@@ -9,15 +9,15 @@ use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 
+use crate::base::diag::Diagnostic;
+use crate::base::diag::Span;
 use crate::cli::{
-    Cli, Command, CompletionsArgs, DocArgs, FactsArgs, Format, InventoryArgs, MergeArgs, ReportCommand,
-    RunArgs, SmokeArgs, ValidateArgs, VaultArgs, VaultCommand, VaultViewArgs,
+    Cli, Command, CompletionsArgs, DocArgs, FactsArgs, Format, InventoryArgs, MergeArgs,
+    ReportCommand, RunArgs, SmokeArgs, ValidateArgs, VaultArgs, VaultCommand, VaultViewArgs,
 };
 use crate::exec::RunOptions;
 use crate::exec::{run_playbook, RunRequest};
 use crate::load::ansible_cfg::{self, Settings};
-use crate::load::diag::Diagnostic;
-use crate::load::diag::Span;
 use crate::load::inventory::shard::Shard;
 use crate::load::inventory::{Inventory, PluginRunner, SourceOptions};
 use crate::load::vault::{self, secrets};
@@ -80,7 +80,7 @@ fn vault_view_cmd(args: &VaultViewArgs, settings: &Settings) -> Result<u8, Vec<D
     let mut out = std::io::stdout().lock();
     for file in &args.files {
         let name = file.display().to_string();
-        let text = crate::load::input::read_text(file).map_err(|e| vec![e.into_diagnostic()])?;
+        let text = crate::base::input::read_text(file).map_err(|e| vec![e.into_diagnostic()])?;
         let at = Span::synthetic(&name);
         if !vault::is_vault(&text) {
             return Err(vec![Diagnostic::new(
@@ -258,16 +258,16 @@ fn extra_vars(specs: &[String]) -> Result<Map<String, Value>, Vec<Diagnostic>> {
         } else if spec.trim_start().starts_with('{') {
             yaml::load_str(spec, "--extra-vars").map_err(|d| vec![d])?
         } else {
-            let words = crate::remote::shell::split_strict(spec).map_err(|open| {
-                let span = crate::load::diag::Span::synthetic("--extra-vars");
+            let words = crate::base::shell::split_strict(spec).map_err(|open| {
+                let span = crate::base::diag::Span::synthetic("--extra-vars");
                 vec![Diagnostic::new(
                     &span,
-                    format!("{open} in '{}'", crate::load::diag::clip(spec)),
+                    format!("{open} in '{}'", crate::base::diag::clip(spec)),
                 )]
             })?;
             for word in words {
                 let Some((k, v)) = word.split_once('=') else {
-                    let span = crate::load::diag::Span::synthetic("--extra-vars");
+                    let span = crate::base::diag::Span::synthetic("--extra-vars");
                     return Err(vec![Diagnostic::new(
                         &span,
                         format!("expected key=value, @file or a mapping, got '{word}'"),
@@ -320,7 +320,7 @@ fn apply(args: RunArgs, check_cmd: bool, settings: &Settings) -> Result<u8, Vec<
     if let Some(dir) = &args.report {
         report::report_dir(dir).map_err(|e| {
             vec![Diagnostic::new(
-                &crate::load::diag::Span::synthetic("--report"),
+                &crate::base::diag::Span::synthetic("--report"),
                 e.to_string(),
             )]
         })?;
@@ -444,10 +444,9 @@ fn doc_cmd(args: &DocArgs) -> Result<u8, Vec<Diagnostic>> {
             Some(spec) => module_doc::page(spec),
             None => {
                 let mut message = format!("no native module named '{name}'");
-                if let Some(near) = crate::load::diag::suggest(
-                    name,
-                    registry().iter().flat_map(ModuleSpec::names),
-                ) {
+                if let Some(near) =
+                    crate::base::diag::suggest(name, registry().iter().flat_map(ModuleSpec::names))
+                {
                     message.push_str(&format!("; did you mean '{near}'?"));
                 }
                 message.push_str(" (`nodeprov doc --list` lists them)");
@@ -511,7 +510,7 @@ fn connect_options(
     }
     connect::ConnectOptions::from_cli(connection, &ssh).map_err(|e| {
         vec![Diagnostic::new(
-            &crate::load::diag::Span::synthetic("ssh"),
+            &crate::base::diag::Span::synthetic("ssh"),
             e.to_string(),
         )]
     })
@@ -572,7 +571,7 @@ fn inventory_cmd(args: &InventoryArgs, settings: &Settings) -> Result<u8, Vec<Di
         print!("{}", inv.graph());
     } else if let Some(host) = &args.host {
         if !inv.hosts().contains(host) {
-            let span = crate::load::diag::Span::synthetic("inventory");
+            let span = crate::base::diag::Span::synthetic("inventory");
             return Err(vec![Diagnostic::new(
                 &span,
                 format!("host '{host}' is not in the inventory"),
@@ -596,7 +595,7 @@ fn facts_cmd(args: &FactsArgs, settings: &Settings) -> Result<u8, Vec<Diagnostic
     let inv = load_inventory(&args.inventory, settings)?;
     let mut hosts = Vec::new();
     for pattern in &args.hosts {
-        let span = crate::load::diag::Span::synthetic("facts");
+        let span = crate::base::diag::Span::synthetic("facts");
         hosts.extend(
             inv.select(pattern)
                 .map_err(|e| vec![Diagnostic::new(&span, e.to_string())])?,
@@ -624,7 +623,7 @@ fn facts_cmd(args: &FactsArgs, settings: &Settings) -> Result<u8, Vec<Diagnostic
 fn smoke_cmd(args: &SmokeArgs, settings: &Settings) -> Result<u8, Vec<Diagnostic>> {
     unlock_vault(&args.target.vault, settings)?;
     let inv = load_inventory(&args.target.inventory, settings)?;
-    let span = crate::load::diag::Span::synthetic("smoke");
+    let span = crate::base::diag::Span::synthetic("smoke");
     let mut hosts = inv
         .select(args.target.limit.as_deref().unwrap_or("all"))
         .map_err(|e| vec![Diagnostic::new(&span, e.to_string())])?;

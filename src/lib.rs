@@ -4,7 +4,10 @@
 //! `exec` resolves them per host and runs probe → plan → apply → verify with
 //! `modules` planning and `remote` talking to hosts, `report` renders the
 //! outcome; `smoke` is the GPU validation; `cli`/`commands` are the edge.
+//! `base` is the ground floor they all stand on (input files, diagnostics,
+//! shell quoting), and it imports none of them.
 
+pub mod base;
 pub mod cli;
 pub mod commands;
 pub mod exec;

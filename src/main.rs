@@ -21,7 +21,7 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(code);
         }
     };
-    nodeprov::remote::fd_limit::raise();
+    nodeprov::base::fd_limit::raise();
     return_large_buffers();
     std::process::ExitCode::from(nodeprov::commands::run(cli))
 }

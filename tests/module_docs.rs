@@ -92,7 +92,10 @@ fn doc_prints_a_module_page_and_the_list() {
     let unknown = Command::new(bin).args(["doc", "sysctll"]).output().unwrap();
     assert_eq!(unknown.status.code(), Some(1));
     let err = String::from_utf8(unknown.stderr).unwrap();
-    assert!(err.contains("no native module named 'sysctll'; did you mean 'sysctl'?"), "{err}");
+    assert!(
+        err.contains("no native module named 'sysctll'; did you mean 'sysctl'?"),
+        "{err}"
+    );
 }
 
 /// The tasks under a page's Example heading.

@@ -307,3 +307,26 @@ fn the_check_catches_sibling_imports_kit_leaks_and_cycles() {
         "{found:?}"
     );
 }
+
+/// `src/base` is the ground floor: its code names nothing of the crate
+/// above it (its tests may use the loaders' fuzzing kit).
+#[test]
+fn the_ground_floor_imports_nothing_above_it() {
+    let mut upward = Vec::new();
+    for entry in std::fs::read_dir("src/base").unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code = text.lines().take_while(|l| !l.starts_with("#[cfg(test)]"));
+        for (i, line) in code.enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            let mut rest = code;
+            while let Some(at) = rest.find("crate::") {
+                rest = &rest[at + "crate::".len()..];
+                if !rest.starts_with("base::") {
+                    upward.push(format!("{}:{}: {}", path.display(), i + 1, line.trim()));
+                }
+            }
+        }
+    }
+    assert!(upward.is_empty(), "{}", upward.join("\n"));
+}

@@ -80,15 +80,19 @@ fn every_relative_link_leads_somewhere() {
             } else {
                 doc.parent().unwrap().join(file)
             };
-            let Ok(linked) = std::fs::read_to_string(&path).or_else(|_| {
-                path.is_dir().then(String::new).ok_or(())
-            }) else {
+            let Ok(linked) = std::fs::read_to_string(&path)
+                .or_else(|_| path.is_dir().then(String::new).ok_or(()))
+            else {
                 broken.push(format!("{}: {target} (no such file)", doc.display()));
                 continue;
             };
             let headings: Vec<String> = linked
                 .lines()
-                .filter_map(|l| l.trim_start_matches('#').strip_prefix(' ').filter(|_| l.starts_with('#')))
+                .filter_map(|l| {
+                    l.trim_start_matches('#')
+                        .strip_prefix(' ')
+                        .filter(|_| l.starts_with('#'))
+                })
                 .map(anchor)
                 .collect();
             if !heading.is_empty() && !headings.iter().any(|h| h == heading) {
@@ -101,15 +105,25 @@ fn every_relative_link_leads_somewhere() {
 
 #[test]
 fn the_readme_links_every_document() {
-    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
     let linked = links(&readme);
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
     for doc in std::fs::read_dir(&root).unwrap() {
         let path = doc.unwrap().path();
         let name = path.file_name().unwrap().to_string_lossy().to_string();
-        let target = if path.is_dir() { format!("docs/{name}/README.md") } else { format!("docs/{name}") };
+        let target = if path.is_dir() {
+            format!("docs/{name}/README.md")
+        } else {
+            format!("docs/{name}")
+        };
         if name.ends_with(".md") || path.is_dir() {
-            assert!(linked.iter().any(|l| l.split('#').next() == Some(target.as_str())), "README does not link {target}");
+            assert!(
+                linked
+                    .iter()
+                    .any(|l| l.split('#').next() == Some(target.as_str())),
+                "README does not link {target}"
+            );
         }
     }
 }
@@ -117,7 +131,10 @@ fn the_readme_links_every_document() {
 #[test]
 fn the_link_check_reads_links_and_anchors_as_github_does() {
     assert_eq!(anchor("Ansible's own modules"), "ansibles-own-modules");
-    assert_eq!(anchor("Check mode, diffs and reports"), "check-mode-diffs-and-reports");
+    assert_eq!(
+        anchor("Check mode, diffs and reports"),
+        "check-mode-diffs-and-reports"
+    );
     assert_eq!(
         links("see [a](docs/a.md#x) and [b](#y)\n```\n[c](z)\n```"),
         ["docs/a.md#x", "#y"]

@@ -20,7 +20,7 @@ use super::prepared::{PlayCtx, PreparedTask};
 use super::result::HostReport;
 use super::vars::{Known, VarLayers};
 use super::wire::{Step, Wire};
-use crate::load::diag::Diagnostic;
+use crate::base::diag::Diagnostic;
 use crate::modules::{Facts, Module, ModuleError, ModuleKind};
 use crate::remote::host_facts;
 use crate::remote::probe::Probe;

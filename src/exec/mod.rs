@@ -24,12 +24,13 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Map, Value};
 
-use crate::load::diag::Diagnostic;
+use crate::base::diag::Diagnostic;
+use crate::base::fd_limit;
 use crate::load::inventory::Inventory;
 use crate::load::playbook::{BatchSize, Play, Playbook};
 use crate::modules::params::Sources;
 use crate::remote::deferred::Deferred;
-use crate::remote::{fd_limit, Transport, TransportError};
+use crate::remote::{Transport, TransportError};
 use crate::template::{HostVars, Templates};
 use host::HostRun;
 pub use prepared::RunOptions;
@@ -196,7 +197,7 @@ fn select_hosts(
     pattern: &str,
     failed: &[String],
 ) -> Result<Vec<String>, Vec<Diagnostic>> {
-    let pattern_error = |span: &crate::load::diag::Span| {
+    let pattern_error = |span: &crate::base::diag::Span| {
         let span = span.clone();
         move |e: crate::load::inventory::PatternError| vec![Diagnostic::new(&span, e.to_string())]
     };
@@ -206,7 +207,7 @@ fn select_hosts(
         .map_err(pattern_error(&play.span))?;
     if let Some(limit) = req.limit {
         // A bad --limit is the command line's fault, not the play's.
-        let at = crate::load::diag::Span::synthetic("--limit");
+        let at = crate::base::diag::Span::synthetic("--limit");
         let allowed = req.inventory.select(limit).map_err(pattern_error(&at))?;
         hosts.retain(|h| allowed.contains(h));
     }

@@ -10,9 +10,9 @@ use serde_json::{json, Value};
 use super::instance::TaskInstance;
 use super::prepared::PreparedTask;
 use super::result::{Observation, Status, TaskResult};
+use crate::base::shell::keyed_digest;
 use crate::modules::{Change, Effect, Plan};
 use crate::remote::probe::ProbeResult;
-use crate::remote::shell::keyed_digest;
 use crate::remote::{Output, TransportError};
 use crate::template::Templates;
 

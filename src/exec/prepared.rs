@@ -12,7 +12,7 @@ use std::collections::BTreeSet;
 use serde_json::Value;
 
 use super::vars::template_vars;
-use crate::load::diag::Span;
+use crate::base::diag::Span;
 use crate::load::playbook::{Play, Task};
 use crate::load::yaml::{self, Node};
 use crate::modules::params::Sources;

@@ -4,10 +4,10 @@
 //! read, through a link nobody planted, what only root may read, and put
 //! it in the report or a diff.
 
+use crate::base::shell;
 use crate::load::playbook::Play;
 use crate::modules::{key_as, ConnectionAction, Effect, Facts, Module, ModuleError, Plan};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell;
 
 /// The user a task's steps and probes drop to, when it differs from the
 /// one its play's scripts run as: the name its probes' answers are kept

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use crate::load::diag::Diagnostic;
+use crate::base::diag::Diagnostic;
 use crate::template::Templates;
 pub(crate) use play_files::{read_literal, Known, PlayVars};
 

@@ -149,7 +149,7 @@ impl<'a> Wire<'a> {
             .extend(batch.ran.iter().map(|(key, command)| Observation {
                 key: key.clone(),
                 // Reports show this; credentials a module sent stay out.
-                command: crate::remote::shell::mask_secrets(command),
+                command: crate::base::shell::mask_secrets(command),
                 observed_at: observed_at.clone(),
             }));
         let body = probe::build_script(&self.token, &batch.units, false, &[]);
@@ -204,7 +204,7 @@ impl<'a> Wire<'a> {
 /// Random, so no output of the host can be made in advance to pass for
 /// one of the run's frames.
 fn new_token() -> String {
-    crate::remote::shell::random_hex() + &crate::remote::shell::random_hex()
+    crate::base::shell::random_hex() + &crate::base::shell::random_hex()
 }
 
 #[cfg(test)]

@@ -5,8 +5,8 @@
 
 use std::path::{Path, PathBuf};
 
-use super::diag::Diagnostic;
 use super::yaml::{self, Node, Value};
+use crate::base::diag::Diagnostic;
 use crate::modules::{self, ModuleSpec};
 
 /// Entries of a `collections:` list that name Ansible's own modules (which

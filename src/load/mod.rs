@@ -4,10 +4,8 @@
 pub mod ansible_cfg;
 pub mod ansible_core;
 pub mod collections;
-pub mod diag;
 #[cfg(test)]
 pub(crate) mod fuzz;
-pub mod input;
 pub mod inventory;
 pub mod playbook;
 mod roles;

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use super::collections::{self, ModuleRef};
 use super::{roles, tasks};
+use crate::base::diag::{suggest, Diagnostic, Span};
 use crate::load::ansible_core::{self, AnsibleCoreError};
-use crate::load::diag::{suggest, Diagnostic, Span};
 use crate::load::yaml::{self, Node, Value};
 use crate::modules::ansible_module::ANSIBLE_MODULE;
 use crate::modules::kit::ansible::{Fallback, Payload};
@@ -1310,7 +1310,7 @@ fn module_params(
 
 fn key_value_params(s: &str, node: &Node, errors: &mut Errors) -> Vec<(String, Node)> {
     let (masked, templates) = mask_templates(s);
-    let words = match crate::remote::shell::split_strict(&masked) {
+    let words = match crate::base::shell::split_strict(&masked) {
         Ok(words) => words
             .into_iter()
             .map(|w| unmask_templates(&w, &templates))
@@ -1534,7 +1534,7 @@ mod tests {
             errs.into_iter()
                 .map(|mut d| {
                     d.span = Span::new(
-                        std::sync::Arc::new(crate::load::diag::Source {
+                        std::sync::Arc::new(crate::base::diag::Source {
                             name: "site.yml".into(),
                             text: text.into(),
                         }),

@@ -9,10 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::collections::{self, Installed, Missing};
-use super::diag::Span;
 use super::playbook::{self, Errors, Role, Task};
 use super::tasks::{self, Scope};
 use super::yaml::{self, Node, Value};
+use crate::base::diag::Span;
 
 const ENTRY_KEYS: &[&str] = &[
     "role",

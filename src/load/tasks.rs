@@ -70,7 +70,7 @@ pub(super) struct Inherit {
     no_log: bool,
     frame: Option<Arc<Frame>>,
     /// Handlers the tasks notify, where they name none themselves.
-    notify: Vec<(String, crate::load::diag::Span)>,
+    notify: Vec<(String, crate::base::diag::Span)>,
     /// Topics the handlers listen to besides their own.
     listen: Vec<String>,
     run_once: bool,
@@ -384,7 +384,7 @@ fn action_form(node: &Node, errors: &mut Errors) -> Option<Node> {
         .position(|(k, _)| matches!(k.as_str(), Some("action" | "local_action")))?;
     let (key, value) = &entries[at];
     let text =
-        |s: &str, span: &crate::load::diag::Span| Node::new(Value::Str(s.into()), span.clone());
+        |s: &str, span: &crate::base::diag::Span| Node::new(Value::Str(s.into()), span.clone());
     let (module, args) = match &value.value {
         Value::Str(s) => {
             let s = s.trim_start();
@@ -433,7 +433,7 @@ fn action_form(node: &Node, errors: &mut Errors) -> Option<Node> {
 
 /// `delegate_facts`: refused by name, with why, rather than as an unknown
 /// module.
-pub(super) fn not_yet(key: &Node) -> crate::load::diag::Diagnostic {
+pub(super) fn not_yet(key: &Node) -> crate::base::diag::Diagnostic {
     let name = key.as_str().unwrap_or_default();
     key.error(format!("'{name}' is not supported by nodeprov"))
         .with_hint("a delegated task's facts are its host's; gather the delegate's in a play on it")
@@ -444,7 +444,7 @@ pub(super) fn not_yet(key: &Node) -> crate::load::diag::Diagnostic {
 #[derive(Debug, Clone)]
 pub struct Delegate {
     pub to: String,
-    pub span: crate::load::diag::Span,
+    pub span: crate::base::diag::Span,
     /// `connection: local`: reached on the controller itself, whatever the
     /// inventory says of the name.
     pub controller: bool,

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
+use crate::base::diag::{suggest, Diagnostic};
 use crate::exec::vars;
-use crate::load::diag::{suggest, Diagnostic};
 use crate::load::playbook::{Play, Playbook, Task};
 use crate::load::yaml::Node;
 use crate::modules::copy;
@@ -252,7 +252,7 @@ fn check_literal_params(
     build: BuildFn,
     errors: &mut Vec<Diagnostic>,
 ) {
-    let params: Vec<(String, Value, crate::load::diag::Span)> = params
+    let params: Vec<(String, Value, crate::base::diag::Span)> = params
         .iter()
         .map(|(k, n)| (k.clone(), n.to_json(), n.span.clone()))
         .collect();
@@ -336,7 +336,7 @@ fn check_vault_file(
         return;
     };
     let vaulted =
-        crate::load::input::read_text(&path).is_ok_and(|t| crate::load::vault::is_vault(&t));
+        crate::base::input::read_text(&path).is_ok_and(|t| crate::load::vault::is_vault(&t));
     if let (true, Err(e)) = (vaulted, crate::load::vault::read_source(&path)) {
         errors.push(e.diagnostic(&node.span));
     }

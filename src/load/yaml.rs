@@ -13,8 +13,8 @@ use std::sync::Arc;
 use yaml_rust2::parser::{Event, MarkedEventReceiver, Parser};
 use yaml_rust2::scanner::{Marker, TScalarStyle};
 
-use crate::load::diag::{Diagnostic, Source, Span};
-use crate::load::input::ReadError;
+use crate::base::diag::{Diagnostic, Source, Span};
+use crate::base::input::ReadError;
 use crate::load::vault;
 
 /// Nodes that aliases may add to one document. Each alias copies its
@@ -214,7 +214,7 @@ fn reveal_values(node: &Node) {
 
 /// Reads and loads a YAML file; read failures become a diagnostic on the path.
 pub fn load_file(path: &Path) -> Result<Node, Diagnostic> {
-    let text = crate::load::input::read_text(path).map_err(ReadError::into_diagnostic)?;
+    let text = crate::base::input::read_text(path).map_err(ReadError::into_diagnostic)?;
     load_str(&text, &path.display().to_string())
 }
 
@@ -362,7 +362,7 @@ impl MapFrame {
             return Err(key
                 .error(format!(
                     "duplicate key '{}'",
-                    crate::load::diag::clip(&name)
+                    crate::base::diag::clip(&name)
                 ))
                 .with_hint(format!("first defined at {}", first.span.location())));
         }

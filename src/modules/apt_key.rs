@@ -7,13 +7,13 @@
 //! present|absent`; the key is kept dearmored in its own keyring file, never
 //! through the deprecated apt-key, idempotent by key id
 
+use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::sha256_hex;
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params, Presence};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell::quote;
 
 pub const APT_KEY: ModuleSpec = ModuleSpec {
     name: "apt_key",

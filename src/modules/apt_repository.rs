@@ -20,13 +20,13 @@
 //! reports the line with a note saying so, and apply fails before writing it
 //! (an earlier task may install the key)
 
+use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, FileState, WhenMissing, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params, Presence};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell::quote;
 
 pub const APT_REPOSITORY: ModuleSpec = ModuleSpec {
     name: "apt_repository",

@@ -10,6 +10,7 @@
 //! blob, so new options or a new comment replace its line; the file is written
 //! 0600, owned by the user
 
+use crate::base::shell::quote;
 use crate::modules::kit::account::{valid_name, State};
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, FileState, Kind, WriteOpts};
@@ -17,7 +18,6 @@ use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell::quote;
 
 pub(crate) const AUTHORIZED_KEY: ModuleSpec = ModuleSpec {
     name: "authorized_key",

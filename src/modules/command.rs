@@ -7,13 +7,13 @@
 //! `raw`; `raw` is `shell` with only `executable`, since nodeprov needs no
 //! Python on a host
 
+use crate::base::shell::{quote, split};
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::Probe;
-use crate::remote::shell::{quote, split};
 
 pub(crate) const COMMAND: ModuleSpec = ModuleSpec {
     name: "command",

@@ -28,6 +28,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::json;
 
+use crate::base::shell::{quote, sbin};
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;
 use crate::modules::kit::files::{self, WriteOpts};
@@ -35,7 +36,6 @@ use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, ParamValue, Params};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell::{quote, sbin};
 
 pub(crate) const CUDA_ENV: ModuleSpec = ModuleSpec {
     name: "cuda_env",

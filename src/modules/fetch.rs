@@ -13,13 +13,13 @@
 //! so it always matches). The copy is planned, written and verified on the
 //! controller as the controller user, and re-fetched only when it differs
 
+use crate::base::shell::quote;
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, Kind, WriteOpts, MAX_CONTENT};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::Probe;
-use crate::remote::shell::quote;
 
 pub(crate) const FETCH: ModuleSpec = ModuleSpec {
     name: "fetch",

@@ -42,6 +42,7 @@
 //! headers or credentials (in the URL too), `get_url` needs curl on the host
 //! (wget would take them as arguments).
 
+use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, FileState, Kind, WriteOpts};
 use crate::modules::kit::http::{curl_line, has_userinfo, shown_url, wget_line, Auth, AuthArgs};
@@ -49,7 +50,6 @@ use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell::quote;
 
 pub(crate) const GET_URL: ModuleSpec = ModuleSpec {
     name: "get_url",
@@ -746,10 +746,10 @@ mod tests {
                 "{}",
                 p.key
             );
-            let shown = crate::remote::shell::mask_secrets(&p.script);
+            let shown = crate::base::shell::mask_secrets(&p.script);
             assert!(!shown.contains("pa'ss"), "{shown}");
         }
-        let shown = crate::remote::shell::mask_secrets(step);
+        let shown = crate::base::shell::mask_secrets(step);
         assert!(
             !shown.contains("pa'ss") && !shown.contains("t\\\"1"),
             "{shown}"
@@ -777,8 +777,8 @@ mod tests {
         let shown: Vec<String> = m
             .probes()
             .iter()
-            .flat_map(|p| [p.key.clone(), crate::remote::shell::mask_secrets(&p.script)])
-            .chain([crate::remote::shell::mask_secrets(step)])
+            .flat_map(|p| [p.key.clone(), crate::base::shell::mask_secrets(&p.script)])
+            .chain([crate::base::shell::mask_secrets(step)])
             .chain(plan.changes.iter().map(|c| c.to_string()))
             .collect();
         for text in shown {
@@ -801,7 +801,7 @@ mod tests {
             )),
             "{step}"
         );
-        let shown = crate::remote::shell::mask_secrets(step);
+        let shown = crate::base::shell::mask_secrets(step);
         assert!(!shown.contains("tk-10"), "{shown}");
         assert!(shown.contains("cannot download https://h/a?…"), "{shown}");
     }

@@ -5,13 +5,13 @@
 //! changed with groupmod), `system` (at creation); read with `getent group`,
 //! made with groupadd/groupmod/groupdel
 
+use crate::base::shell::quote;
 use crate::modules::kit::account::{valid_name, State};
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell::quote;
 
 pub(crate) const GROUP: ModuleSpec = ModuleSpec {
     name: "group",

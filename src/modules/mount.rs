@@ -12,13 +12,13 @@
 //! remove without one, every swap line whose second field is `path` (swap,
 //! none), as Ansible matches them
 
+use crate::base::shell::{quote, unescape_octal};
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::fstab::{self, Entry};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, first_of, module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell::{quote, unescape_octal};
 
 pub(crate) const MOUNT: ModuleSpec = ModuleSpec {
     name: "mount",

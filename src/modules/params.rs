@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 
-use crate::load::diag::{Diagnostic, Span};
+use crate::base::diag::{Diagnostic, Span};
 use crate::template::Templates;
 
 /// Where a module looks for what a task refers to: templates, files, vars.
@@ -28,7 +28,7 @@ pub(crate) struct BuildCtx<'a> {
 pub struct Sources(Mutex<HashMap<PathBuf, Arc<str>>>);
 
 impl Sources {
-    pub(crate) fn read(&self, path: &Path) -> Result<Arc<str>, crate::load::input::ReadError> {
+    pub(crate) fn read(&self, path: &Path) -> Result<Arc<str>, crate::base::input::ReadError> {
         if let Some(text) = self.0.lock().unwrap().get(path) {
             return Ok(text.clone());
         }
@@ -280,7 +280,7 @@ impl<'a> Params<'a> {
                 choices.join(", ")
             ),
         );
-        err.hint = crate::load::diag::suggest(&value, choices.iter().copied())
+        err.hint = crate::base::diag::suggest(&value, choices.iter().copied())
             .map(|s| format!("did you mean '{s}'?"));
         Err(err)
     }

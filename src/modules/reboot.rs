@@ -31,12 +31,12 @@
 
 use std::time::Duration;
 
+use crate::base::shell::quote;
 use crate::modules::kit::connection::{ConnectionAction, Reboot};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::Probe;
-use crate::remote::shell::quote;
 
 pub const REBOOT: ModuleSpec = ModuleSpec {
     name: "reboot",

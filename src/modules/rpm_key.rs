@@ -6,12 +6,12 @@
 //! `state: present|absent`, `fingerprint` (one or a list, checked before
 //! import); idempotent by key id, read from the key with gpg on the host
 
+use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params, Presence};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell::quote;
 
 pub const RPM_KEY: ModuleSpec = ModuleSpec {
     name: "rpm_key",

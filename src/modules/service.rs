@@ -24,12 +24,12 @@
 //! drift and is stopped too. On hosts without systemd as PID 1 a service that
 //! should be off is compliant with a note; one that should run fails.
 
+use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, ParamError, ParamSpec, Params};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell::quote;
 
 pub(crate) const SERVICE: ModuleSpec = ModuleSpec {
     name: "systemd_service",

@@ -28,13 +28,13 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{digest_hex, Digest, FileFact, FileState, Kind, MAX_CONTENT};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Choice, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell::quote;
 
 pub const STAT: ModuleSpec = ModuleSpec {
     name: "stat",

@@ -18,13 +18,13 @@
 //! correct swap file is never recreated; `state: absent` swaps off, removes the
 //! line and the file.
 
+use crate::base::shell::{quote, sbin, unescape_octal};
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::fstab::{self, Entry};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, ParamValue, Params, Presence};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell::{quote, sbin, unescape_octal};
 
 pub(crate) const SWAPFILE: ModuleSpec = ModuleSpec {
     name: "swapfile",

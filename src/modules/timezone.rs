@@ -8,13 +8,13 @@
 //! linked to it, and `/etc/timezone` rewritten where it exists (Debian);
 //! `hwclock` is refused
 
+use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, Kind, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell::quote;
 
 pub(crate) const TIMEZONE: ModuleSpec = ModuleSpec {
     name: "timezone",

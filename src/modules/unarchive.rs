@@ -23,13 +23,13 @@
 //! supported.
 //!
 
+use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::http::{curl_line, shown_url, wget_line, Auth};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell::quote;
 
 pub(crate) const UNARCHIVE: ModuleSpec = ModuleSpec {
     name: "unarchive",
@@ -469,7 +469,7 @@ mod tests {
         }
         let probe = &m.probes()[0];
         let shown = [
-            crate::remote::shell::mask_secrets(step),
+            crate::base::shell::mask_secrets(step),
             probe.key.clone(),
             probe.script.clone(),
             plan.changes[0].to_string(),

@@ -36,6 +36,7 @@
 
 use serde_json::Value;
 
+use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::FileFact;
 use crate::modules::kit::http::{
@@ -45,7 +46,6 @@ use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, scalar_text, Choice, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell::quote;
 
 pub(crate) const URI: ModuleSpec = ModuleSpec {
     name: "uri",
@@ -456,8 +456,8 @@ pub(crate) fn fact_samples(rt: &mut fact::RoundTrip) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::shell::mask_secrets;
     use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, facts_of};
-    use crate::remote::shell::mask_secrets;
     use serde_json::json;
 
     fn plan_on(params: Value, stdout: &str, stderr: &str) -> Result<Plan, ModuleError> {

@@ -17,13 +17,13 @@
 
 use std::collections::BTreeSet;
 
+use crate::base::shell::quote;
 use crate::modules::kit::account::{valid_name, State};
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, ParamSpec, Params};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell::quote;
 
 pub(crate) const USER: ModuleSpec = ModuleSpec {
     name: "user",

@@ -8,13 +8,13 @@
 //! `reposdir`, `state: present|absent`, `mode`, `owner`, `group`; the section
 //! is written atomically with its keys sorted, other sections of the file stay
 
+use crate::base::shell::quote;
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params, Presence};
 use crate::remote::probe::Probe;
-use crate::remote::shell::quote;
 
 pub const YUM_REPOSITORY: ModuleSpec = ModuleSpec {
     name: "yum_repository",

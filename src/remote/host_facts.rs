@@ -226,8 +226,8 @@ fn mounts(lines: &[&str]) -> Value {
             let mut f = l.split_whitespace();
             let (device, mount, fstype, options) = (f.next()?, f.next()?, f.next()?, f.next()?);
             Some(json!({
-                "device": crate::remote::shell::unescape_octal(device),
-                "mount": crate::remote::shell::unescape_octal(mount),
+                "device": crate::base::shell::unescape_octal(device),
+                "mount": crate::base::shell::unescape_octal(mount),
                 "fstype": fstype,
                 "options": options,
             }))

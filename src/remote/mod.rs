@@ -7,12 +7,10 @@ pub mod connect;
 pub mod deferred;
 #[cfg(test)]
 pub(crate) mod fake;
-pub mod fd_limit;
 pub mod host_facts;
 pub mod joint;
 pub mod local;
 pub mod probe;
-pub mod shell;
 pub mod ssh;
 
 use std::time::Duration;

@@ -27,8 +27,8 @@
 
 use std::collections::BTreeMap;
 
+use crate::base::shell::{quote, quote_into};
 pub use crate::remote::joint::Joint;
-use crate::remote::shell::{quote, quote_into};
 
 /// Keys that start with this name an answer that stays true for the rest
 /// of the run whatever the tasks do (a payload put in place under its
@@ -486,7 +486,7 @@ pub(crate) fn fake_answer(script: &str, mut answer: impl FnMut(&str) -> ProbeRes
         .to_string();
     let mut out = Vec::new();
     for line in script.lines().filter_map(|l| l.strip_prefix("np_unit ")) {
-        let words = crate::remote::shell::split(line);
+        let words = crate::base::shell::split(line);
         let r = answer(&words[1]);
         let index = &words[0];
         out.extend(

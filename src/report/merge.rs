@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::load::input::{read_text, ReadError};
+use crate::base::input::{read_text, ReadError};
 
 /// More shards than any controller fleet splits into; the count comes from
 /// a file, and every missing index is listed, so it is bounded.

@@ -56,11 +56,17 @@ pub fn page(spec: &ModuleSpec) -> String {
 /// The first sentence of a module's `//!` text, after its name.
 pub fn summary(spec: &ModuleSpec) -> String {
     let about = plain_links(spec.about());
-    let first = about.split("\n\n").next().unwrap_or_default().replace('\n', " ");
+    let first = about
+        .split("\n\n")
+        .next()
+        .unwrap_or_default()
+        .replace('\n', " ");
     let sentence = first.split_once(". ").map_or(first.as_str(), |(s, _)| s);
     let sentence = sentence.trim_end_matches('.');
     // `sysctl`: kernel parameters → kernel parameters
-    let text = sentence.split_once("`: ").map_or(sentence, |(_, rest)| rest);
+    let text = sentence
+        .split_once("`: ")
+        .map_or(sentence, |(_, rest)| rest);
     format!("{text}.")
 }
 

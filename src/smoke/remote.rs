@@ -7,8 +7,8 @@
 use std::collections::BTreeMap;
 
 use super::SmokeOptions;
+use crate::base::shell::quote;
 use crate::remote::probe::{build_script, ProbeResult};
-use crate::remote::shell::quote;
 
 pub const TORCH_PROBE: &str = include_str!("torch_probe.py");
 const VECADD: &str = include_str!("vecadd.cu");

@@ -367,7 +367,7 @@ fn dirname(v: &Value) -> Result<String, Error> {
 }
 
 fn quote(v: &Value) -> Result<String, Error> {
-    Ok(crate::remote::shell::quote(&text(v)?))
+    Ok(crate::base::shell::quote(&text(v)?))
 }
 
 // ---- collections ---------------------------------------------------------

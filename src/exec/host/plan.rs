@@ -256,7 +256,7 @@ fn with_environment(env: &[(String, String)], steps: Vec<String>) -> Vec<String>
     }
     let exports: String = env
         .iter()
-        .map(|(k, v)| format!("export {k}={}\n", crate::remote::shell::quote(v)))
+        .map(|(k, v)| format!("export {k}={}\n", crate::base::shell::quote(v)))
         .collect();
     steps.into_iter().map(|s| format!("{exports}{s}")).collect()
 }
@@ -269,7 +269,7 @@ fn as_user(dropped: Option<(String, String)>, steps: Vec<String>) -> Vec<String>
     };
     steps
         .into_iter()
-        .map(|s| crate::remote::shell::as_user(&who, &s))
+        .map(|s| crate::base::shell::as_user(&who, &s))
         .collect()
 }
 
@@ -285,7 +285,7 @@ fn with_timeout(seconds: Option<u64>, steps: Vec<String>) -> Vec<String> {
         "np_t=$(mktemp) && {}\
          timeout -k 5 {n} /bin/sh \"$np_t\" </dev/null\n\
          np_rc=$?; rm -f \"$np_t\"; (exit $np_rc)",
-        crate::remote::shell::here_document("cat > \"$np_t\"", &body)
+        crate::base::shell::here_document("cat > \"$np_t\"", &body)
     )]
 }
 
@@ -300,7 +300,7 @@ fn detached(seconds: Option<u64>, steps: Vec<String>) -> Vec<String> {
         "np_t=$(mktemp) && {}\
          (setsid timeout -k 5 {n} /bin/sh -c '/bin/sh \"$1\"; rm -f \"$1\"' np \"$np_t\" \
          </dev/null >/dev/null 2>&1 &)",
-        crate::remote::shell::here_document("cat > \"$np_t\"", &body)
+        crate::base::shell::here_document("cat > \"$np_t\"", &body)
     )]
 }
 

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::load::diag::Diagnostic;
+use crate::base::diag::Diagnostic;
 use crate::load::playbook::Play;
 use crate::load::yaml::{self, Node, Value as Yaml};
 use crate::template::Templates;

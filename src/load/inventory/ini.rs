@@ -12,7 +12,7 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::{check_var, port_vars, pylit, range, Inventory};
-use crate::load::diag::{clip, suggest, Diagnostic, Source, Span};
+use crate::base::diag::{clip, suggest, Diagnostic, Source, Span};
 
 /// Variable assignments one INI source may hold, as a YAML document holds
 /// at most [`crate::load::yaml::MAX_NODES`] values: a 64 MiB file of `a=1` lines

@@ -7,8 +7,8 @@ use std::sync::Arc;
 
 use super::plugins::{self, PluginRunner};
 use super::{extend, ini, port_vars, range, script, yaml, Inventory, Vars, UNGROUPED};
-use crate::load::diag::{Diagnostic, Source, Span};
-use crate::load::input::{read_text, ReadError};
+use crate::base::diag::{Diagnostic, Source, Span};
+use crate::base::input::{read_text, ReadError};
 use crate::load::yaml::{load_file, load_str, Node, Value};
 
 /// Files in an inventory folder that are not inventories: editor and

@@ -13,7 +13,7 @@ use std::path::Path;
 use regex::Regex;
 
 use super::{range, Inventory};
-use crate::load::diag::suggest;
+use crate::base::diag::suggest;
 
 /// Stands for the implicit `localhost` that Ansible adds when the inventory
 /// lacks one; it sorts after every real host.
@@ -41,7 +41,7 @@ pub enum PatternError {
         count: usize,
     },
     #[error("host list file: {0}")]
-    File(#[from] crate::load::input::ReadError),
+    File(#[from] crate::base::input::ReadError),
 }
 
 fn did_you_mean(suggestion: &Option<String>) -> String {
@@ -183,7 +183,7 @@ impl Inventory {
 
     /// A retry file: one pattern per line, all of them together.
     fn match_file(&self, path: &str) -> Result<HostSet, PatternError> {
-        let text = crate::load::input::read_text(Path::new(path))?;
+        let text = crate::base::input::read_text(Path::new(path))?;
         let mut found = HostSet::new();
         for line in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
             found.extend(self.match_term(line)?);

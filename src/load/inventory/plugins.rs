@@ -8,7 +8,7 @@ use std::path::Path;
 use serde_json::Value as Json;
 
 use super::{script, Inventory, Vars, UNGROUPED};
-use crate::load::diag::Diagnostic;
+use crate::base::diag::Diagnostic;
 use crate::load::yaml::{Node, Value};
 use crate::template::Templates;
 

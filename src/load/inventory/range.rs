@@ -20,7 +20,7 @@ pub(super) fn expand(name: &str) -> Result<Vec<String>, String> {
     if count > MAX_HOSTS_PER_PATTERN {
         return Err(format!(
             "'{}' stands for {} hosts, more than the limit of {MAX_HOSTS_PER_PATTERN}",
-            crate::load::diag::clip(name),
+            crate::base::diag::clip(name),
             if count == u64::MAX {
                 "too many".to_string()
             } else {

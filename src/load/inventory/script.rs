@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use serde_json::Value;
 
 use super::{check_var, Inventory, Vars};
-use crate::load::diag::{Diagnostic, Span};
+use crate::base::diag::{Diagnostic, Span};
 
 /// How much of a failing command's stderr an error quotes.
 const STDERR_TAIL: usize = 2000;

@@ -6,7 +6,7 @@ use serde_json::json;
 use tempfile::TempDir;
 
 use super::*;
-use crate::load::diag::{Diagnostic, Source};
+use crate::base::diag::{Diagnostic, Source};
 
 fn try_ini(text: &str) -> Result<Inventory, Diagnostic> {
     let mut inv = Inventory::empty();

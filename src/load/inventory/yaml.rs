@@ -5,7 +5,7 @@
 //! with a suggestion (Ansible warns and skips it, hiding typos like `host:`).
 
 use super::{check_var, port_vars, range, Inventory};
-use crate::load::diag::{clip, suggest, Diagnostic};
+use crate::base::diag::{clip, suggest, Diagnostic};
 use crate::load::yaml::{Node, Value};
 
 const GROUP_KEYS: [&str; 3] = ["hosts", "vars", "children"];

@@ -250,7 +250,7 @@ fn aes_256_ctr(key: &[u8], iv: &[u8], data: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Input files are at most 64 MiB (load::input), well inside a C int.
+/// Input files are at most 64 MiB (base::input), well inside a C int.
 fn c_len(n: usize) -> c_int {
     c_int::try_from(n).expect("vault data fits a C int")
 }

@@ -15,8 +15,8 @@ use std::borrow::Cow;
 use std::path::Path;
 use std::sync::{Arc, Mutex, RwLock};
 
-use crate::load::diag::{Diagnostic, Span};
-use crate::load::input::ReadError;
+use crate::base::diag::{Diagnostic, Span};
+use crate::base::input::ReadError;
 pub use format::{is_vault, Failure, VaultSecret};
 
 /// What a report shows in place of a decrypted value.
@@ -72,7 +72,7 @@ fn decrypt(text: &str, where_: &str) -> Result<String, (Failure, String)> {
 /// A controller file (`copy`/`template` `src:`) as text, decrypted when it
 /// is a vault; its plaintext is masked in every report from then on.
 pub fn read_source(path: &Path) -> Result<String, ReadError> {
-    let text = crate::load::input::read_text(path)?;
+    let text = crate::base::input::read_text(path)?;
     if !is_vault(&text) {
         return Ok(text);
     }

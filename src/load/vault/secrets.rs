@@ -138,7 +138,7 @@ fn from_file(path: &Path, label: &str) -> Result<Vec<u8>, PasswordError> {
     if meta.is_file() && meta.permissions().mode() & 0o111 != 0 {
         return run_script(path, label);
     }
-    let text = crate::load::input::read_text(path).map_err(|e| PasswordError::File {
+    let text = crate::base::input::read_text(path).map_err(|e| PasswordError::File {
         path: name,
         problem: e.reason(),
     })?;

@@ -14,12 +14,12 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::base::shell::{keyed_digest, quote, secret_stdin};
 use crate::modules::kit::ansible::AnsibleCall;
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
 use crate::modules::params::{ParamError, ParamSpec, Params};
 use crate::remote::probe::{Probe, ProbeResult, DURABLE};
-use crate::remote::shell::{keyed_digest, quote, secret_stdin};
 
 /// Not in the registry: the loader selects it for a module key only the
 /// controller's ansible-core knows, and says so at `validate`.

@@ -154,7 +154,7 @@ fn arguments_travel_on_stdin_and_stay_out_of_keys() {
     let m = module(false);
     assert!(!m.check_key().contains("s3cr3t"));
     let script = m.run_script(true);
-    let masked = crate::remote::shell::mask_secrets(&script);
+    let masked = crate::base::shell::mask_secrets(&script);
     assert!(script.contains("s3cr3t-value") && !masked.contains("s3cr3t-value"));
     assert!(script.contains("\"_ansible_check_mode\":true"));
     // The payload itself goes in the first probe, which sorts first.

@@ -17,6 +17,7 @@
 
 mod times;
 
+use crate::base::shell::quote;
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;
 use crate::modules::kit::files::{self, FileState, Kind, WriteOpts};
@@ -24,7 +25,6 @@ use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, first_of, module_params, Choice, Mode, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
-use crate::remote::shell::quote;
 use times::{Time, TimesFact, Wanted as WantedTimes, DEFAULT_FORMAT};
 
 pub(crate) const FILE: ModuleSpec = ModuleSpec {

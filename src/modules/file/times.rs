@@ -3,10 +3,10 @@
 //! task's `*_time_format`, compared with the path's own and set only when it
 //! differs.
 
+use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::remote::probe::ProbeResult;
-use crate::remote::shell::quote;
 
 /// Ansible's `access_time_format` and `modification_time_format` default.
 pub(super) const DEFAULT_FORMAT: &str = "%Y%m%d%H%M.%S";

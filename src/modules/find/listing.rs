@@ -6,10 +6,10 @@
 
 use serde_json::json;
 
+use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::plan::ModuleError;
 use crate::remote::probe::ProbeResult;
-use crate::remote::shell::quote;
 
 /// What find is asked to walk.
 #[derive(Clone, Debug, PartialEq)]

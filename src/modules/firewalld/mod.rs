@@ -91,12 +91,12 @@ mod facts;
 
 use facts::{Daemon, Firewall, FirewalldZone, Layer, ZoneConf};
 
+use crate::base::shell::quote;
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, ParamError, Params};
 use crate::remote::probe::Probe;
-use crate::remote::shell::quote;
 
 pub(crate) const FIREWALLD: ModuleSpec = ModuleSpec {
     name: "firewalld",

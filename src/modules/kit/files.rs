@@ -7,9 +7,9 @@ use super::account::valid_owner;
 use super::fact::{self, Fact};
 use super::files_joint;
 use super::plan::{Change, ModuleError, Plan};
+use crate::base::shell::quote;
 use crate::modules::params::{choices, Mode, ParamError, Params};
 use crate::remote::probe::{carry, uncarry, Carried, Joint, Probe, ProbeResult};
-use crate::remote::shell::quote;
 
 /// Content larger than this is compared by SHA-256 only, and not diffed.
 pub(crate) const MAX_CONTENT: u64 = 1 << 20;

@@ -4,8 +4,8 @@
 //! script would have given it. Content over `max` bytes is read as its
 //! SHA-256, as the file fact does.
 
+use crate::base::shell::quote;
 use crate::remote::probe::{carried_len, ProbeResult};
-use crate::remote::shell::quote;
 
 /// Per path, in order, `@@F <rc> <kind>` and then the lines of its own
 /// answer: `absent` (one line), `meta` (the state and link lines), `cat`

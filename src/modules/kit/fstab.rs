@@ -5,8 +5,8 @@
 use super::fact::Fact;
 use super::files::{self, FileFact, WriteOpts};
 use super::plan::{Facts, ModuleError, Plan};
+use crate::base::shell::unescape_octal;
 use crate::remote::probe::Probe;
-use crate::remote::shell::unescape_octal;
 
 pub(crate) const PATH: &str = "/etc/fstab";
 

@@ -7,8 +7,8 @@
 
 use serde_json::Value;
 
+use crate::base::shell::{keyed_digest, secret_stdin};
 use crate::modules::params::{module_params, scalar_text, ParamError, Params};
-use crate::remote::shell::{keyed_digest, secret_stdin};
 
 module_params! {
     /// Headers and credentials, as `get_url` and `uri` take them.

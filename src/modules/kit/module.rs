@@ -101,7 +101,10 @@ pub enum ModuleKind {
 impl ModuleKind {
     /// Acts on the schedule or the session once per host: no loop over it.
     pub fn once_per_host(self) -> bool {
-        matches!(self, Self::Control | Self::Reboot | Self::AwaitLogin | Self::Pause)
+        matches!(
+            self,
+            Self::Control | Self::Reboot | Self::AwaitLogin | Self::Pause
+        )
     }
 
     /// What was probed before it may not hold after it.

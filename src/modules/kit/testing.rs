@@ -49,7 +49,7 @@ fn with_ctx<T>(
         sources: &params::Sources::default(),
         ansible: None,
     };
-    let span = crate::load::diag::Span::synthetic("test");
+    let span = crate::base::diag::Span::synthetic("test");
     let entries = params
         .as_object()
         .expect("params are a mapping")

@@ -4,11 +4,11 @@
 
 use std::collections::BTreeMap;
 
+use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::packages::DETECT;
 use crate::modules::kit::plan::ModuleError;
 use crate::remote::probe::ProbeResult;
-use crate::remote::shell::quote;
 
 /// What the host's package cache offers for some names, without refreshing
 /// it: for each name its candidate (what an install or upgrade would take)

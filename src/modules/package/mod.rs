@@ -958,7 +958,7 @@ mod tests {
             .arg("-c")
             .arg(format!(
                 "printf '%s' {} | {}",
-                crate::remote::shell::quote(recorded),
+                crate::base::shell::quote(recorded),
                 facts::Streams::script(&()).split_once(" | ").unwrap().1
             ))
             .output()

@@ -2,8 +2,8 @@
 //! failure stops the step with a message naming what failed.
 
 use super::{Action, Package};
+use crate::base::shell::quote;
 use crate::modules::kit::packages::Manager;
-use crate::remote::shell::quote;
 
 fn guarded(cmd: &str, what: &str) -> String {
     format!("{cmd} || {{ echo {} >&2; exit 1; }}", quote(what))

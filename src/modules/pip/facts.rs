@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 
 use super::requirement::normalize;
+use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::plan::ModuleError;
 use crate::remote::probe::ProbeResult;
-use crate::remote::shell::quote;
 
 /// Which pip is asked: a virtualenv's own, or an executable.
 #[derive(Clone, Debug, PartialEq)]

@@ -36,13 +36,13 @@ use std::collections::BTreeMap;
 use facts::{Env, Listing, PipList};
 use requirement::Requirement;
 
+use crate::base::shell::{self, quote};
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{FileFact, MAX_CONTENT};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, Choice, ParamError, Params};
 use crate::remote::probe::Probe;
-use crate::remote::shell::{self, quote};
 
 pub(crate) const PIP: ModuleSpec = ModuleSpec {
     name: "pip",

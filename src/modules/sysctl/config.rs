@@ -3,10 +3,10 @@
 //! to them. Everything here except the probe scripts is pure.
 
 use super::{components, normalize_key, same_value, tuned::Tuned};
+use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::plan::ModuleError;
 use crate::remote::probe::{carried_len, uncarry, Carried, ProbeResult};
-use crate::remote::shell::quote;
 
 /// sysctl.d(5) search path; for one basename the first folder wins.
 pub(crate) const DIRS: &[&str] = &[

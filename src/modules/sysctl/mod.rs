@@ -56,6 +56,7 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
+use crate::base::shell::quote;
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;
 use crate::modules::kit::files::{self, WriteOpts};
@@ -64,7 +65,6 @@ use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::scalar_text;
 use crate::modules::params::{module_params, ParamError, ParamValue, Params, Presence};
 use crate::remote::probe::{Joint, Probe, ProbeResult};
-use crate::remote::shell::quote;
 use config::{ConfFile, SysctlFiles, Winner};
 use tuned::{Tuned, TunedCandidate, TunedProfile};
 

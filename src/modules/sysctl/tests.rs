@@ -1,7 +1,7 @@
 use serde_json::json;
 
 use super::*;
-use crate::load::diag::Span;
+use crate::base::diag::Span;
 use crate::modules::kit::files::{FileFact, FileState};
 use crate::modules::kit::plan::Effect;
 use crate::modules::params::{BuildCtx, Sources};
@@ -660,7 +660,7 @@ fn hostile_values_are_quoted() {
         r"printf '%s\n' '|/bin/x '\''$(reboot)'\'' a b' > /proc/sys/kernel/core_pattern"
     );
     assert_eq!(
-        crate::remote::shell::split(&plan.steps[1])[2],
+        crate::base::shell::split(&plan.steps[1])[2],
         "|/bin/x '$(reboot)' a b"
     );
 }

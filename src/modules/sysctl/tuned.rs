@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 
 use super::config::{self, ConfFile, SysctlFiles, FRAME};
 use super::normalize_key;
+use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::plan::ModuleError;
 use crate::modules::params::parse_bool;
 use crate::remote::probe::ProbeResult;
-use crate::remote::shell::quote;
 
 const ACTIVE: &str = "/etc/tuned/active_profile";
 const MAIN: &str = "/etc/tuned/tuned-main.conf";

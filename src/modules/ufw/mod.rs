@@ -68,12 +68,12 @@ mod tests;
 use facts::{Found, Ufw as UfwFact, UfwState, POLICY_KEYS};
 use rule::{check_interface, check_port, check_text, normalize_address, Action, Proto, Rule};
 
+use crate::base::shell::quote;
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, Choice, ParamError, ParamSpec, Params};
 use crate::remote::probe::Probe;
-use crate::remote::shell::quote;
 
 pub(crate) const UFW: ModuleSpec = ModuleSpec {
     name: "ufw",

@@ -7,8 +7,8 @@
 
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+use crate::base::shell::quote;
 use crate::modules::params::{choices, Choice};
-use crate::remote::shell::quote;
 
 choices! {
     pub(crate) enum Action {

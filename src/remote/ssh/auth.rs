@@ -8,7 +8,7 @@ use ssh2::{KeyboardInteractivePrompt, Prompt, Session};
 
 use super::error::AuthError;
 use super::Secret;
-use crate::remote::fd_limit;
+use crate::base::fd_limit;
 
 pub struct AuthPlan<'a> {
     pub user: &'a str,
@@ -126,7 +126,7 @@ fn try_key(
 ) -> Result<bool, ssh2::Error> {
     let shown = tilde(key, plan.home);
     let unreadable = |why: String| format!("key {shown} ({why})");
-    let text = match crate::load::input::read_text(key) {
+    let text = match crate::base::input::read_text(key) {
         Ok(text) => text,
         Err(e) => {
             tried.push(unreadable(format!("unreadable: {}", e.reason())));

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use super::error::{ConfigError, ValueError};
-use crate::load::input::ReadError;
+use crate::base::input::ReadError;
 
 /// One hop of a `ProxyJump` chain: `[user@]host[:port]`.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -60,7 +60,7 @@ struct Block {
 impl SshConfig {
     /// Reads a config file; a missing file is an empty config, as for `ssh`.
     pub fn load(path: &Path) -> Result<SshConfig, ConfigError> {
-        match crate::load::input::read_text(path) {
+        match crate::base::input::read_text(path) {
             Ok(text) => SshConfig::parse(&text, &path.display().to_string()),
             Err(ReadError::Io { source, .. }) if source.kind() == ErrorKind::NotFound => {
                 Ok(SshConfig::default())
@@ -179,7 +179,7 @@ fn split_line(raw: &str) -> Option<(String, Vec<String>)> {
     let keyword = line[..end].to_ascii_lowercase();
     let rest = line[end..].trim_start();
     let rest = rest.strip_prefix('=').unwrap_or(rest);
-    Some((keyword, crate::remote::shell::split(rest)))
+    Some((keyword, crate::base::shell::split(rest)))
 }
 
 fn validate(keyword: &str, args: &[String]) -> Result<(), ValueError> {

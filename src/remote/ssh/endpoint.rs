@@ -227,7 +227,7 @@ fn common_args_jump(vars: &Map<String, Value>) -> Result<Option<Vec<JumpHost>>, 
     let Some(args) = var(vars, &["ansible_ssh_common_args"]) else {
         return Ok(None);
     };
-    let words = crate::remote::shell::split(&args);
+    let words = crate::base::shell::split(&args);
     let mut it = words.iter();
     while let Some(w) = it.next() {
         let value = if w == "-J" || w == "-o" {

@@ -5,7 +5,7 @@
 
 use thiserror::Error;
 
-use crate::load::input::ReadError;
+use crate::base::input::ReadError;
 
 /// A value in ssh_config, a `-J` option or an inventory variable that
 /// cannot be used.

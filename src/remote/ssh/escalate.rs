@@ -6,7 +6,7 @@
 //! we give up instead of feeding it again. Nothing is written before we know
 //! sudo wants it, so a NOPASSWD host never sees the password as a command.
 
-use crate::remote::shell::{quote, random_hex};
+use crate::base::shell::{quote, random_hex};
 
 pub struct SudoMarkers {
     pub prompt: String,

@@ -11,7 +11,7 @@ use std::time::Duration;
 use ssh2::{BlockDirections, Channel, Session};
 
 use super::error::TunnelError;
-use crate::remote::fd_limit;
+use crate::base::fd_limit;
 
 /// Opens a tunnel to `host:port` through `jump`; the returned socket speaks
 /// directly to the target.

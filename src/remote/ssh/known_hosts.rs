@@ -13,7 +13,7 @@ use base64::Engine;
 use ssh2::{HashType, HostKeyType, Session};
 
 use super::error::KnownHostsError;
-use crate::remote::fd_limit;
+use crate::base::fd_limit;
 use lines::{Entry, Marker};
 
 /// OpenSSH's host key algorithm order. libssh2's default prefers ECDSA, so

@@ -20,7 +20,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use ssh2::{MethodType, Session};
 
-use super::{fd_limit, Output, Script, Transport, TransportError};
+use super::{Output, Script, Transport, TransportError};
+use crate::base::fd_limit;
 use channel::{Feed, Limits, PumpError};
 use config::SshConfig;
 use endpoint::Endpoint;

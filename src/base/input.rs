@@ -12,7 +12,7 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::load::diag::{Diagnostic, Source, Span};
+use crate::base::diag::{Diagnostic, Source, Span};
 
 /// The largest input file read; larger ones are refused before reading.
 pub const MAX_INPUT_BYTES: u64 = 64 << 20;
@@ -98,7 +98,7 @@ impl ReadError {
 /// Running out of descriptors is the run's limit, not the file's fault:
 /// say so, and how to fix it.
 fn io_reason(e: &std::io::Error) -> String {
-    crate::remote::fd_limit::explain(e).unwrap_or_else(|| e.to_string())
+    crate::base::fd_limit::explain(e).unwrap_or_else(|| e.to_string())
 }
 
 /// Reads a regular file of at most [`MAX_INPUT_BYTES`] as UTF-8 text.

@@ -1,0 +1,10 @@
+//! The ground floor: what every layer uses and which uses nothing above
+//! it. Reading an input file within its limits (`input`, with
+//! `fd_limit`'s word on running out of files), positions and
+//! the diagnostics that quote them (`diag`), and quoting for the host's
+//! shell (`shell`).
+
+pub mod diag;
+pub mod fd_limit;
+pub mod input;
+pub mod shell;
