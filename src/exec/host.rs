@@ -103,6 +103,7 @@ pub(crate) struct HostRun<'a, 'p> {
     delegates: BTreeMap<String, Wire<'a>>,
     /// The delegate the task being planned runs on.
     delegated: Option<String>,
+    built: super::built::Built,
 }
 
 impl<'a, 'p> HostRun<'a, 'p> {
@@ -136,6 +137,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             vars_error: None,
             delegates: BTreeMap::new(),
             delegated: None,
+            built: Default::default(),
         }
     }
 
@@ -254,6 +256,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         Resolver {
             ctx: self.ctx,
             vars: &self.vars,
+            built: &self.built,
         }
     }
 

@@ -8,12 +8,13 @@
 
 use serde_json::Value;
 
+use super::built::{BuildKey, Built};
 use super::prepared::{BackendDefaults, PlayCtx, PreparedTask, PKG_MGR};
 use super::vars::{template_vars, ItemContexts, Resolved, TaskVars, VarError, VarLayers};
 use crate::load::playbook::VARIABLE_PARAMS;
 use crate::load::tasks::{Count, Retry};
 use crate::modules::kit::ansible::AnsibleCall;
-use crate::modules::params::BuildCtx;
+use crate::modules::params::{BuildCtx, VarsRead};
 use crate::modules::{Module, Params};
 use crate::template::{TemplateError, Templates, OMIT};
 
@@ -106,6 +107,9 @@ pub(crate) struct Items {
 pub(crate) struct Resolver<'r> {
     pub ctx: &'r PlayCtx<'r>,
     pub vars: &'r VarLayers,
+    /// The host's modules built so far, which an item reuses while what
+    /// it is built from holds.
+    pub built: &'r Built,
 }
 
 impl Resolver<'_> {
@@ -206,7 +210,7 @@ impl Resolver<'_> {
                 return Resolution::Failed { label, error };
             }
         }
-        match self.build(self.ctx.templates, spec, &instance.vars, &instance.user) {
+        match self.built_module(spec, &instance.vars, &instance.user, instance.check) {
             Ok(module) => Resolution::Run(instance, module),
             Err(error) => Resolution::Failed {
                 label: instance.label,
@@ -249,9 +253,31 @@ impl Resolver<'_> {
     ) -> Option<Box<dyn Module>> {
         let vars = self.resolve_vars(spec, contexts, item).vars;
         let user = self.user(spec, &vars).ok()?;
-        self.build(self.ctx.templates, spec, &vars, &user)
-            .or_else(|_| self.build(self.ctx.lenient, spec, &vars, &user))
+        let check = self.check_mode(spec, &vars);
+        self.built_module(spec, &vars, &user, check)
+            .or_else(|_| {
+                let (module, _) = self.build(self.ctx.lenient, spec, &vars, &user)?;
+                #[cfg(test)]
+                self.built.counted(&spec.name);
+                Ok::<_, ResolveError>(module)
+            })
             .ok()
+    }
+
+    /// The item's module: the one built before from the same values, or a
+    /// new one.
+    fn built_module(
+        &self,
+        spec: &PreparedTask,
+        vars: &Value,
+        user: &Option<String>,
+        check: bool,
+    ) -> Result<Box<dyn Module>, ResolveError> {
+        let task = std::ptr::from_ref(spec) as usize;
+        let key = BuildKey::new(task, &spec.build_reads, vars, user, check);
+        self.built.get_or_build(&spec.name, key, vars, || {
+            self.build(self.ctx.templates, spec, vars, user)
+        })
     }
 
     fn resolve_vars(
@@ -524,14 +550,15 @@ impl Resolver<'_> {
             })
     }
 
-    /// Renders the parameters and builds the module from them.
+    /// Renders the parameters and builds the module from them; with what
+    /// the build read of the variables besides.
     fn build(
         &self,
         t: &Templates,
         spec: &PreparedTask,
         vars: &Value,
         user: &Option<String>,
-    ) -> Result<Box<dyn Module>, ResolveError> {
+    ) -> Result<(Box<dyn Module>, VarsRead), ResolveError> {
         let mut entries = Vec::new();
         let task = spec.task;
         let own = spec.params.iter();
@@ -576,21 +603,17 @@ impl Resolver<'_> {
             }
         }
         let search_dirs = task.search_dirs(self.ctx.search_dirs);
-        let bctx = BuildCtx {
-            templates: t,
-            vars,
-            search_dirs: &search_dirs,
-            sources: self.ctx.sources,
-            ansible: task.ansible.as_ref().map(|f| AnsibleCall {
-                payload: f.payload.clone(),
-                check: self.check_mode(spec, vars),
-                diff: self.ctx.opts.diff,
-                no_log: task.no_log,
-            }),
-        };
+        let ansible = task.ansible.as_ref().map(|f| AnsibleCall {
+            payload: f.payload.clone(),
+            check: self.check_mode(spec, vars),
+            diff: self.ctx.opts.diff,
+            no_log: task.no_log,
+        });
+        let bctx = BuildCtx::new(t, vars, &search_dirs, self.ctx.sources, ansible);
         let params = Params::new(task.module.name, task.module_span.clone(), entries, &bctx);
         (task.module.build)(&params)
             .map(|m| super::task_user::reading_as_task_user(self.ctx.play, user, m))
+            .map(|m| (m, bctx.vars_read()))
             .map_err(|e| ResolveError::Module(e.to_diagnostic().to_string()))
     }
 }

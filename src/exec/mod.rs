@@ -2,6 +2,7 @@
 //! its own worker, at most `--forks` at once; a batch that fails more than
 //! `max_fail_percentage` halts the rollout.
 
+mod built;
 mod host;
 mod instance;
 mod once;

@@ -71,6 +71,9 @@ pub(crate) struct PreparedTask<'p> {
     pub until: Option<Value>,
     /// Top-level names the task's templates and conditions read.
     pub referenced: BTreeSet<String>,
+    /// Those its module is built from: its parameters' (and its package
+    /// manager's defaults').
+    pub build_reads: BTreeSet<String>,
     /// `changed_when: false`: the task declares itself read-only.
     pub read_only: bool,
 }
@@ -150,20 +153,17 @@ impl<'p> PreparedTask<'p> {
         let json = |n: &Option<Node>| n.as_ref().map(Node::to_json);
         let (changed_when, failed_when) = (json(&task.changed_when), json(&task.failed_when));
         let when = task.when.as_ref().map(|n| (n.to_json(), n.span.location()));
-        let mut referenced = BTreeSet::new();
+        // What the module is built from: its parameters (and its package
+        // manager's defaults), templates and expressions alike.
+        let mut build_reads = BTreeSet::new();
         let defaults = backend_defaults
             .iter()
             .flat_map(|(_, p)| p.iter().map(|(_, v, _)| v));
-        for v in params
-            .iter()
-            .map(|(_, v, _)| v)
-            .chain(&loop_items)
-            .chain(defaults)
-        {
-            template_vars(templates, v, &mut referenced);
+        for v in params.iter().map(|(_, v, _)| v).chain(defaults) {
+            template_vars(templates, v, &mut build_reads);
         }
         if !backend_defaults.is_empty() {
-            referenced.insert(PKG_MGR.to_string());
+            build_reads.insert(PKG_MGR.to_string());
         }
         // Parameters that are expressions (assert's `that`, debug's `var`)
         // read variables without braces, as conditions do.
@@ -172,11 +172,17 @@ impl<'p> PreparedTask<'p> {
             .iter()
             .filter(|(name, _, _)| docs.iter().any(|d| d.name == name && d.conditions))
             .map(|(_, v, _)| v);
+        for cond in expressions {
+            condition_vars(templates, cond, &mut build_reads);
+        }
+        let mut referenced = build_reads.clone();
+        if let Some(items) = &loop_items {
+            template_vars(templates, items, &mut referenced);
+        }
         for cond in [when.as_ref().map(|(v, _)| v), changed_when.as_ref()]
             .into_iter()
             .chain([failed_when.as_ref()])
             .flatten()
-            .chain(expressions)
         {
             condition_vars(templates, cond, &mut referenced);
         }
@@ -197,6 +203,7 @@ impl<'p> PreparedTask<'p> {
             failed_when,
             until: task.retry.as_ref().map(|r| r.until.to_json()),
             referenced,
+            build_reads,
             read_only: task
                 .changed_when
                 .as_ref()

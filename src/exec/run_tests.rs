@@ -1281,3 +1281,36 @@ fn a_templated_become_method_runs_where_it_is_sudo_and_fails_elsewhere() {
         1
     );
 }
+
+/// Each task item's module is built once in a play of several batches
+/// (commands cut them), shared by the probes ahead of every batch and the
+/// planning; only a change of a variable its parameters read builds it
+/// again.
+#[test]
+fn a_task_item_is_built_once_unless_what_it_reads_changed() {
+    let (_d, pb) = load(
+        "- hosts: all\n  gather_facts: false\n  tasks:\n\
+         \x20   - {name: once-cmd, command: echo one, register: r}\n\
+         \x20   - name: once-loop\n      copy: {dest: \"/etc/f{{ item }}\", content: \"managed\\n\"}\n      loop: [1, 2, 3]\n\
+         \x20   - {name: once-cmd2, command: echo two}\n\
+         \x20   - {name: once-set, set_fact: {suffix: \"{{ r.rc }}\"}}\n\
+         \x20   - {name: once-reads, copy: {dest: \"/etc/f9{{ suffix }}\", content: \"managed\\n\"}}\n\
+         \x20   - {name: once-last, copy: {dest: /etc/f5, content: \"managed\\n\"}}\n",
+    );
+    let (outcome, log) = run(&pb, 10, false);
+    assert!(outcome.reports[0].unreachable.is_none());
+    assert!(log.lock().unwrap().len() > 3, "several batches");
+    let builds = super::built::BUILDS.lock().unwrap().clone();
+    let count = |name: &str| builds.iter().filter(|b| *b == name).count();
+    assert_eq!(count("once-cmd"), 1);
+    assert_eq!(count("once-loop"), 3, "one per item");
+    assert_eq!(count("once-cmd2"), 1);
+    assert_eq!(count("once-last"), 1);
+    // Not buildable before `r` is registered, then built once.
+    assert_eq!(count("once-set"), 1);
+    // Guessed with `suffix` unknown (rendered empty), then built with it.
+    assert_eq!(count("once-reads"), 2, "suffix changed from unknown to '0'");
+    // The file planned is the one named with the registered value.
+    let scripts = log.lock().unwrap();
+    assert!(scripts.iter().any(|s| s.body.contains("/etc/f90")));
+}

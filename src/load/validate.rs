@@ -263,13 +263,8 @@ fn check_literal_params(
         return;
     }
     let vars = Value::Object(serde_json::Map::new());
-    let ctx = BuildCtx {
-        templates: t,
-        vars: &vars,
-        search_dirs: dirs,
-        sources: &Sources::default(),
-        ansible: None,
-    };
+    let sources = Sources::default();
+    let ctx = BuildCtx::new(t, &vars, dirs, &sources, None);
     let p = Params::new(task.module.name, task.module_span.clone(), params, &ctx);
     if let Err(e) = build(&p) {
         errors.push(e.to_diagnostic());

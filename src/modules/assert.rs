@@ -85,7 +85,7 @@ fn build_assert(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     };
     Ok(Box::new(Verdict {
         that: a.that.0,
-        vars: p.ctx.vars.clone(),
+        vars: p.ctx.all_vars().clone(),
         failure: a.fail_msg.or(a.msg).map(text).unwrap_or_default(),
         note,
     }))

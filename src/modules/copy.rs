@@ -164,13 +164,17 @@ fn build_copy(p: &Params) -> Result<Box<dyn Module>, ParamError> {
 fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = TemplateArgs::read(p)?;
     let (path, text) = read_src(p, &a.src)?;
-    let content = p.ctx.templates.render_str(&text, p.ctx.vars).map_err(|e| {
-        let at = e.line.map(|l| format!(":{l}")).unwrap_or_default();
-        p.error(
-            "src",
-            format!("template {}{at}: {}", path.display(), e.message),
-        )
-    })?;
+    let content = p
+        .ctx
+        .templates
+        .render_str(&text, p.ctx.all_vars())
+        .map_err(|e| {
+            let at = e.line.map(|l| format!(":{l}")).unwrap_or_default();
+            p.error(
+                "src",
+                format!("template {}{at}: {}", path.display(), e.message),
+            )
+        })?;
     module(p, a.dest, Some(&path), content.into(), a.write)
 }
 

@@ -51,7 +51,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             let value = p
                 .ctx
                 .templates
-                .render_value(&expr, p.ctx.vars)
+                .render_value(&expr, p.ctx.all_vars())
                 .unwrap_or_else(|_| json!("VARIABLE IS NOT DEFINED!"));
             (var, value)
         }

@@ -72,7 +72,9 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         (true, true) => format!("{base}{}{name}", a.dest),
         (true, false) => format!("{base}{}", a.dest),
         (false, _) => {
-            let host = p.ctx.vars["inventory_hostname"]
+            let host = p
+                .ctx
+                .var("inventory_hostname")
                 .as_str()
                 .unwrap_or("localhost");
             let dest = a.dest.trim_end_matches('/');

@@ -13,12 +13,70 @@ use crate::template::Templates;
 /// Where a module looks for what a task refers to: templates, files, vars.
 pub(crate) struct BuildCtx<'a> {
     pub templates: &'a Templates,
-    pub vars: &'a Value,
+    /// Read through [`BuildCtx::var`] and [`BuildCtx::all_vars`], which
+    /// note what a build read beyond its rendered parameters.
+    vars: &'a Value,
     /// Folders searched for `src:` files, in order (see [`search_dirs`]).
     pub search_dirs: &'a [PathBuf],
     pub sources: &'a Sources,
     /// How the task runs Ansible's own module, when nodeprov has none.
     pub ansible: Option<crate::modules::kit::ansible::AnsibleCall>,
+    read: std::cell::RefCell<VarsRead>,
+}
+
+/// The variables a module's build read besides its parameters, so that a
+/// module kept for later is built again when one of them changes.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) enum VarsRead {
+    #[default]
+    Nothing,
+    Names(std::collections::BTreeSet<String>),
+    /// All of them (a template rendered in the task's variables).
+    All,
+}
+
+impl<'a> BuildCtx<'a> {
+    pub(crate) fn new(
+        templates: &'a Templates,
+        vars: &'a Value,
+        search_dirs: &'a [PathBuf],
+        sources: &'a Sources,
+        ansible: Option<crate::modules::kit::ansible::AnsibleCall>,
+    ) -> Self {
+        BuildCtx {
+            templates,
+            vars,
+            search_dirs,
+            sources,
+            ansible,
+            read: Default::default(),
+        }
+    }
+
+    /// One of the task's variables (`Null` when it has none of that name).
+    pub(crate) fn var(&self, name: &str) -> &'a Value {
+        let mut read = self.read.borrow_mut();
+        match &mut *read {
+            VarsRead::All => {}
+            VarsRead::Names(names) => {
+                names.insert(name.to_string());
+            }
+            VarsRead::Nothing => *read = VarsRead::Names([name.to_string()].into()),
+        }
+        self.vars.get(name).unwrap_or(&Value::Null)
+    }
+
+    /// Every variable of the task, for what renders in all of them.
+    pub(crate) fn all_vars(&self) -> &'a Value {
+        *self.read.borrow_mut() = VarsRead::All;
+        self.vars
+    }
+
+    /// What the build read through [`var`](Self::var) and
+    /// [`all_vars`](Self::all_vars).
+    pub(crate) fn vars_read(&self) -> VarsRead {
+        self.read.borrow().clone()
+    }
 }
 
 /// `src:` files as read once per run: every host (and every rebuild of a

@@ -84,7 +84,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         .entries()
         .map(|(k, v)| (k.to_string(), v.clone()))
         .collect();
-    let interpreter = match &p.ctx.vars["ansible_python_interpreter"] {
+    let interpreter = match &p.ctx.var("ansible_python_interpreter") {
         Value::String(s) if !s.is_empty() && !s.starts_with("auto") => Some(s.clone()),
         _ => None,
     };

@@ -127,7 +127,8 @@ impl Plan {
 
 /// The host's facts as a task sees them, for `Plan::set_fact`.
 pub(crate) fn known_facts(p: &Params) -> Map<String, Value> {
-    p.ctx.vars["ansible_facts"]
+    p.ctx
+        .var("ansible_facts")
         .as_object()
         .cloned()
         .unwrap_or_default()

@@ -42,13 +42,8 @@ fn with_ctx<T>(
     f: impl FnOnce(&Params) -> T,
 ) -> T {
     let templates = crate::template::Templates::new();
-    let ctx = params::BuildCtx {
-        templates: &templates,
-        vars,
-        search_dirs,
-        sources: &params::Sources::default(),
-        ansible: None,
-    };
+    let sources = params::Sources::default();
+    let ctx = params::BuildCtx::new(&templates, vars, search_dirs, &sources, None);
     let span = crate::base::diag::Span::synthetic("test");
     let entries = params
         .as_object()

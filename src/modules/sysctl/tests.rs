@@ -11,13 +11,8 @@ const OURS: &str = "/etc/sysctl.d/90-gpu-node.conf";
 
 fn parse_params(v: Value) -> Result<Sysctl, ParamError> {
     let templates = Templates::new();
-    let ctx = BuildCtx {
-        templates: &templates,
-        vars: &Value::Null,
-        search_dirs: &[],
-        sources: &Sources::default(),
-        ansible: None,
-    };
+    let sources = Sources::default();
+    let ctx = BuildCtx::new(&templates, &Value::Null, &[], &sources, None);
     let entries = v
         .as_object()
         .unwrap()
