@@ -642,31 +642,19 @@ fn smoke_cmd(args: &SmokeArgs, settings: &Settings) -> Result<u8, Vec<Diagnostic
     };
     let conn = connect_options(args.target.connection, &args.target.ssh, settings)?;
     let forks = forks(args.forks, settings);
-    let queue = Mutex::new(hosts.iter().enumerate());
-    let results = Mutex::new(Vec::new());
-    std::thread::scope(|s| {
-        for _ in 0..forks.clamp(1, hosts.len().max(1)) {
-            s.spawn(|| loop {
-                let Some((i, host)) = queue.lock().unwrap().next() else {
-                    break;
-                };
-                let vars = inv.host_vars(host);
-                let smoke = match connect::open(&conn, host, &vars) {
-                    Ok(mut t) => crate::smoke::run_smoke(host, t.as_mut(), &opts),
-                    Err(e) => crate::smoke::unreachable(host, &e.to_string()),
-                };
-                results.lock().unwrap().push((i, smoke));
-            });
+    let results = crate::exec::pool::in_parallel(&hosts, forks, |host| {
+        let vars = inv.host_vars(host);
+        match connect::open(&conn, host, &vars) {
+            Ok(mut t) => crate::smoke::run_smoke(host, t.as_mut(), &opts),
+            Err(e) => crate::smoke::unreachable(host, &e.to_string()),
         }
     });
-    let mut results = results.into_inner().unwrap();
-    results.sort_by_key(|(i, _)| *i);
-    let results: Vec<_> = results.into_iter().map(|(_, r)| r).collect();
     match args.format {
-        Format::Human => print!("{}", crate::smoke::render_human(&results)),
+        Format::Human => print!("{}", crate::report::smoke::render_human(&results)),
         Format::Json => println!(
             "{}",
-            serde_json::to_string_pretty(&crate::smoke::report_json(&results)).expect("json")
+            serde_json::to_string_pretty(&crate::report::smoke::report_json(&results))
+                .expect("json")
         ),
     }
     Ok(if results.iter().any(|r| r.failed()) {

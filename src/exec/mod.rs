@@ -9,6 +9,7 @@ mod once;
 mod outcome;
 #[cfg(test)]
 mod play_tests;
+pub mod pool;
 mod prepared;
 #[cfg(test)]
 mod reboot_tests;
@@ -271,25 +272,13 @@ fn run_batch(
     keep: &Keep,
     on_event: &(dyn Fn(Event) + Sync),
 ) -> Vec<HostReport> {
-    let queue = Mutex::new(batch.iter().enumerate());
-    let reports = Mutex::new(Vec::new());
     let once = once::Once::new(batch);
-    std::thread::scope(|s| {
-        for _ in 0..req.forks.clamp(1, batch.len().max(1)) {
-            s.spawn(|| loop {
-                let Some((i, host)) = queue.lock().unwrap().next() else {
-                    break;
-                };
-                let report = run_host(req, ctx, play_vars, host, keep, &once);
-                once.leave(host);
-                on_event(Event::Host(&report));
-                reports.lock().unwrap().push((i, report));
-            });
-        }
-    });
-    let mut reports = reports.into_inner().unwrap();
-    reports.sort_by_key(|(i, _)| *i);
-    reports.into_iter().map(|(_, r)| r).collect()
+    pool::in_parallel(batch, req.forks, |host| {
+        let report = run_host(req, ctx, play_vars, host, keep, &once);
+        once.leave(host);
+        on_event(Event::Host(&report));
+        report
+    })
 }
 
 /// Connections kept open between plays for hosts a later play selects.

@@ -9,6 +9,7 @@ pub mod junit;
 pub mod merge;
 pub mod module_doc;
 pub mod progress;
+pub mod smoke;
 
 use std::borrow::Cow;
 use std::fmt::Write;

@@ -9,7 +9,6 @@ mod checks;
 mod fleet;
 pub mod nvidia_smi;
 mod remote;
-mod report;
 mod triangle;
 
 use std::time::Instant;
@@ -21,7 +20,6 @@ use crate::remote::{Purpose, Script, Transport};
 pub(crate) use checks::parse_version;
 pub use fleet::fleet_outliers;
 pub use remote::{TierOutput, TierScript};
-pub use report::{render_human, report_json};
 
 #[derive(Serialize, Clone, Copy, Debug, PartialEq, Eq)]
 #[serde(rename_all = "lowercase")]

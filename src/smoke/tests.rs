@@ -9,6 +9,7 @@ use crate::remote::fake::{count, FakeTransport};
 use crate::remote::local::LocalTransport;
 use crate::remote::probe::{fake_answer, ProbeResult};
 use crate::remote::{Output, TransportError};
+use crate::report::smoke::{render_human, report_json};
 
 const NVCC: &str = include_str!("../../tests/fixtures/gpu-h200/nvcc-version.txt");
 const LDCONFIG: &str = include_str!("../../tests/fixtures/gpu-h200/ldconfig-p.txt");

@@ -1,9 +1,9 @@
-//! Human and JSON renderings of smoke results.
+//! Human and JSON renderings of GPU smoke results (`nodeprov smoke`).
 
 use serde_json::{json, Value};
 
-use super::{fleet_outliers, Check, HostSmoke, Verdict};
 use crate::report::printable;
+use crate::smoke::{fleet_outliers, Check, HostSmoke, Verdict};
 
 /// Longer measurements are cut in the table, except a warning's or a
 /// failure's, which may carry the fix; the JSON report keeps them whole.
