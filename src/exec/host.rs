@@ -15,13 +15,11 @@ use std::time::Instant;
 use serde_json::{json, Value};
 
 use super::instance::{Items, Resolution, Resolver, TaskInstance};
-use super::outcome::Outcomes;
 use super::prepared::{PlayCtx, PreparedTask};
 use super::result::HostReport;
 use super::vars::{Known, VarLayers};
-use super::wire::{Step, Wire};
-use crate::base::diag::Diagnostic;
-use crate::modules::{Facts, Module, ModuleError, ModuleKind};
+use super::wire::Wire;
+use crate::modules::{Module, ModuleError, ModuleKind};
 use crate::remote::host_facts;
 use crate::remote::probe::Probe;
 use crate::remote::Transport;
@@ -34,21 +32,9 @@ mod plan;
 mod reconnect;
 mod retry;
 mod run_once;
+mod state;
 
-/// A planned instance whose steps wait in the current batch.
-struct Pending<'p> {
-    step: Step,
-    /// A command's module, which reads its registered result from the
-    /// step's output.
-    command: Option<Box<dyn Module>>,
-    instance: TaskInstance<'p>,
-}
-
-/// A changed instance to re-check after apply.
-struct ToVerify {
-    result: usize,
-    module: Box<dyn Module>,
-}
+use state::{Batch, HostState, Pending, ToVerify};
 
 enum Next {
     /// Planned; go on with the next task.
@@ -63,46 +49,15 @@ enum Next {
 /// module: `when:` is false).
 type Instances<'p> = Vec<(TaskInstance<'p>, Option<Box<dyn Module>>)>;
 
-/// A looped task's registered name, and each item's result index (none:
-/// it queued no step) and planned result.
-type PendingLoop = (String, Vec<(Option<usize>, Value)>);
-
 pub(crate) struct HostRun<'a, 'p> {
     ctx: &'a PlayCtx<'p>,
     once: &'a super::once::Once,
     host: String,
     wire: Wire<'a>,
-    vars: VarLayers,
-    facts: Facts,
-    outcomes: Outcomes,
-    pending: Vec<Pending<'p>>,
-    /// Registered names whose command is in `pending`.
-    pending_registers: BTreeSet<String>,
-    /// Loops whose `register` is complete only once `pending` ran.
-    pending_loops: Vec<PendingLoop>,
-    /// Check mode: registered names whose command did not run, and the
-    /// task that registers each.
-    unknown_vars: BTreeMap<String, String>,
-    notified: BTreeSet<String>,
-    to_verify: Vec<ToVerify>,
-    /// A batch of changes ran since facts were last probed.
-    changed_since_probe: bool,
-    unreachable: Option<String>,
-    stopped: bool,
-    /// Blocks with `rescue:`/`always:` failing on this host, innermost last.
-    failing: Vec<blocks::Failing>,
-    /// `meta: end_host` or `end_play` ended the play here (not a failure).
-    ended: bool,
-    /// The section the last planned task is in.
-    section: Option<std::sync::Arc<crate::load::tasks::Frame>>,
-    /// Why the play's `vars_files` could not be read for this host: every
-    /// task fails with it, as no task can know its variables.
-    vars_error: Option<Diagnostic>,
-    /// Wires to the hosts tasks were delegated to (the controller among
-    /// them), kept for the next.
-    delegates: BTreeMap<String, Wire<'a>>,
-    /// The delegate the task being planned runs on.
-    delegated: Option<String>,
+    state: HostState,
+    batch: Batch<'p>,
+    blocks: blocks::Blocks,
+    delegation: delegated::Delegation<'a>,
     built: super::built::Built,
 }
 
@@ -119,24 +74,10 @@ impl<'a, 'p> HostRun<'a, 'p> {
             once,
             host: host.to_string(),
             wire: Wire::new(transport, ctx.play.script_user()),
-            vars,
-            facts: Facts::default(),
-            outcomes: Outcomes::new(ctx.opts.diff),
-            pending: Vec::new(),
-            pending_registers: BTreeSet::new(),
-            pending_loops: Vec::new(),
-            unknown_vars: BTreeMap::new(),
-            notified: BTreeSet::new(),
-            to_verify: Vec::new(),
-            changed_since_probe: false,
-            unreachable: None,
-            stopped: false,
-            failing: Vec::new(),
-            ended: false,
-            section: None,
-            vars_error: None,
-            delegates: BTreeMap::new(),
-            delegated: None,
+            state: HostState::new(vars, ctx.opts.diff),
+            batch: Batch::default(),
+            blocks: blocks::Blocks::default(),
+            delegation: delegated::Delegation::default(),
             built: Default::default(),
         }
     }
@@ -150,10 +91,10 @@ impl<'a, 'p> HostRun<'a, 'p> {
         self.run_list(&prepared.tasks.iter().collect::<Vec<_>>());
         self.run_handlers();
         self.flush();
-        if (!self.stopped || self.ended) && !self.ctx.opts.check {
+        if (!self.state.stopped || self.state.ended) && !self.ctx.opts.check {
             self.verify();
         }
-        if !self.stopped {
+        if !self.state.stopped {
             self.run_list(&prepared.validate.iter().collect::<Vec<_>>());
             self.flush();
         }
@@ -162,11 +103,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
         let (round_trips, mut probes) = self.wire.finish();
         probes.extend(delegated_probes);
         let round_trips = round_trips + delegated_trips;
-        let tasks = self.outcomes.into_results(&mut probes);
+        let tasks = self.state.outcomes.into_results(&mut probes);
         HostReport {
             host: self.host,
             play: self.ctx.play.name.clone(),
-            unreachable: self.unreachable,
+            unreachable: self.state.unreachable,
             tasks,
             round_trips,
             duration_ms: started.elapsed().as_millis() as u64,
@@ -178,7 +119,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
     /// command that only just ran gets another pass.
     fn run_handlers(&mut self) {
         let mut done = BTreeSet::new();
-        while !self.stopped {
+        while !self.state.stopped {
             let due: Vec<(usize, &'p PreparedTask<'p>)> = self
                 .ctx
                 .prepared
@@ -188,7 +129,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 .filter(|(i, h)| !done.contains(i) && self.is_notified(h))
                 .collect();
             if due.is_empty() {
-                if self.pending.is_empty() {
+                if self.batch.pending.is_empty() {
                     break;
                 }
                 self.flush();
@@ -199,12 +140,13 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }
         // Run once per notification: `meta: flush_handlers` leaves nothing
         // for the end of the play.
-        self.notified.clear();
+        self.state.notified.clear();
     }
 
     fn is_notified(&self, handler: &PreparedTask) -> bool {
         let h = handler.task;
-        self.notified.contains(&h.name) || h.listen.iter().any(|l| self.notified.contains(l))
+        self.state.notified.contains(&h.name)
+            || h.listen.iter().any(|l| self.state.notified.contains(l))
     }
 
     /// Plans the tasks in order, running the pending steps only where a
@@ -213,11 +155,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
     fn run_list(&mut self, tasks: &[&'p PreparedTask<'p>]) {
         let mut pos = 0;
         let mut stalled = false;
-        while pos < tasks.len() && !self.stopped {
+        while pos < tasks.len() && !self.state.stopped {
             self.probe_ahead(&tasks[pos..]);
             let start = pos;
             let mut must_flush = false;
-            while pos < tasks.len() && !self.stopped {
+            while pos < tasks.len() && !self.state.stopped {
                 match self.plan_task(tasks[pos]) {
                     Next::Continue => pos += 1,
                     Next::FlushBefore => must_flush = true,
@@ -230,7 +172,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
                     break;
                 }
             }
-            let progressed = pos > start || !self.pending.is_empty();
+            let progressed = pos > start || !self.batch.pending.is_empty();
             if must_flush {
                 self.flush();
             }
@@ -245,17 +187,17 @@ impl<'a, 'p> HostRun<'a, 'p> {
             }
         }
         // A failure still pending in a block is known only once it ran.
-        if self.section.is_some() && !self.stopped {
+        if self.blocks.section.is_some() && !self.state.stopped {
             self.flush();
         }
         self.leave_blocks(None);
-        self.section = None;
+        self.blocks.section = None;
     }
 
     fn resolver(&self) -> Resolver<'_> {
         Resolver {
             ctx: self.ctx,
-            vars: &self.vars,
+            vars: &self.state.vars,
             built: &self.built,
         }
     }
@@ -264,7 +206,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
     /// is not already known.
     fn probe_ahead(&mut self, tasks: &[&'p PreparedTask<'p>]) {
         let mut wanted: BTreeMap<String, Probe> = BTreeMap::new();
-        if self.ctx.play.gather_facts && !self.facts.contains(host_facts::KEY) {
+        if self.ctx.play.gather_facts && !self.state.facts.contains(host_facts::KEY) {
             let p = host_facts::probe();
             wanted.insert(p.key.clone(), p);
         }
@@ -284,32 +226,32 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }
         // Variables that set_fact and include_vars will set are guessed
         // along, so the tasks after them probe the right paths.
-        let registered = self.vars.registered.clone();
+        let registered = self.state.vars.registered.clone();
         // A delegated task is probed on its delegate, when it runs.
         let here = |s: &&PreparedTask| s.selected && s.task.delegate_to.is_none();
         for spec in ahead.into_iter().filter(here) {
             let mut asked = Vec::new();
             let sets = self.probes_wanted(spec, &mut wanted, &mut asked);
             if spec.task.no_log {
-                self.outcomes.secret_probes(asked);
+                self.state.outcomes.secret_probes(asked);
             }
-            self.vars.registered.extend(sets);
+            self.state.vars.registered.extend(sets);
         }
-        self.vars.registered = registered;
+        self.state.vars.registered = registered;
         if wanted.is_empty() {
             return;
         }
-        self.changed_since_probe = false;
+        self.batch.changed_since_probe = false;
         match self.wire.probe(wanted.into_values().collect()) {
             Ok(results) => {
                 if let Some(r) = results.get(host_facts::KEY) {
-                    self.vars.facts = host_facts::parse(r);
+                    self.state.vars.facts = host_facts::parse(r);
                     self.ctx
                         .templates
-                        .record_facts(&self.host, &self.vars.facts);
+                        .record_facts(&self.host, &self.state.vars.facts);
                     self.read_host_files(Known::All);
                 }
-                self.facts.extend(results);
+                self.state.facts.extend(results);
             }
             Err(e) => self.lost(e.to_string()),
         }
@@ -319,21 +261,22 @@ impl<'a, 'p> HostRun<'a, 'p> {
     /// task, or none that gathered the facts they are named after): one that
     /// cannot be read fails the host rather than going unnoticed.
     fn read_files_left_unread(&mut self) {
-        if self.vars.play_files.is_some() && !self.stopped {
+        if self.state.vars.play_files.is_some() && !self.state.stopped {
             self.probe_ahead(&[]);
         }
-        if self.outcomes.len() > 0 {
+        if self.state.outcomes.len() > 0 {
             return; // every task that ran failed with it already
         }
-        if let Some(d) = self.vars_error.take() {
-            self.outcomes
+        if let Some(d) = self.state.vars_error.take() {
+            self.state
+                .outcomes
                 .vars_files_failed(d.span.location(), d.message);
         }
     }
 
     fn read_host_files(&mut self, known: Known) {
-        if let Err(d) = self.vars.read_host_files(self.ctx.templates, known) {
-            self.vars_error = Some(d);
+        if let Err(d) = self.state.vars.read_host_files(self.ctx.templates, known) {
+            self.state.vars_error = Some(d);
         }
     }
 
@@ -355,14 +298,19 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 continue;
             };
             if module.probes().is_empty() {
-                sets.extend(module.plan(&self.facts).map(|p| p.sets).unwrap_or_default());
+                sets.extend(
+                    module
+                        .plan(&self.state.facts)
+                        .map(|p| p.sets)
+                        .unwrap_or_default(),
+                );
             }
             let query = module
                 .query_probe()
                 .filter(|_| spec.may_query(self.ctx.opts.check));
             for p in module.probes().into_iter().chain(query) {
                 asked.push(p.key.clone());
-                if !self.facts.contains(&p.key) {
+                if !self.state.facts.contains(&p.key) {
                     wanted.insert(p.key.clone(), p);
                 }
             }
@@ -375,36 +323,36 @@ impl<'a, 'p> HostRun<'a, 'p> {
     /// it goes on and reports every task.
     fn task_failed(&mut self, spec: &PreparedTask, result: usize, value: serde_json::Value) {
         if !self.caught(spec, result, value) && !self.ctx.opts.check {
-            self.stopped = true;
+            self.state.stopped = true;
         }
     }
 
     fn fail(&mut self, spec: &PreparedTask, label: Option<String>, message: String) {
         let value = json!({"changed": false, "failed": true, "msg": message});
-        if self.outcomes.fail(spec, label, message) {
-            self.task_failed(spec, self.outcomes.len() - 1, value);
+        if self.state.outcomes.fail(spec, label, message) {
+            self.task_failed(spec, self.state.outcomes.len() - 1, value);
         }
     }
 
     fn lost(&mut self, why: String) {
-        self.unreachable = Some(why);
-        self.stopped = true;
+        self.state.unreachable = Some(why);
+        self.state.stopped = true;
     }
 
     fn plan_task(&mut self, spec: &'p PreparedTask<'p>) -> Next {
         let frame = spec.task.frame.as_ref();
-        if !blocks::same_section(frame, self.section.as_ref()) {
+        if !blocks::same_section(frame, self.blocks.section.as_ref()) {
             // A failure must be known before the next section is chosen.
-            if !self.pending.is_empty() {
+            if !self.batch.pending.is_empty() {
                 return Next::FlushBefore;
             }
             self.leave_blocks(frame);
-            self.section = frame.cloned();
+            self.blocks.section = frame.cloned();
         }
-        if self.stopped || !spec.selected || !self.in_running_section(spec) {
+        if self.state.stopped || !spec.selected || !self.in_running_section(spec) {
             return Next::Continue;
         }
-        if let Some(d) = &self.vars_error {
+        if let Some(d) = &self.state.vars_error {
             let why = format!("{}: {}", d.span.location(), d.message);
             self.fail(spec, None, why);
             return Next::Continue;
@@ -412,7 +360,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         if spec
             .referenced
             .iter()
-            .any(|r| self.pending_registers.contains(r))
+            .any(|r| self.batch.registers.contains(r))
         {
             return Next::FlushBefore;
         }
@@ -422,7 +370,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         // A retried, delegated or run-once task's steps go out alone.
         let task = spec.task;
         let alone = spec.until.is_some() || task.delegate_to.is_some() || task.run_once;
-        if alone && !self.pending.is_empty() {
+        if alone && !self.batch.pending.is_empty() {
             return Next::FlushBefore;
         }
         if task.run_once {
@@ -433,7 +381,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
 
     /// Plans a task on this host once it is known to run here.
     fn plan_resolved(&mut self, spec: &'p PreparedTask<'p>) -> Next {
-        if self.delegated.is_none() {
+        if self.delegation.current.is_none() {
             match self.resolver().delegate_target(spec) {
                 Ok(Some(target)) => return self.plan_delegated(spec, target),
                 Ok(None) => {}
@@ -468,13 +416,13 @@ impl<'a, 'p> HostRun<'a, 'p> {
         let mut result_at = Vec::new();
         for (instance, module) in instances {
             let item = self.loop_item(&instance);
-            let at = self.outcomes.len();
+            let at = self.state.outcomes.len();
             let (mut result, flush) = match module {
                 None => {
-                    self.outcomes.skipped(&instance);
+                    self.state.outcomes.skipped(&instance);
                     (json!({"changed": false, "skipped": true}), false)
                 }
-                Some(m) => match m.on_controller(&self.facts) {
+                Some(m) => match m.on_controller(&self.state.facts) {
                     Some(local) => self.plan_on_controller(instance, local),
                     None => self.plan_instance(instance, m),
                 },
@@ -487,16 +435,16 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 r.insert("ansible_loop_var".into(), json!(var));
             }
             loop_results.push(result);
-            result_at.push((self.outcomes.len() > at).then_some(at));
-            if self.stopped {
+            result_at.push((self.state.outcomes.len() > at).then_some(at));
+            if self.state.stopped {
                 return Next::Continue;
             }
         }
         match &spec.task.register {
             // A looped command's items register once its steps ran.
-            Some(name) if spec.loop_items.is_some() && self.pending_registers.contains(name) => {
+            Some(name) if spec.loop_items.is_some() && self.batch.registers.contains(name) => {
                 let items = result_at.into_iter().zip(loop_results).collect();
-                self.pending_loops.push((name.clone(), items));
+                self.batch.loops.push((name.clone(), items));
             }
             _ => self.register(spec, loop_results),
         }
@@ -507,7 +455,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
     /// registered cannot be known either, nor can what it registers.
     fn reads_unknown(&mut self, spec: &PreparedTask) -> bool {
         let Some(message) = spec.referenced.iter().find_map(|r| {
-            let (name, origin) = self.unknown_vars.get_key_value(r)?;
+            let (name, origin) = self.state.unknown_vars.get_key_value(r)?;
             Some(format!(
                 "depends on '{name}', registered by '{origin}', which check mode does not run"
             ))
@@ -521,9 +469,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
     /// Check mode: the task's outcome is unknown, and so is what it
     /// registers, for the tasks that read it.
     fn unknown(&mut self, spec: &PreparedTask, message: String) {
-        self.outcomes.unknown(spec, message);
+        self.state.outcomes.unknown(spec, message);
         if let Some(reg) = &spec.task.register {
-            self.unknown_vars.insert(reg.clone(), spec.name.clone());
+            self.state
+                .unknown_vars
+                .insert(reg.clone(), spec.name.clone());
         }
     }
 
@@ -550,7 +500,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
     /// a trial, kept for no instance: each item is planned again in turn,
     /// after the effects its earlier items predict.
     fn provided_by_pending(&mut self, instances: &Instances<'p>) -> bool {
-        if self.pending.is_empty() {
+        if self.batch.pending.is_empty() {
             return false;
         }
         let mut stale = Vec::new();
@@ -558,11 +508,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
             let Some(module) = module.as_ref().filter(|_| !instance.check) else {
                 continue;
             };
-            if let Err(ModuleError::Absent(_)) = module.plan(&self.facts) {
+            if let Err(ModuleError::Absent(_)) = module.plan(&self.state.facts) {
                 stale.extend(module.probes().into_iter().map(|p| p.key));
             }
         }
-        stale.iter().for_each(|k| self.facts.remove(k));
+        stale.iter().for_each(|k| self.state.facts.remove(k));
         !stale.is_empty()
     }
 
@@ -596,17 +546,23 @@ impl<'a, 'p> HostRun<'a, 'p> {
     /// A module plans from known facts only; one that reads everything
     /// plans only after what is pending has run and been probed again.
     fn ready_to_plan(&mut self, module: &dyn Module) -> Result<(), Next> {
-        if module.reads_everything() && (!self.pending.is_empty() || self.changed_since_probe) {
+        if module.reads_everything()
+            && (!self.batch.pending.is_empty() || self.batch.changed_since_probe)
+        {
             let stale: Vec<String> = module
                 .probes()
                 .into_iter()
                 .map(|p| p.key)
-                .filter(|k| !self.facts.lasts(k))
+                .filter(|k| !self.state.facts.lasts(k))
                 .collect();
-            stale.iter().for_each(|k| self.facts.remove(k));
+            stale.iter().for_each(|k| self.state.facts.remove(k));
             return Err(Next::FlushBefore);
         }
-        if module.probes().iter().all(|p| self.facts.contains(&p.key)) {
+        if module
+            .probes()
+            .iter()
+            .all(|p| self.state.facts.contains(&p.key))
+        {
             Ok(())
         } else {
             Err(Next::FlushBefore)
@@ -628,7 +584,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         let spec = instance.spec;
         for (name, span) in &spec.task.notify {
             if !crate::template::is_templated(name) {
-                self.notified.insert(name.clone());
+                self.state.notified.insert(name.clone());
                 continue;
             }
             let at = span.location();
@@ -640,7 +596,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
                         .iter()
                         .any(|h| h.task.name == n || h.task.listen.contains(&n)) =>
                 {
-                    self.notified.insert(n);
+                    self.state.notified.insert(n);
                     continue;
                 }
                 Ok(n) => format!("{at}: notify: no handler named '{n}' in this play"),

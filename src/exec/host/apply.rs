@@ -22,10 +22,10 @@ impl<'p> HostRun<'_, 'p> {
     /// returns the commands' results by result index.
     pub(super) fn flush(&mut self) -> BTreeMap<usize, Value> {
         let mut results = BTreeMap::new();
-        if self.pending.is_empty() {
+        if self.batch.pending.is_empty() {
             return results;
         }
-        let pending = std::mem::take(&mut self.pending);
+        let pending = std::mem::take(&mut self.batch.pending);
         let (steps, waiting): (Vec<Step>, Vec<_>) = pending
             .into_iter()
             .map(|p| {
@@ -34,7 +34,7 @@ impl<'p> HostRun<'_, 'p> {
             })
             .unzip();
         let applied = self.wire.apply(steps);
-        self.changed_since_probe = true;
+        self.batch.changed_since_probe = true;
         // A step failed for good: the script stopped there.
         let mut step_failed = false;
         // A command that did not report itself unchanged may have changed
@@ -45,28 +45,29 @@ impl<'p> HostRun<'_, 'p> {
             let spec = instance.spec;
             let Some(r) = applied.reports.get(&i) else {
                 ran_command |= may_change;
-                let stopped = self.stopped || step_failed;
-                self.outcomes.unfinished(i, &applied.ended, stopped);
-                self.stopped |= !step_failed;
+                let stopped = self.state.stopped || step_failed;
+                self.state.outcomes.unfinished(i, &applied.ended, stopped);
+                self.state.stopped |= !step_failed;
                 break;
             };
             let result = self.settle(instance, i, command.as_deref(), r);
             // Only the module's own result says "unchanged" without a
             // `changed_when` of the task's.
-            let unchanged = self.outcomes.status(i) == Status::Ok && spec.changed_when.is_none();
+            let unchanged =
+                self.state.outcomes.status(i) == Status::Ok && spec.changed_when.is_none();
             ran_command |= may_change && !unchanged;
-            step_failed |= self.outcomes.failed_for_good(i);
+            step_failed |= self.state.outcomes.failed_for_good(i);
             if command.is_some() {
                 results.insert(i, result);
             }
         }
         // A delegate failing a step does not lose this host.
         match applied.ended {
-            Err(e) if self.delegated.is_none() => self.lost(e.to_string()),
+            Err(e) if self.delegation.current.is_none() => self.lost(e.to_string()),
             _ => {}
         }
-        self.pending_registers.clear();
-        for (name, items) in std::mem::take(&mut self.pending_loops) {
+        self.batch.registers.clear();
+        for (name, items) in std::mem::take(&mut self.batch.loops) {
             let results = items
                 .into_iter()
                 .map(|(at, planned)| match at.and_then(|i| results.get(&i)) {
@@ -74,7 +75,8 @@ impl<'p> HostRun<'_, 'p> {
                     None => planned,
                 })
                 .collect();
-            self.vars
+            self.state
+                .vars
                 .registered
                 .insert(name, super::plan::loop_value(results));
         }
@@ -87,7 +89,7 @@ impl<'p> HostRun<'_, 'p> {
     /// A command ran, so anything may have changed; the gathered facts
     /// and durable answers are kept.
     pub(super) fn forget_facts(&mut self) {
-        self.facts.retain(|key, r| {
+        self.state.facts.retain(|key, r| {
             key == host_facts::KEY || (crate::remote::probe::is_durable(key) && r.rc == 0)
         });
     }
@@ -100,7 +102,7 @@ impl<'p> HostRun<'_, 'p> {
         command: Option<&dyn Module>,
         r: &ProbeResult,
     ) -> Value {
-        self.outcomes.step_reported(i, r, instance.timeout);
+        self.state.outcomes.step_reported(i, r, instance.timeout);
         let spec = instance.spec;
         let mut registered = Value::Null;
         if let Some(module) = command {
@@ -111,19 +113,24 @@ impl<'p> HostRun<'_, 'p> {
                 m.insert("finished".into(), json!(0));
             }
             let t = self.ctx.templates;
-            if self.outcomes.conditions(t, &instance, i, &mut result) == Status::Changed {
+            if self.state.outcomes.conditions(t, &instance, i, &mut result) == Status::Changed {
                 self.notify(&instance);
             }
             if let Some(reg) = &spec.task.register {
-                self.vars.registered.insert(reg.clone(), result.clone());
+                self.state
+                    .vars
+                    .registered
+                    .insert(reg.clone(), result.clone());
             }
             registered = result;
         } else {
-            self.outcomes.step_failed(self.ctx.templates, &instance, i);
+            self.state
+                .outcomes
+                .step_failed(self.ctx.templates, &instance, i);
         }
-        if self.outcomes.tolerated(instance.ignore_errors, i) {
+        if self.state.outcomes.tolerated(instance.ignore_errors, i) {
             let value = match &registered {
-                Value::Null => json!({"failed": true, "msg": self.outcomes.message(i)}),
+                Value::Null => json!({"failed": true, "msg": self.state.outcomes.message(i)}),
                 v => v.clone(),
             };
             self.task_failed(spec, i, value);
@@ -134,10 +141,10 @@ impl<'p> HostRun<'_, 'p> {
     /// Re-probes what changed and re-plans it: anything still to change
     /// means the module did not converge.
     pub(super) fn verify(&mut self) {
-        let applied = std::mem::take(&mut self.to_verify);
+        let applied = std::mem::take(&mut self.batch.to_verify);
         let checks: Vec<&ToVerify> = applied
             .iter()
-            .filter(|a| self.outcomes.status(a.result) == Status::Changed)
+            .filter(|a| self.state.outcomes.status(a.result) == Status::Changed)
             .collect();
         if checks.is_empty() {
             return;
@@ -156,12 +163,12 @@ impl<'p> HostRun<'_, 'p> {
             // (a file templated, then edited by lineinfile).
             let later: BTreeSet<&str> = checks[n + 1..]
                 .iter()
-                .flat_map(|l| self.outcomes.changes(l.result))
+                .flat_map(|l| self.state.outcomes.changes(l.result))
                 .map(|c| c.subject.as_str())
                 .collect();
             let problem = still_to_change(a.module.as_ref(), &facts, &later);
             if !problem.is_empty() {
-                self.outcomes.did_not_converge(a.result, problem);
+                self.state.outcomes.did_not_converge(a.result, problem);
             }
         }
     }

@@ -16,6 +16,14 @@ use super::HostRun;
 use crate::exec::prepared::PreparedTask;
 use crate::load::tasks::{Frame, Part};
 
+/// Where the host is among blocks: the section the last planned task is
+/// in, and the blocks failing around it, innermost last.
+#[derive(Default)]
+pub(super) struct Blocks {
+    pub section: Option<Arc<Frame>>,
+    pub failing: Vec<Failing>,
+}
+
 /// A block that failed on this host, and where.
 pub(super) struct Failing {
     frame: Arc<Frame>,
@@ -51,6 +59,7 @@ impl<'p> HostRun<'_, 'p> {
         };
         frame.chain().all(|f| {
             let failed = self
+                .blocks
                 .failing
                 .iter()
                 .find(|x| x.frame.block == f.block)
@@ -66,7 +75,7 @@ impl<'p> HostRun<'_, 'p> {
             return false;
         };
         let failed_task = json!({"name": spec.name, "action": spec.task.module.name});
-        let vars = &mut self.vars.registered;
+        let vars = &mut self.state.vars.registered;
         vars.insert("ansible_failed_task".into(), failed_task);
         vars.insert("ansible_failed_result".into(), value);
         self.block_failed(frame.clone(), result);
@@ -75,12 +84,13 @@ impl<'p> HostRun<'_, 'p> {
 
     fn block_failed(&mut self, frame: Arc<Frame>, result: usize) {
         match self
+            .blocks
             .failing
             .iter_mut()
             .find(|x| x.frame.block == frame.block)
         {
             Some(x) => x.frame = frame,
-            None => self.failing.push(Failing { frame, result }),
+            None => self.blocks.failing.push(Failing { frame, result }),
         }
     }
 
@@ -90,18 +100,18 @@ impl<'p> HostRun<'_, 'p> {
     /// stops the host.
     pub(super) fn leave_blocks(&mut self, next: Option<&Arc<Frame>>) {
         let inside = |block: usize| next.is_some_and(|n| n.chain().any(|f| f.block == block));
-        while let Some(last) = self.failing.last() {
+        while let Some(last) = self.blocks.failing.last() {
             if inside(last.frame.block) {
                 break;
             }
-            let Failing { frame, result } = self.failing.pop().expect("just seen");
+            let Failing { frame, result } = self.blocks.failing.pop().expect("just seen");
             if frame.part == Part::Body && frame.has_rescue {
-                self.outcomes.rescued(result);
+                self.state.outcomes.rescued(result);
                 continue;
             }
             match &frame.outer {
                 Some(outer) => self.block_failed(outer.clone(), result),
-                None if !self.ctx.opts.check => self.stopped = true,
+                None if !self.ctx.opts.check => self.state.stopped = true,
                 None => {}
             }
         }

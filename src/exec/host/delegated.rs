@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
+use super::state::Batch;
 use super::{HostRun, Next};
 use crate::exec::instance::TaskInstance;
 use crate::exec::prepared::PreparedTask;
@@ -17,14 +18,21 @@ use crate::modules::{Facts, Module};
 use crate::remote::local::LocalTransport;
 use crate::remote::TransportError;
 
+/// The hosts tasks are delegated to, as this host's run sees them.
+#[derive(Default)]
+pub(super) struct Delegation<'a> {
+    /// Wires to the hosts tasks were delegated to (the controller among
+    /// them), kept for the next.
+    pub wires: BTreeMap<String, Wire<'a>>,
+    /// The delegate the task being planned runs on.
+    pub current: Option<String>,
+}
+
 /// This host's state while a task runs on its delegate.
 struct Parked<'a, 'p> {
     wire: Wire<'a>,
     facts: Facts,
-    to_verify: Vec<super::ToVerify>,
-    changed_since_probe: bool,
-    pending: Vec<super::Pending<'p>>,
-    pending_registers: std::collections::BTreeSet<String>,
+    batch: Batch<'p>,
 }
 
 impl<'a, 'p> HostRun<'a, 'p> {
@@ -35,9 +43,9 @@ impl<'a, 'p> HostRun<'a, 'p> {
         (target, controller): (String, bool),
     ) -> Next {
         if target == self.host && !controller {
-            self.delegated = Some(target);
+            self.delegation.current = Some(target);
             let next = self.plan_resolved(spec);
-            self.delegated = None;
+            self.delegation.current = None;
             return next;
         }
         let open = || (self.ctx.open_delegate)(&target, controller);
@@ -68,7 +76,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         let opened = self.on_wire("the controller".into(), None, open, |run| {
             let probes = local.probes();
             match run.wire.probe(probes) {
-                Ok(answers) => run.facts.extend(answers),
+                Ok(answers) => run.state.facts.extend(answers),
                 Err(e) => return run.fail(spec, None, format!("on the controller: {e}")),
             }
             planned = run.plan_instance(instance, local);
@@ -93,28 +101,22 @@ impl<'a, 'p> HostRun<'a, 'p> {
         open: impl FnOnce() -> Result<Box<dyn crate::remote::Transport>, TransportError>,
         f: impl FnOnce(&mut Self),
     ) -> Result<(), TransportError> {
-        let wire = match self.delegates.remove(&key) {
+        let wire = match self.delegation.wires.remove(&key) {
             Some(wire) => wire,
             None => Wire::holding(open()?, become_user),
         };
         let parked = Parked {
             wire: std::mem::replace(&mut self.wire, wire),
-            facts: std::mem::take(&mut self.facts),
-            to_verify: std::mem::take(&mut self.to_verify),
-            changed_since_probe: std::mem::replace(&mut self.changed_since_probe, false),
-            pending: std::mem::take(&mut self.pending),
-            pending_registers: std::mem::take(&mut self.pending_registers),
+            facts: std::mem::take(&mut self.state.facts),
+            batch: std::mem::take(&mut self.batch),
         };
-        self.delegated = Some(key.clone());
+        self.delegation.current = Some(key.clone());
         f(self);
-        self.delegated = None;
+        self.delegation.current = None;
         let wire = std::mem::replace(&mut self.wire, parked.wire);
-        self.delegates.insert(key, wire);
-        self.facts = parked.facts;
-        self.to_verify = parked.to_verify;
-        self.changed_since_probe = parked.changed_since_probe;
-        self.pending = parked.pending;
-        self.pending_registers = parked.pending_registers;
+        self.delegation.wires.insert(key, wire);
+        self.state.facts = parked.facts;
+        self.batch = parked.batch;
         Ok(())
     }
 
@@ -127,11 +129,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
             let mut asked = Vec::new();
             self.probes_wanted(spec, &mut wanted, &mut asked);
             if spec.task.no_log {
-                self.outcomes.secret_probes(asked);
+                self.state.outcomes.secret_probes(asked);
             }
             if !wanted.is_empty() {
                 match self.wire.probe(wanted.into_values().collect()) {
-                    Ok(answers) => self.facts.extend(answers),
+                    Ok(answers) => self.state.facts.extend(answers),
                     Err(e) => {
                         self.fail(spec, None, format!("delegate_to '{target}': {e}"));
                         return;
@@ -139,7 +141,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 }
             }
             match self.plan_resolved(spec) {
-                Next::FlushBefore if self.pending.is_empty() => continue,
+                Next::FlushBefore if self.batch.pending.is_empty() => continue,
                 _ => {
                     self.flush();
                     if !self.ctx.opts.check {
@@ -157,7 +159,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
     pub(super) fn finish_delegates(&mut self) -> (usize, Vec<crate::exec::result::Observation>) {
         let mut trips = 0;
         let mut observed = Vec::new();
-        for (_, wire) in std::mem::take(&mut self.delegates) {
+        for (_, wire) in std::mem::take(&mut self.delegation.wires) {
             let (t, o) = wire.finish();
             trips += t;
             observed.extend(o);

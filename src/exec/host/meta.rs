@@ -12,34 +12,34 @@ impl<'p> HostRun<'_, 'p> {
             return Next::Continue;
         };
         let Some(module) = module else {
-            self.outcomes.skipped(&instance);
+            self.state.outcomes.skipped(&instance);
             return Next::Continue;
         };
-        let action = module.plan(&self.facts).ok().map(|p| p.returns);
+        let action = module.plan(&self.state.facts).ok().map(|p| p.returns);
         let action = action.as_ref().and_then(|r| r.get("action"));
         let note = match action.and_then(Value::as_str) {
             Some("flush_handlers") => {
                 self.flush();
                 // Handlers are a list of their own, outside any block.
-                let section = self.section.take();
-                let failing = std::mem::take(&mut self.failing);
+                let section = self.blocks.section.take();
+                let failing = std::mem::take(&mut self.blocks.failing);
                 self.run_handlers();
                 self.flush();
-                self.section = section;
-                self.failing = failing;
+                self.blocks.section = section;
+                self.blocks.failing = failing;
                 "notified handlers ran"
             }
             Some(end @ ("end_host" | "end_play")) => {
                 self.flush();
-                self.ended = !self.stopped;
-                self.stopped = true;
+                self.state.ended = !self.state.stopped;
+                self.state.stopped = true;
                 match end {
                     "end_host" => "the play ends here for this host",
                     _ => "the play ends here",
                 }
             }
             Some("clear_facts") => {
-                self.vars.facts.clear();
+                self.state.vars.facts.clear();
                 "gathered facts cleared"
             }
             Some("reset_connection") => {
@@ -55,7 +55,7 @@ impl<'p> HostRun<'_, 'p> {
             _ => "nothing to do",
         };
         let ok = crate::exec::result::Status::Ok;
-        self.outcomes.noted(instance.spec, ok, note.into());
+        self.state.outcomes.noted(instance.spec, ok, note.into());
         Next::Continue
     }
 }

@@ -30,9 +30,9 @@ impl<'p> HostRun<'_, 'p> {
         let spec = instance.spec;
         if spec.task.no_log {
             let asked = module.probes().into_iter().chain(module.query_probe());
-            self.outcomes.secret_probes(asked.map(|p| p.key));
+            self.state.outcomes.secret_probes(asked.map(|p| p.key));
         }
-        let mut plan = match module.plan(&self.facts) {
+        let mut plan = match module.plan(&self.state.facts) {
             Ok(plan) => plan,
             Err(e) if self.absent_after_drift(instance.check, &e) => {
                 let message = format!(
@@ -43,15 +43,15 @@ impl<'p> HostRun<'_, 'p> {
             }
             Err(e) => {
                 let t = self.ctx.templates;
-                let (i, result) = self.outcomes.plan_failed(t, &instance, e.to_string());
-                if self.outcomes.tolerated(instance.ignore_errors, i) {
+                let (i, result) = self.state.outcomes.plan_failed(t, &instance, e.to_string());
+                if self.state.outcomes.tolerated(instance.ignore_errors, i) {
                     self.task_failed(spec, i, result.clone());
                 }
                 return (result, false);
             }
         };
         if let Some(r) = self.query_answer(spec, module.as_ref(), &plan) {
-            let i = self.outcomes.answered(&instance);
+            let i = self.state.outcomes.answered(&instance);
             return (self.settle(instance, i, Some(module.as_ref()), &r), false);
         }
         // A task marked `check_mode: false` runs even in check mode, as in Ansible.
@@ -60,14 +60,17 @@ impl<'p> HostRun<'_, 'p> {
         // Upkeep registers its planned result: it is not a command's output.
         let is_command = module.is_command() && !upkeep;
         // Variables a task sets (set_fact) are there for the next task.
-        self.vars.registered.extend(std::mem::take(&mut plan.sets));
+        self.state
+            .vars
+            .registered
+            .extend(std::mem::take(&mut plan.sets));
         let returns = std::mem::take(&mut plan.returns);
         let (planned, steps, effects) = Planned::split(plan, runs);
-        let i = self.outcomes.planned(&instance, planned);
+        let i = self.state.outcomes.planned(&instance, planned);
         let mut flush = self.predict(spec, effects, runs);
         let keys: Vec<String> = module.probes().into_iter().map(|p| p.key).collect();
         let observed_at = self.wire.newest_observation(&keys);
-        flush |= self.track_command(spec, is_command, runs, self.outcomes.status(i));
+        flush |= self.track_command(spec, is_command, runs, self.state.outcomes.status(i));
         let queued = Queued {
             steps,
             is_command,
@@ -76,7 +79,7 @@ impl<'p> HostRun<'_, 'p> {
         };
         let result = self.finish(instance, i, queued, module);
         let ms = started.elapsed().as_millis() as u64;
-        self.outcomes.observed(i, keys, observed_at, ms);
+        self.state.outcomes.observed(i, keys, observed_at, ms);
         (result, flush)
     }
 
@@ -85,7 +88,7 @@ impl<'p> HostRun<'_, 'p> {
     /// be what makes it (a folder, a package's files), so this is no
     /// failure and no verdict either.
     fn absent_after_drift(&self, check: bool, e: &ModuleError) -> bool {
-        check && matches!(e, ModuleError::Absent(_)) && self.outcomes.drifted()
+        check && matches!(e, ModuleError::Absent(_)) && self.state.outcomes.drifted()
     }
 
     /// Applies a plan's predicted effects to the facts, so later tasks plan
@@ -95,8 +98,8 @@ impl<'p> HostRun<'_, 'p> {
         let mut flush = false;
         for effect in effects {
             match effect {
-                Effect::Predict(key, r) => self.facts.insert(key, r),
-                Effect::Invalidate(key) if runs => self.facts.remove(&key),
+                Effect::Predict(key, r) => self.state.facts.insert(key, r),
+                Effect::Invalidate(key) if runs => self.state.facts.remove(&key),
                 // `changed_when: false` declares a command read-only: later facts stay valid.
                 Effect::InvalidateAll if runs && !spec.read_only => flush = true,
                 _ => {}
@@ -120,7 +123,9 @@ impl<'p> HostRun<'_, 'p> {
         if let (Some(reg), false, false, Status::Unknown) =
             (&task.register, is_command, runs, status)
         {
-            self.unknown_vars.insert(reg.clone(), spec.name.clone());
+            self.state
+                .unknown_vars
+                .insert(reg.clone(), spec.name.clone());
         }
         let (Some(reg), true) = (&task.register, is_command) else {
             return is_command && runs && task.failed_when.is_some();
@@ -128,9 +133,11 @@ impl<'p> HostRun<'_, 'p> {
         // A command skipped by `creates`/`removes` has no step to wait for:
         // its planned result is registered as it is.
         if runs && status == Status::Changed {
-            self.pending_registers.insert(reg.clone());
+            self.batch.registers.insert(reg.clone());
         } else if !runs && status != Status::Ok {
-            self.unknown_vars.insert(reg.clone(), spec.name.clone());
+            self.state
+                .unknown_vars
+                .insert(reg.clone(), spec.name.clone());
         }
         runs && task.failed_when.is_some()
     }
@@ -145,7 +152,7 @@ impl<'p> HostRun<'_, 'p> {
         module: Box<dyn Module>,
     ) -> Value {
         let spec = instance.spec;
-        let planned = self.outcomes.status(i);
+        let planned = self.state.outcomes.status(i);
         let Queued {
             steps,
             is_command,
@@ -160,7 +167,7 @@ impl<'p> HostRun<'_, 'p> {
         result["failed"] = json!(false);
         if !is_command {
             let t = self.ctx.templates;
-            match self.outcomes.conditions(t, &instance, i, &mut result) {
+            match self.state.outcomes.conditions(t, &instance, i, &mut result) {
                 Status::Failed => {
                     if !instance.ignore_errors {
                         self.task_failed(spec, i, result.clone());
@@ -175,8 +182,8 @@ impl<'p> HostRun<'_, 'p> {
             let command = match is_command {
                 true => Some(module),
                 false => {
-                    if self.outcomes.status(i) == Status::Changed {
-                        self.to_verify.push(ToVerify { result: i, module });
+                    if self.state.outcomes.status(i) == Status::Changed {
+                        self.batch.to_verify.push(ToVerify { result: i, module });
                     }
                     None
                 }
@@ -189,7 +196,7 @@ impl<'p> HostRun<'_, 'p> {
                 true => detached(instance.timeout, steps),
                 false => with_timeout(instance.timeout, steps),
             };
-            self.pending.push(Pending {
+            self.batch.pending.push(Pending {
                 step: Step::new(i, steps, may_fail),
                 command,
                 instance,
@@ -208,18 +215,18 @@ impl<'p> HostRun<'_, 'p> {
         plan: &Plan,
     ) -> Option<ProbeResult> {
         let probe = module.query_probe()?;
-        let quiet = self.pending.is_empty() && !self.changed_since_probe;
+        let quiet = self.batch.pending.is_empty() && !self.batch.changed_since_probe;
         if !(spec.may_query(self.ctx.opts.check) && quiet && !plan.steps.is_empty()) {
             return None;
         }
-        self.facts.get(&probe.key).ok().cloned()
+        self.state.facts.get(&probe.key).ok().cloned()
     }
 
     pub(super) fn register(&mut self, spec: &PreparedTask, mut results: Vec<Value>) {
         let Some(name) = &spec.task.register else {
             return;
         };
-        if self.pending_registers.contains(name) || self.unknown_vars.contains_key(name) {
+        if self.batch.registers.contains(name) || self.state.unknown_vars.contains_key(name) {
             return;
         }
         let value = if spec.loop_items.is_some() {
@@ -227,7 +234,7 @@ impl<'p> HostRun<'_, 'p> {
         } else {
             results.pop().unwrap_or(Value::Null)
         };
-        self.vars.registered.insert(name.clone(), value);
+        self.state.vars.registered.insert(name.clone(), value);
     }
 }
 

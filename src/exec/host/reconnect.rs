@@ -21,7 +21,7 @@ impl<'p> HostRun<'_, 'p> {
         action: ConnectionAction,
     ) -> Next {
         self.flush();
-        if self.stopped {
+        if self.state.stopped {
             return Next::Continue;
         }
         let spec = instance.spec;
@@ -29,15 +29,15 @@ impl<'p> HostRun<'_, 'p> {
         let result = match action {
             ConnectionAction::Reboot(_) if check => {
                 let note = "would reboot the host; check mode reboots nothing";
-                self.outcomes.noted(spec, Status::Drift, note.into());
+                self.state.outcomes.noted(spec, Status::Drift, note.into());
                 json!({"changed": true, "rebooted": true, "elapsed": 0})
             }
             ConnectionAction::Reboot(r) => match self.wire.reboot(&r) {
                 Ok(took) => {
                     self.forget_facts();
-                    self.changed_since_probe = true;
+                    self.batch.changed_since_probe = true;
                     let note = format!("rebooted; back after {} s", took.as_secs());
-                    self.outcomes.noted(spec, Status::Changed, note);
+                    self.state.outcomes.noted(spec, Status::Changed, note);
                     self.notify(&instance);
                     json!({"changed": true, "rebooted": true, "elapsed": took.as_secs()})
                 }
@@ -46,7 +46,7 @@ impl<'p> HostRun<'_, 'p> {
             ConnectionAction::WaitFor(w) => match self.wire.wait_for(&w) {
                 Ok(took) => {
                     let note = format!("connected after {} s", took.as_secs());
-                    self.outcomes.noted(spec, Status::Ok, note);
+                    self.state.outcomes.noted(spec, Status::Ok, note);
                     json!({"changed": false, "elapsed": took.as_secs()})
                 }
                 Err(e) => return self.not_reconnected(instance, e),
@@ -58,7 +58,7 @@ impl<'p> HostRun<'_, 'p> {
                     Some(prompt) => format!("{prompt}: paused for {} s", d.as_secs()),
                     None => format!("paused for {} s", d.as_secs()),
                 };
-                self.outcomes.noted(spec, Status::Ok, note);
+                self.state.outcomes.noted(spec, Status::Ok, note);
                 let said = format!("Paused for {} seconds", d.as_secs());
                 json!({"changed": false, "delta": d.as_secs(), "stdout": said, "user_input": ""})
             }

@@ -27,7 +27,7 @@ impl<'p> HostRun<'_, 'p> {
             match self.retry_item(spec, index) {
                 Attempts::Done(result, stops) => {
                     if stops && failed.is_none() {
-                        failed = Some((self.outcomes.len() - 1, result.clone()));
+                        failed = Some((self.state.outcomes.len() - 1, result.clone()));
                     }
                     results.push(result);
                 }
@@ -49,7 +49,7 @@ impl<'p> HostRun<'_, 'p> {
         let mut attempt = 1;
         let mut reprobed = false;
         loop {
-            let mark = self.outcomes.len();
+            let mark = self.state.outcomes.len();
             let mut instances = match self.resolve_all(spec) {
                 Ok(instances) => instances,
                 // Probed afresh here once, since earlier items have run.
@@ -75,7 +75,7 @@ impl<'p> HostRun<'_, 'p> {
                 result
             };
             let Some(module) = module else {
-                self.outcomes.skipped(&instance);
+                self.state.outcomes.skipped(&instance);
                 return Attempts::Done(
                     with_item(json!({"changed": false, "skipped": true})),
                     false,
@@ -83,9 +83,11 @@ impl<'p> HostRun<'_, 'p> {
             };
             if instance.check && module.is_command() {
                 let why = "a command retried with until: runs only in apply mode (or with check_mode: false)";
-                self.outcomes.skipped_because(&instance, why.into());
+                self.state.outcomes.skipped_because(&instance, why.into());
                 if let Some(reg) = &spec.task.register {
-                    self.unknown_vars.insert(reg.clone(), spec.name.clone());
+                    self.state
+                        .unknown_vars
+                        .insert(reg.clone(), spec.name.clone());
                 }
                 return Attempts::Stop(Next::Continue);
             }
@@ -99,7 +101,7 @@ impl<'p> HostRun<'_, 'p> {
             let (planned, _) = self.plan_instance(instance, module);
             let mut settled = self.flush();
             let mut result = settled.remove(&mark).unwrap_or(planned);
-            if self.stopped || mark >= self.outcomes.len() {
+            if self.state.stopped || mark >= self.state.outcomes.len() {
                 return Attempts::Stop(Next::Continue);
             }
             result["attempts"] = json!(attempt);
@@ -112,6 +114,7 @@ impl<'p> HostRun<'_, 'p> {
                 ignore_errors,
             };
             match self
+                .state
                 .outcomes
                 .retried(self.ctx.templates, mark, &judged, &mut result)
             {
@@ -132,10 +135,10 @@ impl<'p> HostRun<'_, 'p> {
         delay: u64,
         spec: &'p PreparedTask<'p>,
     ) {
-        self.outcomes.forget_from(mark);
-        self.to_verify.retain(|v| v.result < mark);
+        self.state.outcomes.forget_from(mark);
+        self.batch.to_verify.retain(|v| v.result < mark);
         for key in probes.iter().chain(&query) {
-            self.facts.remove(key);
+            self.state.facts.remove(key);
         }
         std::thread::sleep(Duration::from_secs(delay));
         self.probe_ahead(&[spec]);

@@ -15,7 +15,7 @@ impl<'p> HostRun<'_, 'p> {
         let key = std::ptr::from_ref(spec) as usize;
         match self.once.turn(key, &self.host) {
             Turn::Run => {
-                let mark = self.outcomes.len();
+                let mark = self.state.outcomes.len();
                 if let Next::FlushBefore = self.plan_resolved(spec) {
                     return Next::FlushBefore;
                 }
@@ -24,30 +24,41 @@ impl<'p> HostRun<'_, 'p> {
                     .task
                     .register
                     .as_ref()
-                    .and_then(|r| self.vars.registered.get(r).cloned())
+                    .and_then(|r| self.state.vars.registered.get(r).cloned())
                     .unwrap_or(Value::Null);
-                let failed = (mark..self.outcomes.len())
-                    .find(|&i| self.outcomes.failed_for_good(i))
-                    .map(|i| self.outcomes.message(i).unwrap_or("failed").to_string());
+                let failed = (mark..self.state.outcomes.len())
+                    .find(|&i| self.state.outcomes.failed_for_good(i))
+                    .map(|i| {
+                        self.state
+                            .outcomes
+                            .message(i)
+                            .unwrap_or("failed")
+                            .to_string()
+                    });
                 let reg = spec.task.register.as_ref();
                 let ran = Ran {
                     host: self.host.clone(),
                     registered,
                     failed,
                     // A loop is skipped when every item was.
-                    skipped: self.outcomes.len() > mark
-                        && (mark..self.outcomes.len())
-                            .all(|i| self.outcomes.status(i) == Status::Skipped),
-                    unknown: reg.is_some_and(|r| self.unknown_vars.contains_key(r)),
+                    skipped: self.state.outcomes.len() > mark
+                        && (mark..self.state.outcomes.len())
+                            .all(|i| self.state.outcomes.status(i) == Status::Skipped),
+                    unknown: reg.is_some_and(|r| self.state.unknown_vars.contains_key(r)),
                 };
                 self.once.ran(key, ran);
             }
             Turn::Take(ran) => {
                 if let Some(reg) = &spec.task.register {
                     if ran.unknown {
-                        self.unknown_vars.insert(reg.clone(), spec.name.clone());
+                        self.state
+                            .unknown_vars
+                            .insert(reg.clone(), spec.name.clone());
                     } else {
-                        self.vars.registered.insert(reg.clone(), ran.registered);
+                        self.state
+                            .vars
+                            .registered
+                            .insert(reg.clone(), ran.registered);
                     }
                 }
                 let note = format!("ran once, on {}", ran.host);
@@ -56,8 +67,8 @@ impl<'p> HostRun<'_, 'p> {
                         let message = format!("failed on {} (run_once): {why}", ran.host);
                         self.fail(spec, None, message);
                     }
-                    None if ran.skipped => self.outcomes.noted(spec, Status::Skipped, note),
-                    None => self.outcomes.noted(spec, Status::Ok, note),
+                    None if ran.skipped => self.state.outcomes.noted(spec, Status::Skipped, note),
+                    None => self.state.outcomes.noted(spec, Status::Ok, note),
                 }
             }
         }
