@@ -369,7 +369,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }
         // A retried, delegated or run-once task's steps go out alone.
         let task = spec.task;
-        let alone = spec.until.is_some() || task.delegate_to.is_some() || task.run_once;
+        let alone = spec.conditions.until.is_some() || task.delegate_to.is_some() || task.run_once;
         if alone && !self.batch.pending.is_empty() {
             return Next::FlushBefore;
         }
@@ -391,7 +391,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 }
             }
         }
-        if spec.until.is_some() {
+        if spec.conditions.until.is_some() {
             return self.plan_retried(spec);
         }
         let mut instances = match self.resolve_all(spec) {
@@ -442,7 +442,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }
         match &spec.task.register {
             // A looped command's items register once its steps ran.
-            Some(name) if spec.loop_items.is_some() && self.batch.registers.contains(name) => {
+            Some(name) if spec.looping.items.is_some() && self.batch.registers.contains(name) => {
                 let items = result_at.into_iter().zip(loop_results).collect();
                 self.batch.loops.push((name.clone(), items));
             }
@@ -573,7 +573,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
     /// each of the loop's results (`results[0].item`).
     fn loop_item(&self, instance: &TaskInstance<'p>) -> Option<(&'p str, Value)> {
         let var = instance.spec.task.loop_var.as_str();
-        instance.spec.loop_items.as_ref()?;
+        instance.spec.looping.items.as_ref()?;
         Some((var, instance.vars.get(var).cloned().unwrap_or(Value::Null)))
     }
 

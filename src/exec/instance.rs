@@ -115,7 +115,7 @@ pub(crate) struct Resolver<'r> {
 impl Resolver<'_> {
     /// Loop items, or one pass with no item.
     pub fn items(&self, spec: &PreparedTask) -> Result<Items, ResolveError> {
-        let Some(items) = &spec.loop_items else {
+        let Some(items) = &spec.looping.items else {
             return Ok(Items {
                 list: vec![None],
                 contexts: None,
@@ -324,13 +324,13 @@ impl Resolver<'_> {
 
     /// `when:` is written and judged false with these variables.
     fn when_is_false(&self, spec: &PreparedTask, vars: &Value) -> bool {
-        spec.when.as_ref().is_some_and(|(cond, _)| {
+        spec.conditions.when.as_ref().is_some_and(|(cond, _)| {
             matches!(self.ctx.templates.eval_condition(cond, vars), Ok(false))
         })
     }
 
     fn label(&self, spec: &PreparedTask, item: Value, vars: &Value) -> String {
-        match (&spec.loop_label, item) {
+        match (&spec.looping.label, item) {
             (Some(text), _) => self
                 .ctx
                 .templates
@@ -538,7 +538,7 @@ impl Resolver<'_> {
     }
 
     fn when_holds(&self, instance: &TaskInstance) -> Result<bool, ResolveError> {
-        let Some((cond, at)) = &instance.spec.when else {
+        let Some((cond, at)) = &instance.spec.conditions.when else {
             return Ok(true);
         };
         self.ctx

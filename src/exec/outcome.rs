@@ -316,7 +316,7 @@ impl Outcomes {
     }
 
     fn overrule(&mut self, t: &Templates, instance: &TaskInstance, i: usize, result: &mut Value) {
-        if instance.spec.failed_when.is_some() && self.status(i) == Status::Failed {
+        if instance.spec.conditions.failed.is_some() && self.status(i) == Status::Failed {
             self.conditions(t, instance, i, result);
             result["failed"] = json!(self.status(i) == Status::Failed);
         }
@@ -385,7 +385,7 @@ impl Outcomes {
             self.results[i].changes.clear();
         }
         let ctx = condition_context(instance, result);
-        if let Some(cond) = &spec.changed_when {
+        if let Some(cond) = &spec.conditions.changed {
             match t.eval_condition(cond, &ctx) {
                 Ok(changed) => {
                     result["changed"] = json!(changed);
@@ -396,7 +396,7 @@ impl Outcomes {
                 Err(e) => self.mark_failed(i, format!("changed_when: {e}")),
             }
         }
-        if let Some(cond) = &spec.failed_when {
+        if let Some(cond) = &spec.conditions.failed {
             match t.eval_condition(cond, &ctx) {
                 Ok(true) => self.mark_failed(i, "failed_when condition is true".into()),
                 Ok(false) if self.status(i) == Status::Failed => {

@@ -62,13 +62,8 @@ pub(crate) struct PreparedTask<'p> {
     pub params: Vec<(String, Value, Span)>,
     /// A `package` task's defaults per package manager module, the same way.
     pub backend_defaults: Vec<BackendDefaults>,
-    pub loop_items: Option<Value>,
-    pub loop_label: Option<String>,
-    /// The `when:` condition and its file:line:column.
-    pub when: Option<(Value, String)>,
-    pub changed_when: Option<Value>,
-    pub failed_when: Option<Value>,
-    pub until: Option<Value>,
+    pub looping: Looping,
+    pub conditions: Conditions,
     /// Top-level names the task's templates and conditions read.
     pub referenced: BTreeSet<String>,
     /// Those its module is built from: its parameters' (and its package
@@ -76,6 +71,21 @@ pub(crate) struct PreparedTask<'p> {
     pub build_reads: BTreeSet<String>,
     /// `changed_when: false`: the task declares itself read-only.
     pub read_only: bool,
+}
+
+/// A task's loop, as written: its items (none: no loop) and label.
+pub(crate) struct Looping {
+    pub items: Option<Value>,
+    pub label: Option<String>,
+}
+
+/// A task's conditions as JSON, for the templates to judge.
+pub(crate) struct Conditions {
+    /// `when:` and its file:line:column.
+    pub when: Option<(Value, String)>,
+    pub changed: Option<Value>,
+    pub failed: Option<Value>,
+    pub until: Option<Value>,
 }
 
 /// The tasks, handlers and validations of one play.
@@ -193,15 +203,19 @@ impl<'p> PreparedTask<'p> {
             tags,
             params,
             backend_defaults,
-            loop_items,
-            loop_label: task
-                .loop_label
-                .as_ref()
-                .map(|l| l.scalar_text().unwrap_or_default()),
-            when,
-            changed_when,
-            failed_when,
-            until: task.retry.as_ref().map(|r| r.until.to_json()),
+            looping: Looping {
+                items: loop_items,
+                label: task
+                    .loop_label
+                    .as_ref()
+                    .map(|l| l.scalar_text().unwrap_or_default()),
+            },
+            conditions: Conditions {
+                when,
+                changed: changed_when,
+                failed: failed_when,
+                until: task.retry.as_ref().map(|r| r.until.to_json()),
+            },
             referenced,
             build_reads,
             read_only: task
@@ -326,6 +340,6 @@ mod tests {
         let names: Vec<&str> = t.referenced.iter().map(String::as_str).collect();
         assert_eq!(names, ["a", "b", "c", "d"]);
         assert!(t.read_only && t.may_query(false) && !t.may_query(true));
-        assert_eq!(t.loop_items, Some(Value::String("{{ d }}".into())));
+        assert_eq!(t.looping.items, Some(Value::String("{{ d }}".into())));
     }
 }

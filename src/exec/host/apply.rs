@@ -54,7 +54,7 @@ impl<'p> HostRun<'_, 'p> {
             // Only the module's own result says "unchanged" without a
             // `changed_when` of the task's.
             let unchanged =
-                self.state.outcomes.status(i) == Status::Ok && spec.changed_when.is_none();
+                self.state.outcomes.status(i) == Status::Ok && spec.conditions.changed.is_none();
             ran_command |= may_change && !unchanged;
             step_failed |= self.state.outcomes.failed_for_good(i);
             if command.is_some() {

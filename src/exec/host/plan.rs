@@ -188,7 +188,7 @@ impl<'p> HostRun<'_, 'p> {
                     None
                 }
             };
-            let may_fail = instance.ignore_errors || spec.failed_when.is_some();
+            let may_fail = instance.ignore_errors || spec.conditions.failed.is_some();
             let steps = with_environment(&instance.environment, steps);
             let dropped = crate::exec::task_user::dropped_user(self.ctx.play, &instance.user);
             let steps = as_user(dropped, steps);
@@ -229,7 +229,7 @@ impl<'p> HostRun<'_, 'p> {
         if self.batch.registers.contains(name) || self.state.unknown_vars.contains_key(name) {
             return;
         }
-        let value = if spec.loop_items.is_some() {
+        let value = if spec.looping.items.is_some() {
             loop_value(results)
         } else {
             results.pop().unwrap_or(Value::Null)

@@ -106,7 +106,7 @@ impl<'p> HostRun<'_, 'p> {
             }
             result["attempts"] = json!(attempt);
             let judged = Retried {
-                until: spec.until.as_ref().expect("a task with until"),
+                until: spec.conditions.until.as_ref().expect("a task with until"),
                 vars: &vars,
                 register: spec.task.register.as_deref(),
                 attempt,
