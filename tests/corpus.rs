@@ -31,7 +31,7 @@ const CLEAN_CHECK_CODES: [i32; 2] = [0, 2];
 const MODULE_PREFIXES: [&str; 3] = ["ansible.builtin.", "ansible.posix.", "community.general."];
 
 #[test]
-fn corpus_figures_match_the_readme() {
+fn corpus_figures_match_the_docs() {
     let cases = case_dirs();
     assert!(cases.len() >= 40, "the corpus shrank to {}", cases.len());
     let before = machine_digest();

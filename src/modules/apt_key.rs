@@ -2,10 +2,19 @@
 //! (what `signed-by=` names, or one file in /etc/apt/trusted.gpg.d) instead
 //! of the deprecated `apt-key` store; idempotent by key id.
 //!
-//! In short: one of `url`, `file`, `data`; `id`, `keyring` (default
-//! /etc/apt/trusted.gpg.d/ID.gpg, or named after the url or file), `state:
-//! present|absent`; the key is kept dearmored in its own keyring file, never
-//! through the deprecated apt-key, idempotent by key id
+//! The key comes from one of `url`, `file` and `data` (one is needed unless the
+//! key is removed by its `id`), and is kept dearmored in its own keyring file,
+//! never through the deprecated apt-key.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Trust the key NVIDIA signs its CUDA repository for Ubuntu with
+//!   apt_key:
+//!     url: https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/3bf863cc.pub
+//!     id: EB693B3035CD5710E231E123A4B469963BF863CC
+//!     keyring: /usr/share/keyrings/cuda-archive-keyring.gpg
+//! ```
 
 use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};

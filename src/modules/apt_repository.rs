@@ -3,22 +3,33 @@
 //! (`ppa:owner/name`) becomes Launchpad's line for the host's Ubuntu
 //! release, as Ansible expands it.
 //!
-//! In short: `repo` (a deb or deb-src sources line), `state: present|absent`,
-//! `filename` (default from the URL, as Ansible names it), `update_cache`
-//! (default true: refresh after a change), `mode`, `codename` (a PPA's Ubuntu
-//! release; default the host's, from its os-release); the line is looked for in
-//! its own file only. A PPA (`ppa:owner/name`, or `ppa:owner` for its archive
-//! named ppa) becomes Ansible's line, `deb
+//! The line is looked for in its own file only. A PPA (`ppa:owner/name`, or
+//! `ppa:owner` for its archive named ppa) becomes Ansible's line, `deb
 //! https://ppa.launchpadcontent.net/owner/name/ubuntu CODENAME main`, in
 //! Ansible's file, `ppa_owner_name_CODENAME.list`, on Ubuntu hosts only
-//! (elsewhere the task fails). Ansible fetches the PPA's signing key from
+//! (elsewhere the task fails); CODENAME is `codename`, else the host's release
+//! from its os-release. Ansible fetches the PPA's signing key from
 //! Launchpad; nodeprov never reaches out, so it looks for the key where
 //! add-apt-repository and Ansible put it
 //! (`/etc/apt/trusted.gpg.d/owner-ubuntu-name.gpg` or `.asc`,
 //! `ubuntu-CODENAME-main-owner-name.gpg` in `/etc/apt/keyrings`,
 //! `/etc/apt/trusted.gpg.d` or `/usr/share/keyrings`): without one, check
 //! reports the line with a note saying so, and apply fails before writing it
-//! (an earlier task may install the key)
+//! (an earlier task may install the key).
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Add NVIDIA's CUDA repository on the Ubuntu 22.04 nodes
+//!   apt_repository:
+//!     repo: deb [signed-by=/usr/share/keyrings/cuda-archive-keyring.gpg] https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64/ /
+//!     filename: cuda-ubuntu2204-x86_64
+//!   when: ansible_facts['distribution'] == 'Ubuntu'
+//! - name: Add the graphics-drivers PPA for newer NVIDIA driver branches
+//!   apt_repository:
+//!     repo: ppa:graphics-drivers/ppa
+//!     codename: jammy
+//! ```
 
 use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
@@ -47,11 +58,11 @@ module_params! {
         state: Presence = Presence::Present,
         /// the file's name without `.list` (default: from the URL, as Ansible names it)
         filename: Option<String>,
-        /// refresh the package lists after a change
+        /// refresh the package lists after a change (default true)
         update_cache: bool = true,
         /// the file's mode
         mode: Option<Mode>,
-        /// a PPA's Ubuntu release (default: the host's)
+        /// a PPA's Ubuntu release (default: the host's, from its os-release)
         codename: Option<String>,
     }
 }

@@ -1,10 +1,20 @@
 //! `assert` and `fail`: stop a host with a message when a condition says
 //! so. Decided on the controller from the task's variables.
 //!
-//! `assert`: `that` (one expression or a list, as in `when:`), `fail_msg` (or
-//! `msg`), `success_msg`, `quiet`
+//! # Example
 //!
-//! `fail`: `msg`
+//! ```yaml
+//! - name: Refuse a driver branch too old for the H100s
+//!   assert:
+//!     that:
+//!       - gpu_driver_branch | default('580') | int >= 535
+//!     fail_msg: the NVIDIA driver branch must be 535 or newer
+//!     success_msg: the driver branch is supported
+//! - name: Stop on nodes that are not x86_64
+//!   fail:
+//!     msg: the CUDA repositories here are for x86_64 nodes only
+//!   when: ansible_facts['architecture'] | default('x86_64') != 'x86_64'
+//! ```
 
 use serde_json::{json, Value};
 
@@ -37,7 +47,7 @@ pub const FAIL: ModuleSpec = ModuleSpec {
 
 module_params! {
     struct AssertArgs {
-        /// conditions (expressions, as in `when:`) that must all hold
+        /// conditions (one expression or a list, as in `when:`) that must all hold
         that: Conditions [required],
         /// the failure message (default "Assertion failed")
         fail_msg: Option<Value>,

@@ -1,14 +1,17 @@
 //! `authorized_key` (ansible.posix.authorized_key): public keys in a user's
 //! `~/.ssh/authorized_keys` (or `path`). A key is matched by its type and
 //! blob, so a new comment or new options replace its line in place; other
-//! keys are left alone (`exclusive` is refused).
+//! keys are left alone (`exclusive` is refused). The file is written 0600,
+//! owned by the user.
 //!
-//! In short: `user`, `key` (one line or several), `state: present|absent`,
-//! `path` (default `~user/.ssh/authorized_keys`), `manage_dir` (a missing
-//! folder is made 0700 for the user; an existing one is left as it is),
-//! `exclusive` (only false: other keys stay); a key is matched by type and
-//! blob, so new options or a new comment replace its line; the file is written
-//! 0600, owned by the user
+//! # Example
+//!
+//! ```yaml
+//! - name: Let the Slurm admin log in to the GPU nodes
+//!   authorized_key:
+//!     user: slurmadmin
+//!     key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAILD+XaTqkFb1sHulV7N6ejUN0zjcWk1TOE1KlMr7kLLT slurmadmin@login01
+//! ```
 
 use crate::base::shell::quote;
 use crate::modules::kit::account::{valid_name, State};
@@ -40,7 +43,7 @@ module_params! {
         state: State = State::Present,
         /// the file (default `~user/.ssh/authorized_keys`)
         path: Option<String>,
-        /// create the file's folder (mode 0700, owned by the user) when it is missing
+        /// create the file's folder (mode 0700, owned by the user) when it is missing; an existing one is left as it is
         manage_dir: bool = true,
         /// only false: keys not named are left alone
         exclusive: bool = false,

@@ -1,17 +1,24 @@
 //! `blockinfile`: a block of lines between two marker lines, added,
 //! replaced or removed; the rest of the file untouched.
 //!
-//! In short: `path` (or `dest`, `name`), `block` (or `content`), `marker`
-//! (default `# {mark} ANSIBLE MANAGED BLOCK`), `marker_begin`, `marker_end`,
-//! `insertafter`/`insertbefore` (a regular expression, `EOF` or `BOF`), `state:
-//! present|absent`, `create`, `backup`, `validate`, `mode`, `owner`, `group`
-//!
 //! **`blockinfile`** puts `block` between the `marker` lines (`{mark}` replaced
 //! by `marker_begin` and `marker_end`), replacing what is between the last pair
 //! of markers, or inserting after/before the last line `insertafter` or
 //! `insertbefore` matches (at the end when none does). An empty `block` or
 //! `state: absent` removes the block with its markers. Markers must differ and
 //! be one line each.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Keep the Slurm controllers in every node's /etc/hosts
+//!   blockinfile:
+//!     path: /etc/hosts
+//!     marker: "# {mark} SLURM CONTROLLERS"
+//!     block: |
+//!       10.0.0.10 slurmctld01
+//!       10.0.0.11 slurmctld02
+//! ```
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};
@@ -45,7 +52,7 @@ module_params! {
         block: Option<String>,
         /// another name for `block`
         content: Option<String>,
-        /// the marker line, `{mark}` standing for `marker_begin` or `marker_end`
+        /// the marker line, `{mark}` standing for `marker_begin` or `marker_end` (default `# {mark} ANSIBLE MANAGED BLOCK`)
         marker: String = "# {mark} ANSIBLE MANAGED BLOCK".into(),
         /// what `{mark}` is in the first marker
         marker_begin: String = "BEGIN".into(),

@@ -2,10 +2,22 @@
 //! printed. nodeprov needs no Python on a host, so `raw`, which Ansible
 //! keeps for hosts without one, is `shell` without its extras.
 //!
-//! `command`, `shell`, `raw`: free form or `cmd`, `chdir`, `creates`,
-//! `removes`, `stdin`; `argv` for `command`, `executable` for `shell` and
-//! `raw`; `raw` is `shell` with only `executable`, since nodeprov needs no
-//! Python on a host
+//! # Example
+//!
+//! ```yaml
+//! - name: Read the driver version the GPUs report
+//!   command: nvidia-smi --query-gpu=driver_version --format=csv,noheader
+//!   register: driver_version
+//!   changed_when: false
+//! - name: Build the CUDA samples once
+//!   shell:
+//!     cmd: make -j16 > build.log 2>&1
+//!     chdir: /opt/cuda-samples
+//!     creates: /opt/cuda-samples/bin/x86_64/linux/release/deviceQuery
+//! - name: Turn on persistence mode on every GPU
+//!   raw: nvidia-smi -pm 1
+//!   become: true
+//! ```
 
 use crate::base::shell::{quote, split};
 use crate::modules::kit::fact::Fact;

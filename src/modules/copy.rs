@@ -1,13 +1,24 @@
 //! `copy` and `template`: a file on the host with exactly this content.
+//! `template` renders its `src` on the controller with the host's variables;
+//! then both write `dest` the same way. With `follow`, a link at `dest` stands
+//! for the file it resolves to: the probe resolves it, and that path is
+//! written; the link stays.
 //!
-//! `copy`: `src` or `content`, `dest`, `mode`, `owner`, `group`, `backup`,
-//! `force`, `validate` (a command run on the new file, `%s`, before it replaces
-//! the old), `follow` (a link at `dest` stands for the file it resolves to: the
-//! probe resolves it, and that path is written; the link stays)
+//! # Example
 //!
-//! `template`: `src` (rendered on the controller from `templates/`), `dest`,
-//! `mode`, `owner`, `group`, `backup`, `force`, `validate`, `follow` (as
-//! copy's)
+//! ```yaml
+//! - name: Keep the NVIDIA driver's module options
+//!   copy:
+//!     src: nvidia.conf
+//!     dest: /etc/modprobe.d/nvidia.conf
+//!     mode: "0644"
+//! - name: Render the GPU nodes' sysctl settings
+//!   template:
+//!     src: sysctl.conf.j2
+//!     dest: /etc/sysctl.d/90-gpu-node.conf
+//!     owner: root
+//!     mode: "0644"
+//! ```
 
 use std::sync::Arc;
 
@@ -63,7 +74,7 @@ module_params! {
 
 module_params! {
     struct TemplateArgs {
-        /// a template on the controller, rendered with the host's variables
+        /// a template on the controller (looked up in templates/, files/ and the playbook folder), rendered there with the host's variables
         src: String,
         /// the file on the host
         dest: String,

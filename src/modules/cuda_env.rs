@@ -6,22 +6,31 @@
 //! `988_cuda-12.conf` beside CUDA 13) are reported, since they make programs
 //! load a libcudart that does not match the toolkit.
 //!
-//! In short: nodeprov's own; see below
+//! **`cuda_env`**, nodeprov's own module, takes `cuda_home` (default
+//! `/usr/local/cuda`), `version` (pin), `profile` (default
+//! `/etc/profile.d/cuda.sh`, rendered from `templates/cuda.sh.j2`),
+//! `ldconfig_file` (default `/etc/ld.so.conf.d/cuda.conf`), `remove_stale`.
+//! Libraries are found through `ld.so.conf.d` and `ldconfig` (run only when
+//! that file changed), because non-interactive `ssh host cmd` never reads
+//! `profile.d`. It reports a missing toolkit, a version that differs from the
+//! pin, and leftover `ld.so.conf.d` entries of another CUDA major
+//! (`988_cuda-12.conf` beside CUDA 13), which cause mixed `libcudart` loads.
+//! When another `ld.so.conf.d` file already lists the toolkit's libraries
+//! (through `cuda_home` or its resolved folder, such as the `000_cuda.conf` and
+//! `cuda-12-4.conf` NVIDIA's RPMs and debs install) and its own file does not
+//! exist yet, it adds none beside them and says so; the `cuda` alternative
+//! (`/usr/local/cuda -> /etc/alternatives/cuda -> /usr/local/cuda-12.4`) is
+//! followed, never changed.
 //!
-//! **`cuda_env`**: `cuda_home` (default `/usr/local/cuda`), `version` (pin),
-//! `profile` (default `/etc/profile.d/cuda.sh`, rendered from
-//! `templates/cuda.sh.j2`), `ldconfig_file` (default
-//! `/etc/ld.so.conf.d/cuda.conf`), `remove_stale`. Libraries are found through
-//! `ld.so.conf.d` and `ldconfig` (run only when that file changed), because
-//! non-interactive `ssh host cmd` never reads `profile.d`. It reports a missing
-//! toolkit, a version that differs from the pin, and leftover `ld.so.conf.d`
-//! entries of another CUDA major (`988_cuda-12.conf` beside CUDA 13), which cause
-//! mixed `libcudart` loads. When another `ld.so.conf.d` file already lists the
-//! toolkit's libraries (through `cuda_home` or its resolved folder, such as the
-//! `000_cuda.conf` and `cuda-12-4.conf` NVIDIA's RPMs and debs install) and its
-//! own file does not exist yet, it adds none beside them and says so; the
-//! `cuda` alternative (`/usr/local/cuda -> /etc/alternatives/cuda ->
-//! /usr/local/cuda-12.4`) is followed, never changed.
+//! # Example
+//!
+//! ```yaml
+//! - name: Make CUDA 12.4 findable by Slurm jobs and login shells alike
+//!   cuda_env:
+//!     cuda_home: /usr/local/cuda-12.4
+//!     version: "12.4"
+//!     remove_stale: true
+//! ```
 
 use std::sync::LazyLock;
 

@@ -1,9 +1,16 @@
 //! `debug`: a message or a variable's value shown in the report. Decided on
 //! the controller: it probes nothing and changes nothing.
 //!
-//! In short: `msg` (any value) or `var` (a variable or expression; an undefined
-//! one shows as not defined, as in Ansible), shown in the report; `verbosity`
-//! above 0 hides it
+//! # Example
+//!
+//! ```yaml
+//! - name: Say which driver branch this node gets
+//!   debug:
+//!     msg: "NVIDIA driver branch {{ gpu_driver_branch | default('580') }}"
+//! - name: Show the kernel the driver is built for
+//!   debug:
+//!     var: ansible_facts.kernel
+//! ```
 
 use serde_json::{json, Value};
 
@@ -27,9 +34,9 @@ module_params! {
     struct DebugArgs {
         /// the message, any value (default "Hello world!")
         msg: Option<Value>,
-        /// a variable (or expression) to show instead of `msg`
+        /// a variable (or expression) to show instead of `msg`; an undefined one shows as not defined, as in Ansible
         var: Option<Expression>,
-        /// shown only at this `-v` level in Ansible; nodeprov shows level 0
+        /// shown only at this `-v` level in Ansible; nodeprov shows level 0 only (above 0 hides it)
         verbosity: Option<i64>,
     }
 }

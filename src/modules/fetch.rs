@@ -3,15 +3,23 @@
 //! Ansible's fetch lays it out. The host's file is read by the probe every
 //! file module shares; the controller's copy is planned, written and
 //! verified on the controller's own connection, as the controller user,
-//! by the same content plan `copy` uses.
+//! by the same content plan `copy` uses. The folders on the way to it are
+//! made, and it is fetched again only when it differs.
 //!
-//! In short: `src` (a text file up to 1 MiB on the host, read by the file
-//! probe), `dest` (a folder on the controller, relative to the playbook's; the
-//! copy lands in `<dest>/<inventory_hostname>/<src>`, folders made), `flat` (at
-//! `dest` itself, or in it when it ends with `/`), `fail_on_missing` (default
-//! true), `validate_checksum` (accepted: the copy is planned from the content,
-//! so it always matches). The copy is planned, written and verified on the
-//! controller as the controller user, and re-fetched only when it differs
+//! # Example
+//!
+//! ```yaml
+//! - name: Collect every node's Slurm GRES file for review
+//!   fetch:
+//!     src: /etc/slurm/gres.conf
+//!     dest: collected/
+//! - name: Keep the controller's slurm.conf as the reference copy
+//!   fetch:
+//!     src: /etc/slurm/slurm.conf
+//!     dest: reference/slurm.conf
+//!     flat: true
+//!   when: inventory_hostname == 'slurmctld01'
+//! ```
 
 use crate::base::shell::quote;
 use crate::modules::kit::fact::Fact;
@@ -34,7 +42,7 @@ pub(crate) const FETCH: ModuleSpec = ModuleSpec {
 
 module_params! {
     struct FetchArgs {
-        /// the file on the host (up to 1 MiB)
+        /// the text file on the host (up to 1 MiB)
         src: String,
         /// the folder on the controller (relative: in the playbook's); the file lands in `<dest>/<host>/<src>`
         dest: String,

@@ -8,12 +8,6 @@
 //! the URL of a checksum file is read from that file, fetched by the host
 //! in the probe.
 //!
-//! In short: `url` (http, https, ftp, file), `dest` (a file, or a folder for
-//! the URL's last name), `checksum` (`sha256:<hex>`, also md5, sha1, sha224,
-//! sha384, sha512, or `sha256:<URL>` of a checksum file), `force`, `timeout`,
-//! `validate_certs`, `mode`, `owner`, `group`, `backup`, `headers`,
-//! `url_username`, `url_password`, `force_basic_auth` (see below)
-//!
 //! **`get_url`** downloads on the host itself, with curl (wget when curl is
 //! absent), into a temp file beside `dest` that is renamed over it only once
 //! the download is complete and, with `checksum`, verified; a failed or
@@ -41,6 +35,17 @@
 //! input (`-i -`), so a token in the query is on no command line either; with
 //! headers or credentials (in the URL too), `get_url` needs curl on the host
 //! (wget would take them as arguments).
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Download the CUDA 12.4 runfile, checked against NVIDIA's list
+//!   get_url:
+//!     url: https://developer.download.nvidia.com/compute/cuda/12.4.1/local_installers/cuda_12.4.1_550.54.15_linux.run
+//!     dest: /opt/installers/
+//!     checksum: md5:https://developer.download.nvidia.com/compute/cuda/12.4.1/docs/sidebar/md5sum.txt
+//!     mode: "0755"
+//! ```
 
 use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
@@ -82,7 +87,7 @@ module_params! {
         url: String,
         /// the file on the host, or a folder to put it in under the URL's last name
         dest: String,
-        /// `<algorithm>:<hex digest>` the file must have (sha256, sha1, md5, …), or `<algorithm>:<URL>` of a checksum file
+        /// `<algorithm>:<hex digest>` the file must have (md5, sha1, sha224, sha256, sha384 or sha512), or `<algorithm>:<URL>` of a checksum file
         checksum: Option<String>,
         /// download again even if dest exists (without checksum: every run)
         force: bool = false,

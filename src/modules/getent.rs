@@ -1,12 +1,21 @@
 //! `getent`: entries of a name service database (passwd, group, shadow,
-//! hosts…) as the `getent_<database>` fact: each key maps to the rest of
-//! its fields. Read after every earlier change of the run, so a user an
+//! hosts…) as the `getent_<database>` fact (also under `ansible_facts`): each key
+//! maps to the rest of its fields. Read after every earlier change of the run, so a user an
 //! earlier task created is there.
 //!
-//! In short: `database`, `key`, `split` (default `:` for passwd, group, shadow
-//! and gshadow, else blanks), `fail_key`; sets getent_DATABASE (each key to its
-//! other fields) and the same under ansible_facts, read after every earlier
-//! change of the run
+//! # Example
+//!
+//! ```yaml
+//! - name: Read the slurm account, which must exist on every node
+//!   getent:
+//!     database: passwd
+//!     key: slurm
+//! - name: Read the munge group, if there is one
+//!   getent:
+//!     database: group
+//!     key: munge
+//!     fail_key: false
+//! ```
 
 use serde_json::{Map, Value};
 

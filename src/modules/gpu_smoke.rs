@@ -2,9 +2,18 @@
 //! Its tier scripts are read-only, so they ride in the batched probe like
 //! any other fact; a failing check fails the task.
 //!
-//! In short: the smoke test as a task or `validate:` step; `tier`, `gpus` (or
-//! `expect_gpus`), `min_driver`, `cuda_home`, `torch`, `compile`, `alloc_gib`,
-//! `bf16_tflops_floor`, `floors`, `python`, `dcgm_level`, `timeout`
+//! # Example
+//!
+//! ```yaml
+//! - name: Check the GPUs, the CUDA toolkit and PyTorch on every node
+//!   gpu_smoke:
+//!     tier: 1
+//!     gpus: 8
+//!     min_driver: "550.54"
+//!     cuda_home: /usr/local/cuda-12.4
+//!     torch: true
+//!     floors: {H100: 400, H200: 600}
+//! ```
 
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};

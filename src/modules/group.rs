@@ -1,9 +1,15 @@
 //! `group` (ansible.builtin.group): a local group, read with `getent group`
 //! and made with groupadd, groupmod and groupdel.
 //!
-//! In short: `name`, `state: present|absent`, `gid` (an existing group's is
-//! changed with groupmod), `system` (at creation); read with `getent group`,
-//! made with groupadd/groupmod/groupdel
+//! # Example
+//!
+//! ```yaml
+//! - name: Give the Slurm daemons their group, with one gid on every node
+//!   group:
+//!     name: slurm
+//!     gid: 64030
+//!     system: true
+//! ```
 
 use crate::base::shell::quote;
 use crate::modules::kit::account::{valid_name, State};

@@ -3,10 +3,17 @@
 //! an option's line is replaced where it is, a new one goes after the
 //! section's last line, a new section at the end of the file.
 //!
-//! In short: `path` (or `dest`), `section` (none: before the first section),
-//! `option`, `value`, `state: present|absent` (absent without `option` removes
-//! the section), `no_extra_spaces`, `allow_no_value`, `create`, `backup`,
-//! `mode`, `owner`, `group`
+//! # Example
+//!
+//! ```yaml
+//! - name: Let pip find the CUDA 12.4 builds of PyTorch
+//!   ini_file:
+//!     path: /etc/pip.conf
+//!     section: global
+//!     option: extra-index-url
+//!     value: https://download.pytorch.org/whl/cu124
+//!     mode: "0644"
+//! ```
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};

@@ -1,12 +1,18 @@
 //! `kernel_blacklist`: a `blacklist <module>` line in a modprobe.d file, so
 //! udev never loads the module (nouveau on NVIDIA nodes).
 //!
-//! In short: `name`, `state: present|absent`, `blacklist_file` (default
-//! `/etc/modprobe.d/blacklist-ansible.conf`)
-//!
 //! **`kernel_blacklist`** keeps a `blacklist NAME` line (however it is spaced)
 //! in `blacklist_file`, creating the file; `state: absent` removes every such
 //! line.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Keep nouveau off the NVIDIA nodes
+//!   kernel_blacklist:
+//!     name: nouveau
+//!     blacklist_file: /etc/modprobe.d/blacklist-nouveau.conf
+//! ```
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};
@@ -32,7 +38,7 @@ module_params! {
         name: String,
         /// whether the blacklist line is there
         state: Presence = Presence::Present,
-        /// the modprobe.d file holding the line
+        /// the modprobe.d file holding the line (default /etc/modprobe.d/blacklist-ansible.conf)
         blacklist_file: String = "/etc/modprobe.d/blacklist-ansible.conf".into(),
     }
 }

@@ -1,8 +1,16 @@
 //! `lineinfile`: one line present or absent, the rest of the file untouched.
 //!
-//! In short: `path` (or `dest`, `name`), `line`, `regexp`/`search_string`,
-//! `state: present|absent`, `insertafter`/`insertbefore`, `backrefs`, `create`,
-//! `backup`, `validate`, `mode`, `owner`, `group`
+//! # Example
+//!
+//! ```yaml
+//! - name: Point slurmd at the cluster's configuration server
+//!   lineinfile:
+//!     path: /etc/sysconfig/slurmd
+//!     regexp: '^SLURMD_OPTIONS='
+//!     line: 'SLURMD_OPTIONS="--conf-server slurmctld01"'
+//!     create: true
+//!     mode: "0644"
+//! ```
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;

@@ -1,11 +1,20 @@
 //! `meta`: an instruction to the schedule (run the notified handlers now,
 //! end the host's play, forget the facts), not a change on the host. The
-//! module only checks the action; the schedule carries it out.
+//! module only checks the action; the schedule carries it out (see
+//! docs/playbooks.md). `reset_connection` logs in again, so what a login
+//! decides, a user's new groups, holds for the tasks after it.
 //!
-//! In short: free form or `action:
-//! flush_handlers|end_host|end_play|noop|clear_facts|reset_connection` (see
-//! Playbooks; reset_connection logs in again, so what a login decides, a user's
-//! new groups, holds for the tasks after it)
+//! # Example
+//!
+//! ```yaml
+//! - name: Let the operator use the GPU devices
+//!   user:
+//!     name: gpuops
+//!     groups: [video, render]
+//!     append: true
+//! - name: Log in again, so the new groups hold for the tasks after this
+//!   meta: reset_connection
+//! ```
 
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};

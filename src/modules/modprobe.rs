@@ -1,9 +1,6 @@
 //! `modprobe`: a kernel module loaded or unloaded now, and (with
 //! `persistent`) loaded at boot with its options.
 //!
-//! In short: `name`, `state: present|absent`, `params`, `persistent:
-//! present|absent|disabled`
-//!
 //! **`modprobe`** reads the running kernel in the probe: a module is loaded when
 //! `/proc/modules` lists it (`-` and `_` are one), or when it is built in (a
 //! `/sys/module` entry without a `/proc/modules` line, or in
@@ -27,6 +24,20 @@
 //! unloads it and removes its files once, and a hand `modprobe dummy` is
 //! drift that `check` names and leaves loaded. The `params` that reach the
 //! kernel at boot are not read back there (`dummy`'s are not shown in sysfs).
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Load nvidia_peermem for GPUDirect RDMA, now and at every boot
+//!   modprobe:
+//!     name: nvidia_peermem
+//!     persistent: present
+//! - name: Load nvidia_drm with kernel modesetting
+//!   modprobe:
+//!     name: nvidia_drm
+//!     params: modeset=1
+//!     persistent: present
+//! ```
 
 use std::collections::BTreeMap;
 

@@ -5,12 +5,30 @@
 //! Ansible's second swap line replace the first). fstab is rewritten
 //! atomically, touching only the entry's lines.
 //!
-//! In short: `path` (or `name`), `src`, `fstype`, `opts`, `dump`, `passno`,
-//! `state: mounted|present|unmounted|absent|remounted` (remounted: `mount -o
-//! remount` with `opts` if given, fstab untouched, changed on every run as in
-//! Ansible); a swap entry (fstype swap) is the one with its `src`, or, to
-//! remove without one, every swap line whose second field is `path` (swap,
-//! none), as Ansible matches them
+//! `state: remounted` runs `mount -o remount` (with `opts` if given), leaves
+//! fstab untouched and is changed on every run, as in Ansible. A swap entry
+//! (`fstype: swap`) is the one with its `src`, or, to remove without one, every
+//! swap line whose second field is `path` (`swap`, `none`), as Ansible matches
+//! them.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Mount the shared home folders over NFS
+//!   mount:
+//!     path: /home
+//!     src: nfs01:/export/home
+//!     fstype: nfs
+//!     opts: rw,hard,vers=4.2
+//!     state: mounted
+//! - name: Mount the local NVMe scratch disk for datasets
+//!   mount:
+//!     path: /scratch
+//!     src: LABEL=scratch
+//!     fstype: xfs
+//!     opts: defaults,noatime
+//!     state: mounted
+//! ```
 
 use crate::base::shell::{quote, unescape_octal};
 use crate::modules::kit::fact::Fact;

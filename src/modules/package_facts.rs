@@ -1,17 +1,22 @@
 //! `package_facts`: the installed packages as `ansible_facts.packages`
-//! (and the `packages` variable), each name to its installed builds as
-//! Ansible shapes them. Read from the same answer the package modules plan
+//! (and the `packages` variable), each name to a list of its installed
+//! builds as Ansible shapes them: its name, version, arch and source, for rpm
+//! also epoch and release. Read from the same answer the package modules plan
 //! from, so it costs no extra query and a package an earlier task installed
-//! is listed.
+//! is listed. A host has one package database, dpkg on the Debian family and
+//! rpm elsewhere; a host without apt or rpm fails the task.
 //!
-//! In short: `manager` (auto, apt, or rpm with its aliases dnf, dnf5, yum and
-//! zypper; one or a list; others are refused), `strategy: first|all` (a host
-//! has one package database: dpkg on the Debian family, rpm elsewhere); sets
-//! ansible_facts.packages and the packages variable, each name to a list of its
-//! installed builds (its name, version, arch and source; for rpm also epoch and
-//! release), from the same read of the installed packages as the package
-//! module, after any earlier package change of the run; a host without apt or
-//! rpm fails the task
+//! # Example
+//!
+//! ```yaml
+//! - name: Read the installed packages
+//!   package_facts:
+//!     manager: auto
+//! - name: Stop where no NVIDIA driver package is installed
+//!   assert:
+//!     that: "'cuda-drivers' in packages or 'nvidia-driver-580' in packages"
+//!     fail_msg: no NVIDIA driver package on this node
+//! ```
 
 use serde_json::{json, Map, Value};
 
@@ -39,7 +44,7 @@ choices! {
 
 module_params! {
     struct PackageFactsArgs {
-        /// which package databases to read: `auto`, `apt`, `rpm` (or its aliases `dnf`, `dnf5`, `yum`, `zypper`); one or a list
+        /// which package databases to read: `auto`, `apt`, `rpm` (or its aliases `dnf`, `dnf5`, `yum`, `zypper`); one or a list; others are refused
         manager: Vec<String>,
         /// the first listed manager the host has, or all of them (the host has one)
         strategy: Strategy = Strategy::First,

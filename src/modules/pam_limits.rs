@@ -2,11 +2,6 @@
 //! replaced, comments and other lines untouched (`* - memlock unlimited`
 //! for RDMA and GPU peer memory).
 //!
-//! In short: `domain`, `limit_type: hard|soft|-`, `limit_item:
-//! core|data|fsize|memlock|nofile|rss|stack|cpu|nproc|as|maxlogins|maxsyslogins|priority|locks|sigpending|msgqueue|nice|rtprio|chroot`,
-//! `value`, `dest` (default `/etc/security/limits.conf`), `use_max`, `use_min`,
-//! `comment`, `backup`, `create`
-//!
 //! **`pam_limits`** keeps one `domain type item value` line in `dest` (GPU and
 //! RDMA nodes need `* - memlock unlimited`): the first line for that domain,
 //! type and item is rewritten only when its value differs (spacing and a
@@ -15,6 +10,25 @@
 //! `use_max`/`use_min` keep a larger or smaller existing value (`unlimited`,
 //! `infinity` and `-1` count as the largest). A `value` that is not a number,
 //! `unlimited` or `infinity`, and a `domain` with spaces or `#`, are refused.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Let every job lock unlimited memory, for RDMA and GPU peer memory
+//!   pam_limits:
+//!     domain: "*"
+//!     limit_type: "-"
+//!     limit_item: memlock
+//!     value: unlimited
+//!     comment: GPUDirect RDMA
+//! - name: Raise the open files limit of the slurm account
+//!   pam_limits:
+//!     domain: slurm
+//!     limit_type: soft
+//!     limit_item: nofile
+//!     value: "131072"
+//!     use_max: true
+//! ```
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};
@@ -76,7 +90,7 @@ module_params! {
         limit_item: LimitItem,
         /// a number, `unlimited` or `infinity`
         value: String,
-        /// the limits file
+        /// the limits file (default /etc/security/limits.conf)
         dest: String = "/etc/security/limits.conf".into(),
         /// keep a larger existing value
         use_max: bool = false,

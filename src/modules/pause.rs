@@ -1,12 +1,17 @@
 //! `pause` for a number of seconds or minutes: the host's run waits, then
 //! goes on. The schedule carries it out, after what is pending has run, as
-//! Ansible waits between the tasks before and after it. A pause that waits
-//! for a key press is refused: nodeprov runs unattended.
+//! Ansible waits between the tasks before and after it. A pause with neither
+//! `seconds` nor `minutes` waits for a key press and is refused: nodeprov runs
+//! unattended. A loop or `run_once` over a pause is refused too.
 //!
-//! In short: `seconds` or `minutes` (with both, `seconds`), `prompt` (shown in
-//! the report): the host's run waits after what is pending has run; a pause
-//! with neither `seconds` nor `minutes` waits for a key press and is refused,
-//! as are a loop or run_once over it
+//! # Example
+//!
+//! ```yaml
+//! - name: Give nvidia-persistenced time to bring the GPUs up
+//!   pause:
+//!     seconds: 30
+//!     prompt: waiting for the GPUs after the driver reload
+//! ```
 
 use std::time::Duration;
 

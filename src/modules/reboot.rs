@@ -3,11 +3,6 @@
 //! The module only reads its parameters into a [`Reboot`]; the schedule
 //! carries it out, as only it can replace the session and re-probe.
 //!
-//! In short: `reboot_timeout` (default 600 s), `connect_timeout`,
-//! `pre_reboot_delay`, `post_reboot_delay`, `test_command` (default whoami),
-//! `msg`, `boot_time_command` (default: the kernel's boot id),
-//! `reboot_command`, `search_paths`; over SSH only (see below)
-//!
 //! **`reboot`** runs what is pending first, then reboots the host from a
 //! script that returns at once (`shutdown -r now`, started in the
 //! background after a second, so the session closes cleanly), logs in again
@@ -28,6 +23,16 @@
 //! unreachable; each login then waits `--timeout`, not `connect_timeout`.
 //! No task's probe goes out ahead of a reboot or a wait: what it read could
 //! not hold after.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Reboot into the new NVIDIA kernel modules
+//!   reboot:
+//!     reboot_timeout: 1200
+//!     msg: Rebooting for the NVIDIA driver update
+//!     test_command: nvidia-smi -L
+//! ```
 
 use std::time::Duration;
 

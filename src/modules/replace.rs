@@ -1,14 +1,22 @@
 //! `replace`: every match of a regular expression in a file (or in the
 //! part of it between `after` and `before`) replaced.
 //!
-//! In short: `path` (or `dest`, `name`), `regexp` (multi-line), `replace`
-//! (`\1`, `\g<name>`), `after`, `before`, `backup`, `mode`, `owner`, `group`
-//!
 //! **`replace`** replaces every match of `regexp` (Python-style backreferences
 //! `\1`, `\g<1>`, `\g<name>` and `\n` translated for the regex crate; `^` and
 //! `$` match at each line) in the file, or only in the text between the first
 //! match of `after` and the next of `before`; when those do not match, nothing
 //! changes and the task says so. A missing file is an error.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Let slurm.conf schedule GPUs as generic resources
+//!   replace:
+//!     path: /etc/slurm/slurm.conf
+//!     regexp: '^#?GresTypes=.*$'
+//!     replace: GresTypes=gpu
+//!     backup: true
+//! ```
 
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};

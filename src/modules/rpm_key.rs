@@ -1,10 +1,19 @@
 //! `rpm_key`: an OpenPGP key in the rpm database, imported from a URL or a
 //! file on the host, or removed; idempotent by key id, as rpm names a key
-//! `gpg-pubkey-<last 8 hex digits of its id>`.
+//! `gpg-pubkey-<last 8 hex digits of its id>`; the id is read from the key
+//! with gpg on the host.
 //!
-//! In short: `key` (a URL or a file on the host; to remove, also a key id),
-//! `state: present|absent`, `fingerprint` (one or a list, checked before
-//! import); idempotent by key id, read from the key with gpg on the host
+//! # Example
+//!
+//! ```yaml
+//! - name: Trust the key NVIDIA signs its CUDA repository for RHEL 9 with
+//!   rpm_key:
+//!     key: https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/D42D0685.pub
+//! - name: Trust EPEL's key, for the dkms the driver builds with
+//!   rpm_key:
+//!     key: https://dl.fedoraproject.org/pub/epel/RPM-GPG-KEY-EPEL-9
+//!     fingerprint: FF8A D134 4597 106E CE81 3B91 8A38 72BF 3228 467C
+//! ```
 
 use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
@@ -30,7 +39,7 @@ module_params! {
         key: String,
         /// imported or not
         state: Presence = Presence::Present,
-        /// fingerprints the key must have, one or a list
+        /// fingerprints the key must have, one or a list, checked before import
         fingerprint: Vec<String>,
     }
 }

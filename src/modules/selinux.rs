@@ -3,14 +3,18 @@
 //!
 //! What cannot change without a reboot (enabling SELinux from disabled,
 //! disabling it, another policy) is written to the config and reported
-//! as needing a reboot, not as drift: nothing short of a reboot would make
+//! as needing a reboot (registered as `reboot_required`, with a note), not as
+//! drift: nothing short of a reboot would make
 //! the host comply, so a second run changes nothing.
 //!
-//! In short: `state: enforcing|permissive|disabled`, `policy` (needed unless
-//! disabled), `configfile` (aliases `conf`, `file`; default
-//! `/etc/selinux/config`); `update_kernel_param` is refused; what only a reboot
-//! can change is written to `configfile` and registered as reboot_required with
-//! a note, not reported as drift
+//! # Example
+//!
+//! ```yaml
+//! - name: Keep SELinux permissive on the GPU nodes
+//!   selinux:
+//!     state: permissive
+//!     policy: targeted
+//! ```
 
 use serde_json::json;
 
@@ -51,7 +55,7 @@ module_params! {
         state: Mode,
         /// the policy (SELINUXTYPE), such as targeted; needed unless disabled
         policy: Option<String>,
-        /// the config file (aliases `conf`, `file`)
+        /// the config file (aliases `conf`, `file`; default /etc/selinux/config)
         configfile: String = "/etc/selinux/config".into(),
         /// not supported: the kernel command line is left alone
         update_kernel_param: bool = false,

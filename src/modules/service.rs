@@ -6,14 +6,8 @@
 //! `indirect` is not enabled, an alias is acted on through its real unit,
 //! and a socket, timer or path unit that can start a "disabled" service is
 //! drift. Everything comes from one `systemctl show` for all named units.
-//!
-//! In short: a `name` alone returns the unit's status (every property
-//! `systemctl show` gives), as Ansible's query does; `init_system` (Ansible's
-//! `use`: automatic or systemd; another manager is refused), `name` (one or a
-//! list), `state: started|stopped|restarted|reloaded`, `enabled`, `masked`,
-//! `daemon_reload` (or `daemon-reload`), `daemon_reexec` (or `daemon-reexec`),
-//! `scope: system|user|global` (`global` is refused: it has no manager to ask),
-//! `no_block`, `missing_ok`
+//! A `name` alone returns the unit's status (every property `systemctl show`
+//! gives), as Ansible's query does.
 //!
 //! **`systemd_service`** reads `LoadState`, `UnitFileState`, `ActiveState` and
 //! triggering units of all named units with one `systemctl show`. "Disabled"
@@ -23,6 +17,22 @@
 //! an active socket/timer/path unit that would restart a disabled service is
 //! drift and is stopped too. On hosts without systemd as PID 1 a service that
 //! should be off is compliant with a note; one that should run fails.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Start slurmd now and at boot, after its unit file changed
+//!   systemd_service:
+//!     name: slurmd
+//!     state: started
+//!     enabled: true
+//!     daemon_reload: true
+//! - name: Keep the NVIDIA persistence daemon running
+//!   service:
+//!     name: nvidia-persistenced
+//!     state: started
+//!     enabled: true
+//! ```
 
 use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
@@ -109,7 +119,7 @@ module_params! {
         no_block: bool = false,
         /// false: a unit that does not exist is an error
         missing_ok: bool = true,
-        /// the service manager (Ansible's `use`): automatic or systemd, the one nodeprov drives
+        /// the service manager (Ansible's `use`): automatic or systemd, the one nodeprov drives; another is refused
         init_system: Option<String>,
     }
 }

@@ -1,11 +1,17 @@
 //! `service_facts`: the host's systemd services as the `services` variable
 //! (`name`, `state`, `status`, `source`), as Ansible shapes it. Read after
 //! every earlier change of the run, so services an earlier task installed
-//! are there.
+//! are there. Without systemd it is empty, with a note.
 //!
-//! In short: no parameters; sets the services variable (each unit's name,
-//! state, status and source) from systemd, read after every earlier change of
-//! the run; empty, with a note, without systemd
+//! # Example
+//!
+//! ```yaml
+//! - name: Read the node's services
+//!   service_facts:
+//! - name: Say whether slurmd runs
+//!   debug:
+//!     msg: "slurmd is {{ services['slurmd.service'].state | default('not installed') }}"
+//! ```
 
 use std::collections::BTreeMap;
 

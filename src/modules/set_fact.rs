@@ -2,11 +2,19 @@
 //! decided on the controller (from the task's parameters, or a vars file
 //! beside the playbook or in the role), so they cost no step.
 //!
-//! `set_fact`: any variable names (templated names too) with their values, for
-//! the host's later tasks; `cacheable` is accepted (facts last for the run)
+//! `set_fact` takes any variable names, templated names too, with their
+//! values.
 //!
-//! `include_vars`: `file` (or free form), found beside the playbook or in the
-//! role, or in their `vars/`; `name` puts them under one variable
+//! # Example
+//!
+//! ```yaml
+//! - name: Read the GPU nodes' settings
+//!   include_vars:
+//!     file: gpu.yml
+//! - name: Name the driver package from them
+//!   set_fact:
+//!     nvidia_driver_package: "nvidia-driver-{{ gpu_driver_branch | default('580') }}"
+//! ```
 
 use serde_json::Value;
 

@@ -2,10 +2,13 @@
 //! `gather_facts: false` asks for them here). The facts ride in the same
 //! batched probe as every other task's, and become the host's variables.
 //!
-//! In short: gathers the facts as a task, in the same probe as the others;
-//! `filter` keeps the facts whose names match shell-style patterns;
-//! `gather_subset` and `gather_timeout` are accepted (nodeprov gathers one set
-//! of facts, bounded by `--command-timeout`)
+//! # Example
+//!
+//! ```yaml
+//! - name: Gather only the facts the driver install needs
+//!   setup:
+//!     filter: ["ansible_distribution*", "ansible_kernel"]
+//! ```
 
 use serde_json::Value;
 

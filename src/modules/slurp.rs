@@ -1,9 +1,18 @@
 //! `slurp`: a file's content from the host, base64-encoded, for
-//! `register:`. Read from the same file fact the file modules write, so a
+//! `register:`, as `content` (base64), `encoding` and `source`. Read from the same file fact the file modules write, so a
 //! file an earlier task of the run writes reads as written.
 //!
-//! In short: `src` (a file up to 1 MiB, any bytes, read as the file modules
-//! predict it); registers content (base64), encoding and source
+//! # Example
+//!
+//! ```yaml
+//! - name: Read the node's Slurm GRES file
+//!   slurp:
+//!     src: /etc/slurm/gres.conf
+//!   register: gres
+//! - name: Show it
+//!   debug:
+//!     msg: "{{ gres.content | b64decode }}"
+//! ```
 
 use base64::Engine;
 use serde_json::json;

@@ -2,11 +2,6 @@
 //! `register:`. Read from the same file fact the file modules write, so a
 //! path an earlier task creates reads as created.
 //!
-//! In short: `path`, `get_checksum`, `checksum_algorithm:
-//! md5|sha1|sha224|sha256|sha384|sha512` (default sha1; a file over 1 MiB is
-//! hashed on the host, not read); `get_mime` and `get_attributes` are accepted
-//! and not returned; `follow` is refused (see below)
-//!
 //! **`stat`** registers Ansible's `stat` dictionary (`exists`, `isreg`, `isdir`,
 //! `islnk`, `mode`, `pw_name`, `gr_name`, `size`, `lnk_source`, `lnk_target`,
 //! `checksum`), read from the same probe the file modules predict: a file an earlier task of
@@ -25,6 +20,20 @@
 //! `sysctl`, `mount`…) refuse such a file rather than rewrite it. `debug`,
 //! `assert`, `fail`, `set_fact` and `include_vars` are decided on the controller
 //! from the task's variables; they add no step and no round trip.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Look for the loaded NVIDIA driver
+//!   stat:
+//!     path: /proc/driver/nvidia/version
+//!   register: nvidia_driver
+//! - name: Checksum the CUDA installer before running it
+//!   stat:
+//!     path: /opt/installers/cuda_12.4.1_550.54.15_linux.run
+//!     checksum_algorithm: sha256
+//!   register: cuda_installer
+//! ```
 
 use serde_json::{json, Map, Value};
 
@@ -53,13 +62,13 @@ module_params! {
         path: String,
         /// return `checksum` of a regular file
         get_checksum: bool = true,
-        /// the checksum's algorithm
+        /// the checksum's algorithm (default sha1)
         checksum_algorithm: Digest = Digest::Sha1,
         /// accepted; the MIME type is not returned
         get_mime: Option<bool>,
         /// accepted; attributes are not returned
         get_attributes: Option<bool>,
-        /// follow a symlink: not supported, a link is described as a link
+        /// follow a symlink: not supported (true is refused), a link is described as a link
         follow: bool = false,
     }
 }

@@ -6,10 +6,7 @@
 //! that memory cannot absorb is refused before anything is touched, and the
 //! fstab line is keyed by the file's path so other swap lines stay.
 //!
-//! In short: nodeprov's own (see below): `path`, `size`, `priority`, `fstab`,
-//! `state: present|absent`
-//!
-//! **`swapfile`**: `path`, `size` (`8G`, `512M`), `priority`, `fstab` (default
+//! **`swapfile`** (nodeprov's own module): `path`, `size` (`8G`, `512M`), `priority`, `fstab` (default
 //! true), `state: present|absent`. The file is `0600` from its first byte,
 //! allocated without holes (`dd`; `fallocate` only on XFS with kernel ≥ 4.18;
 //! btrfs gets `chattr +C` first), `mkswap`, `swapon`, and one fstab line keyed by
@@ -17,6 +14,16 @@
 //! refuses a resize that would `swapoff` more than free memory can absorb. A
 //! correct swap file is never recreated; `state: absent` swaps off, removes the
 //! line and the file.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Give the build nodes 16 GiB of swap for nvcc's large links
+//!   swapfile:
+//!     path: /swapfile
+//!     size: 16G
+//!     priority: 10
+//! ```
 
 use crate::base::shell::{quote, sbin, unescape_octal};
 use crate::modules::kit::fact::{self, Fact};

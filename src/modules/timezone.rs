@@ -4,9 +4,13 @@
 //! where that file exists. Done with files rather than timedatectl, so it
 //! works the same with or without systemd.
 //!
-//! In short: `name` (a zone under `/usr/share/zoneinfo`): `/etc/localtime`
-//! linked to it, and `/etc/timezone` rewritten where it exists (Debian);
-//! `hwclock` is refused
+//! # Example
+//!
+//! ```yaml
+//! - name: Keep every node on UTC, so Slurm's job times line up
+//!   timezone:
+//!     name: UTC
+//! ```
 
 use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};

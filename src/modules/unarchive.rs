@@ -5,12 +5,8 @@
 //! `--strip-components`), read by listing the archive in the probe; or,
 //! with `creates`, "that path exists". The probe runs after every earlier
 //! change of the run, since the archive is usually what an earlier task
-//! downloaded.
-//!
-//! In short: `src` (a path on the host, or an http(s) URL), `dest` (an existing
-//! folder), `remote_src` (must be true, or `copy` false), `creates`,
-//! `extra_opts` (only `--strip-components=N`); tar (any compression tar reads)
-//! or zip by name
+//! downloaded. A tar archive (any compression tar reads) or a zip is told by
+//! its name.
 //!
 //! **`unarchive`** lists the archive on the host (`tar -tf`, `unzip -Z1`) in
 //! its probe, after every earlier change of the run: it complies when every
@@ -22,6 +18,21 @@
 //! controller (`remote_src: false`) and owner/mode of extracted files are not
 //! supported.
 //!
+//! # Example
+//!
+//! ```yaml
+//! - name: Make cuDNN's folder
+//!   file:
+//!     path: /opt/cudnn-9.1
+//!     state: directory
+//! - name: Unpack cuDNN 9.1 for CUDA 12 into it
+//!   unarchive:
+//!     src: https://developer.download.nvidia.com/compute/cudnn/redist/cudnn/linux-x86_64/cudnn-linux-x86_64-9.1.0.70_cuda12-archive.tar.xz
+//!     dest: /opt/cudnn-9.1
+//!     remote_src: true
+//!     extra_opts: [--strip-components=1]
+//!     creates: /opt/cudnn-9.1/include/cudnn.h
+//! ```
 
 use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};

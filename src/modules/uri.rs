@@ -9,14 +9,6 @@
 //! it ran. Headers, credentials and bodies reach curl on its standard input
 //! (`kit::http`).
 //!
-//! In short: `url` (http, https), `method:
-//! GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS`, `body`, `body_format:
-//! raw|json|form-urlencoded|form-multipart` (form-multipart refused),
-//! `status_code` (one or a list; default 200), `return_content`, `headers`,
-//! `url_username`, `url_password`, `force_basic_auth`, `creates`, `removes`,
-//! `validate_certs`, `follow_redirects`, `timeout` (answer registered; see
-//! below)
-//!
 //! **`uri`** asks from the host, with curl. A GET or HEAD is asked in the
 //! task's probe: asking changes nothing, so it runs in check mode too, and
 //! after every earlier change of the run. A method that may change the server
@@ -33,6 +25,20 @@
 //! `return_content`, `content`, from the probe or from the step that sent the
 //! request. A status not in `status_code` (or no answer) fails the task.
 //! `form-multipart` bodies and `dest` are not supported.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Wait until the DCGM exporter serves the GPU metrics
+//!   uri:
+//!     url: http://localhost:9400/metrics
+//!     return_content: true
+//!     timeout: 10
+//!   register: dcgm_metrics
+//!   retries: 10
+//!   delay: 6
+//!   until: dcgm_metrics.status == 200
+//! ```
 
 use serde_json::Value;
 

@@ -2,18 +2,34 @@
 //! passwd`, `id` and `getent shadow`, and made with useradd, usermod and
 //! userdel. Password hashes never reach a report: changes show them masked.
 //!
-//! In short: `name`, `state: present|absent`, `uid`, `group` (primary),
-//! `groups` + `append` (without `append` the account is in exactly `groups`;
-//! unset leaves them alone), `shell`, `home` (an existing home is not moved),
-//! `comment`, `create_home` (or `createhome`) and `system` (at creation only),
-//! `password` (a hash, compared with /etc/shadow's field, which needs root;
-//! shown masked), `password_lock`, `remove` (with `state: absent`),
-//! `password_expire_min`, `password_expire_max`, `password_expire_warn`,
-//! `password_expire_account_disable` (days, compared with /etc/shadow's ageing
-//! fields and set by one chage; `-1` empties a field); one usermod per task.
-//! The ids useradd picks are known only after it ran, so in check mode a later
-//! task on an account created earlier is planned against it missing (as in
-//! Ansible). A bare `!` or `!!` field (never had a password) is not "locked"
+//! A `password` hash is compared with /etc/shadow's field, which needs root;
+//! the password ageing fields (`password_expire_min`, `password_expire_max`,
+//! `password_expire_warn`, `password_expire_account_disable`, in days) are
+//! compared with /etc/shadow's ageing fields and set by one chage, `-1`
+//! emptying a field. A task runs one usermod at most. The ids useradd picks
+//! are known only after it ran, so in check mode a later task on an account
+//! created earlier is planned against it missing (as in Ansible). A bare `!`
+//! or `!!` field (never had a password) is not "locked": `password_lock`
+//! leaves it as it is.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Add the GPU operators' account, with access to the GPU devices
+//!   user:
+//!     name: gpuops
+//!     groups: [video, render]
+//!     append: true
+//!     shell: /bin/bash
+//! - name: Make Slurm's system account, with one uid on every node
+//!   user:
+//!     name: slurm
+//!     uid: 64030
+//!     group: slurm
+//!     system: true
+//!     home: /var/lib/slurm
+//!     shell: /sbin/nologin
+//! ```
 
 use std::collections::BTreeSet;
 
@@ -51,7 +67,7 @@ module_params! {
         uid: Option<i64>,
         /// its primary group (which must exist)
         group: Option<String>,
-        /// its supplementary groups; given, the account is in exactly these (see `append`)
+        /// its supplementary groups; given, the account is in exactly these (see `append`); unset leaves them alone
         groups: Vec<String>,
         /// add `groups` and leave the account's other groups alone
         append: bool = false,

@@ -1,8 +1,14 @@
 //! `wait_for_connection`: waits until the host answers a script, logging in
 //! again while it does not. The schedule carries it out.
 //!
-//! In short: `delay`, `sleep` (default 1 s), `timeout` (default 600 s),
-//! `connect_timeout` (default 5 s): logs in again until the host runs a script
+//! # Example
+//!
+//! ```yaml
+//! - name: Wait for the node to come back from its reinstall
+//!   wait_for_connection:
+//!     delay: 60
+//!     timeout: 1800
+//! ```
 
 use std::time::Duration;
 

@@ -1,12 +1,19 @@
 //! `yum_repository`: one repository section in a `.repo` file under
-//! /etc/yum.repos.d, written atomically; other sections of the file stay.
+//! /etc/yum.repos.d, written atomically with its keys sorted; other sections
+//! of the file stay.
 //!
-//! In short: `name` (the id), `description`, `baseurl`, `mirrorlist`,
-//! `metalink`, `enabled`, `gpgcheck`, `gpgkey`, `repo_gpgcheck`, `exclude`,
-//! `includepkgs`, `priority`, `cost`, `skip_if_unavailable`, `sslverify`,
-//! `module_hotfixes`, `metadata_expire`, `proxy`, `timeout`, `file`,
-//! `reposdir`, `state: present|absent`, `mode`, `owner`, `group`; the section
-//! is written atomically with its keys sorted, other sections of the file stay
+//! # Example
+//!
+//! ```yaml
+//! - name: Add NVIDIA's CUDA repository on the RHEL 9 nodes
+//!   yum_repository:
+//!     name: cuda-rhel9-x86_64
+//!     description: NVIDIA CUDA for RHEL 9
+//!     baseurl: https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64
+//!     gpgcheck: true
+//!     gpgkey: https://developer.download.nvidia.com/compute/cuda/repos/rhel9/x86_64/D42D0685.pub
+//!     file: cuda-rhel9
+//! ```
 
 use crate::base::shell::quote;
 use crate::modules::kit::fact::Fact;

@@ -1,19 +1,37 @@
 //! `file`: a path's type and attributes (directory, absent, touched, link).
 //!
-//! In short: `path` (or `dest`, `name`), `state:
-//! file|directory|absent|touch|link` (unset: what the path is, a file when
-//! absent, as in Ansible), `mode`, `owner`, `group`, `src` (link target),
-//! `force`, `recurse` (a directory's owner, group and octal mode on all it
-//! holds; drift found with one find), `access_time` and `modification_time`
-//! (preserve, also when unset, even with `state: touch`, so a touch converges;
-//! now, set on every run and reported changed, as Ansible does; or a local time
-//! of the host in `access_time_format`/`modification_time_format`, default
-//! `%Y%m%d%H%M.%S` with `%Y %y %m %d %H %M %S`, compared with the path's and
-//! set only when it differs; a literal `access_time` needs `state: directory`,
-//! since the probe reads a file's content and so moves its access time; none
-//! with `recurse` or `state: link`), `follow` (only true, Ansible's default: a
-//! link is never changed in itself, and a path that is a link is refused unless
-//! the state is link; give its target's path)
+//! With `recurse`, a directory's owner, group and octal mode are set on all it
+//! holds too; drift there is found with one find.
+//!
+//! `access_time` and `modification_time` are each `preserve` (also when unset,
+//! even with `state: touch`, so a touch converges), `now` (set on every run and
+//! reported changed, as Ansible does), or a local time of the host written as
+//! `access_time_format` or `modification_time_format` says, which is compared
+//! with the path's and set only when it differs. A literal `access_time` needs
+//! `state: directory`, since the probe reads a file's content and so moves its
+//! access time; with `recurse` or `state: link` neither may be other than
+//! `preserve`.
+//!
+//! `follow` is only true, Ansible's default: a link is never changed in
+//! itself, and a path that is a link is refused unless the state is link; give
+//! its target's path.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Make the shared datasets folder Slurm jobs read
+//!   file:
+//!     path: /scratch/datasets
+//!     state: directory
+//!     owner: slurm
+//!     group: slurm
+//!     mode: "0775"
+//! - name: Point /usr/local/cuda at the 12.4 toolkit
+//!   file:
+//!     path: /usr/local/cuda
+//!     src: /usr/local/cuda-12.4
+//!     state: link
+//! ```
 
 mod times;
 
@@ -72,11 +90,11 @@ module_params! {
         recurse: bool = false,
         /// `preserve` (unset too, even with state touch), `now` (set on every run) or a time in `access_time_format`
         access_time: Option<String>,
-        /// how a literal `access_time` is written, as Python's strftime
+        /// how a literal `access_time` is written, as Python's strftime (default `%Y%m%d%H%M.%S`; `%Y %y %m %d %H %M %S`)
         access_time_format: String = DEFAULT_FORMAT.into(),
         /// `preserve` (unset too, even with state touch), `now` (set on every run) or a time in `modification_time_format`
         modification_time: Option<String>,
-        /// how a literal `modification_time` is written, as Python's strftime
+        /// how a literal `modification_time` is written, as Python's strftime (default `%Y%m%d%H%M.%S`; `%Y %y %m %d %H %M %S`)
         modification_time_format: String = DEFAULT_FORMAT.into(),
         /// only true (Ansible's default): a link is not changed in itself
         follow: bool = true,

@@ -1,22 +1,8 @@
 //! `find`: files under folders of the host chosen as Ansible's find
-//! chooses them, registered as `files` (stat-like dictionaries), `matched`,
-//! `examined` and `skipped_paths`. One find(1) per task lists what is
+//! chooses them, registered as `files` (Ansible's stat dictionary of each,
+//! with its path), `matched`, `examined`, `skipped_paths` and `msg`. One find(1) per task lists what is
 //! there (`listing.rs`), in the first probe; the choice is made on the
 //! controller (`select.rs`). Read after every earlier change of the run.
-//!
-//! In short: `paths` (absolute folders; one, a list or a comma-separated
-//! string; also spelled path or name), `patterns` (also pattern; shell globs
-//! matched on the basename, case-sensitive, as Python's fnmatch; all names
-//! without), `excludes` (also exclude), `use_regex` (Python regular expressions
-//! matched at a name's start), `file_type: file|directory|link|any`, `recurse`,
-//! `depth`, `hidden`, `follow`, `age` (`2d`, `-1w`; units s, m, h, d, w) with
-//! `age_stamp: mtime|atime|ctime`, `size` (`10m`, `-1k`; units b, k, m, g, t;
-//! regular files only), `contains` (a regular file's content, at a line's
-//! start, anywhere with `read_whole_file`; searched with `grep -P`, and as in
-//! Ansible only with `file_type: file`), `limit`; `get_checksum` only false;
-//! registers files (Ansible's stat dictionary of each, with its path), matched,
-//! examined, skipped_paths and msg; one find(1) per task in the probe, read
-//! after every earlier change of the run
 //!
 //! **`find`** sends one find(1) per task in the probe, which lists every
 //! entry within the depth (and one level below it, which Ansible's walk
@@ -31,6 +17,24 @@
 //! `contains` runs grep on the host inside the same find, so its pattern is
 //! PCRE (Python's syntax for what roles use). Names that are not UTF-8 come
 //! back with replacement characters.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Find PyTorch core dumps older than a week in the scratch space
+//!   find:
+//!     paths: [/scratch, /var/crash]
+//!     patterns: "core.*"
+//!     age: 1w
+//!     recurse: true
+//!   register: old_cores
+//! - name: List the CUDA toolkits installed side by side
+//!   find:
+//!     paths: /usr/local
+//!     patterns: "cuda-*"
+//!     file_type: directory
+//!   register: toolkits
+//! ```
 
 mod listing;
 mod select;
@@ -71,7 +75,7 @@ module_params! {
     struct FindArgs {
         /// the folders to search, absolute (one, a list or a comma-separated string)
         paths: Vec<String> [required],
-        /// shell globs (regular expressions with `use_regex`) a name must match; all names without
+        /// shell globs, case-sensitive as Python's fnmatch (regular expressions with `use_regex`), a name must match; all names without
         patterns: Vec<String>,
         /// globs or regular expressions that drop a name the patterns matched
         excludes: Vec<String>,

@@ -7,15 +7,6 @@
 //! in the FAILED state runs its stock zones, not the host's, so it is
 //! refused unless `offline: true` (Ansible would edit through it).
 //!
-//! In short: one of `service`, `port` (`8080/tcp`, `6000-6010/udp`), `source`,
-//! `interface`, `masquerade` in `zone` (default: the default zone), `state:
-//! enabled|disabled|present|absent` (present and absent act on the zone itself,
-//! in the permanent configuration); `permanent` (without `immediate` only the
-//! permanent configuration), `immediate`, `offline` (firewall-offline-cmd when
-//! the daemon does not run or is in the FAILED state); `rich_rule`,
-//! `icmp_block`, `icmp_block_inversion`, `port_forward`, `protocol`, `forward`,
-//! `target` and `timeout` are refused (see below)
-//!
 //! **`firewalld`** reads the zone in both layers in one probe: the running
 //! firewall (`firewall-cmd`) and the permanent configuration
 //! (`firewall-cmd --permanent`), one `--list-all` each, since every
@@ -86,6 +77,25 @@
 //! source moved from another zone, each daemon state with and without
 //! `firewall-offline-cmd`), and the probe's script is run against stand-in
 //! commands exiting 0, 251 and 252.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Open slurmd's port on the compute nodes, now and at boot
+//!   firewalld:
+//!     port: 6818/tcp
+//!     zone: public
+//!     state: enabled
+//!     permanent: true
+//!     immediate: true
+//! - name: Trust the InfiniBand network the NCCL traffic uses
+//!   firewalld:
+//!     source: 10.10.0.0/16
+//!     zone: trusted
+//!     state: enabled
+//!     permanent: true
+//!     immediate: true
+//! ```
 
 mod facts;
 
@@ -132,7 +142,7 @@ module_params! {
         masquerade: Option<bool>,
         /// the zone; firewalld's default zone when unset
         zone: Option<String>,
-        /// enabled or disabled for an item; present or absent for the zone itself
+        /// enabled or disabled for an item; present or absent for the zone itself (in the permanent configuration)
         state: State,
         /// change the permanent configuration
         permanent: bool = false,

@@ -3,15 +3,6 @@
 //! one read of the installed packages per host (`kit::packages`); what
 //! else it asks of the package manager is in `facts.rs`.
 //!
-//! In short: `name` (one or a list, with version pins and dnf module streams,
-//! see below), `state: present|absent|latest`, `update_cache` (alone too),
-//! `cache_valid_time`, `autoremove`, `backend` (Ansible's `use`: automatic, or
-//! the host's own manager; another is refused), `allow_downgrade`, `pkg` for
-//! `name`; apt: `deb`, `purge`, `clean`, `autoclean`, `install_recommends`,
-//! `lock_timeout` (dnf waits for its own lock, within `--command-timeout`);
-//! dnf/yum: `enablerepo`, `disablerepo`, `disable_gpg_check`, `disable_plugin`,
-//! `nobest`, `install_weak_deps`
-//!
 //! **`package`** reads the installed packages once per host, in the batched
 //! probe, whichever task asks. `name=1.2*` pins an apt version (resolved from
 //! the package lists), `name-1.2` or `name-1.2-1` an rpm one (the version
@@ -30,6 +21,25 @@
 //! drift); on dnf and yum it refreshes every apply and reports ok, as their
 //! "Cache updated" is unchanged, so a second run shows nothing changed and
 //! check mode neither runs it nor reports drift.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Install the NVIDIA driver stream and the CUDA toolkit on RHEL
+//!   dnf:
+//!     name: ["@nvidia-driver:580-dkms", cuda-toolkit-12-4]
+//!     state: present
+//!   when: ansible_facts['os_family'] == 'RedHat'
+//! - name: Install the driver and the toolkit on Ubuntu
+//!   apt:
+//!     name: [nvidia-driver-580, cuda-toolkit-12-4]
+//!     update_cache: true
+//!     cache_valid_time: 3600
+//!   when: ansible_facts['os_family'] == 'Debian'
+//! - name: Install slurmd, whatever the node's package manager
+//!   package:
+//!     name: slurmd
+//! ```
 
 mod facts;
 mod steps;
@@ -103,7 +113,7 @@ module_params! {
         disable_gpg_check: bool = false,
         /// dnf/yum: plugins to disable for this run
         disable_plugin: Vec<String>,
-        /// the package manager to use (Ansible's `use`): `auto`, or the one the host has (dnf, yum, apt)
+        /// the package manager to use (Ansible's `use`): `auto`, or the one the host has (dnf, yum, apt); another is refused
         backend: Option<String>,
         /// apt and dnf: may install a pinned version older than the installed one (apt needs it said; dnf's install moves to a pinned version either way)
         allow_downgrade: bool = false,

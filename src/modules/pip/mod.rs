@@ -4,14 +4,6 @@
 //! the version specifiers, so check mode names each package that would
 //! change without asking an index.
 //!
-//! In short: `name` (one or a list, with version specifiers `torch==2.3.0`,
-//! `numpy>=1.26,<2`), `version`, `state: present|absent|latest|forcereinstall`,
-//! `requirements` (a file on the host of plain specifiers), `executable`
-//! (default `pip3`), `virtualenv` (made when missing), `virtualenv_command`
-//! (default `virtualenv`; `python3 -m venv`), `virtualenv_site_packages`,
-//! `extra_args`, `break_system_packages`, `chdir`, `umask`; `editable` and
-//! `virtualenv_python` are refused (see below)
-//!
 //! **`pip`** reads what each pip has installed with one
 //! `pip list --format=json` (a virtualenv's `bin/pip`, or `executable`), in the
 //! batched probe, and compares it with the specifiers as PEP 440 does
@@ -27,6 +19,17 @@
 //! command. `extra_args` goes on every pip command, removals too, as in
 //! Ansible (`pip uninstall` takes no `--no-index`). Relative `virtualenv` and
 //! `requirements` paths need an absolute `chdir`.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Install PyTorch for CUDA 12.4 in the shared environment
+//!   pip:
+//!     name: [torch==2.4.1, torchvision==0.19.1]
+//!     virtualenv: /opt/pytorch
+//!     virtualenv_command: python3 -m venv
+//!     extra_args: --index-url https://download.pytorch.org/whl/cu124
+//! ```
 
 mod facts;
 mod requirement;
@@ -74,11 +77,11 @@ module_params! {
         state: State = State::Present,
         /// a requirements file on the host (plain specifiers only)
         requirements: Option<String>,
-        /// the pip to run when there is no virtualenv
+        /// the pip to run when there is no virtualenv (default pip3)
         executable: Option<String>,
         /// the virtualenv to install into, made when missing
         virtualenv: Option<String>,
-        /// the command that makes the virtualenv (`python3 -m venv`)
+        /// the command that makes the virtualenv (default `virtualenv`; or `python3 -m venv`)
         virtualenv_command: String = "virtualenv".into(),
         /// give the new virtualenv the system's site packages
         virtualenv_site_packages: bool = false,

@@ -10,11 +10,6 @@
 //! `/etc/sysctl.conf`, globs and `-` prefixes, and the active tuned profile,
 //! so a drop-in that a later file shadows is reported instead of trusted.
 //!
-//! In short: Ansible's single-key form (`name` or `key`, `value` or `val`,
-//! `state: present|absent`, `sysctl_file`, `sysctl_set`, `reload`,
-//! `ignoreerrors`) and a map form (`settings` + `file`); either takes
-//! `tuned_profile`
-//!
 //! **`sysctl`** takes Ansible's single-key form (`name`, `value`, `state`,
 //! `sysctl_file`, `reload`, `sysctl_set`, `ignoreerrors`) or a map form that owns
 //! one drop-in file:
@@ -48,6 +43,21 @@
 //!   chain (read from `/etc/tuned` and `/usr/lib/tuned` in the same probe), so
 //!   a profile that would override the task's value is reported before it is
 //!   switched to. A profile tuned does not have fails the task.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Keep the GPU nodes' memory settings
+//!   sysctl:
+//!     settings: {vm.swappiness: 10, vm.max_map_count: 1048576, kernel.numa_balancing: 0}
+//!     file: /etc/sysctl.d/90-gpu-node.conf
+//! - name: Raise the socket receive buffer for NCCL over TCP
+//!   sysctl:
+//!     name: net.core.rmem_max
+//!     value: 134217728
+//!     sysctl_file: /etc/sysctl.d/91-nccl.conf
+//!     reload: true
+//! ```
 
 mod config;
 mod tuned;

@@ -4,20 +4,8 @@
 //! would print for it is there (see `rule`), so a second run changes
 //! nothing and check mode names the line it expected and the one it found.
 //! The steps are ufw's own commands: when ufw is inactive they change its
-//! rule files only, as ufw does; when it is active they take effect too.
-//!
-//! In short: `state: enabled|disabled|reloaded|reset` against ufw status;
-//! rules: `rule: allow|deny|limit|reject` with `to_port` (or `port`: a number,
-//! `A:B` range or comma list), `from_port`, `from_ip` (or `from`, `src`),
-//! `to_ip` (or `to`, `dest`), `proto: any|tcp|udp|ipv6|esp|ah|gre|igmp` (or
-//! `protocol`), `direction: in|out|incoming|outgoing|routed` (in or out for a
-//! rule), `interface` (or `if`), `name` (or `app`, an application profile),
-//! `comment`, `log`, `delete`, `insert` (a position counted from 1); `default:
-//! allow|deny|reject` (or `policy`) for `direction` incoming, outgoing or
-//! routed; `logging: on|off|low|medium|high|full`; `route`, `interface_in`,
-//! `interface_out` and `insert_relative_to` other than zero are refused when
-//! the playbook is loaded (see below); a host without ufw fails the task with
-//! that said
+//! rule files only, as ufw does; when it is active they take effect too. A
+//! host without ufw fails the task with that said.
 //!
 //! **`ufw`** reads everything it compares in one probe: `ufw status`
 //! (active or not), the default policies in `/etc/default/ufw`, the log level
@@ -59,6 +47,25 @@
 //! the machine's `/etc` (its ufw stays `ENABLED=no`) and its
 //! `iptables-save`/`ip6tables-save`/`nft list ruleset` are the same before and
 //! after.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Let the login nodes reach slurmd
+//!   ufw:
+//!     rule: allow
+//!     from_ip: 10.0.0.0/24
+//!     to_port: "6818"
+//!     proto: tcp
+//!     comment: slurmd
+//! - name: Deny the rest of the incoming traffic
+//!   ufw:
+//!     default: deny
+//!     direction: incoming
+//! - name: Turn the firewall on
+//!   ufw:
+//!     state: enabled
+//! ```
 
 mod facts;
 mod rule;
