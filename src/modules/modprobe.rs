@@ -74,7 +74,7 @@ module_params! {
         name: String,
         /// whether it is loaded now
         state: Presence = Presence::Present,
-        /// its parameters, as `modprobe` takes them (`nvidia NVreg_EnableGpuFirmware=0`)
+        /// its parameters, as `modprobe` takes them after the name (`NVreg_EnableGpuFirmware=0`)
         params: String = String::new(),
         /// whether boot loads it (`/etc/modules-load.d/NAME.conf`, options in `/etc/modprobe.d/NAME.conf`); disabled leaves those files alone
         persistent: Persistent = Persistent::Disabled,
