@@ -22,7 +22,7 @@ use crate::load::inventory::shard::Shard;
 use crate::load::inventory::{Inventory, PluginRunner, SourceOptions};
 use crate::load::vault::{self, secrets};
 use crate::load::{playbook, validate, yaml};
-use crate::modules::{registry, ModuleSpec};
+use crate::modules::registry::{self, registry};
 use crate::remote::connect;
 use crate::report::progress::Progress;
 use crate::report::{self, human, module_doc, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
@@ -440,13 +440,11 @@ fn completions_cmd(args: &CompletionsArgs) -> Result<u8, Vec<Diagnostic>> {
 fn doc_cmd(args: &DocArgs) -> Result<u8, Vec<Diagnostic>> {
     let text = match &args.module {
         None => module_doc::list(registry()),
-        Some(name) => match registry().iter().find(|s| s.names().any(|n| n == name)) {
+        Some(name) => match registry::find(name) {
             Some(spec) => module_doc::page(spec),
             None => {
                 let mut message = format!("no native module named '{name}'");
-                if let Some(near) =
-                    crate::base::diag::suggest(name, registry().iter().flat_map(ModuleSpec::names))
-                {
+                if let Some(near) = crate::base::diag::suggest(name, registry::all_names()) {
                     message.push_str(&format!("; did you mean '{near}'?"));
                 }
                 message.push_str(" (`nodeprov doc --list` lists them)");

@@ -21,8 +21,9 @@ use crate::modules::{ConnectionAction, Facts, Module, ModuleError, Plan};
 use crate::remote::probe::{Probe, ProbeResult};
 
 /// What an item's module is built from: its task, and a digest of the
-/// item, the user and mode it runs as and the values of every variable
-/// its parameters read.
+/// user and mode it runs as and the values of every variable its
+/// parameters read (the loop item among them when they read it: items
+/// that render the same parameters share one module).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct BuildKey {
     task: usize,
@@ -77,7 +78,6 @@ enum Read {
 impl Read {
     fn of(read: VarsRead, vars: &Value) -> Self {
         match read {
-            VarsRead::Nothing => Read::Values(Vec::new()),
             VarsRead::Names(names) => Read::Values(
                 names
                     .into_iter()
@@ -110,7 +110,6 @@ impl Built {
     /// `build` the first time or when what it read has changed since.
     pub fn get_or_build<E>(
         &self,
-        #[cfg_attr(not(test), allow(unused_variables))] task_name: &str,
         key: Option<BuildKey>,
         vars: &Value,
         build: impl FnOnce() -> Result<(Box<dyn Module>, VarsRead), E>,
@@ -123,8 +122,6 @@ impl Built {
             }
         }
         let (module, read) = build()?;
-        #[cfg(test)]
-        self.counted(task_name);
         let module: Arc<dyn Module> = Arc::from(module);
         if let Some(key) = key {
             let read = Read::of(read, vars);
@@ -135,11 +132,6 @@ impl Built {
             self.modules.borrow_mut().insert(key, kept);
         }
         Ok(Box::new(module))
-    }
-
-    #[cfg(test)]
-    pub fn counted(&self, task: &str) {
-        BUILDS.lock().unwrap().push(task.to_string());
     }
 }
 

@@ -256,10 +256,8 @@ impl Resolver<'_> {
         let check = self.check_mode(spec, &vars);
         self.built_module(spec, &vars, &user, check)
             .or_else(|_| {
-                let (module, _) = self.build(self.ctx.lenient, spec, &vars, &user)?;
-                #[cfg(test)]
-                self.built.counted(&spec.name);
-                Ok::<_, ResolveError>(module)
+                self.build(self.ctx.lenient, spec, &vars, &user)
+                    .map(|(m, _)| m)
             })
             .ok()
     }
@@ -275,7 +273,7 @@ impl Resolver<'_> {
     ) -> Result<Box<dyn Module>, ResolveError> {
         let task = std::ptr::from_ref(spec) as usize;
         let key = BuildKey::new(task, &spec.build_reads, vars, user, check);
-        self.built.get_or_build(&spec.name, key, vars, || {
+        self.built.get_or_build(key, vars, || {
             self.build(self.ctx.templates, spec, vars, user)
         })
     }
@@ -611,7 +609,12 @@ impl Resolver<'_> {
         });
         let bctx = BuildCtx::new(t, vars, &search_dirs, self.ctx.sources, ansible);
         let params = Params::new(task.module.name, task.module_span.clone(), entries, &bctx);
-        (task.module.build)(&params)
+        let built = (task.module.build)(&params);
+        #[cfg(test)]
+        if built.is_ok() {
+            super::built::BUILDS.lock().unwrap().push(spec.name.clone());
+        }
+        built
             .map(|m| super::task_user::reading_as_task_user(self.ctx.play, user, m))
             .map(|m| (m, bctx.vars_read()))
             .map_err(|e| ResolveError::Module(e.to_diagnostic().to_string()))

@@ -26,13 +26,17 @@ pub(crate) struct BuildCtx<'a> {
 
 /// The variables a module's build read besides its parameters, so that a
 /// module kept for later is built again when one of them changes.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) enum VarsRead {
-    #[default]
-    Nothing,
     Names(std::collections::BTreeSet<String>),
     /// All of them (a template rendered in the task's variables).
     All,
+}
+
+impl Default for VarsRead {
+    fn default() -> Self {
+        VarsRead::Names(Default::default())
+    }
 }
 
 impl<'a> BuildCtx<'a> {
@@ -55,13 +59,8 @@ impl<'a> BuildCtx<'a> {
 
     /// One of the task's variables (`Null` when it has none of that name).
     pub(crate) fn var(&self, name: &str) -> &'a Value {
-        let mut read = self.read.borrow_mut();
-        match &mut *read {
-            VarsRead::All => {}
-            VarsRead::Names(names) => {
-                names.insert(name.to_string());
-            }
-            VarsRead::Nothing => *read = VarsRead::Names([name.to_string()].into()),
+        if let VarsRead::Names(names) = &mut *self.read.borrow_mut() {
+            names.insert(name.to_string());
         }
         self.vars.get(name).unwrap_or(&Value::Null)
     }
