@@ -62,13 +62,17 @@ pub enum Command {
 }
 
 #[derive(Args, Debug)]
-#[command(group(clap::ArgGroup::new("what").required(true).args(["module", "list"])))]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["module", "list", "keywords"])))]
 pub struct DocArgs {
     /// The module, by any name a task selects it with (`sysctl`, `ansible.posix.sysctl`).
     pub module: Option<String>,
     /// One line for each module nodeprov runs natively.
     #[arg(long, short = 'l')]
     pub list: bool,
+    /// The playbook keywords: where each is taken or refused, and what
+    /// nodeprov makes of it.
+    #[arg(long)]
+    pub keywords: bool,
 }
 
 #[derive(Args, Debug)]

@@ -25,7 +25,7 @@ use crate::load::{playbook, validate, yaml};
 use crate::modules::registry::{self, registry};
 use crate::remote::connect;
 use crate::report::progress::Progress;
-use crate::report::{self, human, module_doc, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
+use crate::report::{self, human, keyword_doc, module_doc, EXIT_FAILED, EXIT_OK, EXIT_USAGE};
 
 /// Hosts worked on in parallel when neither `-f` nor ansible.cfg says.
 const DEFAULT_FORKS: usize = 50;
@@ -439,6 +439,7 @@ fn completions_cmd(args: &CompletionsArgs) -> Result<u8, Vec<Diagnostic>> {
 
 fn doc_cmd(args: &DocArgs) -> Result<u8, Vec<Diagnostic>> {
     let text = match &args.module {
+        None if args.keywords => keyword_doc::table(crate::load::keywords::KEYWORDS),
         None => module_doc::list(registry()),
         Some(name) => match registry::find(name) {
             Some(spec) => module_doc::page(spec),

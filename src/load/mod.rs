@@ -7,6 +7,7 @@ pub mod collections;
 #[cfg(test)]
 pub(crate) mod fuzz;
 pub mod inventory;
+pub mod keywords;
 pub mod playbook;
 mod roles;
 pub mod tasks;

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::collections::{self, ModuleRef};
+use super::keywords::{self, Level};
 use super::{roles, tasks};
 use crate::base::diag::{suggest, Diagnostic, Span};
 use crate::load::ansible_core::{self, AnsibleCoreError};
@@ -13,96 +14,6 @@ use crate::load::yaml::{self, Node, Value};
 use crate::modules::ansible_module::ANSIBLE_MODULE;
 use crate::modules::kit::ansible::{Fallback, Payload};
 use crate::modules::{self, ModuleSpec};
-
-const PLAY_KEYS: &[&str] = &[
-    "name",
-    "hosts",
-    "remote_user",
-    "connection",
-    "vars",
-    "vars_files",
-    "become",
-    "become_user",
-    "become_method",
-    "collections",
-    "gather_facts",
-    "serial",
-    "max_fail_percentage",
-    "any_errors_fatal",
-    "strategy",
-    "pre_tasks",
-    "roles",
-    "tasks",
-    "post_tasks",
-    "handlers",
-    "validate",
-    "tags",
-    "environment",
-    "no_log",
-    "module_defaults",
-];
-
-/// Besides these, `with_<lookup>` loops.
-const TASK_KEYS: &[&str] = &[
-    "name",
-    "when",
-    "loop",
-    "with_items",
-    "loop_control",
-    "register",
-    "notify",
-    "tags",
-    "become",
-    "become_user",
-    "become_method",
-    "ignore_errors",
-    "changed_when",
-    "failed_when",
-    "check_mode",
-    "args",
-    "listen",
-    "vars",
-    "environment",
-    "no_log",
-    "until",
-    "retries",
-    "delay",
-    "timeout",
-    "delegate_to",
-    "connection",
-    "action",
-    "local_action",
-    "run_once",
-    "async",
-    "poll",
-    "module_defaults",
-];
-
-/// Ansible's task keywords that nodeprov refuses: refused by name, never
-/// taken for a module's name.
-const REFUSED_TASK_KEYS: &[&str] = &[
-    "any_errors_fatal",
-    "become_exe",
-    "become_flags",
-    "collections",
-    "debugger",
-    "diff",
-    "ignore_unreachable",
-    "port",
-    "remote_user",
-    "throttle",
-];
-
-/// The keywords the loader takes at each level (play, block, task), by
-/// name; any other keyword is refused. The README's compatibility table is
-/// checked against these.
-pub fn keywords() -> [(&'static str, &'static [&'static str]); 3] {
-    [
-        ("play", PLAY_KEYS),
-        ("block", tasks::BLOCK_KEYS),
-        ("task", TASK_KEYS),
-    ]
-}
 
 #[derive(Debug)]
 pub struct Playbook {
@@ -619,16 +530,20 @@ fn vars_files(node: &Node, errors: &mut Errors) -> Vec<Node> {
         .collect()
 }
 
-/// Keywords Ansible has and nodeprov does not honour: refused, so that a
-/// playbook never runs differently from what it says.
-fn unsupported(key: &Node) -> Diagnostic {
+/// A key not taken at `level`: refused with its reason where Ansible has
+/// it there, else unknown, with the nearest keyword taken there.
+pub(super) fn not_a_keyword(key: &Node, level: Level) -> Diagnostic {
     let name = key.scalar_text().unwrap_or_default();
-    let hint = match name.as_str() {
-        "timeout" => "use --command-timeout",
-        _ => "remove it",
-    };
-    key.error(format!("'{name}' is not supported"))
-        .with_hint(hint)
+    match keywords::refused(level, &name) {
+        Some(k) => key
+            .error(format!("'{name}' is not supported by nodeprov"))
+            .with_hint(format!("{}; remove it", k.notes)),
+        None => unknown_key(
+            key,
+            &format!("{} keyword", level.name()),
+            &keywords::taken(level),
+        ),
+    }
 }
 
 /// `connection:` names a transport nodeprov has: `local`, or SSH under
@@ -759,7 +674,7 @@ fn parse_play(node: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> Opt
             "validate" => play.validate = tasks::expand(v, &scope, errors),
             "become_method" => become_method(v, errors),
             "environment" | "no_log" | "collections" | "module_defaults" => {}
-            _ => errors.push(unknown_key(k, "play keyword", PLAY_KEYS)),
+            _ => errors.push(not_a_keyword(k, Level::Play)),
         }
     }
     if !hosts_seen {
@@ -990,7 +905,6 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
             "until" | "retries" | "delay" => retry_keys.add(k, v),
             "delegate_to" => task.delegate_to = tasks::delegate_to(v, errors),
             "run_once" => task.run_once = boolean(v, key, errors),
-            "delegate_facts" => errors.push(tasks::not_yet(k)),
             "connection" => task_connection = Some(v),
             "async" | "poll" if is_template(v) => match key {
                 "async" => templated_async = Some(v.clone()),
@@ -999,7 +913,9 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
             "async" => async_run = Some((k, v, tasks::seconds("async", v, errors))),
             "poll" => poll = Some((v, tasks::seconds("poll", v, errors))),
             "module_defaults" => own_defaults = Some(v),
-            _ if REFUSED_TASK_KEYS.contains(&key) => errors.push(unsupported(k)),
+            _ if keywords::refused(Level::Task, key).is_some() => {
+                errors.push(not_a_keyword(k, Level::Task))
+            }
             _ => match collections::module(key, &scope.collections, &scope.roles.collections) {
                 ModuleRef::Native(spec) if module.is_none() => module = Some((spec, k, v)),
                 ModuleRef::Native(_) => {
@@ -1185,7 +1101,7 @@ fn not_runnable(k: &Node, name: &str, scope: &tasks::Scope, why: &AnsibleCoreErr
 fn unknown_module(k: &Node) -> Diagnostic {
     let name = k.scalar_text().unwrap_or_default();
     let known: Vec<&str> = modules::all_names()
-        .chain(TASK_KEYS.iter().copied())
+        .chain(keywords::taken(Level::Task))
         .collect();
     if let Some(s) = suggest(&name, known) {
         return k
@@ -1618,7 +1534,8 @@ mod tests {
         assert_eq!(timeouts, [Some(600), Some(30), None]);
         let errs =
             load_text("- hosts: all\n  tasks:\n    - command: a\n      throttle: 2\n").unwrap_err();
-        assert_eq!(errs[0].message, "'throttle' is not supported");
+        assert_eq!(errs[0].message, "'throttle' is not supported by nodeprov");
+        assert!(errs[0].hint.as_deref().unwrap().contains("--forks"));
     }
 
     #[test]
@@ -1807,7 +1724,7 @@ mod tests {
         load_text("- hosts: all\n  become: true\n  become_method: sudo\n  tasks:\n    - command: a\n      become: yes\n      become_user: root\n").unwrap();
         let errs = messages("- hosts: all\n  become: true\n  remote_user: x\n  tasks:\n    - command: a\n      port: 22\n");
         let messages: Vec<&str> = errs.iter().map(|(_, m)| m.as_str()).collect();
-        assert_eq!(messages, ["'port' is not supported",]);
+        assert_eq!(messages, ["'port' is not supported by nodeprov"]);
     }
 
     #[test]

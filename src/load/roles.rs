@@ -9,24 +9,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use super::collections::{self, Installed, Missing};
+use super::keywords::{self, Level};
 use super::playbook::{self, Errors, Role, Task};
 use super::tasks::{self, Scope};
 use super::yaml::{self, Node, Value};
 use crate::base::diag::Span;
-
-const ENTRY_KEYS: &[&str] = &[
-    "role",
-    "name",
-    "when",
-    "tags",
-    "become",
-    "become_user",
-    "vars",
-    "environment",
-    "no_log",
-    "ignore_errors",
-    "check_mode",
-];
 
 /// Where roles are looked for, in order, and the collections installed.
 #[derive(Debug)]
@@ -211,7 +198,9 @@ impl RoleRequest {
                 "vars" => req
                     .params
                     .extend(v.as_map().unwrap_or_default().iter().cloned()),
-                key if ENTRY_KEYS.contains(&key) => req.keywords.push((k.clone(), v.clone())),
+                key if keywords::takes(Level::RoleEntry, key) => {
+                    req.keywords.push((k.clone(), v.clone()))
+                }
                 _ => req.params.push((k.clone(), v.clone())),
             }
         }
@@ -228,6 +217,7 @@ impl RoleRequest {
             "defaults_from",
             "public",
             "allow_duplicates",
+            "apply",
         ];
         let mut req: Option<RoleRequest> = None;
         let mut froms = Vec::new();
@@ -243,7 +233,8 @@ impl RoleRequest {
                 key @ ("tasks_from" | "handlers_from" | "vars_from" | "defaults_from") => {
                     froms.push((key.to_string(), playbook::string(v, key, errors)))
                 }
-                "public" | "allow_duplicates" => {}
+                // `apply` is read with the task's keywords (Scope::for_include).
+                "public" | "allow_duplicates" | "apply" => {}
                 _ => errors.push(playbook::unknown_key(k, "role option", KEYS)),
             }
         }

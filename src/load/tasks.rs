@@ -7,6 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use super::keywords::{self, Level};
 use super::playbook::{self, Errors, Role, Task};
 use super::roles::{self, RoleRequest};
 use super::yaml::{self, Node, Value};
@@ -14,45 +15,6 @@ use crate::modules::ModuleKind;
 
 /// How deep includes and roles may nest before it is called a loop.
 const MAX_DEPTH: usize = 32;
-
-pub(super) const BLOCK_KEYS: &[&str] = &[
-    "block",
-    "rescue",
-    "always",
-    "name",
-    "when",
-    "tags",
-    "become",
-    "become_user",
-    "vars",
-    "ignore_errors",
-    "check_mode",
-    "environment",
-    "no_log",
-    "notify",
-    "run_once",
-    "delegate_to",
-    "module_defaults",
-];
-
-const INCLUDE_KEYS: &[&str] = &[
-    "name",
-    "when",
-    "tags",
-    "vars",
-    "become",
-    "become_user",
-    "apply",
-    "loop",
-    "with_items",
-    "loop_control",
-    "environment",
-    "no_log",
-    "ignore_errors",
-    "listen",
-    "run_once",
-    "delegate_to",
-];
 
 /// What an enclosing block, include or role hands down to its tasks.
 #[derive(Clone, Debug, Default)]
@@ -247,19 +209,31 @@ impl Scope {
 }
 
 impl Scope {
-    /// An include's or role task's keywords, then its `apply:` keywords.
-    fn for_include(&self, node: &Node, entries: &[(Node, Node)], errors: &mut Errors) -> Scope {
+    /// An include's or role task's keywords, then its `apply:` keywords:
+    /// among its arguments (`include_tasks: {file: …, apply: …}`), as
+    /// Ansible writes it, or beside them.
+    fn for_include(
+        &self,
+        node: &Node,
+        key: &str,
+        entries: &[(Node, Node)],
+        errors: &mut Errors,
+    ) -> Scope {
         let mut inner = self.narrowed(entries, errors);
         // A handler that is an include runs the included tasks when its
         // name is notified, as in Ansible.
         if let Some(name) = node.get("name").and_then(Node::as_str) {
             inner.inherit.listen.push(name.to_string());
         }
-        match node
-            .get("apply")
+        let apply = node.get(key).and_then(|args| args.get("apply"));
+        match apply
+            .or_else(|| node.get("apply"))
             .and_then(|a| playbook::expect_map(a, "apply", errors))
         {
-            Some(keys) => inner.narrowed(keys, errors),
+            Some(keys) => {
+                block_keywords(keys, errors);
+                inner.narrowed(keys, errors)
+            }
             None => inner,
         }
     }
@@ -429,14 +403,6 @@ fn action_form(node: &Node, errors: &mut Errors) -> Option<Node> {
         out.push((text("connection", &key.span), text("local", &key.span)));
     }
     Some(Node::new(Value::Map(out), node.span.clone()))
-}
-
-/// `delegate_facts`: refused by name, with why, rather than as an unknown
-/// module.
-pub(super) fn not_yet(key: &Node) -> crate::base::diag::Diagnostic {
-    let name = key.as_str().unwrap_or_default();
-    key.error(format!("'{name}' is not supported by nodeprov"))
-        .with_hint("a delegated task's facts are its host's; gather the delegate's in a play on it")
 }
 
 /// `delegate_to:`: the host a task runs on instead of its own, written as
@@ -641,6 +607,16 @@ fn entry(node: &Node, scope: &Scope, errors: &mut Errors) -> Vec<Task> {
         .collect()
 }
 
+/// A block's keys, and an include's `apply:`, which hands its tasks
+/// keywords as a block does.
+fn block_keywords(entries: &[(Node, Node)], errors: &mut Errors) {
+    for (k, _) in entries {
+        if !keywords::takes(Level::Block, k.as_str().unwrap_or_default()) {
+            errors.push(playbook::not_a_keyword(k, Level::Block));
+        }
+    }
+}
+
 fn block(
     node: &Node,
     _key: &str,
@@ -648,12 +624,7 @@ fn block(
     scope: &Scope,
     errors: &mut Errors,
 ) -> Vec<Task> {
-    for (k, _) in entries {
-        let key = k.as_str().unwrap_or_default();
-        if !BLOCK_KEYS.contains(&key) {
-            errors.push(playbook::unknown_key(k, "block keyword", BLOCK_KEYS));
-        }
-    }
+    block_keywords(entries, errors);
     let inner = scope.narrowed(entries, errors);
     let body = node.get("block").expect("a block has 'block:'");
     let (rescue, always) = (node.get("rescue"), node.get("always"));
@@ -697,11 +668,11 @@ fn include(
     errors: &mut Errors,
 ) -> Vec<Task> {
     check_include_keys(key, entries, errors);
-    let target = include_target(node.get(key).expect("the key is there"), errors);
+    let target = include_target(key, node.get(key).expect("the key is there"), errors);
     let Some((file, file_node)) = target else {
         return Vec::new();
     };
-    let inner = scope.for_include(node, entries, errors);
+    let inner = scope.for_include(node, key, entries, errors);
     let body = |s: &Scope, errors: &mut Errors| -> Vec<Task> {
         candidates(&file, &file_node, s, errors)
             .into_iter()
@@ -721,20 +692,34 @@ fn include(
 fn check_include_keys(key: &str, entries: &[(Node, Node)], errors: &mut Errors) {
     for (k, _) in entries {
         let name = k.as_str().unwrap_or_default();
-        if name != key && !INCLUDE_KEYS.contains(&name) {
+        if name != key && !keywords::takes(Level::Include, name) {
             errors.push(playbook::unknown_key(
                 k,
                 &format!("{key} keyword"),
-                INCLUDE_KEYS,
+                &keywords::taken(Level::Include),
             ));
         }
     }
 }
 
-fn include_target(v: &Node, errors: &mut Errors) -> Option<(String, Node)> {
+/// The file an include names, from its value or its `file:`; among its
+/// arguments only `include_tasks` takes `apply:` too, as in Ansible.
+fn include_target(key: &str, v: &Node, errors: &mut Errors) -> Option<(String, Node)> {
+    let options: &[&str] = match key.ends_with("include_tasks") {
+        true => &["file", "apply"],
+        false => &["file"],
+    };
     let node = match &v.value {
-        Value::Map(_) => match v.get("file") {
-            Some(f) => f.clone(),
+        Value::Map(args) => match v.get("file") {
+            Some(f) => {
+                for (k, _) in args
+                    .iter()
+                    .filter(|(k, _)| !options.contains(&k.as_str().unwrap_or_default()))
+                {
+                    errors.push(playbook::unknown_key(k, &format!("{key} option"), options));
+                }
+                f.clone()
+            }
             None => {
                 errors.push(v.error("an include needs 'file:' (or the file name as its value)"));
                 return None;
@@ -1053,7 +1038,7 @@ fn role_task(
     };
     // `name: "{{ role_path }}/roles/x"`, as linux-system-roles nest theirs.
     request.name = scope.known_at_load(&request.name);
-    let inner = scope.for_include(node, entries, errors);
+    let inner = scope.for_include(node, key, entries, errors);
     // Ansible includes a role when the task runs: one it cannot find fails
     // that task only, and only if it runs (content guards such includes
     // with `when:` for optional integrations).
@@ -1372,6 +1357,50 @@ mod tests {
                 })
                 .collect()
         })
+    }
+
+    #[test]
+    fn apply_hands_keywords_to_the_included_tasks_from_the_arguments_or_beside_them() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("t.yml"), "- command: inner\n").unwrap();
+        std::fs::create_dir_all(dir.path().join("roles/r/tasks")).unwrap();
+        std::fs::write(
+            dir.path().join("roles/r/tasks/main.yml"),
+            "- command: role\n",
+        )
+        .unwrap();
+        let site = dir.path().join("site.yml");
+        std::fs::write(
+            &site,
+            "- hosts: all\n  tasks:\n\
+             \x20   - include_tasks: {file: t.yml, apply: {tags: [a], become: true}}\n\
+             \x20   - include_tasks: t.yml\n      apply: {tags: [b]}\n\
+             \x20   - include_role: {name: r, apply: {tags: [c]}}\n",
+        )
+        .unwrap();
+        let pb = playbook::load(&site).unwrap();
+        let tasks = &pb.plays[0].tasks;
+        let tags: Vec<&[String]> = tasks.iter().map(|t| t.tags.as_slice()).collect();
+        assert_eq!(tags, [&["a".to_string()][..], &["b".into()], &["c".into()]]);
+        assert_eq!(tasks[0].become_user, Some(Some("root".into())));
+        std::fs::write(
+            &site,
+            "- hosts: all\n  tasks:\n    - include_tasks: {file: t.yml, bogus: 1}\n\
+             \x20   - import_tasks: {file: t.yml, apply: {tags: [a]}}\n",
+        )
+        .unwrap();
+        let errors: Vec<String> = playbook::load(&site)
+            .unwrap_err()
+            .into_iter()
+            .map(|d| d.message)
+            .collect();
+        assert_eq!(
+            errors,
+            [
+                "unknown include_tasks option 'bogus'",
+                "unknown import_tasks option 'apply'"
+            ]
+        );
     }
 
     #[test]

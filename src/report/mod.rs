@@ -6,6 +6,7 @@ pub mod html;
 pub mod human;
 pub mod json;
 pub mod junit;
+pub mod keyword_doc;
 pub mod merge;
 pub mod module_doc;
 pub mod progress;
