@@ -14,12 +14,12 @@
 //! ```
 
 use crate::base::shell::quote;
-use crate::modules::kit::account::{valid_name, State};
+use crate::modules::kit::account::valid_name;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, FileState, Kind, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
-use crate::modules::params::{module_params, ParamError, Params};
+use crate::modules::params::{module_params, ParamError, Params, Presence};
 use crate::remote::probe::{Probe, ProbeResult};
 
 pub(crate) const AUTHORIZED_KEY: ModuleSpec = ModuleSpec {
@@ -40,7 +40,7 @@ module_params! {
         /// one public key line, or several on separate lines
         key: String,
         /// whether the keys are there
-        state: State = State::Present,
+        state: Presence = Presence::Present,
         /// the file (default `~user/.ssh/authorized_keys`)
         path: Option<String>,
         /// create the file's folder (mode 0700, owned by the user) when it is missing; an existing one is left as it is
@@ -53,7 +53,7 @@ module_params! {
 struct AuthorizedKey {
     query: Query,
     keys: Vec<String>,
-    state: State,
+    state: Presence,
     manage_dir: bool,
 }
 
@@ -198,7 +198,7 @@ impl AuthorizedKey {
     fn edited(&self, current: &str) -> String {
         let mut lines: Vec<String> = current.lines().map(str::to_string).collect();
         match self.state {
-            State::Present => {
+            Presence::Present => {
                 for key in &self.keys {
                     match lines.iter().position(|l| identity(l) == identity(key)) {
                         Some(i) => lines[i] = key.clone(),
@@ -206,7 +206,7 @@ impl AuthorizedKey {
                     }
                 }
             }
-            State::Absent => lines.retain(|l| {
+            Presence::Absent => lines.retain(|l| {
                 identity(l).is_none() || !self.keys.iter().any(|k| identity(k) == identity(l))
             }),
         }
@@ -238,7 +238,7 @@ impl Module for AuthorizedKey {
                     "{path} is not a regular file"
                 )))
             }
-            None if self.state == State::Absent => return Ok(Plan::noop()),
+            None if self.state == Presence::Absent => return Ok(Plan::noop()),
             None => String::new(),
         };
         let content = self.edited(&current);

@@ -12,11 +12,11 @@
 //! ```
 
 use crate::base::shell::quote;
-use crate::modules::kit::account::{valid_name, State};
+use crate::modules::kit::account::valid_name;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
-use crate::modules::params::{module_params, ParamError, Params};
+use crate::modules::params::{module_params, ParamError, Params, Presence};
 use crate::remote::probe::{Probe, ProbeResult};
 
 pub(crate) const GROUP: ModuleSpec = ModuleSpec {
@@ -35,7 +35,7 @@ module_params! {
         /// the group's name
         name: String,
         /// whether the group exists
-        state: State = State::Present,
+        state: Presence = Presence::Present,
         /// its numeric id (changed with groupmod where it differs)
         gid: Option<i64>,
         /// a system group (a gid from the system range) when it is created
@@ -45,7 +45,7 @@ module_params! {
 
 struct Group {
     name: String,
-    state: State,
+    state: Presence,
     gid: Option<u32>,
     system: bool,
 }
@@ -111,14 +111,14 @@ impl Module for Group {
         let subject = format!("group {}", self.name);
         let evidence = format!("getent group {}", self.name);
         match (self.state, current) {
-            (State::Absent, None) => return Ok(plan),
-            (State::Absent, Some(g)) => {
+            (Presence::Absent, None) => return Ok(plan),
+            (Presence::Absent, Some(g)) => {
                 plan.changes
                     .push(Change::new(subject, Some(show(g)), None).with_evidence(evidence));
                 plan.steps.push(format!("/usr/sbin/groupdel {name}"));
                 plan.effects.push(GroupFact::predict(&self.name, &None));
             }
-            (State::Present, None) => {
+            (Presence::Present, None) => {
                 let system = if self.system { " -r" } else { "" };
                 let after = self.gid.map_or("present".into(), show);
                 plan.changes
@@ -133,7 +133,7 @@ impl Module for Group {
                     None => GroupFact::invalidate(&self.name),
                 });
             }
-            (State::Present, Some(g)) => match self.gid {
+            (Presence::Present, Some(g)) => match self.gid {
                 Some(want) if want != g => {
                     plan.changes.push(
                         Change::new(subject, Some(show(g)), Some(show(want)))

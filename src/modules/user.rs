@@ -34,11 +34,11 @@
 use std::collections::BTreeSet;
 
 use crate::base::shell::quote;
-use crate::modules::kit::account::{valid_name, State};
+use crate::modules::kit::account::valid_name;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
-use crate::modules::params::{module_params, ParamError, ParamSpec, Params};
+use crate::modules::params::{module_params, ParamError, ParamSpec, Params, Presence};
 use crate::remote::probe::{Probe, ProbeResult};
 
 pub(crate) const USER: ModuleSpec = ModuleSpec {
@@ -62,7 +62,7 @@ module_params! {
         /// the account's name
         name: String,
         /// whether the account exists
-        state: State = State::Present,
+        state: Presence = Presence::Present,
         /// its numeric id
         uid: Option<i64>,
         /// its primary group (which must exist)
@@ -100,7 +100,7 @@ module_params! {
 
 struct User {
     name: String,
-    state: State,
+    state: Presence,
     uid: Option<u32>,
     group: Option<String>,
     /// `None` when the playbook does not manage the supplementary groups.
@@ -550,8 +550,8 @@ impl Module for User {
         let current = AccountFact::read(facts, &self.name)?;
         let mut plan = Plan::noop();
         match (self.state, current) {
-            (State::Absent, None) => {}
-            (State::Absent, Some(cur)) => {
+            (Presence::Absent, None) => {}
+            (Presence::Absent, Some(cur)) => {
                 plan.changes.push(
                     Change::new(
                         format!("user {}", self.name),
@@ -565,8 +565,8 @@ impl Module for User {
                     .push(format!("/usr/sbin/userdel{remove} {}", quote(&self.name)));
                 plan.effects.push(AccountFact::predict(&self.name, &None));
             }
-            (State::Present, None) => self.create(&mut plan),
-            (State::Present, Some(cur)) => self.modify(&cur, &mut plan)?,
+            (Presence::Present, None) => self.create(&mut plan),
+            (Presence::Present, Some(cur)) => self.modify(&cur, &mut plan)?,
         }
         Ok(plan)
     }

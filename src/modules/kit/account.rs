@@ -1,12 +1,5 @@
 //! What the account modules (users, groups, their keys) share.
 
-use crate::modules::params::choices;
-
-choices! {
-    /// Whether the account, group or key is there.
-    pub(crate) enum State { Present = "present", Absent = "absent" }
-}
-
 /// A user or group name as shadow's tools take it: no option look-alike,
 /// nothing a colon-separated database could split on.
 pub(crate) fn valid_name(name: &str) -> bool {
