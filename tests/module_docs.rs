@@ -67,7 +67,7 @@ fn doc_prints_a_module_page_and_the_list() {
     let page = String::from_utf8(page.stdout).unwrap();
     let spec = registry().iter().find(|s| s.name == "sysctl").unwrap();
     for p in spec.params.docs {
-        let row = format!("| `{}` |", p.name);
+        let row = format!("| `{}` ", p.name);
         let line = page.lines().find(|l| l.starts_with(&row));
         assert!(
             line.is_some_and(|l| l.contains(p.doc.trim())),

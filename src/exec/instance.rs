@@ -559,13 +559,17 @@ impl Resolver<'_> {
     ) -> Result<(Box<dyn Module>, VarsRead), ResolveError> {
         let mut entries = Vec::new();
         let task = spec.task;
+        let declared = &task.module.params;
+        // The loader gave the task's own parameters their declared names;
+        // what only a host's values name is given them here.
+        let name_of = |n: &str| declared.canonical(n).unwrap_or(n).to_string();
         let own = spec.params.iter();
         // The task's own parameters win over its package manager's defaults.
         let defaults = self
             .backend_defaults(spec, vars)?
             .into_iter()
             .flat_map(|(_, params)| params)
-            .filter(|(name, _, _)| !spec.params.iter().any(|(n, _, _)| n == name));
+            .filter(|(name, _, _)| !spec.params.iter().any(|(n, _, _)| *n == name_of(name)));
         for (name, value, span) in own.chain(defaults) {
             let fail = |why| ResolveError::Parameter {
                 at: span.location(),
@@ -575,11 +579,21 @@ impl Resolver<'_> {
             if name == VARIABLE_PARAMS {
                 let given = |n: &String| spec.params.iter().any(|(o, _, _)| o == n);
                 match t.render_value(value, vars).map_err(fail)? {
-                    Value::Object(m) => entries.extend(
-                        m.into_iter()
-                            .filter(|(n, v)| !given(n) && *v != Value::String(OMIT.into()))
-                            .map(|(n, v)| (n, v, span.clone())),
-                    ),
+                    Value::Object(m) => {
+                        for (n, v) in m {
+                            let n = name_of(&n);
+                            if !declared.any_variable && !declared.names.contains(&n.as_str()) {
+                                return Err(ResolveError::Module(format!(
+                                    "{}: the task's arguments give '{n}', which '{}' does not take",
+                                    span.location(),
+                                    task.module.name
+                                )));
+                            }
+                            if !given(&n) && v != Value::String(OMIT.into()) {
+                                entries.push((n, v, span.clone()));
+                            }
+                        }
+                    }
                     other => {
                         return Err(ResolveError::Module(format!(
                             "{}: the task's arguments must render to a mapping, got {other}",
@@ -597,7 +611,7 @@ impl Resolver<'_> {
             };
             let value = t.render_value(value, vars).map_err(fail)?;
             if value != Value::String(OMIT.into()) {
-                entries.push((name, value, span.clone()));
+                entries.push((name_of(&name), value, span.clone()));
             }
         }
         let search_dirs = task.search_dirs(self.ctx.search_dirs);

@@ -1314,3 +1314,19 @@ fn a_task_item_is_built_once_unless_what_it_reads_changed() {
     let scripts = log.lock().unwrap();
     assert!(scripts.iter().any(|s| s.body.contains("/etc/f90")));
 }
+
+#[test]
+fn arguments_only_a_host_renders_are_read_by_their_declared_names() {
+    let (_d, pb) = load(
+        "- hosts: all\n  gather_facts: false\n  vars:\n    aliased: {dest: /etc/f0, line: managed}\n    unknown: {path: /etc/f1, line: managed, frob: 1}\n  tasks:\n    - lineinfile: \"{{ aliased }}\"\n    - lineinfile: \"{{ unknown }}\"\n",
+    );
+    let (outcome, _) = run(&pb, 0, true);
+    let tasks = &outcome.reports[0].tasks;
+    assert_eq!(tasks[0].status, Status::Ok, "{:?}", tasks[0].message);
+    assert_eq!(tasks[1].status, Status::Failed);
+    let message = format!("{:?}", tasks[1].message);
+    assert!(
+        message.contains("give 'frob', which 'lineinfile' does not take"),
+        "{message}"
+    );
+}

@@ -988,6 +988,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         task.loop_items = Some(first_found_loop(spec, terms));
     }
     task.params = module_params(spec, value, args, errors);
+    canonical_names(spec, &mut task.params, errors);
     let written = key.as_str().unwrap_or_default();
     tasks::module_defaults(&mut task, written, own_defaults, scope, errors);
     if task.ansible.is_none() && first_found.is_none() {
@@ -998,11 +999,6 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
             tasks::check_delegated(&task, key, errors);
             tasks::check_detached(&task, key, errors);
             return Some(task);
-        }
-    }
-    for (name, _) in &mut task.params {
-        if let Some(canonical) = spec.params.canonical(name) {
-            *name = canonical.to_string();
         }
     }
     check_params(spec, key, &task.params, errors);
@@ -1407,6 +1403,29 @@ fn unmask_templates(word: &str, templates: &[String]) -> String {
     out
 }
 
+/// Each parameter under its declared name: an alias (`dest` for `path`)
+/// is read as the name it stands for, and two names of one parameter in a
+/// task are an error, not one of them silently winning.
+fn canonical_names(spec: &ModuleSpec, params: &mut [(String, Node)], errors: &mut Errors) {
+    let mut seen: Vec<(String, String)> = Vec::new();
+    for (name, value) in params.iter_mut() {
+        let written = std::mem::take(name);
+        let declared = spec
+            .params
+            .canonical(&written)
+            .unwrap_or(&written)
+            .to_string();
+        match seen.iter().find(|(d, w)| *d == declared && *w != written) {
+            Some((_, first)) => errors.push(value.error(format!(
+                "'{written}' and '{first}' name one parameter of '{}': give it once",
+                spec.name
+            ))),
+            None => seen.push((declared.clone(), written)),
+        }
+        *name = declared;
+    }
+}
+
 fn check_params(spec: &ModuleSpec, key: &Node, params: &[(String, Node)], errors: &mut Errors) {
     let variable = params.iter().any(|(n, _)| n == VARIABLE_PARAMS);
     for (name, value) in params {
@@ -1630,6 +1649,34 @@ mod tests {
             .into_iter()
             .map(|d| (d.span.location(), d.message))
             .collect()
+    }
+
+    #[test]
+    fn an_alias_is_read_as_its_parameter_and_two_names_of_one_are_refused() {
+        let pb = load_text("- hosts: all\n  module_defaults:\n    file: {dest: /d, mode: '0600'}\n  tasks:\n    - file: {dest: /a, state: touch}\n    - lineinfile: {name: /b, line: x}\n    - file: {state: touch}\n").unwrap();
+        let params = |i: usize| -> Vec<&str> {
+            pb.plays[0].tasks[i]
+                .params
+                .iter()
+                .map(|(n, _)| n.as_str())
+                .collect()
+        };
+        assert_eq!(
+            params(0),
+            ["path", "state", "mode"],
+            "the task's own path wins"
+        );
+        assert_eq!(params(1), ["path", "line"]);
+        assert_eq!(params(2), ["state", "path", "mode"]);
+        let errs =
+            messages("- hosts: all\n  tasks:\n    - file: {path: /a, dest: /b, state: touch}\n");
+        assert_eq!(
+            errs,
+            [(
+                "site.yml:3:30".to_string(),
+                "'dest' and 'path' name one parameter of 'file': give it once".to_string()
+            )]
+        );
     }
 
     #[test]

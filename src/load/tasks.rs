@@ -1200,7 +1200,9 @@ pub(super) fn module_defaults(
         task.module.kind == ModuleKind::Frontend && short_name(written) == task.module.name;
     for (module, params) in by_module {
         if same_module(&module, written) {
+            let declared = &task.module.params;
             for (param, value) in params {
+                let param = declared.canonical(&param).map_or(param, str::to_string);
                 if !task.params.iter().any(|(p, _)| *p == param) {
                     task.params.push((param, value));
                 }

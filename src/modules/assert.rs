@@ -50,9 +50,8 @@ module_params! {
         /// conditions (one expression or a list, as in `when:`) that must all hold
         that: Conditions [required],
         /// the failure message (default "Assertion failed")
+        #[aliases("msg")]
         fail_msg: Option<Value>,
-        /// another name for `fail_msg`
-        msg: Option<Value>,
         /// the message when every condition holds
         success_msg: Option<Value>,
         /// no message when every condition holds
@@ -96,7 +95,7 @@ fn build_assert(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     Ok(Box::new(Verdict {
         that: a.that.0,
         vars: p.ctx.all_vars().clone(),
-        failure: a.fail_msg.or(a.msg).map(text).unwrap_or_default(),
+        failure: a.fail_msg.map(text).unwrap_or_default(),
         note,
     }))
 }

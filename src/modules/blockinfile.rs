@@ -25,7 +25,7 @@ use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::kit::text::Anchor;
-use crate::modules::params::{first_of, module_params, Mode, ParamError, Params, Presence};
+use crate::modules::params::{module_params, Mode, ParamError, Params, Presence};
 use crate::pyre::MatchError;
 use crate::remote::probe::Probe;
 
@@ -43,15 +43,11 @@ pub const BLOCKINFILE: ModuleSpec = ModuleSpec {
 module_params! {
     struct BlockArgs {
         /// the file on the host
-        path: Option<String>,
-        /// another name for `path`
-        dest: Option<String>,
-        /// another name for `path`
-        name: Option<String>,
+        #[aliases("dest", "name")]
+        path: String,
         /// the lines between the markers; empty removes the block
+        #[aliases("content")]
         block: Option<String>,
-        /// another name for `block`
-        content: Option<String>,
         /// the marker line, `{mark}` standing for `marker_begin` or `marker_end` (default `# {mark} ANSIBLE MANAGED BLOCK`)
         marker: String = "# {mark} ANSIBLE MANAGED BLOCK".into(),
         /// what `{mark}` is in the first marker
@@ -93,7 +89,7 @@ struct BlockInFile {
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = BlockArgs::read(p)?;
-    let (key, path) = first_of(p, [("path", a.path), ("dest", a.dest), ("name", a.name)])?;
+    let (key, path) = ("path", a.path);
     p.destructive_path(key, &path)?;
     let begin = a.marker.replace("{mark}", &a.marker_begin);
     let end = a.marker.replace("{mark}", &a.marker_end);
@@ -106,7 +102,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             "the begin and end markers are the same line (is '{mark}' missing?)",
         ));
     }
-    let block = a.block.or(a.content).unwrap_or_default();
+    let block = a.block.unwrap_or_default();
     let lines = (a.state == Presence::Present && !block.is_empty())
         .then(|| block.lines().map(str::to_string).collect());
     let anchor = Anchor::read(p, a.insertafter.as_deref(), a.insertbefore.as_deref())?;

@@ -39,9 +39,8 @@ module_params! {
         /// the highest tier run: 0 inventory and health, 1 toolkit and compute, 2 DCGM
         tier: Option<Tier>,
         /// how many GPUs the host must have
+        #[aliases("expect_gpus")]
         gpus: Option<Count>,
-        /// another name for `gpus`
-        expect_gpus: Option<Count>,
         /// the oldest driver accepted, such as 535.104
         min_driver: Option<DriverVersion>,
         /// the CUDA toolkit tier 1 checks (default /usr/local/cuda)
@@ -161,7 +160,7 @@ fn options(p: &Params) -> Result<SmokeOptions, ParamError> {
     let d = SmokeOptions::default();
     let opts = SmokeOptions {
         tier: a.tier.map_or(d.tier, |t| t.0),
-        expect_gpus: a.gpus.or(a.expect_gpus).map(|c| c.0),
+        expect_gpus: a.gpus.map(|c| c.0),
         min_driver: a.min_driver.map(|v| v.0),
         cuda_home: a.cuda_home.map_or(d.cuda_home, |c| c.0),
         torch: a.torch.unwrap_or(d.torch),

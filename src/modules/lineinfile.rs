@@ -18,7 +18,7 @@ use crate::modules::kit::files::{self, WhenMissing, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::kit::text::{self, Anchor};
-use crate::modules::params::{first_of, module_params, Mode, ParamError, Params, Presence};
+use crate::modules::params::{module_params, Mode, ParamError, Params, Presence};
 use crate::pyre::{MatchError, Regex, Replacement};
 use crate::remote::probe::Probe;
 
@@ -36,11 +36,8 @@ pub(crate) const LINEINFILE: ModuleSpec = ModuleSpec {
 module_params! {
     struct LineArgs {
         /// the file on the host
-        path: Option<String>,
-        /// another name for `path`
-        dest: Option<String>,
-        /// another name for `path`
-        name: Option<String>,
+        #[aliases("dest", "name")]
+        path: String,
         /// the line itself
         line: Option<String>,
         /// a regular expression selecting the line to replace or remove
@@ -108,7 +105,7 @@ struct LineInFile {
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = LineArgs::read(p)?;
-    let (_, path) = first_of(p, [("path", a.path), ("dest", a.dest), ("name", a.name)])?;
+    let path = a.path;
     let present = a.state == Presence::Present;
     if a.backrefs && a.regexp.is_none() {
         return Err(p.error("backrefs", "backrefs: true needs 'regexp'"));

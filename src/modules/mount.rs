@@ -35,7 +35,7 @@ use crate::modules::kit::fact::Fact;
 use crate::modules::kit::fstab::{self, Entry};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
-use crate::modules::params::{choices, first_of, module_params, ParamError, Params};
+use crate::modules::params::{choices, module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 
 pub(crate) const MOUNT: ModuleSpec = ModuleSpec {
@@ -62,9 +62,8 @@ choices! {
 module_params! {
     struct MountArgs {
         /// the mount point (`none` for swap)
-        path: Option<String>,
-        /// another name for `path`
-        name: Option<String>,
+        #[aliases("name")]
+        path: String,
         /// the device, label or share mounted
         src: Option<String>,
         /// its filesystem type
@@ -92,7 +91,7 @@ struct Mount {
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = MountArgs::read(p)?;
-    let (_, path) = first_of(p, [("path", a.path), ("name", a.name)])?;
+    let path = a.path;
     let state = a.state;
     // fstab holds a line break escaped (`\012`): an option mount refuses at boot.
     p.one_line("opts", &a.opts)?;

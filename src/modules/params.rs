@@ -380,19 +380,6 @@ pub(crate) fn parse_bool(s: &str) -> Option<bool> {
     }
 }
 
-/// The first of several names for one parameter that a task set
-/// (`path`, `dest`, `name`), with the name it used; the first name when none.
-pub(crate) fn first_of<const N: usize>(
-    p: &Params,
-    names: [(&'static str, Option<String>); N],
-) -> Result<(&'static str, String), ParamError> {
-    let first = names[0].0;
-    names
-        .into_iter()
-        .find_map(|(key, v)| Some((key, v?)))
-        .ok_or_else(|| p.error(first, format!("missing required parameter '{first}'")))
-}
-
 /// One parameter as its module declares it: what the loader accepts, what
 /// the README must list, and what the module's build reads.
 #[derive(Clone, Copy, Debug)]
@@ -728,18 +715,9 @@ pub(crate) const fn required_names<const N: usize>(docs: &[ParamDoc]) -> [&'stat
     out
 }
 
-/// `own` then `shared`, at compile time.
-pub(crate) const fn concat_docs<const N: usize>(
-    own: &[ParamDoc],
-    shared: &[ParamDoc],
-) -> [ParamDoc; N] {
-    let mut out = [ParamDoc {
-        name: "",
-        doc: "",
-        required: false,
-        choices: &[],
-        conditions: false,
-    }; N];
+/// `own` then `shared`, at compile time (`fill` stands for no value yet).
+pub(crate) const fn concat<T: Copy, const N: usize>(own: &[T], shared: &[T], fill: T) -> [T; N] {
+    let mut out = [fill; N];
     let mut i = 0;
     while i < N {
         out[i] = if i < own.len() {
@@ -764,10 +742,11 @@ pub(crate) const fn param_names<const N: usize>(docs: &[ParamDoc]) -> [&'static 
 }
 
 /// A module's parameters, declared once: a struct with one field per
-/// parameter, each with a line of doc, its type (how it is read and
-/// checked), `[required]` when a task must set it although its type has an
-/// empty value, and `= default` when it has one; every field ends with a
-/// comma. A last `..field: Other` takes in the parameters another
+/// parameter, each with a line of doc, `#[aliases("a", "b")]` for the other
+/// names Ansible takes for it (the loader reads them as the field's name),
+/// its type (how it is read and checked), `[required]` when a task must set
+/// it although its type has an empty value, and `= default` when it has one;
+/// every field ends with a comma. A last `..field: Other` takes in the parameters another
 /// declaration shares (`copy` and `template`). It gives the struct
 /// `read(&Params)` and `SPEC`, the names the loader accepts and the README
 /// lists.
@@ -777,6 +756,7 @@ macro_rules! module_params {
         $vis:vis struct $name:ident {
             $(
                 $(#[doc = $doc:literal])+
+                $(#[aliases($($alias:literal),+)])?
                 $field:ident : $ty:ty $([$req:ident])? $(= $default:expr)?,
             )+
             $(..$shared:ident : $shared_ty:ident)?
@@ -799,6 +779,9 @@ macro_rules! module_params {
                     conditions: <$ty as $crate::modules::params::ParamValue>::CONDITIONS,
                 },
             )+];
+            /// The other names of its own parameters, each with the one it stands for.
+            const OWN_ALIASES: &'static [(&'static str, &'static str)] =
+                &[$($($(($alias, stringify!($field)),)+)?)+];
             pub(crate) const DOCS: &'static [$crate::modules::params::ParamDoc] =
                 $crate::modules::params::module_params!(@docs $name $(, $shared_ty)?);
             // A group shared through `..` is no module's spec of its own.
@@ -811,7 +794,7 @@ macro_rules! module_params {
                     >($name::DOCS),
                     docs: $name::DOCS,
                     any_variable: false,
-                    aliases: &[],
+                    aliases: $crate::modules::params::module_params!(@aliases $name $(, $shared_ty)?),
                 };
 
             /// Reads every parameter, in the order declared.
@@ -832,10 +815,24 @@ macro_rules! module_params {
     };
     (@docs $name:ident) => { $name::OWN };
     (@docs $name:ident, $shared:ident) => {
-        &$crate::modules::params::concat_docs::<{ $name::OWN.len() + $shared::DOCS.len() }>(
+        &$crate::modules::params::concat::<_, { $name::OWN.len() + $shared::DOCS.len() }>(
             $name::OWN,
             $shared::DOCS,
+            $crate::modules::params::ParamDoc {
+                name: "",
+                doc: "",
+                required: false,
+                choices: &[],
+                conditions: false,
+            },
         )
+    };
+    (@aliases $name:ident) => { $name::OWN_ALIASES };
+    (@aliases $name:ident, $shared:ident) => {
+        &$crate::modules::params::concat::<
+            _,
+            { $name::OWN_ALIASES.len() + $shared::SPEC.aliases.len() },
+        >($name::OWN_ALIASES, $shared::SPEC.aliases, ("", ""))
     };
     (@required $ty:ty; required; $($default:expr)?) => { true };
     (@required $ty:ty; ; $default:expr) => { false };

@@ -23,7 +23,7 @@ use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::kit::text;
-use crate::modules::params::{first_of, module_params, Mode, ParamError, Params};
+use crate::modules::params::{module_params, Mode, ParamError, Params};
 use crate::pyre::{MatchError, Regex, Replacement};
 use crate::remote::probe::Probe;
 
@@ -41,11 +41,8 @@ pub const REPLACE: ModuleSpec = ModuleSpec {
 module_params! {
     struct ReplaceArgs {
         /// the file on the host
-        path: Option<String>,
-        /// another name for `path`
-        dest: Option<String>,
-        /// another name for `path`
-        name: Option<String>,
+        #[aliases("dest", "name")]
+        path: String,
         /// the regular expression (Python syntax, multi-line: `^` and `$` match at each line)
         regexp: String,
         /// what each match becomes; `\1` and `\g<name>` name groups
@@ -82,7 +79,7 @@ fn regex(p: &Params, key: &str, r: &str, multi_line: bool) -> Result<Regex, Para
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = ReplaceArgs::read(p)?;
-    let (key, path) = first_of(p, [("path", a.path), ("dest", a.dest), ("name", a.name)])?;
+    let (key, path) = ("path", a.path);
     p.destructive_path(key, &path)?;
     // Checked alone first, so an error quotes what the task wrote.
     for (key, r) in [("after", &a.after), ("before", &a.before)] {

@@ -22,17 +22,14 @@ use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::files::{self, FileFact, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
-use crate::modules::params::{choices, module_params, Choice, ParamError, ParamSpec, Params};
+use crate::modules::params::{choices, module_params, Choice, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 
 pub(crate) const SELINUX: ModuleSpec = ModuleSpec {
     name: "selinux",
     source: file!(),
     aliases: &["ansible.posix.selinux"],
-    params: &ParamSpec {
-        aliases: &[("conf", "configfile"), ("file", "configfile")],
-        ..SelinuxArgs::SPEC
-    },
+    params: &SelinuxArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
     controller_file: None,
@@ -55,7 +52,8 @@ module_params! {
         state: Mode,
         /// the policy (SELINUXTYPE), such as targeted; needed unless disabled
         policy: Option<String>,
-        /// the config file (aliases `conf`, `file`; default /etc/selinux/config)
+        /// the config file (default /etc/selinux/config)
+        #[aliases("conf", "file")]
         configfile: String = "/etc/selinux/config".into(),
         /// not supported: the kernel command line is left alone
         update_kernel_param: bool = false,

@@ -38,7 +38,7 @@ use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
-use crate::modules::params::{choices, module_params, ParamError, ParamSpec, Params};
+use crate::modules::params::{choices, module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 
 pub(crate) const SERVICE: ModuleSpec = ModuleSpec {
@@ -51,14 +51,7 @@ pub(crate) const SERVICE: ModuleSpec = ModuleSpec {
         "service",
         "ansible.builtin.service",
     ],
-    params: &ParamSpec {
-        aliases: &[
-            ("daemon-reload", "daemon_reload"),
-            ("daemon-reexec", "daemon_reexec"),
-            ("use", "init_system"),
-        ],
-        ..ServiceArgs::SPEC
-    },
+    params: &ServiceArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
     controller_file: None,
@@ -110,8 +103,10 @@ module_params! {
         /// masked, so nothing can start it
         masked: Option<bool>,
         /// reload systemd's unit files first
+        #[aliases("daemon-reload")]
         daemon_reload: bool = false,
         /// re-execute systemd first (it reloads unit files too)
+        #[aliases("daemon-reexec")]
         daemon_reexec: bool = false,
         /// the system's manager or the connecting user's (`global` is refused)
         scope: Scope = Scope::System,
@@ -120,6 +115,7 @@ module_params! {
         /// false: a unit that does not exist is an error
         missing_ok: bool = true,
         /// the service manager (Ansible's `use`): automatic or systemd, the one nodeprov drives; another is refused
+        #[aliases("use")]
         init_system: Option<String>,
     }
 }

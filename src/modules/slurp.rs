@@ -21,17 +21,14 @@ use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{FileFact, Kind, MAX_CONTENT};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
-use crate::modules::params::{module_params, ParamError, ParamSpec, Params};
+use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::Probe;
 
 pub(crate) const SLURP: ModuleSpec = ModuleSpec {
     name: "slurp",
     source: file!(),
     aliases: &["ansible.builtin.slurp"],
-    params: &ParamSpec {
-        aliases: &[("path", "src")],
-        ..SlurpArgs::SPEC
-    },
+    params: &SlurpArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
     controller_file: None,
@@ -41,6 +38,7 @@ pub(crate) const SLURP: ModuleSpec = ModuleSpec {
 module_params! {
     struct SlurpArgs {
         /// the file on the host (up to 1 MiB, any bytes)
+        #[aliases("path")]
         src: String,
     }
 }

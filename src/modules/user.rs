@@ -38,17 +38,14 @@ use crate::modules::kit::account::valid_name;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
-use crate::modules::params::{module_params, ParamError, ParamSpec, Params, Presence};
+use crate::modules::params::{module_params, ParamError, Params, Presence};
 use crate::remote::probe::{Probe, ProbeResult};
 
 pub(crate) const USER: ModuleSpec = ModuleSpec {
     name: "user",
     source: file!(),
     aliases: &["ansible.builtin.user"],
-    params: &ParamSpec {
-        aliases: &[("createhome", "create_home")],
-        ..UserArgs::SPEC
-    },
+    params: &UserArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
     controller_file: None,
@@ -76,6 +73,7 @@ module_params! {
         /// its home directory (an existing account's home is not moved)
         home: Option<String>,
         /// make the home directory when the account is created
+        #[aliases("createhome")]
         create_home: bool = true,
         /// a system account (an id from the system range) when it is created
         system: bool = false,

@@ -34,8 +34,12 @@ pub fn page(spec: &ModuleSpec) -> String {
         out.push_str("| parameter | required | choices | what it is |\n|---|---|---|---|\n");
         for p in spec.params.docs {
             let mut name = format!("`{}`", p.name);
-            for (alias, _) in spec.params.aliases.iter().filter(|(_, c)| *c == p.name) {
-                let _ = write!(name, " (or `{alias}`)");
+            let aliases: Vec<String> = (spec.params.aliases.iter())
+                .filter(|(_, c)| *c == p.name)
+                .map(|(alias, _)| format!("`{alias}`"))
+                .collect();
+            if !aliases.is_empty() {
+                let _ = write!(name, " (or {})", aliases.join(", "));
             }
             let choices: Vec<String> = p.choices.iter().map(|c| format!("`{c}`")).collect();
             let _ = writeln!(

@@ -41,7 +41,7 @@ use crate::modules::kit::files::FileFact;
 use crate::modules::kit::files::{self, FileState, Kind, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
-use crate::modules::params::{choices, first_of, module_params, Choice, Mode, ParamError, Params};
+use crate::modules::params::{choices, module_params, Choice, Mode, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 use times::{Time, TimesFact, Wanted as WantedTimes, DEFAULT_FORMAT};
 
@@ -69,11 +69,8 @@ choices! {
 module_params! {
     struct FileArgs {
         /// the path on the host
-        path: Option<String>,
-        /// another name for `path`
-        dest: Option<String>,
-        /// another name for `path`
-        name: Option<String>,
+        #[aliases("dest", "name")]
+        path: String,
         /// what the path must be (default: what it is, a file if it is absent)
         state: Option<State>,
         /// its mode, such as 0755
@@ -116,7 +113,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = FileArgs::read(p)?;
     // Ansible playbooks set it; `ln -sfn` replaces whatever is there anyway.
     let _ = a.force;
-    let (key, path) = first_of(p, [("path", a.path), ("dest", a.dest), ("name", a.name)])?;
+    let (key, path) = ("path", a.path);
     if a.state == Some(State::Absent) {
         p.destructive_path(key, &path)?;
     }

@@ -49,22 +49,14 @@ use crate::modules::kit::fact::Fact;
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::kit::text;
-use crate::modules::params::{module_params, ParamError, ParamSpec, Params};
+use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::Probe;
 
 pub(crate) const FIND: ModuleSpec = ModuleSpec {
     name: "find",
     source: file!(),
     aliases: &["ansible.builtin.find"],
-    params: &ParamSpec {
-        aliases: &[
-            ("path", "paths"),
-            ("name", "paths"),
-            ("pattern", "patterns"),
-            ("exclude", "excludes"),
-        ],
-        ..FindArgs::SPEC
-    },
+    params: &FindArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
     controller_file: None,
@@ -74,10 +66,13 @@ pub(crate) const FIND: ModuleSpec = ModuleSpec {
 module_params! {
     struct FindArgs {
         /// the folders to search, absolute (one, a list or a comma-separated string)
+        #[aliases("path", "name")]
         paths: Vec<String> [required],
         /// shell globs, case-sensitive as Python's fnmatch (regular expressions with `use_regex`), a name must match; all names without
+        #[aliases("pattern")]
         patterns: Vec<String>,
         /// globs or regular expressions that drop a name the patterns matched
+        #[aliases("exclude")]
         excludes: Vec<String>,
         /// a regular expression a regular file's content must match, at the start of a line (with `file_type: file` only, as in Ansible)
         contains: Option<String>,

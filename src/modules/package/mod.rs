@@ -50,7 +50,7 @@ use crate::modules::kit::fact::Fact;
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::packages::{Host, Installed, Manager};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
-use crate::modules::params::{choices, module_params, ParamError, ParamSpec, Params};
+use crate::modules::params::{choices, module_params, ParamError, Params};
 use crate::remote::probe::Probe;
 
 pub(crate) const PACKAGE: ModuleSpec = ModuleSpec {
@@ -65,10 +65,7 @@ pub(crate) const PACKAGE: ModuleSpec = ModuleSpec {
         "apt",
         "ansible.builtin.apt",
     ],
-    params: &ParamSpec {
-        aliases: &[("pkg", "name"), ("use", "backend")],
-        ..PackageArgs::SPEC
-    },
+    params: &PackageArgs::SPEC,
     free_form: None,
     kind: ModuleKind::Frontend,
     controller_file: None,
@@ -86,6 +83,7 @@ choices! {
 module_params! {
     struct PackageArgs {
         /// one package or a list; `name=1.2*` (apt) or `name-1.2[-1]` (dnf, yum) pins a version, `@module:stream` enables and installs a dnf module stream
+        #[aliases("pkg")]
         name: Vec<String>,
         /// installed, removed, or at the newest version the repositories have
         state: Want = Want::Present,
@@ -114,6 +112,7 @@ module_params! {
         /// dnf/yum: plugins to disable for this run
         disable_plugin: Vec<String>,
         /// the package manager to use (Ansible's `use`): `auto`, or the one the host has (dnf, yum, apt); another is refused
+        #[aliases("use")]
         backend: Option<String>,
         /// apt and dnf: may install a pinned version older than the installed one (apt needs it said; dnf's install moves to a pinned version either way)
         allow_downgrade: bool = false,

@@ -90,16 +90,14 @@ pub(crate) const SYSCTL: ModuleSpec = ModuleSpec {
 };
 
 module_params! {
-    /// The first seven belong to Ansible's single-key form only.
+    /// The first five belong to Ansible's single-key form only.
     struct SysctlArgs {
         /// the key, such as vm.swappiness (single-key form)
+        #[aliases("key")]
         name: Option<String>,
-        /// another name for `name`
-        key: Option<String>,
         /// its value
+        #[aliases("val")]
         value: Option<Value>,
-        /// another name for `value`
-        val: Option<Value>,
         /// whether the key is set in `sysctl_file`
         state: Presence = Presence::Present,
         /// the file edited (default /etc/sysctl.conf)
@@ -119,7 +117,7 @@ module_params! {
     }
 }
 
-const SINGLE_KEY_ONLY: &[&str] = SysctlArgs::SPEC.names.split_at(7).0;
+const SINGLE_KEY_ONLY: &[&str] = SysctlArgs::SPEC.names.split_at(5).0;
 
 const HEADER: &str =
     "# Managed by nodeprov: this file is rewritten as a whole, edits here are lost.\n";
@@ -498,19 +496,14 @@ fn build_ansible(p: &Params, a: SysctlArgs) -> Result<Sysctl, ParamError> {
             "'file' goes with 'settings'; with 'name' use 'sysctl_file'",
         ));
     }
-    let (param, raw) = match (a.name, a.key) {
-        (Some(k), _) => ("name", k),
-        (None, Some(k)) => ("key", k),
-        (None, None) => {
-            return Err(p.error("name", "missing required parameter 'name' (or 'settings')"))
-        }
+    let Some(raw) = a.name else {
+        return Err(p.error("name", "missing required parameter 'name' (or 'settings')"));
     };
-    let key = checked_key(p, param, &raw)?;
+    let key = checked_key(p, "name", &raw)?;
     let present = a.state == Presence::Present;
-    let value = match (&a.value, &a.val) {
-        (Some(v), _) => Some(checked_value(p, "value", v)?),
-        (None, Some(v)) => Some(checked_value(p, "val", v)?),
-        (None, None) => None,
+    let value = match &a.value {
+        Some(v) => Some(checked_value(p, "value", v)?),
+        None => None,
     };
     let settings = match value {
         Some(v) if present => vec![(key.clone(), v)],

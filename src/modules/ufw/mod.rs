@@ -79,29 +79,14 @@ use crate::base::shell::quote;
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
-use crate::modules::params::{choices, module_params, Choice, ParamError, ParamSpec, Params};
+use crate::modules::params::{choices, module_params, Choice, ParamError, Params};
 use crate::remote::probe::Probe;
 
 pub(crate) const UFW: ModuleSpec = ModuleSpec {
     name: "ufw",
     source: file!(),
     aliases: &["community.general.ufw"],
-    params: &ParamSpec {
-        aliases: &[
-            ("port", "to_port"),
-            ("from", "from_ip"),
-            ("src", "from_ip"),
-            ("to", "to_ip"),
-            ("dest", "to_ip"),
-            ("protocol", "proto"),
-            ("app", "name"),
-            ("if", "interface"),
-            ("policy", "default"),
-            ("if_in", "interface_in"),
-            ("if_out", "interface_out"),
-        ],
-        ..UfwArgs::SPEC
-    },
+    params: &UfwArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
     controller_file: None,
@@ -151,26 +136,33 @@ module_params! {
         /// on or off at boot and now; reloaded or reset now
         state: Option<State>,
         /// a default policy, for `direction` (incoming when unset)
+        #[aliases("policy")]
         default: Option<Policy>,
         /// ufw's log level
         logging: Option<Level>,
         /// a rule's action
         rule: Option<Action>,
         /// the destination port: a number, a range A:B or a comma list
+        #[aliases("port")]
         to_port: Option<String>,
         /// the source port, as `to_port`
         from_port: Option<String>,
         /// the source address or network
+        #[aliases("from", "src")]
         from_ip: Option<String>,
         /// the destination address or network
+        #[aliases("to", "dest")]
         to_ip: Option<String>,
         /// the protocol (any when unset)
+        #[aliases("protocol")]
         proto: Option<Proto>,
         /// in or out for a rule; incoming, outgoing or routed for a default policy
         direction: Option<Direction>,
         /// the interface a rule applies to
+        #[aliases("if")]
         interface: Option<String>,
         /// an application profile in place of the destination port
+        #[aliases("app")]
         name: Option<String>,
         /// the rule's comment
         comment: Option<String>,
@@ -183,8 +175,10 @@ module_params! {
         /// not supported
         route: Option<serde_json::Value>,
         /// not supported
+        #[aliases("if_in")]
         interface_in: Option<serde_json::Value>,
         /// not supported
+        #[aliases("if_out")]
         interface_out: Option<serde_json::Value>,
         /// only `zero` (the default) is supported
         insert_relative_to: Option<String>,
