@@ -9,7 +9,7 @@
 //! wire's, and every status the outcome's; this file only decides what
 //! happens when.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::time::Instant;
 
 use serde_json::{json, Value};
@@ -21,7 +21,6 @@ use super::vars::{Known, VarLayers};
 use super::wire::Wire;
 use crate::modules::{Module, ModuleError, ModuleKind};
 use crate::remote::host_facts;
-use crate::remote::probe::Probe;
 use crate::remote::Transport;
 
 mod apply;
@@ -29,6 +28,7 @@ mod blocks;
 mod delegated;
 mod meta;
 mod plan;
+mod probe_ahead;
 mod reconnect;
 mod retry;
 mod run_once;
@@ -205,44 +205,15 @@ impl<'a, 'p> HostRun<'a, 'p> {
     /// Gathers, in one script, every probe the remaining tasks need that
     /// is not already known.
     fn probe_ahead(&mut self, tasks: &[&'p PreparedTask<'p>]) {
-        let mut wanted: BTreeMap<String, Probe> = BTreeMap::new();
-        if self.ctx.play.gather_facts && !self.state.facts.contains(host_facts::KEY) {
-            let p = host_facts::probe();
-            wanted.insert(p.key.clone(), p);
-        }
-        // Nothing past a reboot or a wait for the host: it may not hold
-        // after, and a host being waited for cannot answer yet. One whose
-        // `when:` is already known to be false (a role left out) is no cut.
-        let cut = tasks
-            .iter()
-            .position(|t| t.replaces_session() && !self.known_skipped(t));
-        let mut ahead = tasks[..cut.unwrap_or(tasks.len())].to_vec();
-        // A probe that reaches the end of the play also asks what handlers
-        // and validations will need: when nothing changes (a compliant
-        // host), that was the last trip.
-        if cut.is_none() {
-            let prepared = self.ctx.prepared;
-            ahead.extend(prepared.handlers.iter().chain(&prepared.validate));
-        }
-        // Variables that set_fact and include_vars will set are guessed
-        // along, so the tasks after them probe the right paths.
-        let registered = self.state.vars.registered.clone();
-        // A delegated task is probed on its delegate, when it runs.
-        let here = |s: &&PreparedTask| s.selected && s.task.delegate_to.is_none();
-        for spec in ahead.into_iter().filter(here) {
-            let mut asked = Vec::new();
-            let sets = self.probes_wanted(spec, &mut wanted, &mut asked);
-            if spec.task.no_log {
-                self.state.outcomes.secret_probes(asked);
-            }
-            self.state.vars.registered.extend(sets);
-        }
-        self.state.vars.registered = registered;
-        if wanted.is_empty() {
+        let state = &mut self.state;
+        let wanted =
+            probe_ahead::wanted(self.ctx, &mut state.vars, &state.facts, &self.built, tasks);
+        state.outcomes.secret_probes(wanted.secret);
+        if wanted.probes.is_empty() {
             return;
         }
         self.batch.changed_since_probe = false;
-        match self.wire.probe(wanted.into_values().collect()) {
+        match self.wire.probe(wanted.probes.into_values().collect()) {
             Ok(results) => {
                 if let Some(r) = results.get(host_facts::KEY) {
                     self.state.vars.facts = host_facts::parse(r);
@@ -278,44 +249,6 @@ impl<'a, 'p> HostRun<'a, 'p> {
         if let Err(d) = self.state.vars.read_host_files(self.ctx.templates, known) {
             self.state.vars_error = Some(d);
         }
-    }
-
-    /// The probes a task is likely to need that are not known yet, and in
-    /// `asked` the keys of all it needs; returns the variables it would set.
-    fn probes_wanted(
-        &self,
-        spec: &PreparedTask,
-        wanted: &mut BTreeMap<String, Probe>,
-        asked: &mut Vec<String>,
-    ) -> serde_json::Map<String, serde_json::Value> {
-        let mut sets = serde_json::Map::new();
-        let resolver = self.resolver();
-        let Ok(Items { list, contexts }) = resolver.items(spec) else {
-            return sets;
-        };
-        for item in list {
-            let Some(module) = resolver.guess(spec, contexts.as_ref(), item.as_ref()) else {
-                continue;
-            };
-            if module.probes().is_empty() {
-                sets.extend(
-                    module
-                        .plan(&self.state.facts)
-                        .map(|p| p.sets)
-                        .unwrap_or_default(),
-                );
-            }
-            let query = module
-                .query_probe()
-                .filter(|_| spec.may_query(self.ctx.opts.check));
-            for p in module.probes().into_iter().chain(query) {
-                asked.push(p.key.clone());
-                if !self.state.facts.contains(&p.key) {
-                    wanted.insert(p.key.clone(), p);
-                }
-            }
-        }
-        sets
     }
 
     /// A failed task stops the host in apply mode, as in Ansible, unless a
@@ -480,19 +413,6 @@ impl<'a, 'p> HostRun<'a, 'p> {
     /// Whether every item of a task is skipped by its `when:` on what is
     /// known now; a condition that cannot be judged yet (it reads facts not
     /// gathered) is not known to skip.
-    fn known_skipped(&self, spec: &'p PreparedTask<'p>) -> bool {
-        let resolver = self.resolver();
-        let Ok(Items { list, contexts }) = resolver.items(spec) else {
-            return false;
-        };
-        list.into_iter().all(|item| {
-            matches!(
-                resolver.resolve(spec, contexts.as_ref(), item),
-                Resolution::Skip(_)
-            )
-        })
-    }
-
     /// Apply mode: something a task needs is absent while steps of earlier
     /// tasks are still queued, which may be what provides it (a download
     /// before its install). Its answers are dropped, so they are asked

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{json, Value};
 
+use super::probe_ahead::Wanted;
 use super::state::Batch;
 use super::{HostRun, Next};
 use crate::exec::instance::TaskInstance;
@@ -125,14 +126,12 @@ impl<'a, 'p> HostRun<'a, 'p> {
         // A module whose probes depend on another's answers may need a
         // second batch; more than that is a task that cannot be planned.
         for _ in 0..2 {
-            let mut wanted = BTreeMap::new();
-            let mut asked = Vec::new();
-            self.probes_wanted(spec, &mut wanted, &mut asked);
-            if spec.task.no_log {
-                self.state.outcomes.secret_probes(asked);
-            }
-            if !wanted.is_empty() {
-                match self.wire.probe(wanted.into_values().collect()) {
+            let mut wanted = Wanted::default();
+            let check = self.ctx.opts.check;
+            wanted.add_task(&self.resolver(), &self.state.facts, check, spec);
+            self.state.outcomes.secret_probes(wanted.secret);
+            if !wanted.probes.is_empty() {
+                match self.wire.probe(wanted.probes.into_values().collect()) {
                     Ok(answers) => self.state.facts.extend(answers),
                     Err(e) => {
                         self.fail(spec, None, format!("delegate_to '{target}': {e}"));
