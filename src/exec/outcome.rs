@@ -9,7 +9,7 @@ use serde_json::{json, Value};
 
 use super::instance::TaskInstance;
 use super::prepared::PreparedTask;
-use super::result::{Observation, Status, TaskResult};
+use super::result::{Evidence, Observation, Status, TaskId, TaskResult};
 use crate::base::shell::keyed_digest;
 use crate::modules::{Change, Effect, Plan};
 use crate::remote::probe::ProbeResult;
@@ -198,7 +198,7 @@ impl Outcomes {
     pub fn into_results(mut self, probes: &mut [Observation]) -> Vec<TaskResult> {
         let mut secret = std::mem::take(&mut self.secret_probes);
         for &i in &self.hidden {
-            secret.extend(self.results[i].observed_by.iter().cloned());
+            secret.extend(self.results[i].evidence.observed_by.iter().cloned());
         }
         let hide = |key: &mut String| {
             if secret.contains(key.as_str()) {
@@ -210,7 +210,7 @@ impl Outcomes {
             p.command = HIDDEN.to_string();
         }
         for r in &mut self.results {
-            r.observed_by.iter_mut().for_each(hide);
+            r.evidence.observed_by.iter_mut().for_each(hide);
         }
         for &i in &self.hidden {
             let r = &mut self.results[i];
@@ -222,7 +222,7 @@ impl Outcomes {
             }
             r.notes.iter_mut().for_each(|n| *n = HIDDEN.to_string());
             r.message = r.message.as_ref().map(|_| HIDDEN.to_string());
-            r.item = r.item.as_ref().map(|_| HIDDEN.to_string());
+            r.id.item = r.id.item.as_ref().map(|_| HIDDEN.to_string());
         }
         self.results
     }
@@ -265,21 +265,14 @@ impl Outcomes {
         item: Option<String>,
         status: Status,
     ) -> usize {
-        self.results.push(TaskResult {
+        let id = TaskId {
             task,
             module,
             location,
             tags,
             item,
-            status,
-            changes: Vec::new(),
-            notes: Vec::new(),
-            message: None,
-            ignored: false,
-            duration_ms: 0,
-            observed_by: Vec::new(),
-            observed_at: None,
-        });
+        };
+        self.results.push(TaskResult::new(id, status));
         self.results.len() - 1
     }
 
@@ -362,8 +355,10 @@ impl Outcomes {
     /// and how long planning took.
     pub fn observed(&mut self, i: usize, keys: Vec<String>, at: Option<String>, ms: u64) {
         let r = &mut self.results[i];
-        r.observed_by = keys;
-        r.observed_at = at;
+        r.evidence = Evidence {
+            observed_by: keys,
+            observed_at: at,
+        };
         r.duration_ms = ms;
     }
 
@@ -706,9 +701,9 @@ mod tests {
                 "{key}"
             );
             assert_eq!(probes[0].command, HIDDEN);
-            assert_eq!(results[0].observed_by[0], *key);
+            assert_eq!(results[0].evidence.observed_by[0], *key);
             // Planned from by a no_log task: hidden as well.
-            assert_eq!(results[0].observed_by[1], probes[1].key);
+            assert_eq!(results[0].evidence.observed_by[1], probes[1].key);
             assert_eq!(probes[1].command, HIDDEN);
         });
     }

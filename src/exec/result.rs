@@ -34,17 +34,13 @@ impl Status {
     }
 }
 
+/// One task on one host (one item of a loop): which it was, what came of
+/// it, and what that was judged from. The JSON report writes its fields
+/// flat, in this order.
 #[derive(Clone, Debug, Serialize)]
 pub struct TaskResult {
-    pub task: String,
-    pub module: &'static str,
-    /// playbook file:line:column of the task.
-    pub location: String,
-    /// The task's own tags and its play's, the control's labels.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub tags: Vec<String>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub item: Option<String>,
+    #[serde(flatten)]
+    pub id: TaskId,
     pub status: Status,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub changes: Vec<Change>,
@@ -56,12 +52,62 @@ pub struct TaskResult {
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub ignored: bool,
     pub duration_ms: u64,
+    #[serde(flatten)]
+    pub evidence: Evidence,
+}
+
+/// Which task a result is of.
+#[derive(Clone, Debug, Serialize)]
+pub struct TaskId {
+    pub task: String,
+    pub module: &'static str,
+    /// playbook file:line:column of the task.
+    pub location: String,
+    /// The task's own tags and its play's, the control's labels.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tags: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub item: Option<String>,
+}
+
+impl TaskId {
+    /// A task of no loop, without tags.
+    pub fn new(task: &str, module: &'static str, location: &str) -> Self {
+        TaskId {
+            task: task.into(),
+            module,
+            location: location.into(),
+            tags: Vec::new(),
+            item: None,
+        }
+    }
+}
+
+/// What a result was planned from.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Evidence {
     /// Keys of the probes whose answers the task was planned from.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub observed_by: Vec<String>,
     /// When the newest of those answers was read from the host.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub observed_at: Option<String>,
+}
+
+impl TaskResult {
+    /// A result with nothing said yet but its status.
+    pub fn new(id: TaskId, status: Status) -> Self {
+        TaskResult {
+            id,
+            status,
+            changes: Vec::new(),
+            notes: Vec::new(),
+            message: None,
+            ignored: false,
+            duration_ms: 0,
+            evidence: Evidence::default(),
+        }
+    }
 }
 
 /// One read-only probe sent to a host: what it ran and when.

@@ -301,7 +301,7 @@ fn when_false_is_reported_and_counted_as_skipped() {
     let statuses: Vec<(Status, Option<&str>)> = report
         .tasks
         .iter()
-        .map(|t| (t.status, t.item.as_deref()))
+        .map(|t| (t.status, t.id.item.as_deref()))
         .collect();
     assert_eq!(
         statuses,
@@ -495,7 +495,7 @@ fn loop_items_render_with_task_variables_and_their_labels() {
     let results: Vec<(Status, Option<&str>)> = report
         .tasks
         .iter()
-        .map(|t| (t.status, t.item.as_deref()))
+        .map(|t| (t.status, t.id.item.as_deref()))
         .collect();
     assert_eq!(
         results,
@@ -754,7 +754,7 @@ fn results(report: &HostReport) -> Vec<(String, Status, bool)> {
     report
         .tasks
         .iter()
-        .map(|t| (t.task.clone(), t.status, t.ignored))
+        .map(|t| (t.id.task.clone(), t.status, t.ignored))
         .collect()
 }
 
@@ -797,7 +797,7 @@ fn a_block_without_failure_skips_its_rescue() {
     let names: Vec<String> = outcome.reports[0]
         .tasks
         .iter()
-        .map(|t| t.task.clone())
+        .map(|t| t.id.task.clone())
         .collect();
     assert_eq!(names, ["a", "b", "c", "d"]);
 }
@@ -966,7 +966,7 @@ fn of_two_handlers_with_one_name_the_last_loaded_is_the_one_notified() {
     let names: Vec<&str> = outcome.reports[0]
         .tasks
         .iter()
-        .map(|t| t.task.as_str())
+        .map(|t| t.id.task.as_str())
         .collect();
     assert_eq!(names.len(), 2, "{names:?}");
     let log = log.lock().unwrap().clone().unwrap();

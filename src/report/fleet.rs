@@ -164,7 +164,7 @@ fn failures(reports: &[HostReport]) -> BTreeMap<String, BTreeSet<&str>> {
         for t in failed {
             let why = t.message.as_deref().unwrap_or("failed");
             groups
-                .entry(format!("failed: {}: {why}", t.task))
+                .entry(format!("failed: {}: {why}", t.id.task))
                 .or_default()
                 .insert(&r.host);
         }
@@ -266,24 +266,18 @@ fn runs(values: &BTreeSet<u128>) -> Vec<(u128, u128)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::result::TaskResult;
+    use crate::exec::result::{TaskId, TaskResult};
     use crate::modules::Change;
 
     fn task(status: Status, changes: Vec<Change>, message: Option<&str>) -> TaskResult {
         TaskResult {
-            task: "swappiness".into(),
-            module: "sysctl",
-            location: "rollout.yml:9:7".into(),
-            tags: Vec::new(),
-            item: None,
-            status,
             changes,
-            notes: Vec::new(),
             message: message.map(Into::into),
-            ignored: false,
             duration_ms: 1,
-            observed_by: Vec::new(),
-            observed_at: None,
+            ..TaskResult::new(
+                TaskId::new("swappiness", "sysctl", "rollout.yml:9:7"),
+                status,
+            )
         }
     }
 

@@ -32,15 +32,15 @@ fn task_lines(out: &mut String, t: &TaskResult, style: &Style) {
     } else {
         t.status.word()
     };
-    let name = match &t.item {
-        Some(item) => format!("{} ({item})", t.task),
-        None => t.task.clone(),
+    let name = match &t.id.item {
+        Some(item) => format!("{} ({item})", t.id.task),
+        None => t.id.task.clone(),
     };
     let _ = writeln!(out, "  {word:<8} {}", printable(&name, false));
     if let Some(msg) = &t.message {
         let _ = writeln!(out, "           {}", printable(msg, false));
         if matches!(t.status, Status::Failed | Status::Unreachable) {
-            let _ = writeln!(out, "           at {}", t.location);
+            let _ = writeln!(out, "           at {}", t.id.location);
         }
     }
     let show_changes = matches!(
@@ -110,25 +110,16 @@ fn host_lines(out: &mut String, outcome: &RunOutcome) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::exec::result::TaskId;
     use crate::modules::Change;
 
     fn report() -> HostReport {
         let mut change = Change::new("vm.swappiness", Some("60".into()), Some("10".into()));
         change.evidence = Some("live value in /proc/sys/vm/swappiness".into());
         let task = |name: &str, status, changes| TaskResult {
-            task: name.into(),
-            module: "sysctl",
-            location: "gpu-node.yml:9:7".into(),
-            tags: Vec::new(),
-            item: None,
-            status,
             changes,
-            notes: Vec::new(),
-            message: None,
-            ignored: false,
             duration_ms: 1,
-            observed_by: Vec::new(),
-            observed_at: None,
+            ..TaskResult::new(TaskId::new(name, "sysctl", "gpu-node.yml:9:7"), status)
         };
         HostReport {
             host: "gpu-01".into(),

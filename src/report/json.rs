@@ -42,15 +42,13 @@ fn host(r: &HostReport) -> Value {
     {
         task["host"] = json!(r.host);
         task["control"] = json!({
-            "task": t.task,
-            "tags": t.tags,
-            "location": t.location,
+            "task": t.id.task,
+            "tags": t.id.tags,
+            "location": t.id.location,
             "play": r.play,
         });
         // A key names one probe script: any of its observations gives the command.
-        let probes: Vec<Value> = t
-            .observed_by
-            .iter()
+        let probes: Vec<Value> = (t.evidence.observed_by.iter())
             .filter_map(|key| r.probes.iter().find(|o| &o.key == key))
             .map(|o| json!({"key": o.key, "command": o.command}))
             .collect();
@@ -64,7 +62,7 @@ fn host(r: &HostReport) -> Value {
         {
             change["expected"] = json!(c.after);
             change["actual"] = json!(c.before);
-            change["observed_at"] = json!(t.observed_at);
+            change["observed_at"] = json!(t.evidence.observed_at);
             change["observed_by"] = json!(probes);
         }
     }
@@ -74,7 +72,7 @@ fn host(r: &HostReport) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::exec::result::{Observation, Status, TaskResult};
+    use crate::exec::result::{Evidence, Observation, Status, TaskId, TaskResult};
     use crate::modules::Change;
 
     fn outcome() -> RunOutcome {
@@ -85,20 +83,18 @@ mod tests {
             command: format!("cat {key}"),
             observed_at: at.into(),
         };
-        let task = TaskResult {
-            task: "swappiness".into(),
-            module: "sysctl",
-            location: "gpu-node.yml:9:7".into(),
+        let id = TaskId {
             tags: vec!["sysctl".into()],
-            item: None,
-            status: Status::Drift,
+            ..TaskId::new("swappiness", "sysctl", "gpu-node.yml:9:7")
+        };
+        let task = TaskResult {
             changes: vec![change],
-            notes: Vec::new(),
-            message: None,
-            ignored: false,
             duration_ms: 1,
-            observed_by: vec!["sysctl".into(), "facts".into(), "predicted".into()],
-            observed_at: Some("2026-11-30T16:00:01Z".into()),
+            evidence: Evidence {
+                observed_by: vec!["sysctl".into(), "facts".into(), "predicted".into()],
+                observed_at: Some("2026-11-30T16:00:01Z".into()),
+            },
+            ..TaskResult::new(id, Status::Drift)
         };
         RunOutcome {
             reports: vec![HostReport {
