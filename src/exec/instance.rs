@@ -272,7 +272,7 @@ impl Resolver<'_> {
         check: bool,
     ) -> Result<Box<dyn Module>, ResolveError> {
         let task = std::ptr::from_ref(spec) as usize;
-        let key = BuildKey::new(task, &spec.build_reads, vars, user, check);
+        let key = BuildKey::new(task, &spec.args.reads, vars, user, check);
         self.built.get_or_build(key, vars, || {
             self.build(self.ctx.templates, spec, vars, user)
         })
@@ -449,10 +449,10 @@ impl Resolver<'_> {
         spec: &'s PreparedTask,
         vars: &Value,
     ) -> Result<Option<&'s BackendDefaults>, ResolveError> {
-        if spec.backend_defaults.is_empty() {
+        if spec.args.backend_defaults.is_empty() {
             return Ok(None);
         }
-        let chosen = spec.params.iter().find(|(n, _, _)| n == "backend");
+        let chosen = spec.args.params.iter().find(|(n, _, _)| n == "backend");
         let manager = match chosen {
             Some((_, v, _)) => self.ctx.templates.render_value(v, vars).ok(),
             None => vars.get(PKG_MGR).cloned(),
@@ -460,15 +460,13 @@ impl Resolver<'_> {
         let manager = match manager {
             Some(Value::String(m)) if m != "auto" => m,
             _ => {
-                let (module, _) = &spec.backend_defaults[0];
+                let (module, _) = &spec.args.backend_defaults[0];
                 return Err(ResolveError::Module(format!(
                     "module_defaults for '{module}' apply on hosts whose package manager it is, and this host's is unknown: gather facts, or give the task 'use'"
                 )));
             }
         };
-        Ok(spec
-            .backend_defaults
-            .iter()
+        Ok((spec.args.backend_defaults.iter())
             .find(|(module, _)| module.rsplit('.').next() == Some(manager.as_str())))
     }
 
@@ -563,13 +561,13 @@ impl Resolver<'_> {
         // The loader gave the task's own parameters their declared names;
         // what only a host's values name is given them here.
         let name_of = |n: &str| declared.canonical(n).unwrap_or(n).to_string();
-        let own = spec.params.iter();
+        let own = spec.args.params.iter();
         // The task's own parameters win over its package manager's defaults.
         let defaults = self
             .backend_defaults(spec, vars)?
             .into_iter()
             .flat_map(|(_, params)| params)
-            .filter(|(name, _, _)| !spec.params.iter().any(|(n, _, _)| *n == name_of(name)));
+            .filter(|(name, _, _)| !spec.args.params.iter().any(|(n, _, _)| *n == name_of(name)));
         for (name, value, span) in own.chain(defaults) {
             let fail = |why| ResolveError::Parameter {
                 at: span.location(),
@@ -577,7 +575,7 @@ impl Resolver<'_> {
                 why,
             };
             if name == VARIABLE_PARAMS {
-                let given = |n: &String| spec.params.iter().any(|(o, _, _)| o == n);
+                let given = |n: &String| spec.args.params.iter().any(|(o, _, _)| o == n);
                 match t.render_value(value, vars).map_err(fail)? {
                     Value::Object(m) => {
                         for (n, v) in m {

@@ -58,19 +58,62 @@ pub(crate) struct PreparedTask<'p> {
     pub tags: Vec<String>,
     /// Chosen by `--tags` / `--skip-tags`.
     pub selected: bool,
-    /// Parameters as written, as JSON, with where each was written.
-    pub params: Vec<(String, Value, Span)>,
-    /// A `package` task's defaults per package manager module, the same way.
-    pub backend_defaults: Vec<BackendDefaults>,
+    pub args: Arguments,
     pub looping: Looping,
     pub conditions: Conditions,
     /// Top-level names the task's templates and conditions read.
     pub referenced: BTreeSet<String>,
-    /// Those its module is built from: its parameters' (and its package
-    /// manager's defaults').
-    pub build_reads: BTreeSet<String>,
     /// `changed_when: false`: the task declares itself read-only.
     pub read_only: bool,
+}
+
+/// What a task's module is built from.
+pub(crate) struct Arguments {
+    /// Parameters as written, as JSON, with where each was written.
+    pub params: Vec<(String, Value, Span)>,
+    /// A `package` task's defaults per package manager module, the same way.
+    pub backend_defaults: Vec<BackendDefaults>,
+    /// The top-level names those read, templates and expressions alike.
+    pub reads: BTreeSet<String>,
+}
+
+impl Arguments {
+    fn new(task: &Task, templates: &Templates) -> Self {
+        let json = |params: &[(String, Node)]| -> Vec<(String, Value, Span)> {
+            (params.iter())
+                .map(|(name, node)| (name.clone(), node.to_json(), node.span.clone()))
+                .collect()
+        };
+        let params = json(&task.params);
+        let backend_defaults: Vec<BackendDefaults> = (task.backend_defaults.iter())
+            .map(|(module, params)| (module.clone(), json(params)))
+            .collect();
+        let mut reads = BTreeSet::new();
+        let defaults = backend_defaults
+            .iter()
+            .flat_map(|(_, p)| p.iter().map(|(_, v, _)| v));
+        for v in params.iter().map(|(_, v, _)| v).chain(defaults) {
+            template_vars(templates, v, &mut reads);
+        }
+        if !backend_defaults.is_empty() {
+            reads.insert(PKG_MGR.to_string());
+        }
+        // Parameters that are expressions (assert's `that`, debug's `var`)
+        // read variables without braces, as conditions do.
+        let docs = task.module.params.docs;
+        let expressions = params
+            .iter()
+            .filter(|(name, _, _)| docs.iter().any(|d| d.name == name && d.conditions))
+            .map(|(_, v, _)| v);
+        for cond in expressions {
+            condition_vars(templates, cond, &mut reads);
+        }
+        Arguments {
+            params,
+            backend_defaults,
+            reads,
+        }
+    }
 }
 
 /// A task's loop, as written: its items (none: no loop) and label.
@@ -143,49 +186,12 @@ impl<'p> PreparedTask<'p> {
 
     fn new(task: &'p Task, play: &Play, templates: &Templates, opts: &RunOptions) -> Self {
         let tags: Vec<String> = task.tags.iter().chain(&play.tags).cloned().collect();
-        let params: Vec<(String, Value, Span)> = task
-            .params
-            .iter()
-            .map(|(name, node)| (name.clone(), node.to_json(), node.span.clone()))
-            .collect();
-        let backend_defaults: Vec<BackendDefaults> = task
-            .backend_defaults
-            .iter()
-            .map(|(module, params)| {
-                let params = params
-                    .iter()
-                    .map(|(name, node)| (name.clone(), node.to_json(), node.span.clone()))
-                    .collect();
-                (module.clone(), params)
-            })
-            .collect();
         let loop_items = task.loop_items.as_ref().map(Node::to_json);
         let json = |n: &Option<Node>| n.as_ref().map(Node::to_json);
         let (changed_when, failed_when) = (json(&task.changed_when), json(&task.failed_when));
         let when = task.when.as_ref().map(|n| (n.to_json(), n.span.location()));
-        // What the module is built from: its parameters (and its package
-        // manager's defaults), templates and expressions alike.
-        let mut build_reads = BTreeSet::new();
-        let defaults = backend_defaults
-            .iter()
-            .flat_map(|(_, p)| p.iter().map(|(_, v, _)| v));
-        for v in params.iter().map(|(_, v, _)| v).chain(defaults) {
-            template_vars(templates, v, &mut build_reads);
-        }
-        if !backend_defaults.is_empty() {
-            build_reads.insert(PKG_MGR.to_string());
-        }
-        // Parameters that are expressions (assert's `that`, debug's `var`)
-        // read variables without braces, as conditions do.
-        let docs = task.module.params.docs;
-        let expressions = params
-            .iter()
-            .filter(|(name, _, _)| docs.iter().any(|d| d.name == name && d.conditions))
-            .map(|(_, v, _)| v);
-        for cond in expressions {
-            condition_vars(templates, cond, &mut build_reads);
-        }
-        let mut referenced = build_reads.clone();
+        let args = Arguments::new(task, templates);
+        let mut referenced = args.reads.clone();
         if let Some(items) = &loop_items {
             template_vars(templates, items, &mut referenced);
         }
@@ -201,8 +207,7 @@ impl<'p> PreparedTask<'p> {
             name: display_name(task),
             selected: selected(&tags, opts),
             tags,
-            params,
-            backend_defaults,
+            args,
             looping: Looping {
                 items: loop_items,
                 label: task
@@ -217,7 +222,6 @@ impl<'p> PreparedTask<'p> {
                 until: task.retry.as_ref().map(|r| r.until.to_json()),
             },
             referenced,
-            build_reads,
             read_only: task
                 .changed_when
                 .as_ref()
