@@ -362,6 +362,7 @@ fn run_host(
         registered: Map::new(),
         extra: req.extra_vars.clone(),
         play_files: play_vars.per_host().then(|| play_vars.clone()),
+        roles: ctx.play.roles.clone(),
     };
     let transport = match keep.take(host) {
         Some(t) => Ok(t),

@@ -11,6 +11,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::base::diag::Diagnostic;
+use crate::load::roles::Exposed;
 use crate::template::Templates;
 pub(crate) use play_files::{read_literal, Known, PlayVars};
 
@@ -28,6 +29,8 @@ pub struct VarLayers {
     /// The play's `vars` and `vars_files` while some file is named after
     /// the host's variables: `play` is then rebuilt once they are known.
     pub play_files: Option<Arc<PlayVars>>,
+    /// The defaults and vars of the play's public roles.
+    pub roles: Arc<Exposed>,
 }
 
 /// A task's variables, rendered; those that could not be rendered are
@@ -155,10 +158,12 @@ impl VarLayers {
         let mut all = Map::new();
         let mut data = BTreeSet::new();
         let layers = [
+            (&self.roles.defaults, false),
             (task_vars.defaults, false),
             (&self.inventory, false),
             (&self.facts, true),
             (&self.play, false),
+            (&self.roles.vars, false),
             (task_vars.own, false),
             (&self.registered, true),
         ];
@@ -502,6 +507,10 @@ mod tests {
             registered: Map::new(),
             extra: map(json!({"c": "extra"})),
             play_files: None,
+            roles: Arc::new(Exposed {
+                defaults: map(json!({"a": "exposed", "y": "exposed", "z": "exposed"})),
+                vars: map(json!({"b": "role", "d": "role", "r": "role"})),
+            }),
         };
         let t = Templates::new();
         let ctx = layers
@@ -515,8 +524,10 @@ mod tests {
             )
             .vars;
         assert_eq!(ctx["a"], "inv", "role defaults rank below the inventory");
-        assert_eq!(ctx["z"], "default");
-        assert_eq!(ctx["b"], "play");
+        assert_eq!(ctx["z"], "default", "the task's own role's defaults win");
+        assert_eq!(ctx["y"], "exposed");
+        assert_eq!(ctx["r"], "role", "a public role's vars reach every task");
+        assert_eq!(ctx["b"], "role", "role vars rank above the play's");
         assert_eq!(ctx["c"], "extra");
         assert_eq!(ctx["d"], "task");
         assert_eq!(ctx["item"], 1);
@@ -711,6 +722,7 @@ mod tests {
             registered: map(json!({"out": {"stdout": "{{ item }}"}})),
             extra: Map::new(),
             play_files: None,
+            roles: Arc::default(),
         };
         let mut play = layers.play.clone();
         play.extend(map(layers.play["deep"].clone()));

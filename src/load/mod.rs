@@ -9,7 +9,7 @@ pub(crate) mod fuzz;
 pub mod inventory;
 pub mod keywords;
 pub mod playbook;
-mod roles;
+pub mod roles;
 pub mod tasks;
 pub mod validate;
 pub mod vault;

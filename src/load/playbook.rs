@@ -53,6 +53,8 @@ pub struct Play {
     pub tasks: Vec<Task>,
     pub handlers: Vec<Task>,
     pub validate: Vec<Task>,
+    /// What its public roles give every task of the play.
+    pub roles: Arc<roles::Exposed>,
     pub span: Span,
 }
 
@@ -623,6 +625,7 @@ fn parse_play(node: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> Opt
         tasks: Vec::new(),
         handlers: Vec::new(),
         validate: Vec::new(),
+        roles: Arc::default(),
         span: node.span.clone(),
     };
     let mut become_ = at.defaults.escalate;
@@ -682,8 +685,11 @@ fn parse_play(node: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> Opt
     }
     scope.play_vars = Arc::new(play.vars.clone());
     play.tasks = play_tasks(&sections, &scope, errors);
-    let role_handlers = std::mem::take(&mut scope.play.lock().expect("not poisoned").handlers);
-    play.handlers.extend(role_handlers);
+    let mut collected = scope.play.lock().expect("not poisoned");
+    play.handlers
+        .extend(std::mem::take(&mut collected.handlers));
+    play.roles = Arc::new(std::mem::take(&mut collected.exposed));
+    drop(collected);
     play.become_user = become_.then(|| {
         play.become_user
             .clone()

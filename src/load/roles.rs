@@ -155,6 +155,19 @@ impl Finder {
 pub(super) struct PlayState {
     pub(super) handlers: Vec<Task>,
     ran: BTreeSet<String>,
+    /// The `defaults/` and `vars/` of the play's public roles, in the
+    /// order they were loaded, a later one winning.
+    pub(super) exposed: Exposed,
+}
+
+/// Role variables the whole play sees, as Ansible exposes those of a
+/// `roles:` entry, an `import_role` and an `include_role` with
+/// `public: true`: the defaults below every other variable, the vars
+/// above the play's.
+#[derive(Clone, Debug, Default)]
+pub struct Exposed {
+    pub defaults: serde_json::Map<String, serde_json::Value>,
+    pub vars: serde_json::Map<String, serde_json::Value>,
 }
 
 pub(super) type Shared = Arc<Mutex<PlayState>>;
@@ -173,6 +186,8 @@ pub(super) struct RoleRequest {
     keywords: Vec<(Node, Node)>,
     /// Listed under `roles:` or as a dependency: run once per play.
     dedupe: bool,
+    /// Its defaults and vars are seen by the whole play.
+    public: bool,
 }
 
 impl RoleRequest {
@@ -207,8 +222,13 @@ impl RoleRequest {
         Some(req)
     }
 
-    /// The mapping of `import_role:` / `include_role:`.
-    pub(super) fn from_task(spec: &[(Node, Node)], errors: &mut Errors) -> Option<RoleRequest> {
+    /// The mapping of `import_role:` / `include_role:`; `public` unless
+    /// it says otherwise for an import, not for an include, as in Ansible.
+    pub(super) fn from_task(
+        spec: &[(Node, Node)],
+        dynamic: bool,
+        errors: &mut Errors,
+    ) -> Option<RoleRequest> {
         const KEYS: &[&str] = &[
             "name",
             "tasks_from",
@@ -221,6 +241,8 @@ impl RoleRequest {
         ];
         let mut req: Option<RoleRequest> = None;
         let mut froms = Vec::new();
+        let mut public = !dynamic;
+        let mut duplicates = true;
         for (k, v) in spec {
             match k.as_str().unwrap_or_default() {
                 "name" => {
@@ -233,8 +255,10 @@ impl RoleRequest {
                 key @ ("tasks_from" | "handlers_from" | "vars_from" | "defaults_from") => {
                     froms.push((key.to_string(), playbook::string(v, key, errors)))
                 }
+                "public" => public = playbook::boolean(v, "public", errors),
+                "allow_duplicates" => duplicates = playbook::boolean(v, "allow_duplicates", errors),
                 // `apply` is read with the task's keywords (Scope::for_include).
-                "public" | "allow_duplicates" | "apply" => {}
+                "apply" => {}
                 _ => errors.push(playbook::unknown_key(k, "role option", KEYS)),
             }
         }
@@ -258,6 +282,9 @@ impl RoleRequest {
             };
             *slot = file;
         }
+        req.public = public;
+        // Run once per play for the same parameters, as a `roles:` entry.
+        req.dedupe = !duplicates;
         Some(req)
     }
 
@@ -272,6 +299,7 @@ impl RoleRequest {
             params: Vec::new(),
             keywords: Vec::new(),
             dedupe,
+            public: true,
         }
     }
 
@@ -306,14 +334,9 @@ pub(super) fn expand(req: &RoleRequest, scope: &Scope, errors: &mut Errors) -> E
         return none;
     };
     let path = found.path;
-    if req.dedupe
-        && !scope
-            .play
-            .lock()
-            .expect("not poisoned")
-            .ran
-            .insert(req.identity(&path))
-    {
+    // Every run counts, whether or not this one may repeat an earlier.
+    let first = (scope.play.lock().expect("not poisoned").ran).insert(req.identity(&path));
+    if req.dedupe && !first {
         return none;
     }
     if scope.stack.len() > 32 || scope.stack.contains(&path) {
@@ -334,8 +357,14 @@ pub(super) fn expand(req: &RoleRequest, scope: &Scope, errors: &mut Errors) -> E
         }
     }
     scope.collections = list;
-    let mut tasks = dependencies(&path, &meta.dependencies, &scope, errors);
+    let mut tasks = dependencies(req, &path, &meta.dependencies, &scope, errors);
     let (defaults, defaults_node) = vars_file(&path.join("defaults"), &req.defaults_from, errors);
+    let (own_vars, vars_node) = vars_file(&path.join("vars"), &req.vars_from, errors);
+    if req.public {
+        let mut play = scope.play.lock().expect("not poisoned");
+        play.exposed.defaults.extend(defaults.clone());
+        play.exposed.vars.extend(own_vars);
+    }
     let short = role_name(&req.name, found.collection.is_some());
     let role = Arc::new(Role {
         // `ansible_role_name`: Ansible names a collection's role by its FQCN.
@@ -348,7 +377,7 @@ pub(super) fn expand(req: &RoleRequest, scope: &Scope, errors: &mut Errors) -> E
         defaults_node,
     });
     let mut vars = role_vars(&role, &short, &req.at);
-    if let (_, Some(node)) = vars_file(&path.join("vars"), &req.vars_from, errors) {
+    if let Some(node) = vars_node {
         vars.extend(node.as_map().unwrap_or_default().iter().cloned());
     }
     vars.extend(req.params.iter().cloned());
@@ -431,12 +460,20 @@ impl Meta {
     }
 }
 
-fn dependencies(path: &Path, deps: &[Node], scope: &Scope, errors: &mut Errors) -> Vec<Task> {
+/// A role's `meta/` dependencies, public when the role that needs them is.
+fn dependencies(
+    of: &RoleRequest,
+    path: &Path,
+    deps: &[Node],
+    scope: &Scope,
+    errors: &mut Errors,
+) -> Vec<Task> {
     let mut inner = scope.clone();
     inner.stack.push(path.to_path_buf());
     let mut tasks = Vec::new();
     for dep in deps {
-        if let Some(req) = RoleRequest::from_entry(dep, errors) {
+        if let Some(mut req) = RoleRequest::from_entry(dep, errors) {
+            req.public = of.public;
             tasks.extend(expand(&req, &inner, errors).tasks);
         }
     }
@@ -551,6 +588,70 @@ pub(super) mod tests {
         ("roles/swap/handlers/main.yml", "- {name: swap changed, command: echo h}\n"),
         ("roles/base/tasks/main.yml", "- {name: base, command: echo base}\n"),
     ];
+
+    #[test]
+    fn a_role_task_without_duplicates_runs_once_per_play_for_the_same_parameters() {
+        let (_dir, pb) = load_tree(&[
+            ("roles/r/tasks/main.yml", "- {name: in r, command: echo}\n"),
+            (
+                "site.yml",
+                "- hosts: all\n  tasks:\n    - import_role: {name: r}\n    - import_role: {name: r}\n\
+                 \x20   - import_role: {name: r, allow_duplicates: false}\n\
+                 \x20   - include_role: {name: r, allow_duplicates: false}\n",
+            ),
+        ]);
+        assert_eq!(names(&pb.plays[0].tasks), ["in r", "in r"]);
+    }
+
+    #[test]
+    fn public_roles_give_the_play_their_defaults_and_vars() {
+        let role = |name: &str| {
+            [
+                (
+                    format!("roles/{name}/defaults/main.yml"),
+                    format!("{name}_d: d\n"),
+                ),
+                (
+                    format!("roles/{name}/vars/main.yml"),
+                    format!("{name}_v: v\n"),
+                ),
+                (
+                    format!("roles/{name}/tasks/main.yml"),
+                    "- command: echo\n".into(),
+                ),
+            ]
+        };
+        let mut files: Vec<(String, String)> = ["listed", "dep", "imported", "hidden", "shown"]
+            .iter()
+            .flat_map(|n| role(n))
+            .collect();
+        files.push((
+            "roles/listed/meta/main.yml".into(),
+            "dependencies: [dep]\n".into(),
+        ));
+        files.push((
+            "site.yml".into(),
+            "- hosts: all\n  roles: [listed]\n  tasks:\n    - import_role: {name: imported}\n\
+             \x20   - include_role: {name: hidden}\n    - include_role: {name: shown, public: true}\n"
+                .into(),
+        ));
+        let files: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(p, t)| (p.as_str(), t.as_str()))
+            .collect();
+        let (_dir, pb) = load_tree(&files);
+        let exposed = &pb.plays[0].roles;
+        let keys =
+            |m: &serde_json::Map<String, serde_json::Value>| m.keys().cloned().collect::<Vec<_>>();
+        assert_eq!(
+            keys(&exposed.defaults),
+            ["dep_d", "listed_d", "imported_d", "shown_d"]
+        );
+        assert_eq!(
+            keys(&exposed.vars),
+            ["dep_v", "listed_v", "imported_v", "shown_v"]
+        );
+    }
 
     #[test]
     fn includes_name_role_path_and_files_beside_the_including_file() {

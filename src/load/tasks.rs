@@ -1033,7 +1033,8 @@ fn role_task(
     else {
         return Vec::new();
     };
-    let Some(mut request) = RoleRequest::from_task(spec, errors) else {
+    let dynamic = key.ends_with("include_role");
+    let Some(mut request) = RoleRequest::from_task(spec, dynamic, errors) else {
         return Vec::new();
     };
     // `name: "{{ role_path }}/roles/x"`, as linux-system-roles nest theirs.
@@ -1042,7 +1043,6 @@ fn role_task(
     // Ansible includes a role when the task runs: one it cannot find fails
     // that task only, and only if it runs (content guards such includes
     // with `when:` for optional integrations).
-    let dynamic = key.ends_with("include_role");
     if dynamic && !crate::template::is_templated(&request.name) {
         if let Some(why) = scope.roles.missing(&request.name, &scope.collections) {
             return missing_role(node, &request.name, &why, &inner, errors);
