@@ -171,8 +171,14 @@ impl SshTransport {
         Ok(transport)
     }
 
+    /// Opening a channel makes sshd fork the session, which on a loaded
+    /// host takes as long as a login: it gets the login's floor, and never
+    /// more than the command timeout.
     fn blocking_limit(&self) -> Duration {
-        self.target.connect_timeout.min(self.limits.command)
+        self.target
+            .connect_timeout
+            .max(SETUP_TIMEOUT_FLOOR)
+            .min(self.limits.command)
     }
 
     fn exec(&mut self, script: &Script) -> Result<Output, TransportError> {
