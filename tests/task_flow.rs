@@ -149,6 +149,46 @@ fn a_fire_and_forget_command_is_left_running_and_the_play_goes_on() {
     assert_machine_unchanged(&before);
 }
 
+/// A job that `async` ends leaves nothing behind: its script, which holds
+/// the task's `environment:` values, is removed although the job was killed.
+#[test]
+fn a_fire_and_forget_job_killed_by_its_limit_leaves_no_script() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - shell: echo \"$JOB_TOKEN\" > /root/job; sleep 60\n      async: 1\n      poll: 0\n      environment: {JOB_TOKEN: env-token-5129}\n    - shell: for i in $(seq 40); do grep -rqs env-token /tmp || break; sleep 0.25; done\n      changed_when: false\n";
+    let (code, doc) = run(&host, "apply", playbook);
+    assert_eq!(code, 0, "{doc:#}");
+    let holding_token = || -> Vec<std::path::PathBuf> {
+        let mut found = Vec::new();
+        for dir in ["/tmp", "/root"] {
+            for entry in std::fs::read_dir(host.path(dir)).unwrap() {
+                let path = entry.unwrap().path();
+                let text = std::fs::read(&path).unwrap_or_default();
+                if String::from_utf8_lossy(&text).contains("env-token-5129")
+                    && !path.ends_with("job")
+                    && !path.ends_with("flow.yml")
+                {
+                    found.push(path);
+                }
+            }
+        }
+        found
+    };
+    // The host's processes end with the run: the second task waited (10 s
+    // at most) for the job, which `timeout` stops after 1 s.
+    assert_eq!(
+        std::fs::read_to_string(host.path("/root/job")).unwrap(),
+        "env-token-5129\n",
+        "the job ran with its environment"
+    );
+    assert!(
+        holding_token().is_empty(),
+        "left behind: {:?}",
+        holding_token()
+    );
+    assert_machine_unchanged(&before);
+}
+
 #[test]
 fn copy_with_follow_writes_the_file_its_link_points_to() {
     let before = machine_digest();

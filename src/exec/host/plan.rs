@@ -299,13 +299,15 @@ fn with_timeout(seconds: Option<u64>, steps: Vec<String>) -> Vec<String> {
 /// Fire-and-forget: the steps start in a session of their own, out of
 /// the script's process group and with no terminal, so they outlive it
 /// (a reboot after a delay) and still end after `seconds`. The script
-/// they run from is removed by them when they end.
+/// they run from, which holds the task's `environment:` values, is removed
+/// when they end, by a shell outside the `timeout`, so also when `async`
+/// kills them.
 fn detached(seconds: Option<u64>, steps: Vec<String>) -> Vec<String> {
     let n = seconds.unwrap_or(1);
     let body = crate::exec::wire::chained(steps);
     vec![format!(
         "np_t=$(mktemp) && {}\
-         (setsid timeout -k 5 {n} /bin/sh -c '/bin/sh \"$1\"; rm -f \"$1\"' np \"$np_t\" \
+         (setsid /bin/sh -c 'timeout -k 5 {n} /bin/sh \"$1\"; rm -f \"$1\"' np \"$np_t\" \
          </dev/null >/dev/null 2>&1 &)",
         crate::base::shell::here_document("cat > \"$np_t\"", &body)
     )]
@@ -321,7 +323,7 @@ mod tests {
         assert_eq!(steps.len(), 1);
         assert!(steps[0].contains("sleep 2 && reboot"), "{}", steps[0]);
         assert!(
-            steps[0].contains("(setsid timeout -k 5 9 /bin/sh"),
+            steps[0].contains("(setsid /bin/sh -c 'timeout -k 5 9 /bin/sh \"$1\"; rm -f \"$1\"'"),
             "{}",
             steps[0]
         );
