@@ -585,7 +585,7 @@ fn inventory_cmd(args: &InventoryArgs, settings: &Settings) -> Result<u8, Vec<Di
 
 /// Pretty JSON on stdout, with decrypted values masked.
 fn print_json(mut doc: Value) {
-    vault::redact_json(&mut doc);
+    vault::redact_json_data(&mut doc);
     println!("{}", serde_json::to_string_pretty(&doc).expect("json"));
 }
 

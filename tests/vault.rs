@@ -260,6 +260,123 @@ fn ansible_vault_content_decrypts_everywhere_it_is_read() {
     );
 }
 
+const TYPED_PLAYBOOK: &str = r#"
+- hosts: all
+  gather_facts: false
+  vars_files: [vars/typed.yml]
+  tasks:
+    - debug:
+        msg: "n={{ s_int }} g={{ g_int }} flag={{ s_flag }} tab={{ s_tab }}"
+    - debug:
+        msg: "{{ s_tab | to_json }}"
+    - copy: {content: "{{ s_int }}\n{{ s_tab }}\n{{ s_flag }}\n", dest: "{{ out }}/typed"}
+    - file: {path: "{{ out }}/{{ s_int }}", state: touch}
+    - assert:
+        that: [s_int == 1]
+        fail_msg: "got {{ s_int }} and {{ s_tab }}"
+      ignore_errors: true
+"#;
+
+/// A whole-file vault's numbers and booleans are secrets as its strings
+/// are, and a secret is masked in the forms outputs escape it to (a tab as
+/// `\t` or `\x09`, `to_json`): in the human output with and without a
+/// diff, the JSON, JUnit and HTML reports, an assert's message, a file
+/// path, and `inventory --host`. A password script sees none of
+/// nodeprov's own settings.
+#[test]
+fn vaulted_numbers_booleans_and_escaped_secrets_are_masked_everywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "pw", "typed-pass\n");
+    let out = d.join("out");
+    std::fs::create_dir(&out).unwrap();
+    encrypt(
+        d,
+        "vars/typed.yml",
+        "s_int: 73915286\ns_flag: true\ns_tab: \"tab\\there-secret\"\n",
+        None,
+    );
+    encrypt(d, "inventory/group_vars/all.yml", "g_int: 48213377\n", None);
+    write(
+        d,
+        "inventory/hosts.ini",
+        &format!("localhost out={}\n", out.display()),
+    );
+    write(d, "pb.yml", TYPED_PLAYBOOK);
+    write(
+        d,
+        "pw.sh",
+        &format!(
+            "#!/bin/sh\nenv > {}/script-env\necho typed-pass\n",
+            d.display()
+        ),
+    );
+    std::fs::set_permissions(d.join("pw.sh"), std::fs::Permissions::from_mode(0o700)).unwrap();
+    let run = |args: &[&str]| {
+        let mut c = nodeprov(d, args);
+        c.args(["-c", "local", "pb.yml", "-i", "inventory/hosts.ini"])
+            .args(["--vault-password-file", "pw.sh"])
+            .env("NODEPROV_BECOME_PASSWORD", "become-pass-3318");
+        Run::of(c)
+    };
+    let applied = run(&["apply", "--report", "report"]);
+    assert_eq!(applied.code, 0, "{applied}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("typed")).unwrap(),
+        "73915286\ntab\there-secret\nTrue\n",
+        "the task wrote the real values"
+    );
+    assert!(out.join("73915286").exists());
+    std::fs::remove_file(out.join("typed")).unwrap();
+    std::fs::remove_file(out.join("73915286")).unwrap();
+    let diffed = run(&["check", "--diff"]);
+    assert_eq!(diffed.code, 2, "{diffed}");
+    let json = run(&["check", "--format", "json"]);
+    assert_eq!(json.code, 2, "{json}");
+    let mut c = nodeprov(d, &["inventory", "-i", "inventory/hosts.ini"]);
+    c.args(["--host", "localhost", "--vault-password-file", "pw"]);
+    let host_vars = Run::of(c);
+    assert_eq!(host_vars.code, 0, "{host_vars}");
+    assert_eq!(
+        serde_json::from_str::<serde_json::Value>(&host_vars.stdout).unwrap()["g_int"],
+        "********",
+        "{host_vars}"
+    );
+
+    let mut outputs = vec![
+        ("apply stdout", applied.stdout.clone()),
+        ("check --diff stdout", diffed.stdout.clone()),
+        ("JSON", json.stdout.clone()),
+        ("inventory --host", host_vars.stdout.clone()),
+    ];
+    for f in ["report.json", "junit.xml", "report.html"] {
+        outputs.push((
+            f,
+            std::fs::read_to_string(d.join("report").join(f)).unwrap(),
+        ));
+    }
+    assert!(
+        diffed
+            .stdout
+            .contains("n=******** g=******** flag=******** tab=********"),
+        "{diffed}"
+    );
+    for (name, text) in &outputs {
+        for secret in [
+            "73915286",
+            "48213377",
+            "here-secret",
+            "flag=True",
+            "become-pass",
+        ] {
+            assert!(!text.contains(secret), "{name} shows {secret}:\n{text}");
+        }
+    }
+    let env = std::fs::read_to_string(d.join("script-env")).unwrap();
+    assert!(env.contains("PATH="), "{env}");
+    assert!(!env.contains("NODEPROV_"), "the password script saw: {env}");
+}
+
 /// A wrong password, a missing one and tampered data each stop the run at
 /// load time with one line naming the file, its line and the vault id.
 #[test]

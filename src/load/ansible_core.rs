@@ -174,7 +174,7 @@ impl Bridge {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::null());
-        without_own_settings(&mut cmd);
+        crate::base::child_env::without_own_settings(&mut cmd);
         let mut child = cmd
             .spawn()
             .map_err(|e| AnsibleCoreError::NotFound(format!("{}: {e}", python.display())))?;
@@ -242,16 +242,6 @@ fn payload(answer: Value) -> Result<Arc<Payload>, AnsibleCoreError> {
                 .collect()
         }),
     }))
-}
-
-/// A controller command (the bridge, an inventory script) without
-/// nodeprov's own `NODEPROV_*` settings, its passwords among them.
-pub(crate) fn without_own_settings(cmd: &mut Command) {
-    for (var, _) in std::env::vars_os() {
-        if var.to_string_lossy().starts_with("NODEPROV_") {
-            cmd.env_remove(var);
-        }
-    }
 }
 
 /// The controller's Python that has ansible-core, by the order above.

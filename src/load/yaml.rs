@@ -202,10 +202,18 @@ fn parse_events(text: &str, source: &Arc<Source>) -> Result<Node, Stop> {
         .unwrap_or_else(|| Node::new(Value::Null, Span::new(source.clone(), 1, 1))))
 }
 
-/// Every string of a decrypted document is a secret; its keys are names.
+/// Every value of a decrypted document is a secret, numbers and booleans
+/// too; its keys are names.
 fn reveal_values(node: &Node) {
     match &node.value {
         Value::Str(s) => vault::reveal(s),
+        Value::Int(i) => vault::reveal_scalar(&[i.to_string()]),
+        Value::Float(f) => vault::reveal_scalar(&[f.to_string(), format!("{f:?}")]),
+        Value::Bool(b) => {
+            let word = b.to_string();
+            let python = format!("{}{}", word[..1].to_uppercase(), &word[1..]);
+            vault::reveal_scalar(&[word, python]);
+        }
         Value::Seq(items) => items.iter().for_each(reveal_values),
         Value::Map(entries) => entries.iter().for_each(|(_, v)| reveal_values(v)),
         _ => {}

@@ -22,7 +22,7 @@ impl Transport for LocalTransport {
                 c
             }
         };
-        without_nodeprov_env(&mut cmd)
+        crate::base::child_env::without_own_settings(&mut cmd)
             .env("LC_ALL", "C")
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -45,18 +45,6 @@ impl Transport for LocalTransport {
             stderr: out.stderr,
         })
     }
-}
-
-/// The controller's `NODEPROV_*` variables hold its secrets (the become
-/// and SSH passwords, the key passphrase); they are for nodeprov, never for
-/// the playbook's commands.
-fn without_nodeprov_env(cmd: &mut Command) -> &mut Command {
-    for (name, _) in std::env::vars_os() {
-        if name.as_encoded_bytes().starts_with(b"NODEPROV_") {
-            cmd.env_remove(name);
-        }
-    }
-    cmd
 }
 
 fn is_current_user(user: &str) -> bool {

@@ -51,7 +51,7 @@ fn fail(name: &str, message: String) -> Diagnostic {
 /// naming the command.
 fn output(name: &str, cmd: &mut Command, what: &str) -> Result<Value, Diagnostic> {
     // nodeprov's passwords are no business of an inventory script.
-    crate::load::ansible_core::without_own_settings(cmd);
+    crate::base::child_env::without_own_settings(cmd);
     let out = cmd
         .stdin(Stdio::null())
         .output()

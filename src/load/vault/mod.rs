@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex, RwLock};
 
 use crate::base::diag::{Diagnostic, Span};
 use crate::base::input::ReadError;
+use crate::base::printable::printable;
 pub use format::{is_vault, Failure, VaultSecret};
 
 /// What a report shows in place of a decrypted value.
@@ -27,7 +28,7 @@ const MASK: &str = "********";
 const MIN_MASKED: usize = 4;
 
 static KEYRING: RwLock<Option<Arc<Vec<VaultSecret>>>> = RwLock::new(None);
-static REVEALED: Mutex<Vec<String>> = Mutex::new(Vec::new());
+static REVEALED: Mutex<Vec<Revealed>> = Mutex::new(Vec::new());
 
 /// The run's passwords, given before anything is loaded.
 pub fn unlock(secrets: Vec<VaultSecret>) {
@@ -85,18 +86,73 @@ pub fn read_source(path: &Path) -> Result<String, ReadError> {
     Ok(plain)
 }
 
-/// Marks a decrypted value as secret: it, and each line of it, for diffs
-/// that show a line at a time.
+/// A text that outputs mask. A decrypted number or boolean is masked only
+/// where it stands as a word of its own: `1234` in `12345` or `true` in
+/// `untrue` is someone else's text.
+struct Revealed {
+    text: String,
+    whole_word: bool,
+}
+
+/// Marks a decrypted string as secret: it, each line of it (for diffs that
+/// show a line at a time), and each of those as JSON, Python and a
+/// terminal escape them, since an output may show an escaped form (a tab
+/// as `\t` or `\x09`, `to_json` of the value).
 pub fn reveal(plain: &str) {
-    let mut revealed = REVEALED.lock().unwrap();
     let lines = plain.lines().map(str::trim);
-    for part in std::iter::once(plain).chain(lines) {
-        if part.chars().count() >= MIN_MASKED && !revealed.iter().any(|r| r == part) {
-            revealed.push(part.to_string());
+    let parts: Vec<&str> = std::iter::once(plain).chain(lines).collect();
+    let mut forms = Vec::new();
+    for part in parts {
+        forms.extend(escaped_forms(part));
+    }
+    remember(forms, false);
+}
+
+/// Marks a decrypted number or boolean as secret, by each text it prints
+/// as (`True` and `true`, `1.5`).
+pub fn reveal_scalar(renderings: &[String]) {
+    remember(renderings.to_vec(), true);
+}
+
+fn remember(forms: Vec<String>, whole_word: bool) {
+    let mut revealed = REVEALED.lock().unwrap();
+    for text in forms {
+        if text.chars().count() >= MIN_MASKED && !revealed.iter().any(|r| r.text == text) {
+            revealed.push(Revealed { text, whole_word });
         }
     }
     // Longest first, so a secret that holds another is masked whole.
-    revealed.sort_by_key(|r| std::cmp::Reverse(r.len()));
+    revealed.sort_by_key(|r| std::cmp::Reverse(r.text.len()));
+}
+
+/// `text` as it is, and as JSON (Python's `json.dumps`, with and without
+/// `ensure_ascii`) and the terminal reports escape it.
+fn escaped_forms(text: &str) -> Vec<String> {
+    let json = serde_json::to_string(text).expect("a string is JSON");
+    let json = json[1..json.len() - 1].to_string();
+    let ascii: String = json
+        .chars()
+        .map(|c| match c.is_ascii() {
+            true => c.to_string(),
+            false => c
+                .encode_utf16(&mut [0; 2])
+                .iter()
+                .map(|u| format!("\\u{u:04x}"))
+                .collect(),
+        })
+        .collect();
+    let mut forms = vec![text.to_string()];
+    for form in [
+        json,
+        ascii,
+        printable(text, false).into_owned(),
+        printable(text, true).into_owned(),
+    ] {
+        if !forms.contains(&form) {
+            forms.push(form);
+        }
+    }
+    forms
 }
 
 /// Text with every revealed value masked.
@@ -104,27 +160,70 @@ pub fn redact(text: &str) -> Cow<'_, str> {
     let revealed = REVEALED.lock().unwrap();
     let mut out = Cow::Borrowed(text);
     for secret in revealed.iter() {
-        if out.contains(secret.as_str()) {
-            out = Cow::Owned(out.replace(secret.as_str(), MASK));
+        if !out.contains(secret.text.as_str()) {
+            continue;
+        }
+        let masked = match secret.whole_word {
+            true => replace_words(&out, &secret.text),
+            false => Some(out.replace(secret.text.as_str(), MASK)),
+        };
+        if let Some(masked) = masked {
+            out = Cow::Owned(masked);
         }
     }
     out
 }
 
-/// A JSON document with every revealed value masked, in keys and strings.
+/// `text` with each occurrence of `word` that no letter, digit, `_` or `.`
+/// touches masked; `None` when there is none.
+fn replace_words(text: &str, word: &str) -> Option<String> {
+    let joins = |c: Option<char>| c.is_some_and(|c| c.is_alphanumeric() || c == '_' || c == '.');
+    let mut out = String::with_capacity(text.len());
+    let mut rest = 0;
+    let mut masked = false;
+    for (at, _) in text.match_indices(word) {
+        let end = at + word.len();
+        if at < rest || joins(text[..at].chars().next_back()) || joins(text[end..].chars().next()) {
+            continue;
+        }
+        out.push_str(&text[rest..at]);
+        out.push_str(MASK);
+        rest = end;
+        masked = true;
+    }
+    out.push_str(&text[rest..]);
+    masked.then_some(out)
+}
+
+/// A JSON document with every revealed value masked, in keys and strings,
+/// and numbers that print as a revealed one. Booleans stay: a report's
+/// structure is made of them (`changed`, `failed`).
 pub fn redact_json(value: &mut serde_json::Value) {
+    redact_json_as(value, false);
+}
+
+/// `redact_json` for a document that is all data (a host's variables), so
+/// a revealed boolean is masked too.
+pub fn redact_json_data(value: &mut serde_json::Value) {
+    redact_json_as(value, true);
+}
+
+fn redact_json_as(value: &mut serde_json::Value, booleans: bool) {
     use serde_json::Value;
+    let masked_scalar = |text: &str| matches!(redact(text), Cow::Owned(m) if m == MASK);
     match value {
         Value::String(s) => {
             if let Cow::Owned(masked) = redact(s) {
                 *s = masked;
             }
         }
-        Value::Array(items) => items.iter_mut().for_each(redact_json),
+        Value::Number(n) if masked_scalar(&n.to_string()) => *value = MASK.into(),
+        Value::Bool(b) if booleans && masked_scalar(&b.to_string()) => *value = MASK.into(),
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_json_as(v, booleans)),
         Value::Object(map) => {
             let entries = std::mem::take(map);
             for (k, mut v) in entries {
-                redact_json(&mut v);
+                redact_json_as(&mut v, booleans);
                 map.insert(redact(&k).into_owned(), v);
             }
         }
@@ -147,5 +246,35 @@ mod tests {
         });
         redact_json(&mut doc);
         assert_eq!(doc, serde_json::json!({"********": ["********", 3]}));
+    }
+
+    #[test]
+    fn escaped_forms_numbers_and_booleans_are_masked() {
+        reveal("tab\there-secret é");
+        reveal_scalar(&["73915286".into()]);
+        reveal_scalar(&["false".into(), "False".into()]);
+        for shown in [
+            "tab\there-secret é",
+            "\"tab\\there-secret \\u00e9\"",
+            "tab\\x09here-secret é",
+        ] {
+            assert!(!redact(shown).contains("here-secret"), "{shown}");
+        }
+        assert_eq!(
+            redact("id=73915286, 173915286, 73915286.5"),
+            "id=********, 173915286, 73915286.5"
+        );
+        assert_eq!(
+            redact("flag=False; unfalse, false_x"),
+            "flag=********; unfalse, false_x"
+        );
+        let mut doc = serde_json::json!({"n": 73915286, "b": false, "m": 7391528});
+        redact_json(&mut doc);
+        assert_eq!(
+            doc,
+            serde_json::json!({"n": "********", "b": false, "m": 7391528})
+        );
+        redact_json_data(&mut doc);
+        assert_eq!(doc["b"], "********");
     }
 }

@@ -157,7 +157,12 @@ fn run_script(path: &Path, label: &str) -> Result<Vec<u8>, PasswordError> {
         path: path.display().to_string(),
         problem,
     };
-    let mut cmd = Command::new(path);
+    // A bare name is the file in the working folder, as Ansible finds it,
+    // not a program looked up on PATH.
+    let mut cmd = Command::new(Path::new(".").join(path));
+    // A password script needs the vault id at most, never nodeprov's own
+    // passwords.
+    crate::base::child_env::without_own_settings(&mut cmd);
     let stem = path.file_stem().unwrap_or_default().to_string_lossy();
     if stem.ends_with("-client") {
         cmd.args(["--vault-id", label]);
