@@ -317,14 +317,15 @@ fn apply(args: RunArgs, check_cmd: bool, settings: &Settings) -> Result<u8, Vec<
         forks: forks(args.forks, settings),
         connect: &connect,
     };
-    if let Some(dir) = &args.report {
-        report::report_dir(dir).map_err(|e| {
+    let report_dir = match &args.report {
+        Some(dir) => Some(report::ReportDir::create(dir).map_err(|e| {
             vec![Diagnostic::new(
                 &crate::base::diag::Span::synthetic("--report"),
                 e.to_string(),
             )]
-        })?;
-    }
+        })?),
+        None => None,
+    };
     let human_out = args.format == Format::Human;
     let progress = Progress::new(
         human_out && std::io::stderr().is_terminal(),
@@ -369,7 +370,7 @@ fn apply(args: RunArgs, check_cmd: bool, settings: &Settings) -> Result<u8, Vec<
             }
         }
     }
-    if let (Some(dir), Some(doc)) = (&args.report, &doc) {
+    if let (Some(dir), Some(doc)) = (&report_dir, &doc) {
         if let Err(e) = write_reports(dir, doc) {
             let _ = writeln!(std::io::stderr(), "error: {e}");
             code |= EXIT_FAILED;
@@ -412,8 +413,8 @@ fn merge_cmd(args: &MergeArgs) -> Result<u8, Vec<Diagnostic>> {
         .map_err(|e| fail(&e))?;
     let doc = report::merge::merge(&docs).map_err(|e| fail(&e))?;
     if let Some(dir) = &args.report {
-        report::report_dir(dir).map_err(|e| fail(&e))?;
-        write_reports(dir, &doc).map_err(|e| fail(&e))?;
+        let dir = report::ReportDir::create(dir).map_err(|e| fail(&e))?;
+        write_reports(&dir, &doc).map_err(|e| fail(&e))?;
     }
     let code = doc["exit_code"]
         .as_u64()
@@ -478,9 +479,9 @@ fn print_generated(what: &str, text: &[u8]) -> Result<u8, Vec<Diagnostic>> {
 }
 
 /// Every `--report` file; the first that cannot be written stops the rest.
-fn write_reports(dir: &Path, doc: &Value) -> Result<(), report::ReportError> {
+fn write_reports(dir: &report::ReportDir, doc: &Value) -> Result<(), report::ReportError> {
     for (name, content) in report::report_files(doc) {
-        report::write_atomically(dir, name, &content)?;
+        dir.write(name, &content)?;
     }
     Ok(())
 }
@@ -692,7 +693,8 @@ fn write_retry_file(
     };
     let name = path.file_name()?.to_string_lossy();
     let body: String = hosts.iter().map(|h| format!("{h}\n")).collect();
-    Some(match report::write_atomically(dir, &name, &body) {
+    let written = report::ReportDir::open(dir).and_then(|dir| dir.write(&name, &body));
+    Some(match written {
         Ok(()) => format!("to retry: --limit @{}", path.display()),
         Err(e) => format!("note: no retry file: {e}"),
     })

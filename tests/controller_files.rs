@@ -175,6 +175,64 @@ fn a_report_folder_that_is_a_link_or_belongs_to_another_user_is_refused() {
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), SECRET);
 }
 
+/// A parent folder another user may write lets them swap the report
+/// folder for a link between nodeprov's check of it and its writes: the
+/// folder written is the one judged, so nothing lands where the link points.
+#[test]
+fn a_report_folder_swapped_for_a_link_mid_run_is_not_written_through() {
+    let root = tempfile::tempdir().unwrap();
+    let a = shard(root.path(), "a.json", 1, 1);
+    let elsewhere = root.path().join("elsewhere");
+    std::fs::create_dir(&elsewhere).unwrap();
+    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let shared = shared_folder(root.path(), "shared");
+    let out = shared.join("out");
+    std::fs::create_dir(&out).unwrap();
+    // Python's rename and symlink are single system calls, quick enough to
+    // land between a check and a write; the folder stays longer than the
+    // link, so that the check meets the folder and some writes the link.
+    // A folder nodeprov made while the name was free stays beside, under
+    // a name of its own, and the swapping goes on.
+    let swap = "import os, sys, time\n\
+        os.chdir(sys.argv[1])\n\
+        end = time.time() + 60\n\
+        open('ready', 'w').close()\n\
+        n = 0\n\
+        while not os.path.exists('stop') and time.time() < end:\n\
+        \x20   n += 1\n\
+        \x20   try:\n\
+        \x20       os.rename('out', f'real{n}'); os.symlink(sys.argv[2], 'out')\n\
+        \x20       os.unlink('out'); os.rename(f'real{n}', 'out'); time.sleep(0.0002)\n\
+        \x20   except OSError:\n\
+        \x20       pass\n";
+    let mut swapper = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .args(["/usr/bin/python3", "-c", swap])
+        .arg(&shared)
+        .arg(&elsewhere)
+        .spawn()
+        .expect("setpriv runs");
+    while !shared.join("ready").exists() {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let mut written = 0;
+    for _ in 0..300 {
+        let out = merge(&[&a, "--report", out.to_str().unwrap()]);
+        written += usize::from(out.status.code() == Some(2));
+    }
+    std::fs::write(shared.join("stop"), "").unwrap();
+    assert!(swapper.wait().unwrap().success(), "the swapper failed");
+    assert!(
+        written > 0,
+        "no run wrote its report while the folder was swapped"
+    );
+    let landed: Vec<_> = std::fs::read_dir(&elsewhere)
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(landed.is_empty(), "written through the link: {landed:?}");
+}
+
 fn write_playbook(dir: &Path, name: &str, task: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(
