@@ -233,6 +233,79 @@ fn a_report_folder_swapped_for_a_link_mid_run_is_not_written_through() {
     assert!(landed.is_empty(), "written through the link: {landed:?}");
 }
 
+/// fetch writes its copy as the controller user, root here: a folder under
+/// its dest that is a link, or a dest another user owns (who could plant
+/// one at any time), must not take that copy elsewhere.
+#[test]
+fn fetch_never_writes_through_links_planted_under_its_dest() {
+    let root = tempfile::tempdir().unwrap();
+    std::fs::set_permissions(root.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let src = root.path().join("src/hosts.txt");
+    std::fs::create_dir(root.path().join("src")).unwrap();
+    std::fs::write(&src, "fetched\n").unwrap();
+    // Where the copy lands below `<dest>/localhost/`.
+    let below = src.strip_prefix("/").unwrap();
+    let first = below.iter().next().unwrap().to_str().unwrap();
+    let victims = root.path().join("victims");
+    let victim = victims.join(below.strip_prefix(first).unwrap());
+    std::fs::create_dir_all(victim.parent().unwrap()).unwrap();
+    std::fs::write(&victim, SECRET).unwrap();
+    std::fs::set_permissions(&victim, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let fetch_into = |dest: &Path| {
+        let task = format!(
+            "fetch: {{src: {}, dest: {}/}}",
+            src.display(),
+            dest.display()
+        );
+        let pb = write_playbook(root.path(), "fetch.yml", &task);
+        Command::new(BIN)
+            .args(["apply", "-c", "local"])
+            .arg(&pb)
+            .output()
+            .unwrap()
+    };
+
+    // `nobody`'s shared folder, with their link one level down.
+    let shared = shared_folder(root.path(), "shared");
+    std::os::unix::fs::chown(&shared, Some(NOBODY), Some(NOBODY)).unwrap();
+    as_nobody(&["mkdir", "-p", shared.join("localhost").to_str().unwrap()]);
+    plant_link(&victims, &shared.join("localhost").join(first));
+    let out = fetch_into(&shared);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains(&format!(
+            "{} belongs to uid 65534, who could redirect what is written below it",
+            shared.display()
+        )),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), SECRET);
+
+    // root's own dest, with a link left in it.
+    let mine = root.path().join("mine");
+    std::fs::create_dir_all(mine.join("localhost")).unwrap();
+    std::os::unix::fs::symlink(&victims, mine.join("localhost").join(first)).unwrap();
+    let out = fetch_into(&mine);
+    assert_eq!(out.status.code(), Some(4), "{}", text(&out.stdout));
+    assert!(
+        text(&out.stdout).contains("is a symbolic link: nodeprov writes through no link"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), SECRET);
+
+    // A clean dest gets the copy, once.
+    let clean = root.path().join("clean");
+    for _ in 0..2 {
+        let out = fetch_into(&clean);
+        assert_eq!(out.status.code(), Some(0), "{}", text(&out.stdout));
+    }
+    let copy = clean.join("localhost").join(below);
+    assert_eq!(std::fs::read_to_string(copy).unwrap(), "fetched\n");
+    assert_eq!(std::fs::read_to_string(&victim).unwrap(), SECRET);
+}
+
 fn write_playbook(dir: &Path, name: &str, task: &str) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(

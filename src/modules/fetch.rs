@@ -21,7 +21,6 @@
 //!   when: inventory_hostname == 'slurmctld01'
 //! ```
 
-use crate::base::shell::quote;
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, Kind, WriteOpts, MAX_CONTENT};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
@@ -58,8 +57,23 @@ module_params! {
 struct Fetch {
     src: String,
     /// Where the copy goes on the controller.
-    local: String,
+    local: LocalPath,
     fail_on_missing: bool,
+}
+
+/// The controller's copy: the folder `dest` names, and the folders and
+/// file below it that fetch lays out (`<host>/<src>`).
+#[derive(Clone)]
+struct LocalPath {
+    root: String,
+    below: Vec<String>,
+}
+
+impl LocalPath {
+    fn path(&self) -> String {
+        let root = self.root.trim_end_matches('/');
+        format!("{root}/{}", self.below.join("/"))
+    }
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -76,21 +90,56 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         _ => String::new(),
     };
     let name = a.src.rsplit('/').next().unwrap_or_default().to_string();
+    let parts = |path: &str| -> Vec<String> {
+        path.split('/')
+            .filter(|part| !part.is_empty())
+            .map(str::to_string)
+            .collect()
+    };
     let local = match (a.flat, a.dest.ends_with('/')) {
-        (true, true) => format!("{base}{}{name}", a.dest),
-        (true, false) => format!("{base}{}", a.dest),
+        (true, true) => LocalPath {
+            root: format!("{base}{}", a.dest),
+            below: vec![name.clone()],
+        },
+        (true, false) => {
+            let whole = format!("{base}{}", a.dest);
+            let (root, file) = whole.rsplit_once('/').unwrap_or((".", &whole));
+            LocalPath {
+                root: if root.is_empty() { "/" } else { root }.to_string(),
+                below: vec![file.to_string()],
+            }
+        }
         (false, _) => {
             let host = p
                 .ctx
                 .var("inventory_hostname")
                 .as_str()
                 .unwrap_or("localhost");
-            let dest = a.dest.trim_end_matches('/');
-            format!("{base}{dest}/{host}/{}", a.src.trim_start_matches('/'))
+            let mut below = vec![host.to_string()];
+            below.extend(parts(&a.src));
+            LocalPath {
+                root: format!("{base}{}", a.dest),
+                below,
+            }
         }
     };
-    if name.is_empty() || local.split('/').any(|part| part == "..") {
+    let local = LocalPath {
+        root: match local.root.trim_end_matches('/') {
+            "" => "/".to_string(),
+            root => root.to_string(),
+        },
+        below: local.below,
+    };
+    let climbs = |path: &str| path.split('/').any(|part| part == "..");
+    if name.is_empty() || climbs(&a.src) {
         return Err(p.error("src", format!("'{}' names no file to fetch", a.src)));
+    }
+    if climbs(&local.path()) {
+        let why = match climbs(&a.dest) {
+            true => format!("'{}' climbs out of its folder with '..'", a.dest),
+            false => format!("the host's name '{}' cannot name a folder", local.below[0]),
+        };
+        return Err(p.error("dest", why));
     }
     Ok(Box::new(Fetch {
         src: a.src,
@@ -143,7 +192,8 @@ impl Module for Fetch {
     fn on_controller(&self, facts: &Facts) -> Option<Box<dyn Module>> {
         let content = self.content(facts).ok()??;
         Some(Box::new(LocalCopy {
-            path: self.local.clone(),
+            path: self.local.path(),
+            local: self.local.clone(),
             content,
         }))
     }
@@ -152,6 +202,7 @@ impl Module for Fetch {
 /// The controller's copy of a fetched file.
 struct LocalCopy {
     path: String,
+    local: LocalPath,
     content: String,
 }
 
@@ -174,11 +225,18 @@ impl Module for LocalCopy {
         for change in &mut plan.changes {
             change.diff = None;
         }
-        // Ansible makes the host's folder under dest as it fetches.
-        if current.is_none() && !plan.steps.is_empty() {
-            let parent = self.path.rsplit_once('/').map_or(".", |(p, _)| p);
+        // Ansible makes the host's folder under dest as it fetches. Each
+        // folder from dest down is one nobody else can steer, or the copy
+        // (written as the controller user, often root) is refused: a link
+        // planted in a shared dest would take it anywhere.
+        if !plan.steps.is_empty() {
+            let below = &self.local.below;
+            let folders: Vec<&str> = below[..below.len() - 1]
+                .iter()
+                .map(String::as_str)
+                .collect();
             plan.steps
-                .insert(0, format!("mkdir -p -- {}", quote(parent)));
+                .insert(0, files::trusted_folders(&self.local.root, &folders));
         }
         Ok(plan)
     }
@@ -198,7 +256,12 @@ mod tests {
     fn fetch(fail_on_missing: bool) -> Fetch {
         Fetch {
             src: "/etc/munge/munge.key".into(),
-            local: "/srv/keys/n1/etc/munge/munge.key".into(),
+            local: LocalPath {
+                root: "/srv/keys/".into(),
+                below: ["n1", "etc", "munge", "munge.key"]
+                    .map(String::from)
+                    .to_vec(),
+            },
             fail_on_missing,
         }
     }
@@ -219,7 +282,15 @@ mod tests {
             .plan(&facts("/srv/keys/n1/etc/munge/munge.key", None))
             .unwrap();
         assert_eq!(plan.changes[0].subject, "/srv/keys/n1/etc/munge/munge.key");
-        assert_eq!(plan.steps[0], "mkdir -p -- /srv/keys/n1/etc/munge");
+        assert!(
+            plan.steps[0].contains("mkdir -p -- /srv/keys/ || exit 1\nnp_trust /srv/keys/\n"),
+            "{}",
+            plan.steps[0]
+        );
+        for folder in ["n1", "etc", "munge"] {
+            assert!(plan.steps[0].contains(&format!("np_d=\"$np_d\"/{folder}\n")));
+        }
+        assert!(!plan.steps[0].contains("munge.key"), "{}", plan.steps[0]);
         assert_eq!(
             plan.changes[0].diff, None,
             "a fetched secret is in no report"

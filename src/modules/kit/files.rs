@@ -390,6 +390,41 @@ pub(crate) fn write_step(path: &str, content: &str, opts: &WriteOpts) -> String 
     s
 }
 
+/// A step that makes each folder of `below` (folder names, in order) under
+/// `root`, one at a time, and fails when `root` or a folder on the way is
+/// a link, belongs to a user other than the one running it or root, or may
+/// be written by others without the sticky bit: each of those lets
+/// someone else redirect what is written below it, between this step and
+/// the write or by a link planted in advance.
+pub(crate) fn trusted_folders(root: &str, below: &[&str]) -> String {
+    let mut s = String::from(
+        "(\nnp_me=$(id -u)\n\
+         np_trust() {\n\
+         if [ -L \"$1\" ]; then echo \"$1 is a symbolic link: nodeprov writes through no link\" >&2; exit 1; fi\n\
+         [ -d \"$1\" ] || { echo \"$1 is not a folder\" >&2; exit 1; }\n\
+         np_st=$(stat -c '%u %a' -- \"$1\") || exit 1\n\
+         np_uid=${np_st% *}; np_mode=${np_st#* }\n\
+         if [ \"$np_uid\" != 0 ] && [ \"$np_uid\" != \"$np_me\" ]; then \
+         echo \"$1 belongs to uid $np_uid, who could redirect what is written below it\" >&2; exit 1; fi\n\
+         if [ $((0$np_mode & 022)) -ne 0 ] && [ $((0$np_mode & 01000)) -eq 0 ]; then \
+         echo \"$1 may be written by other users, who could redirect what is written below it\" >&2; exit 1; fi\n\
+         }\n",
+    );
+    let root = quote(root);
+    s.push_str(&format!(
+        "mkdir -p -- {root} || exit 1\nnp_trust {root}\nnp_d={root}\n"
+    ));
+    for folder in below {
+        s.push_str(&format!(
+            "np_d=\"$np_d\"/{}\n\
+             if [ -e \"$np_d\" ] || [ -L \"$np_d\" ]; then np_trust \"$np_d\"; else mkdir -- \"$np_d\" || exit 1; fi\n",
+            quote(folder)
+        ));
+    }
+    s.push_str(") || exit 1");
+    s
+}
+
 /// The start of an atomic write: `$p` is the path, `$t` a new empty temp
 /// file (mode 0600) in its folder, which must exist.
 pub(crate) fn temp_beside(path: &str) -> String {
