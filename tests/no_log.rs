@@ -2,7 +2,7 @@
 //! its own (a declared query and a loop of them, a command run in check
 //! mode, `uri` with a user, a password and a token in its URL, `get_url`
 //! with `url_password` and with a user in its URL, `copy`, `template`,
-//! `lineinfile`), run by `check` and `apply` with `--format json` and
+//! `lineinfile`, `file` on a path that is itself secret), run by `check` and `apply` with `--format json` and
 //! `--report`: no secret is in stdout, stderr, report.json, junit.xml or
 //! report.html, nor on curl's command line, while the requests still
 //! carry them to the server.
@@ -33,6 +33,7 @@ const SECRETS: &[&str] = &[
     "copy-secret-9",
     "template-secret-10",
     "line-secret-11",
+    "path-secret-12",
 ];
 
 /// The tasks, `{base}` the test server's URL and `{template}` the template's path.
@@ -86,6 +87,9 @@ const PLAYBOOK: &str = r#"
       no_log: true
     - name: a token line
       lineinfile: {path: /root/np/lines, line: line-secret-11, create: true}
+      no_log: true
+    - name: a folder whose name is the secret
+      file: {path: /root/np/path-secret-12, state: directory}
       no_log: true
     - name: shown
       copy: {content: "visible\n", dest: /root/np/visible}

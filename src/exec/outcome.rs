@@ -191,7 +191,7 @@ impl Outcomes {
     }
 
     /// The results, with every value of a `no_log` task hidden: the
-    /// change's before and after, diffs, evidence, notes, message and item;
+    /// change's subject, before and after, diffs, evidence, notes, message and item;
     /// and every probe such a task asked for hidden in `probes` and in the
     /// results that name it, under a key that quotes neither its key nor
     /// its command.
@@ -205,9 +205,20 @@ impl Outcomes {
                 *key = format!("{HIDDEN} {}", keyed_digest(key));
             }
         };
-        for p in probes.iter_mut().filter(|p| secret.contains(&p.key)) {
-            hide(&mut p.key);
-            p.command = HIDDEN.to_string();
+        // A script that answered a secret probe answered every probe joined
+        // with it, and quotes them all.
+        let secret_commands: std::collections::BTreeSet<String> = probes
+            .iter()
+            .filter(|p| secret.contains(&p.key))
+            .map(|p| p.command.clone())
+            .collect();
+        for p in probes.iter_mut() {
+            if secret_commands.contains(&p.command) {
+                p.command = HIDDEN.to_string();
+            }
+            if secret.contains(&p.key) {
+                hide(&mut p.key);
+            }
         }
         for r in &mut self.results {
             r.evidence.observed_by.iter_mut().for_each(hide);
@@ -215,6 +226,8 @@ impl Outcomes {
         for &i in &self.hidden {
             let r = &mut self.results[i];
             for c in &mut r.changes {
+                // A path or a name may be the secret itself.
+                c.subject = HIDDEN.to_string();
                 c.before = c.before.as_ref().map(|_| HIDDEN.to_string());
                 c.after = c.after.as_ref().map(|_| HIDDEN.to_string());
                 c.diff = None;
