@@ -298,6 +298,55 @@ fn no_ansible_core_on_the_controller_is_one_clear_error_at_validate() {
     );
 }
 
+/// The cached payload may change between the probe that put it in place
+/// and the run, minutes later in a long apply: whoever could swap it (a
+/// link at `~/.ansible`, a loose cache folder) must get nothing run. The
+/// first task swaps every cached payload for one of its own, as such a
+/// user would in between.
+#[test]
+fn a_payload_swapped_between_probe_and_run_runs_nothing() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    let control = Control::new(&fleet);
+    let inventory = control.write("inventory.ini", &fleet.inventory("root", ""));
+    let python = ansible_python();
+    let made = std::process::Command::new(&python)
+        .args([
+            "-c",
+            "import sys, zipfile\n\
+             z = zipfile.ZipFile(sys.argv[1], 'w')\n\
+             z.writestr('ansible/__init__.py', '')\n\
+             z.writestr('ansible/modules/__init__.py', '')\n\
+             z.writestr('ansible/modules/wait_for.py', \"open('/root/np-swapped', 'w').write('ran')\\n\")\n\
+             z.close()\n",
+        ])
+        .arg(host.host.path("/root/swapped.zip"))
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let playbook = control.write(
+        "site.yml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    \
+         - shell: for f in /root/.ansible/nodeprov/*.zip; do cp /root/swapped.zip \"$f\"; done\n    \
+         - wait_for: {path: /etc/hostname}\n",
+    );
+    let mut cmd = control.nodeprov(&["apply", &playbook, "-i", &inventory]);
+    cmd.env("NODEPROV_ANSIBLE_PYTHON", &python);
+    let run = Run::json(cmd);
+    assert_eq!(run.code, 4, "{run}");
+    let task = &run.host(host.name())["tasks"][1];
+    assert_eq!(task["status"], "failed", "{task}");
+    let message = task["message"].as_str().unwrap_or_default();
+    assert!(message.contains("changed since it was checked"), "{task}");
+    assert!(
+        !host.host.path("/root/np-swapped").exists(),
+        "the swapped payload ran"
+    );
+    drop(fleet);
+    assert_machine_unchanged(&before);
+}
+
 #[test]
 fn no_python_on_the_host_is_one_clear_line() {
     let before = machine_digest();

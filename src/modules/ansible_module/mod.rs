@@ -214,9 +214,9 @@ impl AnsibleModule {
     }
 
     /// Finds the Python, then puts the payload in the user's
-    /// `~/.ansible/nodeprov` unless it is there already: a folder of the
-    /// user's own that is no link, the file checked against its digest,
-    /// written under a random name and renamed.
+    /// `~/.ansible/nodeprov` unless it is there already: both folders the
+    /// user's own and no link, the cache closed to others, the file checked against its digest, written under a random
+    /// name and renamed.
     fn payload_probe(&self) -> Probe {
         let p = &self.call.payload;
         let body: String = p
@@ -228,7 +228,8 @@ impl AnsibleModule {
         let script = format!(
             "{HOME}{python}np_c=\"$np_h/.ansible/nodeprov\"; np_z=\"$np_c/{sha}.zip\"\n\
              umask 077; mkdir -p \"$np_c\" || exit 1\n\
-             if [ -L \"$np_c\" ] || [ ! -O \"$np_c\" ]; then echo \"$np_c is a link or not the user's own\" >&2; exit 1; fi\n\
+             for np_d in \"$np_h/.ansible\" \"$np_c\"; do if [ -L \"$np_d\" ] || [ ! -O \"$np_d\" ]; then echo \"$np_d is a link or not the user's own\" >&2; exit 1; fi; done\n\
+             chmod 700 \"$np_c\" || exit 1\n\
              if [ -f \"$np_z\" ] && [ ! -L \"$np_z\" ] && printf '%s  %s\\n' {sha} \"$np_z\" | sha256sum -c --status 2>/dev/null; then echo kept; exit 0; fi\n\
              np_n=$(mktemp \"$np_c/.payload.XXXXXX\") || exit 1\n\
              {decode}\
@@ -271,7 +272,11 @@ impl AnsibleModule {
         )
     }
 
-    /// The module run once: in check mode as the probe, for real as the step.
+    /// The module run once: in check mode as the probe, for real as the
+    /// step. The run may come long after the probe that put the payload in
+    /// place, so Python runs a private copy of it, checked against its
+    /// digest first: whoever could swap the cached file in between runs
+    /// nothing.
     fn run_script(&self, check: bool) -> String {
         let p = &self.call.payload;
         let mut args = self.args.clone();
@@ -295,12 +300,15 @@ impl AnsibleModule {
         format!(
             "{HOME}{python}np_z=\"$np_h/.ansible/nodeprov/{sha}.zip\"\n\
              if [ ! -f \"$np_z\" ] || [ -L \"$np_z\" ]; then echo \"the payload is not at $np_z\" >&2; exit {NO_PAYLOAD}; fi\n\
-             {run}",
+             np_r=$(umask 077; mktemp) || exit 1\n\
+             if ! cat -- \"$np_z\" >\"$np_r\" || ! printf '%s  %s\\n' {sha} \"$np_r\" | sha256sum -c --status 2>/dev/null; then \
+             rm -f \"$np_r\"; echo \"the payload at $np_z changed since it was checked\" >&2; exit {NO_PAYLOAD}; fi\n\
+             {run}np_rc=$?; rm -f \"$np_r\"; (exit $np_rc)",
             python = self.find_python(),
             sha = p.sha256,
             run = secret_stdin(
                 &format!(
-                    "HOME=\"$np_h\" \"$np_py\" -c {} \"$np_z\" {}",
+                    "HOME=\"$np_h\" \"$np_py\" -c {} \"$np_r\" {}",
                     quote(RUNNER),
                     quote(&p.import)
                 ),
