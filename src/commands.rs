@@ -49,7 +49,14 @@ pub fn run(cli: Cli) -> u8 {
     result.unwrap_or_else(|errors| {
         let mut err = std::io::stderr().lock();
         for e in &errors {
-            let _ = writeln!(err, "error: {}", vault::redact(&e.to_string()));
+            // Masked first, then made safe line by line: a file's bytes (a
+            // vault id, a quoted line) must not reach the terminal raw.
+            let text = vault::redact(&e.to_string()).into_owned();
+            let lines: Vec<_> = text
+                .split('\n')
+                .map(|line| crate::base::printable::printable(line, true))
+                .collect();
+            let _ = writeln!(err, "error: {}", lines.join("\n"));
         }
         EXIT_USAGE
     })

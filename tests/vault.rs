@@ -377,6 +377,52 @@ fn vaulted_numbers_booleans_and_escaped_secrets_are_masked_everywhere() {
     assert!(!env.contains("NODEPROV_"), "the password script saw: {env}");
 }
 
+/// A vault's header is the file's bytes: a vault id with control
+/// characters is shown escaped in the error, never sent to the terminal.
+#[test]
+fn a_vault_id_with_control_bytes_is_shown_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(d, "pw", "pw\n");
+    write(
+        d,
+        "pb.yml",
+        "- hosts: localhost\n  gather_facts: false\n  vars_files: [v.yml]\n  tasks: []\n",
+    );
+    let inner: String = format!(
+        "{}\n{}\n{}",
+        "00".repeat(32),
+        "00".repeat(32),
+        "00".repeat(16)
+    )
+    .bytes()
+    .map(|b| format!("{b:02x}"))
+    .collect();
+    let body: Vec<String> = inner
+        .as_bytes()
+        .chunks(80)
+        .map(|c| String::from_utf8(c.to_vec()).unwrap())
+        .collect();
+    write(
+        d,
+        "v.yml",
+        &format!(
+            "$ANSIBLE_VAULT;1.2;AES256;ev\x1b[2J\x07il\n{}\n",
+            body.join("\n")
+        ),
+    );
+    let run = Run::of(nodeprov(
+        d,
+        &["validate", "pb.yml", "--vault-password-file", "pw"],
+    ));
+    assert_eq!(run.code, 1, "{run}");
+    assert!(run.stderr.contains("vault id 'ev\\x1b[2J\\x07il'"), "{run}");
+    assert!(
+        !run.stderr.contains('\x1b') && !run.stderr.contains('\x07'),
+        "{run}"
+    );
+}
+
 /// A wrong password, a missing one and tampered data each stop the run at
 /// load time with one line naming the file, its line and the vault id.
 #[test]

@@ -94,6 +94,13 @@ pub const KEYS: &[Key] = &[
     ),
     key(
         "defaults",
+        "library",
+        &["ANSIBLE_LIBRARY"],
+        Kind::PathSpec,
+        "module folders; read by ansible-core itself when a task runs Ansible's module",
+    ),
+    key(
+        "defaults",
         "collections_path",
         &["ANSIBLE_COLLECTIONS_PATH", "ANSIBLE_COLLECTIONS_PATHS"],
         Kind::PathSpec,
@@ -797,6 +804,13 @@ mod tests {
         assert_eq!(s.remote_user.as_deref(), Some("ops"));
         assert_eq!(s.forks, Some(7));
         assert!(s.warnings.is_empty(), "{:?}", s.warnings);
+    }
+
+    #[test]
+    fn library_is_no_unknown_key_since_ansible_core_reads_it() {
+        let (_dir, s) = settings("[defaults]\nlibrary = ./library\n", &[]);
+        let w = s.unwrap().warnings;
+        assert!(w.is_empty(), "{w:?}");
     }
 
     #[test]
