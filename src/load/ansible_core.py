@@ -10,7 +10,8 @@
 #   request:  {"module": "wait_for", "library": [dirs], "collections": [names],
 #              "collections_paths": [dirs], "module_only": false}
 #   answer:   {"ok": true, "fqcn", "import", "path", "zip", "sha256", "ansible_version",
-#              "options": [documented parameters and aliases] or null}
+#              "options": [documented parameters and aliases] or null,
+#              "loader": {"profile", "extensions"} from ansible-core 2.19 on, else null}
 #             {"ok": false, "why": "..."}
 #   request:  {"plugins": {"filter": [dirs], "test": [dirs]},
 #              "named": {"filter": [fqcns], "test": [fqcns]}}
@@ -72,10 +73,10 @@ except Exception as e:  # ImportError, or a broken ansible.cfg raising at import
 
 import ast
 import importlib.util
+import inspect
 import base64
 import hashlib
 import io
-import re
 import zipfile
 
 VERSION = ansible.release.__version__
@@ -203,6 +204,60 @@ def refuse_controller_action(name, collections, module_ctx):
     raise Refusal("Ansible runs '%s' through its controller-side action plugin, which nodeprov does not run" % name)
 
 
+def modify_module(leaf, path):
+    """ansible-core's own AnsiballZ build of the module at `path`, as
+    (wrapper text, style, shebang). Two API generations: up to 2.18 it is
+    positional and returns a tuple; from 2.19 it is keyword-only and
+    returns a _BuiltModule."""
+    # remote_is_local takes the interpreter from ansible_playbook_python, so
+    # no interpreter discovery is asked for: the shebang is discarded, the
+    # host's runner picks its own Python.
+    options = dict(task_vars={"ansible_playbook_python": "/usr/bin/python3"},
+                   module_compression="ZIP_DEFLATED", remote_is_local=True)
+    templar = Templar(loader=DataLoader())
+    first = next(iter(inspect.signature(module_common.modify_module).parameters.values()))
+    if first.kind is inspect.Parameter.KEYWORD_ONLY:
+        built = module_common.modify_module(module_name=leaf, module_path=path, module_args={},
+                                            templar=templar, **options)
+        data, style, shebang = built.b_module_data, built.module_style, built.shebang
+    else:
+        data, style, shebang = module_common.modify_module(leaf, path, {}, templar, **options)
+    text = data.decode("utf-8", "surrogateescape") if isinstance(data, bytes) else data
+    return text, style, shebang
+
+
+def read_wrapper(text):
+    """The payload zip, the module's import name and, from 2.19, what the
+    payload's own loader takes besides the arguments, from the wrapper's
+    source; None where the wrapper is of neither generation.
+
+    Up to 2.18 the zip is the constant ZIPDATA inside _ansiballz_main() and
+    the module is run by runpy.run_module(mod_name=...). From 2.19 the
+    wrapper calls _ansiballz_main(zip_data=..., module_fqn=..., profile=...,
+    extensions=..., ...), and module_utils' _ansiballz loader runs it with
+    that profile and those extensions."""
+    tree = ast.parse(text)
+    zipdata = fqn = loader = None
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "_ansiballz_main" and node.keywords:
+            kw = {k.arg: k.value for k in node.keywords}
+            if not {"zip_data", "module_fqn", "profile", "extensions"} <= set(kw):
+                return None
+            zipdata = ast.literal_eval(kw["zip_data"])
+            fqn = ast.literal_eval(kw["module_fqn"])
+            loader = {"profile": ast.literal_eval(kw["profile"]),
+                      "extensions": ast.literal_eval(kw["extensions"])}
+        elif isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "ZIPDATA" for t in node.targets):
+            zipdata = ast.literal_eval(node.value)
+        elif (isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "run_module"
+              and getattr(node.func.value, "id", None) == "runpy" and fqn is None):
+            names = [k.value for k in node.keywords if k.arg == "mod_name"]
+            fqn = ast.literal_eval(names[0]) if names else None
+    if not isinstance(zipdata, str) or not isinstance(fqn, str):
+        return None
+    return base64.b64decode(zipdata), fqn, loader
+
+
 def build_zip(name, ctx):
     path = ctx.plugin_resolved_path
     # A library module has no import name of its own; Ansible packs it as
@@ -210,26 +265,19 @@ def build_zip(name, ctx):
     # payload whether the task said `my_mod` or `ansible.legacy.my_mod`.
     leaf = name.rpartition(".")[2]
     shutil.rmtree(os.path.join(C.DEFAULT_LOCAL_TMP, "ansiballz_cache"), ignore_errors=True)
-    # remote_is_local takes the interpreter from ansible_playbook_python, so
-    # no interpreter discovery is asked for: the shebang is discarded, the
-    # host's runner picks its own Python.
-    data, style, shebang = module_common.modify_module(
-        leaf, path, {}, Templar(loader=DataLoader()),
-        task_vars={"ansible_playbook_python": "/usr/bin/python3"},
-        module_compression="ZIP_DEFLATED", remote_is_local=True)
+    text, style, shebang = modify_module(leaf, path)
     if style == "new" and shebang == "#!powershell":
         style = "powershell"
-    text = data.decode("utf-8", "surrogateescape") if isinstance(data, bytes) else data
     if style == "new" and "_ANSIBALLZ_WRAPPER = True" not in text:
         style = "new (JSON-args, not AnsibleModule)"
     if style != "new":
         raise Refusal("'%s' (%s) is a module of style '%s'; nodeprov runs only AnsibleModule-based Python modules"
                       % (name, path, style))
-    zipdata = re.search(r"^\s*ZIPDATA = ('[A-Za-z0-9+/=]*'|\"[A-Za-z0-9+/=]*\")\s*$", text, re.M)
-    fqn = re.search(r"runpy\.run_module\(mod_name=('[^']+'|\"[^\"]+\")", text)
-    if not zipdata or not fqn:
+    read = read_wrapper(text)
+    if read is None:
         raise Refusal("ansible-core %s built an AnsiballZ wrapper for '%s' that nodeprov cannot read" % (VERSION, name))
-    return normalise_zip(base64.b64decode(ast.literal_eval(zipdata.group(1)))), ast.literal_eval(fqn.group(1))
+    zip_bytes, fqn, loader = read
+    return normalise_zip(zip_bytes), fqn, loader
 
 
 def option_names(ctx):
@@ -402,7 +450,7 @@ def handle(req):
         raise Refusal("no module named '%s' in ansible-core %s, the collections paths (%s) or the library folders (%s)"
                       % (name, VERSION, ", ".join(paths) or "none given", ", ".join(library) or "none given"))
 
-    zip_bytes, import_name = build_zip(name, ctx)
+    zip_bytes, import_name, loader = build_zip(name, ctx)
     expected = import_name.replace(".", "/") + ".py"
     if expected not in zipfile.ZipFile(io.BytesIO(zip_bytes)).namelist():
         raise Refusal("the payload built for '%s' lacks %s" % (name, expected))
@@ -415,6 +463,7 @@ def handle(req):
         "zip": base64.b64encode(zip_bytes).decode("ascii"),
         "sha256": hashlib.sha256(zip_bytes).hexdigest(),
         "ansible_version": VERSION,
+        "loader": loader,
     }
     State.cache[key] = answer
     return answer

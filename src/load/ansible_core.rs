@@ -241,6 +241,9 @@ fn payload(answer: Value) -> Result<Arc<Payload>, AnsibleCoreError> {
                 .filter_map(|n| n.as_str().map(str::to_string))
                 .collect()
         }),
+        loader: answer["loader"]
+            .is_object()
+            .then(|| answer["loader"].to_string()),
     }))
 }
 

@@ -308,9 +308,13 @@ impl AnsibleModule {
             sha = p.sha256,
             run = secret_stdin(
                 &format!(
-                    "HOME=\"$np_h\" \"$np_py\" -c {} \"$np_r\" {}",
+                    "HOME=\"$np_h\" \"$np_py\" -c {} \"$np_r\" {}{}",
                     quote(RUNNER),
-                    quote(&p.import)
+                    quote(&p.import),
+                    p.loader
+                        .as_deref()
+                        .map(|l| format!(" {}", quote(l)))
+                        .unwrap_or_default()
                 ),
                 &input
             ),

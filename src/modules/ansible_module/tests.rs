@@ -12,6 +12,7 @@ fn module(check: bool) -> AnsibleModule {
         sha256: "ab".repeat(32),
         ansible_version: "2.17.0".into(),
         options: None,
+        loader: None,
     });
     let mut args = Map::new();
     args.insert("path".into(), json!("/etc/hostname"));

@@ -19,6 +19,11 @@ pub struct Payload {
     /// The parameters the module documents, aliases included, where its
     /// documentation could be read.
     pub options: Option<Vec<String>>,
+    /// From ansible-core 2.19 on, what the payload's own loader takes
+    /// besides the arguments (its serialization profile and extensions),
+    /// as JSON, handed to the runner as it is; `None` for the releases
+    /// before, whose modules the runner starts itself.
+    pub loader: Option<String>,
 }
 
 /// A task that runs Ansible's module, and why it is not native.
