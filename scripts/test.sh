@@ -228,11 +228,58 @@ install_ansible_venv() {
 	"$ANSIBLE_VENV/bin/pip" install -q "$ANSIBLE_PACKAGE"
 }
 
+# The oldest and the newest ansible-core users bring, for
+# tests/ansible_versions.rs: 2.15 on the distribution's Python, and the
+# newest release on the newest Python here (it needs 3.12 or later, which
+# the distribution may not have: pyenv's is looked for too). Each is made
+# again when its Python changed; NODEPROV_ANSIBLE_{OLDEST,NEWEST}_VENV name
+# other venvs, used as they are.
+ANSIBLE_OLDEST_VENV=${NODEPROV_ANSIBLE_OLDEST_VENV:-target/ansible-core-oldest}
+ANSIBLE_NEWEST_VENV=${NODEPROV_ANSIBLE_NEWEST_VENV:-target/ansible-core-newest}
+install_core_venv() {
+	local dir=$1 python=$2 spec=$3
+	if [ -x "$dir/bin/python" ] && "$dir/bin/python" -c 'import ansible.release' 2>/dev/null &&
+		[ "$(readlink -f "$dir/bin/python")" = "$(readlink -f "$python")" ]; then
+		return 0
+	fi
+	rm -rf "$dir"
+	echo "test.sh: installing $spec into $dir"
+	"$python" -m venv "$dir"
+	"$dir/bin/pip" install -q "$spec"
+}
+
+newest_python() {
+	local p best= best_version=0
+	for p in /root/.pyenv/versions/3.*/bin/python3 $(command -v python3.14 python3.13 python3.12 python3 || true); do
+		[ -x "$p" ] || continue
+		local v
+		v=$("$p" -c 'import sys; print(sys.version_info[0] * 100 + sys.version_info[1])' 2>/dev/null) || continue
+		if [ "$v" -gt "$best_version" ]; then
+			best=$p best_version=$v
+		fi
+	done
+	if [ "$best_version" -lt 312 ]; then
+		echo "test.sh: the newest ansible-core needs Python 3.12 or later, and none was found" >&2
+		exit 1
+	fi
+	echo "$best"
+}
+
+install_core_venvs() {
+	if [ -z "${NODEPROV_ANSIBLE_OLDEST_VENV:-}" ]; then
+		install_core_venv "$ANSIBLE_OLDEST_VENV" "$ANSIBLE_PYTHON" 'ansible-core==2.15.*'
+	fi
+	if [ -z "${NODEPROV_ANSIBLE_NEWEST_VENV:-}" ]; then
+		install_core_venv "$ANSIBLE_NEWEST_VENV" "$(newest_python)" ansible-core
+	fi
+}
+
 # Taken after installing packages: apt legitimately rewrites /etc (ld.so.cache,
 # alternatives) and that is not the tests' doing.
 install_missing_packages
 unpack_firewalld_offline
 install_ansible_venv
+install_core_venvs
 before=$(mktemp)
 after=$(mktemp)
 trap 'rm -f "$before" "$after"' EXIT

@@ -1,0 +1,202 @@
+//! The Ansible fallback on the oldest and the newest ansible-core users
+//! have, besides the 2.17 the rest of the suite uses: each API generation
+//! of ansible-core's module packing (2.15's, 2.16-2.18's, and 2.19's on)
+//! and of its templating. Over real SSH, with each release's own venv (the
+//! ones scripts/test.sh installs): a role-local module, a builtin nodeprov
+//! has no native version of, and a filter of a collection the project
+//! keeps, through check, apply, apply again (nothing changes) and check
+//! again.
+
+mod support;
+
+use std::path::{Path, PathBuf};
+
+use support::control::{Control, Run};
+use support::sshd::SshFleet;
+use support::{assert_machine_unchanged, machine_digest};
+
+/// The venvs scripts/test.sh makes, relative to the project: each holds
+/// ansible-core of one release line, and its Python is the controller's.
+const VENVS: &[(&str, &str)] = &[
+    ("NODEPROV_ANSIBLE_OLDEST_VENV", "target/ansible-core-oldest"),
+    ("NODEPROV_ANSIBLE_VENV", "target/ansible-venv"),
+    ("NODEPROV_ANSIBLE_NEWEST_VENV", "target/ansible-core-newest"),
+];
+
+fn venv_python(var: &str, default: &str) -> PathBuf {
+    let dir = std::env::var(var).unwrap_or(default.into());
+    let python = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join(dir)
+        .join("bin/python");
+    assert!(
+        python.exists(),
+        "{} is missing: run scripts/test.sh, which installs ansible-core there ({var} names another venv)",
+        python.display()
+    );
+    python
+}
+
+const ROLE_MODULE: &str = r#"
+import os
+from ansible.module_utils.basic import AnsibleModule
+
+def main():
+    m = AnsibleModule(argument_spec=dict(path=dict(type='str', required=True)),
+                      supports_check_mode=True)
+    path = m.params['path']
+    if os.path.exists(path):
+        m.exit_json(changed=False, path=path)
+    if not m.check_mode:
+        with open(path, 'w') as f:
+            f.write('made\n')
+    m.exit_json(changed=True, path=path)
+
+main()
+"#;
+
+const COLLECTION_FILTER: &str = r#"
+def shout(value, times=1):
+    return (str(value).upper() + "!") * times
+
+class FilterModule(object):
+    def filters(self):
+        return {"shout": shout}
+"#;
+
+const ROLE_TASKS: &str = r#"
+- name: the role's own module
+  my_mod: {path: "/root/np-made-{{ release }}"}
+  register: made
+- name: a collection's filter reads what the module returned
+  copy:
+    dest: "/root/np-summary-{{ release }}"
+    content: "{{ 'ok' | np.demo.shout(2) }} {{ made.path }}\n"
+"#;
+
+const PLAYBOOK: &str = r#"
+- hosts: all
+  gather_facts: false
+  roles: [maker]
+  tasks:
+    - name: a builtin nodeprov lacks
+      known_hosts:
+        path: "/root/np-known-{{ release }}"
+        name: np-peer.example
+        key: "np-peer.example ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIFH3rV0oGr0kX3v6zYqGJ+Q0gX5a8m3fQp1o2b4c5d6e"
+"#;
+
+#[test]
+fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    let control = Control::new(&fleet);
+    for dir in [
+        "roles/maker/library",
+        "roles/maker/tasks",
+        "collections/ansible_collections/np/demo/plugins/filter",
+    ] {
+        std::fs::create_dir_all(control.path(dir)).unwrap();
+    }
+    control.write("roles/maker/library/my_mod.py", ROLE_MODULE);
+    control.write("roles/maker/tasks/main.yml", ROLE_TASKS);
+    control.write(
+        "collections/ansible_collections/np/demo/plugins/filter/demo.py",
+        COLLECTION_FILTER,
+    );
+    control.write(
+        "collections/ansible_collections/np/demo/galaxy.yml",
+        "namespace: np\nname: demo\nversion: 1.0.0\n",
+    );
+    control.write(
+        "ansible.cfg",
+        &format!(
+            "[defaults]\ncollections_path = {}\n",
+            control.path("collections").display()
+        ),
+    );
+    let playbook = control.write("site.yml", PLAYBOOK);
+    let mut releases = Vec::new();
+    for (var, default) in VENVS {
+        let python = venv_python(var, default);
+        let version = std::process::Command::new(&python)
+            .args([
+                "-c",
+                "import ansible.release; print(ansible.release.__version__)",
+            ])
+            .output()
+            .unwrap();
+        let release = String::from_utf8(version.stdout)
+            .unwrap()
+            .trim()
+            .to_string();
+        assert!(
+            !release.is_empty(),
+            "{}",
+            String::from_utf8_lossy(&version.stderr)
+        );
+        let inventory = control.write(
+            "inventory.ini",
+            &fleet.inventory("root", &format!("release={release}")),
+        );
+        let run = |verb: &str| {
+            let mut cmd = control.nodeprov(&[verb, &playbook, "-i", &inventory]);
+            cmd.current_dir(control.path(""))
+                .env("NODEPROV_ANSIBLE_PYTHON", &python);
+            Run::json(cmd)
+        };
+        let mut validate = std::process::Command::new(env!("CARGO_BIN_EXE_nodeprov"));
+        validate
+            .args(["validate", &playbook, "-i", &inventory])
+            .current_dir(control.path(""))
+            .env("NODEPROV_ANSIBLE_PYTHON", &python);
+        let validated = Run::of(validate);
+        assert_eq!(validated.code, 0, "{release}: {validated}");
+        assert!(
+            validated.stdout.contains(&format!(
+                "runs Ansible's module my_mod (ansible-core {release}"
+            )),
+            "{release}: {validated}"
+        );
+        let host_recap = |r: &Run| r.host(host.name())["recap"].clone();
+
+        let first_check = run("check");
+        assert_eq!(first_check.code, 2, "{release}: {first_check}");
+        assert_eq!(
+            host_recap(&first_check)["drift"],
+            3,
+            "{release}: {first_check}"
+        );
+        let apply = run("apply");
+        assert_eq!(apply.code, 0, "{release}: {apply}");
+        assert_eq!(host_recap(&apply)["changed"], 3, "{release}: {apply}");
+        let again = run("apply");
+        assert_eq!(again.code, 0, "{release}: {again}");
+        assert_eq!(host_recap(&again)["changed"], 0, "{release}: {again}");
+        let last_check = run("check");
+        assert_eq!(last_check.code, 0, "{release}: {last_check}");
+        assert_eq!(
+            host_recap(&last_check)["drift"],
+            0,
+            "{release}: {last_check}"
+        );
+
+        let summary =
+            std::fs::read_to_string(host.host.path(&format!("/root/np-summary-{release}")))
+                .unwrap();
+        assert_eq!(summary, format!("OK!OK! /root/np-made-{release}\n"));
+        let known =
+            std::fs::read_to_string(host.host.path(&format!("/root/np-known-{release}"))).unwrap();
+        assert!(known.starts_with("np-peer.example ssh-ed25519 "), "{known}");
+        releases.push(release);
+    }
+    // Another venv may be named for a one-off run; the default is 2.15.
+    if std::env::var_os(VENVS[0].0).is_none() {
+        assert!(
+            releases[0].starts_with("2.15."),
+            "the oldest venv: {releases:?}"
+        );
+    }
+    drop(fleet);
+    assert_machine_unchanged(&before);
+}
