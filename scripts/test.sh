@@ -230,15 +230,17 @@ install_ansible_venv() {
 
 # The oldest and the newest ansible-core users bring, for
 # tests/ansible_versions.rs: 2.15 on the distribution's Python, and the
-# newest release on the newest Python here (it needs 3.12 or later, which
-# the distribution may not have: pyenv's is looked for too). Each is made
+# newest `ansible` package (the newest ansible-core and the collections it
+# bundles, which tests/corpus.rs validates the corpus with) on the newest
+# Python here (it needs 3.12 or later, which the distribution may not
+# have: pyenv's is looked for too). Each is made
 # again when its Python changed; NODEPROV_ANSIBLE_{OLDEST,NEWEST}_VENV name
 # other venvs, used as they are.
 ANSIBLE_OLDEST_VENV=${NODEPROV_ANSIBLE_OLDEST_VENV:-target/ansible-core-oldest}
 ANSIBLE_NEWEST_VENV=${NODEPROV_ANSIBLE_NEWEST_VENV:-target/ansible-core-newest}
 install_core_venv() {
-	local dir=$1 python=$2 spec=$3
-	if [ -x "$dir/bin/python" ] && "$dir/bin/python" -c 'import ansible.release' 2>/dev/null &&
+	local dir=$1 python=$2 spec=$3 holds=$4
+	if [ -x "$dir/bin/python" ] && "$dir/bin/python" -c "import $holds" 2>/dev/null &&
 		[ "$(readlink -f "$dir/bin/python")" = "$(readlink -f "$python")" ]; then
 		return 0
 	fi
@@ -267,10 +269,10 @@ newest_python() {
 
 install_core_venvs() {
 	if [ -z "${NODEPROV_ANSIBLE_OLDEST_VENV:-}" ]; then
-		install_core_venv "$ANSIBLE_OLDEST_VENV" "$ANSIBLE_PYTHON" 'ansible-core==2.15.*'
+		install_core_venv "$ANSIBLE_OLDEST_VENV" "$ANSIBLE_PYTHON" 'ansible-core==2.15.*' ansible.release
 	fi
 	if [ -z "${NODEPROV_ANSIBLE_NEWEST_VENV:-}" ]; then
-		install_core_venv "$ANSIBLE_NEWEST_VENV" "$(newest_python)" ansible-core
+		install_core_venv "$ANSIBLE_NEWEST_VENV" "$(newest_python)" ansible ansible_collections.community.general
 	fi
 }
 

@@ -180,11 +180,48 @@ fn in_parallel(plays: &[PathBuf], f: fn(&Path) -> Result<i32, String>) -> Vec<Re
     results.into_inner().expect("not poisoned")
 }
 
+/// A user who upgrades to the newest `ansible` package loses no case: each
+/// case that validates with the 2.17 the figures are measured with
+/// validates with the newest release too.
+#[test]
+fn no_case_validates_worse_with_the_newest_ansible() {
+    let newest = venv_python("NODEPROV_ANSIBLE_NEWEST_VENV", "target/ansible-core-newest");
+    let mut worse = Vec::new();
+    let mut counts = (0, 0);
+    for case in case_dirs() {
+        let play = case.join("play.yml");
+        let with_17 = validate_with(&play, &ansible_python()).is_ok();
+        let with_newest = validate_with(&play, &newest);
+        counts.0 += usize::from(with_17);
+        counts.1 += usize::from(with_newest.is_ok());
+        if with_17 {
+            if let Err(e) = with_newest {
+                worse.push(format!("{}: {e}", name(&case)));
+            }
+        }
+    }
+    println!(
+        "validate: {} with 2.17, {} with the newest ansible-core",
+        counts.0, counts.1
+    );
+    assert!(
+        worse.is_empty(),
+        "worse with the newest ansible-core:\n{}",
+        worse.join("\n")
+    );
+}
+
 /// The Python of the ansible-core scripts/test.sh installs, so that tasks
 /// nodeprov has no native module for run Ansible's own, as for a user with
 /// ansible-core.
 fn ansible_python() -> String {
-    let venv = std::env::var("NODEPROV_ANSIBLE_VENV").unwrap_or("target/ansible-venv".into());
+    venv_python("NODEPROV_ANSIBLE_VENV", "target/ansible-venv")
+}
+
+/// The Python of a venv scripts/test.sh makes (relative to the project),
+/// or of the one `var` names.
+fn venv_python(var: &str, default: &str) -> String {
+    let venv = std::env::var(var).unwrap_or(default.into());
     let python = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join(venv)
         .join("bin/python");
@@ -196,10 +233,14 @@ fn ansible_python() -> String {
     python.display().to_string()
 }
 
-/// Ok, or the first error line (all output when none looks like one).
 fn validate(play: &Path) -> Result<i32, String> {
+    validate_with(play, &ansible_python())
+}
+
+/// Ok, or the first error line (all output when none looks like one).
+fn validate_with(play: &Path, python: &str) -> Result<i32, String> {
     let out = Command::new(BIN)
-        .env("NODEPROV_ANSIBLE_PYTHON", ansible_python())
+        .env("NODEPROV_ANSIBLE_PYTHON", python)
         .arg("validate")
         .arg(play)
         .output()
