@@ -568,6 +568,12 @@ fn validate_cmd(args: &ValidateArgs, settings: &Settings) -> Result<u8, Vec<Diag
             );
         }
     }
+    let bridged = crate::template::plugins::bridged();
+    for (kind, names) in [("filter", &bridged.filters), ("test", &bridged.tests)] {
+        for name in names {
+            println!("  {kind} {name}: runs through ansible-core (native: no)");
+        }
+    }
     Ok(EXIT_OK)
 }
 

@@ -3,9 +3,9 @@
 //! of ansible-core's module packing (2.15's, 2.16-2.18's, and 2.19's on)
 //! and of its templating. Over real SSH, with each release's own venv (the
 //! ones scripts/test.sh installs): a role-local module, a builtin nodeprov
-//! has no native version of, and a filter of a collection the project
-//! keeps, through check, apply, apply again (nothing changes) and check
-//! again.
+//! has no native version of, a filter of a collection the project keeps,
+//! and `ansible.builtin` and Jinja filters and tests nodeprov lacks, through
+//! check, apply, apply again (nothing changes) and check again.
 
 mod support;
 
@@ -70,7 +70,7 @@ const ROLE_TASKS: &str = r#"
 - name: a collection's filter reads what the module returned
   copy:
     dest: "/root/np-summary-{{ release }}"
-    content: "{{ 'ok' | np.demo.shout(2) }} {{ made.path }}\n"
+    content: "{{ 'ok' | np.demo.shout(2) }} {{ made.path }} {{ 'a.b' | regex_escape }} {{ 'hi' | center(6) }} {{ [1, 2] is subset([1, 2, 3]) }}\n"
 "#;
 
 const PLAYBOOK: &str = r#"
@@ -158,6 +158,14 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
             )),
             "{release}: {validated}"
         );
+        for line in [
+            "filter np.demo.shout: runs through ansible-core",
+            "filter regex_escape: runs through ansible-core",
+            "filter center: runs through ansible-core",
+            "test subset: runs through ansible-core",
+        ] {
+            assert!(validated.stdout.contains(line), "{release}: {line}: {validated}");
+        }
         let host_recap = |r: &Run| r.host(host.name())["recap"].clone();
 
         let first_check = run("check");
@@ -184,7 +192,10 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
         let summary =
             std::fs::read_to_string(host.host.path(&format!("/root/np-summary-{release}")))
                 .unwrap();
-        assert_eq!(summary, format!("OK!OK! /root/np-made-{release}\n"));
+        assert_eq!(
+            summary,
+            format!("OK!OK! /root/np-made-{release} a\\.b   hi   True\n")
+        );
         let known =
             std::fs::read_to_string(host.host.path(&format!("/root/np-known-{release}"))).unwrap();
         assert!(known.starts_with("np-peer.example ssh-ed25519 "), "{known}");

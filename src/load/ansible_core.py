@@ -108,6 +108,7 @@ class Refusal(Exception):
 class State:
     collections_paths = None  # what the collection finder was built with
     dirs = None               # the library folders the plugin loaders hold
+    jinja = None              # the Jinja environment plugins that ask for one get
     cache = {}
 
 
@@ -361,8 +362,10 @@ def load_plugins(kind, dirs):
 
 
 def load_named(kind, names):
-    """Loads collection plugins by their full names (community.general.counter)
-    through ansible-core's plugin loaders, and answers those found."""
+    """Loads plugins by the names templates use them by: a collection's full
+    name (community.general.counter), ansible.builtin's by either name
+    (from_yaml, ansible.builtin.from_yaml), and Jinja's own that Ansible
+    lists with them (center); answers those found, loaded now or before."""
     if not names:
         return []
     use_collections_paths(())
@@ -370,14 +373,26 @@ def load_named(kind, names):
     table = getattr(Plugins, kind)
     found = []
     for name in names:
-        try:
-            plugin = loader.get(name)
-        except Exception:
-            plugin = None
-        if plugin is not None and name not in table:
-            table[name] = plugin.j2_function
-            found.append(name)
+        if name not in table:
+            fn = plugin_function(loader, kind, name)
+            if fn is None:
+                continue
+            table[name] = fn
+        found.append(name)
     return found
+
+
+def plugin_function(loader, kind, name):
+    try:
+        plugin = loader.get(name)
+    except Exception:
+        plugin = None
+    if plugin is not None:
+        return plugin.j2_function
+    if "." in name:
+        return None
+    import jinja2.defaults
+    return (jinja2.defaults.DEFAULT_FILTERS if kind == "filter" else jinja2.defaults.DEFAULT_TESTS).get(name)
 
 
 def plain(value):
@@ -399,8 +414,31 @@ def call_plugin(req):
         raise Refusal("no %s plugin named '%s' was loaded" % (kind, name))
     args = req.get("args") or []
     kwargs = req.get("kwargs") or {}
-    value = fn(*args, **kwargs)
+    value = fn(*(jinja_leading_args(kind, name, fn) + list(args)), **kwargs)
     return {"ok": True, "value": json.loads(json.dumps(value, default=plain))}
+
+
+def jinja_leading_args(kind, name, fn):
+    """What Jinja passes a filter or test before its value: the environment
+    or evaluation context it asks for with @pass_environment or
+    @pass_eval_context. One that wants the template's whole context cannot
+    run outside the template, and says so."""
+    try:
+        from jinja2.utils import _PassArg
+        wants = _PassArg.from_obj(fn)
+    except Exception:
+        return []
+    if wants is None:
+        return []
+    import jinja2
+    env = State.jinja or jinja2.Environment()
+    State.jinja = env
+    if wants is _PassArg.environment:
+        return [env]
+    if wants is _PassArg.eval_context:
+        from jinja2.nodes import EvalContext
+        return [EvalContext(env)]
+    raise Refusal("the %s '%s' reads the whole template context, which cannot cross to ansible-core" % (kind, name))
 
 
 def handle(req):

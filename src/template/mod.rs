@@ -202,15 +202,18 @@ impl Templates {
         let mut state = probe.new_state();
         let mut idx = 0;
         while let Some(instr) = code.get(idx) {
+            // What no native filter or test covers, ansible-core may have.
             let unknown = match instr {
-                machinery::Instruction::ApplyFilter(name, ..) => state
+                machinery::Instruction::ApplyFilter(name, ..) => (state
                     .apply_filter(name, &[])
                     .is_err_and(|e| e.kind() == ErrorKind::UnknownFilter)
-                    .then(|| unknown_callable("filter", name)),
-                machinery::Instruction::PerformTest(name, ..) => state
+                    && !plugins::resolve("filter", name))
+                .then(|| unknown_callable("filter", name)),
+                machinery::Instruction::PerformTest(name, ..) => (state
                     .perform_test(name, &[])
                     .is_err_and(|e| e.kind() == ErrorKind::UnknownTest)
-                    .then(|| unknown_callable("test", name)),
+                    && !plugins::resolve("test", name))
+                .then(|| unknown_callable("test", name)),
                 _ => None,
             };
             if let Some(message) = unknown {

@@ -16,10 +16,13 @@ use crate::load::ansible_core::{self, PluginDirs, PluginNames};
 /// The run's plugins, or why its plugin folders could not be loaded.
 static FOUND: RwLock<Option<Found>> = RwLock::new(None);
 
+#[derive(Default)]
 struct Found {
     names: PluginNames,
     /// Why the plugin files found could not be loaded, if so.
     failure: Option<String>,
+    /// Names asked of ansible-core that it does not have either.
+    missing: Vec<(String, String)>,
 }
 
 /// Loads the plugins of these folders (those that exist and hold Python
@@ -44,7 +47,7 @@ pub fn install(dirs: PluginDirs, named: PluginNames) {
     let found = match ansible_core::plugins(&dirs, &named) {
         Ok(names) => Found {
             names,
-            failure: None,
+            ..Found::default()
         },
         Err(e) => {
             let folders: Vec<String> = dirs
@@ -67,11 +70,11 @@ pub fn install(dirs: PluginDirs, named: PluginNames) {
                 what.push(names.join(", "));
             }
             Found {
-                names: PluginNames::default(),
                 failure: Some(format!(
                     "the plugins {} cannot run: {e}",
                     what.join(" and ")
                 )),
+                ..Found::default()
             }
         }
     };
@@ -106,6 +109,51 @@ pub fn named_in(text: &str, out: &mut PluginNames) {
             }
         }
     }
+}
+
+/// Whether ansible-core has a filter or test of this name that no native
+/// one covers (`from_yaml`, `ansible.builtin.regex_escape`, Jinja's own
+/// `center`), loading it through the run's bridge when it does; asked
+/// once per name. Environments made from then on hold it.
+pub(super) fn resolve(kind: &str, name: &str) -> bool {
+    let mut guard = FOUND.write().unwrap_or_else(|e| e.into_inner());
+    let found = guard.get_or_insert_with(Found::default);
+    let list = |names: &PluginNames| match kind {
+        "filter" => names.filters.clone(),
+        _ => names.tests.clone(),
+    };
+    if list(&found.names).iter().any(|n| n == name) {
+        return true;
+    }
+    let key = (kind.to_string(), name.to_string());
+    if found.missing.contains(&key) {
+        return false;
+    }
+    let mut named = PluginNames::default();
+    match kind {
+        "filter" => named.filters.push(name.to_string()),
+        _ => named.tests.push(name.to_string()),
+    }
+    let loaded = ansible_core::plugins(&PluginDirs::default(), &named);
+    if let Err(e) = &loaded {
+        found.failure.get_or_insert_with(|| {
+            format!("ansible-core, which may have it, cannot be asked: {e}")
+        });
+    }
+    let known = loaded.is_ok_and(|names| list(&names).iter().any(|n| n == name));
+    match (known, kind) {
+        (true, "filter") => found.names.filters.push(name.to_string()),
+        (true, _) => found.names.tests.push(name.to_string()),
+        (false, _) => found.missing.push(key),
+    }
+    known
+}
+
+/// The filters and tests the run takes from ansible-core, for `validate`
+/// to list.
+pub fn bridged() -> PluginNames {
+    let found = FOUND.read().unwrap_or_else(|e| e.into_inner());
+    found.as_ref().map(|f| f.names.clone()).unwrap_or_default()
 }
 
 /// Why a filter or test the templates name may be missing: plugin files

@@ -658,16 +658,23 @@ fn unknown_filters_and_tests_fail_the_check_even_in_branches_not_taken() {
     let err = t
         .check_template("a\n{% if false %}{{ x | to_jsno }}{% endif %}")
         .unwrap_err();
-    assert_eq!(err.message, "unknown filter 'to_jsno'");
+    assert!(
+        err.message.starts_with("unknown filter 'to_jsno'"),
+        "{}",
+        err.message
+    );
     assert_eq!(err.line, Some(2));
     let err = t.check_expression("x is definedd").unwrap_err();
-    assert_eq!(err.message, "unknown test 'definedd'");
-    assert_eq!(
-        t.check_expression("x | bogus(1) | int > 2")
-            .unwrap_err()
-            .message,
-        "unknown filter 'bogus'"
+    assert!(
+        err.message.starts_with("unknown test 'definedd'"),
+        "{}",
+        err.message
     );
+    assert!(t
+        .check_expression("x | bogus(1) | int > 2")
+        .unwrap_err()
+        .message
+        .starts_with("unknown filter 'bogus'"));
     t.check_template("{{ x | default('a') | regex_replace('a', 'b') | to_nice_yaml }}")
         .unwrap();
     t.check_expression("x is defined and x is version('1.2', '>=')")
