@@ -569,7 +569,12 @@ fn validate_cmd(args: &ValidateArgs, settings: &Settings) -> Result<u8, Vec<Diag
         }
     }
     let bridged = crate::template::plugins::bridged();
-    for (kind, names) in [("filter", &bridged.filters), ("test", &bridged.tests)] {
+    let kinds = [
+        ("filter", &bridged.filters),
+        ("test", &bridged.tests),
+        ("lookup", &bridged.lookups),
+    ];
+    for (kind, names) in kinds {
         for name in names {
             println!("  {kind} {name}: runs through ansible-core (native: no)");
         }

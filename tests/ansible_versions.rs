@@ -4,8 +4,9 @@
 //! and of its templating. Over real SSH, with each release's own venv (the
 //! ones scripts/test.sh installs): a role-local module, a builtin nodeprov
 //! has no native version of, a filter of a collection the project keeps,
-//! and `ansible.builtin` and Jinja filters and tests nodeprov lacks, through
-//! check, apply, apply again (nothing changes) and check again.
+//! and `ansible.builtin` and Jinja filters, tests and lookups nodeprov
+//! lacks, through check, apply, apply again (nothing changes) and check
+//! again; a lookup neither has is refused at `validate`.
 
 mod support;
 
@@ -70,7 +71,7 @@ const ROLE_TASKS: &str = r#"
 - name: a collection's filter reads what the module returned
   copy:
     dest: "/root/np-summary-{{ release }}"
-    content: "{{ 'ok' | np.demo.shout(2) }} {{ made.path }} {{ 'a.b' | regex_escape }} {{ 'hi' | center(6) }} {{ [1, 2] is subset([1, 2, 3]) }}\n"
+    content: "{{ 'ok' | np.demo.shout(2) }} {{ made.path }} {{ 'a.b' | regex_escape }} {{ 'hi' | center(6) }} {{ [1, 2] is subset([1, 2, 3]) }} {{ lookup('vars', 'release') }} {{ query('inventory_hostnames', 'all') | length }}\n"
 "#;
 
 const PLAYBOOK: &str = r#"
@@ -163,9 +164,29 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
             "filter regex_escape: runs through ansible-core",
             "filter center: runs through ansible-core",
             "test subset: runs through ansible-core",
+            "lookup vars: runs through ansible-core",
+            "lookup inventory_hostnames: runs through ansible-core",
         ] {
-            assert!(validated.stdout.contains(line), "{release}: {line}: {validated}");
+            assert!(
+                validated.stdout.contains(line),
+                "{release}: {line}: {validated}"
+            );
         }
+        let typo = control.write(
+            "typo.yml",
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    - debug: {msg: \"{{ lookup('no_such_lookup', 'x') }}\"}\n",
+        );
+        let mut refused = std::process::Command::new(env!("CARGO_BIN_EXE_nodeprov"));
+        refused
+            .args(["validate", &typo, "-i", &inventory])
+            .current_dir(control.path(""))
+            .env("NODEPROV_ANSIBLE_PYTHON", &python);
+        let refused = Run::of(refused);
+        assert_eq!(refused.code, 1, "{release}: {refused}");
+        assert!(
+            refused.stderr.contains("unknown lookup 'no_such_lookup'"),
+            "{release}: {refused}"
+        );
         let host_recap = |r: &Run| r.host(host.name())["recap"].clone();
 
         let first_check = run("check");
@@ -194,7 +215,7 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
                 .unwrap();
         assert_eq!(
             summary,
-            format!("OK!OK! /root/np-made-{release} a\\.b   hi   True\n")
+            format!("OK!OK! /root/np-made-{release} a\\.b   hi   True {release} 1\n")
         );
         let known =
             std::fs::read_to_string(host.host.path(&format!("/root/np-known-{release}"))).unwrap();

@@ -18,6 +18,10 @@
 #   answer:   {"ok": true, "filter": [names], "test": [names]}
 #   request:  {"call": "filter"|"test", "name": n, "args": [...], "kwargs": {...}}
 #   answer:   {"ok": true, "value": ...}
+#   request:  {"lookups": [names]}
+#   answer:   {"ok": true, "lookup": [the names ansible-core has]}
+#   request:  {"lookup": n, "terms": [...], "kwargs": {...}, "variables": {...}, "basedir": dir}
+#   answer:   {"ok": true, "value": [what the plugin returned]}
 
 import atexit
 import json
@@ -361,6 +365,45 @@ def load_plugins(kind, dirs):
     return names
 
 
+def has_lookups(names):
+    """The lookup plugins among `names` that ansible-core has."""
+    use_collections_paths(())
+    found = []
+    for name in names:
+        try:
+            if plugin_loader.lookup_loader.has_plugin(name):
+                found.append(name)
+        except Exception:
+            pass
+    return found
+
+
+def run_lookup(req):
+    """Runs a lookup plugin on the controller as Ansible's templar does for
+    one task: with the task's variables (its search path among them), its
+    terms and keyword arguments; answers the plugin's list."""
+    name = req.get("lookup")
+    if not isinstance(name, str):
+        raise Refusal("'lookup' is a plugin name")
+    variables = req.get("variables") or {}
+    terms = req.get("terms") or []
+    kwargs = req.get("kwargs") or {}
+    use_collections_paths(())
+    loader = DataLoader()
+    basedir = req.get("basedir")
+    if isinstance(basedir, str):
+        loader.set_basedir(basedir)
+    templar = Templar(loader=loader, variables=variables)
+    plugin = plugin_loader.lookup_loader.get(name, loader=loader, templar=templar)
+    if plugin is None:
+        raise Refusal("ansible-core has no lookup plugin '%s'" % name)
+    try:
+        ran = plugin.run(terms, variables=variables, **kwargs)
+    except AnsibleError as e:
+        raise Refusal("lookup '%s': %s" % (name, one_line(e)))
+    return {"ok": True, "value": json.loads(json.dumps(list(ran or []), default=plain))}
+
+
 def load_named(kind, names):
     """Loads plugins by the names templates use them by: a collection's full
     name (community.general.counter), ansible.builtin's by either name
@@ -456,6 +499,10 @@ def handle(req):
         }
     if "call" in req:
         return call_plugin(req)
+    if "lookup" in req:
+        return run_lookup(req)
+    if "lookups" in req:
+        return {"ok": True, "lookup": has_lookups(string_list(req, "lookups"))}
     name = req.get("module")
     if not isinstance(name, str) or not name.strip():
         raise Refusal("'module' must be a non-empty string")

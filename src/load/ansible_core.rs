@@ -84,11 +84,12 @@ pub struct PluginDirs {
     pub tests: Vec<PathBuf>,
 }
 
-/// Filter and test names.
+/// Filter, test and lookup names.
 #[derive(Clone, Debug, Default)]
 pub struct PluginNames {
     pub filters: Vec<String>,
     pub tests: Vec<String>,
+    pub lookups: Vec<String>,
 }
 
 /// Loads the plugins in `dirs` and the collection plugins `named` by their
@@ -112,7 +113,37 @@ pub fn plugins(dirs: &PluginDirs, named: &PluginNames) -> Result<PluginNames, An
     Ok(PluginNames {
         filters: names("filter"),
         tests: names("test"),
+        lookups: Vec::new(),
     })
+}
+
+/// Whether ansible-core has a lookup plugin of this name.
+pub fn has_lookup(name: &str) -> Result<bool, AnsibleCoreError> {
+    let answer = ask(&json!({ "lookups": [name] }))?;
+    Ok(answer["lookup"]
+        .as_array()
+        .is_some_and(|names| names.iter().any(|n| n == name)))
+}
+
+/// Runs a lookup plugin on the controller, as Ansible runs it for a task:
+/// with the task's variables, relative files found from `basedir`.
+pub fn lookup(
+    name: &str,
+    terms: Vec<Value>,
+    kwargs: Value,
+    variables: Value,
+    basedir: Option<&str>,
+) -> Result<Vec<Value>, AnsibleCoreError> {
+    let request = json!({
+        "lookup": name, "terms": terms, "kwargs": kwargs,
+        "variables": variables, "basedir": basedir,
+    });
+    match ask(&request)?["value"].take() {
+        Value::Array(values) => Ok(values),
+        other => Err(AnsibleCoreError::Bridge(format!(
+            "lookup '{name}' answered {other} instead of a list"
+        ))),
+    }
 }
 
 /// Calls a loaded filter or test plugin (`kind`) with JSON values.

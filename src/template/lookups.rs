@@ -1,6 +1,7 @@
 //! Lookup plugins: `lookup(name, …)` returns the result as text, `query`
 //! (or `q`) as a list, as in Ansible. `env`, `first_found`, `fileglob` and
-//! `varnames` exist.
+//! `varnames` are native; every other lookup ansible-core has runs through
+//! it, on the controller, with the task's variables.
 
 use std::path::{Path, PathBuf};
 
@@ -9,54 +10,133 @@ use minijinja::{Environment, Error, ErrorKind, State, Value};
 
 use crate::pyre::{Flags, Regex};
 
+/// The lookups nodeprov runs itself.
+const NATIVE: [&str; 4] = ["env", "first_found", "fileglob", "varnames"];
+
 pub(super) fn register(env: &mut Environment<'static>) {
     env.add_function("lookup", lookup);
     env.add_function("query", query);
     env.add_function("q", query);
 }
 
+/// Whether a lookup of this name runs: natively, or through ansible-core.
+pub(super) fn known(name: &str) -> bool {
+    NATIVE.contains(&native_name(name)) || super::plugins::resolve("lookup", name)
+}
+
+fn native_name(name: &str) -> &str {
+    name.strip_prefix("ansible.builtin.").unwrap_or(name)
+}
+
 fn invalid(msg: String) -> Error {
     Error::new(ErrorKind::InvalidOperation, msg)
 }
 
-/// A lookup's text: its values joined with commas, as Ansible's `lookup`
-/// joins a list.
-fn lookup(
-    state: &State,
-    plugin: &str,
-    terms: Rest<Value>,
-    kwargs: Kwargs,
-) -> Result<String, Error> {
-    let values = run(state, plugin, &terms, &kwargs)?;
-    Ok(values.join(","))
+/// A lookup's value as Ansible's `lookup` gives it: its texts joined with
+/// commas, or a value that is no text as it is (`lookup('vars', 'a_map')`),
+/// or the list; `wantlist=True` makes it `query`.
+fn lookup(state: &State, plugin: &str, terms: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    let wantlist = kwargs.get::<Option<bool>>("wantlist")?.unwrap_or(false);
+    let mut values = run(state, plugin, &terms, &kwargs)?;
+    if wantlist {
+        return Ok(Value::from(values));
+    }
+    if values.iter().all(|v| v.as_str().is_some()) {
+        let texts: Vec<&str> = values.iter().filter_map(Value::as_str).collect();
+        return Ok(Value::from(texts.join(",")));
+    }
+    Ok(match values.len() {
+        1 => values.remove(0),
+        _ => Value::from(values),
+    })
 }
 
 fn query(state: &State, plugin: &str, terms: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    let _ = kwargs.get::<Option<bool>>("wantlist")?;
     Ok(Value::from(run(state, plugin, &terms, &kwargs)?))
 }
 
-fn run(
-    state: &State,
-    plugin: &str,
-    terms: &[Value],
-    kwargs: &Kwargs,
-) -> Result<Vec<String>, Error> {
-    let values = match plugin.strip_prefix("ansible.builtin.").unwrap_or(plugin) {
-        "env" => terms
-            .iter()
-            .map(|name| std::env::var(name.to_string()).unwrap_or_default())
-            .collect(),
-        "first_found" => first_found(state, terms, kwargs)?,
-        "fileglob" => fileglob(state, terms)?,
-        "varnames" => varnames(state, terms)?,
+fn run(state: &State, plugin: &str, terms: &[Value], kwargs: &Kwargs) -> Result<Vec<Value>, Error> {
+    let texts = |v: Vec<String>| v.into_iter().map(Value::from).collect();
+    let values = match native_name(plugin) {
+        "env" => texts(
+            terms
+                .iter()
+                .map(|name| std::env::var(name.to_string()).unwrap_or_default())
+                .collect(),
+        ),
+        "first_found" => texts(first_found(state, terms, kwargs)?),
+        "fileglob" => texts(fileglob(state, terms)?),
+        "varnames" => texts(varnames(state, terms)?),
+        _ if super::plugins::resolve("lookup", plugin) => {
+            return through_ansible_core(state, plugin, terms, kwargs)
+        }
         _ => {
             return Err(invalid(format!(
-            "lookup plugin '{plugin}' is not supported (only 'env', 'first_found', 'fileglob' and 'varnames')"
-        )))
+                "unknown lookup plugin '{plugin}' (nodeprov has {}, and ansible-core has no such plugin)",
+                NATIVE.join(", ")
+            )))
         }
     };
     kwargs.assert_all_used()?;
     Ok(values)
+}
+
+/// A lookup of ansible-core's, run on the controller as Ansible runs it:
+/// with the task's variables (which the `vars` and `template` lookups
+/// read; `hostvars` stays behind) and its search path for relative files.
+fn through_ansible_core(
+    state: &State,
+    plugin: &str,
+    terms: &[Value],
+    kwargs: &Kwargs,
+) -> Result<Vec<Value>, Error> {
+    let json =
+        |v: &Value| serde_json::to_value(v).map_err(|e| invalid(format!("lookup '{plugin}': {e}")));
+    let terms = terms.iter().map(json).collect::<Result<Vec<_>, _>>()?;
+    let mut named = serde_json::Map::new();
+    for key in kwargs.args() {
+        // What Ansible's templar reads itself, not the plugin.
+        if key != "wantlist" {
+            let v: Value = kwargs.get(key)?;
+            named.insert(key.to_string(), json(&v)?);
+        }
+    }
+    kwargs.assert_all_used()?;
+    let mut variables = serde_json::Map::new();
+    for name in state.known_variables() {
+        let value = state.lookup(&name);
+        let Some(value) =
+            value.filter(|v| !matches!(v.kind(), ValueKind::Plain | ValueKind::Undefined))
+        else {
+            continue;
+        };
+        if name != "hostvars" {
+            if let Ok(v) = serde_json::to_value(&value) {
+                variables.insert(name.to_string(), v);
+            }
+        }
+    }
+    let roots: Vec<String> = search_roots(state)
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    variables.insert("ansible_search_path".into(), roots.clone().into());
+    let basedir = roots.last().cloned();
+    crate::load::ansible_core::lookup(
+        plugin,
+        terms,
+        named.into(),
+        variables.into(),
+        basedir.as_deref(),
+    )
+    .map(|values| {
+        values
+            .iter()
+            .map(|v| Value::from(minijinja::value::Serde(v)))
+            .collect()
+    })
+    .map_err(|e| invalid(format!("lookup '{plugin}': {e}")))
 }
 
 /// The names of the variables in scope that a term, a Python regular

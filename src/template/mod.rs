@@ -58,6 +58,27 @@ fn unknown_callable(kind: &str, name: &str) -> String {
     }
 }
 
+/// Each lookup a piece of Jinja names by a constant is one that runs,
+/// natively or through ansible-core: a typo in a lookup's name fails
+/// `validate`, not the task that one day takes that branch.
+fn check_lookups(jinja: &str) -> Result<(), TemplateError> {
+    static CALL: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(r#"\b(?:lookup|query|q)\s*\(\s*['"]([A-Za-z_][\w.]*)['"]"#)
+            .expect("valid")
+    });
+    for c in CALL.captures_iter(jinja) {
+        if !lookups::known(&c[1]) {
+            return Err(TemplateError {
+                message: unknown_callable("lookup", &c[1]),
+                line: None,
+                undefined: None,
+                is_undefined: false,
+            });
+        }
+    }
+    Ok(())
+}
+
 /// One minijinja Environment, built once, strict undefined, no auto-escaping.
 pub struct Templates {
     env: Environment<'static>,
@@ -112,7 +133,12 @@ impl Templates {
     /// `playbook_dir`, `ansible_version` and `hostvars`. Globals, so
     /// variables of the same name (`-e playbook_dir=…`) still win.
     pub fn with_run(mut self, playbook_dir: &Path, hostvars: Arc<HostVars>) -> Self {
-        let dir = std::path::absolute(playbook_dir).unwrap_or_else(|_| playbook_dir.into());
+        // A playbook named without a folder is in the working one.
+        let named = match playbook_dir.as_os_str().is_empty() {
+            true => Path::new("."),
+            false => playbook_dir,
+        };
+        let dir = std::path::absolute(named).unwrap_or_else(|_| named.into());
         self.env
             .add_global("playbook_dir", dir.display().to_string());
         let (major, minor, revision) = ANSIBLE_VERSION;
@@ -169,7 +195,8 @@ impl Templates {
         self.condition(cond, &self.context(vars))
     }
 
-    /// Syntax check without rendering; unknown filters and tests count too.
+    /// Syntax check without rendering; unknown filters, tests and lookups
+    /// count too.
     pub fn check_template(&self, text: &str) -> Result<(), TemplateError> {
         let text = &spaces::ascii_spaced(text, false);
         let tmpl = self
@@ -179,7 +206,16 @@ impl Templates {
         let compiled = machinery::get_compiled_template(&tmpl);
         std::iter::once(&compiled.instructions)
             .chain(compiled.blocks.values())
-            .try_for_each(|i| self.check_callables(i))
+            .try_for_each(|i| self.check_callables(i))?;
+        static JINJA: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+            regex::Regex::new(r"(?s)\{\{.*?\}\}|\{%.*?%\}").expect("valid")
+        });
+        JINJA.find_iter(text).try_for_each(|m| {
+            check_lookups(m.as_str()).map_err(|mut e| {
+                e.line = Some(text[..m.start()].matches('\n').count() + 1);
+                e
+            })
+        })
     }
 
     pub fn check_expression(&self, expr: &str) -> Result<(), TemplateError> {
@@ -190,9 +226,10 @@ impl Templates {
         // Expressions do not expose their instructions; the same expression
         // as a template compiles to the same filter and test calls.
         match self.env.template_from_str(&format!("{{{{ {expr} }}}}")) {
-            Ok(t) => self.check_callables(&machinery::get_compiled_template(&t).instructions),
-            Err(_) => Ok(()),
+            Ok(t) => self.check_callables(&machinery::get_compiled_template(&t).instructions)?,
+            Err(_) => return Ok(()),
         }
+        check_lookups(expr)
     }
 
     /// minijinja looks filters and tests up only when they run, so a typo

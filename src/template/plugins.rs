@@ -111,15 +111,17 @@ pub fn named_in(text: &str, out: &mut PluginNames) {
     }
 }
 
-/// Whether ansible-core has a filter or test of this name that no native
-/// one covers (`from_yaml`, `ansible.builtin.regex_escape`, Jinja's own
-/// `center`), loading it through the run's bridge when it does; asked
-/// once per name. Environments made from then on hold it.
+/// Whether ansible-core has a filter, test or lookup (`kind`) of this name
+/// that no native one covers (`from_yaml`, `ansible.builtin.regex_escape`,
+/// Jinja's own `center`, `lookup('vars', …)`), loading it through the
+/// run's bridge when it does; asked once per name. Environments made from
+/// then on hold its filter or test.
 pub(super) fn resolve(kind: &str, name: &str) -> bool {
     let mut guard = FOUND.write().unwrap_or_else(|e| e.into_inner());
     let found = guard.get_or_insert_with(Found::default);
     let list = |names: &PluginNames| match kind {
         "filter" => names.filters.clone(),
+        "lookup" => names.lookups.clone(),
         _ => names.tests.clone(),
     };
     if list(&found.names).iter().any(|n| n == name) {
@@ -132,9 +134,16 @@ pub(super) fn resolve(kind: &str, name: &str) -> bool {
     let mut named = PluginNames::default();
     match kind {
         "filter" => named.filters.push(name.to_string()),
+        "lookup" => named.lookups.push(name.to_string()),
         _ => named.tests.push(name.to_string()),
     }
-    let loaded = ansible_core::plugins(&PluginDirs::default(), &named);
+    let loaded = match kind {
+        "lookup" => ansible_core::has_lookup(name).map(|has| match has {
+            true => named,
+            false => PluginNames::default(),
+        }),
+        _ => ansible_core::plugins(&PluginDirs::default(), &named),
+    };
     if let Err(e) = &loaded {
         found.failure.get_or_insert_with(|| {
             format!("ansible-core, which may have it, cannot be asked: {e}")
@@ -143,6 +152,7 @@ pub(super) fn resolve(kind: &str, name: &str) -> bool {
     let known = loaded.is_ok_and(|names| list(&names).iter().any(|n| n == name));
     match (known, kind) {
         (true, "filter") => found.names.filters.push(name.to_string()),
+        (true, "lookup") => found.names.lookups.push(name.to_string()),
         (true, _) => found.names.tests.push(name.to_string()),
         (false, _) => found.missing.push(key),
     }
