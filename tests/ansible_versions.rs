@@ -68,10 +68,14 @@ const ROLE_TASKS: &str = r#"
 - name: the role's own module
   my_mod: {path: "/root/np-made-{{ release }}"}
   register: made
+- name: a with_<lookup> loop of a lookup nodeprov lacks
+  debug: {msg: "{{ item }}"}
+  with_sequence: start=1 end=3
+  register: seq
 - name: a collection's filter reads what the module returned
   copy:
     dest: "/root/np-summary-{{ release }}"
-    content: "{{ 'ok' | np.demo.shout(2) }} {{ made.path }} {{ 'a.b' | regex_escape }} {{ 'hi' | center(6) }} {{ [1, 2] is subset([1, 2, 3]) }} {{ lookup('vars', 'release') }} {{ query('inventory_hostnames', 'all') | length }}\n"
+    content: "{{ 'ok' | np.demo.shout(2) }} {{ made.path }} {{ 'a.b' | regex_escape }} {{ 'hi' | center(6) }} {{ [1, 2] is subset([1, 2, 3]) }} {{ lookup('vars', 'release') }} {{ query('inventory_hostnames', 'all') | length }} {{ seq.results | map(attribute='item') | join('') }}\n"
 "#;
 
 const PLAYBOOK: &str = r#"
@@ -166,6 +170,7 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
             "test subset: runs through ansible-core",
             "lookup vars: runs through ansible-core",
             "lookup inventory_hostnames: runs through ansible-core",
+            "lookup sequence: runs through ansible-core",
         ] {
             assert!(
                 validated.stdout.contains(line),
@@ -215,7 +220,7 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
                 .unwrap();
         assert_eq!(
             summary,
-            format!("OK!OK! /root/np-made-{release} a\\.b   hi   True {release} 1\n")
+            format!("OK!OK! /root/np-made-{release} a\\.b   hi   True {release} 1 123\n")
         );
         let known =
             std::fs::read_to_string(host.host.path(&format!("/root/np-known-{release}"))).unwrap();

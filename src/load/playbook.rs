@@ -1289,12 +1289,11 @@ fn with_loop(k: &Node, v: &Node, errors: &mut Errors) -> Option<Node> {
             }
             format!("{} | subelements({})", l[0], l[1..].join(", "))
         }
+        // Any other lookup runs as Ansible's `with_` runs it: on the terms
+        // the value lists (validate refuses a lookup nobody has).
         _ => {
-            errors.push(
-                k.error(format!("'{key}' is not supported by nodeprov"))
-                    .with_hint("use loop: with a filter, or with_items, with_dict, with_nested, with_together, with_subelements, with_fileglob"),
-            );
-            return None;
+            let name = serde_json::Value::String(key["with_".len()..].to_string());
+            format!("_with_lookup({name}, {})", jinja_expr(v))
         }
     };
     Some(Node::new(
@@ -1326,7 +1325,14 @@ fn jinja_expr(n: &Node) -> String {
 
 /// `"a{{ x }}b"` as `("a" ~ (x) ~ "b")`; a string with `{% %}` stays text.
 fn string_expr(s: &str) -> String {
-    let quoted = |t: &str| serde_json::Value::String(t.to_string()).to_string();
+    // The expression is a playbook value, whose string constants are read
+    // back verbatim (see template::backslash): the text goes in as it is,
+    // between quotes it does not hold; escaping it would add backslashes.
+    let quoted = |t: &str| match (t.contains('"'), t.contains('\''), t.ends_with('\\')) {
+        (false, _, false) => format!("\"{t}\""),
+        (true, false, false) => format!("'{t}'"),
+        _ => serde_json::Value::String(t.to_string()).to_string(),
+    };
     if !crate::template::is_templated(s) || s.contains("{%") {
         return quoted(s);
     }
@@ -1594,13 +1600,23 @@ mod tests {
                 "{{ [\"a\", none] | zip([{\"k\": \"v\"}]) | list }}"
             ]
         );
-        let errs = load_text(
-            "- hosts: all\n  tasks:\n    - command: echo\n      with_sequence: start=1 end=3\n",
+        // Any other lookup is run on the loop's terms; a line break and a
+        // backslash reach it as they are.
+        let pb = load_text(
+            "- hosts: all\n  tasks:\n    - command: echo\n      with_sequence: start=1 end=3\n    - command: echo\n      with_lines: \"printf 'a\\\\nb'\"\n",
         )
-        .unwrap_err();
+        .unwrap();
+        let loops: Vec<String> = pb.plays[0]
+            .tasks
+            .iter()
+            .map(|t| t.loop_items.as_ref().unwrap().scalar_text().unwrap())
+            .collect();
         assert_eq!(
-            errs[0].message,
-            "'with_sequence' is not supported by nodeprov"
+            loops,
+            [
+                "{{ _with_lookup(\"sequence\", \"start=1 end=3\") }}",
+                "{{ _with_lookup(\"lines\", \"printf 'a\\nb'\") }}"
+            ]
         );
     }
 

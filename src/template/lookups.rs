@@ -17,6 +17,19 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_function("lookup", lookup);
     env.add_function("query", query);
     env.add_function("q", query);
+    env.add_function("_with_lookup", with_lookup);
+}
+
+/// What a `with_<lookup>:` loop iterates over: the lookup run on the
+/// loop's value as its terms, a list being the terms themselves and
+/// anything else one term, as Ansible's task executor calls it.
+fn with_lookup(state: &State, plugin: &str, terms: Value) -> Result<Value, Error> {
+    let terms: Vec<Value> = match terms.kind() {
+        ValueKind::Seq => terms.try_iter()?.collect(),
+        _ => vec![terms],
+    };
+    let none = Kwargs::from_iter(std::iter::empty::<(&str, Value)>());
+    Ok(Value::from(run(state, plugin, &terms, &none)?))
 }
 
 /// Whether a lookup of this name runs: natively, or through ansible-core.

@@ -63,7 +63,7 @@ fn unknown_callable(kind: &str, name: &str) -> String {
 /// `validate`, not the task that one day takes that branch.
 fn check_lookups(jinja: &str) -> Result<(), TemplateError> {
     static CALL: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
-        regex::Regex::new(r#"\b(?:lookup|query|q)\s*\(\s*['"]([A-Za-z_][\w.]*)['"]"#)
+        regex::Regex::new(r#"\b(?:lookup|query|q|_with_lookup)\s*\(\s*['"]([A-Za-z_][\w.]*)['"]"#)
             .expect("valid")
     });
     for c in CALL.captures_iter(jinja) {
