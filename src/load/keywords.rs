@@ -230,7 +230,7 @@ keywords! {
         => "as `changed_when`; a block's is added to its tasks'";
     "with_<lookup>": No No Yes No No
         => "`items`, `list`, `dict`, `nested`/`cartesian`, `together`, `subelements`, \
-           `flattened`, `first_found`, `fileglob`; other lookups are refused";
+           `flattened`, `first_found`, `fileglob` natively; any other lookup through ansible-core, on the loop's terms";
     "with_items": No No Yes Yes No
         => "see `with_<lookup>`";
 }
