@@ -576,7 +576,10 @@ fn validate_cmd(args: &ValidateArgs, settings: &Settings) -> Result<u8, Vec<Diag
     ];
     for (kind, names) in kinds {
         for name in names {
-            println!("  {kind} {name}: runs through ansible-core (native: no)");
+            println!(
+                "  {kind} {name}: runs through ansible-core {} (native: no)",
+                crate::load::ansible_core::version().unwrap_or_default()
+            );
         }
     }
     Ok(EXIT_OK)

@@ -237,3 +237,39 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
     drop(fleet);
     assert_machine_unchanged(&before);
 }
+
+/// An ansible-core older than the oldest the bridge drives is refused at
+/// `validate` with one line naming it, not run and misread.
+#[test]
+fn an_ansible_core_older_than_2_15_is_refused_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    // A Python that answers as the bridge of ansible-core 2.14 would.
+    let python = dir.path().join("python");
+    std::fs::write(
+        &python,
+        "#!/bin/sh\necho '{\"ready\": true, \"ansible_version\": \"2.14.18\"}'\ncat >/dev/null\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(&python, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let playbook = dir.path().join("site.yml");
+    std::fs::write(
+        &playbook,
+        "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - wait_for: {path: /etc/hostname}\n",
+    )
+    .unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nodeprov"))
+        .arg("validate")
+        .arg(&playbook)
+        .env("NODEPROV_ANSIBLE_PYTHON", &python)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "{} has ansible-core 2.14.18, older than 2.15, the oldest nodeprov drives",
+            python.display()
+        )),
+        "{stderr}"
+    );
+}

@@ -34,6 +34,12 @@ pub enum AnsibleCoreError {
          or name its Python in {PYTHON_VAR}"
     )]
     NotFound(String),
+    #[error(
+        "{python} has ansible-core {version}, older than {}.{}, the oldest nodeprov drives; \
+         install a newer one (pip install ansible-core) or name its Python in {PYTHON_VAR}",
+        OLDEST.0, OLDEST.1
+    )]
+    TooOld { python: String, version: String },
     /// ansible-core answered, and cannot run this module for nodeprov.
     #[error("{0}")]
     Refused(String),
@@ -195,6 +201,17 @@ struct Bridge {
     _child: Child,
     input: ChildStdin,
     output: BufReader<ChildStdout>,
+    /// The ansible-core release it imported.
+    version: String,
+}
+
+/// The oldest ansible-core release whose packing and plugin APIs the
+/// bridge drives (`tests/ansible_versions.rs` runs it).
+const OLDEST: (u64, u64) = (2, 15);
+
+/// The release of the ansible-core the run's bridge imported, when it runs.
+pub fn version() -> Option<String> {
+    with_bridge(|state| state.bridge.as_ref().ok().map(|b| b.version.clone()))
 }
 
 impl Bridge {
@@ -216,6 +233,7 @@ impl Bridge {
             _child: child,
             input,
             output: BufReader::new(output),
+            version: String::new(),
         };
         let ready = bridge.read().map_err(|e| match e {
             AnsibleCoreError::Bridge(why) => {
@@ -229,6 +247,21 @@ impl Bridge {
                 "{}: {why}",
                 python.display()
             )));
+        }
+        bridge.version = ready["ansible_version"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let mut parts = bridge
+            .version
+            .split('.')
+            .map(|p| p.parse::<u64>().unwrap_or(0));
+        let release = (parts.next().unwrap_or(0), parts.next().unwrap_or(0));
+        if release < OLDEST {
+            return Err(AnsibleCoreError::TooOld {
+                python: python.display().to_string(),
+                version: bridge.version,
+            });
         }
         Ok(bridge)
     }
