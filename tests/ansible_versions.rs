@@ -273,3 +273,77 @@ fn an_ansible_core_older_than_2_15_is_refused_in_one_line() {
         "{stderr}"
     );
 }
+
+/// Every `ansible.builtin` filter, test and lookup that each release's
+/// `ansible-doc -l` lists runs: natively, or through that ansible-core.
+/// `validate` compiles a template naming each one and lists those it
+/// hands to ansible-core.
+#[test]
+fn every_ansible_builtin_filter_test_and_lookup_is_native_or_bridged() {
+    let dir = tempfile::tempdir().unwrap();
+    for (var, default) in VENVS {
+        let python = venv_python(var, default);
+        let ansible_doc = python.with_file_name("ansible-doc");
+        let mut listed = Vec::new();
+        let mut template = String::from("{% if false %}");
+        for kind in ["filter", "test", "lookup"] {
+            let out = std::process::Command::new(&ansible_doc)
+                .args(["-t", kind, "-l", "-j"])
+                .env("ANSIBLE_NOCOLOR", "1")
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "{}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let doc: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            for name in doc.as_object().unwrap().keys() {
+                let Some(short) = name.strip_prefix("ansible.builtin.") else {
+                    continue;
+                };
+                template.push_str(&match kind {
+                    "filter" => format!("{{{{ x | {short} }}}}"),
+                    "test" => format!("{{{{ x is {short} }}}}"),
+                    _ => format!("{{{{ lookup('{short}') }}}}"),
+                });
+                listed.push(format!("{kind} {short}"));
+            }
+        }
+        template.push_str("{% endif %}");
+        let playbook = dir.path().join("all.yml");
+        std::fs::write(
+            &playbook,
+            format!(
+                "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - debug:\n        msg: {}\n",
+                serde_json::Value::String(template)
+            ),
+        )
+        .unwrap();
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_nodeprov"))
+            .arg("validate")
+            .arg(&playbook)
+            .env("NODEPROV_ANSIBLE_PYTHON", &python)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {}",
+            python.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let bridged = listed
+            .iter()
+            .filter(|l| stdout.contains(&format!("  {l}: runs through ansible-core")))
+            .count();
+        assert!(listed.len() > 100, "{listed:?}");
+        println!(
+            "{}: {} ansible.builtin filters, tests and lookups: {} native, {bridged} through ansible-core",
+            python.display(),
+            listed.len(),
+            listed.len() - bridged
+        );
+    }
+}
