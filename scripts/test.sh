@@ -252,7 +252,7 @@ install_core_venv() {
 
 newest_python() {
 	local p best= best_version=0
-	for p in /root/.pyenv/versions/3.*/bin/python3 $(command -v python3.14 python3.13 python3.12 python3 || true); do
+	for p in "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.*/bin/python3 $(command -v python3.14 python3.13 python3.12 python3 || true); do
 		[ -x "$p" ] || continue
 		local v
 		v=$("$p" -c 'import sys; print(sys.version_info[0] * 100 + sys.version_info[1])' 2>/dev/null) || continue
