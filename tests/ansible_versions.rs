@@ -2,7 +2,8 @@
 //! have, besides the 2.17 the rest of the suite uses: each API generation
 //! of ansible-core's module packing (2.15's, 2.16-2.18's, and 2.19's on)
 //! and of its templating. Over real SSH, with each release's own venv (the
-//! ones scripts/test.sh installs): a role-local module, a builtin nodeprov
+//! ones scripts/test.sh installs): a role-local module and a role-local
+//! `WANT_JSON` shell script, a builtin nodeprov
 //! has no native version of, a filter of a collection the project keeps,
 //! and `ansible.builtin` and Jinja filters, tests and lookups nodeprov
 //! lacks, through check, apply, apply again (nothing changes) and check
@@ -55,6 +56,21 @@ def main():
 main()
 "#;
 
+/// A module as linux-system-roles ship some: a shell script that reads its
+/// arguments from the JSON file it is given.
+const WANT_JSON_MODULE: &str = r#"#!/bin/sh
+# WANT_JSON
+path=$(sed -n 's/.*"path": *"\([^"]*\)".*/\1/p' "$1")
+if [ -e "$path" ]; then
+  echo '{"changed": false, "path": "'"$path"'"}'
+  exit 0
+fi
+if ! grep -q '"_ansible_check_mode": *true' "$1"; then
+  echo made > "$path"
+fi
+echo '{"changed": true, "path": "'"$path"'"}'
+"#;
+
 const COLLECTION_FILTER: &str = r#"
 def shout(value, times=1):
     return (str(value).upper() + "!") * times
@@ -68,6 +84,9 @@ const ROLE_TASKS: &str = r#"
 - name: the role's own module
   my_mod: {path: "/root/np-made-{{ release }}"}
   register: made
+- name: the role's own WANT_JSON script
+  script_mod: {path: "/root/np-script-made-{{ release }}"}
+  register: scripted
 - name: a with_<lookup> loop of a lookup nodeprov lacks
   debug: {msg: "{{ item }}"}
   with_sequence: start=1 end=3
@@ -75,7 +94,7 @@ const ROLE_TASKS: &str = r#"
 - name: a collection's filter reads what the module returned
   copy:
     dest: "/root/np-summary-{{ release }}"
-    content: "{{ 'ok' | np.demo.shout(2) }} {{ made.path }} {{ 'a.b' | regex_escape }} {{ 'hi' | center(6) }} {{ [1, 2] is subset([1, 2, 3]) }} {{ lookup('vars', 'release') }} {{ query('inventory_hostnames', 'all') | length }} {{ seq.results | map(attribute='item') | join('') }}\n"
+    content: "{{ 'ok' | np.demo.shout(2) }} {{ made.path }} {{ 'a.b' | regex_escape }} {{ 'hi' | center(6) }} {{ [1, 2] is subset([1, 2, 3]) }} {{ lookup('vars', 'release') }} {{ query('inventory_hostnames', 'all') | length }} {{ seq.results | map(attribute='item') | join('') }} {{ scripted.path | basename }}\n"
 "#;
 
 const PLAYBOOK: &str = r#"
@@ -104,6 +123,7 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
         std::fs::create_dir_all(control.path(dir)).unwrap();
     }
     control.write("roles/maker/library/my_mod.py", ROLE_MODULE);
+    control.write("roles/maker/library/script_mod.sh", WANT_JSON_MODULE);
     control.write("roles/maker/tasks/main.yml", ROLE_TASKS);
     control.write(
         "collections/ansible_collections/np/demo/plugins/filter/demo.py",
@@ -198,12 +218,12 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
         assert_eq!(first_check.code, 2, "{release}: {first_check}");
         assert_eq!(
             host_recap(&first_check)["drift"],
-            3,
+            4,
             "{release}: {first_check}"
         );
         let apply = run("apply");
         assert_eq!(apply.code, 0, "{release}: {apply}");
-        assert_eq!(host_recap(&apply)["changed"], 3, "{release}: {apply}");
+        assert_eq!(host_recap(&apply)["changed"], 4, "{release}: {apply}");
         let again = run("apply");
         assert_eq!(again.code, 0, "{release}: {again}");
         assert_eq!(host_recap(&again)["changed"], 0, "{release}: {again}");
@@ -220,11 +240,15 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
                 .unwrap();
         assert_eq!(
             summary,
-            format!("OK!OK! /root/np-made-{release} a\\.b   hi   True {release} 1 123\n")
+            format!("OK!OK! /root/np-made-{release} a\\.b   hi   True {release} 1 123 np-script-made-{release}\n")
         );
         let known =
             std::fs::read_to_string(host.host.path(&format!("/root/np-known-{release}"))).unwrap();
         assert!(known.starts_with("np-peer.example ssh-ed25519 "), "{known}");
+        let scripted =
+            std::fs::read_to_string(host.host.path(&format!("/root/np-script-made-{release}")))
+                .unwrap();
+        assert_eq!(scripted, "made\n");
         releases.push(release);
     }
     // Another venv may be named for a one-off run; the default is 2.15.

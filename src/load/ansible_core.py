@@ -11,7 +11,9 @@
 #              "collections_paths": [dirs], "module_only": false}
 #   answer:   {"ok": true, "fqcn", "import", "path", "zip", "sha256", "ansible_version",
 #              "options": [documented parameters and aliases] or null,
-#              "loader": {"profile", "extensions"} from ansible-core 2.19 on, else null}
+#              "loader": {"profile", "extensions"} from ansible-core 2.19 on, else null,
+#                        or {"want_json": [interpreter words]} for a WANT_JSON
+#                        script, which "zip" then holds and "import" is ""}
 #             {"ok": false, "why": "..."}
 #   request:  {"plugins": {"filter": [dirs], "test": [dirs]},
 #              "named": {"filter": [fqcns], "test": [fqcns]}}
@@ -275,9 +277,16 @@ def build_zip(name, ctx):
         style = "powershell"
     if style == "new" and "_ANSIBALLZ_WRAPPER = True" not in text:
         style = "new (JSON-args, not AnsibleModule)"
+    if style == "non_native_want_json":
+        # The script itself, run as Ansible runs it: by the interpreter its
+        # first line names, with a file of its arguments in JSON.
+        interpreter = (shebang or "").strip()[2:].split()
+        if not interpreter:
+            raise Refusal("'%s' (%s) is a WANT_JSON module without a #! line" % (name, path))
+        return text.encode("utf-8", "surrogateescape"), "", {"want_json": interpreter}
     if style != "new":
-        raise Refusal("'%s' (%s) is a module of style '%s'; nodeprov runs only AnsibleModule-based Python modules"
-                      % (name, path, style))
+        raise Refusal("'%s' (%s) is a module of style '%s'; nodeprov runs AnsibleModule-based Python modules "
+                      "and WANT_JSON scripts" % (name, path, style))
     read = read_wrapper(text)
     if read is None:
         raise Refusal("ansible-core %s built an AnsiballZ wrapper for '%s' that nodeprov cannot read" % (VERSION, name))
@@ -537,7 +546,7 @@ def handle(req):
 
     zip_bytes, import_name, loader = build_zip(name, ctx)
     expected = import_name.replace(".", "/") + ".py"
-    if expected not in zipfile.ZipFile(io.BytesIO(zip_bytes)).namelist():
+    if import_name and expected not in zipfile.ZipFile(io.BytesIO(zip_bytes)).namelist():
         raise Refusal("the payload built for '%s' lacks %s" % (name, expected))
     answer = {
         "ok": True,

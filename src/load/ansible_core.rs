@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
-use crate::modules::kit::ansible::Payload;
+use crate::modules::kit::ansible::{Payload, Runner};
 
 /// What the bridge runs: ansible-core's plugin loader and AnsiballZ
 /// packer, answering one JSON line per request.
@@ -305,9 +305,19 @@ fn payload(answer: Value) -> Result<Arc<Payload>, AnsibleCoreError> {
                 .filter_map(|n| n.as_str().map(str::to_string))
                 .collect()
         }),
-        loader: answer["loader"]
-            .is_object()
-            .then(|| answer["loader"].to_string()),
+        runner: match answer["loader"]["want_json"].as_array() {
+            Some(words) => Runner::WantJson {
+                interpreter: words
+                    .iter()
+                    .filter_map(|w| w.as_str().map(str::to_string))
+                    .collect(),
+            },
+            None => Runner::Zip {
+                loader: answer["loader"]
+                    .is_object()
+                    .then(|| answer["loader"].to_string()),
+            },
+        },
     }))
 }
 

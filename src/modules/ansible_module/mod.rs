@@ -15,7 +15,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::base::shell::{keyed_digest, quote, secret_stdin};
-use crate::modules::kit::ansible::AnsibleCall;
+use crate::modules::kit::ansible::{AnsibleCall, Runner};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
 use crate::modules::params::{ParamError, ParamSpec, Params};
@@ -213,10 +213,10 @@ impl AnsibleModule {
         )
     }
 
-    /// Finds the Python, then puts the payload in the user's
+    /// Finds the Python (for a zip), then puts the payload in the user's
     /// `~/.ansible/nodeprov` unless it is there already: both folders the
-    /// user's own and no link, the cache closed to others, the file checked against its digest, written under a random
-    /// name and renamed.
+    /// user's own and no link, the cache closed to others, the file
+    /// checked against its digest, written under a random name and renamed.
     fn payload_probe(&self) -> Probe {
         let p = &self.call.payload;
         let body: String = p
@@ -235,7 +235,7 @@ impl AnsibleModule {
              {decode}\
              if ! printf '%s  %s\\n' {sha} \"$np_n\" | sha256sum -c --status; then rm -f \"$np_n\"; echo 'the payload arrived damaged' >&2; exit 1; fi\n\
              mv -f \"$np_n\" \"$np_z\" && echo sent",
-            python = self.find_python(),
+            python = self.find_python_for_zip(),
             sha = p.sha256,
             // On stdin like a secret, so reports show no copy of it.
             decode = secret_stdin("base64 -d >\"$np_n\"", body.trim_end()),
@@ -245,6 +245,15 @@ impl AnsibleModule {
 
     fn check_probe(&self) -> Probe {
         Probe::new(self.check_key(), self.run_script(true))
+    }
+
+    /// For a zip, the search for its Python; a script names its own
+    /// interpreter.
+    fn find_python_for_zip(&self) -> String {
+        match self.call.payload.runner {
+            Runner::Zip { .. } => self.find_python(),
+            Runner::WantJson { .. } => String::new(),
+        }
     }
 
     /// Sets `np_py` to the interpreter Ansible's discovery would pick, or
@@ -274,7 +283,7 @@ impl AnsibleModule {
 
     /// The module run once: in check mode as the probe, for real as the
     /// step. The run may come long after the probe that put the payload in
-    /// place, so Python runs a private copy of it, checked against its
+    /// place, so what runs is a private copy of it, checked against its
     /// digest first: whoever could swap the cached file in between runs
     /// nothing.
     fn run_script(&self, check: bool) -> String {
@@ -296,7 +305,33 @@ impl AnsibleModule {
         ] {
             args.insert(k.into(), v);
         }
-        let input = json!({ "ANSIBLE_MODULE_ARGS": args }).to_string();
+        let run = match &p.runner {
+            Runner::Zip { loader } => secret_stdin(
+                &format!(
+                    "HOME=\"$np_h\" \"$np_py\" -c {} \"$np_r\" {}{}",
+                    quote(RUNNER),
+                    quote(&p.import),
+                    loader
+                        .as_deref()
+                        .map(|l| format!(" {}", quote(l)))
+                        .unwrap_or_default()
+                ),
+                &json!({ "ANSIBLE_MODULE_ARGS": args }).to_string(),
+            ),
+            // As Ansible runs one: its arguments, as they are, in a file
+            // of their own (private, as the copy is), named after it.
+            Runner::WantJson { interpreter } => format!(
+                "np_a=$(umask 077; mktemp) || {{ rm -f \"$np_r\"; exit 1; }}\n\
+                 {}HOME=\"$np_h\" {} \"$np_r\" \"$np_a\"\n\
+                 np_rc=$?; rm -f \"$np_a\"; (exit $np_rc)\n",
+                secret_stdin("cat >\"$np_a\"", &Value::Object(args).to_string()),
+                interpreter
+                    .iter()
+                    .map(|w| quote(w))
+                    .collect::<Vec<_>>()
+                    .join(" ")
+            ),
+        };
         format!(
             "{HOME}{python}np_z=\"$np_h/.ansible/nodeprov/{sha}.zip\"\n\
              if [ ! -f \"$np_z\" ] || [ -L \"$np_z\" ]; then echo \"the payload is not at $np_z\" >&2; exit {NO_PAYLOAD}; fi\n\
@@ -304,20 +339,8 @@ impl AnsibleModule {
              if ! cat -- \"$np_z\" >\"$np_r\" || ! printf '%s  %s\\n' {sha} \"$np_r\" | sha256sum -c --status 2>/dev/null; then \
              rm -f \"$np_r\"; echo \"the payload at $np_z changed since it was checked\" >&2; exit {NO_PAYLOAD}; fi\n\
              {run}np_rc=$?; rm -f \"$np_r\"; (exit $np_rc)",
-            python = self.find_python(),
+            python = self.find_python_for_zip(),
             sha = p.sha256,
-            run = secret_stdin(
-                &format!(
-                    "HOME=\"$np_h\" \"$np_py\" -c {} \"$np_r\" {}{}",
-                    quote(RUNNER),
-                    quote(&p.import),
-                    p.loader
-                        .as_deref()
-                        .map(|l| format!(" {}", quote(l)))
-                        .unwrap_or_default()
-                ),
-                &input
-            ),
         )
     }
 }

@@ -2,7 +2,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use super::*;
-use crate::modules::kit::ansible::Payload;
+use crate::modules::kit::ansible::{Payload, Runner};
 
 fn module(check: bool) -> AnsibleModule {
     let payload = Arc::new(Payload {
@@ -12,7 +12,7 @@ fn module(check: bool) -> AnsibleModule {
         sha256: "ab".repeat(32),
         ansible_version: "2.17.0".into(),
         options: None,
-        loader: None,
+        runner: Runner::Zip { loader: None },
     });
     let mut args = Map::new();
     args.insert("path".into(), json!("/etc/hostname"));

@@ -19,11 +19,22 @@ pub struct Payload {
     /// The parameters the module documents, aliases included, where its
     /// documentation could be read.
     pub options: Option<Vec<String>>,
-    /// From ansible-core 2.19 on, what the payload's own loader takes
-    /// besides the arguments (its serialization profile and extensions),
-    /// as JSON, handed to the runner as it is; `None` for the releases
-    /// before, whose modules the runner starts itself.
-    pub loader: Option<String>,
+    pub runner: Runner,
+}
+
+/// How the host runs a payload.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Runner {
+    /// An AnsiballZ zip, started by nodeprov's runner under Python. From
+    /// ansible-core 2.19 on, `loader` is what the payload's own loader
+    /// takes besides the arguments (its serialization profile and
+    /// extensions), as JSON, handed to the runner as it is; `None` for the
+    /// releases before, whose modules the runner starts itself.
+    Zip { loader: Option<String> },
+    /// A `WANT_JSON` script (the payload is the script), run as Ansible
+    /// runs it: by the interpreter its `#!` line names, with the path of a
+    /// file holding its arguments as JSON.
+    WantJson { interpreter: Vec<String> },
 }
 
 /// A task that runs Ansible's module, and why it is not native.
