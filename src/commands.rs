@@ -569,15 +569,11 @@ fn validate_cmd(args: &ValidateArgs, settings: &Settings) -> Result<u8, Vec<Diag
         }
     }
     let bridged = crate::template::plugins::bridged();
-    let kinds = [
-        ("filter", &bridged.filters),
-        ("test", &bridged.tests),
-        ("lookup", &bridged.lookups),
-    ];
-    for (kind, names) in kinds {
-        for name in names {
+    for kind in crate::load::ansible_core::PluginKind::ALL {
+        let kind_name = kind.name();
+        for name in bridged.of(kind) {
             println!(
-                "  {kind} {name}: runs through ansible-core {} (native: no)",
+                "  {kind_name} {name}: runs through ansible-core {} (native: no)",
                 crate::load::ansible_core::version().unwrap_or_default()
             );
         }

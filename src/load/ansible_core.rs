@@ -98,6 +98,44 @@ pub struct PluginNames {
     pub lookups: Vec<String>,
 }
 
+/// The kinds of plugin a template calls.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PluginKind {
+    Filter,
+    Test,
+    Lookup,
+}
+
+impl PluginKind {
+    pub const ALL: [PluginKind; 3] = [PluginKind::Filter, PluginKind::Test, PluginKind::Lookup];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            PluginKind::Filter => "filter",
+            PluginKind::Test => "test",
+            PluginKind::Lookup => "lookup",
+        }
+    }
+}
+
+impl PluginNames {
+    pub fn of(&self, kind: PluginKind) -> &Vec<String> {
+        match kind {
+            PluginKind::Filter => &self.filters,
+            PluginKind::Test => &self.tests,
+            PluginKind::Lookup => &self.lookups,
+        }
+    }
+
+    pub fn of_mut(&mut self, kind: PluginKind) -> &mut Vec<String> {
+        match kind {
+            PluginKind::Filter => &mut self.filters,
+            PluginKind::Test => &mut self.tests,
+            PluginKind::Lookup => &mut self.lookups,
+        }
+    }
+}
+
 /// Loads the plugins in `dirs` and the collection plugins `named` by their
 /// full names; answers the names found.
 pub fn plugins(dirs: &PluginDirs, named: &PluginNames) -> Result<PluginNames, AnsibleCoreError> {

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use minijinja::value::{Kwargs, Rest, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State, Value};
 
+use crate::load::ansible_core::PluginKind;
 use crate::pyre::{Flags, Regex};
 
 /// The lookups nodeprov runs itself.
@@ -34,7 +35,7 @@ fn with_lookup(state: &State, plugin: &str, terms: Value) -> Result<Value, Error
 
 /// Whether a lookup of this name runs: natively, or through ansible-core.
 pub(super) fn known(name: &str) -> bool {
-    NATIVE.contains(&native_name(name)) || super::plugins::resolve("lookup", name)
+    NATIVE.contains(&native_name(name)) || super::plugins::resolve(PluginKind::Lookup, name)
 }
 
 fn native_name(name: &str) -> &str {
@@ -81,7 +82,7 @@ fn run(state: &State, plugin: &str, terms: &[Value], kwargs: &Kwargs) -> Result<
         "first_found" => texts(first_found(state, terms, kwargs)?),
         "fileglob" => texts(fileglob(state, terms)?),
         "varnames" => texts(varnames(state, terms)?),
-        _ if super::plugins::resolve("lookup", plugin) => {
+        _ if super::plugins::resolve(PluginKind::Lookup, plugin) => {
             return through_ansible_core(state, plugin, terms, kwargs)
         }
         _ => {

@@ -28,6 +28,8 @@ use serde_json::{Map, Value as Json};
 
 pub use hostvars::HostVars;
 
+use crate::load::ansible_core::PluginKind;
+
 /// The Ansible version whose playbook language nodeprov follows, as
 /// `ansible_version` tells playbooks that test for it.
 pub const ANSIBLE_VERSION: (u64, u64, u64) = (2, 21, 5);
@@ -51,7 +53,8 @@ pub const RENDER_FUEL: u64 = 2_000_000;
 
 /// A filter or test no environment of the run knows, with why plugin
 /// files that might have provided it could not run.
-fn unknown_callable(kind: &str, name: &str) -> String {
+fn unknown_callable(kind: PluginKind, name: &str) -> String {
+    let kind = kind.name();
     match plugins::failure() {
         Some(why) => format!("unknown {kind} '{name}' ({why})"),
         None => format!("unknown {kind} '{name}'"),
@@ -69,7 +72,7 @@ fn check_lookups(jinja: &str) -> Result<(), TemplateError> {
     for c in CALL.captures_iter(jinja) {
         if !lookups::known(&c[1]) {
             return Err(TemplateError {
-                message: unknown_callable("lookup", &c[1]),
+                message: unknown_callable(PluginKind::Lookup, &c[1]),
                 line: None,
                 undefined: None,
                 is_undefined: false,
@@ -244,13 +247,13 @@ impl Templates {
                 machinery::Instruction::ApplyFilter(name, ..) => (state
                     .apply_filter(name, &[])
                     .is_err_and(|e| e.kind() == ErrorKind::UnknownFilter)
-                    && !plugins::resolve("filter", name))
-                .then(|| unknown_callable("filter", name)),
+                    && !plugins::resolve(PluginKind::Filter, name))
+                .then(|| unknown_callable(PluginKind::Filter, name)),
                 machinery::Instruction::PerformTest(name, ..) => (state
                     .perform_test(name, &[])
                     .is_err_and(|e| e.kind() == ErrorKind::UnknownTest)
-                    && !plugins::resolve("test", name))
-                .then(|| unknown_callable("test", name)),
+                    && !plugins::resolve(PluginKind::Test, name))
+                .then(|| unknown_callable(PluginKind::Test, name)),
                 _ => None,
             };
             if let Some(message) = unknown {

@@ -11,7 +11,7 @@ use std::sync::RwLock;
 use minijinja::value::{Kwargs, Rest};
 use minijinja::{Environment, Error, ErrorKind, Value};
 
-use crate::load::ansible_core::{self, PluginDirs, PluginNames};
+use crate::load::ansible_core::{self, PluginDirs, PluginKind, PluginNames};
 
 /// The run's plugins, or why its plugin folders could not be loaded.
 static FOUND: RwLock<Option<Found>> = RwLock::new(None);
@@ -22,7 +22,7 @@ struct Found {
     /// Why the plugin files found could not be loaded, if so.
     failure: Option<String>,
     /// Names asked of ansible-core that it does not have either.
-    missing: Vec<(String, String)>,
+    missing: PluginNames,
 }
 
 /// Loads the plugins of these folders (those that exist and hold Python
@@ -116,29 +116,19 @@ pub fn named_in(text: &str, out: &mut PluginNames) {
 /// Jinja's own `center`, `lookup('vars', …)`), loading it through the
 /// run's bridge when it does; asked once per name. Environments made from
 /// then on hold its filter or test.
-pub(super) fn resolve(kind: &str, name: &str) -> bool {
+pub(super) fn resolve(kind: PluginKind, name: &str) -> bool {
     let mut guard = FOUND.write().unwrap_or_else(|e| e.into_inner());
     let found = guard.get_or_insert_with(Found::default);
-    let list = |names: &PluginNames| match kind {
-        "filter" => names.filters.clone(),
-        "lookup" => names.lookups.clone(),
-        _ => names.tests.clone(),
-    };
-    if list(&found.names).iter().any(|n| n == name) {
+    if found.names.of(kind).iter().any(|n| n == name) {
         return true;
     }
-    let key = (kind.to_string(), name.to_string());
-    if found.missing.contains(&key) {
+    if found.missing.of(kind).iter().any(|n| n == name) {
         return false;
     }
     let mut named = PluginNames::default();
-    match kind {
-        "filter" => named.filters.push(name.to_string()),
-        "lookup" => named.lookups.push(name.to_string()),
-        _ => named.tests.push(name.to_string()),
-    }
+    named.of_mut(kind).push(name.to_string());
     let loaded = match kind {
-        "lookup" => ansible_core::has_lookup(name).map(|has| match has {
+        PluginKind::Lookup => ansible_core::has_lookup(name).map(|has| match has {
             true => named,
             false => PluginNames::default(),
         }),
@@ -149,18 +139,16 @@ pub(super) fn resolve(kind: &str, name: &str) -> bool {
             format!("ansible-core, which may have it, cannot be asked: {e}")
         });
     }
-    let known = loaded.is_ok_and(|names| list(&names).iter().any(|n| n == name));
-    match (known, kind) {
-        (true, "filter") => found.names.filters.push(name.to_string()),
-        (true, "lookup") => found.names.lookups.push(name.to_string()),
-        (true, _) => found.names.tests.push(name.to_string()),
-        (false, _) => found.missing.push(key),
+    let known = loaded.is_ok_and(|names| names.of(kind).iter().any(|n| n == name));
+    match known {
+        true => found.names.of_mut(kind).push(name.to_string()),
+        false => found.missing.of_mut(kind).push(name.to_string()),
     }
     known
 }
 
-/// The filters and tests the run takes from ansible-core, for `validate`
-/// to list.
+/// The filters, tests and lookups the run takes from ansible-core, for
+/// `validate` to list.
 pub fn bridged() -> PluginNames {
     let found = FOUND.read().unwrap_or_else(|e| e.into_inner());
     found.as_ref().map(|f| f.names.clone()).unwrap_or_default()
