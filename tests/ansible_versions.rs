@@ -170,12 +170,14 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
                 .env("NODEPROV_ANSIBLE_PYTHON", &python);
             Run::json(cmd)
         };
-        let mut validate = std::process::Command::new(env!("CARGO_BIN_EXE_nodeprov"));
-        validate
-            .args(["validate", &playbook, "-i", &inventory])
-            .current_dir(control.path(""))
-            .env("NODEPROV_ANSIBLE_PYTHON", &python);
-        let validated = Run::of(validate);
+        let validate = |playbook: &str| {
+            let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_nodeprov"));
+            cmd.args(["validate", playbook, "-i", &inventory])
+                .current_dir(control.path(""))
+                .env("NODEPROV_ANSIBLE_PYTHON", &python);
+            Run::of(cmd)
+        };
+        let validated = validate(&playbook);
         assert_eq!(validated.code, 0, "{release}: {validated}");
         assert!(
             validated.stdout.contains(&format!(
@@ -201,12 +203,7 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
             "typo.yml",
             "- hosts: all\n  gather_facts: false\n  tasks:\n    - debug: {msg: \"{{ lookup('no_such_lookup', 'x') }}\"}\n",
         );
-        let mut refused = std::process::Command::new(env!("CARGO_BIN_EXE_nodeprov"));
-        refused
-            .args(["validate", &typo, "-i", &inventory])
-            .current_dir(control.path(""))
-            .env("NODEPROV_ANSIBLE_PYTHON", &python);
-        let refused = Run::of(refused);
+        let refused = validate(&typo);
         assert_eq!(refused.code, 1, "{release}: {refused}");
         assert!(
             refused.stderr.contains("unknown lookup 'no_such_lookup'"),
