@@ -2,8 +2,8 @@
 //! have, besides the 2.17 the rest of the suite uses: each API generation
 //! of ansible-core's module packing (2.15's, 2.16-2.18's, and 2.19's on)
 //! and of its templating. Over real SSH, with each release's own venv (the
-//! ones scripts/test.sh installs): a role-local module and a role-local
-//! `WANT_JSON` shell script, a builtin nodeprov
+//! ones scripts/test.sh installs): a role-local module, a role-local
+//! `WANT_JSON` shell script and a role-local binary module, a builtin nodeprov
 //! has no native version of, a filter of a collection the project keeps,
 //! and `ansible.builtin` and Jinja filters, tests and lookups nodeprov
 //! lacks, through check, apply, apply again (nothing changes) and check
@@ -71,6 +71,17 @@ fi
 echo '{"changed": true, "path": "'"$path"'"}'
 "#;
 
+/// A binary module's source, compiled by the test with the controller's
+/// C compiler: it reads the file of its arguments and says so.
+const BINARY_MODULE_C: &str = r#"
+#include <stdio.h>
+int main(int argc, char **argv) {
+    FILE *f = argc > 1 ? fopen(argv[1], "r") : NULL;
+    printf("{\"changed\": false, \"msg\": \"binary read %s\"}\n", f ? "its arguments" : "nothing");
+    return 0;
+}
+"#;
+
 const COLLECTION_FILTER: &str = r#"
 def shout(value, times=1):
     return (str(value).upper() + "!") * times
@@ -87,6 +98,9 @@ const ROLE_TASKS: &str = r#"
 - name: the role's own WANT_JSON script
   script_mod: {path: "/root/np-script-made-{{ release }}"}
   register: scripted
+- name: the role's own binary module
+  bin_mod: {}
+  register: binary
 - name: a with_<lookup> loop of a lookup nodeprov lacks
   debug: {msg: "{{ item }}"}
   with_sequence: start=1 end=3
@@ -94,7 +108,7 @@ const ROLE_TASKS: &str = r#"
 - name: a collection's filter reads what the module returned
   copy:
     dest: "/root/np-summary-{{ release }}"
-    content: "{{ 'ok' | np.demo.shout(2) }} {{ made.path }} {{ 'a.b' | regex_escape }} {{ 'hi' | center(6) }} {{ [1, 2] is subset([1, 2, 3]) }} {{ lookup('vars', 'release') }} {{ query('inventory_hostnames', 'all') | length }} {{ seq.results | map(attribute='item') | join('') }} {{ scripted.path | basename }}\n"
+    content: "{{ 'ok' | np.demo.shout(2) }} {{ made.path }} {{ 'a.b' | regex_escape }} {{ 'hi' | center(6) }} {{ [1, 2] is subset([1, 2, 3]) }} {{ lookup('vars', 'release') }} {{ query('inventory_hostnames', 'all') | length }} {{ seq.results | map(attribute='item') | join('') }} {{ scripted.path | basename }} {{ binary.msg }}\n"
 "#;
 
 const PLAYBOOK: &str = r#"
@@ -124,6 +138,14 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
     }
     control.write("roles/maker/library/my_mod.py", ROLE_MODULE);
     control.write("roles/maker/library/script_mod.sh", WANT_JSON_MODULE);
+    let source = control.write("bin_mod.c", BINARY_MODULE_C);
+    let compiled = std::process::Command::new("cc")
+        .arg("-o")
+        .arg(control.path("roles/maker/library/bin_mod"))
+        .arg(&source)
+        .status()
+        .expect("the controller's C compiler (cc) runs");
+    assert!(compiled.success());
     control.write("roles/maker/tasks/main.yml", ROLE_TASKS);
     control.write(
         "collections/ansible_collections/np/demo/plugins/filter/demo.py",
@@ -237,7 +259,7 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
                 .unwrap();
         assert_eq!(
             summary,
-            format!("OK!OK! /root/np-made-{release} a\\.b   hi   True {release} 1 123 np-script-made-{release}\n")
+            format!("OK!OK! /root/np-made-{release} a\\.b   hi   True {release} 1 123 np-script-made-{release} binary read its arguments\n")
         );
         let known =
             std::fs::read_to_string(host.host.path(&format!("/root/np-known-{release}"))).unwrap();

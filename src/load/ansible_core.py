@@ -12,8 +12,9 @@
 #   answer:   {"ok": true, "fqcn", "import", "path", "zip", "sha256", "ansible_version",
 #              "options": [documented parameters and aliases] or null,
 #              "loader": {"profile", "extensions"} from ansible-core 2.19 on, else null,
-#                        or {"want_json": [interpreter words]} for a WANT_JSON
-#                        script, which "zip" then holds and "import" is ""}
+#                        or {"script": [interpreter words]} for a WANT_JSON
+#                        script ([] for a binary module), which "zip" then
+#                        holds and "import" is ""}
 #             {"ok": false, "why": "..."}
 #   request:  {"plugins": {"filter": [dirs], "test": [dirs]},
 #              "named": {"filter": [fqcns], "test": [fqcns]}}
@@ -277,16 +278,21 @@ def build_zip(name, ctx):
         style = "powershell"
     if style == "new" and "_ANSIBALLZ_WRAPPER = True" not in text:
         style = "new (JSON-args, not AnsibleModule)"
-    if style == "non_native_want_json":
-        # The script itself, run as Ansible runs it: by the interpreter its
-        # first line names, with a file of its arguments in JSON.
+    if style in ("non_native_want_json", "binary"):
+        # The file itself, run as Ansible runs it: by the interpreter a
+        # script's first line names, a binary as it is, with the path of a
+        # file of its arguments in JSON.
         interpreter = (shebang or "").strip()[2:].split()
-        if not interpreter:
+        if not interpreter and style != "binary":
             raise Refusal("'%s' (%s) is a WANT_JSON module without a #! line" % (name, path))
-        return text.encode("utf-8", "surrogateescape"), "", {"want_json": interpreter}
+        if style == "binary":
+            # Ansible sends a binary module's own file, as it is.
+            with open(path, "rb") as f:
+                return f.read(), "", {"script": []}
+        return text.encode("utf-8", "surrogateescape"), "", {"script": interpreter}
     if style != "new":
-        raise Refusal("'%s' (%s) is a module of style '%s'; nodeprov runs AnsibleModule-based Python modules "
-                      "and WANT_JSON scripts" % (name, path, style))
+        raise Refusal("'%s' (%s) is a module of style '%s'; nodeprov runs AnsibleModule-based Python modules, "
+                      "WANT_JSON scripts and binary modules" % (name, path, style))
     read = read_wrapper(text)
     if read is None:
         raise Refusal("ansible-core %s built an AnsiballZ wrapper for '%s' that nodeprov cannot read" % (VERSION, name))

@@ -343,8 +343,8 @@ fn payload(answer: Value) -> Result<Arc<Payload>, AnsibleCoreError> {
                 .filter_map(|n| n.as_str().map(str::to_string))
                 .collect()
         }),
-        runner: match answer["loader"]["want_json"].as_array() {
-            Some(words) => Runner::WantJson {
+        runner: match answer["loader"]["script"].as_array() {
+            Some(words) => Runner::File {
                 interpreter: words
                     .iter()
                     .filter_map(|w| w.as_str().map(str::to_string))

@@ -252,7 +252,7 @@ impl AnsibleModule {
     fn find_python_for_zip(&self) -> String {
         match self.call.payload.runner {
             Runner::Zip { .. } => self.find_python(),
-            Runner::WantJson { .. } => String::new(),
+            Runner::File { .. } => String::new(),
         }
     }
 
@@ -319,23 +319,33 @@ impl AnsibleModule {
                 &json!({ "ANSIBLE_MODULE_ARGS": args }).to_string(),
             ),
             // As Ansible runs one: its arguments, as they are, in a file
-            // of their own (private, as the copy is), named after it.
-            Runner::WantJson { interpreter } => format!(
-                "np_a=$(umask 077; mktemp) || {{ rm -f \"$np_r\"; exit 1; }}\n\
-                 {}HOME=\"$np_h\" {} \"$np_r\" \"$np_a\"\n\
-                 np_rc=$?; rm -f \"$np_a\"; (exit $np_rc)\n",
-                secret_stdin("cat >\"$np_a\"", &Value::Object(args).to_string()),
-                interpreter
-                    .iter()
-                    .map(|w| quote(w))
-                    .collect::<Vec<_>>()
-                    .join(" ")
-            ),
+            // of their own (private, as the copy is), named after it. A
+            // binary runs as it is: its private copy is made runnable (in
+            // the user's cache folder, as /tmp may forbid running files).
+            Runner::File { interpreter } => {
+                let command = match interpreter.is_empty() {
+                    true => "chmod 700 \"$np_r\" && \"$np_r\"".to_string(),
+                    false => {
+                        interpreter
+                            .iter()
+                            .map(|w| quote(w))
+                            .collect::<Vec<_>>()
+                            .join(" ")
+                            + " \"$np_r\""
+                    }
+                };
+                format!(
+                    "np_a=$(umask 077; mktemp) || {{ rm -f \"$np_r\"; exit 1; }}\n\
+                     {}HOME=\"$np_h\" {command} \"$np_a\"\n\
+                     np_rc=$?; rm -f \"$np_a\"; (exit $np_rc)\n",
+                    secret_stdin("cat >\"$np_a\"", &Value::Object(args).to_string()),
+                )
+            }
         };
         format!(
             "{HOME}{python}np_z=\"$np_h/.ansible/nodeprov/{sha}.zip\"\n\
              if [ ! -f \"$np_z\" ] || [ -L \"$np_z\" ]; then echo \"the payload is not at $np_z\" >&2; exit {NO_PAYLOAD}; fi\n\
-             np_r=$(umask 077; mktemp) || exit 1\n\
+             np_r=$(umask 077; mktemp \"$np_h/.ansible/nodeprov/.run.XXXXXX\") || exit 1\n\
              if ! cat -- \"$np_z\" >\"$np_r\" || ! printf '%s  %s\\n' {sha} \"$np_r\" | sha256sum -c --status 2>/dev/null; then \
              rm -f \"$np_r\"; echo \"the payload at $np_z changed since it was checked\" >&2; exit {NO_PAYLOAD}; fi\n\
              {run}np_rc=$?; rm -f \"$np_r\"; (exit $np_rc)",

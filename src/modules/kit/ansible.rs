@@ -31,10 +31,11 @@ pub enum Runner {
     /// extensions), as JSON, handed to the runner as it is; `None` for the
     /// releases before, whose modules the runner starts itself.
     Zip { loader: Option<String> },
-    /// A `WANT_JSON` script (the payload is the script), run as Ansible
-    /// runs it: by the interpreter its `#!` line names, with the path of a
-    /// file holding its arguments as JSON.
-    WantJson { interpreter: Vec<String> },
+    /// A `WANT_JSON` script or a binary module (the payload is the file),
+    /// run as Ansible runs it: by the interpreter a script's `#!` line
+    /// names (none for a binary), with the path of a file holding its
+    /// arguments as JSON.
+    File { interpreter: Vec<String> },
 }
 
 /// A task that runs Ansible's module, and why it is not native.
