@@ -25,6 +25,15 @@ const VENVS: &[(&str, &str)] = &[
     ("NODEPROV_ANSIBLE_NEWEST_VENV", "target/ansible-core-newest"),
 ];
 
+/// `nodeprov validate PLAYBOOK` with ansible-core from `python`.
+fn validate_with(python: &Path, playbook: &Path) -> std::process::Command {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_nodeprov"));
+    cmd.arg("validate")
+        .arg(playbook)
+        .env("NODEPROV_ANSIBLE_PYTHON", python);
+    cmd
+}
+
 fn venv_python(var: &str, default: &str) -> PathBuf {
     let dir = std::env::var(var).unwrap_or(default.into());
     let python = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -193,10 +202,8 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
             Run::json(cmd)
         };
         let validate = |playbook: &str| {
-            let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_nodeprov"));
-            cmd.args(["validate", playbook, "-i", &inventory])
-                .current_dir(control.path(""))
-                .env("NODEPROV_ANSIBLE_PYTHON", &python);
+            let mut cmd = validate_with(&python, Path::new(playbook));
+            cmd.args(["-i", &inventory]).current_dir(control.path(""));
             Run::of(cmd)
         };
         let validated = validate(&playbook);
@@ -300,12 +307,7 @@ fn an_ansible_core_older_than_2_15_is_refused_in_one_line() {
         "- hosts: localhost\n  gather_facts: false\n  tasks:\n    - wait_for: {path: /etc/hostname}\n",
     )
     .unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_nodeprov"))
-        .arg("validate")
-        .arg(&playbook)
-        .env("NODEPROV_ANSIBLE_PYTHON", &python)
-        .output()
-        .unwrap();
+    let out = validate_with(&python, &playbook).output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");
     assert!(
@@ -363,12 +365,7 @@ fn every_ansible_builtin_filter_test_and_lookup_is_native_or_bridged() {
             ),
         )
         .unwrap();
-        let out = std::process::Command::new(env!("CARGO_BIN_EXE_nodeprov"))
-            .arg("validate")
-            .arg(&playbook)
-            .env("NODEPROV_ANSIBLE_PYTHON", &python)
-            .output()
-            .unwrap();
+        let out = validate_with(&python, &playbook).output().unwrap();
         let stdout = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             out.status.code(),
