@@ -70,6 +70,18 @@ struct LocalPath {
 }
 
 impl LocalPath {
+    /// `root` without a trailing `/` (or `/` itself).
+    fn new(root: &str, below: Vec<String>) -> LocalPath {
+        let root = match root.trim_end_matches('/') {
+            "" => "/",
+            root => root,
+        };
+        LocalPath {
+            root: root.to_string(),
+            below,
+        }
+    }
+
     fn path(&self) -> String {
         let root = self.root.trim_end_matches('/');
         format!("{root}/{}", self.below.join("/"))
@@ -97,17 +109,11 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             .collect()
     };
     let local = match (a.flat, a.dest.ends_with('/')) {
-        (true, true) => LocalPath {
-            root: format!("{base}{}", a.dest),
-            below: vec![name.clone()],
-        },
+        (true, true) => LocalPath::new(&format!("{base}{}", a.dest), vec![name.clone()]),
         (true, false) => {
             let whole = format!("{base}{}", a.dest);
             let (root, file) = whole.rsplit_once('/').unwrap_or((".", &whole));
-            LocalPath {
-                root: if root.is_empty() { "/" } else { root }.to_string(),
-                below: vec![file.to_string()],
-            }
+            LocalPath::new(root, vec![file.to_string()])
         }
         (false, _) => {
             let host = p
@@ -117,18 +123,8 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
                 .unwrap_or("localhost");
             let mut below = vec![host.to_string()];
             below.extend(parts(&a.src));
-            LocalPath {
-                root: format!("{base}{}", a.dest),
-                below,
-            }
+            LocalPath::new(&format!("{base}{}", a.dest), below)
         }
-    };
-    let local = LocalPath {
-        root: match local.root.trim_end_matches('/') {
-            "" => "/".to_string(),
-            root => root.to_string(),
-        },
-        below: local.below,
     };
     let climbs = |path: &str| path.split('/').any(|part| part == "..");
     if name.is_empty() || climbs(&a.src) {
@@ -192,7 +188,6 @@ impl Module for Fetch {
     fn on_controller(&self, facts: &Facts) -> Option<Box<dyn Module>> {
         let content = self.content(facts).ok()??;
         Some(Box::new(LocalCopy {
-            path: self.local.path(),
             local: self.local.clone(),
             content,
         }))
@@ -201,20 +196,20 @@ impl Module for Fetch {
 
 /// The controller's copy of a fetched file.
 struct LocalCopy {
-    path: String,
     local: LocalPath,
     content: String,
 }
 
 impl Module for LocalCopy {
     fn probes(&self) -> Vec<Probe> {
-        vec![FileFact::probe(&self.path)]
+        vec![FileFact::probe(&self.local.path())]
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
-        let current = FileFact::read(facts, &self.path)?;
+        let path = self.local.path();
+        let current = FileFact::read(facts, &path)?;
         let mut plan = files::plan_content(
-            &self.path,
+            &path,
             current.as_ref(),
             &self.content,
             &WriteOpts::default(),
