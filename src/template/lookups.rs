@@ -119,16 +119,11 @@ fn through_ansible_core(
     kwargs.assert_all_used()?;
     let mut variables = serde_json::Map::new();
     for name in state.known_variables() {
-        let value = state.lookup(&name);
-        let Some(value) =
-            value.filter(|v| !matches!(v.kind(), ValueKind::Plain | ValueKind::Undefined))
-        else {
+        let Some(value) = variable(state, &name).filter(|_| name != "hostvars") else {
             continue;
         };
-        if name != "hostvars" {
-            if let Ok(v) = serde_json::to_value(&value) {
-                variables.insert(name.to_string(), v);
-            }
+        if let Ok(v) = serde_json::to_value(&value) {
+            variables.insert(name.to_string(), v);
         }
     }
     let roots: Vec<String> = search_roots(state)
@@ -153,17 +148,21 @@ fn through_ansible_core(
     .map_err(|e| invalid(format!("lookup '{plugin}': {e}")))
 }
 
+/// A variable in scope by its name; the template functions (`lookup`,
+/// `range`, …) in the same namespace are no variables.
+fn variable(state: &State, name: &str) -> Option<Value> {
+    state
+        .lookup(name)
+        .filter(|v| !matches!(v.kind(), ValueKind::Plain | ValueKind::Undefined))
+}
+
 /// The names of the variables in scope that a term, a Python regular
 /// expression, matches anywhere (`re.search`), each name once, as
 /// Ansible's `varnames`. The template functions (`lookup`, `range`, …) are
 /// no variables.
 fn varnames(state: &State, terms: &[Value]) -> Result<Vec<String>, Error> {
     let names = state.known_variables();
-    let is_variable = |name: &str| {
-        state
-            .lookup(name)
-            .is_some_and(|v| !matches!(v.kind(), ValueKind::Plain | ValueKind::Undefined))
-    };
+    let is_variable = |name: &str| variable(state, name).is_some();
     let mut found: Vec<String> = Vec::new();
     for term in terms {
         let pattern = term
