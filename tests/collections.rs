@@ -213,7 +213,8 @@ fn a_collection_module_nodeprov_lacks_is_refused_at_validate() {
 
 /// dev-sec's `os_hardening`, vendored as an installed collection: the role,
 /// its 23 task files, templates and vars files all resolve and load,
-/// templated `set_fact` names (`"{{ item.key }}"` over `with_dict`) too;
+/// templated `set_fact` names (`"{{ item.key }}"` over `with_dict`) too,
+/// and its `meta/argument_specs.yml` is checked first, as Ansible does;
 /// `ansible-playbook --syntax-check` (the ansible-core scripts/test.sh
 /// installs) takes the same project. Then a check run over SSH reports the
 /// fresh host's drift from the hardening and changes nothing.
@@ -223,7 +224,7 @@ fn devsec_os_hardening_by_fqcn_validates_as_ansible_playbook_does_and_checks_ove
     let site = project.join("site.yml");
     let (code, text) = validate_at(&site, &[], None);
     assert_eq!(code, 0, "{text}");
-    assert!(text.contains("ok (1 plays, 140 tasks)"), "{text}");
+    assert!(text.contains("ok (1 plays, 141 tasks)"), "{text}");
 
     let venv = std::env::var("NODEPROV_ANSIBLE_VENV").unwrap_or("target/ansible-venv".into());
     let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join(venv).join("bin");

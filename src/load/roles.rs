@@ -182,6 +182,9 @@ pub(super) struct RoleRequest {
     defaults_from: String,
     /// Role parameters, which outrank the role's own vars.
     params: Vec<(Node, Node)>,
+    /// The `vars:` of a `roles:` entry: as strong as its parameters, and
+    /// not among those its argument spec is given.
+    entry_vars: Vec<(Node, Node)>,
     /// Keywords (`when`, `tags`, `become`...) of a `roles:` entry.
     keywords: Vec<(Node, Node)>,
     /// Listed under `roles:` or as a dependency: run once per play.
@@ -211,7 +214,7 @@ impl RoleRequest {
             match k.as_str().unwrap_or_default() {
                 "role" | "name" => {}
                 "vars" => req
-                    .params
+                    .entry_vars
                     .extend(v.as_map().unwrap_or_default().iter().cloned()),
                 key if keywords::takes(Level::RoleEntry, key) => {
                     req.keywords.push((k.clone(), v.clone()))
@@ -297,6 +300,7 @@ impl RoleRequest {
             vars_from: "main".into(),
             defaults_from: "main".into(),
             params: Vec::new(),
+            entry_vars: Vec::new(),
             keywords: Vec::new(),
             dedupe,
             public: true,
@@ -309,6 +313,7 @@ impl RoleRequest {
         let params: Vec<_> = self
             .params
             .iter()
+            .chain(&self.entry_vars)
             .map(|(k, v)| (k.scalar_text(), v.to_json()))
             .collect();
         format!("{}{}", path.display(), serde_json::json!(params))
@@ -380,9 +385,14 @@ pub(super) fn expand(req: &RoleRequest, scope: &Scope, errors: &mut Errors) -> E
     if let Some(node) = vars_node {
         vars.extend(node.as_map().unwrap_or_default().iter().cloned());
     }
+    vars.extend(req.entry_vars.iter().cloned());
     vars.extend(req.params.iter().cloned());
     let mut inner = scope.with_role(role, vars);
     inner.stack.push(path.clone());
+    let specs = argument_specs(&path, meta.argument_specs, errors);
+    if let Some(check) = validation_task(req, &path, specs.as_ref()) {
+        tasks.extend(tasks::expand(&check, &inner, errors));
+    }
     if let Some(file) = main_file(&path.join("tasks"), &req.tasks_from) {
         tasks.extend(tasks::tasks_file(&file, &req.at, &inner, errors));
     } else if req.tasks_from != "main" {
@@ -426,12 +436,13 @@ fn role_vars(role: &Role, short: &str, at: &Node) -> Vec<(Node, Node)> {
     ]
 }
 
-/// A role's `meta/main.yml`: its dependencies, and the collections its
-/// short names resolve through.
+/// A role's `meta/main.yml`: its dependencies, the collections its
+/// short names resolve through, and argument specs.
 #[derive(Default)]
 struct Meta {
     dependencies: Vec<Node>,
     collections: Vec<String>,
+    argument_specs: Option<Node>,
 }
 
 impl Meta {
@@ -456,8 +467,72 @@ impl Meta {
                 .get("collections")
                 .map(|v| playbook::collection_list(v, errors))
                 .unwrap_or_default(),
+            argument_specs: root.get("argument_specs").cloned(),
         }
     }
+}
+
+/// A role's argument specs by entry point: `meta/argument_specs.yml`,
+/// else the `argument_specs` of `meta/main.yml`, as Ansible reads them.
+fn argument_specs(path: &Path, in_main: Option<Node>, errors: &mut Errors) -> Option<Node> {
+    let Some(file) = main_file(&path.join("meta"), "argument_specs") else {
+        return in_main;
+    };
+    match yaml::load_file(&file) {
+        Ok(root) => root.get("argument_specs").cloned(),
+        Err(d) => {
+            errors.push(d);
+            None
+        }
+    }
+}
+
+/// The task Ansible puts first in a role whose argument specs name its
+/// entry point: `validate_argument_spec` with the entry's options, the
+/// role's parameters, and which role it checks.
+fn validation_task(req: &RoleRequest, path: &Path, specs: Option<&Node>) -> Option<Node> {
+    let entry = specs?.get(&req.tasks_from)?;
+    if entry.as_map().is_none_or(<[_]>::is_empty) {
+        return None;
+    }
+    let at = entry.span.clone();
+    let s = |text: &str| Node::new(Value::Str(text.to_string()), at.clone());
+    let map = |pairs: Vec<(&str, Node)>| {
+        Node::new(
+            Value::Map(pairs.into_iter().map(|(k, v)| (s(k), v)).collect()),
+            at.clone(),
+        )
+    };
+    let mut name = format!("Validating arguments against arg spec '{}'", req.tasks_from);
+    if let Some(short) = entry.get("short_description").and_then(Node::scalar_text) {
+        name = format!("{name} - {short}");
+    }
+    let options = entry
+        .get("options")
+        .cloned()
+        .unwrap_or_else(|| map(Vec::new()));
+    let args = map(vec![
+        ("argument_spec", options),
+        (
+            "provided_arguments",
+            Node::new(Value::Map(req.params.clone()), at.clone()),
+        ),
+        (
+            "validate_args_context",
+            map(vec![
+                ("type", s("role")),
+                ("name", s(&req.name)),
+                ("argument_spec_name", s(&req.tasks_from)),
+                ("path", s(&path.display().to_string())),
+            ]),
+        ),
+    ]);
+    let task = map(vec![
+        ("name", s(&name)),
+        ("ansible.builtin.validate_argument_spec", args),
+        ("tags", Node::new(Value::Seq(vec![s("always")]), at.clone())),
+    ]);
+    Some(Node::new(Value::Seq(vec![task]), at))
 }
 
 /// A role's `meta/` dependencies, public when the role that needs them is.

@@ -56,6 +56,7 @@ pub(crate) mod ufw;
 pub(crate) mod unarchive;
 pub(crate) mod uri;
 pub(crate) mod user;
+pub(crate) mod validate_argument_spec;
 pub(crate) mod wait_for_connection;
 pub(crate) mod yum_repository;
 

@@ -7,7 +7,8 @@ use crate::modules::{
     fetch, file, firewalld, get_url, getent, gpu_smoke, group, ini_file, kernel_blacklist,
     lineinfile, meta, modprobe, mount, package, package_facts, pam_limits, pause, pip, reboot,
     replace, rpm_key, selinux, service, service_facts, set_fact, setup, slurp, stat, swapfile,
-    sysctl, timezone, ufw, unarchive, uri, user, wait_for_connection, yum_repository,
+    sysctl, timezone, ufw, unarchive, uri, user, validate_argument_spec, wait_for_connection,
+    yum_repository,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -65,6 +66,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         pause::PAUSE,
         firewalld::FIREWALLD,
         pip::PIP,
+        validate_argument_spec::VALIDATE_ARGUMENT_SPEC,
     ];
     SPECS
 }

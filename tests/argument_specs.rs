@@ -1,0 +1,312 @@
+//! Argument specs, differentially: the same playbook through nodeprov
+//! and through ansible-playbook (the newest ansible-core scripts/test.sh
+//! installs), on the same isolated sshd host. Every case of
+//! `validate_argument_spec` (types and their conversions, choices,
+//! aliases, defaults, suboptions, `mutually_exclusive`, `required_if`,
+//! `required_by`...) must pass or fail alike, with the same message; and
+//! a role's `meta/argument_specs.yml` is checked first, for the entry
+//! point it runs from, with its parameters and variables.
+
+mod support;
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+use support::control::{Control, Run};
+use support::sshd::SshFleet;
+use support::{assert_machine_unchanged, machine_digest};
+
+/// Argument specs and what each task is given as `provided_arguments`,
+/// in YAML flow style.
+const CASES: &[(&str, &str)] = &[
+    (r#"{port: {type: int}}"#, r#"{port: "22"}"#),
+    (r#"{port: {type: int}}"#, r#"{port: "4.5"}"#),
+    (r#"{port: {type: int}}"#, r#"{port: 4.0}"#),
+    (r#"{port: {type: int}}"#, r#"{port: [1]}"#),
+    (r#"{port: {type: int, required: true}}"#, r#"{}"#),
+    (r#"{a: {required: true}, b: {required: true}}"#, r#"{}"#),
+    (r#"{ratio: {type: float}}"#, r#"{ratio: "x"}"#),
+    (r#"{ratio: {type: float}}"#, r#"{ratio: "1.5"}"#),
+    (r#"{enabled: {type: bool}}"#, r#"{enabled: "maybe"}"#),
+    (r#"{enabled: {type: bool}}"#, r#"{enabled: "Yes"}"#),
+    (r#"{enabled: {type: bool}}"#, r#"{enabled: [1]}"#),
+    (r#"{names: {type: list}}"#, r#"{names: {a: 1}}"#),
+    (
+        r#"{names: {type: list, elements: int}}"#,
+        r#"{names: [1, "2", "x", 3.5]}"#,
+    ),
+    (
+        r#"{names: {type: list, elements: str}}"#,
+        r#"{names: "a,b"}"#,
+    ),
+    (r#"{opts: {type: dict}}"#, r#"{opts: "a=1 b=2"}"#),
+    (r#"{opts: {type: dict}}"#, r#"{opts: "a=1 b"}"#),
+    (r#"{opts: {type: dict}}"#, r#"{opts: "plain"}"#),
+    (r#"{opts: {type: dict}}"#, r#"{opts: 5}"#),
+    (r#"{name: {type: str}}"#, r#"{name: 5}"#),
+    (r#"{size: {type: bytes}}"#, r#"{size: "1x"}"#),
+    (r#"{blob: {type: json}}"#, r#"{blob: 5}"#),
+    (r#"{mode: {choices: [fast, safe]}}"#, r#"{mode: slow}"#),
+    (r#"{mode: {choices: [fast, safe]}}"#, r#"{mode: safe}"#),
+    (
+        r#"{mode: {type: list, choices: [a, b]}}"#,
+        r#"{mode: [a, c, d]}"#,
+    ),
+    (r#"{mode: {choices: "abc"}}"#, r#"{mode: a}"#),
+    (r#"{port: {type: int, choices: [1, 2]}}"#, r#"{port: "3"}"#),
+    (r#"{path: {aliases: [dest]}}"#, r#"{dest: /x, other: 1}"#),
+    (r#"{path: {aliases: [dest], type: int}}"#, r#"{dest: "no"}"#),
+    (r#"{a: {required: true, default: 1}}"#, r#"{}"#),
+    (r#"{a: {type: nosuchtype}}"#, r#"{a: 1}"#),
+    (r#"{a: {}}"#, r#"{b: 1, c: 2}"#),
+    (
+        r#"{disk: {type: dict, options: {dev: {required: true}, size: {type: int}}}}"#,
+        r#"{disk: {size: "x"}}"#,
+    ),
+    (
+        r#"{disk: {type: dict, options: {dev: {}}}}"#,
+        r#"{disk: {dev: a, extra: 1}}"#,
+    ),
+    (
+        r#"{disks: {type: list, elements: dict, options: {dev: {required: true}}}}"#,
+        r#"{disks: [{dev: a}, {}, "no"]}"#,
+    ),
+    (
+        r#"{disks: {type: list, elements: dict, options: {dev: {}}}}"#,
+        r#"{disks: [5]}"#,
+    ),
+    (
+        r#"{disk: {type: dict, apply_defaults: true, options: {fs: {default: xfs, choices: [ext4]}}}}"#,
+        r#"{}"#,
+    ),
+    (
+        r#"{disk: {type: dict, mutually_exclusive: [[a, b]], options: {a: {}, b: {}}}}"#,
+        r#"{disk: {a: 1, b: 2}}"#,
+    ),
+    (
+        r#"{disk: {type: dict, required_together: [[a, b]], options: {a: {}, b: {}}}}"#,
+        r#"{disk: {a: 1}}"#,
+    ),
+    (
+        r#"{disk: {type: dict, required_one_of: [[a, b]], options: {a: {}, b: {}}}}"#,
+        r#"{disk: {}}"#,
+    ),
+    (
+        r#"{disk: {type: dict, required_if: [[state, present, [a, b]]], options: {state: {}, a: {}, b: {}}}}"#,
+        r#"{disk: {state: present, a: 1}}"#,
+    ),
+    (
+        r#"{disk: {type: dict, required_if: [[state, present, [a, b], true]], options: {state: {}, a: {}, b: {}}}}"#,
+        r#"{disk: {state: present, a: 1}}"#,
+    ),
+    (
+        r#"{disk: {type: dict, required_by: {a: [b]}, options: {a: {}, b: {}}}}"#,
+        r#"{disk: {a: 1}}"#,
+    ),
+    (
+        r#"{outer: {type: dict, options: {inner: {type: dict, options: {n: {type: int}}}}}}"#,
+        r#"{outer: {inner: {n: "z"}}}"#,
+    ),
+];
+
+fn venv_bin() -> std::path::PathBuf {
+    let venv = std::env::var("NODEPROV_ANSIBLE_NEWEST_VENV")
+        .unwrap_or("target/ansible-core-newest".into());
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join(venv).join("bin");
+    assert!(
+        bin.join("ansible-playbook").exists(),
+        "{} is missing: run scripts/test.sh, which installs it",
+        bin.display()
+    );
+    bin
+}
+
+/// The play of every case: a failure is kept, so every case runs.
+fn cases_play() -> String {
+    let mut play = String::from("- hosts: all\n  gather_facts: false\n  tasks:\n");
+    for (i, (spec, given)) in CASES.iter().enumerate() {
+        play += &format!(
+            "    - name: case {i}\n      validate_argument_spec:\n        argument_spec: {spec}\n        provided_arguments: {given}\n      ignore_errors: true\n"
+        );
+    }
+    play
+}
+
+/// Ansible lists its valid booleans in an order that changes per
+/// process; sorted, both say the same. ansible-core 2.19 and later name
+/// their internal wrappers of a string or a number where 2.15-2.18 (and
+/// nodeprov) name the plain type.
+fn normalised(msg: &str) -> String {
+    const AT: &str = "Valid booleans include: ";
+    let wrapper = regex::Regex::new(
+        r"ansible\.module_utils\._internal\._datatag\._AnsibleTagged(\w+)|_AnsibleTagged(\w+)",
+    )
+    .unwrap();
+    let msg = wrapper.replace_all(msg, |c: &regex::Captures| {
+        c.get(1).or(c.get(2)).unwrap().as_str().to_lowercase()
+    });
+    let mut lines = Vec::new();
+    for line in msg.lines() {
+        match line.split_once(AT) {
+            Some((head, list)) => {
+                let mut items: Vec<&str> = list.split(", ").collect();
+                items.sort();
+                lines.push(format!("{head}{AT}{}", items.join(", ")));
+            }
+            None => lines.push(line.to_string()),
+        }
+    }
+    lines.join("\n")
+}
+
+/// (task name, failed, message) of each task nodeprov ran, play by play.
+fn nodeprov_results(run: &Run, host: &str) -> Vec<(String, bool, String)> {
+    run.hosts()
+        .iter()
+        .filter(|h| h["host"] == host)
+        .flat_map(|h| h["tasks"].as_array().unwrap().iter())
+        .map(|t| {
+            let notes: Vec<&str> = t["notes"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                // `debug` notes name what they show.
+                .map(|n| n.strip_prefix("msg: ").unwrap_or(n))
+                .collect();
+            let msg = t["message"].as_str().map_or(notes.join("\n"), String::from);
+            (
+                t["task"].as_str().unwrap().to_string(),
+                t["status"] == "failed",
+                normalised(&msg),
+            )
+        })
+        .collect()
+}
+
+/// The same from ansible-playbook's JSON callback.
+fn ansible_results(doc: &Value, host: &str) -> Vec<(String, bool, String)> {
+    doc["plays"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|p| p["tasks"].as_array().unwrap().iter())
+        .map(|t| {
+            let r = &t["hosts"][host];
+            // Ansible names a role's task `role : name`.
+            let name = t["task"]["name"].as_str().unwrap();
+            (
+                name.rsplit(" : ").next().unwrap().to_string(),
+                r["failed"] == true,
+                normalised(r["msg"].as_str().unwrap_or_default()),
+            )
+        })
+        .collect()
+}
+
+fn ansible_playbook(control: &Control, playbook: &str, inventory: &str) -> Value {
+    let home = tempfile::tempdir().unwrap();
+    let out = Command::new(venv_bin().join("ansible-playbook"))
+        .args(["-i", inventory, playbook])
+        .env("HOME", home.path())
+        .env("ANSIBLE_LOCAL_TEMP", home.path())
+        .env("ANSIBLE_STDOUT_CALLBACK", "ansible.posix.json")
+        .env("ANSIBLE_HOST_KEY_CHECKING", "false")
+        .env_remove("ANSIBLE_CONFIG")
+        .current_dir(control.path(""))
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    serde_json::from_str(&text).unwrap_or_else(|e| {
+        panic!(
+            "ansible-playbook gave no JSON ({e}): {text}\n{}",
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })
+}
+
+const ROLE_SPEC: &str = r#"
+argument_specs:
+  main:
+    short_description: the GPU driver
+    options:
+      driver_branch: {type: int, required: true}
+      driver_flavor: {choices: [open, proprietary], default: open}
+  swap:
+    options:
+      swap_mb: {type: int, required: true}
+"#;
+
+const ROLE_PLAYS: &str = r#"
+- hosts: all
+  gather_facts: false
+  tasks:
+    - import_role: {name: driver}
+      vars: {driver_branch: "580"}
+    - import_role: {name: driver}
+      vars: {driver_branch: new}
+      ignore_errors: true
+    - import_role: {name: driver, tasks_from: swap}
+      vars: {swap_mb: 1024}
+    - import_role: {name: driver, tasks_from: swap}
+      ignore_errors: true
+    - import_role: {name: driver, tasks_from: other}
+- hosts: all
+  gather_facts: false
+  roles:
+    - role: driver
+      driver_branch: 550
+      driver_flavor: closed
+      ignore_errors: true
+"#;
+
+#[test]
+fn validate_argument_spec_and_role_specs_judge_as_ansible_does() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    let control = Control::new(&fleet);
+    let inventory = control.write(
+        "inventory.ini",
+        &fleet.inventory("root", "ansible_python_interpreter=/usr/bin/python3"),
+    );
+    let playbook = control.write("site.yml", &(cases_play() + ROLE_PLAYS));
+    for dir in ["roles/driver/meta", "roles/driver/tasks"] {
+        std::fs::create_dir_all(control.path(dir)).unwrap();
+    }
+    control.write("roles/driver/meta/argument_specs.yml", ROLE_SPEC);
+    control.write(
+        "roles/driver/tasks/main.yml",
+        "- name: show\n  debug: {msg: 'branch {{ driver_branch }} {{ driver_flavor | default(\"unset\") }}'}\n",
+    );
+    control.write(
+        "roles/driver/tasks/swap.yml",
+        "- name: show\n  debug: {msg: 'swap {{ swap_mb | default(0) }}'}\n",
+    );
+    control.write(
+        "roles/driver/tasks/other.yml",
+        "- name: show\n  debug: {msg: 'no spec for this entry'}\n",
+    );
+
+    let run = Run::json(control.nodeprov(&["apply", &playbook, "-i", &inventory]));
+    let doc = ansible_playbook(&control, &playbook, &inventory);
+    let ours = nodeprov_results(&run, host.name());
+    let theirs = ansible_results(&doc, host.name());
+    // Both ran every case and every role task, failures included.
+    assert_eq!(theirs.len(), CASES.len() + 11, "{doc}");
+    assert_eq!(ours.len(), theirs.len(), "{run}");
+    assert!(
+        theirs.iter().filter(|(_, failed, _)| *failed).count() >= 30,
+        "{theirs:#?}"
+    );
+    let differences: Vec<String> = theirs
+        .iter()
+        .zip(&ours)
+        .filter(|(a, b)| a != b)
+        .map(|(a, b)| format!("ansible-playbook: {a:?}\nnodeprov:         {b:?}"))
+        .collect();
+    assert!(differences.is_empty(), "{}", differences.join("\n\n"));
+    drop(fleet);
+    assert_machine_unchanged(&before);
+}
