@@ -45,6 +45,14 @@ pub fn split(line: &str) -> Vec<String> {
     scan(line).0
 }
 
+/// The first word of `line` as [`split`] reads it, and the text after it
+/// as written (quotes and all).
+pub fn first_word(line: &str) -> Option<(String, &str)> {
+    let (words, _, end) = scan(line);
+    let first = words.into_iter().next()?;
+    Some((first, &line[end..]))
+}
+
 /// A quote that is never closed, at its 1-based character column.
 #[derive(Debug, PartialEq, thiserror::Error)]
 #[error("unclosed {quote} quote at column {col}")]
@@ -56,18 +64,21 @@ pub struct UnclosedQuote {
 /// [`split`] for user input, where an open quote is a mistake to report.
 pub fn split_strict(line: &str) -> Result<Vec<String>, UnclosedQuote> {
     match scan(line) {
-        (words, None) => Ok(words),
-        (_, Some(open)) => Err(open),
+        (words, None, _) => Ok(words),
+        (_, Some(open), _) => Err(open),
     }
 }
 
-fn scan(line: &str) -> (Vec<String>, Option<UnclosedQuote>) {
+/// The words of `line`, an unclosed quote, and the byte offset where the
+/// first word ends.
+fn scan(line: &str) -> (Vec<String>, Option<UnclosedQuote>, usize) {
     let mut words = Vec::new();
     let mut cur = String::new();
     let mut in_word = false;
     let mut open = None;
-    let mut chars = line.chars().enumerate();
-    while let Some((i, c)) = chars.next() {
+    let mut first_end = line.len();
+    let mut chars = line.char_indices().enumerate();
+    while let Some((i, (at, c))) = chars.next() {
         match c {
             '\'' | '"' => {
                 in_word = true;
@@ -75,23 +86,26 @@ fn scan(line: &str) -> (Vec<String>, Option<UnclosedQuote>) {
                     quote: c,
                     col: i + 1,
                 });
-                while let Some((_, q)) = chars.next() {
+                while let Some((_, (_, q))) = chars.next() {
                     match q {
                         q if q == c => {
                             open = None;
                             break;
                         }
-                        '\\' if c == '"' => cur.extend(chars.next().map(|(_, n)| n)),
+                        '\\' if c == '"' => cur.extend(chars.next().map(|(_, (_, n))| n)),
                         q => cur.push(q),
                     }
                 }
             }
             '\\' => {
                 in_word = true;
-                cur.extend(chars.next().map(|(_, n)| n));
+                cur.extend(chars.next().map(|(_, (_, n))| n));
             }
             c if c.is_whitespace() => {
                 if in_word {
+                    if words.is_empty() {
+                        first_end = at;
+                    }
                     words.push(std::mem::take(&mut cur));
                     in_word = false;
                 }
@@ -105,7 +119,7 @@ fn scan(line: &str) -> (Vec<String>, Option<UnclosedQuote>) {
     if in_word {
         words.push(cur);
     }
-    (words, open)
+    (words, open, first_end)
 }
 
 /// Decodes `\NNN` octal escapes, as fstab(5) and the kernel write them in

@@ -1,6 +1,9 @@
-//! `command`, `shell` and `raw`: run something; the result is what it
-//! printed. nodeprov needs no Python on a host, so `raw`, which Ansible
-//! keeps for hosts without one, is `shell` without its extras.
+//! `command`, `shell`, `raw` and `script`: run something; the result is
+//! what it printed. nodeprov needs no Python on a host, so `raw`, which
+//! Ansible keeps for hosts without one, is `shell` without its extras.
+//! `script` runs a file of the controller: a private copy in the user's
+//! `~/.ansible/tmp` (not `/tmp`, which may forbid running files), removed
+//! when it ends.
 //!
 //! # Example
 //!
@@ -17,15 +20,19 @@
 //! - name: Turn on persistence mode on every GPU
 //!   raw: nvidia-smi -pm 1
 //!   become: true
+//! - name: Run the vendor's firmware check, once
+//!   script: check-firmware.sh --quiet
+//!   args:
+//!     creates: /var/lib/firmware-checked
 //! ```
 
-use crate::base::shell::{quote, split};
+use crate::base::shell::{first_word, here_document, quote, split};
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
-use crate::remote::probe::Probe;
+use crate::remote::probe::{Probe, ProbeResult};
 
 pub(crate) const COMMAND: ModuleSpec = ModuleSpec {
     name: "command",
@@ -60,6 +67,17 @@ pub(crate) const RAW: ModuleSpec = ModuleSpec {
     build: build_raw,
 };
 
+pub(crate) const SCRIPT: ModuleSpec = ModuleSpec {
+    name: "script",
+    source: file!(),
+    aliases: &["ansible.builtin.script"],
+    params: &ScriptArgs::SPEC,
+    free_form: Some("cmd"),
+    kind: ModuleKind::Command { detachable: false },
+    controller_file: None,
+    build: build_script,
+};
+
 module_params! {
     struct CommandArgs {
         /// the command line, split into words as sh would (or the free-form command)
@@ -74,6 +92,8 @@ module_params! {
         removes: Option<String>,
         /// text fed to its standard input
         stdin: Option<String>,
+        /// not used: Ansible's `command` has ignored it since 2.4 (`shell` takes one)
+        executable: Option<String>,
     }
 }
 
@@ -103,6 +123,23 @@ module_params! {
     }
 }
 
+module_params! {
+    struct ScriptArgs {
+        /// the controller's script (found in files/ as `copy` finds `src`) and its arguments, as a shell reads them
+        cmd: String,
+        /// the folder to run it in (an absolute path)
+        chdir: Option<String>,
+        /// skip the script when this path exists
+        creates: Option<String>,
+        /// skip the script unless this path exists
+        removes: Option<String>,
+        /// the program that runs the script (`python3`...), instead of running it
+        executable: Option<String>,
+        /// decrypt a vaulted script on the controller
+        decrypt: bool = true,
+    }
+}
+
 struct Command {
     /// What the report shows.
     display: String,
@@ -112,6 +149,20 @@ struct Command {
     creates: Option<String>,
     removes: Option<String>,
     stdin: Option<String>,
+    style: Style,
+    /// What the report notes besides the run, as Ansible warns it.
+    warning: Option<String>,
+}
+
+/// How Ansible registers it: a module's result, or an action plugin's
+/// run of a shell line (`raw`, `script`).
+#[derive(Clone, Copy, PartialEq)]
+enum Style {
+    /// Output stripped of its last newlines; a skip reads as a run
+    /// (`rc` 0, `stdout` saying why).
+    Module,
+    /// Output as printed; a skip is `skipped`.
+    Action,
 }
 
 fn build_command(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -133,8 +184,13 @@ fn build_command(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     if argv.is_empty() {
         return Err(p.error("cmd", "the command is empty"));
     }
-    // `command` runs no shell: each word reaches the program as-is.
-    let script = argv.iter().map(|w| quote(w)).collect::<Vec<_>>().join(" ");
+    // `command` runs no shell: each word reaches the program as-is, but
+    // for the variables and `~` Ansible expands in it.
+    let script = argv
+        .iter()
+        .map(|w| expanded(w))
+        .collect::<Vec<_>>()
+        .join(" ");
     Ok(Box::new(Command {
         display: argv.join(" "),
         script,
@@ -142,7 +198,70 @@ fn build_command(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         creates: a.creates,
         removes: a.removes,
         stdin: a.stdin,
+        style: Style::Module,
+        warning: a.executable.map(|e| {
+            format!("As of Ansible 2.4, the parameter 'executable' is no longer supported with the 'command' module. Not using '{e}'.")
+        }),
     }))
+}
+
+/// `word` as shell text that gives what Ansible's `run_command` makes of
+/// it on the host: `os.path.expanduser(os.path.expandvars(word))`, where a
+/// variable the environment lacks stays as written, and nothing else is
+/// read by a shell.
+fn expanded(word: &str) -> String {
+    let mut out = String::new();
+    let mut rest = word;
+    // `~` or `~user` at the start, left unquoted for the shell to expand:
+    // both keep an unknown user as written, as Python does.
+    if let Some(tail) = word.strip_prefix('~') {
+        let end = tail.find('/').unwrap_or(tail.len());
+        let user = &tail[..end];
+        if user
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "._-".contains(c))
+        {
+            out.push('~');
+            out.push_str(user);
+            rest = &tail[end..];
+        }
+    }
+    let mut literal = String::new();
+    while let Some(at) = rest.find('$') {
+        literal.push_str(&rest[..at]);
+        let after = &rest[at + 1..];
+        let (name, written) = match after.strip_prefix('{') {
+            Some(inner) => match inner.find('}') {
+                Some(end) => (&inner[..end], &rest[at..at + end + 3]),
+                None => ("", "$"),
+            },
+            None => {
+                let end = after
+                    .find(|c: char| !(c.is_alphanumeric() || c == '_'))
+                    .unwrap_or(after.len());
+                (&after[..end], &rest[at..at + 1 + end])
+            }
+        };
+        let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if valid {
+            if !literal.is_empty() {
+                out.push_str(&quote(&std::mem::take(&mut literal)));
+            }
+            // Set (even empty): its value; unset: the text as written.
+            out.push_str(&format!(
+                "\"${{{name}-}}$([ -n \"${{{name}+x}}\" ] || printf %s {})\"",
+                quote(written)
+            ));
+        } else {
+            literal.push_str(written);
+        }
+        rest = &rest[at + written.len()..];
+    }
+    literal.push_str(rest);
+    if !literal.is_empty() || out.is_empty() {
+        out.push_str(&quote(&literal));
+    }
+    out
 }
 
 fn build_shell(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -154,6 +273,8 @@ fn build_shell(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         creates: a.creates,
         removes: a.removes,
         stdin: a.stdin,
+        style: Style::Module,
+        warning: None,
     }))
 }
 
@@ -166,7 +287,65 @@ fn build_raw(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         creates: None,
         removes: None,
         stdin: None,
+        style: Style::Action,
+        warning: None,
     }))
+}
+
+fn build_script(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let a = ScriptArgs::read(p)?;
+    let raw = a.cmd.trim();
+    let Some((name, args)) = first_word(raw) else {
+        return Err(p.error("cmd", "the script is empty"));
+    };
+    if a.chdir.as_ref().is_some_and(|d| !d.starts_with('/')) {
+        return Err(p.error(
+            "chdir",
+            "chdir must be an absolute path for a Unix-aware remote node",
+        ));
+    }
+    let path = p.ctx.find_file(&name).ok_or_else(|| {
+        p.error(
+            "cmd",
+            format!(
+                "could not find '{name}' (searched files/, templates/ and the playbook folder)"
+            ),
+        )
+    })?;
+    let content = match a.decrypt {
+        true => p.ctx.sources.read(&path).map(|t| t.to_string()),
+        false => crate::base::input::read_text(&path),
+    }
+    .map_err(|e| p.error("cmd", e.to_string()))?;
+    let run = match &a.executable {
+        Some(program) => format!("{program} \"$np_s\"{args}"),
+        None => format!("\"$np_s\"{args}"),
+    };
+    Ok(Box::new(Command {
+        script: script_run(&content, &run),
+        display: raw.to_string(),
+        chdir: a.chdir,
+        creates: a.creates,
+        removes: a.removes,
+        stdin: None,
+        style: Style::Action,
+        warning: None,
+    }))
+}
+
+/// Writes `content` to a private file in the user's `~/.ansible/tmp` (the
+/// user's own folder, no link), runs `run` (which names it `$np_s`), and
+/// removes it, keeping the status.
+fn script_run(content: &str, run: &str) -> String {
+    format!(
+        "np_h=$(getent passwd \"$(id -u)\" | cut -d: -f6); [ -n \"$np_h\" ] || np_h=$HOME\n\
+         np_d=\"$np_h/.ansible/tmp\"; (umask 077; mkdir -p \"$np_d\") || exit 1\n\
+         for np_x in \"$np_h/.ansible\" \"$np_d\"; do if [ -L \"$np_x\" ] || [ ! -O \"$np_x\" ]; then echo \"$np_x is a link or not the user's own\" >&2; exit 1; fi; done\n\
+         np_s=$(umask 077; mktemp \"$np_d/nodeprov-script.XXXXXX\") || exit 1\n\
+         {}chmod 700 \"$np_s\" && {run}\n\
+         np_rc=$?; rm -f \"$np_s\"; (exit $np_rc)",
+        here_document("cat > \"$np_s\"", content.strip_suffix('\n').unwrap_or(content))
+    )
 }
 
 fn shell_script(executable: Option<&str>, cmd: &str) -> String {
@@ -190,19 +369,18 @@ impl Module for Command {
         let exists = |path: &str| -> Result<bool, ModuleError> {
             Ok(FileFact::read(facts, path)?.is_some())
         };
-        let mut plan = Plan::noop();
         if let Some(c) = &self.creates {
             if exists(c)? {
-                plan.notes.push(format!("skipped: {c} exists"));
-                return Ok(plan);
+                return Ok(self.skipped(c, "exists"));
             }
         }
         if let Some(r) = &self.removes {
             if !exists(r)? {
-                plan.notes.push(format!("skipped: {r} does not exist"));
-                return Ok(plan);
+                return Ok(self.skipped(r, "does not exist"));
             }
         }
+        let mut plan = Plan::noop();
+        plan.notes.extend(self.warning.clone());
         plan.changes
             .push(Change::new("command", None, Some(self.display.clone())));
         plan.steps.push(self.step());
@@ -215,6 +393,27 @@ impl Module for Command {
         true
     }
 
+    fn command_returns(&self, output: &ProbeResult) -> serde_json::Map<String, serde_json::Value> {
+        let mut returns = serde_json::Map::new();
+        match (self.style, output.rc) {
+            (Style::Module, 0) => {
+                returns.insert("msg".into(), "".into());
+            }
+            (Style::Module, _) => {
+                let msg = "The command exited with a non-zero return code.";
+                returns.insert("msg".into(), msg.into());
+            }
+            (Style::Action, rc) => {
+                returns.insert("stdout".into(), output.stdout.clone().into());
+                returns.insert("stderr".into(), output.stderr.clone().into());
+                if rc != 0 {
+                    returns.insert("msg".into(), "non-zero return code".into());
+                }
+            }
+        }
+        returns
+    }
+
     fn query_probe(&self) -> Option<Probe> {
         let step = self.step();
         Some(Probe::new(format!("query:{step}"), step))
@@ -222,6 +421,35 @@ impl Module for Command {
 }
 
 impl Command {
+    /// Not run: `path` exists (`creates`) or does not (`removes`).
+    fn skipped(&self, path: &str, why: &str) -> Plan {
+        let mut plan = Plan::noop();
+        plan.notes.push(format!("skipped: {path} {why}"));
+        let option = if self.creates.as_deref() == Some(path) {
+            "creates"
+        } else {
+            "removes"
+        };
+        let returns = match self.style {
+            Style::Module => serde_json::json!({
+                "rc": 0,
+                "stdout": format!("skipped, since {path} {why}"),
+                "stdout_lines": [format!("skipped, since {path} {why}")],
+                "stderr": "",
+                "stderr_lines": [],
+                "msg": format!("Did not run command since '{path}' {why}"),
+            }),
+            Style::Action => serde_json::json!({
+                "skipped": true,
+                "msg": format!("{path} {why}, matching {option} option"),
+            }),
+        };
+        if let serde_json::Value::Object(r) = returns {
+            plan.returns.extend(r);
+        }
+        plan
+    }
+
     fn step(&self) -> String {
         let mut s = String::new();
         if let Some(dir) = &self.chdir {
@@ -252,6 +480,8 @@ mod tests {
             creates: creates.map(str::to_string),
             removes: None,
             stdin: None,
+            style: Style::Module,
+            warning: None,
         }
     }
 
@@ -276,6 +506,36 @@ mod tests {
         );
         let plan = m.unwrap().plan(&Facts::default()).unwrap();
         assert_eq!(plan.steps, ["/bin/bash -c 'echo $0'"]);
+    }
+
+    #[test]
+    fn words_expand_as_ansibles_run_command_expands_them() {
+        let words = [
+            "$HOME/x",
+            "${SET_EMPTY}y",
+            "$UNSET_NP_VAR",
+            "${UNSET_NP_VAR}z",
+            "a$",
+            "${bad name}",
+            "~/d",
+            "~nosuchuser_np/e",
+            "'q' \"",
+            "$SPACED",
+        ];
+        let line: Vec<String> = words.iter().map(|w| expanded(w)).collect();
+        let out = std::process::Command::new("/bin/sh")
+            .arg("-c")
+            .arg(format!("printf '%s|' {}", line.join(" ")))
+            .env_clear()
+            .env("HOME", "/home/np")
+            .env("SET_EMPTY", "")
+            .env("SPACED", "a  b*")
+            .output()
+            .unwrap();
+        assert_eq!(
+            String::from_utf8(out.stdout).unwrap(),
+            "/home/np/x|y|$UNSET_NP_VAR|${UNSET_NP_VAR}z|a$|${bad name}|/home/np/d|~nosuchuser_np/e|'q' \"|a  b*|"
+        );
     }
 
     #[test]

@@ -16,6 +16,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         command::COMMAND,
         command::SHELL,
         command::RAW,
+        command::SCRIPT,
         copy::COPY,
         copy::TEMPLATE,
         fetch::FETCH,

@@ -1,6 +1,13 @@
-//! Argument specs, differentially: the same playbook through nodeprov
-//! and through ansible-playbook (the newest ansible-core scripts/test.sh
-//! installs), on the same isolated sshd host. Every case of
+//! The action plugins nodeprov runs natively, differentially: the same
+//! playbook through nodeprov and through ansible-playbook (the newest
+//! ansible-core scripts/test.sh installs), on isolated sshd hosts.
+//!
+//! `script`: a controller file with its arguments, `chdir`, `creates`,
+//! `removes`, `executable` and a failing status give the same registered
+//! results, and leave no copy on the host; so do `command`, `shell` and
+//! `raw` skipped, failing and run.
+//!
+//! Argument specs: every case of
 //! `validate_argument_spec` (types and their conversions, choices,
 //! aliases, defaults, suboptions, `mutually_exclusive`, `required_if`,
 //! `required_by`...) must pass or fail alike, with the same message; and
@@ -307,6 +314,121 @@ fn validate_argument_spec_and_role_specs_judge_as_ansible_does() {
         .map(|(a, b)| format!("ansible-playbook: {a:?}\nnodeprov:         {b:?}"))
         .collect();
     assert!(differences.is_empty(), "{}", differences.join("\n\n"));
+    drop(fleet);
+    assert_machine_unchanged(&before);
+}
+
+const CHECK_SCRIPT: &str = "#!/bin/sh\necho \"args: $*\"\necho \"in $(pwd)\"\necho \"to stderr\" >&2\ntouch \"/root/ran-$1\"\n";
+
+const SCRIPT_PLAY: &str = r#"
+- hosts: all
+  gather_facts: false
+  tasks:
+    - script: check.sh "a b" 'c $HOME'
+      register: plain
+    - script: check.sh x
+      args: {chdir: /tmp, creates: /root/ran-x}
+      register: created
+    - script: check.sh x
+      args: {chdir: /tmp, creates: /root/ran-x}
+      register: again
+    - script: {cmd: "check.sh exe", executable: /bin/bash}
+      register: exe
+    - script: fail.sh
+      register: failing
+      ignore_errors: true
+    - script: check.sh gone
+      args: {removes: /root/nothing-here}
+      register: removes
+    - command: /bin/echo not run
+      args: {creates: /root/ran-x}
+      register: command_skip
+    - shell: echo out; echo err >&2; exit 4
+      register: shell_fail
+      ignore_errors: true
+    - raw: echo raw
+      register: raw
+    - command: {cmd: /bin/echo $HOME, executable: /bin/bash}
+      register: command_executable
+    - copy:
+        dest: /root/results.json
+        content: "{{ {'plain': plain, 'created': created, 'again': again, 'exe': exe, 'failing': failing, 'removes': removes,
+                      'command_skip': command_skip, 'shell_fail': shell_fail, 'raw': raw,
+                      'command_executable': command_executable} | to_json }}"
+"#;
+
+/// What a registered result says, without what differs by nature (times,
+/// the temporary path).
+fn registered(results: &Value) -> Value {
+    let keys = [
+        "rc",
+        "stdout",
+        "stdout_lines",
+        "stderr",
+        "stderr_lines",
+        "changed",
+        "failed",
+        "skipped",
+        "msg",
+    ];
+    let map = results.as_object().unwrap();
+    Value::Object(
+        map.iter()
+            .map(|(task, r)| {
+                let kept = keys
+                    .iter()
+                    .map(|k| (k.to_string(), r.get(*k).cloned().unwrap_or(Value::Null)))
+                    .collect();
+                (task.clone(), Value::Object(kept))
+            })
+            .collect(),
+    )
+}
+
+#[test]
+fn script_runs_a_controller_file_as_ansible_does() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(2);
+    let control = Control::new(&fleet);
+    let ini = |host: &support::sshd::SshHost| {
+        support::sshd::inventory(
+            std::slice::from_ref(host),
+            "root",
+            "ansible_python_interpreter=/usr/bin/python3 ansible_ssh_use_tty=false",
+        )
+    };
+    let ours_inv = control.write("ours.ini", &ini(&fleet.hosts[0]));
+    let theirs_inv = control.write("theirs.ini", &ini(&fleet.hosts[1]));
+    std::fs::create_dir_all(control.path("files")).unwrap();
+    control.write("files/check.sh", CHECK_SCRIPT);
+    control.write("files/fail.sh", "#!/bin/sh\necho nope\nexit 3\n");
+    let playbook = control.write("script.yml", SCRIPT_PLAY);
+
+    let run = Run::json(control.nodeprov(&["apply", &playbook, "-i", &ours_inv]));
+    assert_eq!(run.code, 0, "{run}");
+    ansible_playbook(&control, &playbook, &theirs_inv);
+    let results = |host: &support::sshd::SshHost| -> Value {
+        let text = std::fs::read_to_string(host.host.path("/root/results.json")).unwrap();
+        registered(&serde_json::from_str(&text).unwrap())
+    };
+    let (ours, theirs) = (results(&fleet.hosts[0]), results(&fleet.hosts[1]));
+    assert_eq!(
+        ours, theirs,
+        "nodeprov:\n{ours:#}\nansible-playbook:\n{theirs:#}"
+    );
+    assert_eq!(
+        theirs["plain"]["stdout_lines"][0], "args: a b c $HOME",
+        "{theirs:#}"
+    );
+    assert_eq!(theirs["failing"]["rc"], 3, "{theirs:#}");
+    for host in &fleet.hosts {
+        assert!(host.host.path("/root/ran-a b").exists());
+        let tmp = host.host.path("/root/.ansible/tmp");
+        let left: Vec<_> = std::fs::read_dir(&tmp)
+            .map(|d| d.map(|e| e.unwrap().file_name()).collect())
+            .unwrap_or_default();
+        assert!(left.is_empty(), "{}: {left:?}", host.name());
+    }
     drop(fleet);
     assert_machine_unchanged(&before);
 }
