@@ -13,6 +13,7 @@ use crate::load::ansible_core::{self, AnsibleCoreError};
 use crate::load::yaml::{self, Node, Value};
 use crate::modules::ansible_module::ANSIBLE_MODULE;
 use crate::modules::kit::ansible::{Fallback, Payload};
+use crate::modules::kit::module::AnsiblePlugin;
 use crate::modules::{self, ModuleSpec};
 
 #[derive(Debug)]
@@ -995,6 +996,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
     }
     task.params = module_params(spec, value, args, errors);
     canonical_names(spec, &mut task.params, errors);
+    drop_native_defaults(spec, &mut task.params);
     let written = key.as_str().unwrap_or_default();
     tasks::module_defaults(&mut task, written, own_defaults, scope, errors);
     if task.ansible.is_none() && first_found.is_none() {
@@ -1051,16 +1053,9 @@ fn native_lacks(
     if lacking.is_empty() {
         return None;
     }
-    // Ansible's copy and unarchive plugins hand a `remote_src: true` task to
-    // the module on the host as it is.
-    let module_only = params.iter().any(|(n, v)| {
-        n == "remote_src"
-            && match &v.value {
-                Value::Bool(b) => *b,
-                Value::Str(s) => modules::params::parse_bool(s) == Some(true),
-                _ => false,
-            }
-    });
+    // Ansible's plugin may hand the task to its module on the host as it
+    // is (`copy` with `remote_src: true`).
+    let module_only = spec.plugin.is_some_and(|p| hands_over(&p, params));
     let payload = ansible_module(&key.scalar_text()?, module_only, scope).ok()?;
     let documented = payload.options.as_ref()?;
     if !lacking.iter().all(|n| documented.iter().any(|o| o == n)) {
@@ -1068,6 +1063,44 @@ fn native_lacks(
     }
     let why = format!("the native module lacks '{}'", lacking.join("', '"));
     Some(Fallback { payload, why })
+}
+
+/// Whether Ansible's action plugin hands these parameters to its module
+/// unchanged.
+fn hands_over(plugin: &AnsiblePlugin, params: &[(String, Node)]) -> bool {
+    plugin.hands_over.iter().any(|(param, when)| {
+        let given = params.iter().find(|(n, _)| n == param);
+        match when {
+            true => given.is_some_and(|(_, v)| truthy(v)),
+            false => given.is_none(),
+        }
+    })
+}
+
+fn truthy(v: &Node) -> bool {
+    match &v.value {
+        Value::Bool(b) => *b,
+        Value::Str(s) => modules::params::parse_bool(s) == Some(true),
+        _ => false,
+    }
+}
+
+/// A hand-over parameter at the value that keeps the task on the
+/// controller (`remote_src: false`) asks for what the native module does
+/// anyway; it is dropped when the native module does not take it.
+fn drop_native_defaults(spec: &ModuleSpec, params: &mut Vec<(String, Node)>) {
+    let Some(plugin) = spec.plugin else {
+        return;
+    };
+    params.retain(|(n, v)| {
+        spec.params.names.contains(&n.as_str())
+            || !plugin.hands_over.iter().any(|(p, when)| {
+                p == n
+                    && *when
+                    && !truthy(v)
+                    && !v.as_str().is_some_and(crate::template::is_templated)
+            })
+    });
 }
 
 /// A key nodeprov cannot run: not native, and not a module the
@@ -1446,7 +1479,18 @@ fn check_params(spec: &ModuleSpec, key: &Node, params: &[(String, Node)], errors
         if templated || name == VARIABLE_PARAMS {
             continue;
         }
-        if !spec.params.names.contains(&name.as_str()) {
+        let lacked = spec
+            .plugin
+            .and_then(|p| p.lacks.iter().find(|(l, _)| l == name));
+        if let Some((_, why)) = lacked {
+            errors.push(Diagnostic::new(
+                &value.span,
+                format!(
+                    "parameter '{name}' of '{}' is not supported by nodeprov: {why}",
+                    spec.name
+                ),
+            ));
+        } else if !spec.params.names.contains(&name.as_str()) {
             let d = Diagnostic::new(
                 &value.span,
                 format!("unknown parameter '{name}' for module '{}'", spec.name),

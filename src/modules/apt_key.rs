@@ -31,6 +31,7 @@ pub const APT_KEY: ModuleSpec = ModuleSpec {
     params: &AptKeyArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -46,6 +46,7 @@ pub const APT_REPOSITORY: ModuleSpec = ModuleSpec {
     params: &AptRepoArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -30,6 +30,7 @@ pub const ASSERT: ModuleSpec = ModuleSpec {
     params: &AssertArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build: build_assert,
 };
@@ -41,6 +42,7 @@ pub const FAIL: ModuleSpec = ModuleSpec {
     params: &FailArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build: build_fail,
 };

@@ -29,6 +29,7 @@ pub(crate) const AUTHORIZED_KEY: ModuleSpec = ModuleSpec {
     params: &AuthorizedKeyArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -36,6 +36,7 @@ pub const BLOCKINFILE: ModuleSpec = ModuleSpec {
     params: &BlockArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

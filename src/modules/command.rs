@@ -29,7 +29,7 @@
 use crate::base::shell::{first_word, here_document, quote, split};
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;
-use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
+use crate::modules::kit::module::{AnsiblePlugin, Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -41,6 +41,7 @@ pub(crate) const COMMAND: ModuleSpec = ModuleSpec {
     params: &CommandArgs::SPEC,
     free_form: Some("cmd"),
     kind: ModuleKind::Command { detachable: true },
+    plugin: None,
     controller_file: None,
     build: build_command,
 };
@@ -52,6 +53,13 @@ pub(crate) const SHELL: ModuleSpec = ModuleSpec {
     params: &ShellArgs::SPEC,
     free_form: Some("cmd"),
     kind: ModuleKind::Command { detachable: true },
+    plugin: Some(AnsiblePlugin {
+        hands_over: &[],
+        lacks: &[(
+            "stdin_add_newline",
+            "stdin is always fed with a newline after it, as Ansible's default",
+        )],
+    }),
     controller_file: None,
     build: build_shell,
 };
@@ -63,6 +71,7 @@ pub(crate) const RAW: ModuleSpec = ModuleSpec {
     params: &RawArgs::SPEC,
     free_form: Some("cmd"),
     kind: ModuleKind::Command { detachable: false },
+    plugin: None,
     controller_file: None,
     build: build_raw,
 };
@@ -74,6 +83,7 @@ pub(crate) const SCRIPT: ModuleSpec = ModuleSpec {
     params: &ScriptArgs::SPEC,
     free_form: Some("cmd"),
     kind: ModuleKind::Command { detachable: false },
+    plugin: None,
     controller_file: None,
     build: build_script,
 };

@@ -25,7 +25,9 @@ use std::sync::Arc;
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, WriteOpts};
 use crate::modules::kit::files::{FileFact, FileState, FollowedFile, Kind};
-use crate::modules::kit::module::{ControllerFile, Module, ModuleKind, ModuleSpec};
+use crate::modules::kit::module::{
+    AnsiblePlugin, ControllerFile, Module, ModuleKind, ModuleSpec, FILE_EXTRAS,
+};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params};
 use crate::remote::probe::Probe;
@@ -37,6 +39,31 @@ pub(crate) const COPY: ModuleSpec = ModuleSpec {
     params: &CopyArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: Some(AnsiblePlugin {
+        hands_over: &[("remote_src", true)],
+        lacks: &[
+            FILE_EXTRAS[0],
+            FILE_EXTRAS[1],
+            FILE_EXTRAS[2],
+            FILE_EXTRAS[3],
+            FILE_EXTRAS[4],
+            FILE_EXTRAS[5],
+            FILE_EXTRAS[6],
+            ("checksum", "nodeprov compares the content itself"),
+            (
+                "decrypt",
+                "a vaulted src is always decrypted on the controller",
+            ),
+            (
+                "directory_mode",
+                "copying a folder is not supported natively",
+            ),
+            (
+                "local_follow",
+                "a link given as src is always followed on the controller",
+            ),
+        ],
+    }),
     controller_file: Some(ControllerFile {
         param: "src",
         folders: &[""],
@@ -52,6 +79,34 @@ pub(crate) const TEMPLATE: ModuleSpec = ModuleSpec {
     params: &TemplateArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: Some(AnsiblePlugin {
+        hands_over: &[],
+        lacks: &[
+            FILE_EXTRAS[0],
+            FILE_EXTRAS[1],
+            FILE_EXTRAS[2],
+            FILE_EXTRAS[3],
+            FILE_EXTRAS[4],
+            FILE_EXTRAS[5],
+            FILE_EXTRAS[6],
+            ("block_start_string", JINJA_SYNTAX),
+            ("block_end_string", JINJA_SYNTAX),
+            ("comment_start_string", JINJA_SYNTAX),
+            ("comment_end_string", JINJA_SYNTAX),
+            ("variable_start_string", JINJA_SYNTAX),
+            ("variable_end_string", JINJA_SYNTAX),
+            ("lstrip_blocks", JINJA_SYNTAX),
+            (
+                "trim_blocks",
+                "templates render with Jinja's trim_blocks, as Ansible's default",
+            ),
+            (
+                "newline_sequence",
+                "templates keep the newlines they are written with",
+            ),
+            ("output_encoding", "templates are written as UTF-8"),
+        ],
+    }),
     controller_file: Some(ControllerFile {
         param: "src",
         folders: &[""],
@@ -59,6 +114,9 @@ pub(crate) const TEMPLATE: ModuleSpec = ModuleSpec {
     }),
     build: build_template,
 };
+
+/// Why a template's own Jinja syntax settings are refused.
+const JINJA_SYNTAX: &str = "templates render with Jinja's default syntax and whitespace settings";
 
 module_params! {
     struct CopyArgs {

@@ -53,6 +53,7 @@ pub(crate) const CUDA_ENV: ModuleSpec = ModuleSpec {
     params: &CudaArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

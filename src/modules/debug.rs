@@ -26,6 +26,7 @@ pub const DEBUG: ModuleSpec = ModuleSpec {
     params: &DebugArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -35,6 +35,7 @@ pub(crate) const FETCH: ModuleSpec = ModuleSpec {
     params: &FetchArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

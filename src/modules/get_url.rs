@@ -63,6 +63,7 @@ pub(crate) const GET_URL: ModuleSpec = ModuleSpec {
     params: &GetUrlArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -33,6 +33,7 @@ pub(crate) const GETENT: ModuleSpec = ModuleSpec {
     params: &GetentArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -30,6 +30,7 @@ pub(crate) const GPU_SMOKE: ModuleSpec = ModuleSpec {
     params: &SmokeArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -26,6 +26,7 @@ pub(crate) const GROUP: ModuleSpec = ModuleSpec {
     params: &GroupArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -29,6 +29,7 @@ pub(crate) const INI_FILE: ModuleSpec = ModuleSpec {
     params: &IniArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

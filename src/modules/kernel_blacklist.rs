@@ -28,6 +28,7 @@ pub const KERNEL_BLACKLIST: ModuleSpec = ModuleSpec {
     params: &BlacklistArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -29,6 +29,7 @@ pub(crate) const LINEINFILE: ModuleSpec = ModuleSpec {
     params: &LineArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -28,6 +28,7 @@ pub const META: ModuleSpec = ModuleSpec {
     params: &MetaArgs::SPEC,
     free_form: Some("action"),
     kind: ModuleKind::Control,
+    plugin: None,
     controller_file: None,
     build,
 };

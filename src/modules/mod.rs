@@ -62,7 +62,7 @@ pub(crate) mod yum_repository;
 
 pub(crate) use kit::connection::{ConnectionAction, Reboot, WaitFor};
 pub(crate) use kit::module::Module;
-pub use kit::module::{ControllerFile, ModuleKind, ModuleSpec};
+pub use kit::module::{AnsiblePlugin, ControllerFile, ModuleKind, ModuleSpec};
 pub use kit::plan::Change;
 pub(crate) use kit::plan::{key_as, Effect, Facts, ModuleError, Plan};
 pub(crate) use params::Params;

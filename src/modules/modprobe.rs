@@ -56,6 +56,7 @@ pub const MODPROBE: ModuleSpec = ModuleSpec {
     params: &ModprobeArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

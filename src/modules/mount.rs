@@ -45,6 +45,7 @@ pub(crate) const MOUNT: ModuleSpec = ModuleSpec {
     params: &MountArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

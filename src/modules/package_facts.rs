@@ -34,6 +34,7 @@ pub(crate) const PACKAGE_FACTS: ModuleSpec = ModuleSpec {
     params: &PackageFactsArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

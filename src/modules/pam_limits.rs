@@ -44,6 +44,7 @@ pub const PAM_LIMITS: ModuleSpec = ModuleSpec {
     params: &LimitsArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

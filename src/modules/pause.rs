@@ -16,7 +16,7 @@
 use std::time::Duration;
 
 use crate::modules::kit::connection::{self, ConnectionAction};
-use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
+use crate::modules::kit::module::{AnsiblePlugin, Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::Probe;
@@ -28,6 +28,13 @@ pub const PAUSE: ModuleSpec = ModuleSpec {
     params: &PauseArgs::SPEC,
     free_form: None,
     kind: ModuleKind::Pause,
+    plugin: Some(AnsiblePlugin {
+        hands_over: &[],
+        lacks: &[(
+            "echo",
+            "a pause that waits for a key press is refused, so nothing is echoed",
+        )],
+    }),
     controller_file: None,
     build,
 };

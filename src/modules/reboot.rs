@@ -50,6 +50,7 @@ pub const REBOOT: ModuleSpec = ModuleSpec {
     params: &RebootArgs::SPEC,
     free_form: None,
     kind: ModuleKind::Reboot,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -34,6 +34,7 @@ pub const REPLACE: ModuleSpec = ModuleSpec {
     params: &ReplaceArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -29,6 +29,7 @@ pub const RPM_KEY: ModuleSpec = ModuleSpec {
     params: &RpmKeyArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -32,6 +32,7 @@ pub(crate) const SELINUX: ModuleSpec = ModuleSpec {
     params: &SelinuxArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

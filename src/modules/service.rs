@@ -54,6 +54,7 @@ pub(crate) const SERVICE: ModuleSpec = ModuleSpec {
     params: &ServiceArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -37,6 +37,7 @@ pub(crate) const SERVICE_FACTS: ModuleSpec = ModuleSpec {
     },
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -18,7 +18,7 @@
 
 use serde_json::Value;
 
-use crate::modules::kit::module::{ControllerFile, Module, ModuleKind, ModuleSpec};
+use crate::modules::kit::module::{AnsiblePlugin, ControllerFile, Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, ParamSpec, Params};
 use crate::remote::probe::Probe;
@@ -34,9 +34,13 @@ pub const SET_FACT: ModuleSpec = ModuleSpec {
     },
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build: build_set_fact,
 };
+
+/// Why `include_vars` reads one file only.
+const VARS_FOLDER: &str = "a folder of variables files is not read natively; name each file";
 
 pub const INCLUDE_VARS: ModuleSpec = ModuleSpec {
     name: "include_vars",
@@ -45,6 +49,21 @@ pub const INCLUDE_VARS: ModuleSpec = ModuleSpec {
     params: &IncludeVarsArgs::SPEC,
     free_form: Some("file"),
     kind: ModuleKind::State,
+    plugin: Some(AnsiblePlugin {
+        hands_over: &[],
+        lacks: &[
+            ("dir", VARS_FOLDER),
+            ("depth", VARS_FOLDER),
+            ("extensions", VARS_FOLDER),
+            ("files_matching", VARS_FOLDER),
+            ("ignore_files", VARS_FOLDER),
+            ("ignore_unknown_extensions", VARS_FOLDER),
+            (
+                "hash_behaviour",
+                "variables files replace, as Ansible's default hash_behaviour does",
+            ),
+        ],
+    }),
     controller_file: Some(ControllerFile {
         param: "file",
         folders: &["", "vars/"],

@@ -29,6 +29,7 @@ pub const SETUP: ModuleSpec = ModuleSpec {
     params: &SetupArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -31,6 +31,7 @@ pub(crate) const SLURP: ModuleSpec = ModuleSpec {
     params: &SlurpArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -52,6 +52,7 @@ pub const STAT: ModuleSpec = ModuleSpec {
     params: &StatArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -27,6 +27,7 @@ pub(crate) const TIMEZONE: ModuleSpec = ModuleSpec {
     params: &TimezoneArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -37,7 +37,7 @@
 use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::http::{curl_line, shown_url, wget_line, Auth};
-use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
+use crate::modules::kit::module::{AnsiblePlugin, Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -49,6 +49,10 @@ pub(crate) const UNARCHIVE: ModuleSpec = ModuleSpec {
     params: &UnarchiveArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: Some(AnsiblePlugin {
+        hands_over: &[("remote_src", true)],
+        lacks: &[],
+    }),
     controller_file: None,
     build,
 };

@@ -48,7 +48,7 @@ use crate::modules::kit::files::FileFact;
 use crate::modules::kit::http::{
     config_line, curl_line, form_urlencoded, shown_url, Auth, AuthArgs,
 };
-use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
+use crate::modules::kit::module::{AnsiblePlugin, Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, scalar_text, Choice, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -60,6 +60,13 @@ pub(crate) const URI: ModuleSpec = ModuleSpec {
     params: &UriArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: Some(AnsiblePlugin {
+        hands_over: &[("src", false), ("remote_src", true)],
+        lacks: &[(
+            "src",
+            "a controller file sent as the body is not supported natively; give it as `body`",
+        )],
+    }),
     controller_file: None,
     build,
 };

@@ -48,6 +48,7 @@ pub(crate) const USER: ModuleSpec = ModuleSpec {
     params: &UserArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -25,6 +25,7 @@ pub const WAIT_FOR_CONNECTION: ModuleSpec = ModuleSpec {
     params: &WaitArgs::SPEC,
     free_form: None,
     kind: ModuleKind::AwaitLogin,
+    plugin: None,
     controller_file: None,
     build,
 };

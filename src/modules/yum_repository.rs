@@ -30,6 +30,7 @@ pub const YUM_REPOSITORY: ModuleSpec = ModuleSpec {
     params: &RepoArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -51,6 +51,42 @@ pub fn page(spec: &ModuleSpec) -> String {
             );
         }
     }
+    if let Some(plugin) = spec.plugin {
+        out.push_str(
+            "\nAnsible runs this module through an action plugin on the controller. \
+             A parameter of Ansible's not listed above ",
+        );
+        let over: Vec<String> = plugin
+            .hands_over
+            .iter()
+            .map(|(p, when)| match when {
+                true => format!("`{p}: true`"),
+                false => format!("no `{p}`"),
+            })
+            .collect();
+        match over.is_empty() {
+            true => out.push_str("is refused.\n"),
+            false => {
+                let _ = writeln!(
+                    out,
+                    "runs Ansible's own module when the task has {} (as Ansible's plugin hands it \
+                     over), and is refused otherwise.",
+                    over.join(" or ")
+                );
+            }
+        }
+        if !plugin.lacks.is_empty() {
+            out.push_str("\n| Ansible's parameter | why nodeprov refuses it |\n|---|---|\n");
+            for (name, why) in plugin.lacks {
+                let _ = writeln!(out, "| `{name}` | {} |", cell(why));
+            }
+        }
+    } else if !spec.params.any_variable {
+        out.push_str(
+            "\nA parameter of Ansible's module not listed above runs Ansible's own module in \
+             the task's place ([how](../ansible-projects.md#ansibles-own-modules)).\n",
+        );
+    }
     if let Some(example) = example {
         let _ = write!(out, "\n## Example{}\n", demote_headings(example.trim_end()));
     }

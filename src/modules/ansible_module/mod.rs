@@ -30,6 +30,7 @@ pub(crate) const ANSIBLE_MODULE: ModuleSpec = ModuleSpec {
     params: &ANY_PARAMETER,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

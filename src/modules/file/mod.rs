@@ -52,6 +52,7 @@ pub(crate) const FILE: ModuleSpec = ModuleSpec {
     params: &FileArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

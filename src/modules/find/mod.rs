@@ -59,6 +59,7 @@ pub(crate) const FIND: ModuleSpec = ModuleSpec {
     params: &FindArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

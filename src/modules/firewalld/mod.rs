@@ -115,6 +115,7 @@ pub(crate) const FIREWALLD: ModuleSpec = ModuleSpec {
     params: &FirewalldArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -73,8 +73,44 @@ pub struct ModuleSpec {
     pub kind: ModuleKind,
     /// A parameter naming a file on the controller, opened by `validate`.
     pub controller_file: Option<ControllerFile>,
+    /// Ansible runs its namesake through a controller-side action plugin.
+    pub plugin: Option<AnsiblePlugin>,
     pub(crate) build: BuildFn,
 }
+
+/// What Ansible's action plugin of a module's namesake does with a task
+/// that uses a parameter nodeprov lacks. For a module without one, such a
+/// task runs Ansible's own module on the host.
+#[derive(Clone, Copy, Debug)]
+pub struct AnsiblePlugin {
+    /// The plugin hands the task to its module on the host unchanged when
+    /// one of these holds: the parameter is true (`remote_src` of `copy`),
+    /// or, with `false`, absent (`src` of `uri`). Then nodeprov runs that
+    /// module, as it does for any parameter the native module lacks.
+    pub hands_over: &'static [(&'static str, bool)],
+    /// Its parameters nodeprov takes neither natively nor through
+    /// Ansible's module, each with why.
+    pub lacks: &'static [(&'static str, &'static str)],
+}
+
+/// Why nodeprov does not set what Ansible's file-writing plugins set too.
+pub const FILE_EXTRAS: [(&str, &str); 7] = [
+    ("attributes", ATTRIBUTES),
+    ("attr", ATTRIBUTES),
+    ("selevel", SELINUX_CONTEXT),
+    ("serole", SELINUX_CONTEXT),
+    ("setype", SELINUX_CONTEXT),
+    ("seuser", SELINUX_CONTEXT),
+    (
+        "unsafe_writes",
+        "nodeprov writes files only atomically (a temporary file, then a rename)",
+    ),
+];
+
+const ATTRIBUTES: &str = "file attributes (chattr) are not set natively";
+
+const SELINUX_CONTEXT: &str =
+    "SELinux contexts are not set natively: a written file gets its folder's default";
 
 /// What a module's tasks are to the loader and the schedule, decided by
 /// its declaration so that nothing outside the modules asks for its name.

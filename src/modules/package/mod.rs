@@ -68,6 +68,7 @@ pub(crate) const PACKAGE: ModuleSpec = ModuleSpec {
     params: &PackageArgs::SPEC,
     free_form: None,
     kind: ModuleKind::Frontend,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -54,6 +54,7 @@ pub(crate) const PIP: ModuleSpec = ModuleSpec {
     params: &PipArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

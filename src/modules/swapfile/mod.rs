@@ -49,6 +49,7 @@ pub(crate) const SWAPFILE: ModuleSpec = ModuleSpec {
     params: &SwapArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

@@ -85,6 +85,7 @@ pub(crate) const SYSCTL: ModuleSpec = ModuleSpec {
     params: &SysctlArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

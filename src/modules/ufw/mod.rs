@@ -89,6 +89,7 @@ pub(crate) const UFW: ModuleSpec = ModuleSpec {
     params: &UfwArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };

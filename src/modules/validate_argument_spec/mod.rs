@@ -36,6 +36,7 @@ pub const VALIDATE_ARGUMENT_SPEC: ModuleSpec = ModuleSpec {
     params: &ValidateArgs::SPEC,
     free_form: None,
     kind: ModuleKind::State,
+    plugin: None,
     controller_file: None,
     build,
 };
