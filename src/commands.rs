@@ -19,7 +19,7 @@ use crate::exec::RunOptions;
 use crate::exec::{run_playbook, RunRequest};
 use crate::load::ansible_cfg::{self, Settings};
 use crate::load::inventory::shard::Shard;
-use crate::load::inventory::{Inventory, PluginRunner, SourceOptions};
+use crate::load::inventory::{Inventory, PatternError, PluginRunner, SourceOptions};
 use crate::load::vault::{self, secrets};
 use crate::load::{playbook, validate, yaml};
 use crate::modules::registry::{self, registry};
@@ -536,11 +536,14 @@ fn validate_cmd(args: &ValidateArgs, settings: &Settings) -> Result<u8, Vec<Diag
     let literal = pb
         .plays
         .iter()
-        .filter(|p| !crate::template::is_templated(&p.hosts));
-    for play in literal {
-        inventory
-            .select(&play.hosts)
-            .map_err(|e| vec![Diagnostic::new(&play.span, format!("hosts: {e}"))])?;
+        .enumerate()
+        .filter(|(_, p)| !crate::template::is_templated(&p.hosts));
+    for (p, play) in literal {
+        match inventory.select(&play.hosts) {
+            Err(PatternError::NoMatch { .. }) if pb.groups_made_before(p) => {}
+            Err(e) => return Err(vec![Diagnostic::new(&play.span, format!("hosts: {e}"))]),
+            Ok(_) => {}
+        }
     }
     let tasks: usize = pb
         .plays

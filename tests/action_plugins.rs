@@ -7,6 +7,9 @@
 //! results, and leave no copy on the host; so do `command`, `shell` and
 //! `raw` skipped, failing and run.
 //!
+//! `group_by`: the plays after it select the new groups, and see them in
+//! `groups`, `group_names` and the groups' `group_vars/`.
+//!
 //! Argument specs: every case of
 //! `validate_argument_spec` (types and their conversions, choices,
 //! aliases, defaults, suboptions, `mutually_exclusive`, `required_if`,
@@ -199,8 +202,8 @@ fn ansible_results(doc: &Value, host: &str) -> Vec<(String, bool, String)> {
         .unwrap()
         .iter()
         .flat_map(|p| p["tasks"].as_array().unwrap().iter())
-        .map(|t| {
-            let r = &t["hosts"][host];
+        .filter_map(|t| Some((t, t["hosts"].get(host)?)))
+        .map(|(t, r)| {
             // Ansible names a role's task `role : name`.
             let name = t["task"]["name"].as_str().unwrap();
             (
@@ -429,6 +432,89 @@ fn script_runs_a_controller_file_as_ansible_does() {
             .unwrap_or_default();
         assert!(left.is_empty(), "{}: {left:?}", host.name());
     }
+    drop(fleet);
+    assert_machine_unchanged(&before);
+}
+
+/// Plays that group the hosts by name, then select one group, a group
+/// no host joined, and the parent group.
+fn group_by_plays(first: &str, second: &str) -> String {
+    format!(
+        r#"
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: group
+      group_by:
+        key: "role_{{{{ inventory_hostname }}}}"
+        parents: [gpu]
+- hosts: role_{first}
+  gather_facts: false
+  tasks:
+    - name: first
+      debug:
+        msg: "{{{{ greeting | default('none') }}}} {{{{ group_names | join(',') }}}} {{{{ groups['gpu'] | sort | join(',') }}}}"
+- hosts: role_nobody
+  gather_facts: false
+  tasks:
+    - name: nobody
+      debug: {{msg: never}}
+- hosts: gpu
+  gather_facts: false
+  tasks:
+    - name: every
+      debug:
+        msg: "{{{{ inventory_hostname }}}} {{{{ greeting | default('none') }}}} {{{{ groups['role_{second}'] | join(',') }}}}"
+"#
+    )
+}
+
+#[test]
+fn group_by_makes_groups_the_later_plays_select_as_ansible_does() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(2);
+    let control = Control::new(&fleet);
+    let inventory = control.write(
+        "inventory.ini",
+        &fleet.inventory("root", "ansible_python_interpreter=/usr/bin/python3"),
+    );
+    std::fs::create_dir_all(control.path("group_vars")).unwrap();
+    let (first, second) = (fleet.hosts[0].name(), fleet.hosts[1].name());
+    control.write(
+        &format!("group_vars/role_{first}.yml"),
+        "greeting: hello-one\n",
+    );
+    let playbook = control.write("groups.yml", &group_by_plays(first, second));
+    // Groups only a group_by makes are no typo to `validate`.
+    let mut validate = Command::new(env!("CARGO_BIN_EXE_nodeprov"));
+    validate.args(["validate", &playbook, "-i", &inventory]);
+    let validated = Run::of(validate);
+    assert_eq!(validated.code, 0, "{validated}");
+    let run = Run::json(control.nodeprov(&["apply", &playbook, "-i", &inventory]));
+    assert_eq!(run.code, 0, "{run}");
+    let doc = ansible_playbook(&control, &playbook, &inventory);
+    for host in &fleet.hosts {
+        let ours = nodeprov_results(&run, host.name());
+        let theirs: Vec<_> = ansible_results(&doc, host.name())
+            .into_iter()
+            .filter(|(task, _, _)| task != "group")
+            .collect();
+        let ours: Vec<_> = ours
+            .into_iter()
+            .filter(|(task, _, _)| task != "group")
+            .collect();
+        assert_eq!(ours, theirs, "{}", host.name());
+    }
+    let seen = nodeprov_results(&run, first);
+    let mut names = [first, second];
+    names.sort();
+    assert_eq!(
+        seen[1].2,
+        format!("hello-one fleet,gpu,role_{first} {}", names.join(",")),
+        "{seen:?}"
+    );
+    // Grouped, the first play; not in role_nobody; the parent group.
+    assert_eq!(seen.len(), 3, "{seen:?}");
     drop(fleet);
     assert_machine_unchanged(&before);
 }

@@ -28,7 +28,7 @@ use serde_json::{Map, Value};
 
 use crate::base::diag::Diagnostic;
 use crate::base::fd_limit;
-use crate::load::inventory::Inventory;
+use crate::load::inventory::{Inventory, PatternError};
 use crate::load::playbook::{BatchSize, Play, Playbook};
 use crate::modules::params::Sources;
 use crate::remote::deferred::Deferred;
@@ -93,23 +93,26 @@ pub fn run_playbook(
         .parent()
         .unwrap_or(Path::new("."))
         .to_path_buf();
-    let inventory = req.inventory.clone();
-    let hostvars = Arc::new(HostVars::new(req.inventory.hosts(), move |h: &str| {
-        inventory.host_vars(h)
-    }));
-    let templates = Templates::new().with_run(&base, hostvars.clone());
-    let lenient = Templates::new().with_run(&base, hostvars).into_lenient();
+    // The inventory as the plays so far left it (`group_by`).
+    let mut inventory = req.inventory.clone();
     let search_dirs = crate::modules::params::search_dirs(&req.playbook.path);
     let sources = Sources::default();
     let sessions = Sessions::default();
     let mut rollout = Rollout::default();
     for (p, play) in req.playbook.plays.iter().enumerate() {
+        let req = &RunRequest {
+            inventory: &inventory,
+            extra_vars: req.extra_vars.clone(),
+            opts: req.opts.clone(),
+            ..*req
+        };
+        let (templates, lenient) = run_templates(&base, &inventory);
         let play_vars = PlayVars::load(play, &base, &templates, &req.extra_vars)
             .map(Arc::new)
             .map_err(|d| vec![d])?;
         let pattern = vars::host_pattern(play, &templates, &play_vars.known(), &req.extra_vars)
             .map_err(|d| vec![d])?;
-        let hosts = select_hosts(req, play, &pattern, &rollout.failed_hosts)?;
+        let hosts = select_hosts(req, p, &pattern, &rollout.failed_hosts)?;
         let later = hosts_of_later_plays(req, p, &templates);
         let prepared = PreparedPlay::new(play, &templates, &req.opts);
         let open_delegate =
@@ -128,11 +131,27 @@ pub fn run_playbook(
             sessions: &sessions,
             later: &later,
         };
-        if rollout.play(req, &ctx, &play_vars, &hosts, &keep, on_event) {
+        let halted = rollout.play(req, &ctx, &play_vars, &hosts, &keep, on_event);
+        if halted {
             break;
         }
+        inventory = rollout
+            .joined(inventory)
+            .map_err(|e| vec![Diagnostic::new(&play.span, format!("group_by: {e}"))])?;
     }
     Ok(rollout.outcome)
+}
+
+/// Templates that see every host's variables in the inventory as it is
+/// now, and their lenient twin.
+fn run_templates(base: &Path, inventory: &Inventory) -> (Templates, Templates) {
+    let snapshot = inventory.clone();
+    let hostvars = Arc::new(HostVars::new(inventory.hosts(), move |h: &str| {
+        snapshot.host_vars(h)
+    }));
+    let templates = Templates::new().with_run(base, hostvars.clone());
+    let lenient = Templates::new().with_run(base, hostvars).into_lenient();
+    (templates, lenient)
 }
 
 /// What the plays so far came to.
@@ -141,9 +160,29 @@ struct Rollout {
     outcome: RunOutcome,
     /// Later plays leave these hosts out.
     failed_hosts: Vec<String>,
+    /// Reports already read for the groups their hosts joined.
+    joins_read: usize,
 }
 
 impl Rollout {
+    /// The inventory with the groups the last play's hosts joined.
+    fn joined(&mut self, mut inventory: Inventory) -> Result<Inventory, String> {
+        let fresh = &self.outcome.reports[self.joins_read..];
+        self.joins_read = self.outcome.reports.len();
+        let joins: Vec<_> = fresh
+            .iter()
+            .flat_map(|r| {
+                r.tasks
+                    .iter()
+                    .flat_map(|t| t.joins.iter().map(|j| (&r.host, j)))
+            })
+            .collect();
+        for (host, join) in joins {
+            inventory.join_group(host, &join.group, &join.parents)?;
+        }
+        Ok(inventory)
+    }
+
     /// Runs one play's batches in turn; true when the rollout halts.
     fn play(
         &mut self,
@@ -195,18 +234,21 @@ fn hosts_of_later_plays(req: &RunRequest, p: usize, templates: &Templates) -> Ha
 
 fn select_hosts(
     req: &RunRequest,
-    play: &Play,
+    p: usize,
     pattern: &str,
     failed: &[String],
 ) -> Result<Vec<String>, Vec<Diagnostic>> {
+    let play = &req.playbook.plays[p];
     let pattern_error = |span: &crate::base::diag::Span| {
         let span = span.clone();
-        move |e: crate::load::inventory::PatternError| vec![Diagnostic::new(&span, e.to_string())]
+        move |e: PatternError| vec![Diagnostic::new(&span, e.to_string())]
     };
-    let mut hosts = req
-        .inventory
-        .select(pattern)
-        .map_err(pattern_error(&play.span))?;
+    let mut hosts = match req.inventory.select(pattern) {
+        // A group an earlier group_by did not make after all: Ansible
+        // skips the play too.
+        Err(PatternError::NoMatch { .. }) if req.playbook.groups_made_before(p) => Vec::new(),
+        other => other.map_err(pattern_error(&play.span))?,
+    };
     if let Some(limit) = req.limit {
         // A bad --limit is the command line's fault, not the play's.
         let at = crate::base::diag::Span::synthetic("--limit");

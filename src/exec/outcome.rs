@@ -7,6 +7,8 @@
 
 use serde_json::{json, Value};
 
+use crate::modules::GroupJoin;
+
 use super::instance::TaskInstance;
 use super::prepared::PreparedTask;
 use super::result::{Evidence, Observation, Status, TaskId, TaskResult};
@@ -38,6 +40,7 @@ pub(crate) struct Planned {
     pub unknown: Option<String>,
     /// Its steps will run (apply mode, or a command that runs in check mode).
     pub runs: bool,
+    pub joins: Vec<GroupJoin>,
 }
 
 impl Planned {
@@ -49,6 +52,7 @@ impl Planned {
             effects,
             unknown,
             notes,
+            joins,
             ..
         } = plan;
         let planned = Planned {
@@ -56,6 +60,7 @@ impl Planned {
             notes,
             unknown,
             runs,
+            joins,
         };
         (planned, steps, effects)
     }
@@ -358,6 +363,7 @@ impl Outcomes {
             r.changes.iter_mut().for_each(|c| c.diff = None);
         }
         r.notes = plan.notes;
+        r.joins = plan.joins;
         if status == Status::Unknown {
             r.message = plan.unknown;
         }
@@ -581,6 +587,7 @@ mod tests {
             notes: Vec::new(),
             unknown: unknown.map(String::from),
             runs,
+            joins: Vec::new(),
         }
     }
 

@@ -20,6 +20,7 @@ use crate::modules::ModuleKind;
 use crate::template::Templates;
 
 /// How the run was asked for on the command line.
+#[derive(Clone)]
 pub struct RunOptions {
     pub check: bool,
     /// Keep file diffs in the reports; without it they are dropped as soon

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::modules::Change;
+use crate::modules::{Change, GroupJoin};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -54,6 +54,9 @@ pub struct TaskResult {
     pub duration_ms: u64,
     #[serde(flatten)]
     pub evidence: Evidence,
+    /// Groups of the run's inventory the host joins from the next play on.
+    #[serde(skip)]
+    pub joins: Vec<GroupJoin>,
 }
 
 /// Which task a result is of.
@@ -106,6 +109,7 @@ impl TaskResult {
             ignored: false,
             duration_ms: 0,
             evidence: Evidence::default(),
+            joins: Vec::new(),
         }
     }
 }

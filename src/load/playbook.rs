@@ -22,6 +22,18 @@ pub struct Playbook {
     pub plays: Vec<Play>,
 }
 
+impl Playbook {
+    /// A play before the `p`th puts hosts in groups the inventory lacks
+    /// (`group_by`): a later `hosts:` naming none it knows may name one of
+    /// those, and selects no host rather than being a mistake.
+    pub fn groups_made_before(&self, p: usize) -> bool {
+        self.plays[..p].iter().any(|play| {
+            (play.tasks.iter().chain(&play.handlers))
+                .any(|t| t.module.kind == modules::ModuleKind::Grouping)
+        })
+    }
+}
+
 /// `serial:` as Ansible takes it: a count, a percentage, or a list of either.
 #[derive(Clone, Debug, PartialEq)]
 pub enum BatchSize {

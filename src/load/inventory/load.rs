@@ -102,6 +102,7 @@ impl Inventory {
     }
 
     fn load_vars_files(&mut self, base: &Path) -> Result<(), Diagnostic> {
+        self.vars_dirs.push(base.to_path_buf());
         let group_dir = base.join("group_vars");
         for g in 0..self.groups.len() {
             let vars = read_vars(&group_dir, &self.groups[g].name)?;
@@ -203,7 +204,7 @@ fn inventory_files(dir: &Path) -> Result<Vec<PathBuf>, Diagnostic> {
 /// Variables for one group or host from `dir`: the first of `NAME`,
 /// `NAME.yml`, `NAME.yaml`, `NAME.json` that exists (as Ansible's
 /// `find_vars_files`), a folder being read file by file in name order.
-fn read_vars(dir: &Path, name: &str) -> Result<Vars, Diagnostic> {
+pub(super) fn read_vars(dir: &Path, name: &str) -> Result<Vars, Diagnostic> {
     let mut vars = Vars::new();
     if !dir.is_dir() {
         return Ok(vars);

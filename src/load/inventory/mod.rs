@@ -40,6 +40,8 @@ pub struct Inventory {
     group_index: HashMap<String, usize>,
     /// The `groups` magic variable, the same for every host; set by `finish`.
     groups_var: Value,
+    /// The folders whose `group_vars/` and `host_vars/` apply.
+    vars_dirs: Vec<std::path::PathBuf>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -242,6 +244,7 @@ impl Inventory {
             groups: Vec::new(),
             group_index: HashMap::new(),
             groups_var: Value::Null,
+            vars_dirs: Vec::new(),
         };
         inv.group("all");
         inv.group("ungrouped");
@@ -299,6 +302,40 @@ impl Inventory {
             self.groups[group].hosts.push(h);
         }
         extend(&mut self.hosts[h].vars, &vars);
+    }
+
+    /// `group_by`'s effect, as Ansible's inventory takes it: `host` joins
+    /// `group`, which is made (with its `group_vars/`) when new and put
+    /// under each of `parents` (made too when new).
+    pub fn join_group(
+        &mut self,
+        host: &str,
+        group: &str,
+        parents: &[String],
+    ) -> Result<(), String> {
+        let g = self.group_with_vars(group)?;
+        for parent in parents {
+            let p = self.group_with_vars(parent)?;
+            if p != g {
+                self.add_child(p, g)?;
+            }
+        }
+        self.add_host_to(g, host, Vars::new());
+        self.finish();
+        Ok(())
+    }
+
+    /// The group of that name, made with its variables files when new.
+    fn group_with_vars(&mut self, name: &str) -> Result<usize, String> {
+        if let Some(&g) = self.group_index.get(name) {
+            return Ok(g);
+        }
+        let g = self.group(name);
+        for dir in self.vars_dirs.clone() {
+            let vars = load::read_vars(&dir.join("group_vars"), name).map_err(|d| d.to_string())?;
+            extend(&mut self.groups[g].file_vars, &vars);
+        }
+        Ok(g)
     }
 
     /// Makes `child` a child of `parent`; the message says why it cannot be.

@@ -132,6 +132,9 @@ pub enum ModuleKind {
     AwaitLogin,
     /// Holds the host's run for a while.
     Pause,
+    /// Puts the host in groups of the run's inventory, for later plays
+    /// (`group_by`).
+    Grouping,
 }
 
 impl ModuleKind {

@@ -72,6 +72,14 @@ pub(crate) enum Effect {
     InvalidateAll,
 }
 
+/// A group of the run's inventory a host joins, made under `parents` when
+/// the inventory has none of that name.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GroupJoin {
+    pub group: String,
+    pub parents: Vec<String>,
+}
+
 #[derive(Clone, Debug, Default, PartialEq)]
 pub(crate) struct Plan {
     /// Empty means the host already complies.
@@ -89,6 +97,8 @@ pub(crate) struct Plan {
     /// Ansible's return values besides `changed`/`failed` (`stat`, `msg`),
     /// registered with the task's result.
     pub returns: serde_json::Map<String, serde_json::Value>,
+    /// Groups of the run's inventory the host joins (`group_by`).
+    pub joins: Vec<GroupJoin>,
     /// With no changes, the steps still run in apply mode and the task
     /// reports ok: upkeep Ansible reports unchanged (dnf's and yum's
     /// cache refresh). Check mode runs nothing.
@@ -107,6 +117,7 @@ impl Plan {
         self.effects.extend(part.effects);
         self.notes.extend(part.notes);
         self.sets.extend(part.sets);
+        self.joins.extend(part.joins);
         self.returns.extend(part.returns);
         self.unknown = self.unknown.take().or(part.unknown);
         self.upkeep |= part.upkeep;

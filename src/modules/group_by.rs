@@ -1,0 +1,110 @@
+//! `group_by`: the host joins a group of the run's inventory, made under
+//! `parents` when there is none of that name, as Ansible's plugin does.
+//! Decided on the controller: nothing on the host changes, so the task
+//! reports ok. The plays after this one see the group (`hosts:`, `groups`,
+//! `group_names`, and the group's `group_vars/` beside the inventory);
+//! the play it runs in keeps the inventory it started with, since each
+//! host plans its play on its own.
+//!
+//! # Example
+//!
+//! ```yaml
+//! - name: Group the nodes by their GPU vendor, for the plays after this one
+//!   group_by:
+//!     key: "gpu_{{ gpu_vendor | default('nvidia') }}"
+//!     parents: [gpu_nodes]
+//! ```
+
+use serde_json::json;
+
+use crate::modules::kit::module::{AnsiblePlugin, Module, ModuleKind, ModuleSpec};
+use crate::modules::kit::plan::{Facts, GroupJoin, ModuleError, Plan};
+use crate::modules::params::{module_params, ParamError, Params};
+use crate::remote::probe::Probe;
+
+pub const GROUP_BY: ModuleSpec = ModuleSpec {
+    name: "group_by",
+    source: file!(),
+    aliases: &["ansible.builtin.group_by"],
+    params: &GroupByArgs::SPEC,
+    free_form: None,
+    kind: ModuleKind::Grouping,
+    plugin: Some(AnsiblePlugin {
+        hands_over: &[],
+        lacks: &[],
+    }),
+    controller_file: None,
+    build,
+};
+
+module_params! {
+    struct GroupByArgs {
+        /// the group (spaces become dashes, as in Ansible)
+        key: String,
+        /// the groups it is made under when new (default `all`)
+        parents: Vec<String>,
+    }
+}
+
+struct GroupBy(GroupJoin);
+
+fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    let a = GroupByArgs::read(p)?;
+    let dashed = |name: &str| name.replace(' ', "-");
+    let parents = match a.parents.is_empty() {
+        true => vec!["all".to_string()],
+        false => a.parents.iter().map(|n| dashed(n)).collect(),
+    };
+    if a.key.trim().is_empty() {
+        return Err(p.error("key", "the group's name is empty"));
+    }
+    Ok(Box::new(GroupBy(GroupJoin {
+        group: dashed(&a.key),
+        parents,
+    })))
+}
+
+impl Module for GroupBy {
+    fn probes(&self) -> Vec<Probe> {
+        Vec::new()
+    }
+
+    fn plan(&self, _: &Facts) -> Result<Plan, ModuleError> {
+        let mut plan = Plan::noop();
+        let join = &self.0;
+        plan.notes.push(format!(
+            "joins group '{}' for the plays after this one",
+            join.group
+        ));
+        plan.returns.insert("add_group".into(), json!(join.group));
+        plan.returns
+            .insert("parent_groups".into(), json!(join.parents));
+        plan.joins.push(join.clone());
+        Ok(plan)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modules::kit::testing::build_test;
+
+    #[test]
+    fn the_host_joins_the_dashed_group_under_all_by_default() {
+        let m = build_test(&GROUP_BY, json!({"key": "os Rocky 9"})).unwrap();
+        let plan = m.plan(&Facts::default()).unwrap();
+        assert_eq!(
+            plan.joins,
+            [GroupJoin {
+                group: "os-Rocky-9".into(),
+                parents: vec!["all".into()]
+            }]
+        );
+        assert!(plan.changes.is_empty() && plan.steps.is_empty());
+        let m = build_test(&GROUP_BY, json!({"key": "a", "parents": "gpu nodes"})).unwrap();
+        assert_eq!(
+            m.plan(&Facts::default()).unwrap().joins[0].parents,
+            ["gpu-nodes"]
+        );
+    }
+}
