@@ -8,7 +8,8 @@
 //! `raw` skipped, failing and run.
 //!
 //! `group_by`: the plays after it select the new groups, and see them in
-//! `groups`, `group_names` and the groups' `group_vars/`.
+//! `groups`, `group_names` and the groups' `group_vars/`. `add_host`: the
+//! plays after it reach the new host through the variables it was given.
 //!
 //! Argument specs: every case of
 //! `validate_argument_spec` (types and their conversions, choices,
@@ -515,6 +516,67 @@ fn group_by_makes_groups_the_later_plays_select_as_ansible_does() {
     );
     // Grouped, the first play; not in role_nobody; the parent group.
     assert_eq!(seen.len(), 3, "{seen:?}");
+    drop(fleet);
+    assert_machine_unchanged(&before);
+}
+
+#[test]
+fn add_host_gives_the_later_plays_a_host_they_reach_as_ansible_does() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(2);
+    let control = Control::new(&fleet);
+    let (known, unlisted) = (&fleet.hosts[0], &fleet.hosts[1]);
+    let inventory = control.write(
+        "inventory.ini",
+        &support::sshd::inventory(
+            std::slice::from_ref(known),
+            "root",
+            "ansible_python_interpreter=/usr/bin/python3",
+        ),
+    );
+    std::fs::create_dir_all(control.path("host_vars")).unwrap();
+    control.write("host_vars/extra.yml", "role: from-host-vars\n");
+    let playbook = control.write(
+        "hosts.yml",
+        &format!(
+            r#"
+- hosts: all
+  gather_facts: false
+  tasks:
+    - name: add
+      add_host:
+        name: extra
+        groups: added,late
+        ansible_host: {ip}
+        ansible_user: root
+        ansible_ssh_private_key_file: {key}
+        ansible_python_interpreter: /usr/bin/python3
+- hosts: added
+  gather_facts: false
+  tasks:
+    - name: reached
+      command: cat /etc/hostname
+      register: name
+      changed_when: false
+    - name: seen
+      debug:
+        msg: "{{{{ inventory_hostname }}}} {{{{ name.stdout }}}} {{{{ role }}}} {{{{ groups['late'] | join(',') }}}} {{{{ group_names | join(',') }}}}"
+"#,
+            ip = unlisted.ip(),
+            key = unlisted.key_path().display()
+        ),
+    );
+    let run = Run::json(control.nodeprov(&["apply", &playbook, "-i", &inventory]));
+    assert_eq!(run.code, 0, "{run}");
+    let doc = ansible_playbook(&control, &playbook, &inventory);
+    let ours = nodeprov_results(&run, "extra");
+    let theirs = ansible_results(&doc, "extra");
+    assert_eq!(ours, theirs);
+    assert_eq!(
+        ours.last().unwrap().2,
+        format!("extra {} from-host-vars extra added,late", unlisted.name()),
+        "{ours:?}"
+    );
     drop(fleet);
     assert_machine_unchanged(&before);
 }

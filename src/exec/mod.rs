@@ -31,6 +31,7 @@ use crate::base::fd_limit;
 use crate::load::inventory::{Inventory, PatternError};
 use crate::load::playbook::{BatchSize, Play, Playbook};
 use crate::modules::params::Sources;
+use crate::modules::InventoryChange;
 use crate::remote::deferred::Deferred;
 use crate::remote::{Transport, TransportError};
 use crate::template::{HostVars, Templates};
@@ -136,8 +137,8 @@ pub fn run_playbook(
             break;
         }
         inventory = rollout
-            .joined(inventory)
-            .map_err(|e| vec![Diagnostic::new(&play.span, format!("group_by: {e}"))])?;
+            .changed(inventory)
+            .map_err(|e| vec![Diagnostic::new(&play.span, e)])?;
     }
     Ok(rollout.outcome)
 }
@@ -160,25 +161,30 @@ struct Rollout {
     outcome: RunOutcome,
     /// Later plays leave these hosts out.
     failed_hosts: Vec<String>,
-    /// Reports already read for the groups their hosts joined.
-    joins_read: usize,
+    /// Reports already read for what they changed in the inventory.
+    changes_read: usize,
 }
 
 impl Rollout {
-    /// The inventory with the groups the last play's hosts joined.
-    fn joined(&mut self, mut inventory: Inventory) -> Result<Inventory, String> {
-        let fresh = &self.outcome.reports[self.joins_read..];
-        self.joins_read = self.outcome.reports.len();
-        let joins: Vec<_> = fresh
-            .iter()
-            .flat_map(|r| {
-                r.tasks
-                    .iter()
-                    .flat_map(|t| t.joins.iter().map(|j| (&r.host, j)))
-            })
-            .collect();
-        for (host, join) in joins {
-            inventory.join_group(host, &join.group, &join.parents)?;
+    /// The inventory with what the last play's tasks changed in it.
+    fn changed(&mut self, mut inventory: Inventory) -> Result<Inventory, String> {
+        let fresh = &self.outcome.reports[self.changes_read..];
+        self.changes_read = self.outcome.reports.len();
+        let changes = fresh.iter().flat_map(|r| {
+            let host = &r.host;
+            r.tasks
+                .iter()
+                .flat_map(move |t| t.inventory.iter().map(move |c| (host, c)))
+        });
+        for (host, change) in changes {
+            match change {
+                InventoryChange::Join { group, parents } => {
+                    inventory.join_group(host, group, parents)?
+                }
+                InventoryChange::Host { name, groups, vars } => {
+                    inventory.add_run_host(name, groups, vars.clone())?
+                }
+            }
         }
         Ok(inventory)
     }

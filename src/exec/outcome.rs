@@ -7,7 +7,7 @@
 
 use serde_json::{json, Value};
 
-use crate::modules::GroupJoin;
+use crate::modules::InventoryChange;
 
 use super::instance::TaskInstance;
 use super::prepared::PreparedTask;
@@ -40,7 +40,7 @@ pub(crate) struct Planned {
     pub unknown: Option<String>,
     /// Its steps will run (apply mode, or a command that runs in check mode).
     pub runs: bool,
-    pub joins: Vec<GroupJoin>,
+    pub inventory: Vec<InventoryChange>,
 }
 
 impl Planned {
@@ -52,7 +52,7 @@ impl Planned {
             effects,
             unknown,
             notes,
-            joins,
+            inventory,
             ..
         } = plan;
         let planned = Planned {
@@ -60,7 +60,7 @@ impl Planned {
             notes,
             unknown,
             runs,
-            joins,
+            inventory,
         };
         (planned, steps, effects)
     }
@@ -363,7 +363,7 @@ impl Outcomes {
             r.changes.iter_mut().for_each(|c| c.diff = None);
         }
         r.notes = plan.notes;
-        r.joins = plan.joins;
+        r.inventory = plan.inventory;
         if status == Status::Unknown {
             r.message = plan.unknown;
         }
@@ -587,7 +587,7 @@ mod tests {
             notes: Vec::new(),
             unknown: unknown.map(String::from),
             runs,
-            joins: Vec::new(),
+            inventory: Vec::new(),
         }
     }
 

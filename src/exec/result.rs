@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::modules::{Change, GroupJoin};
+use crate::modules::{Change, InventoryChange};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -54,9 +54,9 @@ pub struct TaskResult {
     pub duration_ms: u64,
     #[serde(flatten)]
     pub evidence: Evidence,
-    /// Groups of the run's inventory the host joins from the next play on.
+    /// What the task changed in the run's inventory, for the next plays.
     #[serde(skip)]
-    pub joins: Vec<GroupJoin>,
+    pub inventory: Vec<InventoryChange>,
 }
 
 /// Which task a result is of.
@@ -109,7 +109,7 @@ impl TaskResult {
             ignored: false,
             duration_ms: 0,
             evidence: Evidence::default(),
-            joins: Vec::new(),
+            inventory: Vec::new(),
         }
     }
 }

@@ -24,12 +24,11 @@ pub struct Playbook {
 
 impl Playbook {
     /// A play before the `p`th puts hosts in groups the inventory lacks
-    /// (`group_by`): a later `hosts:` naming none it knows may name one of
-    /// those, and selects no host rather than being a mistake.
+    /// (`group_by`, `add_host`): a later `hosts:` naming none it knows may
+    /// name one of those, and selects no host rather than being a mistake.
     pub fn groups_made_before(&self, p: usize) -> bool {
         self.plays[..p].iter().any(|play| {
-            (play.tasks.iter().chain(&play.handlers))
-                .any(|t| t.module.kind == modules::ModuleKind::Grouping)
+            (play.tasks.iter().chain(&play.handlers)).any(|t| t.module.kind.changes_inventory())
         })
     }
 }
@@ -1003,6 +1002,10 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
     };
     task.module = spec;
     task.module_span = key.span.clone();
+    // Ansible's plugin bypasses the host loop: one host runs it for all.
+    if spec.kind == modules::ModuleKind::NewHosts {
+        task.run_once = true;
+    }
     if let Some(terms) = first_found {
         task.loop_items = Some(first_found_loop(spec, terms));
     }

@@ -18,7 +18,7 @@
 use serde_json::json;
 
 use crate::modules::kit::module::{AnsiblePlugin, Module, ModuleKind, ModuleSpec};
-use crate::modules::kit::plan::{Facts, GroupJoin, ModuleError, Plan};
+use crate::modules::kit::plan::{Facts, InventoryChange, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::Probe;
 
@@ -46,7 +46,10 @@ module_params! {
     }
 }
 
-struct GroupBy(GroupJoin);
+struct GroupBy {
+    group: String,
+    parents: Vec<String>,
+}
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = GroupByArgs::read(p)?;
@@ -58,10 +61,10 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     if a.key.trim().is_empty() {
         return Err(p.error("key", "the group's name is empty"));
     }
-    Ok(Box::new(GroupBy(GroupJoin {
+    Ok(Box::new(GroupBy {
         group: dashed(&a.key),
         parents,
-    })))
+    }))
 }
 
 impl Module for GroupBy {
@@ -71,15 +74,17 @@ impl Module for GroupBy {
 
     fn plan(&self, _: &Facts) -> Result<Plan, ModuleError> {
         let mut plan = Plan::noop();
-        let join = &self.0;
         plan.notes.push(format!(
             "joins group '{}' for the plays after this one",
-            join.group
+            self.group
         ));
-        plan.returns.insert("add_group".into(), json!(join.group));
+        plan.returns.insert("add_group".into(), json!(self.group));
         plan.returns
-            .insert("parent_groups".into(), json!(join.parents));
-        plan.joins.push(join.clone());
+            .insert("parent_groups".into(), json!(self.parents));
+        plan.inventory.push(InventoryChange::Join {
+            group: self.group.clone(),
+            parents: self.parents.clone(),
+        });
         Ok(plan)
     }
 }
@@ -94,17 +99,18 @@ mod tests {
         let m = build_test(&GROUP_BY, json!({"key": "os Rocky 9"})).unwrap();
         let plan = m.plan(&Facts::default()).unwrap();
         assert_eq!(
-            plan.joins,
-            [GroupJoin {
+            plan.inventory,
+            [InventoryChange::Join {
                 group: "os-Rocky-9".into(),
                 parents: vec!["all".into()]
             }]
         );
         assert!(plan.changes.is_empty() && plan.steps.is_empty());
         let m = build_test(&GROUP_BY, json!({"key": "a", "parents": "gpu nodes"})).unwrap();
-        assert_eq!(
-            m.plan(&Facts::default()).unwrap().joins[0].parents,
-            ["gpu-nodes"]
-        );
+        let plan = m.plan(&Facts::default()).unwrap();
+        assert!(matches!(
+            &plan.inventory[0],
+            InventoryChange::Join { parents, .. } if parents == &["gpu-nodes"]
+        ));
     }
 }

@@ -7,6 +7,7 @@
 //! only `kit` and `params`, and those know no module
 //! (`tests/module_imports.rs` holds them to it).
 
+pub(crate) mod add_host;
 pub(crate) mod ansible_module;
 pub(crate) mod apt_key;
 pub(crate) mod apt_repository;
@@ -65,7 +66,7 @@ pub(crate) use kit::connection::{ConnectionAction, Reboot, WaitFor};
 pub(crate) use kit::module::Module;
 pub use kit::module::{AnsiblePlugin, ControllerFile, ModuleKind, ModuleSpec};
 pub(crate) use kit::plan::{key_as, Effect, Facts, ModuleError, Plan};
-pub use kit::plan::{Change, GroupJoin};
+pub use kit::plan::{Change, InventoryChange};
 pub(crate) use params::Params;
 pub use registry::registry;
 pub(crate) use registry::{all_names, find};

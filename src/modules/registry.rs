@@ -3,8 +3,8 @@
 
 use crate::modules::kit::module::ModuleSpec;
 use crate::modules::{
-    apt_key, apt_repository, assert, authorized_key, blockinfile, command, copy, cuda_env, debug,
-    fetch, file, firewalld, get_url, getent, gpu_smoke, group, group_by, ini_file,
+    add_host, apt_key, apt_repository, assert, authorized_key, blockinfile, command, copy,
+    cuda_env, debug, fetch, file, firewalld, get_url, getent, gpu_smoke, group, group_by, ini_file,
     kernel_blacklist, lineinfile, meta, modprobe, mount, package, package_facts, pam_limits, pause,
     pip, reboot, replace, rpm_key, selinux, service, service_facts, set_fact, setup, slurp, stat,
     swapfile, sysctl, timezone, ufw, unarchive, uri, user, validate_argument_spec,
@@ -61,6 +61,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         ufw::UFW,
         group::GROUP,
         group_by::GROUP_BY,
+        add_host::ADD_HOST,
         user::USER,
         authorized_key::AUTHORIZED_KEY,
         reboot::REBOOT,

@@ -325,6 +325,38 @@ impl Inventory {
         Ok(())
     }
 
+    /// `add_host`'s effect: the host (made with its `host_vars/` when new)
+    /// in each of `groups` (made when new), with `vars` over its own.
+    pub fn add_run_host(
+        &mut self,
+        name: &str,
+        groups: &[String],
+        vars: Vars,
+    ) -> Result<(), String> {
+        let new = !self.host_index.contains_key(name);
+        self.room_for(&[name.to_string()])?;
+        let mut targets = Vec::new();
+        for group in groups {
+            targets.push(self.group_with_vars(group)?);
+        }
+        if targets.is_empty() {
+            targets.push(ALL);
+        }
+        for g in targets {
+            self.add_host_to(g, name, vars.clone());
+        }
+        if new {
+            let h = self.host_index[name];
+            for dir in self.vars_dirs.clone() {
+                let file_vars =
+                    load::read_vars(&dir.join("host_vars"), name).map_err(|d| d.to_string())?;
+                extend(&mut self.hosts[h].file_vars, &file_vars);
+            }
+        }
+        self.finish();
+        Ok(())
+    }
+
     /// The group of that name, made with its variables files when new.
     fn group_with_vars(&mut self, name: &str) -> Result<usize, String> {
         if let Some(&g) = self.group_index.get(name) {

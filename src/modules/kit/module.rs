@@ -135,6 +135,10 @@ pub enum ModuleKind {
     /// Puts the host in groups of the run's inventory, for later plays
     /// (`group_by`).
     Grouping,
+    /// Adds hosts to the run's inventory, for later plays (`add_host`):
+    /// once for all the hosts of a batch, as Ansible's plugin bypasses the
+    /// host loop.
+    NewHosts,
 }
 
 impl ModuleKind {
@@ -144,6 +148,11 @@ impl ModuleKind {
             self,
             Self::Control | Self::Reboot | Self::AwaitLogin | Self::Pause
         )
+    }
+
+    /// Changes the run's inventory for the plays after its own.
+    pub fn changes_inventory(self) -> bool {
+        matches!(self, Self::Grouping | Self::NewHosts)
     }
 
     /// What was probed before it may not hold after it.

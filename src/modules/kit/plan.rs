@@ -72,12 +72,19 @@ pub(crate) enum Effect {
     InvalidateAll,
 }
 
-/// A group of the run's inventory a host joins, made under `parents` when
-/// the inventory has none of that name.
+/// A change a task makes to the run's inventory, which the plays after its
+/// own see.
 #[derive(Clone, Debug, PartialEq)]
-pub struct GroupJoin {
-    pub group: String,
-    pub parents: Vec<String>,
+pub enum InventoryChange {
+    /// The host joins `group`, made under `parents` when the inventory has
+    /// none of that name (`group_by`).
+    Join { group: String, parents: Vec<String> },
+    /// A host with its groups and variables, new or known (`add_host`).
+    Host {
+        name: String,
+        groups: Vec<String>,
+        vars: serde_json::Map<String, serde_json::Value>,
+    },
 }
 
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -97,8 +104,8 @@ pub(crate) struct Plan {
     /// Ansible's return values besides `changed`/`failed` (`stat`, `msg`),
     /// registered with the task's result.
     pub returns: serde_json::Map<String, serde_json::Value>,
-    /// Groups of the run's inventory the host joins (`group_by`).
-    pub joins: Vec<GroupJoin>,
+    /// What the task changes in the run's inventory (`group_by`, `add_host`).
+    pub inventory: Vec<InventoryChange>,
     /// With no changes, the steps still run in apply mode and the task
     /// reports ok: upkeep Ansible reports unchanged (dnf's and yum's
     /// cache refresh). Check mode runs nothing.
@@ -117,7 +124,7 @@ impl Plan {
         self.effects.extend(part.effects);
         self.notes.extend(part.notes);
         self.sets.extend(part.sets);
-        self.joins.extend(part.joins);
+        self.inventory.extend(part.inventory);
         self.returns.extend(part.returns);
         self.unknown = self.unknown.take().or(part.unknown);
         self.upkeep |= part.upkeep;
