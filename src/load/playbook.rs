@@ -282,24 +282,24 @@ fn imported(
     errors: &mut Errors,
 ) -> Vec<Play> {
     let mut when = Vec::new();
+    let mut vars: Option<&Node> = None;
+    let mut tags = Vec::new();
     for (k, v) in item.as_map().unwrap_or_default() {
-        // As Ansible, a condition on the import holds for each task imported.
-        if k.as_str() == Some("when") {
-            when.extend(
+        match k.as_str() {
+            // As Ansible, a condition on the import holds for each task imported.
+            Some("when") => when.extend(
                 condition(v, "when", errors)
                     .map(tasks::conditions)
                     .unwrap_or_default(),
-            );
-            continue;
-        }
-        if !matches!(
-            k.as_str(),
-            Some("import_playbook" | "ansible.builtin.import_playbook" | "name")
-        ) {
-            errors.push(k.error(format!(
+            ),
+            // Each imported play takes them over its own, as in Ansible.
+            Some("vars") => vars = Some(v),
+            Some("tags") => tags = string_list(v, "tags", errors),
+            Some("import_playbook" | "ansible.builtin.import_playbook" | "name") => {}
+            _ => errors.push(k.error(format!(
                 "'{}' on import_playbook is not supported by nodeprov",
                 k.scalar_text().unwrap_or_default()
-            )));
+            ))),
         }
     }
     let name = string(file, "import_playbook", errors);
@@ -311,6 +311,7 @@ fn imported(
     stack.push(path.clone());
     let mut plays = plays_of(&path, at, stack, errors);
     stack.pop();
+    let import_vars = vars.map(|v| (v, vars_map(v, errors)));
     for play in &mut plays {
         let all = play
             .tasks
@@ -318,8 +319,27 @@ fn imported(
             .chain(&mut play.handlers)
             .chain(&mut play.validate);
         all.for_each(|t| tasks::guard(t, &when));
+        if let Some((node, map)) = &import_vars {
+            play.vars.extend(map.clone());
+            play.vars_node = Some(merged_vars_node(play.vars_node.take(), node));
+        }
+        for tag in &tags {
+            if !play.tags.contains(tag) {
+                play.tags.push(tag.clone());
+            }
+        }
     }
     plays
+}
+
+/// A play's `vars:` with an import's over them, each entry where written.
+fn merged_vars_node(own: Option<Node>, over: &Node) -> Node {
+    let Some(own) = own else {
+        return over.clone();
+    };
+    let mut entries = own.as_map().unwrap_or_default().to_vec();
+    entries.extend(over.as_map().unwrap_or_default().iter().cloned());
+    Node::new(Value::Map(entries), own.span.clone())
 }
 
 pub(super) fn unknown_key(key: &Node, what: &str, known: &[&str]) -> Diagnostic {

@@ -924,6 +924,39 @@ pub(super) mod tests {
     }
 
     #[test]
+    fn an_imported_playbooks_vars_and_tags_go_over_each_of_its_plays() {
+        let (_dir, pb) = load_tree(&[
+            (
+                "site.yml",
+                "- import_playbook: other.yml
+  vars: {driver: '580', swap: 8}
+  tags: [gpu]
+",
+            ),
+            (
+                "other.yml",
+                "- hosts: all
+  vars: {driver: '550', keep: 1}
+  tags: own
+  tasks: [{name: t, command: echo}]
+- hosts: all
+  tasks: [{name: u, command: echo}]
+",
+            ),
+        ]);
+        let first = &pb.plays[0];
+        assert_eq!(
+            serde_json::Value::Object(first.vars.clone()),
+            serde_json::json!({"driver": "580", "keep": 1, "swap": 8})
+        );
+        assert_eq!(first.tags, ["own", "gpu"]);
+        let node = first.vars_node.as_ref().unwrap().to_json();
+        assert_eq!(node["driver"], "580");
+        assert_eq!(pb.plays[1].vars["swap"], 8);
+        assert_eq!(pb.plays[1].tags, ["gpu"]);
+    }
+
+    #[test]
     fn a_loop_over_include_role_expands_the_role_per_item() {
         let (_dir, pb) = load_tree(&[
             ("site.yml", "- hosts: all\n  vars: {ports: [22, 2222]}\n  tasks:\n    - include_role: {name: r, tasks_from: port.yml}\n      loop: [a, b]\n    - include_role: {name: r, tasks_from: port.yml}\n      loop: '{{ ports }}'\n      loop_control: {loop_var: p}\n"),
