@@ -10,6 +10,8 @@
 //! `group_by`: the plays after it select the new groups, and see them in
 //! `groups`, `group_names` and the groups' `group_vars/`. `add_host`: the
 //! plays after it reach the new host through the variables it was given.
+//! `assemble` of fragments on the host runs Ansible's module, as Ansible's
+//! plugin hands it over.
 //!
 //! Argument specs: every case of
 //! `validate_argument_spec` (types and their conversions, choices,
@@ -576,6 +578,82 @@ fn add_host_gives_the_later_plays_a_host_they_reach_as_ansible_does() {
         ours.last().unwrap().2,
         format!("extra {} from-host-vars extra added,late", unlisted.name()),
         "{ours:?}"
+    );
+    drop(fleet);
+    assert_machine_unchanged(&before);
+}
+
+const ASSEMBLE_PLAY: &str = r#"
+- hosts: all
+  gather_facts: false
+  tasks:
+    - file: {path: /root/frags, state: directory}
+    - copy: {dest: /root/frags/10-a, content: "alpha\n"}
+    - copy: {dest: /root/frags/20-b, content: beta}
+    - copy: {dest: /root/frags/.hidden, content: "hidden\n"}
+    - assemble:
+        src: /root/frags
+        dest: /root/assembled.conf
+        delimiter: "-- part --"
+        ignore_hidden: true
+        mode: "0640"
+      register: assembled
+    - copy:
+        dest: /root/assembled.json
+        content: "{{ assembled.changed | to_json }}"
+"#;
+
+#[test]
+fn assemble_of_fragments_on_the_host_runs_ansibles_module() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(2);
+    let control = Control::new(&fleet);
+    let ini = |host: &support::sshd::SshHost| {
+        support::sshd::inventory(
+            std::slice::from_ref(host),
+            "root",
+            "ansible_python_interpreter=/usr/bin/python3",
+        )
+    };
+    let ours_inv = control.write("ours.ini", &ini(&fleet.hosts[0]));
+    let theirs_inv = control.write("theirs.ini", &ini(&fleet.hosts[1]));
+    let playbook = control.write("assemble.yml", ASSEMBLE_PLAY);
+    let apply = || {
+        let mut cmd = control.nodeprov(&["apply", &playbook, "-i", &ours_inv]);
+        cmd.env("NODEPROV_ANSIBLE_PYTHON", venv_bin().join("python"));
+        Run::json(cmd)
+    };
+    let first = apply();
+    assert_eq!(first.code, 0, "{first}");
+    ansible_playbook(&control, &playbook, &theirs_inv);
+    let read = |host: &support::sshd::SshHost, path: &str| {
+        std::fs::read_to_string(host.host.path(path)).unwrap()
+    };
+    let ours = read(&fleet.hosts[0], "/root/assembled.conf");
+    assert_eq!(ours, read(&fleet.hosts[1], "/root/assembled.conf"));
+    assert_eq!(ours, "alpha\n-- part --\nbeta");
+    let mode = |host: &support::sshd::SshHost| {
+        use std::os::unix::fs::PermissionsExt;
+        let meta = std::fs::metadata(host.host.path("/root/assembled.conf")).unwrap();
+        meta.permissions().mode() & 0o7777
+    };
+    assert_eq!(mode(&fleet.hosts[0]), 0o640);
+    assert_eq!(mode(&fleet.hosts[1]), 0o640);
+    // Assembled again from the same fragments: nothing changes.
+    let again = apply();
+    assert_eq!(again.code, 0, "{again}");
+    assert_eq!(read(&fleet.hosts[0], "/root/assembled.json"), "false");
+    let statuses: Vec<&Value> = again.host(fleet.hosts[0].name())["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| &t["status"])
+        .collect();
+    // The file of the registered `changed` is the one change.
+    assert_eq!(
+        statuses,
+        ["ok", "ok", "ok", "ok", "ok", "changed"],
+        "{again}"
     );
     drop(fleet);
     assert_machine_unchanged(&before);

@@ -967,7 +967,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
     // One key nodeprov does not know, and no module: Ansible's own module,
     // if the controller's ansible-core has it.
     match (module.is_some(), foreign.as_slice()) {
-        (false, [(k, v, name)]) => match ansible_module(name, false, scope) {
+        (false, [(k, v, name)]) => match ansible_module(name, handed_over(name, v, args), scope) {
             Ok(payload) => {
                 module = Some((&ANSIBLE_MODULE, k, v));
                 task.ansible = Some(Fallback {
@@ -1098,6 +1098,36 @@ fn native_lacks(
     }
     let why = format!("the native module lacks '{}'", lacking.join("', '"));
     Some(Fallback { payload, why })
+}
+
+/// Whether the action plugin of a module nodeprov has no native version
+/// of hands the task, as written, to its module on the host.
+fn handed_over(name: &str, value: &Node, args: Option<&Node>) -> bool {
+    let Some(plugin) = modules::foreign_plugin(name) else {
+        return false;
+    };
+    let mut given: Vec<(String, Node)> = Vec::new();
+    for node in std::iter::once(value).chain(args) {
+        match &node.value {
+            Value::Map(entries) => given.extend(
+                entries
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.as_str()?.to_string(), v.clone()))),
+            ),
+            // `key=value` words of a free-form line.
+            Value::Str(line) => {
+                given.extend(crate::base::shell::split(line).iter().filter_map(|w| {
+                    let (k, v) = w.split_once('=')?;
+                    Some((
+                        k.to_string(),
+                        Node::new(Value::Str(v.to_string()), node.span.clone()),
+                    ))
+                }))
+            }
+            _ => {}
+        }
+    }
+    hands_over(&plugin, &given)
 }
 
 /// Whether Ansible's action plugin hands these parameters to its module

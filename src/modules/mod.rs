@@ -69,4 +69,4 @@ pub(crate) use kit::plan::{key_as, Effect, Facts, ModuleError, Plan};
 pub use kit::plan::{Change, InventoryChange};
 pub(crate) use params::Params;
 pub use registry::registry;
-pub(crate) use registry::{all_names, find};
+pub(crate) use registry::{all_names, find, foreign_plugin};

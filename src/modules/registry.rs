@@ -1,7 +1,7 @@
 //! Every module, as playbooks name it. The only file that knows them all;
 //! no module knows another.
 
-use crate::modules::kit::module::ModuleSpec;
+use crate::modules::kit::module::{AnsiblePlugin, ModuleSpec};
 use crate::modules::{
     add_host, apt_key, apt_repository, assert, authorized_key, blockinfile, command, copy,
     cuda_env, debug, fetch, file, firewalld, get_url, getent, gpu_smoke, group, group_by, ini_file,
@@ -72,6 +72,37 @@ pub fn registry() -> &'static [ModuleSpec] {
         validate_argument_spec::VALIDATE_ARGUMENT_SPEC,
     ];
     SPECS
+}
+
+/// What the action plugins of Ansible modules nodeprov has no native
+/// version of do with a task: those that hand it to their module on the
+/// host (Ansible's module then runs in the task's place), by the names a
+/// task may give.
+pub(crate) fn foreign_plugin(key: &str) -> Option<AnsiblePlugin> {
+    const PLUGINS: &[(&str, AnsiblePlugin)] = &[
+        (
+            // Fragments on the host (remote_src defaults to true).
+            "assemble",
+            AnsiblePlugin {
+                hands_over: &[("remote_src", true), ("remote_src", false)],
+                lacks: &[],
+            },
+        ),
+        (
+            "patch",
+            AnsiblePlugin {
+                hands_over: &[("remote_src", true)],
+                lacks: &[],
+            },
+        ),
+    ];
+    let short = key.rsplit('.').next().unwrap_or(key);
+    let builtin =
+        key == short || key.starts_with("ansible.builtin.") || key.starts_with("ansible.posix.");
+    PLUGINS
+        .iter()
+        .find(|(name, _)| builtin && *name == short)
+        .map(|(_, p)| *p)
 }
 
 /// The spec selected by a task key, if any.
