@@ -363,6 +363,22 @@ const SCRIPT_PLAY: &str = r#"
                       'command_executable': command_executable} | to_json }}"
 "#;
 
+/// An inventory of the first host for nodeprov and one of the second for
+/// ansible-playbook, so that each tool changes a host of its own.
+fn side_by_side(control: &Control, fleet: &SshFleet, extra: &str) -> (String, String) {
+    let ini = |host: &support::sshd::SshHost| {
+        support::sshd::inventory(
+            std::slice::from_ref(host),
+            "root",
+            &format!("ansible_python_interpreter=/usr/bin/python3 {extra}"),
+        )
+    };
+    (
+        control.write("ours.ini", &ini(&fleet.hosts[0])),
+        control.write("theirs.ini", &ini(&fleet.hosts[1])),
+    )
+}
+
 /// What a registered result says, without what differs by nature (times,
 /// the temporary path).
 fn registered(results: &Value) -> Value {
@@ -396,15 +412,7 @@ fn script_runs_a_controller_file_as_ansible_does() {
     let before = machine_digest();
     let fleet = SshFleet::start(2);
     let control = Control::new(&fleet);
-    let ini = |host: &support::sshd::SshHost| {
-        support::sshd::inventory(
-            std::slice::from_ref(host),
-            "root",
-            "ansible_python_interpreter=/usr/bin/python3 ansible_ssh_use_tty=false",
-        )
-    };
-    let ours_inv = control.write("ours.ini", &ini(&fleet.hosts[0]));
-    let theirs_inv = control.write("theirs.ini", &ini(&fleet.hosts[1]));
+    let (ours_inv, theirs_inv) = side_by_side(&control, &fleet, "ansible_ssh_use_tty=false");
     std::fs::create_dir_all(control.path("files")).unwrap();
     control.write("files/check.sh", CHECK_SCRIPT);
     control.write("files/fail.sh", "#!/bin/sh\necho nope\nexit 3\n");
@@ -608,15 +616,7 @@ fn assemble_of_fragments_on_the_host_runs_ansibles_module() {
     let before = machine_digest();
     let fleet = SshFleet::start(2);
     let control = Control::new(&fleet);
-    let ini = |host: &support::sshd::SshHost| {
-        support::sshd::inventory(
-            std::slice::from_ref(host),
-            "root",
-            "ansible_python_interpreter=/usr/bin/python3",
-        )
-    };
-    let ours_inv = control.write("ours.ini", &ini(&fleet.hosts[0]));
-    let theirs_inv = control.write("theirs.ini", &ini(&fleet.hosts[1]));
+    let (ours_inv, theirs_inv) = side_by_side(&control, &fleet, "");
     let playbook = control.write("assemble.yml", ASSEMBLE_PLAY);
     let apply = || {
         let mut cmd = control.nodeprov(&["apply", &playbook, "-i", &ours_inv]);

@@ -145,7 +145,7 @@ fn every_ansible_parameter_is_native_runs_ansibles_module_or_is_refused_with_why
         };
         let names = ansible_names(doc);
         let plugin = spec.plugin;
-        for (lacked, _) in plugin.iter().flat_map(|p| p.lacks) {
+        for (lacked, _) in plugin.iter().flat_map(|p| p.lacked()) {
             if !names.contains(*lacked) || native(spec, lacked) {
                 failures.push(format!(
                     "{module}: '{lacked}' is declared lacking but Ansible has no such parameter, or nodeprov takes it"
@@ -166,7 +166,10 @@ fn every_ansible_parameter_is_native_runs_ansibles_module_or_is_refused_with_why
             .collect();
         let over = (!handed.is_empty()).then(|| validate_each(spec, module, &lacking, &handed));
         for (i, (name, errors)) in plain.iter().enumerate() {
-            let declared = plugin.iter().flat_map(|p| p.lacks).any(|(l, _)| l == name);
+            let declared = plugin
+                .iter()
+                .flat_map(|p| p.lacked())
+                .any(|(l, _)| l == name);
             let refused = errors
                 .iter()
                 .any(|e| e.contains("not supported by nodeprov"));

@@ -1546,7 +1546,7 @@ fn check_params(spec: &ModuleSpec, key: &Node, params: &[(String, Node)], errors
         }
         let lacked = spec
             .plugin
-            .and_then(|p| p.lacks.iter().find(|(l, _)| l == name));
+            .and_then(|p| p.lacked().find(|(l, _)| l == name));
         if let Some((_, why)) = lacked {
             errors.push(Diagnostic::new(
                 &value.span,

@@ -18,12 +18,11 @@
 //!     ansible_host: 10.0.4.17
 //! ```
 
-use serde_json::{json, Value};
+use serde_json::json;
 
-use crate::modules::kit::module::{AnsiblePlugin, Module, ModuleKind, ModuleSpec};
-use crate::modules::kit::plan::{Facts, InventoryChange, ModuleError, Plan};
+use crate::modules::kit::module::{AnsiblePlugin, Decided, Module, ModuleKind, ModuleSpec};
+use crate::modules::kit::plan::{InventoryChange, Plan};
 use crate::modules::params::{module_params, ParamError, ParamSpec, Params};
-use crate::remote::probe::Probe;
 
 /// Its parameters besides `name` and `groups` are the host's variables.
 pub const ADD_HOST: ModuleSpec = ModuleSpec {
@@ -38,6 +37,7 @@ pub const ADD_HOST: ModuleSpec = ModuleSpec {
     kind: ModuleKind::NewHosts,
     plugin: Some(AnsiblePlugin {
         hands_over: &[],
+        writes_files: false,
         lacks: &[],
     }),
     controller_file: None,
@@ -53,12 +53,6 @@ module_params! {
         #[aliases("group", "groupname")]
         groups: Vec<String>,
     }
-}
-
-struct AddHost {
-    name: String,
-    groups: Vec<String>,
-    vars: serde_json::Map<String, Value>,
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -87,40 +81,25 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     if name.is_empty() {
         return Err(p.error("name", "the host's name is empty"));
     }
-    Ok(Box::new(AddHost {
+    let mut plan = Plan::noop();
+    plan.notes
+        .push(format!("adds host '{name}' for the plays after this one"));
+    plan.returns.insert(
+        "add_host".into(),
+        json!({"host_name": name, "groups": a.groups, "host_vars": vars}),
+    );
+    plan.inventory.push(InventoryChange::Host {
         name,
         groups: a.groups,
         vars,
-    }))
-}
-
-impl Module for AddHost {
-    fn probes(&self) -> Vec<Probe> {
-        Vec::new()
-    }
-
-    fn plan(&self, _: &Facts) -> Result<Plan, ModuleError> {
-        let mut plan = Plan::noop();
-        plan.notes.push(format!(
-            "adds host '{}' for the plays after this one",
-            self.name
-        ));
-        plan.returns.insert(
-            "add_host".into(),
-            json!({"host_name": self.name, "groups": self.groups, "host_vars": self.vars}),
-        );
-        plan.inventory.push(InventoryChange::Host {
-            name: self.name.clone(),
-            groups: self.groups.clone(),
-            vars: self.vars.clone(),
-        });
-        Ok(plan)
-    }
+    });
+    Ok(Box::new(Decided(plan)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modules::kit::plan::Facts;
     use crate::modules::kit::testing::build_test;
 
     #[test]

@@ -55,6 +55,7 @@ pub(crate) const SHELL: ModuleSpec = ModuleSpec {
     kind: ModuleKind::Command { detachable: true },
     plugin: Some(AnsiblePlugin {
         hands_over: &[],
+        writes_files: false,
         lacks: &[(
             "stdin_add_newline",
             "stdin is always fed with a newline after it, as Ansible's default",

@@ -25,9 +25,7 @@ use std::sync::Arc;
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, WriteOpts};
 use crate::modules::kit::files::{FileFact, FileState, FollowedFile, Kind};
-use crate::modules::kit::module::{
-    AnsiblePlugin, ControllerFile, Module, ModuleKind, ModuleSpec, FILE_EXTRAS,
-};
+use crate::modules::kit::module::{AnsiblePlugin, ControllerFile, Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, Mode, ParamError, Params};
 use crate::remote::probe::Probe;
@@ -41,14 +39,8 @@ pub(crate) const COPY: ModuleSpec = ModuleSpec {
     kind: ModuleKind::State,
     plugin: Some(AnsiblePlugin {
         hands_over: &[("remote_src", true)],
+        writes_files: true,
         lacks: &[
-            FILE_EXTRAS[0],
-            FILE_EXTRAS[1],
-            FILE_EXTRAS[2],
-            FILE_EXTRAS[3],
-            FILE_EXTRAS[4],
-            FILE_EXTRAS[5],
-            FILE_EXTRAS[6],
             ("checksum", "nodeprov compares the content itself"),
             (
                 "decrypt",
@@ -81,14 +73,8 @@ pub(crate) const TEMPLATE: ModuleSpec = ModuleSpec {
     kind: ModuleKind::State,
     plugin: Some(AnsiblePlugin {
         hands_over: &[],
+        writes_files: true,
         lacks: &[
-            FILE_EXTRAS[0],
-            FILE_EXTRAS[1],
-            FILE_EXTRAS[2],
-            FILE_EXTRAS[3],
-            FILE_EXTRAS[4],
-            FILE_EXTRAS[5],
-            FILE_EXTRAS[6],
             ("block_start_string", JINJA_SYNTAX),
             ("block_end_string", JINJA_SYNTAX),
             ("comment_start_string", JINJA_SYNTAX),

@@ -17,10 +17,9 @@
 
 use serde_json::json;
 
-use crate::modules::kit::module::{AnsiblePlugin, Module, ModuleKind, ModuleSpec};
-use crate::modules::kit::plan::{Facts, InventoryChange, ModuleError, Plan};
+use crate::modules::kit::module::{AnsiblePlugin, Decided, Module, ModuleKind, ModuleSpec};
+use crate::modules::kit::plan::{InventoryChange, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
-use crate::remote::probe::Probe;
 
 pub const GROUP_BY: ModuleSpec = ModuleSpec {
     name: "group_by",
@@ -31,6 +30,7 @@ pub const GROUP_BY: ModuleSpec = ModuleSpec {
     kind: ModuleKind::Grouping,
     plugin: Some(AnsiblePlugin {
         hands_over: &[],
+        writes_files: false,
         lacks: &[],
     }),
     controller_file: None,
@@ -46,11 +46,6 @@ module_params! {
     }
 }
 
-struct GroupBy {
-    group: String,
-    parents: Vec<String>,
-}
-
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = GroupByArgs::read(p)?;
     let dashed = |name: &str| name.replace(' ', "-");
@@ -61,37 +56,22 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     if a.key.trim().is_empty() {
         return Err(p.error("key", "the group's name is empty"));
     }
-    Ok(Box::new(GroupBy {
-        group: dashed(&a.key),
-        parents,
-    }))
-}
-
-impl Module for GroupBy {
-    fn probes(&self) -> Vec<Probe> {
-        Vec::new()
-    }
-
-    fn plan(&self, _: &Facts) -> Result<Plan, ModuleError> {
-        let mut plan = Plan::noop();
-        plan.notes.push(format!(
-            "joins group '{}' for the plays after this one",
-            self.group
-        ));
-        plan.returns.insert("add_group".into(), json!(self.group));
-        plan.returns
-            .insert("parent_groups".into(), json!(self.parents));
-        plan.inventory.push(InventoryChange::Join {
-            group: self.group.clone(),
-            parents: self.parents.clone(),
-        });
-        Ok(plan)
-    }
+    let group = dashed(&a.key);
+    let mut plan = Plan::noop();
+    plan.notes.push(format!(
+        "joins group '{group}' for the plays after this one"
+    ));
+    plan.returns.insert("add_group".into(), json!(group));
+    plan.returns.insert("parent_groups".into(), json!(parents));
+    plan.inventory
+        .push(InventoryChange::Join { group, parents });
+    Ok(Box::new(Decided(plan)))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::modules::kit::plan::Facts;
     use crate::modules::kit::testing::build_test;
 
     #[test]

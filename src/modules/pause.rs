@@ -30,6 +30,7 @@ pub const PAUSE: ModuleSpec = ModuleSpec {
     kind: ModuleKind::Pause,
     plugin: Some(AnsiblePlugin {
         hands_over: &[],
+        writes_files: false,
         lacks: &[(
             "echo",
             "a pause that waits for a key press is refused, so nothing is echoed",

@@ -85,6 +85,7 @@ pub(crate) fn foreign_plugin(key: &str) -> Option<AnsiblePlugin> {
             "assemble",
             AnsiblePlugin {
                 hands_over: &[("remote_src", true), ("remote_src", false)],
+                writes_files: false,
                 lacks: &[],
             },
         ),
@@ -92,6 +93,7 @@ pub(crate) fn foreign_plugin(key: &str) -> Option<AnsiblePlugin> {
             "patch",
             AnsiblePlugin {
                 hands_over: &[("remote_src", true)],
+                writes_files: false,
                 lacks: &[],
             },
         ),

@@ -51,6 +51,7 @@ pub const INCLUDE_VARS: ModuleSpec = ModuleSpec {
     kind: ModuleKind::State,
     plugin: Some(AnsiblePlugin {
         hands_over: &[],
+        writes_files: false,
         lacks: &[
             ("dir", VARS_FOLDER),
             ("depth", VARS_FOLDER),

@@ -51,6 +51,7 @@ pub(crate) const UNARCHIVE: ModuleSpec = ModuleSpec {
     kind: ModuleKind::State,
     plugin: Some(AnsiblePlugin {
         hands_over: &[("remote_src", true)],
+        writes_files: false,
         lacks: &[],
     }),
     controller_file: None,

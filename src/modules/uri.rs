@@ -62,6 +62,7 @@ pub(crate) const URI: ModuleSpec = ModuleSpec {
     kind: ModuleKind::State,
     plugin: Some(AnsiblePlugin {
         hands_over: &[("src", false), ("remote_src", true)],
+        writes_files: false,
         lacks: &[(
             "src",
             "a controller file sent as the body is not supported natively; give it as `body`",

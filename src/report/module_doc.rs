@@ -75,9 +75,9 @@ pub fn page(spec: &ModuleSpec) -> String {
                 );
             }
         }
-        if !plugin.lacks.is_empty() {
+        if plugin.lacked().next().is_some() {
             out.push_str("\n| Ansible's parameter | why nodeprov refuses it |\n|---|---|\n");
-            for (name, why) in plugin.lacks {
+            for (name, why) in plugin.lacked() {
                 let _ = writeln!(out, "| `{name}` | {} |", cell(why));
             }
         }

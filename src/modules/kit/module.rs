@@ -59,6 +59,20 @@ pub(crate) trait Module: Send + Sync {
 
 pub(crate) type BuildFn = fn(&Params) -> Result<Box<dyn Module>, ParamError>;
 
+/// A module decided whole when it is built, on the controller: it probes
+/// nothing, and its plan is known (`group_by`, `add_host`).
+pub(crate) struct Decided(pub Plan);
+
+impl Module for Decided {
+    fn probes(&self) -> Vec<Probe> {
+        Vec::new()
+    }
+
+    fn plan(&self, _: &Facts) -> Result<Plan, ModuleError> {
+        Ok(self.0.clone())
+    }
+}
+
 /// A module as playbooks name it.
 pub struct ModuleSpec {
     pub name: &'static str,
@@ -91,10 +105,21 @@ pub struct AnsiblePlugin {
     /// Its parameters nodeprov takes neither natively nor through
     /// Ansible's module, each with why.
     pub lacks: &'static [(&'static str, &'static str)],
+    /// It writes files as Ansible's file-writing plugins do, whose
+    /// [`FILE_EXTRAS`] nodeprov lacks too.
+    pub writes_files: bool,
+}
+
+impl AnsiblePlugin {
+    /// Every parameter it lacks, with why.
+    pub fn lacked(self) -> impl Iterator<Item = &'static (&'static str, &'static str)> {
+        let extras: &'static [_] = if self.writes_files { &FILE_EXTRAS } else { &[] };
+        extras.iter().chain(self.lacks)
+    }
 }
 
 /// Why nodeprov does not set what Ansible's file-writing plugins set too.
-pub const FILE_EXTRAS: [(&str, &str); 7] = [
+const FILE_EXTRAS: [(&str, &str); 7] = [
     ("attributes", ATTRIBUTES),
     ("attr", ATTRIBUTES),
     ("selevel", SELINUX_CONTEXT),
