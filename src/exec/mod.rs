@@ -94,8 +94,10 @@ pub fn run_playbook(
         .parent()
         .unwrap_or(Path::new("."))
         .to_path_buf();
-    // The inventory as the plays so far left it (`group_by`).
+    // The inventory as the plays so far left it (`group_by`), and the
+    // templates that see it, made again only when a play changed it.
     let mut inventory = req.inventory.clone();
+    let (mut templates, mut lenient) = run_templates(&base, &inventory);
     let search_dirs = crate::modules::params::search_dirs(&req.playbook.path);
     let sources = Sources::default();
     let sessions = Sessions::default();
@@ -107,7 +109,6 @@ pub fn run_playbook(
             opts: req.opts.clone(),
             ..*req
         };
-        let (templates, lenient) = run_templates(&base, &inventory);
         let play_vars = PlayVars::load(play, &base, &templates, &req.extra_vars)
             .map(Arc::new)
             .map_err(|d| vec![d])?;
@@ -136,9 +137,12 @@ pub fn run_playbook(
         if halted {
             break;
         }
-        inventory = rollout
-            .changed(inventory)
-            .map_err(|e| vec![Diagnostic::new(&play.span, e)])?;
+        if rollout
+            .change(&mut inventory)
+            .map_err(|e| vec![Diagnostic::new(&play.span, e)])?
+        {
+            (templates, lenient) = run_templates(&base, &inventory);
+        }
     }
     Ok(rollout.outcome)
 }
@@ -166,8 +170,9 @@ struct Rollout {
 }
 
 impl Rollout {
-    /// The inventory with what the last play's tasks changed in it.
-    fn changed(&mut self, mut inventory: Inventory) -> Result<Inventory, String> {
+    /// Makes in the inventory what the last play's tasks changed in it;
+    /// true when there was anything.
+    fn change(&mut self, inventory: &mut Inventory) -> Result<bool, String> {
         let fresh = &self.outcome.reports[self.changes_read..];
         self.changes_read = self.outcome.reports.len();
         let changes = fresh.iter().flat_map(|r| {
@@ -176,7 +181,9 @@ impl Rollout {
                 .iter()
                 .flat_map(move |t| t.inventory.iter().map(move |c| (host, c)))
         });
+        let mut any = false;
         for (host, change) in changes {
+            any = true;
             match change {
                 InventoryChange::Join { group, parents } => {
                     inventory.join_group(host, group, parents)?
@@ -186,7 +193,10 @@ impl Rollout {
                 }
             }
         }
-        Ok(inventory)
+        if any {
+            inventory.settle();
+        }
+        Ok(any)
     }
 
     /// Runs one play's batches in turn; true when the rollout halts.

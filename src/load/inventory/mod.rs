@@ -306,7 +306,8 @@ impl Inventory {
 
     /// `group_by`'s effect, as Ansible's inventory takes it: `host` joins
     /// `group`, which is made (with its `group_vars/`) when new and put
-    /// under each of `parents` (made too when new).
+    /// under each of `parents` (made too when new). [`Inventory::settle`]
+    /// once after the last change.
     pub fn join_group(
         &mut self,
         host: &str,
@@ -321,12 +322,12 @@ impl Inventory {
             }
         }
         self.add_host_to(g, host, Vars::new());
-        self.finish();
         Ok(())
     }
 
     /// `add_host`'s effect: the host (made with its `host_vars/` when new)
     /// in each of `groups` (made when new), with `vars` over its own.
+    /// [`Inventory::settle`] once after the last change.
     pub fn add_run_host(
         &mut self,
         name: &str,
@@ -346,15 +347,29 @@ impl Inventory {
             self.add_host_to(g, name, vars.clone());
         }
         if new {
+            let vars = self.files_vars("host_vars", name)?;
             let h = self.host_index[name];
-            for dir in self.vars_dirs.clone() {
-                let file_vars =
-                    load::read_vars(&dir.join("host_vars"), name).map_err(|d| d.to_string())?;
-                extend(&mut self.hosts[h].file_vars, &file_vars);
-            }
+            extend(&mut self.hosts[h].file_vars, &vars);
         }
-        self.finish();
         Ok(())
+    }
+
+    /// Derives what depends on membership (`ungrouped`, depths, `groups`)
+    /// after [`Inventory::join_group`] and [`Inventory::add_run_host`]:
+    /// once for all of a play's changes, as it walks every host.
+    pub fn settle(&mut self) {
+        self.finish();
+    }
+
+    /// The variables of `name`'s file in `folder` (`group_vars`,
+    /// `host_vars`) of every inventory folder, later folders winning.
+    fn files_vars(&self, folder: &str, name: &str) -> Result<Vars, String> {
+        let mut vars = Vars::new();
+        for dir in &self.vars_dirs {
+            let found = load::read_vars(&dir.join(folder), name).map_err(|d| d.to_string())?;
+            extend(&mut vars, &found);
+        }
+        Ok(vars)
     }
 
     /// The group of that name, made with its variables files when new.
@@ -362,11 +377,9 @@ impl Inventory {
         if let Some(&g) = self.group_index.get(name) {
             return Ok(g);
         }
+        let vars = self.files_vars("group_vars", name)?;
         let g = self.group(name);
-        for dir in self.vars_dirs.clone() {
-            let vars = load::read_vars(&dir.join("group_vars"), name).map_err(|d| d.to_string())?;
-            extend(&mut self.groups[g].file_vars, &vars);
-        }
+        extend(&mut self.groups[g].file_vars, &vars);
         Ok(g)
     }
 
