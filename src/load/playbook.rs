@@ -376,19 +376,20 @@ pub(super) fn string(node: &Node, what: &str, errors: &mut Errors) -> String {
 }
 
 pub(super) fn boolean(node: &Node, what: &str, errors: &mut Errors) -> bool {
+    boolean_value(node).unwrap_or_else(|| {
+        errors.push(node.error(format!(
+            "{what} must be a boolean (yes/no), found {}",
+            shown(node)
+        )));
+        false
+    })
+}
+
+/// A value as an error shows what was found: the text, or its kind.
+fn shown(node: &Node) -> String {
     match &node.value {
-        Value::Bool(b) => *b,
-        Value::Str(s) => modules::params::parse_bool(s).unwrap_or_else(|| {
-            errors.push(node.error(format!("{what} must be a boolean (yes/no), found '{s}'")));
-            false
-        }),
-        _ => {
-            errors.push(node.error(format!(
-                "{what} must be a boolean (yes/no), found {}",
-                node.kind()
-            )));
-            false
-        }
+        Value::Str(s) => format!("'{s}'"),
+        _ => node.kind().to_string(),
     }
 }
 
@@ -1136,35 +1137,38 @@ fn hands_over(plugin: &AnsiblePlugin, params: &[(String, Node)]) -> bool {
     plugin.hands_over.iter().any(|(param, when)| {
         let given = params.iter().find(|(n, _)| n == param);
         match when {
-            true => given.is_some_and(|(_, v)| truthy(v)),
+            true => given.is_some_and(|(_, v)| boolean_value(v) == Some(true)),
             false => given.is_none(),
         }
     })
 }
 
-fn truthy(v: &Node) -> bool {
+/// The boolean a parameter's value reads as, as `boolean()` reads it;
+/// `None` for what is no boolean (left to the module to refuse).
+fn boolean_value(v: &Node) -> Option<bool> {
     match &v.value {
-        Value::Bool(b) => *b,
-        Value::Str(s) => modules::params::parse_bool(s) == Some(true),
-        _ => false,
+        Value::Bool(b) => Some(*b),
+        Value::Str(s) => modules::params::parse_bool(s),
+        Value::Int(0) => Some(false),
+        Value::Int(1) => Some(true),
+        _ => None,
     }
 }
 
 /// A hand-over parameter at the value that keeps the task on the
 /// controller (`remote_src: false`) asks for what the native module does
-/// anyway; it is dropped when the native module does not take it.
+/// anyway; it is dropped when the native module does not take it. Any
+/// other value (`remote_src: maybe`) stays, to be judged as given.
 fn drop_native_defaults(spec: &ModuleSpec, params: &mut Vec<(String, Node)>) {
     let Some(plugin) = spec.plugin else {
         return;
     };
     params.retain(|(n, v)| {
         spec.params.names.contains(&n.as_str())
-            || !plugin.hands_over.iter().any(|(p, when)| {
-                p == n
-                    && *when
-                    && !truthy(v)
-                    && !v.as_str().is_some_and(crate::template::is_templated)
-            })
+            || !plugin
+                .hands_over
+                .iter()
+                .any(|(p, when)| p == n && *when && boolean_value(v) == Some(false))
     });
 }
 
@@ -1547,7 +1551,22 @@ fn check_params(spec: &ModuleSpec, key: &Node, params: &[(String, Node)], errors
         let lacked = spec
             .plugin
             .and_then(|p| p.lacked().find(|(l, _)| l == name));
-        if let Some((_, why)) = lacked {
+        let switch = spec
+            .plugin
+            .is_some_and(|p| p.hands_over.iter().any(|(h, when)| h == name && *when));
+        if switch && !spec.params.names.contains(&name.as_str()) {
+            // Only a literal true hands the task over, and a literal false is
+            // dropped before: what is left cannot be told apart at load.
+            let why = match is_template(value) {
+                true => "is decided when the playbook loads; give true or false, not a template"
+                    .to_string(),
+                false => format!("must be a boolean (yes/no), found {}", shown(value)),
+            };
+            errors.push(Diagnostic::new(
+                &value.span,
+                format!("parameter '{name}' of '{}' {why}", spec.name),
+            ));
+        } else if let Some((_, why)) = lacked {
             errors.push(Diagnostic::new(
                 &value.span,
                 format!(
@@ -1780,6 +1799,25 @@ mod tests {
             .into_iter()
             .map(|d| (d.span.location(), d.message))
             .collect()
+    }
+
+    #[test]
+    fn a_hand_over_switch_is_dropped_only_at_false_and_judged_otherwise() {
+        let pb = load_text("- hosts: all\n  tasks:\n    - copy: {content: x, dest: /a, remote_src: false}\n    - copy: {content: x, dest: /a, remote_src: 0}\n    - copy: {content: x, dest: /a, remote_src: 'no'}\n").unwrap();
+        for task in &pb.plays[0].tasks {
+            assert_eq!(task.module.name, "copy");
+            assert!(task.ansible.is_none(), "the native copy does it");
+            assert!(!task.params.iter().any(|(n, _)| n == "remote_src"));
+        }
+        let errs = messages("- hosts: all\n  tasks:\n    - copy: {content: x, dest: /a, remote_src: maybe}\n    - copy: {content: x, dest: /a, remote_src: '{{ flag }}'}\n    - copy: {content: x, dest: /a, remote_src: [1]}\n");
+        assert_eq!(
+            errs,
+            [
+                ("site.yml:3:48".to_string(), "parameter 'remote_src' of 'copy' must be a boolean (yes/no), found 'maybe'".to_string()),
+                ("site.yml:4:48".to_string(), "parameter 'remote_src' of 'copy' is decided when the playbook loads; give true or false, not a template".to_string()),
+                ("site.yml:5:48".to_string(), "parameter 'remote_src' of 'copy' must be a boolean (yes/no), found a list".to_string()),
+            ]
+        );
     }
 
     #[test]
