@@ -271,16 +271,32 @@ impl Replacement {
 
     /// `re.sub(regex, self, text)`: every match replaced.
     pub fn replace_all(&self, regex: &Regex, text: &str) -> Result<String, MatchError> {
+        self.replace_n(regex, text, 0).map(|(out, _)| out)
+    }
+
+    /// `re.subn(regex, self, text, count)`: the first `count` matches
+    /// replaced (every one for 0), and how many were.
+    pub fn replace_n(
+        &self,
+        regex: &Regex,
+        text: &str,
+        count: usize,
+    ) -> Result<(String, usize), MatchError> {
         let mut out = String::with_capacity(text.len());
         let mut copied = 0;
+        let mut done = 0;
         for caps in regex.captures_all(text)? {
+            if count > 0 && done == count {
+                break;
+            }
             let whole = caps.get(0).expect("group 0 is the match");
             out.push_str(&text[copied..whole.start()]);
             out.push_str(&self.expand(&caps));
             copied = whole.end();
+            done += 1;
         }
         out.push_str(&text[copied..]);
-        Ok(out)
+        Ok((out, done))
     }
 }
 

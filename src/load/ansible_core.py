@@ -454,12 +454,17 @@ def plugin_function(loader, kind, name):
 
 
 def plain(value):
-    # What JSON cannot hold comes back as Jinja would show it to a template.
+    # Collections JSON lacks cross as lists. A date or time crosses as the
+    # text Jinja prints for it; any use beyond printing then fails in
+    # nodeprov, loudly. Anything else cannot cross, and says so.
+    import datetime
     if isinstance(value, (set, frozenset, tuple)) or hasattr(value, "__next__"):
         return list(value)
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
-    return str(value)
+    if isinstance(value, (datetime.date, datetime.time, datetime.timedelta)):
+        return str(value)
+    raise TypeError("a %s cannot cross to nodeprov as JSON" % type(value).__name__)
 
 
 def call_plugin(req):

@@ -727,7 +727,10 @@ mod tests {
         let probe = format!("@@home\n{home}\n@@libdirs\n{home}/lib64\n");
         let plan = plan_with(json!({"cuda_home": home}), &probe, &[]).unwrap();
         let diff = plan.changes[0].diff.as_deref().unwrap();
-        assert!(diff.contains("+CUDA_HOME='/opt/$(reboot)'\\'''"), "{diff}");
+        assert!(
+            diff.contains(r#"+CUDA_HOME='/opt/$(reboot)'"'"''"#),
+            "{diff}"
+        );
         assert!(Toolkit::script(home).starts_with("h='/opt/$(reboot)'\\'''\n"));
     }
 

@@ -8,6 +8,7 @@ use minijinja::value::{Kwargs, Rest, Serde, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State, Value};
 use serde_json::{Map, Value as Json};
 
+use super::json_emit::{self, Style};
 use super::yaml_emit;
 use crate::pyre::{Captures, Flags, MatchError, Regex, Replacement};
 
@@ -109,6 +110,21 @@ fn json_map(v: &Value, what: &str) -> Result<Map<String, Json>, Error> {
     }
 }
 
+/// What Python's `for x in value` walks: a list's items, a string's
+/// characters, a mapping's keys. Filters that iterate their input as
+/// Ansible's do (`flatten`, `product`, `zip`) take any of them.
+fn python_items(v: &Value, what: &str) -> Result<Vec<Json>, Error> {
+    match json_of(v)? {
+        Json::Array(a) => Ok(a),
+        Json::String(s) => Ok(s.chars().map(|c| Json::String(c.into())).collect()),
+        Json::Object(m) => Ok(m.into_iter().map(|(k, _)| Json::String(k)).collect()),
+        other => Err(invalid(format!(
+            "{what}: '{}' object is not iterable",
+            python_kind(&other)
+        ))),
+    }
+}
+
 fn json_list(v: &Value, what: &str) -> Result<Vec<Json>, Error> {
     match json_of(v)? {
         Json::Array(a) => Ok(a),
@@ -176,13 +192,20 @@ fn trimmed(v: &Value) -> Value {
     }
 }
 
-/// Ansible's `unique` is case-sensitive, unlike Jinja2's.
+/// Ansible's `unique` hands Jinja2's the truth of `case_sensitive`
+/// (`bool(case_sensitive)`): unset, it ignores case as Jinja2's does.
 fn unique(state: &State, values: Value, kwargs: Kwargs) -> Result<Value, Error> {
     let case_sensitive = kwargs
-        .get::<Option<bool>>("case_sensitive")?
-        .unwrap_or(true);
+        .get::<Option<Value>>("case_sensitive")?
+        .is_some_and(|v| v.is_true());
     let attribute = kwargs.get::<Option<Value>>("attribute")?;
     kwargs.assert_all_used()?;
+    if values.is_none() || values.is_undefined() {
+        return Err(invalid(format!(
+            "unique: '{}' object is not iterable",
+            super::missing::python_type(&values)
+        )));
+    }
     let mut pass = vec![("case_sensitive", Value::from(case_sensitive))];
     pass.extend(attribute.map(|a| ("attribute", a)));
     minijinja::filters::unique(state, values, Kwargs::from_iter(pass))
@@ -204,16 +227,28 @@ fn matched<T>(r: Result<T, MatchError>) -> Result<T, Error> {
     r.map_err(|e| invalid(e.to_string()))
 }
 
+/// Ansible's `regex_replace(value, pattern='', replacement='', ...)`:
+/// `count` limits the substitutions, and fewer than `mandatory_count`
+/// is an error.
 fn regex_replace(
     v: &Value,
-    pattern: &str,
+    pattern: Option<&str>,
     replacement: Option<&str>,
     kwargs: Kwargs,
 ) -> Result<String, Error> {
+    let count = kwargs.get::<Option<usize>>("count")?.unwrap_or(0);
+    let mandatory = kwargs.get::<Option<usize>>("mandatory_count")?.unwrap_or(0);
+    let pattern = pattern.unwrap_or("");
     let re = build_regex(pattern, &kwargs)?;
     let repl = Replacement::new(replacement.unwrap_or(""), &re)
         .map_err(|e| invalid(format!("regex_replace: {e}")))?;
-    matched(repl.replace_all(&re, &text(v)?))
+    let (out, n) = matched(repl.replace_n(&re, &text(v)?, count))?;
+    if n < mandatory {
+        return Err(invalid(format!(
+            "'{pattern}' should match {mandatory} times, but matches {n} times"
+        )));
+    }
+    Ok(out)
 }
 
 /// Without group arguments: the first match or none.  With `'\\1'` /
@@ -232,15 +267,31 @@ fn regex_search(
     if groups.is_empty() {
         return Ok(Value::from(&caps[0]));
     }
-    let picked = groups.iter().map(|g| {
-        let g = g.trim_start_matches('\\');
-        let found = match g.strip_prefix("g<").and_then(|n| n.strip_suffix('>')) {
-            Some(name) => caps.name(name),
-            None => g.parse::<usize>().ok().and_then(|i| caps.get(i)),
+    // As Ansible reads them: `\\g<name>` or `\\N`, one backslash each.
+    let mut picked = Vec::new();
+    for arg in groups.iter() {
+        let group = match arg.strip_prefix('\\') {
+            Some(g) if g.starts_with('g') => g
+                .strip_prefix("g<")
+                .and_then(|n| n.split_once('>'))
+                .filter(|(n, _)| !n.is_empty() && !n.contains(char::is_whitespace))
+                .map(|(name, _)| caps.name(name).map(|m| m.as_str()))
+                .ok_or_else(|| invalid(format!("regex_search: bad group reference {arg:?}")))?,
+            Some(g) => {
+                let digits: String = g.chars().take_while(char::is_ascii_digit).collect();
+                let i = digits
+                    .parse::<usize>()
+                    .map_err(|_| invalid(format!("regex_search: bad group reference {arg:?}")))?;
+                if i >= caps.len() {
+                    return Err(invalid(format!("regex_search: no such group {i}")));
+                }
+                caps.get(i).map(|m| m.as_str())
+            }
+            None => return Err(invalid("regex_search: Unknown argument")),
         };
-        found.map_or(Value::from(()), |m| Value::from(m.as_str()))
-    });
-    Ok(Value::from(picked.collect::<Vec<_>>()))
+        picked.push(group.map_or(Value::from(()), Value::from));
+    }
+    Ok(Value::from(picked))
 }
 
 /// Python's `re.findall`: every match, or its one group, or the tuple of
@@ -270,78 +321,161 @@ fn test_search(v: &Value, pattern: &str, kwargs: Kwargs) -> Result<bool, Error> 
 
 // ---- serialization -------------------------------------------------------
 
-fn to_json(v: &Value) -> Result<String, Error> {
-    serde_json::to_string(&json_of(v)?).map_err(|e| invalid(e.to_string()))
+/// Ansible's `to_json`: `json.dumps` with its defaults (ASCII escapes,
+/// `", "` between items) unless the template asks otherwise.
+fn to_json(v: &Value, kwargs: Kwargs) -> Result<String, Error> {
+    dumps(v, &kwargs, Style::python(kwargs.get("indent")?))
 }
 
 /// Ansible sorts keys and indents by 4 by default.
 fn to_nice_json(v: &Value, kwargs: Kwargs) -> Result<String, Error> {
     let indent = kwargs.get::<Option<usize>>("indent")?.unwrap_or(4);
-    kwargs.assert_all_used()?;
-    let indent = " ".repeat(indent);
-    let fmt = serde_json::ser::PrettyFormatter::with_indent(indent.as_bytes());
-    let mut out = Vec::new();
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, fmt);
-    serde::Serialize::serialize(&sorted(json_of(v)?), &mut ser)
-        .map_err(|e| invalid(e.to_string()))?;
-    String::from_utf8(out).map_err(|e| invalid(e.to_string()))
+    let style = Style {
+        sort_keys: true,
+        separators: (",".into(), ": ".into()),
+        ..Style::python(Some(indent))
+    };
+    dumps(v, &kwargs, style)
 }
 
-fn sorted(j: Json) -> Json {
-    match j {
-        Json::Object(m) => {
-            let mut entries: Vec<_> = m.into_iter().map(|(k, v)| (k, sorted(v))).collect();
-            entries.sort_by(|a, b| a.0.cmp(&b.0));
-            Json::Object(entries.into_iter().collect())
-        }
-        Json::Array(a) => Json::Array(a.into_iter().map(sorted).collect()),
-        other => other,
+fn dumps(v: &Value, kwargs: &Kwargs, mut style: Style) -> Result<String, Error> {
+    if let Some(sort) = kwargs.get::<Option<bool>>("sort_keys")? {
+        style.sort_keys = sort;
     }
-}
-
-fn to_yaml(v: &Value, kwargs: Kwargs) -> Result<String, Error> {
-    yaml_with_indent(v, kwargs, 2)
-}
-
-fn to_nice_yaml(v: &Value, kwargs: Kwargs) -> Result<String, Error> {
-    yaml_with_indent(v, kwargs, 4)
-}
-
-fn yaml_with_indent(v: &Value, kwargs: Kwargs, default: usize) -> Result<String, Error> {
-    let indent = kwargs.get::<Option<usize>>("indent")?.unwrap_or(default);
+    if let Some(ascii) = kwargs.get::<Option<bool>>("ensure_ascii")? {
+        style.ensure_ascii = ascii;
+    }
     kwargs.assert_all_used()?;
-    Ok(yaml_emit::emit(&json_of(v)?, indent.max(1)))
+    Ok(json_emit::dumps(&json_of(v)?, &style))
+}
+
+/// Ansible's `to_yaml`: `yaml.dump(default_flow_style=None)`.
+fn to_yaml(v: &Value, kwargs: Kwargs) -> Result<String, Error> {
+    yaml(v, kwargs, 2, true)
+}
+
+/// Ansible's `to_nice_yaml`: `yaml.dump(indent=4, default_flow_style=False)`.
+fn to_nice_yaml(v: &Value, kwargs: Kwargs) -> Result<String, Error> {
+    yaml(v, kwargs, 4, false)
+}
+
+fn yaml(v: &Value, kwargs: Kwargs, indent: usize, flow_leaves: bool) -> Result<String, Error> {
+    let indent = kwargs.get::<Option<usize>>("indent")?.unwrap_or(indent);
+    let flow_leaves = match kwargs.get::<Option<Value>>("default_flow_style")? {
+        Some(v) if v.is_none() => true,
+        Some(v) if v.is_true() => {
+            return Err(invalid(
+                "default_flow_style=true is not supported natively (false or none)",
+            ))
+        }
+        Some(_) => false,
+        None => flow_leaves,
+    };
+    let sort_keys = kwargs.get::<Option<bool>>("sort_keys")?.unwrap_or(true);
+    // nodeprov never folds long lines, which is what a wide `width` asks for.
+    let _: Option<usize> = kwargs.get("width")?;
+    kwargs.assert_all_used()?;
+    let style = yaml_emit::Style {
+        indent: indent.clamp(2, 9),
+        flow_leaves,
+        sort_keys,
+    };
+    Ok(yaml_emit::emit(&json_of(v)?, &style))
 }
 
 fn from_json(v: &Value) -> Result<Value, Error> {
-    let parsed: Json = serde_json::from_str(&text(v)?)
-        .map_err(|e| invalid(format!("from_json: invalid JSON: {e}")))?;
+    let text = defined(v)?.as_str().ok_or_else(|| {
+        invalid(format!(
+            "from_json: the JSON object must be str, not {}",
+            super::missing::python_type(v)
+        ))
+    })?;
+    let parsed: Json =
+        serde_json::from_str(text).map_err(|e| invalid(format!("from_json: invalid JSON: {e}")))?;
     Ok(value_of(&parsed))
 }
 
-fn b64encode(v: &Value) -> Result<String, Error> {
-    Ok(base64::engine::general_purpose::STANDARD.encode(text(v)?.as_bytes()))
+/// Ansible's `b64encode(encoding='utf-8', urlsafe=False)`.
+fn b64encode(v: &Value, kwargs: Kwargs) -> Result<String, Error> {
+    let (engine, encoding) = b64_options(&kwargs)?;
+    let text = text(v)?;
+    let bytes = match encoding {
+        Encoding::Utf8 => text.as_bytes().to_vec(),
+        Encoding::Utf16Le => text.encode_utf16().flat_map(u16::to_le_bytes).collect(),
+    };
+    Ok(engine.encode(bytes))
 }
 
-fn b64decode(v: &Value) -> Result<String, Error> {
-    let bytes = base64::engine::general_purpose::STANDARD
+/// Ansible's `b64decode(encoding='utf-8', urlsafe=False)`.
+fn b64decode(v: &Value, kwargs: Kwargs) -> Result<String, Error> {
+    let (engine, encoding) = b64_options(&kwargs)?;
+    let bytes = engine
         .decode(text(v)?.trim())
         .map_err(|e| invalid(format!("b64decode: {e}")))?;
-    String::from_utf8(bytes).map_err(|_| invalid("b64decode: decoded data is not UTF-8"))
+    let not = |what| invalid(format!("b64decode: decoded data is not {what}"));
+    match encoding {
+        Encoding::Utf8 => String::from_utf8(bytes).map_err(|_| not("UTF-8")),
+        Encoding::Utf16Le => {
+            let units: Vec<u16> = bytes
+                .chunks(2)
+                .map(|c| u16::from_le_bytes([c[0], *c.get(1).unwrap_or(&0)]))
+                .collect();
+            String::from_utf16(&units).map_err(|_| not("UTF-16-LE"))
+        }
+    }
+}
+
+enum Encoding {
+    Utf8,
+    Utf16Le,
+}
+
+fn b64_options(kwargs: &Kwargs) -> Result<(base64::engine::GeneralPurpose, Encoding), Error> {
+    let urlsafe = kwargs.get::<Option<bool>>("urlsafe")?.unwrap_or(false);
+    let encoding = kwargs.get::<Option<String>>("encoding")?;
+    kwargs.assert_all_used()?;
+    let encoding = match encoding
+        .as_deref()
+        .map(|e| e.to_ascii_lowercase().replace('_', "-"))
+        .as_deref()
+    {
+        None | Some("utf-8" | "utf8") => Encoding::Utf8,
+        Some("utf-16-le" | "utf-16le") => Encoding::Utf16Le,
+        Some(other) => {
+            return Err(invalid(format!(
+                "b64: encoding '{other}' is not supported natively (utf-8 or utf-16-le)"
+            )))
+        }
+    };
+    let engine = match urlsafe {
+        true => base64::engine::general_purpose::URL_SAFE,
+        false => base64::engine::general_purpose::STANDARD,
+    };
+    Ok((engine, encoding))
 }
 
 // ---- paths and shell -----------------------------------------------------
 
+/// The path a path filter is given: Python's `os.path` takes text only.
+fn path_text<'v>(v: &'v Value, what: &str) -> Result<&'v str, Error> {
+    defined(v)?.as_str().ok_or_else(|| {
+        invalid(format!(
+            "{what}: expected a path (str), not {}",
+            super::missing::python_type(v)
+        ))
+    })
+}
+
 /// `os.path.basename`: everything after the last slash (empty for `a/`).
 fn basename(v: &Value) -> Result<String, Error> {
-    let s = text(v)?;
+    let s = path_text(v, "basename")?;
     Ok(s.rsplit('/').next().unwrap_or_default().to_string())
 }
 
 /// `os.path.splitext`: the path and its extension (from the last dot of
 /// its last component, leading dots not counting), as a pair.
 fn splitext(v: &Value) -> Result<Value, Error> {
-    let s = text(v)?;
+    let s = path_text(v, "splitext")?;
     let base = s.rfind('/').map_or(0, |i| i + 1);
     let name = &s[base..];
     let dots = name.len() - name.trim_start_matches('.').len();
@@ -352,7 +486,7 @@ fn splitext(v: &Value) -> Result<Value, Error> {
 /// `os.path.dirname`: up to the last slash, trailing slashes trimmed unless
 /// the result would be the root.
 fn dirname(v: &Value) -> Result<String, Error> {
-    let s = text(v)?;
+    let s = path_text(v, "dirname")?;
     Ok(match s.rfind('/') {
         None => String::new(),
         Some(i) => {
@@ -366,8 +500,18 @@ fn dirname(v: &Value) -> Result<String, Error> {
     })
 }
 
+/// Python's `shlex.quote`, which Ansible's `quote` is (None quotes as
+/// `''`): the same word, written as Python writes it.
 fn quote(v: &Value) -> Result<String, Error> {
-    Ok(crate::base::shell::quote(&text(v)?))
+    let word = match defined(v)?.is_none() {
+        true => Cow::Borrowed(""),
+        false => text(v)?,
+    };
+    let safe = |b: u8| b.is_ascii_alphanumeric() || b"@%+=:,./-_".contains(&b);
+    Ok(match word.bytes().all(safe) && !word.is_empty() {
+        true => word.into_owned(),
+        false => format!("'{}'", word.replace('\'', "'\"'\"'")),
+    })
 }
 
 // ---- collections ---------------------------------------------------------
@@ -396,14 +540,17 @@ fn dict2items(v: &Value, kwargs: Kwargs) -> Result<Value, Error> {
     Ok(value_of(&Json::Array(items)))
 }
 
-/// Every combination, as lists: `with_nested` and Ansible's `product`.
-fn product(v: &Value, others: Rest<Value>) -> Result<Value, Error> {
-    let mut rows: Vec<Vec<Json>> = json_list(v, "product")?
-        .into_iter()
-        .map(|x| vec![x])
-        .collect();
+/// Every combination, as lists: `with_nested` and Ansible's `product`
+/// (`itertools.product`, `repeat=` included).
+fn product(v: &Value, others: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
+    let repeat = kwargs.get::<Option<usize>>("repeat")?.unwrap_or(1);
+    kwargs.assert_all_used()?;
+    let mut columns = vec![python_items(v, "product")?];
     for other in others.iter() {
-        let column = json_list(other, "product")?;
+        columns.push(python_items(other, "product")?);
+    }
+    let mut rows: Vec<Vec<Json>> = vec![vec![]];
+    for column in columns.iter().cycle().take(columns.len() * repeat) {
         rows = rows
             .into_iter()
             .flat_map(|row| {
@@ -422,9 +569,9 @@ fn product(v: &Value, others: Rest<Value>) -> Result<Value, Error> {
 
 /// Lists side by side, as long as the shortest: `with_together`.
 fn zip(v: &Value, others: Rest<Value>) -> Result<Value, Error> {
-    let mut lists = vec![json_list(v, "zip")?];
+    let mut lists = vec![python_items(v, "zip")?];
     for other in others.iter() {
-        lists.push(json_list(other, "zip")?);
+        lists.push(python_items(other, "zip")?);
     }
     let len = lists.iter().map(Vec::len).min().unwrap_or(0);
     let rows = (0..len)
@@ -454,22 +601,59 @@ fn subelements(v: &Value, key: &str, skip_missing: Option<bool>) -> Result<Value
     Ok(value_of(&Json::Array(rows)))
 }
 
-/// Ansible's `comment` filter in its default (`plain`) style and the
-/// common `style=` choices: the text as a comment block.
-fn comment(text: &str, style: Option<&str>) -> Result<String, Error> {
-    let (prefix, decoration, postfix) = match style.unwrap_or("plain") {
-        "plain" => ("#\n", "# ", "\n#"),
-        "c" => ("//\n", "// ", "\n//"),
-        "cblock" => ("/*\n", " * ", "\n */"),
-        "erlang" => ("%\n", "% ", "\n%"),
-        "xml" => ("<!--\n", " - ", "\n-->"),
+/// Ansible's `comment` filter, all of it: a style gives the defaults and
+/// each keyword (`decoration`, `prefix`, `prefix_count`, `postfix`,
+/// `postfix_count`, `beginning`, `end`, `newline`) overrides its part.
+fn comment(text: &str, style: Option<&str>, kwargs: Kwargs) -> Result<String, Error> {
+    let (beginning, decoration, end) = match style.unwrap_or("plain") {
+        "plain" => ("", "# ", ""),
+        "erlang" => ("", "% ", ""),
+        "c" => ("", "// ", ""),
+        "cblock" => ("/*", " * ", " */"),
+        "xml" => ("<!--", " - ", "-->"),
         other => return Err(invalid(format!("comment: unknown style '{other}'"))),
     };
-    let body: Vec<String> = text
-        .lines()
-        .map(|l| format!("{decoration}{l}").trim_end().to_string())
-        .collect();
-    Ok(format!("{prefix}{}{postfix}", body.join("\n")))
+    let word = |name: &str, default: &str| -> Result<String, Error> {
+        Ok(kwargs
+            .get::<Option<String>>(name)?
+            .unwrap_or_else(|| default.to_string()))
+    };
+    let decoration = word("decoration", decoration)?;
+    let newline = word("newline", "\n")?;
+    let beginning = word("beginning", beginning)?;
+    let end = word("end", end)?;
+    let prefix = word("prefix", decoration.trim_end())?;
+    let postfix = word("postfix", decoration.trim_end())?;
+    let prefix_count = kwargs.get::<Option<usize>>("prefix_count")?.unwrap_or(1);
+    let postfix_count = kwargs.get::<Option<usize>>("postfix_count")?.unwrap_or(1);
+    kwargs.assert_all_used()?;
+    let mut out = String::new();
+    if !beginning.is_empty() {
+        out.push_str(&format!("{beginning}{newline}"));
+    }
+    if !prefix.is_empty() {
+        let line = match prefix == newline {
+            true => newline.clone(),
+            false => format!("{prefix}{newline}"),
+        };
+        out.push_str(&line.repeat(prefix_count));
+    }
+    let body = format!(
+        "{decoration}{}",
+        text.replace(&newline, &format!("{newline}{decoration}"))
+    );
+    // A line holding only the decoration loses its trailing spaces.
+    out.push_str(&body.replace(
+        &format!("{decoration}{newline}"),
+        &format!("{}{newline}", decoration.trim_end()),
+    ));
+    for _ in 0..postfix_count {
+        out.push_str(&format!("{newline}{postfix}"));
+    }
+    if !end.is_empty() {
+        out.push_str(&format!("{newline}{end}"));
+    }
+    Ok(out)
 }
 
 fn items2dict(v: &Value, kwargs: Kwargs) -> Result<Value, Error> {
@@ -504,40 +688,122 @@ fn mandatory(v: &Value, msg: Option<String>) -> Result<Value, Error> {
     }
 }
 
-fn flatten(v: &Value, levels: Option<usize>) -> Result<Value, Error> {
-    fn walk(items: Vec<Json>, levels: Option<usize>, out: &mut Vec<Json>) {
+/// Ansible's `flatten`: nulls (and the words `None` and `null`) are left
+/// out unless `skip_nulls=false`.
+fn flatten(v: &Value, levels: Option<usize>, kwargs: Kwargs) -> Result<Value, Error> {
+    fn walk(items: Vec<Json>, levels: Option<usize>, skip_nulls: bool, out: &mut Vec<Json>) {
         for item in items {
             match item {
+                Json::Null if skip_nulls => {}
+                Json::String(s) if skip_nulls && (s == "None" || s == "null") => {}
                 Json::Array(inner) if levels != Some(0) => {
-                    walk(inner, levels.map(|l| l - 1), out);
+                    walk(inner, levels.map(|l| l - 1), skip_nulls, out);
                 }
                 other => out.push(other),
             }
         }
     }
+    let levels = levels.or(kwargs.get("levels")?);
+    let skip_nulls = kwargs.get::<Option<bool>>("skip_nulls")?.unwrap_or(true);
+    kwargs.assert_all_used()?;
     let mut out = Vec::new();
-    walk(json_list(v, "flatten")?, levels, &mut out);
+    walk(python_items(v, "flatten")?, levels, skip_nulls, &mut out);
     Ok(value_of(&Json::Array(out)))
 }
 
+/// Ansible's `combine(*terms, recursive=False, list_merge='replace')`:
+/// the terms flattened one level (a list of mappings combines them), nulls
+/// dropped; one term comes back as it is.
 fn combine(v: &Value, others: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
     let recursive = kwargs.get::<Option<bool>>("recursive")?.unwrap_or(false);
+    let list_merge = match kwargs.get::<Option<&str>>("list_merge")? {
+        None => ListMerge::Replace,
+        Some("replace") => ListMerge::Replace,
+        Some("keep") => ListMerge::Keep,
+        Some("append") => ListMerge::Append,
+        Some("prepend") => ListMerge::Prepend,
+        Some("append_rp") => ListMerge::AppendRp,
+        Some("prepend_rp") => ListMerge::PrependRp,
+        Some(other) => {
+            return Err(invalid(format!(
+                "'{other}' is not a valid list_merge value (replace, keep, append, prepend, append_rp, prepend_rp)"
+            )))
+        }
+    };
     kwargs.assert_all_used()?;
-    let mut merged = json_map(v, "combine")?;
-    for other in others.iter() {
-        merge(&mut merged, json_map(other, "combine")?, recursive);
+    let mut terms = Vec::new();
+    for term in std::iter::once(v).chain(others.iter()) {
+        match json_of(term)? {
+            Json::Array(items) => terms.extend(items.into_iter().filter(|i| !i.is_null())),
+            Json::Null => {}
+            other => terms.push(other),
+        }
     }
-    Ok(value_of(&Json::Object(merged)))
+    let mut terms = terms.into_iter();
+    let Some(mut merged) = terms.next() else {
+        return Ok(value_of(&Json::Object(Map::new())));
+    };
+    for term in terms {
+        let (Json::Object(into), Json::Object(from)) = (&mut merged, &term) else {
+            return Err(invalid(format!(
+                "failed to combine variables, expected dicts but got a '{}' and a '{}'",
+                python_kind(&merged),
+                python_kind(&term)
+            )));
+        };
+        merge(into, from.clone(), recursive, list_merge);
+    }
+    Ok(value_of(&merged))
 }
 
-fn merge(into: &mut Map<String, Json>, from: Map<String, Json>, recursive: bool) {
-    for (key, value) in from {
-        match (into.get_mut(&key), value) {
-            (Some(Json::Object(old)), Json::Object(new)) if recursive => merge(old, new, true),
-            (_, value) => {
-                into.insert(key, value);
-            }
+#[derive(Clone, Copy, PartialEq)]
+enum ListMerge {
+    Replace,
+    Keep,
+    Append,
+    Prepend,
+    AppendRp,
+    PrependRp,
+}
+
+/// Ansible's `merge_hash`.
+fn merge(into: &mut Map<String, Json>, from: Map<String, Json>, recursive: bool, lists: ListMerge) {
+    for (key, new) in from {
+        let Some(old) = into.get_mut(&key) else {
+            into.insert(key, new);
+            continue;
+        };
+        match (old, new) {
+            (Json::Object(old), Json::Object(new)) if recursive => merge(old, new, true, lists),
+            (Json::Array(old), Json::Array(new)) => match lists {
+                ListMerge::Replace => *old = new,
+                ListMerge::Keep => {}
+                ListMerge::Append => old.extend(new),
+                ListMerge::Prepend => *old = new.into_iter().chain(old.drain(..)).collect(),
+                ListMerge::AppendRp => {
+                    old.retain(|x| !new.contains(x));
+                    old.extend(new);
+                }
+                ListMerge::PrependRp => {
+                    old.retain(|x| !new.contains(x));
+                    *old = new.into_iter().chain(old.drain(..)).collect();
+                }
+            },
+            (old, new) => *old = new,
         }
+    }
+}
+
+/// The Python type name of a JSON value, as Ansible's messages give it.
+fn python_kind(j: &Json) -> &'static str {
+    match j {
+        Json::Null => "NoneType",
+        Json::Bool(_) => "bool",
+        Json::Number(n) if n.is_f64() => "float",
+        Json::Number(_) => "int",
+        Json::String(_) => "str",
+        Json::Array(_) => "list",
+        Json::Object(_) => "dict",
     }
 }
 
@@ -591,9 +857,16 @@ fn falsy(v: &Value, kwargs: Kwargs) -> Result<bool, Error> {
     truthy(v, kwargs).map(|t| !t)
 }
 
-/// Registered results carry `failed` / `changed` / `skipped` flags.
+/// Registered results carry `failed` / `changed` / `skipped` flags; the
+/// tests take a registered result only, as Ansible's do.
 fn flag(result: &Value, name: &str) -> Result<bool, Error> {
     let result = defined(result)?;
+    if result.kind() != ValueKind::Map {
+        return Err(invalid(format!(
+            "The '{name}' test expects a dictionary, not {}",
+            super::missing::python_type(result)
+        )));
+    }
     Ok(result.get_attr(name).is_ok_and(|f| ansible_bool(&f)))
 }
 
@@ -685,11 +958,20 @@ fn password_hash(
             "password_hash: the salt may only hold letters, digits, '.' and '/', not {bad:?}"
         )));
     }
-    let setup = pwhash::HashSetup { salt, rounds };
+    // Ansible gives passlib crypt(3)'s rounds when none are asked for, and
+    // passlib writes them into the hash (`$6$rounds=656000$...`).
+    let setup = |implicit| pwhash::HashSetup {
+        salt,
+        rounds: rounds.or(implicit),
+    };
     let hashed = match scheme {
-        "sha512" | "sha512_crypt" => pwhash::sha512_crypt::hash_with(setup, password.as_bytes()),
-        "sha256" | "sha256_crypt" => pwhash::sha256_crypt::hash_with(setup, password.as_bytes()),
-        "md5" | "md5_crypt" => pwhash::md5_crypt::hash_with(setup, password.as_bytes()),
+        "sha512" | "sha512_crypt" => {
+            pwhash::sha512_crypt::hash_with(setup(Some(656_000)), password.as_bytes())
+        }
+        "sha256" | "sha256_crypt" => {
+            pwhash::sha256_crypt::hash_with(setup(Some(535_000)), password.as_bytes())
+        }
+        "md5" | "md5_crypt" => pwhash::md5_crypt::hash_with(setup(None), password.as_bytes()),
         other => {
             return Err(invalid(format!(
                 "password_hash: unsupported hash type {other:?} (sha512, sha256 or md5)"

@@ -7,6 +7,8 @@ mod chain;
 mod filters;
 mod hostvars;
 mod ipaddr;
+mod jinja;
+mod json_emit;
 mod lookups;
 mod missing;
 mod paths;
@@ -123,6 +125,7 @@ impl Templates {
         env.add_global("omit", OMIT);
         env.add_global("ansible_managed", ANSIBLE_MANAGED);
         env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        jinja::register(&mut env);
         filters::register(&mut env);
         plugins::register(&mut env);
         Templates {

@@ -8,7 +8,7 @@
 use std::path::PathBuf;
 use std::sync::RwLock;
 
-use minijinja::value::{Kwargs, Rest};
+use minijinja::value::{Kwargs, Rest, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, Value};
 
 use crate::load::ansible_core::{self, PluginDirs, PluginKind, PluginNames};
@@ -196,6 +196,11 @@ fn call(
     kwargs: Kwargs,
 ) -> Result<Value, Error> {
     let json = |v: &Value| {
+        // JSON would carry an undefined value as null; Ansible's plugin
+        // would meet Jinja's undefined and fail on it.
+        if holds_undefined(v) {
+            return Err(Error::from(ErrorKind::UndefinedError));
+        }
         serde_json::to_value(v)
             .map_err(|e| Error::new(ErrorKind::InvalidOperation, format!("{kind} '{name}': {e}")))
     };
@@ -212,4 +217,20 @@ fn call(
     ansible_core::call(kind, name, positional, serde_json::Value::Object(named))
         .map(|v| Value::from(minijinja::value::Serde(&v)))
         .map_err(|e| Error::new(ErrorKind::InvalidOperation, format!("{kind} '{name}': {e}")))
+}
+
+fn holds_undefined(v: &Value) -> bool {
+    if v.is_undefined() {
+        return true;
+    }
+    let Ok(items) = v.try_iter() else {
+        return false;
+    };
+    match v.kind() {
+        ValueKind::Seq => items.into_iter().any(|item| holds_undefined(&item)),
+        ValueKind::Map => items
+            .into_iter()
+            .any(|key| v.get_item(&key).is_ok_and(|item| holds_undefined(&item))),
+        _ => false,
+    }
 }

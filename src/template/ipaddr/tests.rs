@@ -43,35 +43,35 @@ fn plain_values_are_checked_and_normalised() {
 fn lists_keep_what_matches() {
     assert_eq!(
         render("{{ test_list | ipaddr | to_json }}"),
-        r#"["192.24.2.1","::1","192.168.32.0/24","fe80::100/10","2001:db8:32c:faad::/64"]"#
+        r#"["192.24.2.1", "::1", "192.168.32.0/24", "fe80::100/10", "2001:db8:32c:faad::/64"]"#
     );
     assert_eq!(
         render("{{ test_list | ipv4 | to_json }}"),
-        r#"["192.24.2.1","192.168.32.0/24"]"#
+        r#"["192.24.2.1", "192.168.32.0/24"]"#
     );
     assert_eq!(
         render("{{ test_list | ansible.utils.ipv6 | to_json }}"),
-        r#"["::1","fe80::100/10","2001:db8:32c:faad::/64"]"#
+        r#"["::1", "fe80::100/10", "2001:db8:32c:faad::/64"]"#
     );
     assert_eq!(
         render("{{ test_list | ipaddr('address') | to_json }}"),
-        r#"["192.24.2.1","::1","fe80::100","2001:db8:32c:faad::"]"#
+        r#"["192.24.2.1", "::1", "fe80::100", "2001:db8:32c:faad::"]"#
     );
     assert_eq!(
         render("{{ test_list | ipaddr('host') | to_json }}"),
-        r#"["192.24.2.1/32","::1/128","fe80::100/10"]"#
+        r#"["192.24.2.1/32", "::1/128", "fe80::100/10"]"#
     );
     assert_eq!(
         render("{{ test_list | ipaddr('net') | to_json }}"),
-        r#"["192.168.32.0/24","2001:db8:32c:faad::/64"]"#
+        r#"["192.168.32.0/24", "2001:db8:32c:faad::/64"]"#
     );
     assert_eq!(
         render("{{ test_list | ipv4('ipv6') | to_json }}"),
-        r#"["::ffff:192.24.2.1/128","::ffff:192.168.32.0/120"]"#
+        r#"["::ffff:192.24.2.1/128", "::ffff:192.168.32.0/120"]"#
     );
     assert_eq!(
         render("{{ test_list | ipaddr('192.0.0.0/8') | to_json }}"),
-        r#"["192.24.2.1","192.168.32.0/24"]"#
+        r#"["192.24.2.1", "192.168.32.0/24"]"#
     );
 }
 
@@ -156,7 +156,7 @@ fn first_usable_wants_a_network_and_unknown_queries_fail() {
 fn ipwrap_brackets_ipv6_only() {
     assert_eq!(
         render("{{ test_list | ipwrap | to_json }}"),
-        r#"["192.24.2.1","host.fqdn","[::1]","192.168.32.0/24","[fe80::100]/10",true,"","[2001:db8:32c:faad::]/64"]"#
+        r#"["192.24.2.1", "host.fqdn", "[::1]", "192.168.32.0/24", "[fe80::100]/10", true, "", "[2001:db8:32c:faad::]/64"]"#
     );
     assert_eq!(render("{{ '::1' | ansible.utils.ipwrap }}"), "[::1]");
 }
