@@ -2,12 +2,14 @@
 //! it. Reading an input file within its limits (`input`, with
 //! `fd_limit`'s word on running out of files), positions and
 //! the diagnostics that quote them (`diag`), and quoting for the host's
-//! shell (`shell`), text made safe to show (`printable`), and what the controller's
-//! own child processes inherit (`child_env`).
+//! shell (`shell`), text made safe to show (`printable`), how Python sees a
+//! JSON value (`python`), and what the controller's own child processes
+//! inherit (`child_env`).
 
 pub mod child_env;
 pub mod diag;
 pub mod fd_limit;
 pub mod input;
 pub mod printable;
+pub mod python;
 pub mod shell;

@@ -84,35 +84,14 @@ fn close(out: &mut String, style: &Style, depth: usize) {
     }
 }
 
-/// Python's `repr` of a float (`1.0`, `1e+16`, `1.5e-07`); integers as they are.
+/// Python's `repr` of a float (`1.0`, `1e+16`); integers as they are;
+/// JSON's names for what is not a number.
 fn number(n: &serde_json::Number) -> String {
-    let Some(f) = n.as_f64().filter(|_| n.is_f64()) else {
-        return n.to_string();
-    };
-    if f.is_nan() {
-        return "NaN".into();
-    }
-    if f.is_infinite() {
-        return if f > 0.0 { "Infinity" } else { "-Infinity" }.into();
-    }
-    // Rust's `{:e}` gives the shortest digits that read back, as repr does;
-    // repr then writes them positionally for exponents -4..16.
-    let sci = format!("{f:e}");
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
-    let exp: i32 = exp.parse().unwrap_or(0);
-    if (-4..16).contains(&exp) {
-        let plain = format!("{f}");
-        if plain.contains('.') {
-            plain
-        } else {
-            format!("{plain}.0")
-        }
-    } else {
-        format!(
-            "{mantissa}e{}{:02}",
-            if exp < 0 { '-' } else { '+' },
-            exp.abs()
-        )
+    match n.as_f64().filter(|_| n.is_f64()) {
+        Some(f) if f.is_nan() => "NaN".into(),
+        Some(f) if f.is_infinite() => if f > 0.0 { "Infinity" } else { "-Infinity" }.into(),
+        Some(f) => crate::base::python::float_repr(f),
+        None => n.to_string(),
     }
 }
 

@@ -165,7 +165,7 @@ fn float(f: f64) -> String {
     if f.is_infinite() {
         return if f > 0.0 { ".inf" } else { "-.inf" }.into();
     }
-    let repr = super::json_emit::dumps(&Json::from(f), &super::json_emit::Style::python(None));
+    let repr = crate::base::python::float_repr(f);
     match !repr.contains('.') && repr.contains('e') {
         true => repr.replacen('e', ".0e", 1),
         false => repr,

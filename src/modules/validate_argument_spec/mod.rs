@@ -17,7 +17,6 @@
 //!         default: open
 //! ```
 
-mod python;
 mod spec;
 mod types;
 
@@ -104,7 +103,7 @@ impl Module for Validate {
             Some(other) => {
                 return Err(ModuleError::Asserted(format!(
                     "Incorrect type for argument_spec, expected dict and got {}",
-                    python::class(other)
+                    crate::base::python::class(other)
                 )))
             }
             None => {
@@ -119,7 +118,7 @@ impl Module for Validate {
             Some(other) => {
                 return Err(ModuleError::Asserted(format!(
                     "Incorrect type for provided_arguments, expected dict and got {}",
-                    python::class(other)
+                    crate::base::python::class(other)
                 )))
             }
         };

@@ -7,8 +7,8 @@
 
 use serde_json::{Map, Value};
 
-use super::python::{contains, eq, str_of, type_name};
 use super::types::convert;
+use crate::base::python::{contains, eq, str_of, type_name};
 
 type Params = Map<String, Value>;
 

@@ -4,7 +4,7 @@
 
 use serde_json::{Map, Value};
 
-use super::python::{class, float_repr, repr, str_of};
+use crate::base::python::{class, float_repr, repr, str_of};
 
 /// `value` converted to `wanted` (`str`, `int`, `list`...).
 pub(super) fn convert(wanted: &str, v: &Value) -> Result<Value, String> {

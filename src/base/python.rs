@@ -1,11 +1,11 @@
-//! How Python sees a JSON value, as far as Ansible's argument-spec
-//! messages and comparisons show it: `str()`, `repr()`, `type().__name__`
-//! and `==` (where `True == 1 == 1.0`).
+//! How Python sees a JSON value, as Ansible's messages, argument files and
+//! comparisons show it: `str()`, `repr()`, `type().__name__` and `==`
+//! (where `True == 1 == 1.0`).
 
 use serde_json::Value;
 
 /// `type(value).__name__`.
-pub(super) fn type_name(v: &Value) -> &'static str {
+pub fn type_name(v: &Value) -> &'static str {
     match v {
         Value::Null => "NoneType",
         Value::Bool(_) => "bool",
@@ -18,12 +18,12 @@ pub(super) fn type_name(v: &Value) -> &'static str {
 }
 
 /// `type(value)`, as `%s` prints it.
-pub(super) fn class(v: &Value) -> String {
+pub fn class(v: &Value) -> String {
     format!("<class '{}'>", type_name(v))
 }
 
 /// `str(value)`.
-pub(super) fn str_of(v: &Value) -> String {
+pub fn str_of(v: &Value) -> String {
     match v {
         Value::String(s) => s.clone(),
         other => repr(other),
@@ -31,7 +31,7 @@ pub(super) fn str_of(v: &Value) -> String {
 }
 
 /// `repr(value)`.
-pub(super) fn repr(v: &Value) -> String {
+pub fn repr(v: &Value) -> String {
     match v {
         Value::Null => "None".into(),
         Value::Bool(true) => "True".into(),
@@ -55,15 +55,27 @@ pub(super) fn repr(v: &Value) -> String {
     }
 }
 
-pub(super) fn float_repr(f: f64) -> String {
+/// `repr(float)`: the shortest digits that read back, written out for
+/// exponents -4..16 (`1.0`, `0.0001`) and as `1e+16`, `1.5e-07` beyond.
+pub fn float_repr(f: f64) -> String {
     if f.is_nan() {
-        "nan".into()
-    } else if f.is_infinite() {
-        if f > 0.0 { "inf" } else { "-inf" }.into()
-    } else if f.fract() == 0.0 && f.abs() < 1e16 {
-        format!("{f:.1}")
+        return "nan".into();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "inf" } else { "-inf" }.into();
+    }
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if (-4..16).contains(&exp) {
+        let plain = format!("{f}");
+        match plain.contains('.') {
+            true => plain,
+            false => format!("{plain}.0"),
+        }
     } else {
-        format!("{f}")
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
     }
 }
 
@@ -105,7 +117,7 @@ fn numeric(v: &Value) -> Option<f64> {
 }
 
 /// `a == b`.
-pub(super) fn eq(a: &Value, b: &Value) -> bool {
+pub fn eq(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::Array(x), Value::Array(y)) => {
             x.len() == y.len() && x.iter().zip(y).all(|(a, b)| eq(a, b))
@@ -121,7 +133,7 @@ pub(super) fn eq(a: &Value, b: &Value) -> bool {
 }
 
 /// `value in items`.
-pub(super) fn contains(items: &[Value], v: &Value) -> bool {
+pub fn contains(items: &[Value], v: &Value) -> bool {
     items.iter().any(|i| eq(i, v))
 }
 
