@@ -3,7 +3,7 @@
 //! of ansible-core's module packing (2.15's, 2.16-2.18's, and 2.19's on)
 //! and of its templating. Over real SSH, with each release's own venv (the
 //! ones scripts/test.sh installs): a role-local module, a role-local
-//! `WANT_JSON` shell script and a role-local binary module, a builtin nodeprov
+//! `WANT_JSON` shell script, an old-style one and a binary module, a builtin nodeprov
 //! has no native version of, a filter of a collection the project keeps,
 //! and `ansible.builtin` and Jinja filters, tests and lookups nodeprov
 //! lacks, through check, apply, apply again (nothing changes) and check
@@ -80,6 +80,21 @@ fi
 echo '{"changed": true, "path": "'"$path"'"}'
 "#;
 
+/// An old-style module: a shell script that sources its arguments, the
+/// `key=value` words Ansible writes (a value with a quote and a `$(...)`
+/// must stay data).
+const OLD_STYLE_MODULE: &str = r#"#!/bin/sh
+. "$1"
+if [ -e "$path" ]; then
+  echo '{"changed": false, "path": "'"$path"'"}'
+  exit 0
+fi
+if [ "$_ansible_check_mode" != True ]; then
+  printf '%s\n' "$note" > "$path"
+fi
+echo '{"changed": true, "path": "'"$path"'"}'
+"#;
+
 /// A binary module's source, compiled by the test with the controller's
 /// C compiler: it reads the file of its arguments and says so.
 const BINARY_MODULE_C: &str = r#"
@@ -107,6 +122,9 @@ const ROLE_TASKS: &str = r#"
 - name: the role's own WANT_JSON script
   script_mod: {path: "/root/np-script-made-{{ release }}"}
   register: scripted
+- name: the role's own old-style module
+  old_mod: {path: "/root/np-old-made-{{ release }}", note: "it's $(echo run)"}
+  register: old
 - name: the role's own binary module
   bin_mod: {}
   register: binary
@@ -117,7 +135,7 @@ const ROLE_TASKS: &str = r#"
 - name: a collection's filter reads what the module returned
   copy:
     dest: "/root/np-summary-{{ release }}"
-    content: "{{ 'ok' | np.demo.shout(2) }} {{ made.path }} {{ 'a.b' | regex_escape }} {{ 'hi' | center(6) }} {{ [1, 2] is subset([1, 2, 3]) }} {{ lookup('vars', 'release') }} {{ query('inventory_hostnames', 'all') | length }} {{ seq.results | map(attribute='item') | join('') }} {{ scripted.path | basename }} {{ binary.msg }}\n"
+    content: "{{ 'ok' | np.demo.shout(2) }} {{ made.path }} {{ 'a.b' | regex_escape }} {{ 'hi' | center(6) }} {{ [1, 2] is subset([1, 2, 3]) }} {{ lookup('vars', 'release') }} {{ query('inventory_hostnames', 'all') | length }} {{ seq.results | map(attribute='item') | join('') }} {{ scripted.path | basename }} {{ old.path | basename }} {{ binary.msg }}\n"
 "#;
 
 const PLAYBOOK: &str = r#"
@@ -147,6 +165,7 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
     }
     control.write("roles/maker/library/my_mod.py", ROLE_MODULE);
     control.write("roles/maker/library/script_mod.sh", WANT_JSON_MODULE);
+    control.write("roles/maker/library/old_mod.sh", OLD_STYLE_MODULE);
     let source = control.write("bin_mod.c", BINARY_MODULE_C);
     let compiled = std::process::Command::new("cc")
         .arg("-o")
@@ -244,12 +263,12 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
         assert_eq!(first_check.code, 2, "{release}: {first_check}");
         assert_eq!(
             host_recap(&first_check)["drift"],
-            4,
+            5,
             "{release}: {first_check}"
         );
         let apply = run("apply");
         assert_eq!(apply.code, 0, "{release}: {apply}");
-        assert_eq!(host_recap(&apply)["changed"], 4, "{release}: {apply}");
+        assert_eq!(host_recap(&apply)["changed"], 5, "{release}: {apply}");
         let again = run("apply");
         assert_eq!(again.code, 0, "{release}: {again}");
         assert_eq!(host_recap(&again)["changed"], 0, "{release}: {again}");
@@ -266,7 +285,7 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
                 .unwrap();
         assert_eq!(
             summary,
-            format!("OK!OK! /root/np-made-{release} a\\.b   hi   True {release} 1 123 np-script-made-{release} binary read its arguments\n")
+            format!("OK!OK! /root/np-made-{release} a\\.b   hi   True {release} 1 123 np-script-made-{release} np-old-made-{release} binary read its arguments\n")
         );
         let known =
             std::fs::read_to_string(host.host.path(&format!("/root/np-known-{release}"))).unwrap();
@@ -275,6 +294,9 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
             std::fs::read_to_string(host.host.path(&format!("/root/np-script-made-{release}")))
                 .unwrap();
         assert_eq!(scripted, "made\n");
+        let old = std::fs::read_to_string(host.host.path(&format!("/root/np-old-made-{release}")))
+            .unwrap();
+        assert_eq!(old, "it's $(echo run)\n", "the words stay data");
         releases.push(release);
     }
     // Another venv may be named for a one-off run; the default is 2.15.

@@ -11,10 +11,7 @@ pub fn quote(s: &str) -> String {
 /// Appends `s` quoted as one shell word, with no copy in between (a word
 /// may hold a whole file).
 pub fn quote_into(out: &mut String, s: &str) {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@%+".contains(&b))
-    {
+    if is_plain_word(s) {
         out.push_str(s);
         return;
     }
@@ -27,6 +24,24 @@ pub fn quote_into(out: &mut String, s: &str) {
         out.push_str(part);
     }
     out.push('\'');
+}
+
+/// Python's `shlex.quote`, for text Ansible quotes so (its `quote` filter,
+/// an old-style module's arguments): as [`quote`], but a `'` inside is
+/// written `'"'"'`.
+pub fn shlex_quote(s: &str) -> String {
+    match is_plain_word(s) {
+        true => s.to_string(),
+        false => format!("'{}'", s.replace('\'', r#"'"'"'"#)),
+    }
+}
+
+/// A word the shell reads as it is: not empty, and only characters no
+/// shell treats specially.
+fn is_plain_word(s: &str) -> bool {
+    !s.is_empty()
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,@%+".contains(&b))
 }
 
 /// A system binary by absolute path when `PATH` lacks the sbin folders

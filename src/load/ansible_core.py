@@ -12,9 +12,10 @@
 #   answer:   {"ok": true, "fqcn", "import", "path", "zip", "sha256", "ansible_version",
 #              "options": [documented parameters and aliases] or null,
 #              "loader": {"profile", "extensions"} from ansible-core 2.19 on, else null,
-#                        or {"script": [interpreter words]} for a WANT_JSON
-#                        script ([] for a binary module), which "zip" then
-#                        holds and "import" is ""}
+#                        or {"script": [interpreter words], "args": "json"|"words"}
+#                        for a WANT_JSON script ([] for a binary module) or an
+#                        old-style one (its arguments as key=value words),
+#                        which "zip" then holds and "import" is ""}
 #             {"ok": false, "why": "..."}
 #   request:  {"plugins": {"filter": [dirs], "test": [dirs]},
 #              "named": {"filter": [fqcns], "test": [fqcns]}}
@@ -278,21 +279,23 @@ def build_zip(name, ctx):
         style = "powershell"
     if style == "new" and "_ANSIBALLZ_WRAPPER = True" not in text:
         style = "new (JSON-args, not AnsibleModule)"
-    if style in ("non_native_want_json", "binary"):
+    if style in ("non_native_want_json", "binary", "old"):
         # The file itself, run as Ansible runs it: by the interpreter a
-        # script's first line names, a binary as it is, with the path of a
-        # file of its arguments in JSON.
+        # script's first line names (an old-style one without it as it is),
+        # a binary as it is, with the path of a file of its arguments: JSON,
+        # or an old-style module's key=value words.
         interpreter = (shebang or "").strip()[2:].split()
-        if not interpreter and style != "binary":
+        args = "words" if style == "old" else "json"
+        if not interpreter and style == "non_native_want_json":
             raise Refusal("'%s' (%s) is a WANT_JSON module without a #! line" % (name, path))
         if style == "binary":
             # Ansible sends a binary module's own file, as it is.
             with open(path, "rb") as f:
-                return f.read(), "", {"script": []}
-        return text.encode("utf-8", "surrogateescape"), "", {"script": interpreter}
+                return f.read(), "", {"script": [], "args": args}
+        return text.encode("utf-8", "surrogateescape"), "", {"script": interpreter, "args": args}
     if style != "new":
         raise Refusal("'%s' (%s) is a module of style '%s'; nodeprov runs AnsibleModule-based Python modules, "
-                      "WANT_JSON scripts and binary modules" % (name, path, style))
+                      "WANT_JSON, old-style and binary modules" % (name, path, style))
     read = read_wrapper(text)
     if read is None:
         raise Refusal("ansible-core %s built an AnsiballZ wrapper for '%s' that nodeprov cannot read" % (VERSION, name))

@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Value};
 
-use crate::modules::kit::ansible::{Payload, Runner};
+use crate::modules::kit::ansible::{ArgsFile, Payload, Runner};
 
 /// What the bridge runs: ansible-core's plugin loader and AnsiballZ
 /// packer, answering one JSON line per request.
@@ -349,6 +349,10 @@ fn payload(answer: Value) -> Result<Arc<Payload>, AnsibleCoreError> {
                     .iter()
                     .filter_map(|w| w.as_str().map(str::to_string))
                     .collect(),
+                args: match answer["loader"]["args"].as_str() {
+                    Some("words") => ArgsFile::Words,
+                    _ => ArgsFile::Json,
+                },
             },
             None => Runner::Zip {
                 loader: answer["loader"]

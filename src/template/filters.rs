@@ -507,11 +507,7 @@ fn quote(v: &Value) -> Result<String, Error> {
         true => Cow::Borrowed(""),
         false => text(v)?,
     };
-    let safe = |b: u8| b.is_ascii_alphanumeric() || b"@%+=:,./-_".contains(&b);
-    Ok(match word.bytes().all(safe) && !word.is_empty() {
-        true => word.into_owned(),
-        false => format!("'{}'", word.replace('\'', "'\"'\"'")),
-    })
+    Ok(crate::base::shell::shlex_quote(&word))
 }
 
 // ---- collections ---------------------------------------------------------

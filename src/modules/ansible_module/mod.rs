@@ -14,8 +14,9 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::base::shell::{keyed_digest, quote, secret_stdin};
-use crate::modules::kit::ansible::{AnsibleCall, Runner};
+use crate::base::python;
+use crate::base::shell::{keyed_digest, quote, secret_stdin, shlex_quote};
+use crate::modules::kit::ansible::{AnsibleCall, ArgsFile, Runner};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
 use crate::modules::params::{ParamError, ParamSpec, Params};
@@ -323,7 +324,10 @@ impl AnsibleModule {
             // of their own (private, as the copy is), named after it. A
             // binary runs as it is: its private copy is made runnable (in
             // the user's cache folder, as /tmp may forbid running files).
-            Runner::File { interpreter } => {
+            Runner::File {
+                interpreter,
+                args: form,
+            } => {
                 let command = match interpreter.is_empty() {
                     true => "chmod 700 \"$np_r\" && \"$np_r\"".to_string(),
                     false => {
@@ -339,7 +343,7 @@ impl AnsibleModule {
                     "np_a=$(umask 077; mktemp) || {{ rm -f \"$np_r\"; exit 1; }}\n\
                      {}HOME=\"$np_h\" {command} \"$np_a\"\n\
                      np_rc=$?; rm -f \"$np_a\"; (exit $np_rc)\n",
-                    secret_stdin("cat >\"$np_a\"", &Value::Object(args).to_string()),
+                    secret_stdin("cat >\"$np_a\"", &args_file(*form, args)),
                 )
             }
         };
@@ -353,6 +357,17 @@ impl AnsibleModule {
             python = self.find_python_for_zip(),
             sha = p.sha256,
         )
+    }
+}
+
+/// The text of a module's arguments file, as Ansible writes it.
+fn args_file(form: ArgsFile, args: Map<String, Value>) -> String {
+    match form {
+        ArgsFile::Json => Value::Object(args).to_string(),
+        ArgsFile::Words => args
+            .iter()
+            .map(|(k, v)| format!("{k}={} ", shlex_quote(&python::str_of(v))))
+            .collect(),
     }
 }
 

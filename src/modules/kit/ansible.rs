@@ -31,11 +31,24 @@ pub enum Runner {
     /// extensions), as JSON, handed to the runner as it is; `None` for the
     /// releases before, whose modules the runner starts itself.
     Zip { loader: Option<String> },
-    /// A `WANT_JSON` script or a binary module (the payload is the file),
-    /// run as Ansible runs it: by the interpreter a script's `#!` line
-    /// names (none for a binary), with the path of a file holding its
-    /// arguments as JSON.
-    File { interpreter: Vec<String> },
+    /// A `WANT_JSON` or old-style script, or a binary module (the payload
+    /// is the file), run as Ansible runs it: by the interpreter a script's
+    /// `#!` line names (none: as it is), with the path of a file holding
+    /// its arguments.
+    File {
+        interpreter: Vec<String>,
+        args: ArgsFile,
+    },
+}
+
+/// How a module run from its file reads its arguments.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ArgsFile {
+    /// `WANT_JSON` and binary modules: one JSON object.
+    Json,
+    /// Old-style modules: `key=value` words, each value Python's `str()`
+    /// quoted as `shlex.quote` quotes it.
+    Words,
 }
 
 /// A task that runs Ansible's module, and why it is not native.
