@@ -22,11 +22,11 @@
 
 mod support;
 
-use std::path::Path;
 use std::process::Command;
 
 use serde_json::Value;
 use support::control::{Control, Run};
+use support::newest_ansible_bin;
 use support::sshd::SshFleet;
 use support::{assert_machine_unchanged, machine_digest};
 
@@ -123,18 +123,6 @@ const CASES: &[(&str, &str)] = &[
     ),
 ];
 
-fn venv_bin() -> std::path::PathBuf {
-    let venv = std::env::var("NODEPROV_ANSIBLE_NEWEST_VENV")
-        .unwrap_or("target/ansible-core-newest".into());
-    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join(venv).join("bin");
-    assert!(
-        bin.join("ansible-playbook").exists(),
-        "{} is missing: run scripts/test.sh, which installs it",
-        bin.display()
-    );
-    bin
-}
-
 /// The play of every case: a failure is kept, so every case runs.
 fn cases_play() -> String {
     let mut play = String::from("- hosts: all\n  gather_facts: false\n  tasks:\n");
@@ -220,7 +208,7 @@ fn ansible_results(doc: &Value, host: &str) -> Vec<(String, bool, String)> {
 
 fn ansible_playbook(control: &Control, playbook: &str, inventory: &str) -> Value {
     let home = tempfile::tempdir().unwrap();
-    let out = Command::new(venv_bin().join("ansible-playbook"))
+    let out = Command::new(newest_ansible_bin().join("ansible-playbook"))
         .args(["-i", inventory, playbook])
         .env("HOME", home.path())
         .env("ANSIBLE_LOCAL_TEMP", home.path())
@@ -620,7 +608,10 @@ fn assemble_of_fragments_on_the_host_runs_ansibles_module() {
     let playbook = control.write("assemble.yml", ASSEMBLE_PLAY);
     let apply = || {
         let mut cmd = control.nodeprov(&["apply", &playbook, "-i", &ours_inv]);
-        cmd.env("NODEPROV_ANSIBLE_PYTHON", venv_bin().join("python"));
+        cmd.env(
+            "NODEPROV_ANSIBLE_PYTHON",
+            newest_ansible_bin().join("python"),
+        );
         Run::json(cmd)
     };
     let first = apply();

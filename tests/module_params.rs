@@ -7,25 +7,15 @@
 //! true`), or be refused with the reason the module declares. None may be
 //! an "unknown parameter": a parameter upstream adds shows up here.
 
+mod support;
+
 use std::collections::BTreeSet;
-use std::path::Path;
 use std::process::Command;
 
 use nodeprov::modules::registry;
 use nodeprov::modules::ModuleSpec;
 use serde_json::Value;
-
-fn venv_bin() -> std::path::PathBuf {
-    let venv = std::env::var("NODEPROV_ANSIBLE_NEWEST_VENV")
-        .unwrap_or("target/ansible-core-newest".into());
-    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join(venv).join("bin");
-    assert!(
-        bin.join("ansible-doc").exists(),
-        "{} is missing: run scripts/test.sh, which installs it",
-        bin.display()
-    );
-    bin
-}
+use support::newest_ansible_bin;
 
 /// The name Ansible documents the module by.
 fn ansible_name(spec: &ModuleSpec) -> Option<&'static str> {
@@ -82,7 +72,7 @@ fn validate_each(
     let home = tempfile::tempdir().unwrap();
     let path_var = format!(
         "{}:{}",
-        venv_bin().display(),
+        newest_ansible_bin().display(),
         std::env::var("PATH").unwrap_or_default()
     );
     let out = Command::new(env!("CARGO_BIN_EXE_nodeprov"))
@@ -128,7 +118,7 @@ fn every_ansible_parameter_is_native_runs_ansibles_module_or_is_refused_with_why
         .filter_map(|s| ansible_name(s).map(|n| (s, n)))
         .collect();
     let home = tempfile::tempdir().unwrap();
-    let out = Command::new(venv_bin().join("ansible-doc"))
+    let out = Command::new(newest_ansible_bin().join("ansible-doc"))
         .arg("--json")
         .args(specs.iter().map(|(_, n)| *n))
         .env("HOME", home.path())

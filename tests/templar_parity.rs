@@ -15,11 +15,14 @@
 //! that no longer differs fails the test, so the list stays true. Filters
 //! whose value is drawn at random are compared by outcome only.
 
+mod support;
+
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 
 use serde_json::{json, Value};
+use support::newest_ansible_bin;
 
 /// Values every filter and test is also given.
 const EDGES: &[&str] = &[
@@ -165,23 +168,11 @@ struct Case {
     vars: Value,
 }
 
-fn venv_bin() -> PathBuf {
-    let venv = std::env::var("NODEPROV_ANSIBLE_NEWEST_VENV")
-        .unwrap_or("target/ansible-core-newest".into());
-    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join(venv).join("bin");
-    assert!(
-        bin.join("ansible-playbook").exists(),
-        "{} is missing: run scripts/test.sh, which installs it",
-        bin.display()
-    );
-    bin
-}
-
 fn cases() -> Vec<Case> {
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/templar/doc_examples.py");
-    let out = Command::new(venv_bin().join("python"))
+    let out = Command::new(newest_ansible_bin().join("python"))
         .arg(script)
-        .arg(venv_bin().join("ansible-doc"))
+        .arg(newest_ansible_bin().join("ansible-doc"))
         .env("ANSIBLE_NOCOLOR", "1")
         .output()
         .unwrap();
@@ -283,7 +274,10 @@ fn nodeprov(dir: &Path, cases: &[Case]) -> (BTreeMap<usize, Outcome>, BTreeSet<u
         std::fs::write(dir.join("site.yml"), playbook(cases, &live)).unwrap();
         let out = Command::new(env!("CARGO_BIN_EXE_nodeprov"))
             .args(["apply", "site.yml", "-c", "local", "--format", "json"])
-            .env("NODEPROV_ANSIBLE_PYTHON", venv_bin().join("python"))
+            .env(
+                "NODEPROV_ANSIBLE_PYTHON",
+                newest_ansible_bin().join("python"),
+            )
             .current_dir(dir)
             .output()
             .unwrap();
@@ -323,7 +317,7 @@ fn nodeprov(dir: &Path, cases: &[Case]) -> (BTreeMap<usize, Outcome>, BTreeSet<u
 }
 
 fn ansible(dir: &Path, playbook: &str) -> BTreeMap<usize, Outcome> {
-    let out = Command::new(venv_bin().join("ansible-playbook"))
+    let out = Command::new(newest_ansible_bin().join("ansible-playbook"))
         .args(["-i", "localhost,", "-c", "local", playbook])
         .env("HOME", dir)
         .env("ANSIBLE_LOCAL_TEMP", dir)

@@ -525,6 +525,20 @@ const MACHINE_STATE_FILES: [&str; 3] = [
 /// (path, mode, owner, file size and content hash or link target), live swap
 /// and vm settings and its netfilter rules, one line each so a difference
 /// names its culprit.
+/// The `bin` folder of the newest ansible-core's venv, the one
+/// scripts/test.sh installs (`NODEPROV_ANSIBLE_NEWEST_VENV` names another).
+pub fn newest_ansible_bin() -> PathBuf {
+    let venv = std::env::var("NODEPROV_ANSIBLE_NEWEST_VENV")
+        .unwrap_or("target/ansible-core-newest".into());
+    let bin = Path::new(env!("CARGO_MANIFEST_DIR")).join(venv).join("bin");
+    assert!(
+        bin.join("ansible-playbook").exists(),
+        "{} is missing: run scripts/test.sh, which installs it",
+        bin.display()
+    );
+    bin
+}
+
 pub fn machine_digest() -> String {
     let mut lines = tree_digest(Path::new("/etc"));
     for file in MACHINE_STATE_FILES {
