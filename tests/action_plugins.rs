@@ -594,18 +594,32 @@ const ASSEMBLE_PLAY: &str = r#"
         ignore_hidden: true
         mode: "0640"
       register: assembled
+    - assemble:
+        src: parts
+        remote_src: false
+        dest: /root/from-controller.conf
+        delimiter: '# {{ "next" }}\t\x41'
+        regexp: '^[0-9]'
+        mode: "0600"
     - copy:
         dest: /root/assembled.json
         content: "{{ assembled.changed | to_json }}"
 "#;
 
 #[test]
-fn assemble_of_fragments_on_the_host_runs_ansibles_module() {
+fn assemble_joins_fragments_on_the_host_and_the_controller_as_ansible_does() {
     let before = machine_digest();
     let fleet = SshFleet::start(2);
     let control = Control::new(&fleet);
     let (ours_inv, theirs_inv) = side_by_side(&control, &fleet, "");
     let playbook = control.write("assemble.yml", ASSEMBLE_PLAY);
+    // On the controller: an empty fragment, one without a last newline, a
+    // vaulted-free plain one, and names the pattern leaves out.
+    control.write("files/parts/1-empty", "");
+    control.write("files/parts/2-open", "open");
+    control.write("files/parts/3-closed", "closed\n");
+    control.write("files/parts/skip-me", "skipped\n");
+    control.write("files/parts/.4-hidden", "hidden\n");
     let apply = || {
         let mut cmd = control.nodeprov(&["apply", &playbook, "-i", &ours_inv]);
         cmd.env(
@@ -630,6 +644,9 @@ fn assemble_of_fragments_on_the_host_runs_ansibles_module() {
     };
     assert_eq!(mode(&fleet.hosts[0]), 0o640);
     assert_eq!(mode(&fleet.hosts[1]), 0o640);
+    let joined = read(&fleet.hosts[0], "/root/from-controller.conf");
+    assert_eq!(joined, read(&fleet.hosts[1], "/root/from-controller.conf"));
+    assert_eq!(joined, "\n# next\tA\nopen\n# next\tA\nclosed\n");
     // Assembled again from the same fragments: nothing changes.
     let again = apply();
     assert_eq!(again.code, 0, "{again}");
@@ -643,7 +660,7 @@ fn assemble_of_fragments_on_the_host_runs_ansibles_module() {
     // The file of the registered `changed` is the one change.
     assert_eq!(
         statuses,
-        ["ok", "ok", "ok", "ok", "ok", "changed"],
+        ["ok", "ok", "ok", "ok", "ok", "ok", "changed"],
         "{again}"
     );
     drop(fleet);

@@ -1032,11 +1032,13 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
     }
     task.params = module_params(spec, value, args, errors);
     canonical_names(spec, &mut task.params, errors);
+    // Judged as written: a dropped `remote_src: false` reads as absent.
+    let handed = spec.plugin.is_some_and(|p| hands_over(&p, &task.params));
     drop_native_defaults(spec, &mut task.params);
     let written = key.as_str().unwrap_or_default();
     tasks::module_defaults(&mut task, written, own_defaults, scope, errors);
     if task.ansible.is_none() && first_found.is_none() {
-        if let Some(fallback) = native_lacks(spec, key, &task.params, scope) {
+        if let Some(fallback) = native_lacks(spec, key, &task.params, handed, scope) {
             task.module = &ANSIBLE_MODULE;
             task.ansible = Some(fallback);
             tasks::check_once_per_host(&task, key, errors);
@@ -1075,6 +1077,7 @@ fn native_lacks(
     spec: &ModuleSpec,
     key: &Node,
     params: &[(String, Node)],
+    module_only: bool,
     scope: &tasks::Scope,
 ) -> Option<Fallback> {
     if spec.params.any_variable {
@@ -1086,19 +1089,32 @@ fn native_lacks(
         .filter(|n| !spec.params.names.contains(n) && spec.params.canonical(n).is_none())
         .filter(|n| *n != VARIABLE_PARAMS)
         .collect();
-    if lacking.is_empty() {
+    // Ansible's plugin may hand the task to its module on the host as it
+    // is (`copy` with `remote_src: true`): `module_only`.
+    let host_side = spec.plugin.is_some_and(|p| host_side_only(spec, &p)) && module_only;
+    if lacking.is_empty() && !host_side {
         return None;
     }
-    // Ansible's plugin may hand the task to its module on the host as it
-    // is (`copy` with `remote_src: true`).
-    let module_only = spec.plugin.is_some_and(|p| hands_over(&p, params));
     let payload = ansible_module(&key.scalar_text()?, module_only, scope).ok()?;
     let documented = payload.options.as_ref()?;
     if !lacking.iter().all(|n| documented.iter().any(|o| o == n)) {
         return None;
     }
-    let why = format!("the native module lacks '{}'", lacking.join("', '"));
+    let why = match lacking.is_empty() {
+        true => "Ansible's plugin hands the task to its module on the host".to_string(),
+        false => format!("the native module lacks '{}'", lacking.join("', '")),
+    };
     Some(Fallback { payload, why })
+}
+
+/// Whether the native module does only what Ansible's plugin does itself:
+/// its plugin hands the task over both when a parameter the native module
+/// does not take is true and when it is absent (`assemble`'s `remote_src`,
+/// true by default), so only that parameter's false is the native one.
+fn host_side_only(spec: &ModuleSpec, plugin: &AnsiblePlugin) -> bool {
+    plugin.hands_over.iter().any(|(param, when)| {
+        *when && plugin.hands_over.contains(&(param, false)) && !spec.params.names.contains(param)
+    })
 }
 
 /// Whether the action plugin of a module nodeprov has no native version

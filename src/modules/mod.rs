@@ -11,6 +11,7 @@ pub(crate) mod add_host;
 pub(crate) mod ansible_module;
 pub(crate) mod apt_key;
 pub(crate) mod apt_repository;
+pub(crate) mod assemble;
 pub(crate) mod assert;
 pub(crate) mod authorized_key;
 pub(crate) mod blockinfile;

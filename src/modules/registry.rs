@@ -3,12 +3,12 @@
 
 use crate::modules::kit::module::{AnsiblePlugin, ModuleSpec};
 use crate::modules::{
-    add_host, apt_key, apt_repository, assert, authorized_key, blockinfile, command, copy,
-    cuda_env, debug, fetch, file, firewalld, get_url, getent, gpu_smoke, group, group_by, ini_file,
-    kernel_blacklist, lineinfile, meta, modprobe, mount, package, package_facts, pam_limits, pause,
-    pip, reboot, replace, rpm_key, selinux, service, service_facts, set_fact, setup, slurp, stat,
-    swapfile, sysctl, timezone, ufw, unarchive, uri, user, validate_argument_spec,
-    wait_for_connection, yum_repository,
+    add_host, apt_key, apt_repository, assemble, assert, authorized_key, blockinfile, command,
+    copy, cuda_env, debug, fetch, file, firewalld, get_url, getent, gpu_smoke, group, group_by,
+    ini_file, kernel_blacklist, lineinfile, meta, modprobe, mount, package, package_facts,
+    pam_limits, pause, pip, reboot, replace, rpm_key, selinux, service, service_facts, set_fact,
+    setup, slurp, stat, swapfile, sysctl, timezone, ufw, unarchive, uri, user,
+    validate_argument_spec, wait_for_connection, yum_repository,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -18,6 +18,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         command::RAW,
         command::SCRIPT,
         copy::COPY,
+        assemble::ASSEMBLE,
         copy::TEMPLATE,
         fetch::FETCH,
         file::FILE,
@@ -79,25 +80,14 @@ pub fn registry() -> &'static [ModuleSpec] {
 /// host (Ansible's module then runs in the task's place), by the names a
 /// task may give.
 pub(crate) fn foreign_plugin(key: &str) -> Option<AnsiblePlugin> {
-    const PLUGINS: &[(&str, AnsiblePlugin)] = &[
-        (
-            // Fragments on the host (remote_src defaults to true).
-            "assemble",
-            AnsiblePlugin {
-                hands_over: &[("remote_src", true), ("remote_src", false)],
-                writes_files: false,
-                lacks: &[],
-            },
-        ),
-        (
-            "patch",
-            AnsiblePlugin {
-                hands_over: &[("remote_src", true)],
-                writes_files: false,
-                lacks: &[],
-            },
-        ),
-    ];
+    const PLUGINS: &[(&str, AnsiblePlugin)] = &[(
+        "patch",
+        AnsiblePlugin {
+            hands_over: &[("remote_src", true)],
+            writes_files: false,
+            lacks: &[],
+        },
+    )];
     let short = key.rsplit('.').next().unwrap_or(key);
     let builtin =
         key == short || key.starts_with("ansible.builtin.") || key.starts_with("ansible.posix.");

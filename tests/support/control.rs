@@ -44,8 +44,12 @@ impl Control {
         self.dir.path().join(name)
     }
 
+    /// Writes `name` (its folders made as needed) with `text`.
     pub fn write(&self, name: &str, text: &str) -> String {
         let path = self.path(name);
+        if let Some(folder) = path.parent() {
+            std::fs::create_dir_all(folder).unwrap();
+        }
         std::fs::write(&path, text).unwrap();
         path.display().to_string()
     }
