@@ -213,6 +213,7 @@ fn ansible_playbook(control: &Control, playbook: &str, inventory: &str) -> Value
         .env("HOME", home.path())
         .env("ANSIBLE_LOCAL_TEMP", home.path())
         .env("ANSIBLE_STDOUT_CALLBACK", "ansible.posix.json")
+        .env("ANSIBLE_SHOW_CUSTOM_STATS", "true")
         .env("ANSIBLE_HOST_KEY_CHECKING", "false")
         .env_remove("ANSIBLE_CONFIG")
         .current_dir(control.path(""))
@@ -663,6 +664,81 @@ fn assemble_joins_fragments_on_the_host_and_the_controller_as_ansible_does() {
         ["ok", "ok", "ok", "ok", "ok", "ok", "changed"],
         "{again}"
     );
+    drop(fleet);
+    assert_machine_unchanged(&before);
+}
+
+const SET_STATS_PLAY: &str = r#"
+- hosts: all
+  gather_facts: false
+  tasks:
+    - set_stats:
+        data: {nodes: 1, names: [node], info: {a: 1}, label: x}
+    - set_stats:
+        data: {mine: 1, tags: [gpu]}
+        per_host: true
+    - set_stats:
+        data: {mine: 2, tags: [ib], more: {k: v}}
+        per_host: yes
+    - set_stats:
+        data: {label: last, nodes: 0.5}
+        aggregate: false
+    - set_stats:
+        data: {nodes: 2, info: {b: 2}, names: mismatched}
+      register: stats
+    - copy:
+        dest: /root/stats.json
+        content: "{{ stats.ansible_stats | to_json }}"
+"#;
+
+/// `set_stats` on two hosts through both tools: the registered result, the
+/// statistics per host and those of the whole run (added up over the
+/// hosts, replaced without `aggregate`, a value of another type dropped).
+#[test]
+fn set_stats_gathers_what_ansible_gathers() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(4);
+    let control = Control::new(&fleet);
+    let extra = "ansible_python_interpreter=/usr/bin/python3";
+    let ours_inv = control.write(
+        "ours.ini",
+        &support::sshd::inventory(&fleet.hosts[..2], "root", extra),
+    );
+    let theirs_inv = control.write(
+        "theirs.ini",
+        &support::sshd::inventory(&fleet.hosts[2..], "root", extra),
+    );
+    let playbook = control.write("stats.yml", SET_STATS_PLAY);
+    let run = Run::json(control.nodeprov(&["apply", &playbook, "-i", &ours_inv]));
+    assert_eq!(run.code, 0, "{run}");
+    let doc = ansible_playbook(&control, &playbook, &theirs_inv);
+    let ours = &run.doc;
+    assert_eq!(
+        ours["global_custom_stats"], doc["global_custom_stats"],
+        "{run}"
+    );
+    assert_eq!(
+        ours["global_custom_stats"],
+        serde_json::json!({"nodes": 0.5, "names": ["node", "node"], "info": {"a": 1, "b": 2}, "label": "last"})
+    );
+    let per_host = |doc: &Value, hosts: &[support::sshd::SshHost]| -> Vec<Value> {
+        hosts
+            .iter()
+            .map(|h| doc["custom_stats"][h.name()].clone())
+            .collect()
+    };
+    assert_eq!(
+        per_host(ours, &fleet.hosts[..2]),
+        per_host(&doc, &fleet.hosts[2..])
+    );
+    assert_eq!(
+        per_host(ours, &fleet.hosts[..1])[0],
+        serde_json::json!({"mine": 3, "tags": ["gpu", "ib"], "more": {"k": "v"}})
+    );
+    let registered = |host: &support::sshd::SshHost| {
+        std::fs::read_to_string(host.host.path("/root/stats.json")).unwrap()
+    };
+    assert_eq!(registered(&fleet.hosts[0]), registered(&fleet.hosts[2]));
     drop(fleet);
     assert_machine_unchanged(&before);
 }

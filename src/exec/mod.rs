@@ -179,7 +179,7 @@ impl Rollout {
             let host = &r.host;
             r.tasks
                 .iter()
-                .flat_map(move |t| t.inventory.iter().map(move |c| (host, c)))
+                .flat_map(move |t| t.for_run.inventory.iter().map(move |c| (host, c)))
         });
         let mut any = false;
         for (host, change) in changes {

@@ -7,11 +7,9 @@
 
 use serde_json::{json, Value};
 
-use crate::modules::InventoryChange;
-
 use super::instance::TaskInstance;
 use super::prepared::PreparedTask;
-use super::result::{Evidence, Observation, Status, TaskId, TaskResult};
+use super::result::{Evidence, ForTheRun, Observation, Status, TaskId, TaskResult};
 use crate::base::shell::keyed_digest;
 use crate::modules::{Change, Effect, Plan};
 use crate::remote::probe::ProbeResult;
@@ -40,12 +38,17 @@ pub(crate) struct Planned {
     pub unknown: Option<String>,
     /// Its steps will run (apply mode, or a command that runs in check mode).
     pub runs: bool,
-    pub inventory: Vec<InventoryChange>,
+    pub for_run: ForTheRun,
 }
 
 impl Planned {
-    /// What of a plan its outcome reads, apart from its steps and effects.
-    pub fn split(plan: Plan, runs: bool) -> (Planned, Vec<String>, Vec<Effect>) {
+    /// What of a plan its outcome reads, apart from its steps and effects;
+    /// `returns` are what the task registers (custom stats among them).
+    pub fn split(
+        plan: Plan,
+        returns: &serde_json::Map<String, Value>,
+        runs: bool,
+    ) -> (Planned, Vec<String>, Vec<Effect>) {
         let Plan {
             changes,
             steps,
@@ -55,12 +58,16 @@ impl Planned {
             inventory,
             ..
         } = plan;
+        let for_run = ForTheRun {
+            inventory,
+            stats: returns.get("ansible_stats").cloned(),
+        };
         let planned = Planned {
             changes,
             notes,
             unknown,
             runs,
-            inventory,
+            for_run,
         };
         (planned, steps, effects)
     }
@@ -363,7 +370,7 @@ impl Outcomes {
             r.changes.iter_mut().for_each(|c| c.diff = None);
         }
         r.notes = plan.notes;
-        r.inventory = plan.inventory;
+        r.for_run = plan.for_run;
         if status == Status::Unknown {
             r.message = plan.unknown;
         }
@@ -587,7 +594,7 @@ mod tests {
             notes: Vec::new(),
             unknown: unknown.map(String::from),
             runs,
-            inventory: Vec::new(),
+            for_run: ForTheRun::default(),
         }
     }
 

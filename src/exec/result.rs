@@ -54,9 +54,19 @@ pub struct TaskResult {
     pub duration_ms: u64,
     #[serde(flatten)]
     pub evidence: Evidence,
-    /// What the task changed in the run's inventory, for the next plays.
     #[serde(skip)]
+    pub for_run: ForTheRun,
+}
+
+/// What a task gives the rest of the run beyond its host.
+#[derive(Clone, Debug, Default)]
+pub struct ForTheRun {
+    /// Changes to the run's inventory, for the next plays (`group_by`,
+    /// `add_host`).
     pub inventory: Vec<InventoryChange>,
+    /// Custom statistics for the run's report: what it returned as
+    /// `ansible_stats` (`set_stats`), which Ansible's strategy gathers.
+    pub stats: Option<serde_json::Value>,
 }
 
 /// Which task a result is of.
@@ -109,7 +119,7 @@ impl TaskResult {
             ignored: false,
             duration_ms: 0,
             evidence: Evidence::default(),
-            inventory: Vec::new(),
+            for_run: ForTheRun::default(),
         }
     }
 }

@@ -49,6 +49,7 @@ pub(crate) mod selinux;
 pub(crate) mod service;
 pub(crate) mod service_facts;
 pub(crate) mod set_fact;
+pub(crate) mod set_stats;
 pub(crate) mod setup;
 pub(crate) mod slurp;
 pub(crate) mod stat;

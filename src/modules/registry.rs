@@ -7,7 +7,7 @@ use crate::modules::{
     copy, cuda_env, debug, fetch, file, firewalld, get_url, getent, gpu_smoke, group, group_by,
     ini_file, kernel_blacklist, lineinfile, meta, modprobe, mount, package, package_facts,
     pam_limits, pause, pip, reboot, replace, rpm_key, selinux, service, service_facts, set_fact,
-    setup, slurp, stat, swapfile, sysctl, timezone, ufw, unarchive, uri, user,
+    set_stats, setup, slurp, stat, swapfile, sysctl, timezone, ufw, unarchive, uri, user,
     validate_argument_spec, wait_for_connection, yum_repository,
 };
 
@@ -63,6 +63,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         group::GROUP,
         group_by::GROUP_BY,
         add_host::ADD_HOST,
+        set_stats::SET_STATS,
         user::USER,
         authorized_key::AUTHORIZED_KEY,
         reboot::REBOOT,

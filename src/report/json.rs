@@ -5,6 +5,7 @@ use serde_json::{json, Value};
 
 use crate::exec::result::HostReport;
 use crate::exec::RunOutcome;
+use crate::report::custom_stats;
 
 /// 2: every task names its control and observation; every change carries
 /// `expected`, `actual` and the probes that observed it.
@@ -12,7 +13,7 @@ pub const SCHEMA_VERSION: u32 = 2;
 
 pub fn document(outcome: &RunOutcome, mode: &str, playbook: &str, exit_code: u8) -> Value {
     let hosts: Vec<Value> = outcome.reports.iter().map(host).collect();
-    json!({
+    let mut doc = json!({
         "schema_version": SCHEMA_VERSION,
         "tool": "nodeprov",
         "version": env!("CARGO_PKG_VERSION"),
@@ -22,7 +23,16 @@ pub fn document(outcome: &RunOutcome, mode: &str, playbook: &str, exit_code: u8)
         "halted": outcome.halted,
         "never_touched": outcome.never_touched,
         "hosts": hosts,
-    })
+    });
+    // As Ansible's json callback names them, where `set_stats` ran.
+    let stats = custom_stats::of(outcome);
+    if !stats.hosts.is_empty() {
+        doc["custom_stats"] = Value::Object(stats.hosts);
+    }
+    if !stats.run.is_empty() {
+        doc["global_custom_stats"] = Value::Object(stats.run);
+    }
+    doc
 }
 
 /// The document as `--format json` prints it and `--report` stores it.

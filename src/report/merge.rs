@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use crate::base::input::{read_text, ReadError};
+use crate::report::custom_stats;
 
 /// More shards than any controller fleet splits into; the count comes from
 /// a file, and every missing index is listed, so it is bounded.
@@ -127,6 +128,28 @@ pub fn merge(docs: &[(PathBuf, Value)]) -> Result<Value, MergeError> {
         .collect();
     merged.insert("never_touched".into(), Value::Array(never));
     merged.insert("hosts".into(), Value::Array(hosts));
+    // Each host is in one shard; the run's statistics add up across them,
+    // as one controller would have aggregated them.
+    let mut per_host = Map::new();
+    let mut run = Map::new();
+    for p in &parts {
+        if let Some(hosts) = p.doc["custom_stats"].as_object() {
+            per_host.extend(hosts.clone());
+        }
+        for (name, value) in p.doc["global_custom_stats"]
+            .as_object()
+            .into_iter()
+            .flatten()
+        {
+            custom_stats::update(&mut run, name, value);
+        }
+    }
+    if !per_host.is_empty() {
+        merged.insert("custom_stats".into(), Value::Object(per_host));
+    }
+    if !run.is_empty() {
+        merged.insert("global_custom_stats".into(), Value::Object(run));
+    }
     Ok(Value::Object(merged))
 }
 
@@ -305,6 +328,21 @@ mod tests {
                 "hosts": hosts,
             }),
         )
+    }
+
+    #[test]
+    fn custom_stats_of_the_shards_add_up() {
+        let mut one = shard(1, 2, "ok", &[("a", "base")]);
+        one.1["global_custom_stats"] = json!({"nodes": 1, "names": ["a"]});
+        one.1["custom_stats"] = json!({"a": {"mine": 1}});
+        let mut two = shard(2, 2, "ok", &[("b", "base")]);
+        two.1["global_custom_stats"] = json!({"nodes": 2, "names": ["b"]});
+        let doc = merge(&[one, two]).unwrap();
+        assert_eq!(
+            doc["global_custom_stats"],
+            json!({"nodes": 3, "names": ["a", "b"]})
+        );
+        assert_eq!(doc["custom_stats"], json!({"a": {"mine": 1}}));
     }
 
     fn err(docs: &[(PathBuf, Value)]) -> String {

@@ -1,6 +1,7 @@
 //! Reporters: the only place that turns results into text. Modules and the
 //! executor never print.
 
+pub mod custom_stats;
 pub mod fleet;
 pub mod folder;
 pub mod html;

@@ -65,7 +65,7 @@ impl<'p> HostRun<'_, 'p> {
             .registered
             .extend(std::mem::take(&mut plan.sets));
         let returns = std::mem::take(&mut plan.returns);
-        let (planned, steps, effects) = Planned::split(plan, runs);
+        let (planned, steps, effects) = Planned::split(plan, &returns, runs);
         let i = self.state.outcomes.planned(&instance, planned);
         let mut flush = self.predict(spec, effects, runs);
         let keys: Vec<String> = module.probes().into_iter().map(|p| p.key).collect();
