@@ -76,7 +76,7 @@ fn invalid(msg: impl Into<Cow<'static, str>>) -> Error {
 
 /// Filters see undefined values (strict mode only fails on use), so each
 /// one that consumes its input refuses them explicitly.
-fn defined(v: &Value) -> Result<&Value, Error> {
+pub(super) fn defined(v: &Value) -> Result<&Value, Error> {
     if v.is_undefined() {
         Err(Error::from(ErrorKind::UndefinedError))
     } else {
@@ -85,7 +85,7 @@ fn defined(v: &Value) -> Result<&Value, Error> {
 }
 
 /// String view of a value the way Python's `str()` would give it to a filter.
-fn text(v: &Value) -> Result<Cow<'_, str>, Error> {
+pub(super) fn text(v: &Value) -> Result<Cow<'_, str>, Error> {
     Ok(match defined(v)?.as_str() {
         Some(s) => Cow::Borrowed(s),
         None => Cow::Owned(v.to_string()),
@@ -120,7 +120,7 @@ fn python_items(v: &Value, what: &str) -> Result<Vec<Json>, Error> {
         Json::Object(m) => Ok(m.into_iter().map(|(k, _)| Json::String(k)).collect()),
         other => Err(invalid(format!(
             "{what}: '{}' object is not iterable",
-            python_kind(&other)
+            crate::base::python::type_name(&other)
         ))),
     }
 }
@@ -743,8 +743,8 @@ fn combine(v: &Value, others: Rest<Value>, kwargs: Kwargs) -> Result<Value, Erro
         let (Json::Object(into), Json::Object(from)) = (&mut merged, &term) else {
             return Err(invalid(format!(
                 "failed to combine variables, expected dicts but got a '{}' and a '{}'",
-                python_kind(&merged),
-                python_kind(&term)
+                crate::base::python::type_name(&merged),
+                crate::base::python::type_name(&term)
             )));
         };
         merge(into, from.clone(), recursive, list_merge);
@@ -787,19 +787,6 @@ fn merge(into: &mut Map<String, Json>, from: Map<String, Json>, recursive: bool,
             },
             (old, new) => *old = new,
         }
-    }
-}
-
-/// The Python type name of a JSON value, as Ansible's messages give it.
-fn python_kind(j: &Json) -> &'static str {
-    match j {
-        Json::Null => "NoneType",
-        Json::Bool(_) => "bool",
-        Json::Number(n) if n.is_f64() => "float",
-        Json::Number(_) => "int",
-        Json::String(_) => "str",
-        Json::Array(_) => "list",
-        Json::Object(_) => "dict",
     }
 }
 

@@ -6,6 +6,7 @@
 use minijinja::value::{Kwargs, Rest, ValueKind};
 use minijinja::{Environment, Error, ErrorKind, State, Value};
 
+use super::filters::{defined, text};
 use super::json_emit::{self, Style};
 
 pub(super) fn register(env: &mut Environment<'static>) {
@@ -66,7 +67,7 @@ pub(super) fn register(env: &mut Environment<'static>) {
         "format",
         move |state: &mut State, value: Value, rest: Rest<Value>| -> Result<Value, Error> {
             // `soft_str(value) % args`: any value formats as its text.
-            let mut args = vec![Value::from(text(defined(&value)?))];
+            let mut args = vec![Value::from(text(&value)?.into_owned())];
             args.extend(rest.0);
             format.call(state, &args)
         },
@@ -89,26 +90,13 @@ enum Input {
     Text,
 }
 
-fn defined(v: &Value) -> Result<&Value, Error> {
-    match v.is_undefined() {
-        true => Err(Error::from(ErrorKind::UndefinedError)),
-        false => Ok(v),
-    }
-}
-
-/// Python's `str()` of a value: a string as it is, anything else as
-/// `repr` shows it.
-fn text(v: &Value) -> String {
-    v.as_str().map_or_else(|| v.to_string(), str::to_string)
-}
-
 /// markupsafe's `escape`, as Jinja's filter: `&#39;` and `&#34;` for quotes.
 fn escape(v: &Value) -> Result<Value, Error> {
     if v.is_safe() {
         return Ok(v.clone());
     }
     let mut out = String::new();
-    for c in text(defined(v)?).chars() {
+    for c in text(v)?.chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
