@@ -54,7 +54,10 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         Some(Value::Object(data)) => data,
         Some(_) => return Err(p.error("data", "The 'data' option needs to be a dictionary/hash")),
     };
-    if let Some(bad) = data.keys().find(|k| !is_identifier(k)) {
+    if let Some(bad) = data
+        .keys()
+        .find(|k| !crate::load::playbook::is_identifier(k))
+    {
         return Err(p.error(
             "data",
             format!(
@@ -68,14 +71,6 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         json!({"data": data, "per_host": a.per_host, "aggregate": a.aggregate}),
     );
     Ok(Box::new(Decided(plan)))
-}
-
-fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    chars
-        .next()
-        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
-        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 #[cfg(test)]
