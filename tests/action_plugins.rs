@@ -11,7 +11,8 @@
 //! `groups`, `group_names` and the groups' `group_vars/`. `add_host`: the
 //! plays after it reach the new host through the variables it was given.
 //! `assemble` of fragments on the host runs Ansible's module, as Ansible's
-//! plugin hands it over.
+//! plugin hands it over. `async_status` reads jobs that `poll: 0` left
+//! running, finished or failed, as another user, removed.
 //!
 //! Argument specs: every case of
 //! `validate_argument_spec` (types and their conversions, choices,
@@ -739,6 +740,146 @@ fn set_stats_gathers_what_ansible_gathers() {
         std::fs::read_to_string(host.host.path("/root/stats.json")).unwrap()
     };
     assert_eq!(registered(&fleet.hosts[0]), registered(&fleet.hosts[2]));
+    drop(fleet);
+    assert_machine_unchanged(&before);
+}
+
+/// Jobs left running, read while they run, once they ended (well and
+/// badly), removed, and read once removed; also as another user.
+const ASYNC_PLAY: &str = r#"
+- hosts: all
+  gather_facts: false
+  tasks:
+    - shell: sleep 4; echo built; echo warned >&2
+      async: 60
+      poll: 0
+      register: build
+    - command: sh -c 'echo broken; exit 3'
+      async: 60
+      poll: 0
+      register: broken
+    - shell: id -un
+      async: 60
+      poll: 0
+      become: true
+      become_user: ops
+      register: as_ops
+    - async_status: {jid: "{{ build.ansible_job_id }}"}
+      register: early
+    - async_status: {jid: "{{ build.ansible_job_id }}"}
+      register: job
+      until: job.finished
+      retries: 30
+      delay: 1
+    - async_status: {jid: "{{ broken.ansible_job_id }}"}
+      register: failing
+      until: failing.finished
+      retries: 30
+      delay: 1
+      ignore_errors: true
+    - async_status: {jid: "{{ as_ops.ansible_job_id }}"}
+      register: ops
+      until: ops.finished
+      retries: 30
+      delay: 1
+      become: true
+      become_user: ops
+    - async_status: {jid: "{{ build.ansible_job_id }}", mode: cleanup}
+      register: cleaned
+    - async_status: {jid: "{{ build.ansible_job_id }}"}
+      register: gone
+      ignore_errors: true
+    - copy:
+        dest: /root/async.json
+        content: "{{ {'build': build, 'broken': broken, 'early': early, 'job': job, 'failing': failing,
+                      'ops': ops, 'cleaned': cleaned, 'gone': gone} | to_json }}"
+"#;
+
+#[test]
+fn async_status_reads_jobs_left_running_as_ansible_does() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(2);
+    let control = Control::new(&fleet);
+    let (ours_inv, theirs_inv) = side_by_side(&control, &fleet, "");
+    let playbook = control.write("async.yml", ASYNC_PLAY);
+    // Check mode starts no job, and reads none: what a job would return is
+    // unknown until it ran.
+    let check = Run::json(control.nodeprov(&["check", &playbook, "-i", &ours_inv]));
+    assert_eq!(check.code, 2, "{check}");
+    let statuses: Vec<&str> = check.doc["hosts"][0]["tasks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["status"].as_str().unwrap())
+        .collect();
+    assert!(statuses[..9].iter().all(|s| *s == "unknown"), "{check}");
+    assert!(!fleet.hosts[0].host.path("/root/.ansible_async").exists());
+    let run = Run::json(control.nodeprov(&["apply", &playbook, "-i", &ours_inv]));
+    assert_eq!(run.code, 0, "{run}");
+    ansible_playbook(&control, &playbook, &theirs_inv);
+    // Job ids are drawn at random, and how many attempts a job takes
+    // depends on the machine; the rest must be what Ansible registers.
+    let keys = [
+        "started",
+        "finished",
+        "results_file",
+        "erased",
+        "rc",
+        "stdout",
+        "stdout_lines",
+        "stderr",
+        "stderr_lines",
+        "failed",
+        "msg",
+    ];
+    let results = |host: &support::sshd::SshHost| -> Value {
+        let text = std::fs::read_to_string(host.host.path("/root/async.json")).unwrap();
+        let doc: Value = serde_json::from_str(&text).unwrap();
+        let mut kept = serde_json::Map::new();
+        for (task, r) in doc.as_object().unwrap() {
+            let jid = r["ansible_job_id"]
+                .as_str()
+                .unwrap_or_else(|| panic!("{task}: {r}"));
+            assert!(jid.starts_with('j') && jid.contains('.'), "{task}: {jid}");
+            let shown: serde_json::Map<String, Value> = keys
+                .iter()
+                .filter_map(|k| {
+                    let v = r.get(*k)?.to_string().replace(jid, "JID");
+                    Some((k.to_string(), serde_json::from_str(&v).unwrap()))
+                })
+                .collect();
+            kept.insert(task.clone(), Value::Object(shown));
+        }
+        Value::Object(kept)
+    };
+    let (ours, theirs) = (results(&fleet.hosts[0]), results(&fleet.hosts[1]));
+    assert_eq!(
+        ours, theirs,
+        "nodeprov:\n{ours:#}\nansible-playbook:\n{theirs:#}"
+    );
+    assert_eq!(theirs["job"]["stdout"], "built", "{theirs:#}");
+    assert_eq!(theirs["early"]["finished"], false, "{theirs:#}");
+    assert_eq!(theirs["ops"]["stdout"], "ops", "{theirs:#}");
+    assert_eq!(
+        theirs["ops"]["results_file"],
+        "/run/home/ops/.ansible_async/JID"
+    );
+    assert_eq!(theirs["gone"]["msg"], "could not find job", "{theirs:#}");
+    // Reading a job changes nothing on the host: nodeprov reports it ok,
+    // where Ansible passes on the job's own `changed`.
+    let tasks = run.doc["hosts"][0]["tasks"].as_array().unwrap();
+    let status = |n: usize| tasks[n]["status"].as_str().unwrap().to_string();
+    assert_eq!(
+        [status(0), status(3), status(4)],
+        ["changed", "ok", "ok"],
+        "{run}"
+    );
+    // Records stay private to their user (Ansible leaves the folder 0755).
+    let records = fleet.hosts[0].host.path("/root/.ansible_async");
+    let mode = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(&records).unwrap().permissions(),
+    );
+    assert_eq!(mode & 0o777, 0o700);
     drop(fleet);
     assert_machine_unchanged(&before);
 }

@@ -283,6 +283,35 @@ pub fn keyed_digest(text: &str) -> String {
     format!("{:016x}", h.finish())
 }
 
+/// Sets `$np_h` to the user's home as the password database has it: a
+/// shell dropped to another user by sudo may still carry the caller's
+/// `$HOME`.
+pub const USER_HOME: &str =
+    "np_h=$(getent passwd \"$(id -u)\" | cut -d: -f6); [ -n \"$np_h\" ] || np_h=$HOME\n";
+
+/// Script lines that set `$var` to the folder `under_home` of the user's
+/// home, made private (mode 0700) and refused, with each folder above it up
+/// to the home, when it is a link or another user's: what the user's own
+/// files of nodeprov and Ansible are written into.
+pub fn private_folder(var: &str, under_home: &str) -> String {
+    let mut path = String::new();
+    let mut checked = String::new();
+    for part in under_home.split('/') {
+        path = if path.is_empty() {
+            part.to_string()
+        } else {
+            format!("{path}/{part}")
+        };
+        checked.push_str(&format!(" \"$np_h\"/{}", quote(&path)));
+    }
+    format!(
+        "{USER_HOME}{var}=\"$np_h\"/{}; (umask 077; mkdir -p \"${var}\") || exit 1\n\
+         for np_x in{checked}; do if [ -L \"$np_x\" ] || [ ! -O \"$np_x\" ]; then echo \"$np_x is a link or not the user's own\" >&2; exit 1; fi; done\n\
+         chmod 700 \"${var}\" || exit 1\n",
+        quote(under_home)
+    )
+}
+
 /// 64 random bits, for markers a host's output must not be able to guess
 /// (sudo's prompt, a script's frames): the std hasher's per-instance keys
 /// come from the operating system's random source.

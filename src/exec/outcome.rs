@@ -5,7 +5,7 @@
 //! Kept apart so that a result is written by one owner: the schedule asks
 //! for a verdict and reads it back, and never sets a status itself.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::instance::TaskInstance;
 use super::prepared::PreparedTask;
@@ -316,11 +316,16 @@ impl Outcomes {
         &mut self,
         t: &Templates,
         instance: &TaskInstance,
-        message: String,
+        (message, returns): (String, Map<String, Value>),
     ) -> (usize, Value) {
         let i = self.push(instance.spec, instance.label.clone(), Status::Failed);
         self.results[i].message = Some(message.clone());
-        let mut result = json!({"changed": false, "failed": true, "msg": message});
+        let mut result = Value::Object(returns);
+        result["failed"] = json!(true);
+        result["msg"] = json!(message);
+        if result.get("changed").is_none() {
+            result["changed"] = json!(false);
+        }
         self.overrule(t, instance, i, &mut result);
         (i, result)
     }
@@ -675,7 +680,7 @@ mod tests {
             "{file: {path: /x, mode: '0600'}, failed_when: false}",
             false,
             |o, inst| {
-                let (i, result) = o.plan_failed(&t, inst, "/x does not exist".into());
+                let (i, result) = o.plan_failed(&t, inst, ("/x does not exist".into(), Map::new()));
                 assert_eq!(o.status(i), Status::Ok);
                 assert_eq!(
                     result,
@@ -694,12 +699,12 @@ mod tests {
         );
         let judged = "{file: {path: /x, mode: '0600'}, failed_when: \"'denied' in result.msg\"}";
         with_task(judged, false, |o, inst| {
-            let (i, result) = o.plan_failed(&t, inst, "chmod: denied".into());
+            let (i, result) = o.plan_failed(&t, inst, ("chmod: denied".into(), Map::new()));
             assert_eq!(o.status(i), Status::Failed);
             assert_eq!(result["failed"], json!(true));
         });
         with_task("{file: {path: /x, mode: '0600'}}", false, |o, inst| {
-            let (i, _) = o.plan_failed(&t, inst, "/x does not exist".into());
+            let (i, _) = o.plan_failed(&t, inst, ("/x does not exist".into(), Map::new()));
             assert_eq!(o.status(i), Status::Failed);
         });
     }

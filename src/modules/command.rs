@@ -26,10 +26,10 @@
 //!     creates: /var/lib/firmware-checked
 //! ```
 
-use crate::base::shell::{first_word, here_document, quote, split};
+use crate::base::shell::{first_word, here_document, private_folder, quote, split};
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::FileFact;
-use crate::modules::kit::module::{AnsiblePlugin, Module, ModuleKind, ModuleSpec};
+use crate::modules::kit::module::{command_msg, AnsiblePlugin, Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
 use crate::modules::params::{module_params, ParamError, Params};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -349,13 +349,14 @@ fn build_script(p: &Params) -> Result<Box<dyn Module>, ParamError> {
 /// removes it, keeping the status.
 fn script_run(content: &str, run: &str) -> String {
     format!(
-        "np_h=$(getent passwd \"$(id -u)\" | cut -d: -f6); [ -n \"$np_h\" ] || np_h=$HOME\n\
-         np_d=\"$np_h/.ansible/tmp\"; (umask 077; mkdir -p \"$np_d\") || exit 1\n\
-         for np_x in \"$np_h/.ansible\" \"$np_d\"; do if [ -L \"$np_x\" ] || [ ! -O \"$np_x\" ]; then echo \"$np_x is a link or not the user's own\" >&2; exit 1; fi; done\n\
-         np_s=$(umask 077; mktemp \"$np_d/nodeprov-script.XXXXXX\") || exit 1\n\
+        "{}np_s=$(umask 077; mktemp \"$np_d/nodeprov-script.XXXXXX\") || exit 1\n\
          {}chmod 700 \"$np_s\" && {run}\n\
          np_rc=$?; rm -f \"$np_s\"; (exit $np_rc)",
-        here_document("cat > \"$np_s\"", content.strip_suffix('\n').unwrap_or(content))
+        private_folder("np_d", ".ansible/tmp"),
+        here_document(
+            "cat > \"$np_s\"",
+            content.strip_suffix('\n').unwrap_or(content)
+        )
     )
 }
 
@@ -407,12 +408,8 @@ impl Module for Command {
     fn command_returns(&self, output: &ProbeResult) -> serde_json::Map<String, serde_json::Value> {
         let mut returns = serde_json::Map::new();
         match (self.style, output.rc) {
-            (Style::Module, 0) => {
-                returns.insert("msg".into(), "".into());
-            }
-            (Style::Module, _) => {
-                let msg = "The command exited with a non-zero return code.";
-                returns.insert("msg".into(), msg.into());
+            (Style::Module, rc) => {
+                returns.insert("msg".into(), command_msg(rc).into());
             }
             (Style::Action, rc) => {
                 returns.insert("stdout".into(), output.stdout.clone().into());

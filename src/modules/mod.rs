@@ -13,6 +13,7 @@ pub(crate) mod apt_key;
 pub(crate) mod apt_repository;
 pub(crate) mod assemble;
 pub(crate) mod assert;
+pub(crate) mod async_status;
 pub(crate) mod authorized_key;
 pub(crate) mod blockinfile;
 pub(crate) mod command;

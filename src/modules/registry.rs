@@ -3,12 +3,12 @@
 
 use crate::modules::kit::module::{AnsiblePlugin, ModuleSpec};
 use crate::modules::{
-    add_host, apt_key, apt_repository, assemble, assert, authorized_key, blockinfile, command,
-    copy, cuda_env, debug, fetch, file, firewalld, get_url, getent, gpu_smoke, group, group_by,
-    ini_file, kernel_blacklist, lineinfile, meta, modprobe, mount, package, package_facts,
-    pam_limits, pause, pip, reboot, replace, rpm_key, selinux, service, service_facts, set_fact,
-    set_stats, setup, slurp, stat, swapfile, sysctl, timezone, ufw, unarchive, uri, user,
-    validate_argument_spec, wait_for_connection, yum_repository,
+    add_host, apt_key, apt_repository, assemble, assert, async_status, authorized_key, blockinfile,
+    command, copy, cuda_env, debug, fetch, file, firewalld, get_url, getent, gpu_smoke, group,
+    group_by, ini_file, kernel_blacklist, lineinfile, meta, modprobe, mount, package,
+    package_facts, pam_limits, pause, pip, reboot, replace, rpm_key, selinux, service,
+    service_facts, set_fact, set_stats, setup, slurp, stat, swapfile, sysctl, timezone, ufw,
+    unarchive, uri, user, validate_argument_spec, wait_for_connection, yum_repository,
 };
 
 pub fn registry() -> &'static [ModuleSpec] {
@@ -17,6 +17,7 @@ pub fn registry() -> &'static [ModuleSpec] {
         command::SHELL,
         command::RAW,
         command::SCRIPT,
+        async_status::ASYNC_STATUS,
         copy::COPY,
         assemble::ASSEMBLE,
         copy::TEMPLATE,

@@ -3,6 +3,7 @@
 //! script, shell quoting and gathered facts live here too: they are what
 //! travels over a transport.
 
+pub mod async_job;
 pub mod connect;
 pub mod deferred;
 #[cfg(test)]

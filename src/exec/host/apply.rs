@@ -14,6 +14,7 @@ use crate::exec::instance::TaskInstance;
 use crate::exec::result::Status;
 use crate::exec::wire::Step;
 use crate::modules::{Facts, Module};
+use crate::remote::async_job;
 use crate::remote::host_facts;
 use crate::remote::probe::{Probe, ProbeResult};
 
@@ -106,12 +107,10 @@ impl<'p> HostRun<'_, 'p> {
         let spec = instance.spec;
         let mut registered = Value::Null;
         if let Some(module) = command {
-            let mut result = module.command_result(r);
-            if let (true, Value::Object(m)) = (spec.task.detach, &mut result) {
-                // As Ansible answers a job it left running.
-                m.insert("started".into(), json!(1));
-                m.insert("finished".into(), json!(0));
-            }
+            let mut result = match async_job::launched(r).filter(|_| spec.task.detach) {
+                Some(record) => started_job(record),
+                None => module.command_result(r),
+            };
             let t = self.ctx.templates;
             if self.state.outcomes.conditions(t, &instance, i, &mut result) == Status::Changed {
                 self.notify(&instance);
@@ -187,6 +186,19 @@ fn still_to_change(module: &dyn Module, facts: &Facts, later: &BTreeSet<&str>) -
             .join("; "),
         Err(e) => e.to_string(),
     }
+}
+
+/// What Ansible registers for a job it left running.
+fn started_job(record: &str) -> Value {
+    let jid = record.rsplit('/').next().unwrap_or(record);
+    json!({
+        "ansible_job_id": jid,
+        "results_file": record,
+        "started": true,
+        "finished": false,
+        "changed": true,
+        "failed": false,
+    })
 }
 
 /// A looped command's result with the loop variable and `ansible_loop_var`

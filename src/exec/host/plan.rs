@@ -16,6 +16,7 @@ use crate::exec::prepared::PreparedTask;
 use crate::exec::result::Status;
 use crate::exec::wire::Step;
 use crate::modules::{Effect, Module, ModuleError, Plan};
+use crate::remote::async_job;
 use crate::remote::probe::ProbeResult;
 
 impl<'p> HostRun<'_, 'p> {
@@ -43,7 +44,8 @@ impl<'p> HostRun<'_, 'p> {
             }
             Err(e) => {
                 let t = self.ctx.templates;
-                let (i, result) = self.state.outcomes.plan_failed(t, &instance, e.to_string());
+                let failure = (e.to_string(), e.returns());
+                let (i, result) = self.state.outcomes.plan_failed(t, &instance, failure);
                 if self.state.outcomes.tolerated(instance.ignore_errors, i) {
                     self.task_failed(spec, i, result.clone());
                 }
@@ -191,10 +193,10 @@ impl<'p> HostRun<'_, 'p> {
             let may_fail = instance.ignore_errors || spec.conditions.failed.is_some();
             let steps = with_environment(&instance.environment, steps);
             let dropped = crate::exec::task_user::dropped_user(self.ctx.play, &instance.user);
-            let steps = as_user(dropped, steps);
+            // A job's record goes to its own user's home, as Ansible's does.
             let steps = match spec.task.detach {
-                true => detached(instance.timeout, steps),
-                false => with_timeout(instance.timeout, steps),
+                true => as_user(dropped, detached(instance.timeout, steps)),
+                false => with_timeout(instance.timeout, as_user(dropped, steps)),
             };
             self.batch.pending.push(Pending {
                 step: Step::new(i, steps, may_fail),
@@ -296,21 +298,12 @@ fn with_timeout(seconds: Option<u64>, steps: Vec<String>) -> Vec<String> {
     )]
 }
 
-/// Fire-and-forget: the steps start in a session of their own, out of
-/// the script's process group and with no terminal, so they outlive it
-/// (a reboot after a delay) and still end after `seconds`. The script
-/// they run from, which holds the task's `environment:` values, is removed
-/// when they end, by a shell outside the `timeout`, so also when `async`
-/// kills them.
+/// Fire-and-forget: the steps start as a job of their own, with a record
+/// `async_status` reads, ended after `seconds`.
 fn detached(seconds: Option<u64>, steps: Vec<String>) -> Vec<String> {
-    let n = seconds.unwrap_or(1);
     let body = crate::exec::wire::chained(steps);
-    vec![format!(
-        "np_t=$(mktemp) && {}\
-         (setsid /bin/sh -c 'timeout -k 5 {n} /bin/sh \"$1\"; rm -f \"$1\"' np \"$np_t\" \
-         </dev/null >/dev/null 2>&1 &)",
-        crate::base::shell::here_document("cat > \"$np_t\"", &body)
-    )]
+    let jid = async_job::new_jid();
+    vec![async_job::launch(&jid, seconds.unwrap_or(1), &body)]
 }
 
 #[cfg(test)]
@@ -318,20 +311,12 @@ mod tests {
     use super::{as_user, detached, with_environment, with_timeout};
 
     #[test]
-    fn a_detached_task_runs_in_its_own_session_bounded_by_async() {
+    fn a_detached_task_runs_as_a_job_bounded_by_async() {
         let steps = detached(Some(9), vec!["sleep 2 && reboot".into()]);
         assert_eq!(steps.len(), 1);
         assert!(steps[0].contains("sleep 2 && reboot"), "{}", steps[0]);
-        assert!(
-            steps[0].contains("(setsid /bin/sh -c 'timeout -k 5 9 /bin/sh \"$1\"; rm -f \"$1\"'"),
-            "{}",
-            steps[0]
-        );
-        assert!(
-            steps[0].ends_with("</dev/null >/dev/null 2>&1 &)"),
-            "{}",
-            steps[0]
-        );
+        assert!(steps[0].contains("timeout -k 5 9 /bin/sh"), "{}", steps[0]);
+        assert!(steps[0].contains("/.ansible_async"), "{}", steps[0]);
     }
 
     #[test]

@@ -15,7 +15,9 @@
 use serde_json::{json, Map, Value};
 
 use crate::base::python;
-use crate::base::shell::{keyed_digest, quote, secret_stdin, shlex_quote};
+use crate::base::shell::{
+    keyed_digest, private_folder, quote, secret_stdin, shlex_quote, USER_HOME,
+};
 use crate::modules::kit::ansible::{AnsibleCall, ArgsFile, Runner};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
@@ -228,15 +230,13 @@ impl AnsibleModule {
             .map(|c| String::from_utf8_lossy(c).into_owned() + "\n")
             .collect();
         let script = format!(
-            "{HOME}{python}np_c=\"$np_h/.ansible/nodeprov\"; np_z=\"$np_c/{sha}.zip\"\n\
-             umask 077; mkdir -p \"$np_c\" || exit 1\n\
-             for np_d in \"$np_h/.ansible\" \"$np_c\"; do if [ -L \"$np_d\" ] || [ ! -O \"$np_d\" ]; then echo \"$np_d is a link or not the user's own\" >&2; exit 1; fi; done\n\
-             chmod 700 \"$np_c\" || exit 1\n\
+            "{folder}{python}np_z=\"$np_c/{sha}.zip\"; umask 077\n\
              if [ -f \"$np_z\" ] && [ ! -L \"$np_z\" ] && printf '%s  %s\\n' {sha} \"$np_z\" | sha256sum -c --status 2>/dev/null; then echo kept; exit 0; fi\n\
              np_n=$(mktemp \"$np_c/.payload.XXXXXX\") || exit 1\n\
              {decode}\
              if ! printf '%s  %s\\n' {sha} \"$np_n\" | sha256sum -c --status; then rm -f \"$np_n\"; echo 'the payload arrived damaged' >&2; exit 1; fi\n\
              mv -f \"$np_n\" \"$np_z\" && echo sent",
+            folder = private_folder("np_c", ".ansible/nodeprov"),
             python = self.find_python_for_zip(),
             sha = p.sha256,
             // On stdin like a secret, so reports show no copy of it.
@@ -348,7 +348,7 @@ impl AnsibleModule {
             }
         };
         format!(
-            "{HOME}{python}np_z=\"$np_h/.ansible/nodeprov/{sha}.zip\"\n\
+            "{USER_HOME}{python}np_z=\"$np_h/.ansible/nodeprov/{sha}.zip\"\n\
              if [ ! -f \"$np_z\" ] || [ -L \"$np_z\" ]; then echo \"the payload is not at $np_z\" >&2; exit {NO_PAYLOAD}; fi\n\
              np_r=$(umask 077; mktemp \"$np_h/.ansible/nodeprov/.run.XXXXXX\") || exit 1\n\
              if ! cat -- \"$np_z\" >\"$np_r\" || ! printf '%s  %s\\n' {sha} \"$np_r\" | sha256sum -c --status 2>/dev/null; then \
@@ -370,11 +370,6 @@ fn args_file(form: ArgsFile, args: Map<String, Value>) -> String {
             .collect(),
     }
 }
-
-/// The user's home as the password database has it: a shell dropped to
-/// another user by sudo may still carry the caller's `$HOME`.
-const HOME: &str =
-    "np_h=$(getent passwd \"$(id -u)\" | cut -d: -f6); [ -n \"$np_h\" ] || np_h=$HOME\n";
 
 /// The module's JSON result, found as Ansible finds it among other output
 /// (a module or a login script may print before or after it).

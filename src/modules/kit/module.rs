@@ -21,19 +21,9 @@ pub(crate) trait Module: Send + Sync {
     /// A command's registered result, as Ansible shapes a command's:
     /// `rc`, `stdout` and `stderr` with their lines, and its own returns.
     fn command_result(&self, r: &ProbeResult) -> serde_json::Value {
-        let mut result = serde_json::json!({
-            "rc": r.rc,
-            "stdout": r.stdout.trim_end_matches('\n'),
-            "stderr": r.stderr.trim_end_matches('\n'),
-            "stdout_lines": r.stdout.lines().collect::<Vec<_>>(),
-            "stderr_lines": r.stderr.lines().collect::<Vec<_>>(),
-            "changed": true,
-            "failed": r.rc != 0,
-        });
-        if let serde_json::Value::Object(m) = &mut result {
-            m.extend(self.command_returns(r));
-        }
-        result
+        let mut result = command_output(r);
+        result.extend(self.command_returns(r));
+        serde_json::Value::Object(result)
     }
     /// The command itself as a probe, for tasks that declare it read-only.
     fn query_probe(&self) -> Option<Probe> {
@@ -54,6 +44,32 @@ pub(crate) trait Module: Send + Sync {
     /// host as any other, and its plan says why nothing is written.
     fn on_controller(&self, _facts: &Facts) -> Option<Box<dyn Module>> {
         None
+    }
+}
+
+/// A command's output as Ansible returns it: `rc`, `stdout` and `stderr`
+/// with their lines, changed, and failed on a non-zero status.
+pub(crate) fn command_output(r: &ProbeResult) -> serde_json::Map<String, serde_json::Value> {
+    let result = serde_json::json!({
+        "rc": r.rc,
+        "stdout": r.stdout.trim_end_matches('\n'),
+        "stderr": r.stderr.trim_end_matches('\n'),
+        "stdout_lines": r.stdout.lines().collect::<Vec<_>>(),
+        "stderr_lines": r.stderr.lines().collect::<Vec<_>>(),
+        "changed": true,
+        "failed": r.rc != 0,
+    });
+    match result {
+        serde_json::Value::Object(m) => m,
+        _ => unreachable!("a mapping"),
+    }
+}
+
+/// The `msg` Ansible's `command` and `shell` modules return with a status.
+pub(crate) fn command_msg(rc: i32) -> &'static str {
+    match rc {
+        0 => "",
+        _ => "The command exited with a non-zero return code.",
     }
 }
 

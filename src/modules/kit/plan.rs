@@ -177,6 +177,13 @@ pub(crate) enum ModuleError {
     /// not hold, or a condition that cannot be evaluated).
     #[error("{0}")]
     Asserted(String),
+    /// The module failed and returns these values besides `msg`, as an
+    /// Ansible module's `fail_json` does (`async_status` of a failed job).
+    #[error("{msg}")]
+    Returned {
+        msg: String,
+        returns: Map<String, Value>,
+    },
     /// The GPU smoke test ran; these checks failed.
     #[error("GPU smoke test failed: {}", .0.join("; "))]
     SmokeFailed(Vec<String>),
@@ -186,6 +193,16 @@ pub(crate) enum ModuleError {
     /// A probe answered something the module could not understand.
     #[error("unexpected probe output for {key}: {detail}")]
     Fact { key: String, detail: String },
+}
+
+impl ModuleError {
+    /// The values a failure returns besides `msg`.
+    pub(crate) fn returns(&self) -> Map<String, Value> {
+        match self {
+            ModuleError::Returned { returns, .. } => returns.clone(),
+            _ => Map::new(),
+        }
+    }
 }
 
 /// A probe's key as `user` sees it: a task run as another user than its
