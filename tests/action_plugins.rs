@@ -12,7 +12,8 @@
 //! plays after it reach the new host through the variables it was given.
 //! `assemble` of fragments on the host runs Ansible's module, as Ansible's
 //! plugin hands it over. `async_status` reads jobs that `poll: 0` left
-//! running, finished or failed, as another user, removed.
+//! running (commands, a native module, Ansible's module), finished or
+//! failed, as another user, removed.
 //!
 //! Argument specs: every case of
 //! `validate_argument_spec` (types and their conversions, choices,
@@ -764,6 +765,14 @@ const ASYNC_PLAY: &str = r#"
       become: true
       become_user: ops
       register: as_ops
+    - file: {path: /root/made-by-a-job, state: directory, mode: "0750"}
+      async: 60
+      poll: 0
+      register: native_job
+    - ping: {data: from-a-job}
+      async: 60
+      poll: 0
+      register: module_job
     - async_status: {jid: "{{ build.ansible_job_id }}"}
       register: early
     - async_status: {jid: "{{ build.ansible_job_id }}"}
@@ -784,6 +793,16 @@ const ASYNC_PLAY: &str = r#"
       delay: 1
       become: true
       become_user: ops
+    - async_status: {jid: "{{ native_job.ansible_job_id }}"}
+      register: native
+      until: native.finished
+      retries: 30
+      delay: 1
+    - async_status: {jid: "{{ module_job.ansible_job_id }}"}
+      register: module
+      until: module.finished
+      retries: 30
+      delay: 1
     - async_status: {jid: "{{ build.ansible_job_id }}", mode: cleanup}
       register: cleaned
     - async_status: {jid: "{{ build.ansible_job_id }}"}
@@ -792,7 +811,8 @@ const ASYNC_PLAY: &str = r#"
     - copy:
         dest: /root/async.json
         content: "{{ {'build': build, 'broken': broken, 'early': early, 'job': job, 'failing': failing,
-                      'ops': ops, 'cleaned': cleaned, 'gone': gone} | to_json }}"
+                      'ops': ops, 'cleaned': cleaned, 'gone': gone, 'native_job': native_job,
+                      'module_job': module_job, 'native': native, 'module': module} | to_json }}"
 "#;
 
 #[test]
@@ -803,8 +823,16 @@ fn async_status_reads_jobs_left_running_as_ansible_does() {
     let (ours_inv, theirs_inv) = side_by_side(&control, &fleet, "");
     let playbook = control.write("async.yml", ASYNC_PLAY);
     // Check mode starts no job, and reads none: what a job would return is
-    // unknown until it ran.
-    let check = Run::json(control.nodeprov(&["check", &playbook, "-i", &ours_inv]));
+    // unknown until it ran. A module's job is judged as the module is.
+    let nodeprov = |cmd: &str| {
+        let mut cmd = control.nodeprov(&[cmd, &playbook, "-i", &ours_inv]);
+        cmd.env(
+            "NODEPROV_ANSIBLE_PYTHON",
+            newest_ansible_bin().join("python"),
+        );
+        Run::json(cmd)
+    };
+    let check = nodeprov("check");
     assert_eq!(check.code, 2, "{check}");
     let statuses: Vec<&str> = check.doc["hosts"][0]["tasks"]
         .as_array()
@@ -812,9 +840,14 @@ fn async_status_reads_jobs_left_running_as_ansible_does() {
         .iter()
         .map(|t| t["status"].as_str().unwrap())
         .collect();
-    assert!(statuses[..9].iter().all(|s| *s == "unknown"), "{check}");
+    assert_eq!(
+        statuses[..5],
+        ["unknown", "unknown", "unknown", "drift", "ok"],
+        "{check}"
+    );
+    assert!(statuses[5..13].iter().all(|s| *s == "unknown"), "{check}");
     assert!(!fleet.hosts[0].host.path("/root/.ansible_async").exists());
-    let run = Run::json(control.nodeprov(&["apply", &playbook, "-i", &ours_inv]));
+    let run = nodeprov("apply");
     assert_eq!(run.code, 0, "{run}");
     ansible_playbook(&control, &playbook, &theirs_inv);
     // Job ids are drawn at random, and how many attempts a job takes
@@ -831,6 +864,7 @@ fn async_status_reads_jobs_left_running_as_ansible_does() {
         "stderr_lines",
         "failed",
         "msg",
+        "ping",
     ];
     let results = |host: &support::sshd::SshHost| -> Value {
         let text = std::fs::read_to_string(host.host.path("/root/async.json")).unwrap();
@@ -865,12 +899,18 @@ fn async_status_reads_jobs_left_running_as_ansible_does() {
         "/run/home/ops/.ansible_async/JID"
     );
     assert_eq!(theirs["gone"]["msg"], "could not find job", "{theirs:#}");
+    let made = std::fs::metadata(fleet.hosts[0].host.path("/root/made-by-a-job")).unwrap();
+    assert_eq!(
+        std::os::unix::fs::PermissionsExt::mode(&made.permissions()) & 0o777,
+        0o750
+    );
+    assert_eq!(theirs["module"]["ping"], "from-a-job", "{theirs:#}");
     // Reading a job changes nothing on the host: nodeprov reports it ok,
     // where Ansible passes on the job's own `changed`.
     let tasks = run.doc["hosts"][0]["tasks"].as_array().unwrap();
     let status = |n: usize| tasks[n]["status"].as_str().unwrap().to_string();
     assert_eq!(
-        [status(0), status(3), status(4)],
+        [status(0), status(5), status(6)],
         ["changed", "ok", "ok"],
         "{run}"
     );

@@ -185,3 +185,56 @@ fn every_ansible_parameter_is_native_runs_ansibles_module_or_is_refused_with_why
     // Not vacuous: many parameters are nodeprov's through Ansible's module.
     assert!(checked > 150, "{checked}");
 }
+
+/// For every action plugin of the installed ansible-core: whether it runs
+/// a task as a job (`async`), as its `_supports_async` says or, for a plugin
+/// that hands the task to another plugin (`shell` to `command`), that one's.
+const ASYNC_SUPPORT: &str = r#"
+import importlib, inspect, json, pkgutil, re
+import ansible.plugins.action as actions
+own, hands = {}, {}
+for m in pkgutil.iter_modules(actions.__path__):
+    mod = importlib.import_module("ansible.plugins.action." + m.name)
+    cls = getattr(mod, "ActionModule", None)
+    if cls is None:
+        continue
+    # Some set it as they run (`command`, `package`).
+    own[m.name] = "_supports_async = True" in inspect.getsource(cls)
+    to = re.search(r"action_loader\.get\(\s*'ansible\.legacy\.(\w+)'", inspect.getsource(cls))
+    if to and "super" not in inspect.getsource(cls.run):
+        hands[m.name] = to.group(1)
+print(json.dumps({n: own[hands.get(n, n)] for n in own}))
+"#;
+
+#[test]
+fn modules_run_as_jobs_where_ansibles_do() {
+    let out = Command::new(newest_ansible_bin().join("python"))
+        .args(["-c", ASYNC_SUPPORT])
+        .output()
+        .unwrap();
+    let plugins: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(plugins["command"], true, "{plugins}");
+    assert_eq!(plugins["copy"], false, "{plugins}");
+    let mut differ = Vec::new();
+    for spec in registry() {
+        let Some(name) = spec
+            .aliases
+            .iter()
+            .find_map(|a| a.strip_prefix("ansible.builtin."))
+        else {
+            continue;
+        };
+        // `meta` steers the run; Ansible never runs it as a task of a host.
+        if name == "meta" {
+            continue;
+        }
+        // A module without an action plugin runs through Ansible's
+        // `normal` plugin, which takes `async`.
+        let ansible = plugins.get(name).unwrap_or(&plugins["normal"]) == true;
+        if nodeprov::modules::runs_as_job(spec) != ansible {
+            differ.push(format!("{name}: Ansible runs it as a job: {ansible}"));
+        }
+    }
+    assert!(differ.is_empty(), "{differ:#?}");
+}

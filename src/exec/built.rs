@@ -152,6 +152,9 @@ impl Module for Arc<dyn Module> {
     fn command_result(&self, r: &ProbeResult) -> Value {
         (**self).command_result(r)
     }
+    fn output_is_json(&self) -> bool {
+        (**self).output_is_json()
+    }
     fn query_probe(&self) -> Option<Probe> {
         (**self).query_probe()
     }

@@ -89,6 +89,10 @@ impl Module for AsUser {
         self.inner.command_result(output)
     }
 
+    fn output_is_json(&self) -> bool {
+        self.inner.output_is_json()
+    }
+
     fn query_probe(&self) -> Option<Probe> {
         self.inner.query_probe().map(|p| self.dropped(p))
     }

@@ -96,10 +96,12 @@ keywords! {
     "async": No No Yes No No
         => "with `poll` above 0 (Ansible's default, 10), the task runs to its end and fails \
            after `async` seconds, as with `timeout:` (the smaller of the two); with `poll: 0` \
-           (fire-and-forget) a `command` or `shell` task is started as a job in a session of its \
-           own, killed after `async` seconds, and registers Ansible's `ansible_job_id`, \
-           `results_file`, `started` and `finished`, which `async_status` reads; other modules \
-           are refused, since their changes could not be verified. `async: 0` runs the task as any other. Templated values are judged per \
+           (fire-and-forget) the task is started as a job in a session of its own, killed after \
+           `async` seconds, and registers Ansible's `ansible_job_id`, `results_file`, `started` \
+           and `finished`, which `async_status` reads: a command's output, Ansible's module's \
+           result, or a native module's planned result once its steps succeeded (not verified, \
+           as the job may not have ended). Modules whose Ansible action plugin does not support \
+           async (`copy`, `template`, `debug`...) are refused, as Ansible refuses them. `async: 0` runs the task as any other. Templated values are judged per \
            host and item; a templated `poll` that renders to 0 fails the task";
     "become": Yes Yes Yes Yes Yes
         => "through sudo; a task's templated `become` is judged per host (as the login user \

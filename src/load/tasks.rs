@@ -508,18 +508,17 @@ pub(super) fn run_async(task: &mut Task, seconds: u64, poll: Option<u64>) {
     task.timeout = Some(task.timeout.map_or(seconds, |t| t.min(seconds)));
 }
 
-/// Only a command can be left running: a module's changes are verified
-/// once its steps ended, which a detached step has not.
+/// A task left running must be one Ansible runs as a job; its changes are
+/// then not verified, as its steps have not ended.
 pub(super) fn check_detached(task: &Task, key: &Node, errors: &mut Errors) {
-    let detachable = task.module.kind == ModuleKind::Command { detachable: true };
-    if task.detach && !detachable {
+    if task.detach && !crate::modules::registry::runs_as_job(task.module) {
         errors.push(
             key.error(format!(
-                "fire-and-forget ('async' with 'poll: 0') of '{}' is not supported by nodeprov",
+                "This action ({}) does not support async.",
                 task.module.name
             ))
             .with_hint(
-                "only command and shell tasks may be left running; give 'poll' a number above 0",
+                "Ansible runs it through an action plugin that cannot leave it running; give 'poll' a number above 0",
             ),
         );
     }

@@ -2,8 +2,10 @@
 //! doing, read from the record it keeps in the task user's
 //! `~/.ansible_async`, with what Ansible's plugin returns: `started` and
 //! `finished`, `ansible_job_id` and `results_file`; once finished, the
-//! job's own result (`rc`, `stdout`, `stderr`, and `failed` when it
-//! failed). A missing record fails with "could not find job".
+//! job's own result, failed when it failed: a command's `rc`, `stdout` and
+//! `stderr`, the JSON result of Ansible's module, or a native module's
+//! planned result once its steps succeeded. A missing record fails with
+//! "could not find job".
 //! `mode: cleanup` removes the record and reports ok, as Ansible does.
 //!
 //! The record is read afresh by every attempt of an `until:` loop and by
@@ -29,10 +31,11 @@
 
 use serde_json::{json, Map, Value};
 
+use crate::modules::kit::ansible::{last_line, run_result};
 use crate::modules::kit::module::{command_msg, command_output, Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Effect, Facts, ModuleError, Plan};
 use crate::modules::params::{choices, module_params, ParamError, Params};
-use crate::remote::async_job::{self, Job};
+use crate::remote::async_job::{self, How, Job};
 use crate::remote::probe::{Probe, ProbeResult};
 
 pub const ASYNC_STATUS: ModuleSpec = ModuleSpec {
@@ -136,19 +139,46 @@ impl AsyncStatus {
                     returns,
                 })
             }
-            (Job::Running, _) | (Job::Finished(_), Mode::Cleanup) => Ok(returns),
-            (Job::Finished(output), Mode::Status) => {
-                returns.extend(command_output(output));
-                returns.insert("msg".into(), json!(command_msg(output.rc)));
+            (Job::Running, _) | (Job::Finished { .. }, Mode::Cleanup) => Ok(returns),
+            (Job::Finished { output, how }, Mode::Status) => {
+                returns.extend(finished(output, how));
                 returns.insert("finished".into(), json!(true));
-                match output.rc {
-                    0 => Ok(returns),
-                    _ => Err(ModuleError::Returned {
-                        msg: command_msg(output.rc).into(),
+                match returns.get("failed") == Some(&json!(true)) {
+                    false => Ok(returns),
+                    true => Err(ModuleError::Returned {
+                        msg: returns
+                            .get("msg")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default()
+                            .to_string(),
                         returns,
                     }),
                 }
             }
+        }
+    }
+}
+
+/// A finished job's own result, as the module that ran would have
+/// registered it.
+fn finished(output: &ProbeResult, how: &How) -> Map<String, Value> {
+    match how {
+        How::Output => {
+            let mut result = command_output(output);
+            result.insert("msg".into(), json!(command_msg(output.rc)));
+            result
+        }
+        How::Json => run_result(output),
+        How::Planned(planned) => {
+            let mut result = match serde_json::from_str(planned) {
+                Ok(Value::Object(m)) => m,
+                _ => Map::new(),
+            };
+            if output.rc != 0 {
+                result.insert("failed".into(), json!(true));
+                result.insert("msg".into(), json!(last_line(output)));
+            }
+            result
         }
     }
 }
@@ -181,12 +211,13 @@ mod tests {
 
     #[test]
     fn a_finished_job_returns_its_commands_result() {
-        let plan = status("status", &format!("{RECORD}\nfinished 0 3\nhi\n")).unwrap();
+        let plan = status("status", &format!("{RECORD}\nfinished 0 3 7\nhi\noutput\n")).unwrap();
         assert_eq!(plan.returns["finished"], true);
         assert_eq!(plan.returns["stdout"], "hi");
         assert_eq!(plan.returns["stdout_lines"], json!(["hi"]));
         assert_eq!(plan.returns["rc"], 0);
-        let failed = status("status", &format!("{RECORD}\nfinished 2 0\nno\n")).unwrap_err();
+        let failed =
+            status("status", &format!("{RECORD}\nfinished 2 0 7\noutput\nno\n")).unwrap_err();
         let ModuleError::Returned { msg, returns } = failed else {
             panic!("a failure with the job's result");
         };
@@ -195,6 +226,30 @@ mod tests {
             (returns["rc"].clone(), returns["stderr"].clone()),
             (json!(2), json!("no"))
         );
+    }
+
+    #[test]
+    fn a_finished_modules_job_returns_the_result_its_module_gave() {
+        let json = r#"{"changed": true, "msg": "ok", "invocation": {}}"#;
+        let n = json.len() + 1;
+        let plan = status(
+            "status",
+            &format!("{RECORD}\nfinished 0 {n} 5\n{json}\njson\n"),
+        )
+        .unwrap();
+        assert_eq!(
+            (plan.returns["msg"].clone(), plan.returns["changed"].clone()),
+            (json!("ok"), json!(true))
+        );
+        assert!(plan.returns.get("invocation").is_none());
+        let planned = r#"{"changed": true, "dest": "/etc/x"}"#;
+        let how = format!("planned\n{planned}\n");
+        let answer = format!("{RECORD}\nfinished 0 0 {}\n{how}", how.len());
+        assert_eq!(status("status", &answer).unwrap().returns["dest"], "/etc/x");
+        let answer = format!("{RECORD}\nfinished 1 0 {}\n{how}cp: denied\n", how.len());
+        let e = status("status", &answer).unwrap_err();
+        assert_eq!(e.to_string(), "cp: denied");
+        assert_eq!(e.returns()["dest"], "/etc/x");
     }
 
     #[test]

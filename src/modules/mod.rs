@@ -71,5 +71,5 @@ pub use kit::module::{AnsiblePlugin, ControllerFile, ModuleKind, ModuleSpec};
 pub(crate) use kit::plan::{key_as, Effect, Facts, ModuleError, Plan};
 pub use kit::plan::{Change, InventoryChange};
 pub(crate) use params::Params;
-pub use registry::registry;
 pub(crate) use registry::{all_names, find, foreign_plugin};
+pub use registry::{registry, runs_as_job};

@@ -99,6 +99,37 @@ pub(crate) fn foreign_plugin(key: &str) -> Option<AnsiblePlugin> {
         .map(|(_, p)| *p)
 }
 
+/// Whether a task of this module may run as a job (`async` with `poll:
+/// 0`): Ansible's action plugins refuse it for these ("does not support
+/// async"), where its plain modules, `command`, `shell`, `package`,
+/// `service` and `uri` run as one.
+pub fn runs_as_job(spec: &ModuleSpec) -> bool {
+    const REFUSED: &[&str] = &[
+        "add_host",
+        "assemble",
+        "assert",
+        "async_status",
+        "copy",
+        "debug",
+        "fail",
+        "fetch",
+        "group_by",
+        "include_vars",
+        "meta",
+        "pause",
+        "raw",
+        "reboot",
+        "script",
+        "set_fact",
+        "set_stats",
+        "template",
+        "unarchive",
+        "validate_argument_spec",
+        "wait_for_connection",
+    ];
+    !REFUSED.contains(&spec.name)
+}
+
 /// The spec selected by a task key, if any.
 pub(crate) fn find(key: &str) -> Option<&'static ModuleSpec> {
     registry().iter().find(|s| s.names().any(|n| n == key))

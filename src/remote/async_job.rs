@@ -4,10 +4,11 @@
 //!
 //! The record sits where Ansible keeps its own, `~/.ansible_async/<jid>`
 //! of the task's user: that file holds Ansible's "started" line while the
-//! job runs; `<jid>.out` and `<jid>.err` take its output and `<jid>.rc`,
-//! renamed into place as the job's last act, says it finished. The folder
-//! is the user's own, private and not a link, and every file of the
-//! record is created with umask 077 (its first with noclobber).
+//! job runs; `<jid>.how` says how its output reads as a result ([`How`]);
+//! `<jid>.out` and `<jid>.err` take its output and `<jid>.rc`, renamed
+//! into place as the job's last act, says it finished. The folder is the
+//! user's own, private and not a link, and every file of the record is
+//! created with umask 077 (its first with noclobber).
 
 use crate::base::shell::{here_document, private_folder, quote, USER_HOME};
 use crate::remote::probe::{Probe, ProbeResult};
@@ -23,12 +24,44 @@ pub fn new_jid() -> String {
     )
 }
 
+/// How a finished job's output reads as its result.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum How {
+    /// A command's: its status and output.
+    Output,
+    /// Ansible's module's: the JSON result it printed.
+    Json,
+    /// A native module's, decided when it was planned (this JSON), which
+    /// holds when its steps succeed.
+    Planned(String),
+}
+
+impl How {
+    fn record(&self) -> String {
+        match self {
+            How::Output => "output".into(),
+            How::Json => "json".into(),
+            How::Planned(result) => format!("planned\n{result}"),
+        }
+    }
+
+    fn read(text: &str) -> Option<How> {
+        let (word, rest) = text.split_once('\n').unwrap_or((text, ""));
+        match word {
+            "output" => Some(How::Output),
+            "json" => Some(How::Json),
+            "planned" => Some(How::Planned(rest.trim_end().to_string())),
+            _ => None,
+        }
+    }
+}
+
 /// The step that starts `body` as job `jid` in a session of its own, out
 /// of the script's process group and with no terminal, ended after
 /// `seconds`, and prints the record's path. The script the job runs from,
 /// which holds the task's `environment:` values, is removed when it ends
 /// by a shell outside the `timeout`, so also when `async` kills it.
-pub fn launch(jid: &str, seconds: u64, body: &str) -> String {
+pub fn launch(jid: &str, seconds: u64, body: &str, how: &How) -> String {
     let started =
         format!("{{\"started\": true, \"finished\": false, \"ansible_job_id\": \"{jid}\"}}");
     let job = format!(
@@ -37,12 +70,13 @@ pub fn launch(jid: &str, seconds: u64, body: &str) -> String {
     );
     format!(
         "{}np_f=\"$np_a\"/{jid}\n\
-         (umask 077; set -C; printf '%s\\n' {} >\"$np_f\") || exit 1\n\
+         (umask 077; set -C; printf '%s\\n' {} >\"$np_f\" && printf '%s\\n' {} >\"$np_f.how\") || exit 1\n\
          np_t=$(mktemp) && {}\
          (setsid /bin/sh -c {} np \"$np_t\" \"$np_f\" </dev/null >/dev/null 2>&1 &)\n\
          printf '%s\\n' \"$np_f\"",
         private_folder("np_a", ".ansible_async"),
         quote(&started),
+        quote(&how.record()),
         here_document("cat > \"$np_t\"", body),
         quote(&job),
     )
@@ -65,8 +99,8 @@ pub fn probe(jid: &str) -> Probe {
              printf '%s\\n' \"$np_f\"\n\
              if [ ! -f \"$np_f\" ]; then echo missing\n\
              elif [ ! -f \"$np_f.rc\" ]; then echo running\n\
-             else printf 'finished %s %s\\n' \"$(cat \"$np_f.rc\")\" \"$(wc -c <\"$np_f.out\")\"; \
-             cat \"$np_f.out\" \"$np_f.err\"; fi"
+             else printf 'finished %s %s %s\\n' \"$(cat \"$np_f.rc\")\" \"$(wc -c <\"$np_f.out\")\" \"$(wc -c <\"$np_f.how\")\"; \
+             cat \"$np_f.out\" \"$np_f.how\" \"$np_f.err\"; fi"
         ),
     )
 }
@@ -76,38 +110,52 @@ pub fn probe(jid: &str) -> Probe {
 pub enum Job {
     Missing,
     Running,
-    /// Ended with its status and output.
-    Finished(ProbeResult),
+    /// Ended with its status and output, read as `how` says.
+    Finished {
+        output: ProbeResult,
+        how: How,
+    },
 }
 
 /// The record's path and the job's state, from [`probe`]'s answer.
 pub fn read(answer: &ProbeResult) -> Option<(String, Job)> {
     let (path, rest) = answer.stdout.split_once('\n')?;
-    let (state, output) = rest.split_once('\n').unwrap_or((rest, ""));
+    let (state, rest) = rest.split_once('\n').unwrap_or((rest, ""));
     let job = match state.split(' ').collect::<Vec<_>>()[..] {
         ["missing"] => Job::Missing,
         ["running"] => Job::Running,
-        ["finished", rc, len] => {
-            let len: usize = len.trim().parse().ok()?;
-            let at = (0..=len.min(output.len()))
-                .rev()
-                .find(|&n| output.is_char_boundary(n))?;
-            Job::Finished(ProbeResult {
-                rc: rc.trim().parse().ok()?,
-                stdout: output[..at].to_string(),
-                stderr: output[at..].to_string(),
-            })
+        ["finished", rc, out, how] => {
+            let (stdout, rest) = split_at(rest, out)?;
+            let (how, stderr) = split_at(rest, how)?;
+            Job::Finished {
+                output: ProbeResult {
+                    rc: rc.trim().parse().ok()?,
+                    stdout: stdout.to_string(),
+                    stderr: stderr.to_string(),
+                },
+                how: How::read(how)?,
+            }
         }
         _ => return None,
     };
     Some((path.to_string(), job))
 }
 
+/// `text` split after `len` bytes (fewer where that falls inside a
+/// character the output's decoding replaced).
+fn split_at<'t>(text: &'t str, len: &str) -> Option<(&'t str, &'t str)> {
+    let len: usize = len.trim().parse().ok()?;
+    let at = (0..=len.min(text.len()))
+        .rev()
+        .find(|&n| text.is_char_boundary(n))?;
+    Some(text.split_at(at))
+}
+
 /// The step that removes job `jid`'s record.
 pub fn cleanup(jid: &str) -> String {
     format!(
         "{USER_HOME}np_f=\"$np_h/.ansible_async\"/{}\n\
-         rm -f \"$np_f\" \"$np_f.out\" \"$np_f.err\" \"$np_f.rc\"",
+         rm -f \"$np_f\" \"$np_f.how\" \"$np_f.out\" \"$np_f.err\" \"$np_f.rc\"",
         quote(jid)
     )
 }
@@ -140,20 +188,32 @@ mod tests {
             at(&format!("{path}\nrunning\n")),
             (path.into(), Job::Running)
         );
-        let done = at(&format!("{path}\nfinished 3 6\nhello\noops\n"));
-        let expected = ProbeResult {
+        let done = at(&format!("{path}\nfinished 3 6 7\nhello\noutput\noops\n"));
+        let output = ProbeResult {
             rc: 3,
             stdout: "hello\n".into(),
             stderr: "oops\n".into(),
         };
-        assert_eq!(done, (path.into(), Job::Finished(expected)));
+        let how = How::Output;
+        assert_eq!(done, (path.into(), Job::Finished { output, how }));
+        let planned = How::Planned(r#"{"changed": true}"#.into());
+        let done = at(&format!("{path}\nfinished 0 0 26\n{}\n", planned.record()));
+        let output = ProbeResult::ok("");
+        assert_eq!(
+            done.1,
+            Job::Finished {
+                output,
+                how: planned
+            }
+        );
         assert_eq!(read(&ProbeResult::ok("/x\nlost\n")), None);
     }
 
     #[test]
     fn a_launch_keeps_its_record_private_and_prints_where() {
-        let step = launch("j1.2", 9, "sleep 2");
+        let step = launch("j1.2", 9, "sleep 2", &How::Json);
         assert!(step.contains("set -C; printf"), "{step}");
+        assert!(step.contains("json >\"$np_f.how\""), "{step}");
         assert!(step.contains("timeout -k 5 9 /bin/sh"), "{step}");
         assert!(step.ends_with("printf '%s\\n' \"$np_f\""), "{step}");
         let out = ProbeResult::ok("/home/u/.ansible_async/j1.2\n");

@@ -108,7 +108,7 @@ impl<'p> HostRun<'_, 'p> {
         let mut registered = Value::Null;
         if let Some(module) = command {
             let mut result = match async_job::launched(r).filter(|_| spec.task.detach) {
-                Some(record) => started_job(record),
+                Some(record) => started_job(record, self.state.outcomes.status(i)),
                 None => module.command_result(r),
             };
             let t = self.ctx.templates;
@@ -188,15 +188,16 @@ fn still_to_change(module: &dyn Module, facts: &Facts, later: &BTreeSet<&str>) -
     }
 }
 
-/// What Ansible registers for a job it left running.
-fn started_job(record: &str) -> Value {
+/// What Ansible registers for a job it left running; changed as its plan
+/// said (a module with nothing to change starts a job that changes nothing).
+fn started_job(record: &str, planned: Status) -> Value {
     let jid = record.rsplit('/').next().unwrap_or(record);
     json!({
         "ansible_job_id": jid,
         "results_file": record,
         "started": true,
         "finished": false,
-        "changed": true,
+        "changed": planned == Status::Changed,
         "failed": false,
     })
 }

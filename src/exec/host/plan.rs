@@ -16,7 +16,7 @@ use crate::exec::prepared::PreparedTask;
 use crate::exec::result::Status;
 use crate::exec::wire::Step;
 use crate::modules::{Effect, Module, ModuleError, Plan};
-use crate::remote::async_job;
+use crate::remote::async_job::{self, How};
 use crate::remote::probe::ProbeResult;
 
 impl<'p> HostRun<'_, 'p> {
@@ -59,8 +59,24 @@ impl<'p> HostRun<'_, 'p> {
         // A task marked `check_mode: false` runs even in check mode, as in Ansible.
         let runs = !instance.check;
         let upkeep = plan.upkeep && runs && plan.changes.is_empty() && !plan.steps.is_empty();
+        // A job left running registers its start, as a command its output;
+        // in check mode none starts, so there is nothing to register.
+        let job = spec.task.detach.then(|| match module.is_command() {
+            true if module.output_is_json() => How::Json,
+            true => How::Output,
+            false => How::Planned(String::new()),
+        });
+        if let (Some(reg), Some(_), false) = (&spec.task.register, &job, runs) {
+            self.state
+                .unknown_vars
+                .insert(reg.clone(), spec.name.clone());
+        }
+        let job = job.filter(|_| runs);
+        if job.is_some() {
+            plan.effects = plan.effects.into_iter().map(unverified).collect();
+        }
         // Upkeep registers its planned result: it is not a command's output.
-        let is_command = module.is_command() && !upkeep;
+        let is_command = (module.is_command() && !upkeep) || job.is_some();
         // Variables a task sets (set_fact) are there for the next task.
         self.state
             .vars
@@ -78,6 +94,7 @@ impl<'p> HostRun<'_, 'p> {
             is_command,
             upkeep,
             returns,
+            job,
         };
         let result = self.finish(instance, i, queued, module);
         let ms = started.elapsed().as_millis() as u64;
@@ -160,6 +177,7 @@ impl<'p> HostRun<'_, 'p> {
             is_command,
             upkeep,
             returns,
+            job,
         } = queued;
         let changed = matches!(planned, Status::Changed | Status::Drift);
         // Conditions read what the module returns (`stat`, the check-mode
@@ -180,7 +198,7 @@ impl<'p> HostRun<'_, 'p> {
                 _ => {}
             }
         }
-        if planned == Status::Changed || upkeep {
+        if planned == Status::Changed || upkeep || job.is_some() {
             let command = match is_command {
                 true => Some(module),
                 false => {
@@ -194,9 +212,13 @@ impl<'p> HostRun<'_, 'p> {
             let steps = with_environment(&instance.environment, steps);
             let dropped = crate::exec::task_user::dropped_user(self.ctx.play, &instance.user);
             // A job's record goes to its own user's home, as Ansible's does.
-            let steps = match spec.task.detach {
-                true => as_user(dropped, detached(instance.timeout, steps)),
-                false => with_timeout(instance.timeout, as_user(dropped, steps)),
+            let steps = match job {
+                Some(How::Planned(_)) => {
+                    let how = How::Planned(result.to_string());
+                    as_user(dropped, detached(instance.timeout, steps, &how))
+                }
+                Some(how) => as_user(dropped, detached(instance.timeout, steps, &how)),
+                None => with_timeout(instance.timeout, as_user(dropped, steps)),
             };
             self.batch.pending.push(Pending {
                 step: Step::new(i, steps, may_fail),
@@ -255,6 +277,8 @@ struct Queued {
     upkeep: bool,
     /// The module's return values besides `changed` and `failed`.
     returns: serde_json::Map<String, Value>,
+    /// They run as a job left running, whose result reads as this says.
+    job: Option<How>,
 }
 
 /// Each step with the task's environment exported first: a step runs in
@@ -299,20 +323,33 @@ fn with_timeout(seconds: Option<u64>, steps: Vec<String>) -> Vec<String> {
 }
 
 /// Fire-and-forget: the steps start as a job of their own, with a record
-/// `async_status` reads, ended after `seconds`.
-fn detached(seconds: Option<u64>, steps: Vec<String>) -> Vec<String> {
-    let body = crate::exec::wire::chained(steps);
+/// `async_status` reads, ended after `seconds`. A module with nothing to
+/// change still starts one, whose result is its plan's.
+fn detached(seconds: Option<u64>, steps: Vec<String>, how: &How) -> Vec<String> {
+    let body = match steps.is_empty() {
+        true => ":".to_string(),
+        false => crate::exec::wire::chained(steps),
+    };
     let jid = async_job::new_jid();
-    vec![async_job::launch(&jid, seconds.unwrap_or(1), &body)]
+    vec![async_job::launch(&jid, seconds.unwrap_or(1), &body, how)]
+}
+
+/// What a job's plan predicts is no longer known when later tasks plan:
+/// the job may not have got there yet, so they read the host afresh.
+fn unverified(effect: Effect) -> Effect {
+    match effect {
+        Effect::Predict(key, _) => Effect::Invalidate(key),
+        other => other,
+    }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{as_user, detached, with_environment, with_timeout};
+    use super::{as_user, detached, with_environment, with_timeout, How};
 
     #[test]
     fn a_detached_task_runs_as_a_job_bounded_by_async() {
-        let steps = detached(Some(9), vec!["sleep 2 && reboot".into()]);
+        let steps = detached(Some(9), vec!["sleep 2 && reboot".into()], &How::Output);
         assert_eq!(steps.len(), 1);
         assert!(steps[0].contains("sleep 2 && reboot"), "{}", steps[0]);
         assert!(steps[0].contains("timeout -k 5 9 /bin/sh"), "{}", steps[0]);

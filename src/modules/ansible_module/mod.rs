@@ -18,7 +18,9 @@ use crate::base::python;
 use crate::base::shell::{
     keyed_digest, private_folder, quote, secret_stdin, shlex_quote, USER_HOME,
 };
-use crate::modules::kit::ansible::{AnsibleCall, ArgsFile, Runner};
+use crate::modules::kit::ansible::{
+    last_line, module_result, returns, run_result, AnsibleCall, ArgsFile, Runner,
+};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
 use crate::modules::params::{ParamError, ParamSpec, Params};
@@ -166,17 +168,11 @@ impl Module for AnsibleModule {
     }
 
     fn command_result(&self, output: &ProbeResult) -> Value {
-        match module_result(output) {
-            Ok(result) => {
-                let failed = output.rc != 0 || result["failed"] == json!(true);
-                let changed = result["changed"] == json!(true);
-                let mut r = returns(result);
-                r.insert("changed".into(), json!(changed));
-                r.insert("failed".into(), json!(failed));
-                Value::Object(r)
-            }
-            Err(why) => json!({"changed": false, "failed": true, "msg": why}),
-        }
+        Value::Object(run_result(output))
+    }
+
+    fn output_is_json(&self) -> bool {
+        true
     }
 
     /// Its check-mode run must see what earlier tasks changed.
@@ -371,42 +367,6 @@ fn args_file(form: ArgsFile, args: Map<String, Value>) -> String {
     }
 }
 
-/// The module's JSON result, found as Ansible finds it among other output
-/// (a module or a login script may print before or after it).
-fn module_result(output: &ProbeResult) -> Result<Value, String> {
-    let text = &output.stdout;
-    let start = text.lines().position(|l| l.trim_start().starts_with('{'));
-    let parsed = start.and_then(|s| {
-        let lines: Vec<&str> = text.lines().skip(s).collect();
-        (1..=lines.len())
-            .rev()
-            .find_map(|n| serde_json::from_str::<Value>(&lines[..n].join("\n")).ok())
-    });
-    match parsed {
-        Some(v @ Value::Object(_)) => Ok(v),
-        _ => Err(format!(
-            "no JSON result (exit status {}): {}",
-            output.rc,
-            last_line(output)
-        )),
-    }
-}
-
-/// The last line of what a script said, stderr first.
-fn last_line(r: &ProbeResult) -> String {
-    let text = if r.stderr.trim().is_empty() {
-        &r.stdout
-    } else {
-        &r.stderr
-    };
-    text.lines()
-        .rev()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or("no output")
-        .trim()
-        .to_string()
-}
-
 fn message(result: &Value) -> Option<&str> {
     result["msg"].as_str().filter(|m| !m.is_empty())
 }
@@ -439,14 +399,5 @@ fn diff_text(result: &Value) -> Option<String> {
 
 /// What the task registers: the module's return values, without the
 /// arguments it echoes (`invocation`), which may hold secrets.
-fn returns(result: Value) -> Map<String, Value> {
-    let Value::Object(mut m) = result else {
-        return Map::new();
-    };
-    m.remove("invocation");
-    m.retain(|k, _| !k.starts_with("_ansible"));
-    m
-}
-
 #[cfg(test)]
 mod tests;

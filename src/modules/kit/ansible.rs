@@ -1,9 +1,14 @@
 //! What a task needs to run Ansible's own module where nodeprov has no
 //! native one: the payload the controller's ansible-core packed, and how
-//! the task calls it. Shared by the loader that finds it, the parameters
-//! that carry it and the module that runs it.
+//! the task calls it, and how its run reads as a result. Shared by the
+//! loader that finds it, the parameters that carry it, the module that runs
+//! it and `async_status`, which reads a run left as a job.
 
 use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+
+use crate::remote::probe::ProbeResult;
 
 /// A module found and packed by the controller's ansible-core.
 #[derive(Debug)]
@@ -67,4 +72,73 @@ pub struct AnsibleCall {
     pub check: bool,
     pub diff: bool,
     pub no_log: bool,
+}
+
+/// What a module's run registers: its JSON result without Ansible's
+/// internal keys, failed when it says so or its status is not 0; a run
+/// that printed no result fails with why.
+pub(crate) fn run_result(output: &ProbeResult) -> Map<String, Value> {
+    match module_result(output) {
+        Ok(result) => {
+            let failed = output.rc != 0 || result["failed"] == json!(true);
+            let changed = result["changed"] == json!(true);
+            let mut r = returns(result);
+            r.insert("changed".into(), json!(changed));
+            r.insert("failed".into(), json!(failed));
+            r
+        }
+        Err(why) => {
+            let mut r = Map::new();
+            r.insert("changed".into(), json!(false));
+            r.insert("failed".into(), json!(true));
+            r.insert("msg".into(), json!(why));
+            r
+        }
+    }
+}
+
+/// The module's JSON result, found as Ansible finds it among other output
+/// (a module or a login script may print before or after it).
+pub(crate) fn module_result(output: &ProbeResult) -> Result<Value, String> {
+    let text = &output.stdout;
+    let start = text.lines().position(|l| l.trim_start().starts_with('{'));
+    let parsed = start.and_then(|s| {
+        let lines: Vec<&str> = text.lines().skip(s).collect();
+        (1..=lines.len())
+            .rev()
+            .find_map(|n| serde_json::from_str::<Value>(&lines[..n].join("\n")).ok())
+    });
+    match parsed {
+        Some(v @ Value::Object(_)) => Ok(v),
+        _ => Err(format!(
+            "no JSON result (exit status {}): {}",
+            output.rc,
+            last_line(output)
+        )),
+    }
+}
+
+/// The last line of what a script said, stderr first.
+pub(crate) fn last_line(r: &ProbeResult) -> String {
+    let text = if r.stderr.trim().is_empty() {
+        &r.stdout
+    } else {
+        &r.stderr
+    };
+    text.lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no output")
+        .trim()
+        .to_string()
+}
+
+/// A module's result without Ansible's internal keys.
+pub(crate) fn returns(result: Value) -> Map<String, Value> {
+    let Value::Object(mut m) = result else {
+        return Map::new();
+    };
+    m.remove("invocation");
+    m.retain(|k, _| !k.starts_with("_ansible"));
+    m
 }

@@ -25,6 +25,11 @@ pub(crate) trait Module: Send + Sync {
         result.extend(self.command_returns(r));
         serde_json::Value::Object(result)
     }
+    /// A command whose output is a module's JSON result (Ansible's
+    /// module), which a job left running keeps for `async_status`.
+    fn output_is_json(&self) -> bool {
+        false
+    }
     /// The command itself as a probe, for tasks that declare it read-only.
     fn query_probe(&self) -> Option<Probe> {
         None
@@ -159,9 +164,8 @@ const SELINUX_CONTEXT: &str =
 pub enum ModuleKind {
     /// Converges the host to a state: probed, planned, applied, verified.
     State,
-    /// Runs a command whose result is what it printed; `detachable`: it
-    /// may be left running (`async` with `poll: 0`).
-    Command { detachable: bool },
+    /// Runs a command whose result is what it printed.
+    Command,
     /// Acts through the host's own manager of its kind, and so takes the
     /// `module_defaults` of that manager's module (`package`).
     Frontend,
