@@ -142,6 +142,19 @@ fn load_inventory(cli: &[String], settings: &Settings) -> Result<Inventory, Vec<
     Inventory::load_sources(sources, &opts).map_err(|d| vec![d])
 }
 
+/// The inventory a playbook runs against: with the `group_vars/` and
+/// `host_vars/` beside the playbook too, as Ansible reads them.
+fn playbook_inventory(
+    pb: &playbook::Playbook,
+    cli: &[String],
+    settings: &Settings,
+) -> Result<Inventory, Vec<Diagnostic>> {
+    let mut inventory = load_inventory(cli, settings)?;
+    let folder = pb.path.parent().unwrap_or(Path::new("."));
+    inventory.add_playbook_vars(folder).map_err(|d| vec![d])?;
+    Ok(inventory)
+}
+
 /// The first executable `program` in PATH.
 fn on_path(program: &str) -> Option<PathBuf> {
     let path = std::env::var_os("PATH")?;
@@ -302,7 +315,7 @@ fn apply(args: RunArgs, check_cmd: bool, settings: &Settings) -> Result<u8, Vec<
         &args.target.vault,
         settings,
     )?;
-    let inventory = load_inventory(&args.target.inventory, settings)?;
+    let inventory = playbook_inventory(&pb, &args.target.inventory, settings)?;
     let conn = connect_options(args.target.connection, &args.target.ssh, settings)?;
     let connect = move |host: &str, vars: &Map<String, Value>| connect::open(&conn, host, vars);
     let extra = extra_vars(&args.extra_vars)?;
@@ -531,7 +544,7 @@ fn validate_cmd(args: &ValidateArgs, settings: &Settings) -> Result<u8, Vec<Diag
         &args.vault,
         settings,
     )?;
-    let inventory = load_inventory(&args.inventory, settings)?;
+    let inventory = playbook_inventory(&pb, &args.inventory, settings)?;
     // A templated pattern is known only with the run's extra variables.
     let literal = pb
         .plays

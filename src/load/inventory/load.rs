@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::plugins::{self, PluginRunner};
-use super::{extend, ini, port_vars, range, script, yaml, Inventory, Vars, UNGROUPED};
+use super::{extend, ini, port_vars, range, script, yaml, Inventory, Layer, Vars, UNGROUPED};
 use crate::base::diag::{Diagnostic, Source, Span};
 use crate::base::input::{read_text, ReadError};
 use crate::load::yaml::{load_file, load_str, Node, Value};
@@ -66,9 +66,15 @@ impl Inventory {
         }
         inv.finish();
         for base in bases {
-            inv.load_vars_files(&base)?;
+            inv.load_vars_files(&base, Layer::Inventory)?;
         }
         Ok(inv)
+    }
+
+    /// The `group_vars/` and `host_vars/` beside the playbook, which
+    /// Ansible reads besides those beside the inventory, and above them.
+    pub fn add_playbook_vars(&mut self, dir: &Path) -> Result<(), Diagnostic> {
+        self.load_vars_files(dir, Layer::Playbook)
     }
 
     /// A host list source; with ranges expanded it is Ansible's
@@ -101,17 +107,17 @@ impl Inventory {
         }
     }
 
-    fn load_vars_files(&mut self, base: &Path) -> Result<(), Diagnostic> {
-        self.vars_dirs.push(base.to_path_buf());
+    fn load_vars_files(&mut self, base: &Path, layer: Layer) -> Result<(), Diagnostic> {
+        self.vars_dirs.push((base.to_path_buf(), layer));
         let group_dir = base.join("group_vars");
         for g in 0..self.groups.len() {
             let vars = read_vars(&group_dir, &self.groups[g].name)?;
-            extend(&mut self.groups[g].file_vars, &vars);
+            extend(&mut self.groups[g].file_vars[layer as usize], &vars);
         }
         let host_dir = base.join("host_vars");
         for h in 0..self.hosts.len() {
             let vars = read_vars(&host_dir, &self.hosts[h].name)?;
-            extend(&mut self.hosts[h].file_vars, &vars);
+            extend(&mut self.hosts[h].file_vars[layer as usize], &vars);
         }
         Ok(())
     }

@@ -40,9 +40,23 @@ pub struct Inventory {
     group_index: HashMap<String, usize>,
     /// The `groups` magic variable, the same for every host; set by `finish`.
     groups_var: Value,
-    /// The folders whose `group_vars/` and `host_vars/` apply.
-    vars_dirs: Vec<std::path::PathBuf>,
+    /// The folders whose `group_vars/` and `host_vars/` apply, each with
+    /// its layer.
+    vars_dirs: Vec<(std::path::PathBuf, Layer)>,
 }
+
+/// Where a `group_vars/` or `host_vars/` folder sits: beside an inventory
+/// source, or beside the playbook, whose folders win over the inventory's
+/// at each step of Ansible's precedence.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Layer {
+    Inventory = 0,
+    Playbook = 1,
+}
+
+/// A group's or host's variables from `group_vars/` or `host_vars/`
+/// files, by [`Layer`].
+type FileVars = [Vars; 2];
 
 #[derive(Clone, Debug, Default)]
 struct Host {
@@ -52,7 +66,7 @@ struct Host {
     /// Variables set in the inventory source itself.
     vars: Vars,
     /// Variables from `host_vars/` files.
-    file_vars: Vars,
+    file_vars: FileVars,
     /// The inventory file that first lists the host, and its folder.
     source: Option<(std::path::PathBuf, std::path::PathBuf)>,
 }
@@ -66,7 +80,7 @@ struct Group {
     /// Longest path from `all`; deeper groups' variables win.
     depth: usize,
     vars: Vars,
-    file_vars: Vars,
+    file_vars: FileVars,
 }
 
 impl Group {
@@ -112,10 +126,14 @@ impl Inventory {
             .collect()
     }
 
-    /// Merged variables for a host, following Ansible's `VariableManager.get_vars`:
-    /// inventory-source vars of `all` < `group_vars/all` < inventory-source vars
-    /// of the host's other groups < their `group_vars/` files < inventory-source
-    /// host vars < `host_vars/` files. Groups are applied by depth (children
+    /// Merged variables for a host, following Ansible's `VariableManager.get_vars`
+    /// and its default `precedence` (`all_inventory`, `groups_inventory`,
+    /// `all_plugins_inventory`, `all_plugins_play`, `groups_plugins_inventory`,
+    /// `groups_plugins_play`): inventory-source vars of `all` < those of the
+    /// host's other groups < `group_vars/all` beside the inventory < beside the
+    /// playbook < the other groups' `group_vars/` beside the inventory < beside
+    /// the playbook < inventory-source host vars < `host_vars/` files beside
+    /// the inventory < beside the playbook. Groups are applied by depth (children
     /// after parents), then `ansible_group_priority`, then name, later winning.
     /// A host missing from the inventory gets what Ansible gives its implicit
     /// `localhost`: the `all` variables only. Adds the magic variables
@@ -150,19 +168,25 @@ impl Inventory {
     fn merged_vars(&self, host: &str) -> Vars {
         let mut vars = Vars::new();
         let all = &self.groups[ALL];
-        extend(&mut vars, &all.vars);
-        extend(&mut vars, &all.file_vars);
         let index = self.host_index.get(host).copied();
         let groups = index.map(|h| self.groups_of(h)).unwrap_or_default();
+        extend(&mut vars, &all.vars);
         for &g in &groups {
             extend(&mut vars, &self.groups[g].vars);
         }
-        for &g in &groups {
-            extend(&mut vars, &self.groups[g].file_vars);
+        for layer in &all.file_vars {
+            extend(&mut vars, layer);
+        }
+        for layer in [Layer::Inventory, Layer::Playbook] {
+            for &g in &groups {
+                extend(&mut vars, &self.groups[g].file_vars[layer as usize]);
+            }
         }
         if let Some(h) = index {
             extend(&mut vars, &self.hosts[h].vars);
-            extend(&mut vars, &self.hosts[h].file_vars);
+            for layer in &self.hosts[h].file_vars {
+                extend(&mut vars, layer);
+            }
         }
         if host == "localhost" {
             vars.entry("ansible_connection").or_insert("local".into());
@@ -349,7 +373,7 @@ impl Inventory {
         if new {
             let vars = self.files_vars("host_vars", name)?;
             let h = self.host_index[name];
-            extend(&mut self.hosts[h].file_vars, &vars);
+            self.hosts[h].file_vars = vars;
         }
         Ok(())
     }
@@ -362,12 +386,13 @@ impl Inventory {
     }
 
     /// The variables of `name`'s file in `folder` (`group_vars`,
-    /// `host_vars`) of every inventory folder, later folders winning.
-    fn files_vars(&self, folder: &str, name: &str) -> Result<Vars, String> {
-        let mut vars = Vars::new();
-        for dir in &self.vars_dirs {
+    /// `host_vars`) of every folder that has them, by layer, later folders
+    /// winning.
+    fn files_vars(&self, folder: &str, name: &str) -> Result<FileVars, String> {
+        let mut vars = FileVars::default();
+        for (dir, layer) in &self.vars_dirs {
             let found = load::read_vars(&dir.join(folder), name).map_err(|d| d.to_string())?;
-            extend(&mut vars, &found);
+            extend(&mut vars[*layer as usize], &found);
         }
         Ok(vars)
     }
@@ -379,7 +404,7 @@ impl Inventory {
         }
         let vars = self.files_vars("group_vars", name)?;
         let g = self.group(name);
-        extend(&mut self.groups[g].file_vars, &vars);
+        self.groups[g].file_vars = vars;
         Ok(g)
     }
 
