@@ -923,3 +923,105 @@ fn async_status_reads_jobs_left_running_as_ansible_does() {
     drop(fleet);
     assert_machine_unchanged(&before);
 }
+
+/// Where the task's files are found: copies of one name in every folder
+/// Ansible searches, some names in only a few, for `copy`, `template`,
+/// `include_vars` and `script` in a role (its main file and a file it
+/// includes from a subfolder) and at play level.
+const FOUND_WHERE: &[&str] = &[
+    "roles/r/files",
+    "roles/r/templates",
+    "roles/r/vars",
+    "roles/r/tasks",
+    "roles/r/tasks/sub",
+    "roles/r/tasks/sub/files",
+    "roles/r",
+    "files",
+    "templates",
+    "vars",
+    "",
+];
+
+const FOUND_ROLE: &str = r#"
+- copy: {src: every.txt, dest: /root/found/role-copy}
+- template: {src: every.txt, dest: /root/found/role-template}
+- include_vars: every.yml
+- copy: {content: "{{ where }}", dest: /root/found/role-vars}
+- copy: {src: tasks-only.txt, dest: /root/found/role-tasks-only}
+- template: {src: play-only.txt, dest: /root/found/role-play-only}
+- include_vars: "{{ ansible_os_family }}.yml"
+- copy: {content: "{{ where }}", dest: /root/found/role-os-vars}
+- script: every.sh
+  register: ran
+- copy: {content: "{{ ran.stdout }}", dest: /root/found/role-script}
+- include_tasks: sub/more.yml
+"#;
+
+const FOUND_SUB: &str = r#"
+- copy: {src: every.txt, dest: /root/found/sub-copy}
+- copy: {src: sub-only.txt, dest: /root/found/sub-only}
+"#;
+
+const FOUND_PLAY: &str = r#"
+- hosts: all
+  gather_facts: true
+  pre_tasks:
+    - file: {path: /root/found, state: directory}
+  roles: [r]
+  tasks:
+    - copy: {src: every.txt, dest: /root/found/play-copy}
+    - template: {src: every.txt, dest: /root/found/play-template}
+    - include_vars: every.yml
+    - copy: {content: "{{ where }}", dest: /root/found/play-vars}
+"#;
+
+#[test]
+fn a_tasks_files_are_found_where_ansible_finds_them() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(2);
+    let control = Control::new(&fleet);
+    let (ours_inv, theirs_inv) = side_by_side(&control, &fleet, "ansible_ssh_use_tty=false");
+    for dir in FOUND_WHERE {
+        let at = |name: &str| match dir.is_empty() {
+            true => name.to_string(),
+            false => format!("{dir}/{name}"),
+        };
+        std::fs::create_dir_all(control.path(dir)).unwrap();
+        control.write(&at("every.txt"), &format!("{dir}\n"));
+        control.write(&at("every.yml"), &format!("where: '{dir}'\n"));
+        control.write(&at("Debian.yml"), &format!("where: 'os {dir}'\n"));
+        control.write(&at("every.sh"), &format!("#!/bin/sh\necho '{dir}'\n"));
+    }
+    control.write("roles/r/tasks/tasks-only.txt", "tasks\n");
+    control.write("files/play-only.txt", "play files\n");
+    control.write("templates/play-only.txt", "play templates\n");
+    control.write("roles/r/tasks/sub/files/sub-only.txt", "sub files\n");
+    control.write("roles/r/tasks/main.yml", FOUND_ROLE);
+    control.write("roles/r/tasks/sub/more.yml", FOUND_SUB);
+    let playbook = control.write("found.yml", FOUND_PLAY);
+    let run = Run::json(control.nodeprov(&["apply", &playbook, "-i", &ours_inv]));
+    assert_eq!(run.code, 0, "{run}");
+    ansible_playbook(&control, &playbook, &theirs_inv);
+    let found = |host: &support::sshd::SshHost| -> Vec<(String, String)> {
+        let mut found: Vec<(String, String)> = std::fs::read_dir(host.host.path("/root/found"))
+            .unwrap()
+            .map(|e| {
+                let e = e.unwrap();
+                let text = std::fs::read_to_string(e.path()).unwrap();
+                (e.file_name().to_string_lossy().into_owned(), text)
+            })
+            .collect();
+        found.sort();
+        found
+    };
+    let (ours, theirs) = (found(&fleet.hosts[0]), found(&fleet.hosts[1]));
+    assert_eq!(ours, theirs);
+    let theirs: std::collections::BTreeMap<_, _> = theirs.into_iter().collect();
+    assert_eq!(theirs["role-copy"], "roles/r/files\n");
+    assert_eq!(theirs["role-template"], "roles/r/templates\n");
+    assert_eq!(theirs["role-vars"], "roles/r/vars");
+    assert_eq!(theirs["role-os-vars"], "os roles/r/vars");
+    assert_eq!(theirs.len(), 12, "{theirs:?}");
+    drop(fleet);
+    assert_machine_unchanged(&before);
+}

@@ -612,14 +612,14 @@ impl Resolver<'_> {
                 entries.push((name_of(&name), value, span.clone()));
             }
         }
-        let search_dirs = task.search_dirs(self.ctx.search_dirs);
+        let search_path = task.search_path(self.ctx.playbook_folder);
         let ansible = task.ansible.as_ref().map(|f| AnsibleCall {
             payload: f.payload.clone(),
             check: self.check_mode(spec, vars),
             diff: self.ctx.opts.diff,
             no_log: task.no_log,
         });
-        let bctx = BuildCtx::new(t, vars, &search_dirs, self.ctx.sources, ansible);
+        let bctx = BuildCtx::new(t, vars, &search_path, self.ctx.sources, ansible);
         let params = Params::new(task.module.name, task.module_span.clone(), entries, &bctx);
         let built = (task.module.build)(&params);
         #[cfg(test)]

@@ -98,7 +98,7 @@ pub fn run_playbook(
     // templates that see it, made again only when a play changed it.
     let mut inventory = req.inventory.clone();
     let (mut templates, mut lenient) = run_templates(&base, &inventory);
-    let search_dirs = crate::modules::params::search_dirs(&req.playbook.path);
+    let playbook_folder = crate::modules::params::playbook_folder(&req.playbook.path);
     let sources = Sources::default();
     let sessions = Sessions::default();
     let mut rollout = Rollout::default();
@@ -124,7 +124,7 @@ pub fn run_playbook(
             prepared: &prepared,
             templates: &templates,
             lenient: &lenient,
-            search_dirs: &search_dirs,
+            playbook_folder: &playbook_folder,
             sources: &sources,
             opts: &req.opts,
             open_delegate: &open_delegate,

@@ -37,7 +37,7 @@ pub(crate) struct PlayCtx<'a> {
     pub templates: &'a Templates,
     /// Renders undefined values as empty, to guess probes early.
     pub lenient: &'a Templates,
-    pub search_dirs: &'a [std::path::PathBuf],
+    pub playbook_folder: &'a [std::path::PathBuf],
     pub sources: &'a Sources,
     pub opts: &'a RunOptions,
     /// Opens the transport to a host tasks are delegated to.

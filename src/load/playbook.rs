@@ -150,14 +150,20 @@ pub struct Role {
 }
 
 impl Task {
-    /// Folders for `src:` files: the role's `templates/`, `files/` and own
-    /// folder first, then the playbook's.
-    pub fn search_dirs(&self, playbook_dirs: &[PathBuf]) -> Vec<PathBuf> {
-        let role = self
-            .role
-            .iter()
-            .flat_map(|r| ["templates", "files", "tasks", ""].map(|d| r.path.join(d)));
-        role.chain(playbook_dirs.iter().cloned()).collect()
+    /// Ansible's search path for the task's files (`Task.get_search_path`,
+    /// then the loader's base folder): its role, the folder of the file
+    /// that holds it, then the playbook's folder.
+    pub fn search_path(&self, playbook: &[PathBuf]) -> Vec<PathBuf> {
+        let own = Path::new(&self.span.source.name)
+            .parent()
+            .map(Path::to_path_buf);
+        let mut path: Vec<PathBuf> = self.role.iter().map(|r| r.path.clone()).collect();
+        for dir in own.into_iter().chain(playbook.iter().cloned()) {
+            if !path.contains(&dir) {
+                path.push(dir);
+            }
+        }
+        path
     }
 
     pub fn location(&self) -> String {

@@ -854,7 +854,8 @@ pub(super) mod tests {
                 "('setup-' ~ (ansible_os_family) ~ '.yml') == 'setup-Debian.yml'"
             ])
         );
-        assert!(size.search_dirs(&[])[0].ends_with("roles/swap/templates"));
+        assert!(size.search_path(&[])[0].ends_with("roles/swap"));
+        assert!(size.search_path(&[])[1].ends_with("roles/swap/tasks"));
     }
 
     #[test]
@@ -1145,7 +1146,7 @@ mod collection_tests {
             .as_str()
             .unwrap()
             .ends_with("acme/gpu/roles/tune"));
-        assert!(tune.search_dirs(&[])[0].ends_with("acme/gpu/roles/tune/templates"));
+        assert!(tune.search_path(&[])[0].ends_with("acme/gpu/roles/tune"));
     }
 
     #[test]

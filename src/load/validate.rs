@@ -13,13 +13,13 @@ use crate::load::playbook::{Play, Playbook, Task};
 use crate::load::yaml::Node;
 use crate::modules::copy;
 use crate::modules::kit::module::BuildFn;
-use crate::modules::params::{find_file, search_dirs, BuildCtx, Sources};
+use crate::modules::params::{find_file, playbook_folder, BuildCtx, Sources};
 use crate::modules::{ControllerFile, Params};
 use crate::template::{is_templated, Templates};
 
 pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
     let t = Templates::new();
-    let dirs = search_dirs(&pb.path);
+    let dirs = playbook_folder(&pb.path);
     let mut errors = Vec::new();
     for play in &pb.plays {
         play.vars_node
@@ -39,7 +39,7 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
             .chain(&play.handlers)
             .chain(&play.validate)
         {
-            check_task(&t, &task.search_dirs(&dirs), task, &mut errors);
+            check_task(&t, &task.search_path(&dirs), task, &mut errors);
             check_notify(play, task, &mut errors);
         }
     }
@@ -323,11 +323,7 @@ fn check_vault_file(
     let Some(name) = node.as_str().filter(|n| !is_templated(n)) else {
         return;
     };
-    let found = file
-        .folders
-        .iter()
-        .find_map(|f| find_file(dirs, &format!("{f}{name}")));
-    let Some(path) = found else {
+    let Some(path) = find_file(dirs, file.subdir, name) else {
         return;
     };
     let vaulted =
@@ -353,9 +349,9 @@ fn check_template_src(
     if src.contains("{{") {
         return;
     }
-    let Some(path) = find_file(dirs, &src) else {
+    let Some(path) = find_file(dirs, file.subdir, &src) else {
         errors.push(node.error(format!(
-            "template '{src}' not found in templates/, files/ or beside the playbook"
+            "template '{src}' not found in templates/ or the role and playbook folders"
         )));
         return;
     };

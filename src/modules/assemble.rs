@@ -83,13 +83,13 @@ fn build_assemble(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = AssembleArgs::read(p)?;
     let folder = p
         .ctx
-        .find_file(&a.src)
+        .find_file("files", &a.src)
         .filter(|f| f.is_dir())
         .ok_or_else(|| {
             p.error(
                 "src",
                 format!(
-                    "cannot find the folder '{}' (searched templates/, files/ and the playbook folder)",
+                    "cannot find the folder '{}' (searched files/ and the role and playbook folders)",
                     a.src
                 ),
             )

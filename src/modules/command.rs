@@ -315,12 +315,10 @@ fn build_script(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             "chdir must be an absolute path for a Unix-aware remote node",
         ));
     }
-    let path = p.ctx.find_file(&name).ok_or_else(|| {
+    let path = p.ctx.find_file("files", &name).ok_or_else(|| {
         p.error(
             "cmd",
-            format!(
-                "could not find '{name}' (searched files/, templates/ and the playbook folder)"
-            ),
+            format!("could not find '{name}' (searched files/ and the role and playbook folders)"),
         )
     })?;
     let content = match a.decrypt {

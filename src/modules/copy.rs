@@ -58,7 +58,7 @@ pub(crate) const COPY: ModuleSpec = ModuleSpec {
     }),
     controller_file: Some(ControllerFile {
         param: "src",
-        folders: &[""],
+        subdir: "files",
         template: false,
     }),
     build: build_copy,
@@ -95,7 +95,7 @@ pub(crate) const TEMPLATE: ModuleSpec = ModuleSpec {
     }),
     controller_file: Some(ControllerFile {
         param: "src",
-        folders: &[""],
+        subdir: "templates",
         template: true,
     }),
     build: build_template,
@@ -106,7 +106,7 @@ const JINJA_SYNTAX: &str = "templates render with Jinja's default syntax and whi
 
 module_params! {
     struct CopyArgs {
-        /// a file on the controller, looked up in templates/, files/ and the playbook folder
+        /// a file on the controller, looked up as Ansible does: in `files/` of the role, then the role, the task file's folder, the playbook's folder, and directly in each
         src: Option<String>,
         /// the text to write, instead of `src`
         content: Option<String>,
@@ -118,7 +118,7 @@ module_params! {
 
 module_params! {
     struct TemplateArgs {
-        /// a template on the controller (looked up in templates/, files/ and the playbook folder), rendered there with the host's variables
+        /// a template on the controller (looked up as `copy` looks up `src`, in `templates/`; also in a `templates/` beside the playbook's folder), rendered there with the host's variables
         src: String,
         /// the file on the host
         dest: String,
@@ -188,11 +188,17 @@ fn module(
     }))
 }
 
-fn read_src(p: &Params, src: &str) -> Result<(std::path::PathBuf, Arc<str>), ParamError> {
-    let path = p.ctx.find_file(src).ok_or_else(|| {
+/// The text of `src`, found in the `subdir` folders (`files`, `templates`)
+/// of the task's search path.
+fn read_src(
+    p: &Params,
+    subdir: &str,
+    src: &str,
+) -> Result<(std::path::PathBuf, Arc<str>), ParamError> {
+    let path = p.ctx.find_file(subdir, src).ok_or_else(|| {
         p.error(
             "src",
-            format!("cannot find '{src}' (searched templates/, files/ and the playbook folder)"),
+            format!("cannot find '{src}' (searched {subdir}/ and the role and playbook folders)"),
         )
     })?;
     let text = p
@@ -208,7 +214,7 @@ fn build_copy(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let (src, content) = match (a.content, a.src) {
         (Some(c), None) => (None, c.into()),
         (None, Some(src)) => {
-            let (path, text) = read_src(p, &src)?;
+            let (path, text) = read_src(p, "files", &src)?;
             (Some(path), text)
         }
         _ => return Err(p.error("content", "give exactly one of 'src' or 'content'")),
@@ -218,7 +224,7 @@ fn build_copy(p: &Params) -> Result<Box<dyn Module>, ParamError> {
 
 fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = TemplateArgs::read(p)?;
-    let (path, text) = read_src(p, &a.src)?;
+    let (path, text) = read_src(p, "templates", &a.src)?;
     let content = p
         .ctx
         .templates

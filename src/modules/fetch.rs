@@ -95,7 +95,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let _ = a.validate_checksum;
     // As Ansible's loader finds a relative dest: in the playbook's folder,
     // the last place files are searched.
-    let base = match (a.dest.starts_with('/'), p.ctx.search_dirs.last()) {
+    let base = match (a.dest.starts_with('/'), p.ctx.search_path.last()) {
         (false, Some(dir)) => {
             let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.clone());
             format!("{}/", dir.display().to_string().trim_end_matches('/'))

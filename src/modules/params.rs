@@ -16,8 +16,9 @@ pub(crate) struct BuildCtx<'a> {
     /// Read through [`BuildCtx::var`] and [`BuildCtx::all_vars`], which
     /// note what a build read beyond its rendered parameters.
     vars: &'a Value,
-    /// Folders searched for `src:` files, in order (see [`search_dirs`]).
-    pub search_dirs: &'a [PathBuf],
+    /// Ansible's search path for the task's files: its role, the folder of
+    /// its task file, then the playbook's folder, last (see [`find_file`]).
+    pub search_path: &'a [PathBuf],
     pub sources: &'a Sources,
     /// How the task runs Ansible's own module, when nodeprov has none.
     pub ansible: Option<crate::modules::kit::ansible::AnsibleCall>,
@@ -43,14 +44,14 @@ impl<'a> BuildCtx<'a> {
     pub(crate) fn new(
         templates: &'a Templates,
         vars: &'a Value,
-        search_dirs: &'a [PathBuf],
+        search_path: &'a [PathBuf],
         sources: &'a Sources,
         ansible: Option<crate::modules::kit::ansible::AnsibleCall>,
     ) -> Self {
         BuildCtx {
             templates,
             vars,
-            search_dirs,
+            search_path,
             sources,
             ansible,
             read: Default::default(),
@@ -98,31 +99,45 @@ impl Sources {
 
 impl BuildCtx<'_> {
     /// Finds a controller-side file named by `src:`.
-    pub(crate) fn find_file(&self, name: &str) -> Option<PathBuf> {
-        find_file(self.search_dirs, name)
+    /// A file the task names, found in the folder `subdir` (`files`,
+    /// `templates`, `vars`) of the search path as Ansible finds it.
+    pub(crate) fn find_file(&self, subdir: &str, name: &str) -> Option<PathBuf> {
+        find_file(self.search_path, subdir, name)
     }
 }
 
-/// The folders `src:` files are looked up in, for a playbook at `playbook`:
-/// its `templates/` and `files/`, the project's `templates/` beside the
-/// playbooks folder, then the playbook's own folder.
-pub(crate) fn search_dirs(playbook: &Path) -> Vec<PathBuf> {
-    let base = playbook.parent().unwrap_or(Path::new("."));
-    vec![
-        base.join("templates"),
-        base.join("files"),
-        base.join("../templates"),
-        base.to_path_buf(),
-    ]
+/// The search path of a task outside any role, in a playbook at
+/// `playbook`: the playbook's folder.
+pub(crate) fn playbook_folder(playbook: &Path) -> Vec<PathBuf> {
+    vec![playbook.parent().unwrap_or(Path::new(".")).to_path_buf()]
 }
 
-/// The first `dirs/name` that exists; an absolute `name` as it is.
-pub(crate) fn find_file(dirs: &[PathBuf], name: &str) -> Option<PathBuf> {
+/// `name` as Ansible's loader finds it for a task (`path_dwim_relative_stack`):
+/// as it is when absolute, else in each folder of `search_path` in turn,
+/// under `subdir/` first (unless `name` starts with it), then directly. A
+/// template is also looked for in a `templates/` folder beside the
+/// playbook's, where a project keeps its playbooks in a folder of their own.
+pub(crate) fn find_file(search_path: &[PathBuf], subdir: &str, name: &str) -> Option<PathBuf> {
     let path = Path::new(name);
     if path.is_absolute() {
         return path.exists().then(|| path.to_path_buf());
     }
-    dirs.iter().map(|d| d.join(path)).find(|p| p.exists())
+    let under = name.split('/').next() != Some(subdir);
+    let beside = search_path
+        .last()
+        .filter(|_| subdir == "templates")
+        .map(|base| base.join("../templates").join(path));
+    search_path
+        .iter()
+        .flat_map(|dir| {
+            [
+                under.then(|| dir.join(subdir).join(path)),
+                Some(dir.join(path)),
+            ]
+        })
+        .flatten()
+        .chain(beside)
+        .find(|p| p.exists())
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -1,6 +1,8 @@
 //! `set_fact` and `include_vars`: variables for the host's later tasks,
 //! decided on the controller (from the task's parameters, or a vars file
-//! beside the playbook or in the role), so they cost no step.
+//! found as Ansible finds it: in `vars/` of the role, then the role, the
+//! task file's folder and the playbook's folder, and directly in each), so
+//! they cost no step.
 //!
 //! `set_fact` takes any variable names, templated names too, with their
 //! values.
@@ -67,7 +69,7 @@ pub const INCLUDE_VARS: ModuleSpec = ModuleSpec {
     }),
     controller_file: Some(ControllerFile {
         param: "file",
-        folders: &["", "vars/"],
+        subdir: "vars",
         template: false,
     }),
     build: build_include_vars,
@@ -82,7 +84,7 @@ module_params! {
 
 module_params! {
     struct IncludeVarsArgs {
-        /// the YAML file, found in the role's or playbook's folder or their `vars/`
+        /// the YAML file, found in `vars/` of the role, then of the task file's and the playbook's folders, or directly in each
         file: String,
         /// put the file's variables under this one name
         name: Option<String>,
@@ -109,8 +111,7 @@ fn build_include_vars(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = IncludeVarsArgs::read(p)?;
     let path = p
         .ctx
-        .find_file(&a.file)
-        .or_else(|| p.ctx.find_file(&format!("vars/{}", a.file)))
+        .find_file("vars", &a.file)
         .ok_or_else(|| p.error("file", format!("vars file '{}' not found", a.file)))?;
     let node = crate::load::yaml::load_file(&path).map_err(|d| p.error("file", d.to_string()))?;
     let vars = match node.to_json() {

@@ -211,8 +211,9 @@ impl ModuleKind {
 #[derive(Clone, Copy, Debug)]
 pub struct ControllerFile {
     pub param: &'static str,
-    /// Where it is looked for, in order, relative to those places.
-    pub folders: &'static [&'static str],
+    /// The folder it is looked for in first, at each place of the task's
+    /// search path (`files`, `templates`, `vars`), as Ansible's plugin does.
+    pub subdir: &'static str,
     /// A template, rendered per host and written as `copy` writes content.
     pub template: bool,
 }
