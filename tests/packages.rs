@@ -139,6 +139,19 @@ fn dnf_pins_upgrades_and_removes_real_rpms() {
     assert_eq!(host.rpm_version("npdemo"), "1.1-1");
     host.sh("rpm -U --oldpackage --quiet /tmp/repo/npdemo-1.0-1.noarch.rpm");
 
+    // Every installed package to its newest: Ansible's `name: "*"`.
+    let everything = "    - dnf: {name: '*', state: latest}\n";
+    let check = play(&host, "check", everything);
+    assert_eq!(
+        changes(&check, 0),
+        [r#"package npdemo: "1.0-1" -> "1.1-1""#],
+        "{check:#}"
+    );
+    assert_eq!(statuses(&play(&host, "apply", everything)), ["changed"]);
+    assert_eq!(host.rpm_version("npdemo"), "1.1-1");
+    assert_eq!(statuses(&play(&host, "apply", everything)), ["ok"]);
+    host.sh("rpm -U --oldpackage --quiet /tmp/repo/npdemo-1.0-1.noarch.rpm");
+
     let latest = "    - package: {name: npdemo, state: latest}\n";
     let check = play(&host, "check", latest);
     assert_eq!(
@@ -209,6 +222,18 @@ build npdemo 1.1 '' /tmp
 cd /tmp/repo && dpkg-scanpackages -m . /dev/null 2>/dev/null >Packages
 "#;
 
+/// Installs npextra 1.0 and puts 1.1 in the repository, its lists refreshed.
+const ADD_NPEXTRA_1_1: &str = r#"set -eu
+d=/root/deb/npextra-1.1
+mkdir -p "$d/DEBIAN" "$d/etc/nodeprov-pkg"
+echo 1.1 >"$d/etc/nodeprov-pkg/npextra"
+printf 'Package: npextra\nVersion: 1.1\nArchitecture: all\nMaintainer: nodeprov <test@example.com>\nDescription: nodeprov test package\n' >"$d/DEBIAN/control"
+dpkg-deb -Zgzip --build "$d" /tmp/repo/npextra_1.1_all.deb >/dev/null
+dpkg -i /tmp/repo/npextra_1.0_all.deb >/dev/null
+cd /tmp/repo && dpkg-scanpackages -m . /dev/null 2>/dev/null >Packages
+apt-get update -q >/dev/null
+"#;
+
 #[test]
 fn apt_pins_local_debs_and_cleanup_with_real_dpkg() {
     let before = machine_digest();
@@ -260,6 +285,20 @@ fn apt_pins_local_debs_and_cleanup_with_real_dpkg() {
     assert_eq!(statuses(&play(&host, "apply", deb)), ["changed"]);
     assert_eq!(host.dpkg_status("npdemo"), "ii 1.1");
     assert_eq!(statuses(&play(&host, "apply", deb)), ["ok"]);
+
+    // Every installed package to its newest (Ansible's `name: "*"`), read
+    // from a simulated upgrade: asking the lists about `*` takes minutes.
+    host.sh(ADD_NPEXTRA_1_1);
+    let everything = "    - apt: {name: '*', state: latest}\n";
+    let check = play(&host, "check", everything);
+    assert_eq!(
+        changes(&check, 0),
+        [r#"package npextra: "1.0" -> "1.1""#],
+        "{check:#}"
+    );
+    assert_eq!(statuses(&play(&host, "apply", everything)), ["changed"]);
+    assert_eq!(host.dpkg_status("npextra"), "ii 1.1");
+    assert_eq!(statuses(&play(&host, "apply", everything)), ["ok"]);
 
     // npdemo came in as npapp's dependency the second time, so once npapp
     // is purged, autoremove takes it too.

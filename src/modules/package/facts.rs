@@ -23,7 +23,10 @@ pub(super) struct Offer {
 
 /// `c NAME VERSION` (candidate) and `v NAME VERSION` lines; `unknown`
 /// when dnf or yum has no cached metadata. For dnf and yum a candidate is
-/// listed only when it upgrades an installed package.
+/// listed only when it upgrades an installed package. The name `*` asks
+/// for every installed package that has an upgrade: for apt, what a
+/// simulated `upgrade` would install, since asking apt-cache about `*`
+/// reads every package of the lists, for minutes.
 pub(super) struct Available;
 
 impl Fact for Available {
@@ -36,9 +39,12 @@ impl Fact for Available {
 
     fn script(names: &[String]) -> String {
         let args = names.iter().map(|n| quote(n)).collect::<Vec<_>>().join(" ");
+        let every = names == ["*"];
         format!(
             r#"{DETECT}
-if [ "$m" = apt ]; then
+if [ "$m" = apt ] && {every}; then
+  apt-get -s -q -o Debug::NoLocking=1 upgrade --with-new-pkgs 2>/dev/null | sed -n 's/^Inst \([^ ]*\) \[[^]]*\] (\([^ ]*\) .*/c \1 \2/p'
+elif [ "$m" = apt ]; then
   for n in {args}; do
     c=$(apt-cache policy "$n" 2>/dev/null | sed -n 's/^  Candidate: //p')
     [ -n "$c" ] && [ "$c" != "(none)" ] && echo "c $n $c"

@@ -10,6 +10,9 @@
 //! `@module:stream[/profile]` enables and installs a dnf module stream
 //! (package groups such as `@core`, and removing a stream, are refused); a
 //! stream counts as in place once it is enabled, whichever profile is installed.
+//! `name: "*"` with `state: latest` upgrades every installed package, as
+//! Ansible's modules do (apt's `upgrade --with-new-pkgs`, dnf's and yum's
+//! `upgrade`), planned from what the cache offers (apt's simulated upgrade).
 //! `latest` and apt pins are planned from the host's package cache as it is,
 //! without refreshing it (dnf's and yum's cached `list updates`, apt's
 //! candidate); on a host whose rpm metadata was never downloaded, `latest`
@@ -83,7 +86,7 @@ choices! {
 
 module_params! {
     struct PackageArgs {
-        /// one package or a list; `name=1.2*` (apt) or `name-1.2[-1]` (dnf, yum) pins a version, `@module:stream` enables and installs a dnf module stream
+        /// one package or a list; `name=1.2*` (apt) or `name-1.2[-1]` (dnf, yum) pins a version, `@module:stream` enables and installs a dnf module stream, `*` with `state: latest` upgrades every installed package
         #[aliases("pkg")]
         name: Vec<String>,
         /// installed, removed, or at the newest version the repositories have
@@ -183,6 +186,12 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     if let Some(bad) = a.name.iter().find(|n| !valid_name(n)) {
         return Err(p.error("name", format!("'{bad}' is not a package name")));
     }
+    if a.name.iter().any(|n| n == "*") && (a.name.len() > 1 || a.state != Want::Latest) {
+        return Err(p.error(
+            "name",
+            "'*' stands for every installed package: it is taken alone, with state: latest (an upgrade of them all)",
+        ));
+    }
     if let Some(bad) = a
         .name
         .iter()
@@ -277,7 +286,8 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
 enum Action {
     /// `install` with this argument (a name, a pinned spec, a file).
     Install(String),
-    /// `upgrade` (dnf, yum) of an installed package.
+    /// `upgrade` of an installed package: by name with dnf and yum; with
+    /// apt only of them all (`name: "*"`), as Ansible's apt upgrades them.
     Upgrade(String),
     Remove(String),
 }
@@ -417,11 +427,19 @@ impl Module for Package {
         };
         let mut plan = Plan::noop();
         let mut actions = Vec::new();
-        for raw in &self.names {
-            if let Some((change, action)) = self.one(&host, &offer, facts, raw)? {
-                plan.changes.push(change);
-                actions.push(action);
+        let wanted = match self.names == ["*"] {
+            true => self.every_upgrade(&host, &offer),
+            false => {
+                let mut wanted = Vec::new();
+                for raw in &self.names {
+                    wanted.extend(self.one(&host, &offer, facts, raw)?);
+                }
+                wanted
             }
+        };
+        for (change, action) in wanted {
+            plan.changes.push(change);
+            actions.push(action);
         }
         if let Some(path) = &self.deb {
             if let Some((change, action)) = self.local_deb(&host, facts, path)? {
@@ -611,6 +629,42 @@ impl Package {
             Some(c) if !installed.contains(c) => Ok(Some((change(now, c), action))),
             _ => Ok(None),
         }
+    }
+
+    /// `name: "*"` with `state: latest`: every installed package the cache
+    /// offers an upgrade of, each upgraded by name (dnf and yum upgrade
+    /// them all when their metadata was never downloaded).
+    fn every_upgrade(&self, host: &Host, offer: &Offer) -> Vec<(Change, Action)> {
+        let evidence = match host.manager {
+            Manager::Apt => "apt-get -s upgrade",
+            _ => "list updates",
+        };
+        if offer.unknown {
+            let c = Change::new(
+                "packages",
+                None,
+                Some("latest (repository metadata not cached yet)".into()),
+            );
+            return vec![(c.with_evidence(evidence), Action::Upgrade("*".into()))];
+        }
+        offer
+            .candidate
+            .iter()
+            .filter_map(|(name, candidate)| {
+                let installed = host.versions(name);
+                let now = installed.first()?.clone();
+                if installed.contains(candidate) {
+                    return None;
+                }
+                let c = Change::new(
+                    format!("package {name}"),
+                    Some(now),
+                    Some(candidate.clone()),
+                )
+                .with_evidence(evidence);
+                Some((c, Action::Upgrade(name.clone())))
+            })
+            .collect()
     }
 
     fn local_deb(

@@ -31,7 +31,14 @@ pub(super) fn script(p: &Package, manager: Manager, refresh: bool, actions: &[Ac
     });
     let mut lines = Vec::new();
     match manager {
-        Manager::Apt => apt(p, refresh, &install, &remove, &mut lines),
+        Manager::Apt => apt(
+            p,
+            refresh,
+            &install,
+            !upgrade.is_empty(),
+            &remove,
+            &mut lines,
+        ),
         Manager::Dnf | Manager::Yum => {
             rpm(p, manager, refresh, &install, &upgrade, &remove, &mut lines)
         }
@@ -39,7 +46,14 @@ pub(super) fn script(p: &Package, manager: Manager, refresh: bool, actions: &[Ac
     lines.join("\n")
 }
 
-fn apt(p: &Package, refresh: bool, install: &[&str], remove: &[&str], lines: &mut Vec<String>) {
+fn apt(
+    p: &Package,
+    refresh: bool,
+    install: &[&str],
+    upgrade: bool,
+    remove: &[&str],
+    lines: &mut Vec<String>,
+) {
     const GET: &str = "DEBIAN_FRONTEND=noninteractive apt-get -y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold";
     if refresh {
         lines.push(guarded("apt-get update -q", "package cache refresh failed"));
@@ -54,6 +68,13 @@ fn apt(p: &Package, refresh: bool, install: &[&str], remove: &[&str], lines: &mu
         lines.push(guarded(
             &format!("{GET}{recommends}{options} install -- {}", args(install)),
             &format!("package installation failed for: {}", install.join(" ")),
+        ));
+    }
+    if upgrade {
+        let options: String = p.apt_options.iter().map(|o| format!(" {o}")).collect();
+        lines.push(guarded(
+            &format!("{GET}{options} upgrade --with-new-pkgs"),
+            "package upgrade failed",
         ));
     }
     if !remove.is_empty() {
