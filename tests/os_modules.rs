@@ -430,3 +430,68 @@ fn write_options_hold_through_the_binary_once() {
     assert_eq!(statuses(&check), ["drift", "ok", "ok", "ok"], "{check:#}");
     assert_eq!(read("copied.conf"), "Defaults !env_reset\n");
 }
+
+/// Without a running systemd (as in an image being built), `systemctl`
+/// still reads and writes unit files: enabled, disabled and masked are
+/// set for the next boot, as Ansible's module sets them; starting fails.
+#[test]
+fn unit_files_are_enabled_and_masked_without_a_running_systemd() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let unit = "ssh.service";
+    assert!(
+        std::path::Path::new("/lib/systemd/system/ssh.service").exists(),
+        "the sshd the SSH tests use ships its unit"
+    );
+    let run = |cmd: &str, task: &str| {
+        let book =
+            format!("- hosts: all\n  gather_facts: false\n  tasks:\n    - service: {task}\n");
+        std::fs::write(host.path("/root/units.yml"), book).unwrap();
+        run_json(
+            &host,
+            &[
+                BIN,
+                cmd,
+                "/root/units.yml",
+                "-c",
+                "local",
+                "--format",
+                "json",
+            ],
+        )
+    };
+    let state = || host.sh(&format!("systemctl is-enabled {unit} 2>&1 || true"));
+    let enable = "{name: ssh, enabled: true}";
+    let (code, doc) = run("apply", enable);
+    assert_eq!(code, 0, "{doc:#}");
+    assert_eq!(state().trim(), "enabled");
+    assert_eq!(statuses(&run("apply", enable).1), ["ok"]);
+
+    let mask = "{name: ssh, masked: true}";
+    let (code, doc) = run("check", mask);
+    assert_eq!(code, 2, "{doc:#}");
+    let change = &doc["hosts"][0]["tasks"][0]["changes"][0];
+    assert_eq!(
+        [&change["subject"], &change["before"], &change["after"]],
+        ["ssh.service masked", "enabled", "masked"],
+        "{doc:#}"
+    );
+    assert_eq!(state().trim(), "enabled", "check changed nothing");
+    assert_eq!(statuses(&run("apply", mask).1), ["changed"]);
+    assert_eq!(state().trim(), "masked");
+    let link = std::fs::read_link(host.path("/etc/systemd/system/ssh.service")).unwrap();
+    assert_eq!(link, std::path::Path::new("/dev/null"));
+    assert_eq!(statuses(&run("apply", mask).1), ["ok"]);
+
+    let off = "{name: ssh, masked: false, enabled: false}";
+    let (_, doc) = run("apply", off);
+    assert_eq!(statuses(&doc), ["changed"], "{doc:#}");
+    assert_eq!(state().trim(), "disabled");
+    assert_eq!(statuses(&run("apply", off).1), ["ok"]);
+
+    let (code, doc) = run("apply", "{name: ssh, state: started}");
+    assert_eq!(code, 4, "{doc:#}");
+    let message = doc["hosts"][0]["tasks"][0]["message"].as_str().unwrap();
+    assert!(message.contains("no systemd on this host"), "{message}");
+    assert_machine_unchanged(&before);
+}
