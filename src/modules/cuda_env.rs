@@ -544,7 +544,7 @@ mod tests {
     use super::*;
     use crate::modules::kit::files::FileState;
     use crate::modules::kit::plan::Effect;
-    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test};
+    use crate::modules::kit::testing::{assert_sh_syntax, build_error, build_test, unquoted_steps};
 
     /// The H200 fixture's toolkit, in this module's probe format.
     const H200: &str = include_str!("../../tests/fixtures/gpu-h200/cuda_env.probe");
@@ -654,7 +654,7 @@ mod tests {
         )
         .unwrap();
         assert_eq!(plan.changes.len(), 1);
-        assert!(!plan.steps.iter().any(|s| s.contains("ldconfig")));
+        assert!(!unquoted_steps(&plan).contains("ldconfig"));
     }
 
     #[test]
@@ -744,10 +744,8 @@ mod tests {
         let plan = plan_with(json!({"version": "12"}), EL_RPM, &[]).unwrap();
         let subjects: Vec<&str> = plan.changes.iter().map(|c| c.subject.as_str()).collect();
         assert_eq!(subjects, ["/etc/profile.d/cuda.sh"], "{plan:?}");
-        assert!(!plan
-            .steps
-            .iter()
-            .any(|s| s.contains("ldconfig") || s.contains("cuda.conf")));
+        let steps = unquoted_steps(&plan);
+        assert!(!steps.contains("ldconfig") && !steps.contains("cuda.conf"));
         assert!(
             plan.notes
                 .iter()

@@ -101,12 +101,15 @@ np_nl='
 '
 "#;
 
-/// Frames each unit as it ends.
+/// Frames each unit as it ends: one `wc` for both outputs (named inside
+/// the staging folder, so a space in `$TMPDIR` does not split its answer)
+/// and one `cat`.
 const STREAM: &str = r#"np_unit() {
   command eval "( $3
 )" </dev/null >"$np_t/o" 2>"$np_t/e"
-  np_rc=$?
-  printf '@@NP %s %s %s %s %s\n' "$np_tok" "$1" "$np_rc" "$(wc -c <"$np_t/o")" "$(wc -c <"$np_t/e")"
+  np_rc=$? np_i=$1
+  set -- $(cd "$np_t" && exec wc -c o e)
+  printf '@@NP %s %s %s %s %s\n' "$np_tok" "$np_i" "$np_rc" "$1" "$3"
   cat "$np_t/o" "$np_t/e"
   return $np_rc
 }

@@ -377,15 +377,21 @@ impl WriteOpts {
 /// otherwise, and is renamed over the old one. A failure at any point (a
 /// full disk) leaves the old file untouched and removes the temp file.
 pub(crate) fn write_step(path: &str, content: &str, opts: &WriteOpts) -> String {
-    // The content is encoded straight into the step: one buffer, however
-    // large the file.
+    // The content goes straight into the step, one buffer however large the
+    // file, as one quoted word the shell's own `printf` writes: no process,
+    // and never in an argument list. Only a NUL, which no shell word holds,
+    // needs base64 and its pipe.
     let mut s = String::with_capacity(content.len() / 3 * 4 + 1024);
     s.push_str(&temp_beside(path));
-    s.push_str("if ! printf '%s' '");
-    base64::engine::general_purpose::STANDARD.encode_string(content, &mut s);
-    s.push_str(
-        "' | base64 -d > \"$t\"; then rm -f \"$t\"; echo \"cannot write $p\" >&2; exit 1; fi\n",
-    );
+    s.push_str("if ! printf '%s' ");
+    if content.contains('\0') {
+        s.push('\'');
+        base64::engine::general_purpose::STANDARD.encode_string(content, &mut s);
+        s.push_str("' | base64 -d");
+    } else {
+        crate::base::shell::quote_into(&mut s, content);
+    }
+    s.push_str(" > \"$t\"; then rm -f \"$t\"; echo \"cannot write $p\" >&2; exit 1; fi\n");
     s.push_str(&install_temp(opts));
     s
 }
@@ -429,7 +435,7 @@ pub(crate) fn trusted_folders(root: &str, below: &[&str]) -> String {
 /// file (mode 0600) in its folder, which must exist.
 pub(crate) fn temp_beside(path: &str) -> String {
     format!(
-        "p={}; d=$(dirname -- \"$p\")\n\
+        "p={}; case $p in */*) d=${{p%/*}}; d=${{d:-/}} ;; *) d=. ;; esac\n\
          [ -d \"$d\" ] || {{ echo \"directory $d does not exist\" >&2; exit 1; }}\n\
          t=$(mktemp \"$d/.nodeprov.XXXXXX\") || exit 1\n",
         quote(path)
@@ -448,10 +454,17 @@ pub(crate) fn install_temp(opts: &WriteOpts) -> String {
             quote(&format!("validate '{v}' refused the new content"))
         ));
     }
-    s.push_str(
-        "if [ -e \"$p\" ]; then chown --reference=\"$p\" \"$t\" && chmod --reference=\"$p\" \"$t\" || { rm -f \"$t\"; exit 1; }; \
-         chcon --reference=\"$p\" \"$t\" 2>/dev/null; else chmod 644 \"$t\"; fi\n",
-    );
+    // A mode given in digits replaces whatever the temp file had first.
+    s.push_str(match opts.mode {
+        Some(_) => {
+            "if [ -e \"$p\" ]; then chown --reference=\"$p\" \"$t\" || { rm -f \"$t\"; exit 1; }; \
+             chcon --reference=\"$p\" \"$t\" 2>/dev/null; fi\n"
+        }
+        None => {
+            "if [ -e \"$p\" ]; then chown --reference=\"$p\" \"$t\" && chmod --reference=\"$p\" \"$t\" || { rm -f \"$t\"; exit 1; }; \
+             chcon --reference=\"$p\" \"$t\" 2>/dev/null; else chmod 644 \"$t\"; fi\n"
+        }
+    });
     if opts.backup {
         s.push_str("if [ -e \"$p\" ]; then cp -p -- \"$p\" \"$p.$(date +%Y%m%d%H%M%S).bak\" || { rm -f \"$t\"; exit 1; }; fi\n");
     }
@@ -943,6 +956,26 @@ mod tests {
             "old\n"
         );
         assert_eq!(names.len(), 2, "no temp file left: {names:?}");
+    }
+
+    #[test]
+    fn any_content_is_written_exactly_and_a_given_mode_from_the_start() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("conf");
+        let p = path.to_str().unwrap();
+        let opts = WriteOpts {
+            mode: Some(0o600),
+            ..WriteOpts::default()
+        };
+        for content in ["a\0b\n", "back\\slash %s %% -n\n\n\n", "'", "", "\u{e9}\r\t"] {
+            let out = run(write_step(p, content, &opts));
+            assert_eq!(out.status, 0, "{}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(std::fs::read(&path).unwrap(), content.as_bytes(), "{content:?}");
+            assert_eq!(probe_local(p).unwrap().mode, 0o600);
+        }
+        // Only content a shell word cannot hold goes through base64.
+        assert!(write_step(p, "a\0b", &opts).contains("base64 -d"));
+        assert!(!write_step(p, "plain", &opts).contains("base64"));
     }
 
     #[test]

@@ -120,3 +120,41 @@ pub(crate) fn file_content(facts: &Facts, path: &str) -> String {
         .content
         .unwrap()
 }
+
+/// What of a step the shell reads as code: its single-quoted words (a
+/// file's content, a hostile value) left out, so a test can say that a
+/// value only ever travels quoted.
+pub(crate) fn unquoted(step: &str) -> String {
+    let (mut out, mut chars) = (String::new(), step.chars());
+    let mut double = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                out.push(c);
+                out.extend(chars.next());
+            }
+            '"' => {
+                double = !double;
+                out.push(c);
+            }
+            '\'' if !double => {
+                for q in chars.by_ref() {
+                    if q == '\'' {
+                        break;
+                    }
+                }
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// Every step of a plan as [`unquoted`] reads it.
+pub(crate) fn unquoted_steps(plan: &Plan) -> String {
+    plan.steps
+        .iter()
+        .map(|s| unquoted(s))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
