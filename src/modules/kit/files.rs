@@ -967,10 +967,20 @@ mod tests {
             mode: Some(0o600),
             ..WriteOpts::default()
         };
-        for content in ["a\0b\n", "back\\slash %s %% -n\n\n\n", "'", "", "\u{e9}\r\t"] {
+        for content in [
+            "a\0b\n",
+            "back\\slash %s %% -n\n\n\n",
+            "'",
+            "",
+            "\u{e9}\r\t",
+        ] {
             let out = run(write_step(p, content, &opts));
             assert_eq!(out.status, 0, "{}", String::from_utf8_lossy(&out.stderr));
-            assert_eq!(std::fs::read(&path).unwrap(), content.as_bytes(), "{content:?}");
+            assert_eq!(
+                std::fs::read(&path).unwrap(),
+                content.as_bytes(),
+                "{content:?}"
+            );
             assert_eq!(probe_local(p).unwrap().mode, 0o600);
         }
         // Only content a shell word cannot hold goes through base64.
