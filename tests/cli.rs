@@ -169,8 +169,8 @@ fn validate_checks_literal_parameter_values() {
 #[test]
 fn validate_finds_template_sources_where_apply_does() {
     let dir = tempfile::tempdir().unwrap();
-    std::fs::create_dir(dir.path().join("files")).unwrap();
-    std::fs::write(dir.path().join("files/motd.j2"), "{{ greeting }}\n").unwrap();
+    std::fs::create_dir(dir.path().join("templates")).unwrap();
+    std::fs::write(dir.path().join("templates/motd.j2"), "{{ greeting }}\n").unwrap();
     let ok = write(
         dir.path(),
         "ok.yml",
