@@ -15,13 +15,8 @@
 //! not active. `static` units cannot be disabled (the report says to set
 //! `masked: true`), `indirect` is not "enabled", aliases act on the real unit, and
 //! an active socket/timer/path unit that would restart a disabled service is
-//! drift and is stopped too. On hosts without systemd as PID 1 (an image
-//! being built, a container) nothing runs, so a stopped service holds and
-//! one that should run fails; `enabled` and `masked` are planned from the
-//! unit files as `systemctl` reads and writes them offline, for the next
-//! boot, as Ansible's module sets them (without `systemctl`, a service that
-//! should be off is compliant with a note). Unmasking with `enabled` set
-//! enables or disables afterwards: a mask hides which the unit was.
+//! drift and is stopped too. On hosts without systemd as PID 1 a service that
+//! should be off is compliant with a note; one that should run fails.
 //!
 //! # Example
 //!
@@ -297,19 +292,6 @@ struct Shown {
     units: Vec<String>,
 }
 
-/// Without a running systemd, the unit files as `systemctl` reads them
-/// offline (what it enables, disables and masks offline too), in the shape
-/// of `systemctl show`: nothing is active, nothing triggers. Only the
-/// system's units: a user's need their manager.
-const OFFLINE: &str = r#"[ -z "$np_scope" ] && command -v systemctl >/dev/null 2>&1 || exit 0
-for u do
-  s=$(systemctl is-enabled -- "$u" 2>/dev/null)
-  case $s in '') l=not-found ;; masked*) l=masked ;; *) l=loaded ;; esac
-  case $u in *.*) i=$u ;; *) i=$u.service ;; esac
-  printf 'Id=%s\nLoadState=%s\nUnitFileState=%s\nActiveState=inactive\nTriggeredBy=\nNeedDaemonReload=no\n\n' "$i" "$l" "$s"
-done
-exit 0"#;
-
 /// The named units, in order, and the units that can trigger them.
 struct ShownUnits;
 
@@ -330,11 +312,10 @@ impl Fact for ShownUnits {
             .join(" ");
         let show = format!("systemctl {}show -p", q.scope);
         format!(
-            "[ -d /run/systemd/system ] || {{ np_scope={}; set -- {args}\n{OFFLINE}\n}}\n\
+            "[ -d /run/systemd/system ] || exit 0\n\
              {show} {PROPS} --no-pager -- {args} || exit 1\n\
              t=$({show} TriggeredBy --no-pager -- {args} | sed -n 's/^TriggeredBy=//p' | tr ' ' '\\n' | sort -u | grep .)\n\
-             [ -z \"$t\" ] || {{ echo; echo {TRIGGERS_MARK}; {show} {PROPS} --no-pager -- $t; }}",
-            quote(q.scope.trim())
+             [ -z \"$t\" ] || {{ echo; echo {TRIGGERS_MARK}; {show} {PROPS} --no-pager -- $t; }}"
         )
     }
 
@@ -453,8 +434,7 @@ impl Module for Service {
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
-        let running = Systemd::read(facts, &())?;
-        if !running && !self.offline(facts)? {
+        if !Systemd::read(facts, &())? {
             return self.plan_without_systemd();
         }
         let mut plan = Plan::noop();
@@ -479,8 +459,7 @@ impl Module for Service {
             self.plan_unit(name, unit, &triggers, &mut plan)?;
         }
         let stale = named.iter().any(|u| u.need_reload);
-        let manager = self.manager.filter(|_| running);
-        if let Some(verb) = manager.filter(|_| stale || !plan.steps.is_empty()) {
+        if let Some(verb) = self.manager.filter(|_| stale || !plan.steps.is_empty()) {
             if stale && plan.changes.is_empty() {
                 plan.changes
                     .push(change("systemd".into(), "unit files changed on disk", verb));
@@ -529,22 +508,7 @@ impl Service {
         )
     }
 
-    /// Without a running systemd, whether the unit files are planned as
-    /// systemctl reads and writes them offline: what is asked of them
-    /// (enabled, masked) holds at the next boot, as Ansible's module sets it
-    /// there too; nothing can be started.
-    fn offline(&self, facts: &Facts) -> Result<bool, ModuleError> {
-        let asked = self.enabled.is_some() || self.masked.is_some();
-        let startable = self.state.is_some_and(|s| s != State::Stopped);
-        if !asked || startable || self.query || self.units.is_empty() || !self.scope.is_empty() {
-            return Ok(false);
-        }
-        let read = facts.get(&ShownUnits::key(&self.shown()));
-        Ok(read.is_ok_and(|r| !r.stdout.is_empty()))
-    }
-
-    /// Nothing runs units here and systemctl cannot read their files:
-    /// stopped and disabled hold, started cannot.
+    /// Nothing runs units here: stopped and disabled hold, started cannot.
     fn plan_without_systemd(&self) -> Result<Plan, ModuleError> {
         let wants_running =
             self.state.is_some_and(|s| s != State::Stopped) || self.enabled == Some(true);
@@ -576,26 +540,10 @@ impl Service {
         if u.load == "not-found" && self.masked != Some(true) {
             return self.plan_missing(id, plan);
         }
-        let mut enabled = self.enabled;
         if self.masked == Some(false) && u.masked() {
             plan.changes
                 .push(change(format!("{id} masked"), &u.file_state, "unmasked"));
             plan.steps.push(self.systemctl("unmask", id));
-            // A mask hides whether the unit is enabled underneath: the
-            // setting asked for is made after the unmask, whatever it was.
-            if let Some(want) = enabled.take() {
-                let (verb, after) = if want {
-                    ("enable", "enabled")
-                } else {
-                    ("disable", "disabled")
-                };
-                plan.changes.push(change(
-                    format!("{id} enabled"),
-                    "unknown while masked",
-                    after,
-                ));
-                plan.steps.push(self.systemctl(verb, id));
-            }
         }
         let masked_after = (u.masked() && self.masked != Some(false)) || self.masked == Some(true);
         if masked_after
@@ -608,7 +556,7 @@ impl Service {
         if self.masked != Some(true) {
             self.plan_triggers(id, u, triggers, plan);
         }
-        if let Some(want) = enabled.filter(|_| !masked_after) {
+        if let Some(want) = self.enabled.filter(|_| !masked_after) {
             self.plan_enabled(id, u, want, plan)?;
         }
         self.plan_state(id, u, plan);
