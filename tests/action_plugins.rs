@@ -745,13 +745,14 @@ fn set_stats_gathers_what_ansible_gathers() {
     assert_machine_unchanged(&before);
 }
 
-/// Jobs left running, read while they run, once they ended (well and
-/// badly), removed, and read once removed; also as another user.
+/// Jobs left running, read while they run (the first waits for a file a
+/// later task writes, so that read cannot come too late), once they ended
+/// (well and badly), removed, and read once removed; also as another user.
 const ASYNC_PLAY: &str = r#"
 - hosts: all
   gather_facts: false
   tasks:
-    - shell: sleep 4; echo built; echo warned >&2
+    - shell: while [ ! -e /root/release ]; do sleep 0.1; done; echo built; echo warned >&2
       async: 60
       poll: 0
       register: build
@@ -775,6 +776,7 @@ const ASYNC_PLAY: &str = r#"
       register: module_job
     - async_status: {jid: "{{ build.ansible_job_id }}"}
       register: early
+    - copy: {dest: /root/release, content: ""}
     - async_status: {jid: "{{ build.ansible_job_id }}"}
       register: job
       until: job.finished
@@ -845,7 +847,13 @@ fn async_status_reads_jobs_left_running_as_ansible_does() {
         ["unknown", "unknown", "unknown", "drift", "ok"],
         "{check}"
     );
-    assert!(statuses[5..13].iter().all(|s| *s == "unknown"), "{check}");
+    let tasks = check.doc["hosts"][0]["tasks"].as_array().unwrap();
+    let readers: Vec<_> = tasks
+        .iter()
+        .filter(|t| t["module"] == "async_status")
+        .collect();
+    assert_eq!(readers.len(), 8, "{check}");
+    assert!(readers.iter().all(|t| t["status"] == "unknown"), "{check}");
     assert!(!fleet.hosts[0].host.path("/root/.ansible_async").exists());
     let run = nodeprov("apply");
     assert_eq!(run.code, 0, "{run}");
@@ -910,7 +918,7 @@ fn async_status_reads_jobs_left_running_as_ansible_does() {
     let tasks = run.doc["hosts"][0]["tasks"].as_array().unwrap();
     let status = |n: usize| tasks[n]["status"].as_str().unwrap().to_string();
     assert_eq!(
-        [status(0), status(5), status(6)],
+        [status(0), status(5), status(7)],
         ["changed", "ok", "ok"],
         "{run}"
     );
