@@ -240,6 +240,10 @@ pub struct RunArgs {
     /// merge the N reports with `nodeprov report merge`.
     #[arg(long, value_name = "I/N")]
     pub shard: Option<Shard>,
+    /// Refuse the run, before any host, on an error Ansible reports only when a
+    /// task runs (an unknown parameter or filter, a Windows module): `validate` lists them.
+    #[arg(long)]
+    pub strict: bool,
 }
 
 #[derive(Args, Debug)]

@@ -47,19 +47,23 @@ pub fn run(cli: Cli) -> u8 {
         Command::Doc(args) => doc_cmd(&args),
     };
     result.unwrap_or_else(|errors| {
-        let mut err = std::io::stderr().lock();
-        for e in &errors {
-            // Masked first, then made safe line by line: a file's bytes (a
-            // vault id, a quoted line) must not reach the terminal raw.
-            let text = vault::redact(&e.to_string()).into_owned();
-            let lines: Vec<_> = text
-                .split('\n')
-                .map(|line| crate::base::printable::printable(line, true))
-                .collect();
-            let _ = writeln!(err, "error: {}", lines.join("\n"));
-        }
+        print_errors(errors.iter());
         EXIT_USAGE
     })
+}
+
+fn print_errors<'d>(errors: impl Iterator<Item = &'d Diagnostic>) {
+    let mut err = std::io::stderr().lock();
+    for e in errors {
+        // Masked first, then made safe line by line: a file's bytes (a
+        // vault id, a quoted line) must not reach the terminal raw.
+        let text = vault::redact(&e.to_string()).into_owned();
+        let lines: Vec<_> = text
+            .split('\n')
+            .map(|line| crate::base::printable::printable(line, true))
+            .collect();
+        let _ = writeln!(err, "error: {}", lines.join("\n"));
+    }
 }
 
 /// Reads the vault passwords the flags and the settings (ansible.cfg and the
@@ -199,15 +203,35 @@ fn load_playbook(
     settings: &Settings,
 ) -> Result<playbook::Playbook, Vec<Diagnostic>> {
     unlock_vault(vault, settings)?;
-    let pb = playbook::load_with(
+    let mut pb = playbook::load_with(
         path,
         &roles_path(roles, settings),
         &collections_path(collections, settings),
         &play_defaults(settings),
     )?;
     install_plugins(&pb);
-    validate::templates(&pb)?;
+    validate::templates(&mut pb)?;
     Ok(pb)
+}
+
+/// What Ansible finds only when a task runs or a variable is read: with
+/// `--strict`, the run is refused before any host; without, it is named
+/// in one line, and only what reaches it fails.
+fn judge_run_time_errors(pb: &playbook::Playbook, strict: bool) -> Result<(), Vec<Diagnostic>> {
+    let found = pb.run_time_errors();
+    if found.is_empty() {
+        return Ok(());
+    }
+    if strict {
+        return Err(found.into_iter().cloned().collect());
+    }
+    let _ = writeln!(
+        std::io::stderr(),
+        "note: {} error(s) that Ansible reports only when a task runs or a variable is read: \
+         what reaches one fails there (`nodeprov validate` lists them; --strict refuses the run)",
+        found.len()
+    );
+    Ok(())
 }
 
 /// The filter and test plugins beside the playbook and in its roles, as
@@ -315,6 +339,7 @@ fn apply(args: RunArgs, check_cmd: bool, settings: &Settings) -> Result<u8, Vec<
         &args.target.vault,
         settings,
     )?;
+    judge_run_time_errors(&pb, args.strict)?;
     let inventory = playbook_inventory(&pb, &args.target.inventory, settings)?;
     let conn = connect_options(args.target.connection, &args.target.ssh, settings)?;
     let connect = move |host: &str, vars: &Map<String, Value>| connect::open(&conn, host, vars);
@@ -563,11 +588,17 @@ fn validate_cmd(args: &ValidateArgs, settings: &Settings) -> Result<u8, Vec<Diag
         .iter()
         .map(|p| p.tasks.len() + p.handlers.len() + p.validate.len())
         .sum();
+    let found = pb.run_time_errors();
+    let verdict = match found.len() {
+        0 => "ok".to_string(),
+        n => format!("loads, with {n} error(s) that Ansible reports when a task runs"),
+    };
     println!(
-        "{}: ok ({} plays, {tasks} tasks)",
+        "{}: {verdict} ({} plays, {tasks} tasks)",
         args.playbook.display(),
         pb.plays.len()
     );
+    print_errors(found.iter().copied());
     // Never silent: each task that Ansible's own module will run, and why.
     let all = pb
         .plays
@@ -594,7 +625,10 @@ fn validate_cmd(args: &ValidateArgs, settings: &Settings) -> Result<u8, Vec<Diag
             );
         }
     }
-    Ok(EXIT_OK)
+    Ok(match found.is_empty() {
+        true => EXIT_OK,
+        false => EXIT_USAGE,
+    })
 }
 
 fn inventory_cmd(args: &InventoryArgs, settings: &Settings) -> Result<u8, Vec<Diagnostic>> {

@@ -95,8 +95,8 @@ fn at_root(root: &Path, program: &str) -> Command {
     cmd
 }
 
-/// `ok`, or the first error line with the project root taken out of its
-/// location, so that the record reads the same on every machine.
+/// `ok`, or the first error line with the project root taken out of it
+/// and its location, so that the record reads the same on every machine.
 fn nodeprov_verdict(root: &Path, playbook: &str) -> String {
     let out = at_root(root, BIN)
         .args(["validate", playbook])
@@ -107,15 +107,16 @@ fn nodeprov_verdict(root: &Path, playbook: &str) -> String {
     }
     let text = String::from_utf8_lossy(&out.stderr);
     let mut lines = text.lines().filter(|l| !l.starts_with("warning:"));
-    let message = lines.next().unwrap_or("(no message)").to_string();
+    let relative = |text: &str| {
+        text.replace(&format!("{}/", root.display()), "")
+            .replace("/./", "/")
+    };
+    let message = relative(lines.next().unwrap_or("(no message)"));
     let at = lines
         .find_map(|l| l.trim_start().strip_prefix("--> "))
-        .unwrap_or("")
-        .replace(&format!("{}/", root.display()), "")
-        .replace("/./", "/")
-        .trim_start_matches("./")
-        .to_string();
-    format!("{message} at {at}")
+        .map(relative)
+        .unwrap_or_default();
+    format!("{message} at {}", at.trim_start_matches("./"))
 }
 
 fn ansible_verdict(root: &Path, playbook: &str) -> String {

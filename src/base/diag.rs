@@ -32,6 +32,15 @@ impl Span {
         Span::new(source, 0, 0)
     }
 
+    /// File order: by file name, line, then column.
+    pub fn order(&self, other: &Span) -> std::cmp::Ordering {
+        (self.source.name.as_str(), self.line, self.col).cmp(&(
+            other.source.name.as_str(),
+            other.line,
+            other.col,
+        ))
+    }
+
     /// `file:line:col`, or just the name for synthetic spans.
     pub fn location(&self) -> String {
         if self.line == 0 {

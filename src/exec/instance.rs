@@ -43,6 +43,9 @@ pub(crate) enum ResolveError {
     /// The module refused its parameters (a rendered diagnostic).
     #[error("{0}")]
     Module(String),
+    /// What Ansible finds only when the task runs, found at load.
+    #[error("{at}: {why}")]
+    AtRun { at: String, why: String },
     #[error("{at}: environment: {why}")]
     Environment { at: String, why: String },
     #[error("{at}: async: {why}")]
@@ -201,6 +204,18 @@ impl Resolver<'_> {
                 let label = instance.label;
                 return Resolution::Failed { label, error };
             }
+        }
+        if let Some(d) = spec.task.run_errors.first() {
+            let why = match &d.hint {
+                Some(hint) => format!("{} ({hint})", d.message),
+                None => d.message.clone(),
+            };
+            let error = ResolveError::AtRun {
+                at: d.span.location(),
+                why,
+            };
+            let label = instance.label;
+            return Resolution::Failed { label, error };
         }
         let mut instance = instance;
         match self.environment(spec, &instance.vars) {

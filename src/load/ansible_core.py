@@ -189,6 +189,18 @@ def find_module(name, collections):
     return ctx
 
 
+def is_windows_module(path):
+    """A PowerShell module: the `.ps1` itself, or the `.py` beside one that
+    only documents it (a Python module imports module_utils)."""
+    stem, ext = os.path.splitext(path)
+    if ext == ".ps1":
+        return True
+    if ext != ".py" or not os.path.exists(stem + ".ps1"):
+        return False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return "module_utils" not in f.read()
+
+
 def action_handler(name, collections, module_ctx):
     # Mirrors TaskExecutor._get_action_handler_with_module_context.
     module_collection, _sep, module_name = name.rpartition(".")
@@ -558,7 +570,13 @@ def handle(req):
         raise Refusal("no module named '%s' in ansible-core %s, the collections paths (%s) or the library folders (%s)"
                       % (name, VERSION, ", ".join(paths) or "none given", ", ".join(library) or "none given"))
 
-    zip_bytes, import_name, loader = build_zip(name, ctx)
+    windows = is_windows_module(ctx.plugin_resolved_path)
+    if windows:
+        # Ansible finds it as nodeprov does and fails it on a POSIX host
+        # when the task runs: nothing is packed for it.
+        zip_bytes, import_name, loader = b"", "", None
+    else:
+        zip_bytes, import_name, loader = build_zip(name, ctx)
     expected = import_name.replace(".", "/") + ".py"
     if import_name and expected not in zipfile.ZipFile(io.BytesIO(zip_bytes)).namelist():
         raise Refusal("the payload built for '%s' lacks %s" % (name, expected))
@@ -572,6 +590,7 @@ def handle(req):
         "sha256": hashlib.sha256(zip_bytes).hexdigest(),
         "ansible_version": VERSION,
         "loader": loader,
+        "windows": windows,
     }
     State.cache[key] = answer
     return answer

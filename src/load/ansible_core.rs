@@ -360,6 +360,7 @@ fn payload(answer: Value) -> Result<Arc<Payload>, AnsibleCoreError> {
                     .then(|| answer["loader"].to_string()),
             },
         },
+        windows: answer["windows"] == json!(true),
     }))
 }
 

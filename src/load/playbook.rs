@@ -20,9 +20,29 @@ use crate::modules::{self, ModuleSpec};
 pub struct Playbook {
     pub path: PathBuf,
     pub plays: Vec<Play>,
+    /// Variables that cannot be rendered, which Ansible finds only when
+    /// something reads them: the tasks that do fail, and `validate` lists
+    /// them.
+    pub variable_errors: Vec<Diagnostic>,
 }
 
 impl Playbook {
+    /// Everything Ansible finds only when a task runs or a variable is
+    /// read, in file order: `validate` lists it, `--strict` refuses it.
+    pub fn run_time_errors(&self) -> Vec<&Diagnostic> {
+        let tasks = self
+            .plays
+            .iter()
+            .flat_map(|p| p.tasks.iter().chain(&p.handlers).chain(&p.validate));
+        let mut all: Vec<&Diagnostic> = tasks
+            .flat_map(|t| &t.run_errors)
+            .chain(&self.variable_errors)
+            .collect();
+        all.sort_by(|a, b| a.span.order(&b.span));
+        all.dedup_by(|a, b| a.span.order(&b.span).is_eq() && a.message == b.message);
+        all
+    }
+
     /// A play before the `p`th puts hosts in groups the inventory lacks
     /// (`group_by`, `add_host`): a later `hosts:` naming none it knows may
     /// name one of those, and selects no host rather than being a mistake.
@@ -135,6 +155,10 @@ pub struct Task {
     /// A `package` task's `module_defaults` for the module its host's
     /// package manager is (`apt`, `dnf`, …), chosen per host.
     pub backend_defaults: Vec<tasks::ModuleDefaults>,
+    /// What Ansible finds only when the task runs (an unknown parameter,
+    /// an unknown filter, a Windows module): the task fails with the first
+    /// where it is reached, and nowhere else.
+    pub run_errors: Vec<Diagnostic>,
     pub span: Span,
 }
 
@@ -179,6 +203,14 @@ impl Errors {
     pub(super) fn push(&mut self, d: Diagnostic) {
         self.0.push(d);
     }
+
+    pub(super) fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    pub(super) fn into_vec(self) -> Vec<Diagnostic> {
+        self.0
+    }
 }
 
 pub fn load(path: &Path) -> Result<Playbook, Vec<Diagnostic>> {
@@ -221,17 +253,12 @@ pub fn load_with(
     };
     let plays = plays_of(path, &at, &mut vec![path.to_path_buf()], &mut errors);
     // Sections expand after the play's keys are read: report in file order.
-    errors.0.sort_by(|a, b| {
-        (a.span.source.name.as_str(), a.span.line, a.span.col).cmp(&(
-            b.span.source.name.as_str(),
-            b.span.line,
-            b.span.col,
-        ))
-    });
+    errors.0.sort_by(|a, b| a.span.order(&b.span));
     if errors.0.is_empty() {
         Ok(Playbook {
             path: path.to_path_buf(),
             plays,
+            variable_errors: Vec::new(),
         })
     } else {
         Err(errors.0)
@@ -670,6 +697,10 @@ fn parse_play(node: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> Opt
     let mut become_ = at.defaults.escalate;
     let mut hosts_seen = false;
     let mut scope = tasks::Scope::new(dir.to_path_buf(), at.finder.clone());
+    // The playbook is being expanded too: no include names it (a templated
+    // `{{ os }}.yml` beside it does not mean it).
+    let own = Path::new(&node.span.source.name).file_name();
+    scope.stack.extend(own.map(|name| dir.join(name)));
     if let Some(env) = node.get("environment") {
         scope.inherit_environment(environment(env, errors));
     }
@@ -885,6 +916,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         run_once: false,
         ansible: None,
         backend_defaults: Vec::new(),
+        run_errors: Vec::new(),
         span: node.span.clone(),
     };
     let mut own_defaults = None;
@@ -977,6 +1009,8 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         (false, [(k, v, name)]) => match ansible_module(name, handed_over(name, v, args), scope) {
             Ok(payload) => {
                 module = Some((&ANSIBLE_MODULE, k, v));
+                task.run_errors
+                    .extend(payload.unrunnable().map(|why| k.error(why)));
                 task.ansible = Some(Fallback {
                     payload,
                     why: "no native module".into(),
@@ -1053,7 +1087,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
             return Some(task);
         }
     }
-    check_params(spec, key, &task.params, errors);
+    check_params(spec, key, &mut task, errors);
     tasks::check_once_per_host(&task, key, errors);
     tasks::check_delegated(&task, key, errors);
     tasks::check_detached(&task, key, errors);
@@ -1562,7 +1596,12 @@ fn canonical_names(spec: &ModuleSpec, params: &mut [(String, Node)], errors: &mu
     }
 }
 
-fn check_params(spec: &ModuleSpec, key: &Node, params: &[(String, Node)], errors: &mut Errors) {
+/// What nodeprov cannot do refuses the run; a parameter Ansible's module
+/// would refuse fails the task when it runs, as Ansible's module checks
+/// its arguments then.
+fn check_params(spec: &ModuleSpec, key: &Node, task: &mut Task, errors: &mut Errors) {
+    let params = &task.params;
+    let wrong = &mut task.run_errors;
     let variable = params.iter().any(|(n, _)| n == VARIABLE_PARAMS);
     for (name, value) in params {
         // A templated name is checked once rendered, by the module.
@@ -1605,13 +1644,13 @@ fn check_params(spec: &ModuleSpec, key: &Node, params: &[(String, Node)], errors
                 Some(s) => format!("did you mean '{s}'?"),
                 None => format!("'{}' takes: {}", spec.name, spec.params.names.join(", ")),
             };
-            errors.push(d.with_hint(hint));
+            wrong.push(d.with_hint(hint));
         }
     }
     // What the template gives is checked once rendered, by the module.
     for required in spec.params.required.iter().filter(|_| !variable) {
         if !params.iter().any(|(n, _)| n == required) {
-            errors.push(key.error(format!(
+            wrong.push(key.error(format!(
                 "module '{}' needs parameter '{required}'",
                 spec.name
             )));
@@ -1721,11 +1760,13 @@ mod tests {
 
     #[test]
     fn unknown_parameter_suggests_nearest() {
-        let errs = load_text(
+        // Ansible's module finds it when the task runs: the task keeps it.
+        let pb = load_text(
             "- hosts: all\n  tasks:\n    - copy:\n        dest: /x\n        contnet: y\n",
         )
-        .unwrap_err();
-        assert_eq!(errs[0].span.location(), "site.yml:5:18");
+        .unwrap();
+        let errs = &pb.plays[0].tasks[0].run_errors;
+        assert!(errs[0].span.location().ends_with("/site.yml:5:18"));
         assert_eq!(
             errs[0].message,
             "unknown parameter 'contnet' for module 'copy'"
@@ -1797,11 +1838,10 @@ mod tests {
             messages,
             [
                 "this task names no module",
-                "unknown parameter 'stat' for module 'file'",
                 "unknown play keyword 'hanlders'"
             ]
         );
-        assert_eq!(errs[2].hint.as_deref(), Some("did you mean 'handlers'?"));
+        assert_eq!(errs[1].hint.as_deref(), Some("did you mean 'handlers'?"));
     }
 
     #[test]

@@ -672,13 +672,28 @@ fn include(
         return Vec::new();
     };
     let inner = scope.for_include(node, key, entries, errors);
+    let at_run = Deferral {
+        dynamic: key.ends_with("include_tasks"),
+        node,
+        name: include_name(node, || format!("{key} {file}")),
+    };
     let body = |s: &Scope, errors: &mut Errors| -> Vec<Task> {
-        candidates(&file, &file_node, s, errors)
+        let mut own = Errors::default();
+        let found = candidates(&file, &file_node, s, errors, &mut own);
+        if !own.is_empty() {
+            return at_run.fail(own, s, errors);
+        }
+        found
             .into_iter()
             .flat_map(|(path, guard)| {
                 let mut g = s.clone();
                 g.inherit.when.extend(guard);
-                tasks_file(&path, &file_node, &g, errors)
+                let mut own = Errors::default();
+                let tasks = tasks_file(&path, &file_node, &g, &mut own);
+                match own.is_empty() {
+                    true => tasks,
+                    false => at_run.fail(own, &g, errors),
+                }
             })
             .collect()
     };
@@ -870,12 +885,15 @@ impl HostLoop<'_> {
 }
 
 /// The files an include names: one, or for a templated name every file in
-/// its folder that the name could render to, each with its guard.
+/// its folder that the name could render to, each with its guard. None
+/// matching is `missing`'s (Ansible's error when the include runs); a name
+/// nodeprov cannot expand is `errors`'.
 fn candidates(
     file: &str,
     at: &Node,
     scope: &Scope,
     errors: &mut Errors,
+    missing: &mut Errors,
 ) -> Vec<(PathBuf, Option<Node>)> {
     let file = &scope.known_at_load(file);
     if !crate::template::is_templated(file) {
@@ -899,7 +917,7 @@ fn candidates(
         .collect();
     found.sort();
     if found.is_empty() {
-        errors.push(at.error(format!(
+        missing.push(at.error(format!(
             "no file in {} matches the include '{file}'",
             scope.dir.display()
         )));
@@ -1044,10 +1062,29 @@ fn role_task(
     // with `when:` for optional integrations).
     if dynamic && !crate::template::is_templated(&request.name) {
         if let Some(why) = scope.roles.missing(&request.name, &scope.collections) {
-            return missing_role(node, &request.name, &why, &inner, errors);
+            let mut own = Errors::default();
+            own.push(node.error(format!("role '{}' not found ({why})", request.name)));
+            let at_run = Deferral {
+                dynamic,
+                node,
+                name: include_name(node, || format!("{key} {}", request.name)),
+            };
+            return at_run.fail(own, &inner, errors);
         }
     }
-    let body = |s: &Scope, errors: &mut Errors| roles::expand(&request, s, errors).tasks;
+    let at_run = Deferral {
+        dynamic,
+        node,
+        name: include_name(node, || format!("{key} {}", request.name)),
+    };
+    let body = |s: &Scope, errors: &mut Errors| {
+        let mut own = Errors::default();
+        let tasks = roles::expand(&request, s, &mut own).tasks;
+        match own.is_empty() {
+            true => tasks,
+            false => at_run.fail(own, s, errors),
+        }
+    };
     match node.get("loop").or_else(|| node.get("with_items")) {
         // Ansible refuses it too: an import happens before any loop runs.
         Some(_) if !dynamic => {
@@ -1061,34 +1098,53 @@ fn role_task(
     }
 }
 
-/// A `fail` task in place of an included role that is not installed.
-fn missing_role(
-    node: &Node,
-    name: &str,
-    why: &str,
-    scope: &Scope,
-    errors: &mut Errors,
-) -> Vec<Task> {
-    let text = |s: &str| Node::new(Value::Str(s.into()), node.span.clone());
-    let msg = format!("role '{name}' not found ({why})");
-    let args = Node::new(
-        Value::Map(vec![(text("msg"), text(&msg))]),
-        node.span.clone(),
-    );
-    let task = Node::new(
-        Value::Map(vec![
-            (text("name"), text(&format!("include_role {name}"))),
-            (text("fail"), args),
-        ]),
-        node.span.clone(),
-    );
-    playbook::parse_task(&task, scope, errors)
-        .map(|mut t| {
-            inherit(&mut t, &scope.inherit);
-            t
-        })
-        .into_iter()
-        .collect()
+/// What an include loads, and when Ansible loads it: a static import's
+/// errors refuse the playbook; a dynamic include's are found only when it
+/// runs (a file or role for another platform, guarded by `when:`).
+struct Deferral<'n> {
+    dynamic: bool,
+    node: &'n Node,
+    /// The include as reports name it (`include_tasks windows.yml`).
+    name: String,
+}
+
+/// The include's own `name:`, else what it includes.
+fn include_name(node: &Node, otherwise: impl FnOnce() -> String) -> String {
+    node.get("name")
+        .and_then(Node::as_str)
+        .map_or_else(otherwise, str::to_string)
+}
+
+impl Deferral<'_> {
+    /// In place of what could not be loaded: for a dynamic include, a
+    /// `fail` task that fails with the errors where it is reached (and
+    /// `validate` lists them); for a static one, nothing, the errors
+    /// refusing the playbook.
+    fn fail(&self, own: Errors, scope: &Scope, errors: &mut Errors) -> Vec<Task> {
+        let found = own.into_vec();
+        if !self.dynamic {
+            found.into_iter().for_each(|d| errors.push(d));
+            return Vec::new();
+        }
+        let span = &self.node.span;
+        let text = |s: &str| Node::new(Value::Str(s.into()), span.clone());
+        let args = Node::new(
+            Value::Map(vec![(text("msg"), text(&found[0].message))]),
+            span.clone(),
+        );
+        let task = Node::new(
+            Value::Map(vec![(text("name"), text(&self.name)), (text("fail"), args)]),
+            span.clone(),
+        );
+        playbook::parse_task(&task, scope, errors)
+            .map(|mut t| {
+                inherit(&mut t, &scope.inherit);
+                t.run_errors = found;
+                t
+            })
+            .into_iter()
+            .collect()
+    }
 }
 
 /// Conditions that must hold, outermost first, before the task's own.
@@ -1471,6 +1527,40 @@ mod tests {
     }
 
     #[test]
+    fn a_dynamic_include_fails_when_it_runs_where_a_static_import_refuses_the_playbook() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |name: &str, text: &str| std::fs::write(dir.path().join(name), text).unwrap();
+        write("Debian.yml", "- debug: msg=debian\n");
+        write("Windows.yml", "- win_no_such_module: {}\n");
+        let site = |include: &str| {
+            format!(
+                "- hosts: all\n  tasks:\n    - {include}: \"{{{{ os }}}}.yml\"\n    \
+                 - name: gone\n      include_tasks: gone.yml\n      when: false\n"
+            )
+        };
+        write("site.yml", &site("include_tasks"));
+        let pb = playbook::load(&dir.path().join("site.yml")).unwrap();
+        let tasks = &pb.plays[0].tasks;
+        let shown: Vec<(&str, usize)> = tasks
+            .iter()
+            .map(|t| (t.module.name, t.run_errors.len()))
+            .collect();
+        // Debian's task, and a failing task for each include Ansible would
+        // find broken when it runs it.
+        assert_eq!(shown, [("debug", 0), ("fail", 1), ("fail", 1)]);
+        assert!(tasks[1].run_errors[0]
+            .message
+            .contains("'win_no_such_module'"));
+        assert!(tasks[1].when.is_some(), "the Windows copy keeps its guard");
+        assert_eq!(tasks[2].name, "gone");
+        assert!(tasks[2].run_errors[0].message.contains("gone.yml"));
+
+        write("site.yml", &site("import_tasks"));
+        let refused = playbook::load(&dir.path().join("site.yml")).unwrap_err();
+        assert!(refused[0].message.contains("'win_no_such_module'"));
+    }
+
+    #[test]
     fn meta_actions_nodeprov_cannot_honour_are_refused_where_written() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("site.yml");
@@ -1479,9 +1569,10 @@ mod tests {
             "- hosts: all\n  tasks:\n    - meta: refresh_inventory\n",
         )
         .unwrap();
-        let pb = playbook::load(&path).unwrap();
-        let errs = crate::load::validate::templates(&pb).unwrap_err();
-        let msg = errs[0].to_string();
+        // Ansible's meta checks its action when it runs: the task fails then.
+        let mut pb = playbook::load(&path).unwrap();
+        crate::load::validate::templates(&mut pb).unwrap();
+        let msg = pb.run_time_errors()[0].to_string();
         assert!(
             msg.contains("site.yml:3:13") && msg.contains("'refresh_inventory'"),
             "{msg}"

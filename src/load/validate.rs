@@ -1,6 +1,11 @@
 //! Static checks of a loaded playbook: every template and condition must
 //! compile, every `src:` template must exist and compile, every `notify`
 //! must reach a handler. No host is touched.
+//!
+//! Each finding is sorted by the moment Ansible makes it. What Ansible
+//! refuses as it loads the playbook refuses the run here. What it finds
+//! only when a task runs stays with the task, which fails on it where it is
+//! reached; a variable that cannot be rendered fails only what reads it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
@@ -17,32 +22,54 @@ use crate::modules::params::{find_file, playbook_folder, BuildCtx, Sources};
 use crate::modules::{ControllerFile, Params};
 use crate::template::{is_templated, Templates};
 
-pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
+/// Refuses what Ansible refuses at load; keeps the rest with the tasks
+/// and variables it belongs to (`Playbook::run_time_errors`).
+pub fn templates(pb: &mut Playbook) -> Result<(), Vec<Diagnostic>> {
     let t = Templates::new();
     let dirs = playbook_folder(&pb.path);
     let mut errors = Vec::new();
-    for play in &pb.plays {
+    let mut variables = Vec::new();
+    for play in &mut pb.plays {
+        play.vars_files
+            .iter()
+            .for_each(|n| check_strings(&t, n, &mut errors));
         play.vars_node
             .iter()
-            .chain(&play.vars_files)
-            .for_each(|n| check_strings(&t, n, &mut errors));
+            .for_each(|n| check_strings(&t, n, &mut variables));
         if let Err(e) = t.check_template(&play.hosts) {
             errors.push(Diagnostic::new(&play.span, format!("hosts: {e}")));
         }
-        check_var_cycles(&t, play, &mut errors);
-        check_role_defaults(&t, play, &mut errors);
+        check_var_cycles(&t, play, &mut variables);
+        check_role_defaults(&t, play, &mut variables);
         check_handlers(play, &mut errors);
-        check_vars_files(pb, play, &mut errors);
-        for task in play
+        check_vars_files(&pb.path, play, &mut errors);
+        let play_ref: &Play = play;
+        for task in play_ref
             .tasks
             .iter()
-            .chain(&play.handlers)
-            .chain(&play.validate)
+            .chain(&play_ref.handlers)
+            .chain(&play_ref.validate)
         {
-            check_task(&t, &task.search_path(&dirs), task, &mut errors);
-            check_notify(play, task, &mut errors);
+            check_notify(play_ref, task, &mut errors);
+            task.vars_node
+                .iter()
+                .for_each(|n| check_strings(&t, n, &mut variables));
+        }
+        for task in play
+            .tasks
+            .iter_mut()
+            .chain(&mut play.handlers)
+            .chain(&mut play.validate)
+        {
+            let mut found = Found {
+                load: &mut errors,
+                run: Vec::new(),
+            };
+            check_task(&t, &task.search_path(&dirs), task, &mut found);
+            task.run_errors.extend(found.run);
         }
     }
+    pb.variable_errors = variables;
     if errors.is_empty() {
         Ok(())
     } else {
@@ -50,12 +77,18 @@ pub fn templates(pb: &Playbook) -> Result<(), Vec<Diagnostic>> {
     }
 }
 
-fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Diagnostic>) {
+/// A task's findings, by the moment Ansible makes them.
+struct Found<'e> {
+    load: &'e mut Vec<Diagnostic>,
+    run: Vec<Diagnostic>,
+}
+
+fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, found: &mut Found) {
+    let errors = &mut found.run;
     let params = task.params.iter().map(|(_, node)| node);
     let nodes = params
         .chain(&task.loop_items)
         .chain(&task.loop_label)
-        .chain(&task.vars_node)
         .chain(&task.environment);
     for node in nodes {
         check_strings(t, node, errors);
@@ -81,12 +114,14 @@ fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Dia
     {
         check_condition(t, cond, errors);
     }
+    // A file the run's vault passwords cannot open fails on every host
+    // alike: refused before any (a missing file is the task's, as Ansible's).
     let file = task.module.controller_file;
     if let Some(file) = file.filter(|f| !f.template) {
-        check_vault_file(dirs, task, file, errors);
+        check_vault_file(dirs, task, file, found.load);
     }
     if let Some(file) = file.filter(|f| f.template) {
-        check_template_src(t, dirs, task, file, errors);
+        check_template_src(t, dirs, task, file, found);
         // Rendering needs a host's variables; how the file is written
         // (dest, owner, mode, validate) is copy's, checked as copy builds it.
         let as_copy: Vec<(String, Node)> = task
@@ -100,10 +135,10 @@ fn check_task(t: &Templates, dirs: &[PathBuf], task: &Task, errors: &mut Vec<Dia
                 _ => (k.clone(), n.clone()),
             })
             .collect();
-        check_literal_params(t, dirs, task, &as_copy, copy::COPY.build, errors);
+        check_literal_params(t, dirs, task, &as_copy, copy::COPY.build, found);
     } else if task.ansible.is_none() {
         // Ansible's own module checks its arguments itself, on the host.
-        check_literal_params(t, dirs, task, &task.params, task.module.build, errors);
+        check_literal_params(t, dirs, task, &task.params, task.module.build, found);
     }
 }
 
@@ -127,8 +162,8 @@ fn check_role_defaults(t: &Templates, play: &Play, errors: &mut Vec<Diagnostic>)
 /// A `vars_files` entry without templates names one file (or, as a list,
 /// alternatives): one must exist and hold a mapping, or apply would stop
 /// at the play.
-fn check_vars_files(pb: &Playbook, play: &Play, errors: &mut Vec<Diagnostic>) {
-    let base = pb.path.parent().unwrap_or(std::path::Path::new("."));
+fn check_vars_files(playbook: &std::path::Path, play: &Play, errors: &mut Vec<Diagnostic>) {
+    let base = playbook.parent().unwrap_or(std::path::Path::new("."));
     for entry in &play.vars_files {
         let names = match &entry.value {
             crate::load::yaml::Value::Seq(items) => items.as_slice(),
@@ -250,7 +285,7 @@ fn check_literal_params(
     task: &Task,
     params: &[(String, Node)],
     build: BuildFn,
-    errors: &mut Vec<Diagnostic>,
+    found: &mut Found,
 ) {
     let params: Vec<(String, Value, crate::base::diag::Span)> = params
         .iter()
@@ -266,8 +301,10 @@ fn check_literal_params(
     let sources = Sources::default();
     let ctx = BuildCtx::new(t, &vars, dirs, &sources, None);
     let p = Params::new(task.module.name, task.module_span.clone(), params, &ctx);
-    if let Err(e) = build(&p) {
-        errors.push(e.to_diagnostic());
+    match build(&p) {
+        Err(e) if e.unsupported => found.load.push(e.to_diagnostic()),
+        Err(e) => found.run.push(e.to_diagnostic()),
+        Ok(_) => {}
     }
 }
 
@@ -338,8 +375,9 @@ fn check_template_src(
     dirs: &[PathBuf],
     task: &Task,
     file: ControllerFile,
-    errors: &mut Vec<Diagnostic>,
+    found: &mut Found,
 ) {
+    let errors = &mut found.run;
     let Some((_, node)) = task.params.iter().find(|(k, _)| k == file.param) else {
         return;
     };
@@ -362,6 +400,6 @@ fn check_template_src(
                 errors.push(node.error(format!("template {}{line}: {e}", path.display())));
             }
         }
-        Err(e) => errors.push(e.diagnostic(&node.span)),
+        Err(e) => found.load.push(e.diagnostic(&node.span)),
     }
 }

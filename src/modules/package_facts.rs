@@ -99,7 +99,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             "apt" => wanted.push(Db::Apt),
             "rpm" | "dnf" | "dnf5" | "yum" | "zypper" => wanted.push(Db::Rpm),
             other if OTHER_MANAGERS.contains(&other) => {
-                return Err(p.error(
+                return Err(p.unsupported(
                     "manager",
                     format!(
                     "manager '{other}' is not supported by nodeprov: it reads apt (dpkg) and rpm"

@@ -145,6 +145,9 @@ pub(crate) struct ParamError {
     pub message: String,
     pub span: Span,
     pub hint: Option<String>,
+    /// What Ansible accepts but nodeprov cannot do, refused at load, as
+    /// against a mistake Ansible's module finds only when it runs.
+    pub unsupported: bool,
 }
 
 impl ParamError {
@@ -207,6 +210,15 @@ impl<'a> Params<'a> {
             message: format!("{}: {}", self.module, message.into()),
             span,
             hint: None,
+            unsupported: false,
+        }
+    }
+
+    /// What Ansible's module accepts and nodeprov cannot do.
+    pub(crate) fn unsupported(&self, key: &str, message: impl Into<String>) -> ParamError {
+        ParamError {
+            unsupported: true,
+            ..self.error(key, message)
         }
     }
 

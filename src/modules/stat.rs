@@ -83,7 +83,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = StatArgs::read(p)?;
     let _ = (a.get_mime, a.get_attributes);
     if a.follow {
-        return Err(p.error(
+        return Err(p.unsupported(
             "follow",
             "follow: true is not supported by nodeprov; stat the link's target path",
         ));

@@ -288,7 +288,7 @@ fn body_of(
     reads: bool,
 ) -> Result<Option<String>, ParamError> {
     if format == BodyFormat::Multipart {
-        return Err(p.error(
+        return Err(p.unsupported(
             "body_format",
             "not supported by nodeprov: body_format form-multipart",
         ));
@@ -297,7 +297,7 @@ fn body_of(
         return Ok(None);
     };
     if reads {
-        return Err(p.error("body", "not supported by nodeprov: a body with GET or HEAD"));
+        return Err(p.unsupported("body", "not supported by nodeprov: a body with GET or HEAD"));
     }
     Ok(Some(match (body, format) {
         (Value::String(text), _) => text,

@@ -86,6 +86,9 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             "no payload of Ansible's module was prepared for this task",
         ));
     };
+    if let Some(why) = call.payload.unrunnable() {
+        return Err(p.error("", why));
+    }
     let args = p
         .entries()
         .map(|(k, v)| (k.to_string(), v.clone()))

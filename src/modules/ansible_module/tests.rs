@@ -13,6 +13,7 @@ fn module(check: bool) -> AnsibleModule {
         ansible_version: "2.17.0".into(),
         options: None,
         runner: Runner::Zip { loader: None },
+        windows: false,
     });
     let mut args = Map::new();
     args.insert("path".into(), json!("/etc/hostname"));

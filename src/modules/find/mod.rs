@@ -114,13 +114,13 @@ struct Find {
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = FindArgs::read(p)?;
     if let Some(rel) = a.paths.iter().find(|d| !d.starts_with('/')) {
-        return Err(p.error(
+        return Err(p.unsupported(
             "paths",
             format!("a relative path ('{rel}') is not supported by nodeprov: give it from /"),
         ));
     }
     if a.get_checksum {
-        return Err(p.error("get_checksum", "get_checksum is not supported by nodeprov"));
+        return Err(p.unsupported("get_checksum", "get_checksum is not supported by nodeprov"));
     }
     let limit = match a.limit {
         Some(n) if n <= 0 => {

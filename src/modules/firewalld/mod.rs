@@ -210,7 +210,7 @@ fn refused(a: &FirewalldArgs) -> Option<&'static str> {
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = FirewalldArgs::read(p)?;
     if let Some(key) = refused(&a) {
-        return Err(p.error(
+        return Err(p.unsupported(
             key,
             format!("{key} is not supported by nodeprov: only service, port, source, interface, masquerade and zones are"),
         ));

@@ -25,6 +25,21 @@ pub struct Payload {
     /// documentation could be read.
     pub options: Option<Vec<String>>,
     pub runner: Runner,
+    /// A PowerShell module, for Windows hosts: nothing is packed, and a
+    /// task that reaches it fails, as Ansible's does on a POSIX host.
+    pub windows: bool,
+}
+
+impl Payload {
+    /// Why this payload cannot run on the hosts nodeprov reaches, if so.
+    pub fn unrunnable(&self) -> Option<String> {
+        self.windows.then(|| {
+            format!(
+                "{} is a Windows module (PowerShell): it runs on Windows hosts, not over POSIX sh",
+                self.fqcn
+            )
+        })
+    }
 }
 
 /// How the host runs a payload.

@@ -116,13 +116,13 @@ struct Pip {
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = PipArgs::read(p)?;
     if a.editable {
-        return Err(p.error(
+        return Err(p.unsupported(
             "editable",
             "editable is not supported by nodeprov: an editable install cannot be planned",
         ));
     }
     if a.virtualenv_python.is_some() {
-        return Err(p.error(
+        return Err(p.unsupported(
             "virtualenv_python",
             "virtualenv_python is not supported by nodeprov: name the interpreter in virtualenv_command",
         ));
@@ -181,7 +181,7 @@ fn requirements_of(p: &Params, a: &PipArgs) -> Result<Vec<Requirement>, ParamErr
         .iter()
         .map(|n| {
             Requirement::parse(n).ok_or_else(|| {
-                p.error(
+                p.unsupported(
                     "name",
                     format!("'{n}' is not supported by nodeprov: only names with version specifiers (no URLs, paths or markers)"),
                 )

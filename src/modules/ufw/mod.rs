@@ -239,7 +239,7 @@ fn refuse_unsupported(p: &Params, a: &UfwArgs) -> Result<(), ParamError> {
         ),
     ];
     match set.into_iter().find(|(_, on)| *on) {
-        Some((key, _)) => Err(p.error(
+        Some((key, _)) => Err(p.unsupported(
             key,
             format!("{key} is not supported by nodeprov: route rules, interface_in/interface_out and insert positions relative to anything but zero are not"),
         )),
