@@ -135,7 +135,7 @@ const ROLE_TASKS: &str = r#"
 - name: a collection's filter reads what the module returned
   copy:
     dest: "/root/np-summary-{{ release }}"
-    content: "{{ 'ok' | np.demo.shout(2) }} {{ made.path }} {{ 'a.b' | regex_escape }} {{ 'hi' | center(6) }} {{ [1, 2] is subset([1, 2, 3]) }} {{ lookup('vars', 'release') }} {{ query('inventory_hostnames', 'all') | length }} {{ seq.results | map(attribute='item') | join('') }} {{ scripted.path | basename }} {{ old.path | basename }} {{ binary.msg }}\n"
+    content: "{{ 'ok' | np.demo.shout(2) }} {{ made.path }} {{ 'a.b' | regex_escape }} {{ 'hi' | center(6) }} {{ [1, 2] is subset([1, 2, 3]) }} {{ query('items', release) | first }} {{ query('inventory_hostnames', 'all') | length }} {{ seq.results | map(attribute='item') | join('') }} {{ scripted.path | basename }} {{ old.path | basename }} {{ binary.msg }}\n"
 "#;
 
 const PLAYBOOK: &str = r#"
@@ -238,7 +238,7 @@ fn the_fallback_runs_on_the_oldest_and_the_newest_ansible_core() {
             "filter regex_escape: runs through ansible-core",
             "filter center: runs through ansible-core",
             "test subset: runs through ansible-core",
-            "lookup vars: runs through ansible-core",
+            "lookup items: runs through ansible-core",
             "lookup inventory_hostnames: runs through ansible-core",
             "lookup sequence: runs through ansible-core",
         ] {

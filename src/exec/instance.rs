@@ -516,7 +516,10 @@ impl Resolver<'_> {
                     at: at.clone(),
                     why,
                 })?;
-            if method != "sudo" {
+            if !method
+                .as_str()
+                .is_some_and(crate::base::escalation::is_sudo)
+            {
                 let method = method.as_str().map_or(method.to_string(), String::from);
                 return Err(ResolveError::Module(format!(
                     "{at}: become_method '{method}' is not supported: only sudo is"

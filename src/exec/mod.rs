@@ -218,7 +218,8 @@ impl Rollout {
                 of: batches.len(),
                 hosts: batch,
             });
-            let magic = vars::play_magic(hosts, batch, req.opts.check);
+            let run = (&req.opts, req.forks, req.limit);
+            let magic = vars::play_magic(run, &play.name, hosts, batch);
             let reports = run_batch(req, ctx, (play_vars, &magic), batch, keep, on_event);
             let failed: Vec<String> = reports
                 .iter()

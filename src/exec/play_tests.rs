@@ -79,6 +79,16 @@ fn magic_variables_name_the_play_its_hosts_and_the_run() {
 }
 
 #[test]
+fn the_runs_options_and_the_play_are_magic_variables_as_ansible_names_them() {
+    let text = "- name: tune\n  hosts: gpu\n  gather_facts: false\n  tasks:\n    - debug: {msg: \"{{ ansible_play_name }} {{ ansible_run_tags }} {{ ansible_skip_tags }} {{ ansible_diff_mode }} {{ ansible_forks }} {{ ansible_verbosity }} {{ play_hosts }} {{ ansible_limit is defined }}\"}\n";
+    let (outcome, _) = run_on(text, &two_hosts(), json!({}));
+    assert_eq!(
+        notes(&outcome, "g2"),
+        ["msg: tune ['all'] [] False 1 0 ['g1.example.com', 'g2'] False"]
+    );
+}
+
+#[test]
 fn set_fact_renders_templated_variable_names() {
     let text = "- hosts: gpu\n  gather_facts: false\n  tasks:\n    - set_fact: {\"{{ item.key }}\": \"{{ item.value }}\"}\n      loop: \"{{ {'tune_a': 1, 'tune_b': 'x'} | dict2items }}\"\n    - debug: {msg: \"{{ tune_a }} {{ tune_b }}\"}\n    - set_fact: {\"{{ 'not a name' }}\": 1}\n";
     let (outcome, _) = run_on(text, &two_hosts(), json!({}));

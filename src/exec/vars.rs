@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
+use super::prepared::RunOptions;
 use crate::base::diag::Diagnostic;
 use crate::load::roles::Exposed;
 use crate::template::Templates;
@@ -77,16 +78,39 @@ impl<'a> TaskVars<'a> {
     }
 }
 
-/// The magic variables of one batch of a play: the hosts the play selected
-/// (`ansible_play_hosts_all`), those of the batch (`ansible_play_batch`,
-/// and `ansible_play_hosts`, since hosts that failed in earlier batches are
-/// already left out), and `ansible_check_mode`.
-pub fn play_magic(all: &[String], batch: &[String], check: bool) -> Map<String, Value> {
+/// The magic variables of one batch of a play: the run's options as
+/// Ansible names them (`ansible_check_mode`, `ansible_diff_mode`,
+/// `ansible_forks`, `ansible_run_tags` (`['all']` when none are asked for),
+/// `ansible_skip_tags`, `ansible_verbosity`, and `ansible_limit` when one
+/// is given), the play's name, the hosts it selected
+/// (`ansible_play_hosts_all`), and those of the batch (`ansible_play_batch`,
+/// and `ansible_play_hosts` and its old name `play_hosts`, since hosts
+/// that failed in earlier batches are already left out).
+pub fn play_magic(
+    (opts, forks, limit): (&RunOptions, usize, Option<&str>),
+    play: &str,
+    all: &[String],
+    batch: &[String],
+) -> Map<String, Value> {
+    let run_tags = match opts.tags.is_empty() {
+        true => vec!["all".to_string()],
+        false => opts.tags.clone(),
+    };
     let mut magic = Map::new();
+    magic.insert("ansible_check_mode".into(), opts.check.into());
+    magic.insert("ansible_diff_mode".into(), opts.diff.into());
+    magic.insert("ansible_forks".into(), forks.into());
+    magic.insert("ansible_run_tags".into(), run_tags.into());
+    magic.insert("ansible_skip_tags".into(), opts.skip_tags.clone().into());
+    magic.insert("ansible_verbosity".into(), 0.into());
+    if let Some(limit) = limit {
+        magic.insert("ansible_limit".into(), limit.into());
+    }
+    magic.insert("ansible_play_name".into(), play.into());
     magic.insert("ansible_play_hosts_all".into(), all.into());
     magic.insert("ansible_play_hosts".into(), batch.into());
+    magic.insert("play_hosts".into(), batch.into());
     magic.insert("ansible_play_batch".into(), batch.into());
-    magic.insert("ansible_check_mode".into(), check.into());
     magic
 }
 

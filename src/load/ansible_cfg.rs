@@ -573,7 +573,7 @@ impl Resolver<'_> {
     /// quietly replaced.
     fn become_method(&self) -> Result<Option<String>, CfgError> {
         match self.raw("become_method") {
-            Some((v, origin)) if v.trim() != "sudo" => Err(self.invalid(
+            Some((v, origin)) if !crate::base::escalation::is_sudo(&v) => Err(self.invalid(
                 "become_method",
                 origin,
                 &v,

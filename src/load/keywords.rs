@@ -111,7 +111,7 @@ keywords! {
     "become_flags": Refused Refused Refused No No
         => "the sudo command line is fixed";
     "become_method": Yes Refused Yes No No
-        => "`sudo` only; other methods are refused";
+        => "`sudo` only (also as `ansible.builtin.sudo`); other methods are refused";
     "become_user": Yes Yes Yes Yes Yes;
     "block": No Yes No No No
         => "expanded at load";

@@ -640,7 +640,7 @@ pub(super) fn connection(node: &Node, errors: &mut Errors) -> String {
 
 fn become_method(node: &Node, errors: &mut Errors) {
     let method = string(node, "become_method", errors);
-    if node.scalar_text().is_some() && method != "sudo" {
+    if node.scalar_text().is_some() && !crate::base::escalation::is_sudo(&method) {
         errors.push(
             node.error(format!("become_method '{method}' is not supported"))
                 .with_hint("only sudo is supported"),
@@ -719,6 +719,8 @@ fn parse_play(node: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> Opt
             continue;
         };
         match key.as_str() {
+            // Ansible leaves a null value as no name.
+            "name" if v.value == Value::Null => {}
             "name" => play.name = string(v, "name", errors),
             "hosts" => {
                 hosts_seen = true;
@@ -937,6 +939,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         };
         let key = key.as_str();
         match key {
+            "name" if v.value == Value::Null => {}
             "name" => task.name = string(v, "name", errors),
             "when" => task.when = condition(v, key, errors),
             "loop" | "with_items" => task.loop_items = loop_items(v, key, errors),

@@ -15,7 +15,16 @@ pub fn probe() -> Probe {
         r#"echo "hostname=$(hostname 2>/dev/null || cat /proc/sys/kernel/hostname)"
 echo "kernel=$(uname -r)"
 echo "arch=$(uname -m)"
-echo "user=$(id -un)"
+u=$(id -un); echo "user=$u"
+while IFS=: read -r n _ uid gid gecos dir sh; do
+  [ "$n" = "$u" ] && { echo "passwd $uid:$gid:$dir:$sh:$gecos"; break; }
+done < /etc/passwd 2>/dev/null
+env -0 2>/dev/null | tr '\n\0' '\1\n' | sed 's/^/envvar /'
+for p in python3 /usr/libexec/platform-python; do
+  command -v "$p" >/dev/null 2>&1 || continue
+  "$p" -c 'import sys; v = sys.version_info; print("python %d %d %d %s %d %s" % (v[0], v[1], v[2], v[3], v[4], sys.executable))' 2>/dev/null && break
+done
+echo "date $(date '+%Y %m %d %H %M %S %s %N %z %A %w %W %Z' 2>/dev/null)"
 [ -d /run/systemd/system ] && echo "systemd=1" || echo "systemd=0"
 echo "nproc=$(nproc 2>/dev/null || echo 0)"
 while read -r k v _; do echo "mem ${k%:} $v"; done < /proc/meminfo 2>/dev/null
@@ -125,6 +134,7 @@ pub fn parse(r: &ProbeResult) -> Map<String, Value> {
         "ansible_kernel": get("kernel"),
         "ansible_architecture": get("arch"),
         "ansible_user_id": get("user"),
+        "ansible_env": environment(&prefixed(&r.stdout, "envvar ")),
         "ansible_service_mgr": if get("systemd") == "1" { "systemd" } else { "other" },
         "ansible_processor_vcpus": num("nproc"),
         "ansible_memtotal_mb": memtotal_kb / 1024,
@@ -143,6 +153,11 @@ pub fn parse(r: &ProbeResult) -> Map<String, Value> {
     let Value::Object(mut facts) = facts else {
         unreachable!("built as an object")
     };
+    facts.extend(user(prefixed(&r.stdout, "passwd ").first().copied()));
+    facts.extend(python(prefixed(&r.stdout, "python ").first().copied()));
+    if let Some(now) = prefixed(&r.stdout, "date ").first() {
+        facts.insert("ansible_date_time".into(), date_time(now));
+    }
     let namespace = ansible_facts(&facts);
     facts.insert("ansible_facts".into(), Value::Object(namespace));
     facts
@@ -323,6 +338,113 @@ fn ansible_facts(facts: &Map<String, Value>) -> Map<String, Value> {
         .collect()
 }
 
+/// `ansible_env`: the environment of the user the facts were gathered as,
+/// from `env -0` with its NULs made line ends and its newlines `\x01`.
+fn environment(lines: &[&str]) -> Value {
+    let vars: Map<String, Value> = lines
+        .iter()
+        .filter_map(|l| l.split_once('='))
+        .map(|(k, v)| (k.to_string(), Value::from(v.replace('\x01', "\n"))))
+        .collect();
+    Value::Object(vars)
+}
+
+/// Ansible's user facts from the user's passwd entry (`uid:gid:dir:shell:gecos`).
+fn user(line: Option<&str>) -> Map<String, Value> {
+    let mut facts = Map::new();
+    let Some(line) = line else {
+        return facts;
+    };
+    let mut f = line.splitn(5, ':');
+    let mut next = || f.next().unwrap_or_default();
+    let (uid, gid, dir, shell, gecos) = (next(), next(), next(), next(), next());
+    let id = |v: &str| v.parse::<u64>().map_or(Value::Null, Value::from);
+    for (k, v) in [
+        ("ansible_user_uid", id(uid)),
+        ("ansible_user_gid", id(gid)),
+        ("ansible_user_dir", dir.into()),
+        ("ansible_user_shell", shell.into()),
+        ("ansible_user_gecos", gecos.into()),
+    ] {
+        facts.insert(k.into(), v);
+    }
+    facts
+}
+
+/// `ansible_python_version` and `ansible_python` of the host's Python 3
+/// (`major minor micro releaselevel serial executable`).
+fn python(line: Option<&str>) -> Map<String, Value> {
+    let mut facts = Map::new();
+    let Some(line) = line else {
+        return facts;
+    };
+    let f: Vec<&str> = line.splitn(6, ' ').collect();
+    let [major, minor, micro, level, serial, executable] = f[..] else {
+        return facts;
+    };
+    let n = |v: &str| v.parse::<u64>().unwrap_or(0);
+    facts.insert(
+        "ansible_python_version".into(),
+        format!("{major}.{minor}.{micro}").into(),
+    );
+    facts.insert(
+        "ansible_python".into(),
+        json!({
+            "executable": executable,
+            "has_sslcontext": true,
+            "type": "cpython",
+            "version": {"major": n(major), "minor": n(minor), "micro": n(micro),
+                        "releaselevel": level, "serial": n(serial)},
+            "version_info": [n(major), n(minor), n(micro), level, n(serial)],
+        }),
+    );
+    facts
+}
+
+/// Ansible's `date_time`, every value text as Ansible's, from one `date`
+/// (`%Y %m %d %H %M %S %s %N %z %A %w %W %Z`); the UTC forms are computed
+/// from the epoch. `tz_dst` (the zone's daylight-saving name) is not read.
+fn date_time(line: &str) -> Value {
+    let f: Vec<&str> = line.split(' ').collect();
+    let [y, mo, d, h, mi, sec, epoch, nanos, offset, weekday, wday, week, tz] = f[..] else {
+        return json!({});
+    };
+    let micro = nanos.get(..6).unwrap_or("000000");
+    let secs = epoch.parse::<i64>().unwrap_or(0);
+    let (uy, um, ud) = civil_from_days(secs.div_euclid(86_400));
+    let day = secs.rem_euclid(86_400);
+    let utc = format!(
+        "{uy:04}-{um:02}-{ud:02}T{:02}:{:02}:{:02}",
+        day / 3600,
+        day % 3600 / 60,
+        day % 60
+    );
+    json!({
+        "year": y, "month": mo, "day": d, "hour": h, "minute": mi, "second": sec,
+        "weekday": weekday, "weekday_number": wday, "weeknumber": week,
+        "epoch": epoch, "epoch_int": epoch,
+        "date": format!("{y}-{mo}-{d}"), "time": format!("{h}:{mi}:{sec}"),
+        "iso8601": format!("{utc}Z"), "iso8601_micro": format!("{utc}.{micro}Z"),
+        "iso8601_basic": format!("{y}{mo}{d}T{h}{mi}{sec}{micro}"),
+        "iso8601_basic_short": format!("{y}{mo}{d}T{h}{mi}{sec}"),
+        "tz": tz, "tz_offset": offset,
+    })
+}
+
+/// The proleptic Gregorian date of a count of days since 1970-01-01
+/// (Howard Hinnant's `civil_from_days`).
+fn civil_from_days(z: i64) -> (i64, u32, u32) {
+    let z = z + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z.rem_euclid(146_097);
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+    (yoe + era * 400 + i64::from(m <= 2), m, d)
+}
+
 /// Ansible's shape: `{status: disabled}` or `{status: enabled, mode: …}`.
 fn selinux(mode: &str) -> Value {
     match mode {
@@ -434,6 +556,53 @@ mod tests {
             "ansible_pkg_mgr",
         ]
         .map(|k| f[k].as_str().unwrap())
+    }
+
+    #[test]
+    fn environment_user_python_and_time_read_as_ansible_names_them() {
+        let f = parse(&ProbeResult::ok(concat!(
+            "user=ops\npasswd 1001:1002:/home/ops:/bin/bash:Ops, Room 1\n",
+            "envvar HOME=/home/ops\nenvvar PS1=a=b\x01> \nenvvar EMPTY=\n",
+            "python 3 11 2 final 0 /usr/bin/python3\n",
+            "date 2024 02 29 23 30 05 1709245805 123456789 +0100 Thursday 4 08 CET\n",
+        )));
+        assert_eq!(
+            f["ansible_env"],
+            json!({"HOME": "/home/ops", "PS1": "a=b\n> ", "EMPTY": ""})
+        );
+        let user: Vec<&Value> = ["uid", "gid", "dir", "shell", "gecos"]
+            .iter()
+            .map(|k| &f[&format!("ansible_user_{k}")])
+            .collect();
+        assert_eq!(
+            user,
+            [
+                &json!(1001),
+                &json!(1002),
+                &json!("/home/ops"),
+                &json!("/bin/bash"),
+                &json!("Ops, Room 1")
+            ]
+        );
+        assert_eq!(f["ansible_python_version"], "3.11.2");
+        assert_eq!(f["ansible_python"]["version"]["minor"], 11);
+        assert_eq!(f["ansible_python"]["executable"], "/usr/bin/python3");
+        assert_eq!(
+            f["ansible_facts"]["python"]["version_info"],
+            json!([3, 11, 2, "final", 0])
+        );
+        let t = &f["ansible_date_time"];
+        assert_eq!(t["date"], "2024-02-29");
+        assert_eq!(t["time"], "23:30:05");
+        assert_eq!(t["epoch"], "1709245805");
+        // 23:30:05 at +0100 is 22:30:05 UTC, on the leap day.
+        assert_eq!(t["iso8601"], "2024-02-29T22:30:05Z");
+        assert_eq!(t["iso8601_micro"], "2024-02-29T22:30:05.123456Z");
+        assert_eq!(t["iso8601_basic_short"], "20240229T233005");
+        assert_eq!(
+            (&t["weekday"], &t["tz"], &t["tz_offset"]),
+            (&json!("Thursday"), &json!("CET"), &json!("+0100"))
+        );
     }
 
     #[test]

@@ -1,7 +1,7 @@
 //! Lookup plugins: `lookup(name, …)` returns the result as text, `query`
-//! (or `q`) as a list, as in Ansible. `env`, `first_found`, `fileglob` and
-//! `varnames` are native; every other lookup ansible-core has runs through
-//! it, on the controller, with the task's variables.
+//! (or `q`) as a list, as in Ansible. `env`, `first_found`, `fileglob`,
+//! `vars` and `varnames` are native; every other lookup ansible-core has
+//! runs through it, on the controller, with the task's variables.
 
 use std::path::{Path, PathBuf};
 
@@ -12,7 +12,7 @@ use crate::load::ansible_core::PluginKind;
 use crate::pyre::{Flags, Regex};
 
 /// The lookups nodeprov runs itself.
-const NATIVE: [&str; 4] = ["env", "first_found", "fileglob", "varnames"];
+const NATIVE: [&str; 5] = ["env", "first_found", "fileglob", "vars", "varnames"];
 
 pub(super) fn register(env: &mut Environment<'static>) {
     env.add_function("lookup", lookup);
@@ -82,6 +82,7 @@ fn run(state: &State, plugin: &str, terms: &[Value], kwargs: &Kwargs) -> Result<
         "first_found" => texts(first_found(state, terms, kwargs)?),
         "fileglob" => texts(fileglob(state, terms)?),
         "varnames" => texts(varnames(state, terms)?),
+        "vars" => vars(state, terms, kwargs)?,
         _ if super::plugins::resolve(PluginKind::Lookup, plugin) => {
             return through_ansible_core(state, plugin, terms, kwargs)
         }
@@ -154,6 +155,29 @@ fn variable(state: &State, name: &str) -> Option<Value> {
     state
         .lookup(name)
         .filter(|v| !matches!(v.kind(), ValueKind::Plain | ValueKind::Undefined))
+}
+
+/// Each term's variable, as Ansible's `vars` lookup reads it: by its name,
+/// `default` standing in for one that is not defined.
+fn vars(state: &State, terms: &[Value], kwargs: &Kwargs) -> Result<Vec<Value>, Error> {
+    let default: Option<Value> = kwargs.get("default")?;
+    let one = |term: &Value| {
+        let Some(name) = term.as_str() else {
+            return Err(invalid(format!(
+                "Invalid setting identifier, \"{term}\" is not a string, its a {}",
+                term.kind()
+            )));
+        };
+        variable(state, name)
+            .or_else(|| default.clone().filter(|d| !d.is_none()))
+            .ok_or_else(|| {
+                Error::new(
+                    ErrorKind::UndefinedError,
+                    format!("No variable found with this name: {name}"),
+                )
+            })
+    };
+    terms.iter().map(one).collect()
 }
 
 /// The names of the variables in scope that a term, a Python regular

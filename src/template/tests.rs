@@ -855,6 +855,37 @@ fn varnames_lists_the_variables_a_pattern_matches() {
 }
 
 #[test]
+fn the_vars_lookup_reads_variables_by_name_as_ansible_does() {
+    let t = Templates::new();
+    let vars = json!({"iface": "eth0", "ansible_eth0": {"mtu": 9000}, "nothing": null});
+    let render = |text: &str| t.render_str(text, &vars);
+    assert_eq!(
+        render("{{ lookup('vars', 'ansible_' ~ iface).mtu }}").unwrap(),
+        "9000"
+    );
+    assert_eq!(
+        render("{{ query('vars', 'iface', 'nothing') }}").unwrap(),
+        "['eth0', None]"
+    );
+    assert_eq!(
+        render("{{ lookup('vars', 'nope', default='d') }}").unwrap(),
+        "d"
+    );
+    let missing = render("{{ lookup('vars', 'nope') }}").unwrap_err();
+    assert!(missing.is_undefined, "{missing}");
+    assert!(
+        missing
+            .to_string()
+            .contains("No variable found with this name: nope"),
+        "{missing}"
+    );
+    assert!(render("{{ lookup('vars', 3) }}")
+        .unwrap_err()
+        .to_string()
+        .contains("is not a string"));
+}
+
+#[test]
 fn first_found_searches_the_role_then_the_playbook_in_ansible_forms() {
     let dir = search_tree();
     let t = run_templates(dir.path());

@@ -187,7 +187,7 @@ impl SshTransport {
             .become_user
             .as_deref()
             .filter(|u| *u != self.target.user);
-        if escalate_to.is_some() && self.become_method != "sudo" {
+        if escalate_to.is_some() && !crate::base::escalation::is_sudo(&self.become_method) {
             return Err(TransportError::Become(format!(
                 "{display}: become_method '{}' is not supported over ssh; use sudo",
                 self.become_method
