@@ -372,10 +372,7 @@ fn apply(args: RunArgs, check_cmd: bool, settings: &Settings) -> Result<u8, Vec<
         None => None,
     };
     let human_out = args.format == Format::Human;
-    let progress = Progress::new(
-        human_out && std::io::stderr().is_terminal(),
-        human::Style { diff },
-    );
+    let progress = Progress::new(human_out && std::io::stderr().is_terminal());
     let stdout = Mutex::new(std::io::stdout());
     let outcome = run_playbook(&req, &|e| {
         if human_out {

@@ -634,7 +634,7 @@ impl Resolver<'_> {
         let ansible = task.ansible.as_ref().map(|f| AnsibleCall {
             payload: f.payload.clone(),
             check: self.check_mode(spec, vars),
-            diff: self.ctx.opts.diff,
+            diff: task.diff.unwrap_or(self.ctx.opts.diff),
             no_log: task.no_log,
         });
         let bctx = BuildCtx::new(t, vars, &search_path, self.ctx.sources, ansible);

@@ -273,6 +273,7 @@ fn select_hosts(
         hosts.retain(|h| allowed.contains(h));
     }
     hosts.retain(|h| !failed.contains(h) && req.shard.is_none_or(|s| s.contains(h)));
+    play.order.arrange(&mut hosts);
     Ok(hosts)
 }
 

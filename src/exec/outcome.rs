@@ -371,7 +371,7 @@ impl Outcomes {
         let i = self.push(instance.spec, instance.label.clone(), status);
         let r = &mut self.results[i];
         r.changes = plan.changes;
-        if !self.diff {
+        if !instance.spec.task.diff.unwrap_or(self.diff) {
             r.changes.iter_mut().for_each(|c| c.diff = None);
         }
         r.notes = plan.notes;
@@ -631,6 +631,21 @@ mod tests {
             let i = o.planned(inst, planned(1, true, None));
             assert_eq!(o.changes(i)[0].diff.as_deref(), Some("+x"));
         });
+    }
+
+    #[test]
+    fn a_tasks_diff_keyword_overrules_the_runs() {
+        let kept = |task: &str, run: bool| {
+            let mut kept = false;
+            with_task(task, run, |o, inst| {
+                let i = o.planned(inst, planned(1, true, None));
+                kept = o.changes(i)[0].diff.is_some();
+            });
+            kept
+        };
+        assert!(kept("{command: 'true', diff: true}", false));
+        assert!(!kept("{command: 'true', diff: false}", true));
+        assert!(kept("{command: 'true'}", true));
     }
 
     /// The status a command's step leaves, given its exit status.

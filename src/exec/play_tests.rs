@@ -89,6 +89,24 @@ fn the_runs_options_and_the_play_are_magic_variables_as_ansible_names_them() {
 }
 
 #[test]
+fn a_plays_order_orders_its_batches() {
+    let play = |order: &str| {
+        format!("- hosts: gpu\n  gather_facts: false\n  serial: 1\n  order: {order}\n  tasks:\n    - debug: {{msg: hi}}\n")
+    };
+    let ran = |order: &str| {
+        let (outcome, _) = run_on(&play(order), &two_hosts(), json!({}));
+        let hosts: Vec<String> = outcome.reports.iter().map(|r| r.host.clone()).collect();
+        hosts
+    };
+    assert_eq!(ran("inventory"), ["g1.example.com", "g2"]);
+    assert_eq!(ran("reverse_sorted"), ["g2", "g1.example.com"]);
+    assert_eq!(ran("reverse_inventory"), ["g2", "g1.example.com"]);
+    let mut shuffled = ran("shuffle");
+    shuffled.sort();
+    assert_eq!(shuffled, ["g1.example.com", "g2"]);
+}
+
+#[test]
 fn set_fact_renders_templated_variable_names() {
     let text = "- hosts: gpu\n  gather_facts: false\n  tasks:\n    - set_fact: {\"{{ item.key }}\": \"{{ item.value }}\"}\n      loop: \"{{ {'tune_a': 1, 'tune_b': 'x'} | dict2items }}\"\n    - debug: {msg: \"{{ tune_a }} {{ tune_b }}\"}\n    - set_fact: {\"{{ 'not a name' }}\": 1}\n";
     let (outcome, _) = run_on(text, &two_hosts(), json!({}));

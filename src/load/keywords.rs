@@ -117,7 +117,7 @@ keywords! {
         => "expanded at load";
     "changed_when": No No Yes No No
         => "an expression, a boolean or a list";
-    "check_mode": Refused Yes Yes No Yes
+    "check_mode": Yes Yes Yes No Yes
         => "a task or block runs in check mode (or for real) whatever the run's mode; a \
            templated value (`\"{{ x | d(ansible_check_mode) }}\"`) is judged per host and item, \
            and one that cannot be judged keeps the task in check mode, which changes nothing";
@@ -142,8 +142,9 @@ keywords! {
            play's next delegation. A target that names the loop variable, and `reboot`, \
            `wait_for_connection` and `meta`, are refused. On a block or an include, for each of \
            its tasks";
-    "diff": Refused Refused Refused No No
-        => "`--diff` and `check` decide for the whole run";
+    "diff": Yes Yes Yes No No
+        => "keeps (true) or drops (false) the task's diffs in every report, whatever `--diff` \
+           and `check` decide for the run; the nearest wins";
     "environment": Yes Yes Yes Yes Yes
         => "a mapping or a template of one, merged play → block → task";
     "fact_path": Refused No No No No
@@ -162,7 +163,7 @@ keywords! {
     "handlers": Yes No No No No;
     "hosts": Yes No No No No
         => "a pattern; a template renders with the play's vars and `-e` vars (not a host's)";
-    "ignore_errors": Refused Yes Yes Yes Yes
+    "ignore_errors": Yes Yes Yes Yes Yes
         => "true, false, or a template judged per host";
     "ignore_unreachable": Refused Refused Refused No No
         => "an unreachable host is reported and left";
@@ -186,8 +187,9 @@ keywords! {
            values to decide";
     "notify": No Yes Yes No No
         => "handlers by name or `listen` topic; a block's, for each of its tasks that names none";
-    "order": Refused No No No No
-        => "hosts run in inventory order";
+    "order": Yes No No No No
+        => "`inventory`, `reverse_inventory`, `sorted`, `reverse_sorted` or `shuffle`: the \
+           order hosts are taken in, `serial` batches included (hosts of a batch still run at once)";
     "poll": No No Yes No No
         => "with `async`: 0 leaves a command running (see `async`); any other value waits for \
            the task's end";

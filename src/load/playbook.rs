@@ -60,6 +60,62 @@ pub enum BatchSize {
     Percent(f64),
 }
 
+/// Ansible's play `order`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum HostOrder {
+    #[default]
+    Inventory,
+    ReverseInventory,
+    Sorted,
+    ReverseSorted,
+    Shuffle,
+}
+
+impl HostOrder {
+    const NAMES: [(&'static str, HostOrder); 5] = [
+        ("inventory", HostOrder::Inventory),
+        ("reverse_inventory", HostOrder::ReverseInventory),
+        ("sorted", HostOrder::Sorted),
+        ("reverse_sorted", HostOrder::ReverseSorted),
+        ("shuffle", HostOrder::Shuffle),
+    ];
+
+    /// Puts hosts given in inventory order in this order.
+    pub fn arrange(self, hosts: &mut [String]) {
+        match self {
+            HostOrder::Inventory => {}
+            HostOrder::ReverseInventory => hosts.reverse(),
+            HostOrder::Sorted => hosts.sort(),
+            HostOrder::ReverseSorted => hosts.sort_by(|a, b| b.cmp(a)),
+            HostOrder::Shuffle => {
+                // Fisher-Yates over the OS random source.
+                for i in (1..hosts.len()).rev() {
+                    let mut word = [0u8; 8];
+                    rustix::rand::getrandom(&mut word, rustix::rand::GetRandomFlags::empty())
+                        .expect("getrandom(2)");
+                    let j = (u64::from_ne_bytes(word) % (i as u64 + 1)) as usize;
+                    hosts.swap(i, j);
+                }
+            }
+        }
+    }
+}
+
+fn host_order(node: &Node, errors: &mut Errors) -> HostOrder {
+    let name = string(node, "order", errors);
+    match HostOrder::NAMES.iter().find(|(n, _)| *n == name) {
+        Some((_, order)) => *order,
+        None => {
+            let names: Vec<&str> = HostOrder::NAMES.iter().map(|(n, _)| *n).collect();
+            errors.push(
+                node.error(format!("unknown order '{name}'"))
+                    .with_hint(format!("one of: {}", names.join(", "))),
+            );
+            HostOrder::Inventory
+        }
+    }
+}
+
 #[derive(Debug)]
 pub struct Play {
     pub name: String,
@@ -79,6 +135,8 @@ pub struct Play {
     pub become_user: Option<String>,
     pub gather_facts: bool,
     pub serial: Vec<BatchSize>,
+    /// `order`: the order its hosts are taken in, batches included.
+    pub order: HostOrder,
     pub max_fail_percentage: Option<f64>,
     pub any_errors_fatal: bool,
     pub tags: Vec<String>,
@@ -122,6 +180,8 @@ pub struct Task {
     pub changed_when: Option<Node>,
     pub failed_when: Option<Node>,
     pub check_mode: Option<bool>,
+    /// `diff`: keep (or drop) the task's diffs whatever the run's `--diff`.
+    pub diff: Option<bool>,
     /// A templated `check_mode` (`"{{ x | d(ansible_check_mode) }}"`),
     /// judged per host and item.
     pub check_mode_if: Option<Node>,
@@ -686,6 +746,7 @@ fn parse_play(node: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> Opt
         gather_facts: at.defaults.gather_facts,
         serial: Vec::new(),
         max_fail_percentage: None,
+        order: HostOrder::Inventory,
         any_errors_fatal: false,
         tags: Vec::new(),
         tasks: Vec::new(),
@@ -697,6 +758,14 @@ fn parse_play(node: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> Opt
     let mut become_ = at.defaults.escalate;
     let mut hosts_seen = false;
     let mut scope = tasks::Scope::new(dir.to_path_buf(), at.finder.clone());
+    // What a play hands its tasks and handlers as a block does, whatever
+    // the order its keys are written in.
+    let handed: Vec<(Node, Node)> = entries
+        .iter()
+        .filter(|(k, _)| matches!(k.as_str(), Some("check_mode" | "diff" | "ignore_errors")))
+        .cloned()
+        .collect();
+    scope = scope.narrowed(&handed, errors);
     // The playbook is being expanded too: no include names it (a templated
     // `{{ os }}.yml` beside it does not mean it).
     let own = Path::new(&node.span.source.name).file_name();
@@ -737,6 +806,7 @@ fn parse_play(node: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> Opt
             "become_user" => play.become_user = Some(string(v, "become_user", errors)),
             "gather_facts" => play.gather_facts = boolean(v, "gather_facts", errors),
             "serial" => play.serial = parse_serial(v, errors),
+            "order" => play.order = host_order(v, errors),
             "max_fail_percentage" => play.max_fail_percentage = Some(fail_percentage(v, errors)),
             "any_errors_fatal" => play.any_errors_fatal = boolean(v, "any_errors_fatal", errors),
             "strategy" => strategy(v, errors),
@@ -748,7 +818,8 @@ fn parse_play(node: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> Opt
             "handlers" => play.handlers = tasks::expand(v, &scope, errors),
             "validate" => play.validate = tasks::expand(v, &scope, errors),
             "become_method" => become_method(v, errors),
-            "environment" | "no_log" | "collections" | "module_defaults" => {}
+            "environment" | "no_log" | "collections" | "module_defaults" | "check_mode"
+            | "diff" | "ignore_errors" => {}
             _ => errors.push(not_a_keyword(k, Level::Play)),
         }
     }
@@ -904,6 +975,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         changed_when: None,
         failed_when: None,
         check_mode: None,
+        diff: None,
         check_mode_if: None,
         async_if: None,
         vars: serde_json::Map::new(),
@@ -981,6 +1053,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
             "become_method" if is_template(v) => task.become_method_if = Some(v.clone()),
             "become_method" => become_method(v, errors),
             "no_log" => task.no_log = no_log(v, errors),
+            "diff" => task.diff = Some(boolean(v, "diff", errors)),
             "timeout" => task.timeout = tasks::timeout(v, errors),
             "until" | "retries" | "delay" => retry_keys.add(k, v),
             "delegate_to" => task.delegate_to = tasks::delegate_to(v, errors),
@@ -1759,6 +1832,39 @@ mod tests {
             load_text("- hosts: all\n  tasks:\n    - command: a\n      throttle: 2\n").unwrap_err();
         assert_eq!(errs[0].message, "'throttle' is not supported by nodeprov");
         assert!(errs[0].hint.as_deref().unwrap().contains("--forks"));
+    }
+
+    #[test]
+    fn a_plays_check_mode_diff_and_ignore_errors_reach_its_tasks_and_handlers() {
+        let pb = load_text("- hosts: all\n  handlers:\n    - name: h\n      debug: msg=h\n  tasks:\n    - debug: msg=t\n    - debug: msg=u\n      check_mode: false\n      diff: true\n  check_mode: true\n  diff: false\n  ignore_errors: yes\n  name: null\n").unwrap();
+        let play = &pb.plays[0];
+        let modes: Vec<(Option<bool>, Option<bool>, bool)> = play
+            .tasks
+            .iter()
+            .chain(&play.handlers)
+            .map(|t| (t.check_mode, t.diff, t.ignore_errors))
+            .collect();
+        let (on, off) = (Some(true), Some(false));
+        assert_eq!(modes, [(on, off, true), (off, on, true), (on, off, true)]);
+        assert_eq!(play.name, "all", "a null name is no name");
+    }
+
+    #[test]
+    fn host_orders_are_ansibles() {
+        let arranged = |order: HostOrder| {
+            let mut hosts: Vec<String> = ["b", "c", "a"].map(String::from).to_vec();
+            order.arrange(&mut hosts);
+            hosts
+        };
+        assert_eq!(arranged(HostOrder::Inventory), ["b", "c", "a"]);
+        assert_eq!(arranged(HostOrder::ReverseInventory), ["a", "c", "b"]);
+        assert_eq!(arranged(HostOrder::Sorted), ["a", "b", "c"]);
+        assert_eq!(arranged(HostOrder::ReverseSorted), ["c", "b", "a"]);
+        let mut shuffled = arranged(HostOrder::Shuffle);
+        shuffled.sort();
+        assert_eq!(shuffled, ["a", "b", "c"]);
+        let errs = load_text("- hosts: all\n  order: random\n  tasks: []\n").unwrap_err();
+        assert_eq!(errs[0].message, "unknown order 'random'");
     }
 
     #[test]

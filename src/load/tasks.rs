@@ -27,6 +27,7 @@ pub(super) struct Inherit {
     ignore_errors: bool,
     check_mode: Option<bool>,
     check_mode_if: Option<Node>,
+    diff: Option<bool>,
     role: Option<Arc<Role>>,
     environment: Vec<Node>,
     no_log: bool,
@@ -190,6 +191,7 @@ impl Scope {
                 "check_mode" => {
                     (inh.check_mode, inh.check_mode_if) = playbook::check_mode(v, errors)
                 }
+                "diff" => inh.diff = Some(playbook::boolean(v, "diff", errors)),
                 "notify" => inh.notify = playbook::names(v, "notify", errors),
                 "listen" => {
                     let topics = playbook::names(v, "listen", errors);
@@ -1211,6 +1213,7 @@ fn inherit(task: &mut Task, inh: &Inherit) {
         task.check_mode = inh.check_mode;
         task.check_mode_if.clone_from(&inh.check_mode_if);
     }
+    task.diff = task.diff.or(inh.diff);
     if task.role.is_none() {
         task.role.clone_from(&inh.role);
     }

@@ -6,11 +6,9 @@ use super::{fleet, printable};
 use crate::exec::result::{HostReport, Status, TaskResult};
 use crate::exec::RunOutcome;
 
-pub struct Style {
-    pub diff: bool,
-}
-
-pub fn host_block(r: &HostReport, style: &Style) -> String {
+/// A change's diff is shown where its result kept one: the run's `--diff`
+/// or the task's `diff:` decided that as it was planned.
+pub fn host_block(r: &HostReport) -> String {
     let mut out = format!(
         "PLAY [{}] {}\n",
         printable(&r.play, false),
@@ -21,12 +19,12 @@ pub fn host_block(r: &HostReport, style: &Style) -> String {
         return out;
     }
     for t in &r.tasks {
-        task_lines(&mut out, t, style);
+        task_lines(&mut out, t);
     }
     out
 }
 
-fn task_lines(out: &mut String, t: &TaskResult, style: &Style) {
+fn task_lines(out: &mut String, t: &TaskResult) {
     let word = if t.ignored {
         "ignored"
     } else {
@@ -53,7 +51,7 @@ fn task_lines(out: &mut String, t: &TaskResult, style: &Style) {
             let _ = write!(line, "  [{ev}]");
         }
         let _ = writeln!(out, "{}", printable(&line, false));
-        if let (true, Some(diff)) = (style.diff, &c.diff) {
+        if let Some(diff) = &c.diff {
             for l in diff.lines() {
                 let _ = writeln!(out, "             {}", printable(l, true));
             }
@@ -137,7 +135,7 @@ mod tests {
 
     #[test]
     fn host_block_snapshot() {
-        let text = host_block(&report(), &Style { diff: true });
+        let text = host_block(&report());
         assert_eq!(
             text,
             "PLAY [GPU node] gpu-01\n  drift    swappiness\n           vm.swappiness: 60 → 10  [live value in /proc/sys/vm/swappiness]\n  ok       overcommit\n"
@@ -152,7 +150,7 @@ mod tests {
         r.tasks[0].changes = vec![change];
         r.tasks[0].message = Some("sudo: \x1b[31mno\nfake line".into());
         r.tasks[0].notes = vec!["\u{9b}31m".into()];
-        let text = host_block(&r, &Style { diff: true });
+        let text = host_block(&r);
         assert_eq!(
             text,
             "PLAY [GPU node] gpu-01\n  drift    swappiness\n           sudo: \\x1b[31mno\\x0afake line\n           /etc/motd: old content → (none)\n             @@ -1 +1 @@\n             -\\x1b]0;pwned\\x07old\n             +new\tcol\\x1b[2J\n           note: \\x9b31m\n  ok       overcommit\n"

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::sync::Mutex;
 
-use super::human::{host_block, Style};
+use super::human::host_block;
 use crate::exec::Event;
 
 #[derive(Default)]
@@ -19,15 +19,13 @@ struct Counts {
 
 pub struct Progress {
     tty: bool,
-    style: Style,
     counts: Mutex<Counts>,
 }
 
 impl Progress {
-    pub fn new(tty: bool, style: Style) -> Self {
+    pub fn new(tty: bool) -> Self {
         Progress {
             tty,
-            style,
             counts: Mutex::new(Counts::default()),
         }
     }
@@ -58,7 +56,7 @@ impl Progress {
                 c.drift += usize::from(r.drifted());
                 c.failed += usize::from(r.failed());
                 self.clear_line();
-                let _ = write!(out, "{}", host_block(r, &self.style));
+                let _ = write!(out, "{}", host_block(r));
                 let _ = out.flush();
             }
         }
@@ -88,7 +86,7 @@ mod tests {
 
     #[test]
     fn plain_output_names_batches_and_prints_hosts() {
-        let p = Progress::new(false, Style { diff: false });
+        let p = Progress::new(false);
         let mut out = Vec::new();
         let hosts = vec!["a".to_string(), "b".to_string()];
         p.event(
