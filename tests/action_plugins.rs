@@ -209,25 +209,7 @@ fn ansible_results(doc: &Value, host: &str) -> Vec<(String, bool, String)> {
 }
 
 fn ansible_playbook(control: &Control, playbook: &str, inventory: &str) -> Value {
-    let home = tempfile::tempdir().unwrap();
-    let out = Command::new(newest_ansible_bin().join("ansible-playbook"))
-        .args(["-i", inventory, playbook])
-        .env("HOME", home.path())
-        .env("ANSIBLE_LOCAL_TEMP", home.path())
-        .env("ANSIBLE_STDOUT_CALLBACK", "ansible.posix.json")
-        .env("ANSIBLE_SHOW_CUSTOM_STATS", "true")
-        .env("ANSIBLE_HOST_KEY_CHECKING", "false")
-        .env_remove("ANSIBLE_CONFIG")
-        .current_dir(control.path(""))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    serde_json::from_str(&text).unwrap_or_else(|e| {
-        panic!(
-            "ansible-playbook gave no JSON ({e}): {text}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    })
+    control.ansible_playbook(&["-i", inventory, playbook]).1
 }
 
 const ROLE_SPEC: &str = r#"

@@ -92,28 +92,6 @@ fn ansible_statuses(doc: &Value, host: &str) -> Vec<(String, String)> {
         .collect()
 }
 
-fn ansible_playbook(control: &Control, args: &[&str]) -> (i32, Value) {
-    let home = tempfile::tempdir().unwrap();
-    let out = Command::new(newest_ansible_bin().join("ansible-playbook"))
-        .args(args)
-        .env("HOME", home.path())
-        .env("ANSIBLE_LOCAL_TEMP", home.path())
-        .env("ANSIBLE_STDOUT_CALLBACK", "ansible.posix.json")
-        .env("ANSIBLE_HOST_KEY_CHECKING", "false")
-        .env_remove("ANSIBLE_CONFIG")
-        .current_dir(control.path(""))
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    let doc = serde_json::from_str(&text).unwrap_or_else(|e| {
-        panic!(
-            "ansible-playbook gave no JSON ({e}): {text}\n{}",
-            String::from_utf8_lossy(&out.stderr)
-        )
-    });
-    (out.status.code().unwrap(), doc)
-}
-
 #[test]
 fn errors_ansible_finds_when_a_task_runs_fail_only_what_reaches_them() {
     let before = machine_digest();
@@ -170,8 +148,7 @@ fn errors_ansible_finds_when_a_task_runs_fail_only_what_reaches_them() {
     assert_eq!(logins(), seen, "--strict reached the host");
 
     // Without it, check and apply run every other task, as Ansible does.
-    let (code, theirs_check) =
-        ansible_playbook(&control, &["--check", "-i", &inventory, &playbook]);
+    let (code, theirs_check) = control.ansible_playbook(&["--check", "-i", &inventory, &playbook]);
     assert_eq!(code, 0, "{theirs_check:#}");
     let check = Run::json(nodeprov(&["check", &playbook, "-i", &inventory]));
     assert_eq!(check.code, 2, "{check}");
@@ -185,7 +162,7 @@ fn errors_ansible_finds_when_a_task_runs_fail_only_what_reaches_them() {
     let apply = Run::json(nodeprov(&["apply", &playbook, "-i", &inventory]));
     assert_eq!(apply.code, 0, "{apply}");
     assert_eq!(host.host.sh("cat /root/written"), "hi\n");
-    let (code, theirs) = ansible_playbook(&control, &["-i", &inventory, &playbook]);
+    let (code, theirs) = control.ansible_playbook(&["-i", &inventory, &playbook]);
     assert_eq!(code, 0, "{theirs:#}");
     let ours: Vec<(String, String)> = nodeprov_statuses(&apply);
     let expected = [
@@ -208,7 +185,7 @@ fn errors_ansible_finds_when_a_task_runs_fail_only_what_reaches_them() {
     let args = ["-i", &inventory, &playbook, "-e", "upgrade=true"];
     let reached = Run::json(nodeprov(&[&["apply"], &args[..]].concat()));
     assert_eq!(reached.code, 4, "{reached}");
-    let (code, theirs) = ansible_playbook(&control, &args);
+    let (code, theirs) = control.ansible_playbook(&args);
     assert_eq!(code, 2, "{theirs:#}");
     let failed = |statuses: Vec<(String, String)>| {
         statuses

@@ -58,6 +58,32 @@ impl Control {
         std::fs::read_to_string(self.path(name)).unwrap_or_default()
     }
 
+    /// `ansible-playbook <args>` of the newest ansible-core, in this
+    /// folder with an empty HOME and no ansible.cfg: its exit status and
+    /// its JSON callback's document.
+    pub fn ansible_playbook(&self, args: &[&str]) -> (i32, Value) {
+        let home = tempfile::tempdir().unwrap();
+        let out = Command::new(super::newest_ansible_bin().join("ansible-playbook"))
+            .args(args)
+            .env("HOME", home.path())
+            .env("ANSIBLE_LOCAL_TEMP", home.path())
+            .env("ANSIBLE_STDOUT_CALLBACK", "ansible.posix.json")
+            .env("ANSIBLE_SHOW_CUSTOM_STATS", "true")
+            .env("ANSIBLE_HOST_KEY_CHECKING", "false")
+            .env_remove("ANSIBLE_CONFIG")
+            .current_dir(self.path(""))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        let doc = serde_json::from_str(&text).unwrap_or_else(|e| {
+            panic!(
+                "ansible-playbook gave no JSON ({e}): {text}\n{}",
+                String::from_utf8_lossy(&out.stderr)
+            )
+        });
+        (out.status.code().unwrap_or(-1), doc)
+    }
+
     /// `nodeprov <args> --known-hosts <temp>` with none of the caller's SSH
     /// or nodeprov settings: no agent, no passwords, HOME in the temp dir.
     pub fn nodeprov(&self, args: &[&str]) -> Command {
