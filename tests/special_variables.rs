@@ -35,35 +35,62 @@ const SHOWN: &str = r#"{
   'time_keys': ansible_date_time.keys() | reject('equalto', 'tz_dst') | sort,
   'tz': ansible_date_time.tz, 'tz_offset': ansible_date_time.tz_offset,
   'year': ansible_date_time.year,
+  'play_roles': ansible_play_role_names, 'role_names': role_names,
+  'all_roles': ansible_role_names | sort,
+  'dependent_roles': ansible_dependent_role_names | sort,
 }"#;
 
-fn playbook() -> String {
-    let shown = SHOWN.replace('\n', " ");
-    format!(
-        "- name: special\n  hosts: fleet\n  tasks:\n    - name: show\n      debug:\n        msg: \"{{{{ {shown} | to_json }}}}\"\n"
+/// What a role included from another's tasks sees of its parents.
+const PARENTS: &str =
+    "{'names': ansible_parent_role_names, 'paths': ansible_parent_role_paths, 'role': role_name}";
+
+/// A task printing `shown` as JSON.
+fn show(name: &str, shown: &str) -> String {
+    let shown = shown.replace('\n', " ");
+    format!("- name: {name}\n  debug:\n    msg: \"{{{{ {shown} | to_json }}}}\"\n")
+}
+
+/// The play, and its roles: `outer` depends on `dep` and includes `inner`,
+/// which shows its parents.
+fn write_play(control: &Control) -> String {
+    control.write("roles/outer/meta/main.yml", "dependencies: [dep]\n");
+    control.write(
+        "roles/outer/tasks/main.yml",
+        "- include_role: {name: inner}\n",
+    );
+    control.write("roles/dep/tasks/main.yml", "- debug: {msg: dep}\n");
+    control.write("roles/inner/tasks/main.yml", &show("parents", PARENTS));
+    let task: String = show("show", SHOWN)
+        .lines()
+        .map(|l| format!("    {l}\n"))
+        .collect();
+    control.write(
+        "site.yml",
+        &format!("- name: special\n  hosts: fleet\n  roles: [outer]\n  tasks:\n{task}"),
     )
 }
 
-fn ansible_value(control: &Control, args: &[&str]) -> Value {
-    let (_, doc) = control.ansible_playbook(args);
+/// A task's JSON message, by task name (a role's task without its
+/// `role : ` prefix), from ansible-playbook's JSON document.
+fn ansible_value(doc: &Value, task: &str) -> Value {
     let msg = doc["plays"][0]["tasks"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|t| t["task"]["name"] == "show")
+        .find(|t| t["task"]["name"].as_str().unwrap().rsplit(" : ").next() == Some(task))
         .and_then(|t| t["hosts"].as_object()?.values().next()?["msg"].as_str())
         .unwrap_or_else(|| panic!("no message: {doc:#}"))
         .to_string();
     serde_json::from_str(&msg).unwrap()
 }
 
-fn nodeprov_value(run: &Run) -> Value {
+fn nodeprov_value(run: &Run, task: &str) -> Value {
     let task = &run.hosts()[0]["tasks"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|t| t["task"] == "show")
-        .unwrap_or_else(|| panic!("no task 'show': {run}"))
+        .find(|t| t["task"] == task)
+        .unwrap_or_else(|| panic!("no task '{task}': {run}"))
         .clone();
     let msg = task["notes"][0].as_str().unwrap();
     serde_json::from_str(msg.strip_prefix("msg: ").unwrap()).unwrap()
@@ -79,7 +106,7 @@ fn facts_and_special_variables_are_ansibles() {
         "inventory.ini",
         &fleet.inventory("root", "ansible_python_interpreter=/usr/bin/python3"),
     );
-    let playbook = control.write("site.yml", &playbook());
+    let playbook = write_play(&control);
     let python = newest_ansible_bin().join("python");
     for (args, check) in [
         (
@@ -94,18 +121,25 @@ fn facts_and_special_variables_are_ansibles() {
         ours.env("NODEPROV_ANSIBLE_PYTHON", &python);
         let run = Run::json(ours);
         assert!(run.code == 0, "{run}");
-        let ours = nodeprov_value(&run);
         let mut theirs_args = vec!["-i", inventory.as_str(), playbook.as_str()];
         theirs_args.extend(&args);
         if check {
             // nodeprov's check is Ansible's --check --diff.
             theirs_args.extend(["--check", "--diff"]);
         }
-        let theirs = ansible_value(&control, &theirs_args);
-        assert_eq!(ours, theirs, "{verb} {args:?}");
-        // Not vacuous: the values are the host's, and the run's.
+        let (code, doc) = control.ansible_playbook(&theirs_args);
+        assert_eq!(code, 0, "{doc:#}");
+        for task in ["show", "parents"] {
+            let ours = nodeprov_value(&run, task);
+            let theirs = ansible_value(&doc, task);
+            assert_eq!(ours, theirs, "{task}: {verb} {args:?}");
+        }
+        // Not vacuous: the values are the host's, the run's and the play's.
+        let ours = nodeprov_value(&run, "show");
         assert_eq!(ours["dir"], "/root");
         assert_eq!(ours["check_mode"], json!(check));
+        assert_eq!(ours["all_roles"], json!(["dep", "inner", "outer"]));
+        assert_eq!(nodeprov_value(&run, "parents")["names"], json!(["outer"]));
     }
     assert_machine_unchanged(&before);
 }

@@ -1,5 +1,7 @@
 //! The play's `remote_user` over real SSH: the login of hosts whose
 //! inventory names no `ansible_user`, while an inventory's user still wins.
+//! `throttle`: a task's changes are applied by at most so many hosts at
+//! once.
 
 mod support;
 
@@ -77,5 +79,39 @@ fn reset_connection_makes_a_new_group_hold() {
         groups("/root/np-groups-after").contains("npjoined"),
         "{run}"
     );
+    assert_machine_unchanged(&before);
+}
+
+/// Each host records when its step started and ended (nanoseconds since
+/// the epoch, the machine's one clock): with `throttle: 1` no two hosts'
+/// spans overlap, while the tasks around it still run on all hosts at once.
+#[test]
+fn a_throttled_task_is_applied_by_one_host_at_a_time() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(3);
+    let control = Control::new(&fleet);
+    let inventory = control.write("inventory.ini", &fleet.inventory("root", ""));
+    let playbook = control.write(
+        "throttled.yml",
+        "- hosts: all\n  gather_facts: false\n  tasks:\n    - name: before\n      copy: {dest: /root/before, content: x}\n    - name: one at a time\n      throttle: 1\n      shell: date +%s%N > /root/start; sleep 0.3; date +%s%N > /root/end\n",
+    );
+    let run = Run::json(control.nodeprov(&["apply", &playbook, "-i", &inventory]));
+    assert_eq!(run.code, 0, "{run}");
+    let read = |h: &SshHost, f: &str| -> u128 {
+        let text = std::fs::read_to_string(h.host.path(f)).unwrap();
+        text.trim().parse().unwrap()
+    };
+    let mut spans: Vec<(u128, u128)> = fleet
+        .hosts
+        .iter()
+        .map(|h| (read(h, "/root/start"), read(h, "/root/end")))
+        .collect();
+    spans.sort();
+    for pair in spans.windows(2) {
+        assert!(
+            pair[0].1 <= pair[1].0,
+            "two hosts ran it at once: {spans:?}"
+        );
+    }
     assert_machine_unchanged(&before);
 }

@@ -300,16 +300,24 @@ impl<'a, 'p> HostRun<'a, 'p> {
         if self.reads_unknown(spec) {
             return Next::Continue;
         }
-        // A retried, delegated or run-once task's steps go out alone.
+        // A retried, delegated, run-once or throttled task's steps go out
+        // alone.
         let task = spec.task;
-        let alone = spec.conditions.until.is_some() || task.delegate_to.is_some() || task.run_once;
+        let alone = spec.conditions.until.is_some()
+            || task.delegate_to.is_some()
+            || task.run_once
+            || spec.throttle.is_some();
         if alone && !self.batch.pending.is_empty() {
             return Next::FlushBefore;
         }
-        if task.run_once {
-            return self.plan_once(spec);
+        let next = match task.run_once {
+            true => self.plan_once(spec),
+            false => self.plan_resolved(spec),
+        };
+        match next {
+            Next::Continue if spec.throttle.is_some() => Next::FlushAfter,
+            next => next,
         }
-        self.plan_resolved(spec)
     }
 
     /// Plans a task on this host once it is known to run here.

@@ -17,6 +17,7 @@ pub mod result;
 #[cfg(test)]
 mod run_tests;
 mod task_user;
+mod throttle;
 pub(crate) mod vars;
 mod wire;
 
@@ -219,7 +220,7 @@ impl Rollout {
                 hosts: batch,
             });
             let run = (&req.opts, req.forks, req.limit);
-            let magic = vars::play_magic(run, &play.name, hosts, batch);
+            let magic = vars::play_magic(run, (&play.name, &play.roles), hosts, batch);
             let reports = run_batch(req, ctx, (play_vars, &magic), batch, keep, on_event);
             let failed: Vec<String> = reports
                 .iter()

@@ -66,6 +66,8 @@ pub(crate) struct PreparedTask<'p> {
     pub referenced: BTreeSet<String>,
     /// `changed_when: false`: the task declares itself read-only.
     pub read_only: bool,
+    /// `throttle`, shared by every host of the play.
+    pub throttle: Option<super::throttle::Throttle>,
 }
 
 /// What a task's module is built from.
@@ -227,6 +229,7 @@ impl<'p> PreparedTask<'p> {
                 .changed_when
                 .as_ref()
                 .is_some_and(|c| c.value == yaml::Value::Bool(false)),
+            throttle: task.throttle.and_then(super::throttle::Throttle::new),
         }
     }
 

@@ -8,7 +8,7 @@ mod play_files;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 
 use super::prepared::RunOptions;
 use crate::base::diag::Diagnostic;
@@ -82,13 +82,16 @@ impl<'a> TaskVars<'a> {
 /// Ansible names them (`ansible_check_mode`, `ansible_diff_mode`,
 /// `ansible_forks`, `ansible_run_tags` (`['all']` when none are asked for),
 /// `ansible_skip_tags`, `ansible_verbosity`, and `ansible_limit` when one
-/// is given), the play's name, the hosts it selected
+/// is given), the play's name and roles (`ansible_play_role_names` and its
+/// old name `role_names`, the roles it names; `ansible_dependent_role_names`,
+/// those loaded as dependencies; `ansible_role_names`, both, each once),
+/// the hosts it selected
 /// (`ansible_play_hosts_all`), and those of the batch (`ansible_play_batch`,
 /// and `ansible_play_hosts` and its old name `play_hosts`, since hosts
 /// that failed in earlier batches are already left out).
 pub fn play_magic(
     (opts, forks, limit): (&RunOptions, usize, Option<&str>),
-    play: &str,
+    (play, roles): (&str, &Exposed),
     all: &[String],
     batch: &[String],
 ) -> Map<String, Value> {
@@ -107,6 +110,21 @@ pub fn play_magic(
         magic.insert("ansible_limit".into(), limit.into());
     }
     magic.insert("ansible_play_name".into(), play.into());
+    let mut every: Vec<&String> = Vec::new();
+    for name in roles.role_names.iter().chain(&roles.dependency_names) {
+        if !every.contains(&name) {
+            every.push(name);
+        }
+    }
+    let dependent: Vec<&String> = every
+        .iter()
+        .copied()
+        .filter(|n| roles.dependency_names.contains(n))
+        .collect();
+    magic.insert("ansible_play_role_names".into(), json!(roles.role_names));
+    magic.insert("role_names".into(), json!(roles.role_names));
+    magic.insert("ansible_dependent_role_names".into(), json!(dependent));
+    magic.insert("ansible_role_names".into(), json!(every));
     magic.insert("ansible_play_hosts_all".into(), all.into());
     magic.insert("ansible_play_hosts".into(), batch.into());
     magic.insert("play_hosts".into(), batch.into());
@@ -534,6 +552,7 @@ mod tests {
             roles: Arc::new(Exposed {
                 defaults: map(json!({"a": "exposed", "y": "exposed", "z": "exposed"})),
                 vars: map(json!({"b": "role", "d": "role", "r": "role"})),
+                ..Exposed::default()
             }),
         };
         let t = Templates::new();

@@ -185,8 +185,9 @@ keywords! {
         => "hides the task's values from every report; a templated value (`\"{{ \
            ansible_verbosity < 2 }}\"`) hides them too, as a report cannot wait for a host's \
            values to decide";
-    "notify": No Yes Yes No No
-        => "handlers by name or `listen` topic; a block's, for each of its tasks that names none";
+    "notify": No Yes Yes Yes No
+        => "handlers by name or `listen` topic; a block's or include's, for each of its tasks \
+           that names none";
     "order": Yes No No No No
         => "`inventory`, `reverse_inventory`, `sorted`, `reverse_sorted` or `shuffle`: the \
            order hosts are taken in, `serial` batches included (hosts of a batch still run at once)";
@@ -216,8 +217,9 @@ keywords! {
         => "`free` only: hosts never wait for each other";
     "tags": Yes Yes Yes Yes Yes;
     "tasks": Yes No No No No;
-    "throttle": Refused Refused Refused No No
-        => "`--forks` bounds hosts at once";
+    "throttle": Yes Yes Yes No No
+        => "at most that many hosts apply the task's changes at once (0: no bound); its steps \
+           go out in a batch of their own, and probes and check mode are not held back";
     "timeout": Refused Refused Yes No No
         => "on a task only; `--command-timeout` bounds every script";
     "until": No No Yes No No

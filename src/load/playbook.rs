@@ -182,6 +182,8 @@ pub struct Task {
     pub check_mode: Option<bool>,
     /// `diff`: keep (or drop) the task's diffs whatever the run's `--diff`.
     pub diff: Option<bool>,
+    /// `throttle`: at most this many hosts apply the task's changes at once.
+    pub throttle: Option<u64>,
     /// A templated `check_mode` (`"{{ x | d(ansible_check_mode) }}"`),
     /// judged per host and item.
     pub check_mode_if: Option<Node>,
@@ -762,7 +764,12 @@ fn parse_play(node: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> Opt
     // the order its keys are written in.
     let handed: Vec<(Node, Node)> = entries
         .iter()
-        .filter(|(k, _)| matches!(k.as_str(), Some("check_mode" | "diff" | "ignore_errors")))
+        .filter(|(k, _)| {
+            matches!(
+                k.as_str(),
+                Some("check_mode" | "diff" | "ignore_errors" | "throttle")
+            )
+        })
         .cloned()
         .collect();
     scope = scope.narrowed(&handed, errors);
@@ -819,7 +826,7 @@ fn parse_play(node: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> Opt
             "validate" => play.validate = tasks::expand(v, &scope, errors),
             "become_method" => become_method(v, errors),
             "environment" | "no_log" | "collections" | "module_defaults" | "check_mode"
-            | "diff" | "ignore_errors" => {}
+            | "diff" | "ignore_errors" | "throttle" => {}
             _ => errors.push(not_a_keyword(k, Level::Play)),
         }
     }
@@ -976,6 +983,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         failed_when: None,
         check_mode: None,
         diff: None,
+        throttle: None,
         check_mode_if: None,
         async_if: None,
         vars: serde_json::Map::new(),
@@ -1054,6 +1062,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
             "become_method" => become_method(v, errors),
             "no_log" => task.no_log = no_log(v, errors),
             "diff" => task.diff = Some(boolean(v, "diff", errors)),
+            "throttle" => task.throttle = tasks::seconds("throttle", v, errors),
             "timeout" => task.timeout = tasks::timeout(v, errors),
             "until" | "retries" | "delay" => retry_keys.add(k, v),
             "delegate_to" => task.delegate_to = tasks::delegate_to(v, errors),

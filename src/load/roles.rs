@@ -163,11 +163,16 @@ pub(super) struct PlayState {
 /// Role variables the whole play sees, as Ansible exposes those of a
 /// `roles:` entry, an `import_role` and an `include_role` with
 /// `public: true`: the defaults below every other variable, the vars
-/// above the play's.
+/// above the play's; and the names of its roles, for its magic variables.
 #[derive(Clone, Debug, Default)]
 pub struct Exposed {
     pub defaults: serde_json::Map<String, serde_json::Value>,
     pub vars: serde_json::Map<String, serde_json::Value>,
+    /// Each role the play names (`roles:`, `import_role`, `include_role`)
+    /// as it is loaded: `ansible_play_role_names`.
+    pub role_names: Vec<String>,
+    /// Each role loaded as another's dependency: `ansible_dependent_role_names`.
+    pub dependency_names: Vec<String>,
 }
 
 pub(super) type Shared = Arc<Mutex<PlayState>>;
@@ -191,6 +196,8 @@ pub(super) struct RoleRequest {
     dedupe: bool,
     /// Its defaults and vars are seen by the whole play.
     public: bool,
+    /// Loaded from another role's `meta/` dependencies.
+    dependency: bool,
 }
 
 impl RoleRequest {
@@ -304,6 +311,7 @@ impl RoleRequest {
             keywords: Vec::new(),
             dedupe,
             public: true,
+            dependency: false,
         }
     }
 
@@ -371,17 +379,26 @@ pub(super) fn expand(req: &RoleRequest, scope: &Scope, errors: &mut Errors) -> E
         play.exposed.vars.extend(own_vars);
     }
     let short = role_name(&req.name, found.collection.is_some());
+    // `ansible_role_name`: Ansible names a collection's role by its FQCN.
+    let name = match &found.collection {
+        Some(c) => format!("{c}.{short}"),
+        None => short.clone(),
+    };
+    {
+        let mut play = scope.play.lock().expect("not poisoned");
+        let names = match req.dependency {
+            true => &mut play.exposed.dependency_names,
+            false => &mut play.exposed.role_names,
+        };
+        names.push(name.clone());
+    }
     let role = Arc::new(Role {
-        // `ansible_role_name`: Ansible names a collection's role by its FQCN.
-        name: match &found.collection {
-            Some(c) => format!("{c}.{short}"),
-            None => short.clone(),
-        },
+        name,
         path: path.clone(),
         defaults,
         defaults_node,
     });
-    let mut vars = role_vars(&role, &short, &req.at);
+    let mut vars = role_vars(&role, &short, scope.parent_roles(), &req.at);
     if let Some(node) = vars_node {
         vars.extend(node.as_map().unwrap_or_default().iter().cloned());
     }
@@ -426,14 +443,31 @@ fn role_name(name: &str, in_collection: bool) -> String {
 }
 
 /// `role_name` (the short name), `ansible_role_name` (a collection role's
-/// FQCN) and `role_path`, as Ansible sets them for a role's tasks.
-fn role_vars(role: &Role, short: &str, at: &Node) -> Vec<(Node, Node)> {
+/// FQCN) and `role_path`, as Ansible sets them for a role's tasks; for a
+/// role included from others, `ansible_parent_role_names` and
+/// `ansible_parent_role_paths`, innermost first.
+fn role_vars(role: &Role, short: &str, parents: &[Arc<Role>], at: &Node) -> Vec<(Node, Node)> {
     let s = |text: String| Node::new(Value::Str(text), at.span.clone());
-    vec![
+    let mut vars = vec![
         (s("role_name".into()), s(short.to_string())),
         (s("ansible_role_name".into()), s(role.name.clone())),
         (s("role_path".into()), s(role.path.display().to_string())),
-    ]
+    ];
+    if !parents.is_empty() {
+        let list = |each: &dyn Fn(&Role) -> String| {
+            let items = parents.iter().map(|p| s(each(p))).collect();
+            Node::new(Value::Seq(items), at.span.clone())
+        };
+        vars.push((
+            s("ansible_parent_role_names".into()),
+            list(&|p| p.name.clone()),
+        ));
+        vars.push((
+            s("ansible_parent_role_paths".into()),
+            list(&|p| p.path.display().to_string()),
+        ));
+    }
+    vars
 }
 
 /// A role's `meta/main.yml`: its dependencies, the collections its
@@ -549,6 +583,7 @@ fn dependencies(
     for dep in deps {
         if let Some(mut req) = RoleRequest::from_entry(dep, errors) {
             req.public = of.public;
+            req.dependency = true;
             tasks.extend(expand(&req, &inner, errors).tasks);
         }
     }

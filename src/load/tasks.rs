@@ -28,7 +28,11 @@ pub(super) struct Inherit {
     check_mode: Option<bool>,
     check_mode_if: Option<Node>,
     diff: Option<bool>,
+    throttle: Option<u64>,
     role: Option<Arc<Role>>,
+    /// The roles whose `include_role`/`import_role` led here, innermost
+    /// first: `ansible_parent_role_names` and `_paths` of a role loaded here.
+    parent_roles: Vec<Arc<Role>>,
     environment: Vec<Node>,
     no_log: bool,
     frame: Option<Arc<Frame>>,
@@ -154,6 +158,12 @@ impl Scope {
         self.roles.collections.paths()
     }
 
+    /// The roles a role loaded in this scope was included from, innermost
+    /// first.
+    pub fn parent_roles(&self) -> &[Arc<Role>] {
+        &self.inherit.parent_roles
+    }
+
     pub fn with_role(&self, role: Arc<Role>, vars: Vec<(Node, Node)>) -> Scope {
         let mut scope = self.clone();
         scope.dir = role.path.join("tasks");
@@ -192,6 +202,7 @@ impl Scope {
                     (inh.check_mode, inh.check_mode_if) = playbook::check_mode(v, errors)
                 }
                 "diff" => inh.diff = Some(playbook::boolean(v, "diff", errors)),
+                "throttle" => inh.throttle = seconds("throttle", v, errors),
                 "notify" => inh.notify = playbook::names(v, "notify", errors),
                 "listen" => {
                     let topics = playbook::names(v, "listen", errors);
@@ -1081,6 +1092,12 @@ fn role_task(
     };
     let body = |s: &Scope, errors: &mut Errors| {
         let mut own = Errors::default();
+        // A role included from a role's tasks has that role as its parent.
+        let mut s = s.clone();
+        if let Some(parent) = s.inherit.role.clone() {
+            s.inherit.parent_roles.insert(0, parent);
+        }
+        let s = &s;
         let tasks = roles::expand(&request, s, &mut own).tasks;
         match own.is_empty() {
             true => tasks,
@@ -1214,6 +1231,7 @@ fn inherit(task: &mut Task, inh: &Inherit) {
         task.check_mode_if.clone_from(&inh.check_mode_if);
     }
     task.diff = task.diff.or(inh.diff);
+    task.throttle = task.throttle.or(inh.throttle);
     if task.role.is_none() {
         task.role.clone_from(&inh.role);
     }
@@ -1527,6 +1545,28 @@ mod tests {
                 "site.yml:10:14: delay must be a whole number of 0 or more, found soon",
             ]
         );
+    }
+
+    #[test]
+    fn an_includes_notify_is_handed_to_its_tasks() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("t.yml"),
+            "- command: a\n- command: b\n  notify: own\n",
+        )
+        .unwrap();
+        std::fs::write(
+            dir.path().join("site.yml"),
+            "- hosts: all\n  tasks:\n    - import_tasks: t.yml\n      notify: restart\n  handlers:\n    - {name: restart, debug: msg=r}\n    - {name: own, debug: msg=o}\n",
+        )
+        .unwrap();
+        let pb = playbook::load(&dir.path().join("site.yml")).unwrap();
+        let notified: Vec<Vec<&str>> = pb.plays[0]
+            .tasks
+            .iter()
+            .map(|t| t.notify.iter().map(|(n, _)| n.as_str()).collect())
+            .collect();
+        assert_eq!(notified, [vec!["restart"], vec!["own"]]);
     }
 
     #[test]

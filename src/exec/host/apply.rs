@@ -34,7 +34,15 @@ impl<'p> HostRun<'_, 'p> {
                 (p.step, (i, p.command, p.instance))
             })
             .unzip();
-        let applied = self.wire.apply(steps);
+        // A throttled task's steps are the batch (see `plan_task`): they
+        // run once the task has a place for this host.
+        let throttle = waiting
+            .first()
+            .and_then(|(_, _, i)| i.spec.throttle.as_ref());
+        let applied = {
+            let _place = throttle.map(|t| t.enter());
+            self.wire.apply(steps)
+        };
         self.batch.changed_since_probe = true;
         // A step failed for good: the script stopped there.
         let mut step_failed = false;
