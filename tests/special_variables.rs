@@ -38,7 +38,20 @@ const SHOWN: &str = r#"{
   'play_roles': ansible_play_role_names, 'role_names': role_names,
   'all_roles': ansible_role_names | sort,
   'dependent_roles': ansible_dependent_role_names | sort,
+  'loop_msgs': looped.results | map(attribute='msg') | list,
+  'loop_keys': looped.results | map(attribute='ansible_loop') | list,
+  'index_var': looped.results | map(attribute='ansible_index_var') | list,
+  'indexes': looped.results | map(attribute='i') | list,
 }"#;
+
+/// A loop with `loop_control`'s `index_var` and `extended`, registered.
+const LOOPED: &str = "- name: looped
+  debug:
+    msg: \"{{ i }} {{ ansible_loop.index }} {{ ansible_loop.revindex0 }} {{ ansible_loop.first }} {{ ansible_loop.previtem | default('-') }}\"
+  loop: [a, b, c]
+  loop_control: {index_var: i, extended: true}
+  register: looped
+";
 
 /// What a role included from another's tasks sees of its parents.
 const PARENTS: &str =
@@ -60,7 +73,7 @@ fn write_play(control: &Control) -> String {
     );
     control.write("roles/dep/tasks/main.yml", "- debug: {msg: dep}\n");
     control.write("roles/inner/tasks/main.yml", &show("parents", PARENTS));
-    let task: String = show("show", SHOWN)
+    let task: String = (LOOPED.to_string() + &show("show", SHOWN))
         .lines()
         .map(|l| format!("    {l}\n"))
         .collect();

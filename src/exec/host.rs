@@ -12,7 +12,7 @@
 use std::collections::BTreeSet;
 use std::time::Instant;
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use super::instance::{Items, Resolution, Resolver, TaskInstance};
 use super::prepared::{PlayCtx, PreparedTask};
@@ -371,9 +371,8 @@ impl<'a, 'p> HostRun<'a, 'p> {
             if flush {
                 next = Next::FlushAfter;
             }
-            if let (Some((var, value)), Value::Object(r)) = (item, &mut result) {
-                r.insert(var.to_string(), value);
-                r.insert("ansible_loop_var".into(), json!(var));
+            if let (Some(keys), Value::Object(r)) = (item, &mut result) {
+                r.extend(keys);
             }
             loop_results.push(result);
             result_at.push((self.state.outcomes.len() > at).then_some(at));
@@ -497,12 +496,25 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }
     }
 
-    /// A looped instance's loop variable and item, which Ansible keeps in
-    /// each of the loop's results (`results[0].item`).
-    fn loop_item(&self, instance: &TaskInstance<'p>) -> Option<(&'p str, Value)> {
-        let var = instance.spec.task.loop_var.as_str();
+    /// What Ansible keeps of a looped instance in each of the loop's
+    /// results: the loop variable and its item (`results[0].item`),
+    /// `ansible_loop_var`, and with `loop_control`'s `index_var` the index
+    /// and `ansible_index_var`, with `extended` `ansible_loop`.
+    fn loop_item(&self, instance: &TaskInstance<'p>) -> Option<Map<String, Value>> {
+        let task = instance.spec.task;
         instance.spec.looping.items.as_ref()?;
-        Some((var, instance.vars.get(var).cloned().unwrap_or(Value::Null)))
+        let of = |name: &str| instance.vars.get(name).cloned().unwrap_or(Value::Null);
+        let mut keys = Map::new();
+        keys.insert(task.loop_var.clone(), of(&task.loop_var));
+        keys.insert("ansible_loop_var".into(), json!(task.loop_var));
+        if let Some(index) = &task.loop_extras.index_var {
+            keys.insert(index.clone(), of(index));
+            keys.insert("ansible_index_var".into(), json!(index));
+        }
+        if task.loop_extras.extended.is_some() {
+            keys.insert("ansible_loop".into(), of("ansible_loop"));
+        }
+        Some(keys)
     }
 
     /// Notifies the task's handlers; a templated name is rendered in the

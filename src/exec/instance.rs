@@ -102,8 +102,14 @@ pub(crate) enum Resolution<'p> {
 /// A task's loop items (one pass with no item when it has no loop), and
 /// the contexts they render in.
 pub(crate) struct Items {
-    pub list: Vec<Option<Value>>,
+    pub list: Vec<Option<LoopItem>>,
     pub contexts: Option<ItemContexts>,
+}
+
+/// One loop item, and where it stands in the loop.
+pub(crate) struct LoopItem {
+    pub index: usize,
+    pub value: Value,
 }
 
 /// Renders tasks against one host's variables.
@@ -132,7 +138,8 @@ impl Resolver<'_> {
         if let Some(error) = self.broken_read(spec, &resolved, &reads) {
             return Err(error);
         }
-        let list = match self.ctx.templates.render_value(items, &resolved.vars) {
+        let list: Vec<Option<Value>> = match self.ctx.templates.render_value(items, &resolved.vars)
+        {
             Ok(Value::Array(items)) => items.into_iter().map(Some).collect(),
             Ok(other) => return Err(ResolveError::LoopNotList(other)),
             // As Ansible, an undefined loop fails only if `when:` holds
@@ -146,9 +153,13 @@ impl Resolver<'_> {
             Err(e) => return Err(ResolveError::Loop(e)),
         };
         let task = spec.task;
-        let contexts =
-            self.vars
-                .item_contexts(self.ctx.templates, TaskVars::of(task), &task.loop_var);
+        let contexts = self
+            .vars
+            .item_contexts(self.ctx.templates, TaskVars::of(task), &task.loop_var)
+            .with_extras(&task.loop_extras, &list);
+        let list = (list.into_iter().enumerate())
+            .map(|(index, value)| value.map(|value| LoopItem { index, value }))
+            .collect();
         Ok(Items {
             list,
             contexts: Some(contexts),
@@ -160,10 +171,10 @@ impl Resolver<'_> {
         &self,
         spec: &'p PreparedTask<'p>,
         contexts: Option<&ItemContexts>,
-        item: Option<Value>,
+        item: Option<LoopItem>,
     ) -> Resolution<'p> {
         let resolved = self.resolve_vars(spec, contexts, item.as_ref());
-        let label = item.map(|i| self.label(spec, i, &resolved.vars));
+        let label = item.map(|i| self.label(spec, i.value, &resolved.vars));
         if let Some(error) = self.broken_read(spec, &resolved, &spec.referenced) {
             // A task whose `when:` is false is skipped whatever else it
             // reads, as Ansible renders nothing else of a skipped task.
@@ -264,7 +275,7 @@ impl Resolver<'_> {
         &self,
         spec: &PreparedTask,
         contexts: Option<&ItemContexts>,
-        item: Option<&Value>,
+        item: Option<&LoopItem>,
     ) -> Option<Box<dyn Module>> {
         let vars = self.resolve_vars(spec, contexts, item).vars;
         let user = self.user(spec, &vars).ok()?;
@@ -297,13 +308,15 @@ impl Resolver<'_> {
         &self,
         spec: &PreparedTask,
         contexts: Option<&ItemContexts>,
-        item: Option<&Value>,
+        item: Option<&LoopItem>,
     ) -> Resolved {
         let task = spec.task;
         match (contexts, item) {
-            (Some(contexts), Some(item)) => contexts.context(self.ctx.templates, item),
+            (Some(contexts), Some(item)) => {
+                contexts.context(self.ctx.templates, item.index, &item.value)
+            }
             (_, item) => {
-                let item = item.map(|i| (task.loop_var.as_str(), i));
+                let item = item.map(|i| (task.loop_var.as_str(), &i.value));
                 self.vars
                     .context(self.ctx.templates, TaskVars::of(task), item)
             }

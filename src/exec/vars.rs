@@ -260,6 +260,8 @@ impl VarLayers {
         let base = render_levels(templates, all, &base_deps, base_depths, BTreeMap::new());
         ItemContexts {
             loop_var,
+            extras: Default::default(),
+            items: Vec::new(),
             base,
             per_item,
             deps: item_deps,
@@ -273,6 +275,9 @@ impl VarLayers {
 pub struct ItemContexts {
     /// `None` when an extra variable hides the item.
     loop_var: Option<String>,
+    /// `loop_control`'s `index_var` and `extended`, with every item.
+    extras: crate::load::playbook::LoopExtras,
+    items: Vec<Value>,
     base: Resolved,
     /// The variables that read the item, as written.
     per_item: Map<String, Value>,
@@ -281,7 +286,21 @@ pub struct ItemContexts {
 }
 
 impl ItemContexts {
-    pub fn context(&self, templates: &Templates, item: &Value) -> Resolved {
+    /// The loop's `loop_control` extras, and its items for `ansible_loop`.
+    pub fn with_extras(
+        mut self,
+        extras: &crate::load::playbook::LoopExtras,
+        items: &[Option<Value>],
+    ) -> Self {
+        self.extras = extras.clone();
+        if extras.extended.is_some() {
+            self.items = items.iter().flatten().cloned().collect();
+        }
+        self
+    }
+
+    /// The variables of the `index`th item, `item`.
+    pub fn context(&self, templates: &Templates, index: usize, item: &Value) -> Resolved {
         let mut vars = match &self.base.vars {
             Value::Object(m) => m.clone(),
             _ => Map::new(),
@@ -290,8 +309,43 @@ impl ItemContexts {
         if let Some(name) = &self.loop_var {
             vars.insert(name.clone(), item.clone());
         }
+        if let Some(name) = &self.extras.index_var {
+            vars.insert(name.clone(), index.into());
+        }
+        if let Some(allitems) = self.extras.extended {
+            vars.insert("ansible_loop".into(), self.ansible_loop(index, allitems));
+        }
         let broken = self.base.broken.clone();
         render_levels(templates, vars, &self.deps, self.depths.clone(), broken)
+    }
+}
+
+impl ItemContexts {
+    /// Ansible's `ansible_loop` for the `index`th item (`extended`).
+    fn ansible_loop(&self, index: usize, allitems: bool) -> Value {
+        let length = self.items.len();
+        let mut l = Map::new();
+        if allitems {
+            l.insert("allitems".into(), self.items.clone().into());
+        }
+        for (k, v) in [
+            ("index", json!(index + 1)),
+            ("index0", json!(index)),
+            ("first", json!(index == 0)),
+            ("last", json!(index + 1 == length)),
+            ("length", json!(length)),
+            ("revindex", json!(length - index)),
+            ("revindex0", json!(length - index - 1)),
+        ] {
+            l.insert(k.into(), v);
+        }
+        if let Some(prev) = index.checked_sub(1).and_then(|p| self.items.get(p)) {
+            l.insert("previtem".into(), prev.clone());
+        }
+        if let Some(next) = self.items.get(index + 1) {
+            l.insert("nextitem".into(), next.clone());
+        }
+        Value::Object(l)
     }
 }
 
@@ -740,7 +794,7 @@ mod tests {
             .iter()
             .map(|item| {
                 let whole = layers.context(&t, task_vars, Some(("item", item)));
-                (shown(whole), shown(contexts.context(&t, item)))
+                (shown(whole), shown(contexts.context(&t, 0, item)))
             })
             .collect()
     }

@@ -174,7 +174,8 @@ keywords! {
         => "as `action`, run on the controller (`connection: local`)";
     "loop": No No Yes Yes No;
     "loop_control": No No Yes Yes No
-        => "`loop_var` and `label`";
+        => "`loop_var`, `label`, `index_var`, and `extended` (`ansible_loop`, with `allitems` \
+           unless `extended_allitems: false`); each result keeps them as Ansible's do";
     "max_fail_percentage": Yes No No No No;
     "module_defaults": Yes Yes Yes No No
         => "also on roles and includes; the nearest wins, the task's own parameters over all; a \

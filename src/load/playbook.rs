@@ -60,6 +60,16 @@ pub enum BatchSize {
     Percent(f64),
 }
 
+/// What `loop_control` adds to each item's variables besides the item.
+#[derive(Clone, Debug, Default)]
+pub struct LoopExtras {
+    /// `index_var`: the variable holding the item's index, from 0.
+    pub index_var: Option<String>,
+    /// `extended`: `ansible_loop` (index, first, last, length...), with
+    /// `allitems` unless `extended_allitems: false`.
+    pub extended: Option<bool>,
+}
+
 /// Ansible's play `order`.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum HostOrder {
@@ -159,6 +169,8 @@ pub struct Task {
     pub loop_items: Option<Node>,
     pub loop_var: String,
     pub loop_label: Option<Node>,
+    /// `loop_control`'s `index_var` and `extended`.
+    pub loop_extras: LoopExtras,
     pub register: Option<String>,
     /// Handler names or `listen` topics, each where it was written.
     pub notify: Vec<(String, Span)>,
@@ -969,6 +981,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         loop_items: None,
         loop_var: "item".into(),
         loop_label: None,
+        loop_extras: LoopExtras::default(),
         register: None,
         notify: Vec::new(),
         listen: Vec::new(),
@@ -1403,6 +1416,8 @@ fn parse_loop_control(v: &Node, task: &mut Task, errors: &mut Errors) {
     let Some(entries) = expect_map(v, "loop_control", errors) else {
         return;
     };
+    let mut allitems = true;
+    let mut extended = false;
     for (k, v) in entries {
         match k.as_str().unwrap_or_default() {
             "loop_var" => task.loop_var = identifier(v, "loop_var", errors),
@@ -1410,9 +1425,23 @@ fn parse_loop_control(v: &Node, task: &mut Task, errors: &mut Errors) {
                 string(v, "label", errors);
                 task.loop_label = Some(v.clone());
             }
-            _ => errors.push(unknown_key(k, "loop_control key", &["loop_var", "label"])),
+            "index_var" => task.loop_extras.index_var = Some(identifier(v, "index_var", errors)),
+            "extended" => extended = boolean(v, "extended", errors),
+            "extended_allitems" => allitems = boolean(v, "extended_allitems", errors),
+            _ => errors.push(unknown_key(
+                k,
+                "loop_control key",
+                &[
+                    "loop_var",
+                    "label",
+                    "index_var",
+                    "extended",
+                    "extended_allitems",
+                ],
+            )),
         }
     }
+    task.loop_extras.extended = extended.then_some(allitems);
 }
 
 /// The module's parameters from its mapping, its free-form string

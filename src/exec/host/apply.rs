@@ -210,12 +210,18 @@ fn started_job(record: &str, planned: Status) -> Value {
     })
 }
 
-/// A looped command's result with the loop variable and `ansible_loop_var`
-/// its planned result carries.
+/// A looped command's result with the loop keys its planned result
+/// carries (see `loop_item`).
 fn with_item_keys(mut ran: Value, planned: &Value) -> Value {
-    if let (Value::Object(r), Some(var)) = (&mut ran, planned["ansible_loop_var"].as_str()) {
-        r.insert(var.to_string(), planned[var].clone());
-        r.insert("ansible_loop_var".into(), json!(var));
+    let (Value::Object(r), Value::Object(p)) = (&mut ran, planned) else {
+        return ran;
+    };
+    let named = ["ansible_loop_var", "ansible_index_var"].map(|k| p.get(k).and_then(Value::as_str));
+    let keys = ["ansible_loop_var", "ansible_index_var", "ansible_loop"];
+    for key in named.into_iter().flatten().chain(keys) {
+        if let Some(v) = p.get(key) {
+            r.insert(key.to_string(), v.clone());
+        }
     }
     ran
 }

@@ -68,9 +68,8 @@ impl<'p> HostRun<'_, 'p> {
             let (mut instance, module) = instances.swap_remove(index);
             let item = self.loop_item(&instance);
             let with_item = |mut result: Value| {
-                if let (Some((var, value)), Value::Object(r)) = (&item, &mut result) {
-                    r.insert(var.to_string(), value.clone());
-                    r.insert("ansible_loop_var".into(), json!(var));
+                if let (Some(keys), Value::Object(r)) = (&item, &mut result) {
+                    r.extend(keys.clone());
                 }
                 result
             };
