@@ -1866,10 +1866,10 @@ mod tests {
         .unwrap();
         let timeouts: Vec<Option<u64>> = pb.plays[0].tasks.iter().map(|t| t.timeout).collect();
         assert_eq!(timeouts, [Some(600), Some(30), None]);
-        let errs =
-            load_text("- hosts: all\n  tasks:\n    - command: a\n      throttle: 2\n").unwrap_err();
-        assert_eq!(errs[0].message, "'throttle' is not supported by nodeprov");
-        assert!(errs[0].hint.as_deref().unwrap().contains("--forks"));
+        let errs = load_text("- hosts: all\n  tasks:\n    - command: a\n      debugger: always\n")
+            .unwrap_err();
+        assert_eq!(errs[0].message, "'debugger' is not supported by nodeprov");
+        assert!(errs[0].hint.as_deref().unwrap().contains("debugger"));
     }
 
     #[test]
