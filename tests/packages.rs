@@ -46,7 +46,7 @@ createrepo_c -q /tmp/repo
 /// Runs `tasks` (a YAML task list) with `cmd` (apply or check) on the host.
 fn play(host: &IsolatedHost, cmd: &str, tasks: &str) -> serde_json::Value {
     let (code, doc) = run_play(host, cmd, tasks);
-    assert!(code == 0 || code == 2, "{doc:#}");
+    assert!(code == 0 || code == 2, "exit {code}: {doc:#}");
     doc
 }
 
