@@ -276,12 +276,32 @@ install_core_venvs() {
 	fi
 }
 
+# The integration targets of the ansible-core release tests/conformance.rs
+# is held against (its record's first line names it), from its source
+# distribution on PyPI: downloaded, not vendored (GPL-3.0).
+CONFORMANCE_RECORD=tests/conformance/record.tsv
+fetch_conformance_targets() {
+	local version dir tmp
+	version=$(sed -n '1s/^# ansible-core //p' "$CONFORMANCE_RECORD")
+	dir=target/ansible-core-targets/$version
+	[ -d "$dir/test/integration/targets" ] && return 0
+	echo "test.sh: downloading ansible-core $version's integration targets"
+	tmp=$(mktemp -d)
+	"$ANSIBLE_NEWEST_VENV/bin/pip" download -q --no-deps --no-binary :all: \
+		"ansible-core==$version" -d "$tmp"
+	mkdir -p "$dir"
+	tar -xzf "$tmp"/ansible_core-"$version".tar.gz -C "$dir" --strip-components=1 \
+		"ansible_core-$version/test/integration/targets"
+	rm -rf "$tmp"
+}
+
 # Taken after installing packages: apt legitimately rewrites /etc (ld.so.cache,
 # alternatives) and that is not the tests' doing.
 install_missing_packages
 unpack_firewalld_offline
 install_ansible_venv
 install_core_venvs
+fetch_conformance_targets
 before=$(mktemp)
 after=$(mktemp)
 trap 'rm -f "$before" "$after"' EXIT

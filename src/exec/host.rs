@@ -300,6 +300,14 @@ impl<'a, 'p> HostRun<'a, 'p> {
         if self.reads_unknown(spec) {
             return Next::Continue;
         }
+        match self.resolver().included(spec) {
+            Ok(true) => {}
+            Ok(false) => return Next::Continue,
+            Err(e) => {
+                self.fail(spec, None, e.to_string());
+                return Next::Continue;
+            }
+        }
         // A retried, delegated, run-once or throttled task's steps go out
         // alone.
         let task = spec.task;

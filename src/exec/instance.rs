@@ -13,6 +13,7 @@ use super::prepared::{BackendDefaults, PlayCtx, PreparedTask, PKG_MGR};
 use super::vars::{template_vars, ItemContexts, Resolved, TaskVars, VarError, VarLayers};
 use crate::load::playbook::VARIABLE_PARAMS;
 use crate::load::tasks::{Count, Retry};
+use crate::modules::ansible_module::ANSIBLE_MODULE;
 use crate::modules::kit::ansible::AnsibleCall;
 use crate::modules::params::{BuildCtx, VarsRead};
 use crate::modules::{Module, Params};
@@ -348,6 +349,22 @@ impl Resolver<'_> {
         })
     }
 
+    /// Whether the templated include a task came from names its file on
+    /// this host (true for a task from no such include).
+    pub fn included(&self, spec: &PreparedTask) -> Result<bool, ResolveError> {
+        let Some(cond) = &spec.conditions.included else {
+            return Ok(true);
+        };
+        let vars = self.resolve_vars(spec, None, None).vars;
+        self.ctx
+            .templates
+            .eval_condition(cond, &vars)
+            .map_err(|e| ResolveError::AtRun {
+                at: spec.task.span.location(),
+                why: format!("the include naming this task's file: {e}"),
+            })
+    }
+
     /// `when:` is written and judged false with these variables.
     fn when_is_false(&self, spec: &PreparedTask, vars: &Value) -> bool {
         spec.conditions.when.as_ref().is_some_and(|(cond, _)| {
@@ -644,15 +661,30 @@ impl Resolver<'_> {
             }
         }
         let search_path = task.search_path(self.ctx.playbook_folder);
-        let ansible = task.ansible.as_ref().map(|f| AnsibleCall {
-            payload: f.payload.clone(),
+        let call = |payload, why| AnsibleCall {
+            payload,
+            why,
             check: self.check_mode(spec, vars),
             diff: task.diff.unwrap_or(self.ctx.opts.diff),
             no_log: task.no_log,
-        });
+        };
+        let ansible = (task.ansible.as_ref()).map(|f| call(f.payload.clone(), f.why.clone()));
         let bctx = BuildCtx::new(t, vars, &search_path, self.ctx.sources, ansible);
         let params = Params::new(task.module.name, task.module_span.clone(), entries, &bctx);
-        let built = (task.module.build)(&params);
+        let mut built = (task.module.build)(&params);
+        // What the native module cannot do with a host's values (`file`'s
+        // `follow: false`), Ansible's own module does, as when the load
+        // saw it written.
+        let fallback;
+        if let (Err(e), Some(source)) = (&built, &task.ansible_source) {
+            if let Some(payload) = e.unsupported.then(|| source.payload().ok()).flatten() {
+                let said = e.message.trim_start_matches(task.module.name);
+                let why = format!("the native one cannot: {}", said.trim_start_matches(": "));
+                let ansible = Some(call(payload, why));
+                fallback = BuildCtx::new(t, vars, &search_path, self.ctx.sources, ansible);
+                built = (ANSIBLE_MODULE.build)(&params.with_ctx(&fallback));
+            }
+        }
         #[cfg(test)]
         if built.is_ok() {
             super::built::BUILDS.lock().unwrap().push(spec.name.clone());

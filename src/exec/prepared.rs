@@ -129,6 +129,8 @@ pub(crate) struct Looping {
 pub(crate) struct Conditions {
     /// `when:` and its file:line:column.
     pub when: Option<(Value, String)>,
+    /// A templated include's conditions for naming the task's file.
+    pub included: Option<Value>,
     pub changed: Option<Value>,
     pub failed: Option<Value>,
     pub until: Option<Value>,
@@ -193,6 +195,7 @@ impl<'p> PreparedTask<'p> {
         let json = |n: &Option<Node>| n.as_ref().map(Node::to_json);
         let (changed_when, failed_when) = (json(&task.changed_when), json(&task.failed_when));
         let when = task.when.as_ref().map(|n| (n.to_json(), n.span.location()));
+        let included = json(&task.included);
         let args = Arguments::new(task, templates);
         let mut referenced = args.reads.clone();
         if let Some(items) = &loop_items {
@@ -200,7 +203,7 @@ impl<'p> PreparedTask<'p> {
         }
         for cond in [when.as_ref().map(|(v, _)| v), changed_when.as_ref()]
             .into_iter()
-            .chain([failed_when.as_ref()])
+            .chain([failed_when.as_ref(), included.as_ref()])
             .flatten()
         {
             condition_vars(templates, cond, &mut referenced);
@@ -220,6 +223,7 @@ impl<'p> PreparedTask<'p> {
             },
             conditions: Conditions {
                 when,
+                included,
                 changed: changed_when,
                 failed: failed_when,
                 until: task.retry.as_ref().map(|r| r.until.to_json()),

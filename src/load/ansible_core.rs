@@ -59,6 +59,28 @@ pub struct Query<'a> {
     pub collection_paths: &'a [PathBuf],
 }
 
+/// Where a native task's namesake would be found, kept for the moment a
+/// host's values ask for what the native module cannot do.
+#[derive(Clone, Debug)]
+pub struct ModuleSource {
+    pub module: String,
+    pub library: Vec<PathBuf>,
+    pub collections: Vec<String>,
+    pub collection_paths: Vec<PathBuf>,
+}
+
+impl ModuleSource {
+    pub fn payload(&self) -> Result<Arc<Payload>, AnsibleCoreError> {
+        module(&Query {
+            module: &self.module,
+            module_only: false,
+            library: &self.library,
+            collections: &self.collections,
+            collection_paths: &self.collection_paths,
+        })
+    }
+}
+
 /// The payload of a module, packed once per run.
 pub fn module(q: &Query) -> Result<Arc<Payload>, AnsibleCoreError> {
     let request = json!({

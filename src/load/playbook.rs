@@ -226,6 +226,12 @@ pub struct Task {
     /// Ansible's own module, run where nodeprov has no module or lacks a
     /// parameter the task gives.
     pub ansible: Option<Fallback>,
+    /// Where Ansible's namesake of a native module is, run instead when a
+    /// host's values ask for what the native one cannot do.
+    pub ansible_source: Option<Arc<ansible_core::ModuleSource>>,
+    /// Conditions under which a templated include names the task's file
+    /// (all must hold): otherwise the task was never included.
+    pub included: Option<Node>,
     /// A `package` task's `module_defaults` for the module its host's
     /// package manager is (`apt`, `dnf`, …), chosen per host.
     pub backend_defaults: Vec<tasks::ModuleDefaults>,
@@ -1010,6 +1016,8 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         delegate_to: None,
         run_once: false,
         ansible: None,
+        ansible_source: None,
+        included: None,
         backend_defaults: Vec::new(),
         run_errors: Vec::new(),
         span: node.span.clone(),
@@ -1186,10 +1194,72 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         }
     }
     check_params(spec, key, &mut task, errors);
+    if task.ansible.is_none() && task.run_errors.is_empty() && first_found.is_none() {
+        let source = Arc::new(ansible_core::ModuleSource {
+            module: key.scalar_text().unwrap_or_default(),
+            library: scope.library_dirs(),
+            collections: scope.collections.clone(),
+            collection_paths: scope.collection_paths(),
+        });
+        if let Some(fallback) = native_cannot(spec, key, &task.params, &source) {
+            task.module = &ANSIBLE_MODULE;
+            task.ansible = Some(fallback);
+        } else if spec.kind == modules::ModuleKind::State && spec.plugin.is_none() {
+            task.ansible_source = Some(source);
+        }
+    }
     tasks::check_once_per_host(&task, key, errors);
     tasks::check_delegated(&task, key, errors);
     tasks::check_detached(&task, key, errors);
     Some(task)
+}
+
+thread_local! {
+    /// For building tasks whose parameters hold no template, which render nothing.
+    static LITERAL: crate::template::Templates = crate::template::Templates::new();
+}
+
+/// Values the native module takes but cannot carry out (`file`'s
+/// `follow: false`): the task runs Ansible's module, which can, as for a
+/// parameter the native module lacks. Decided here for parameters written
+/// without templates; without ansible-core, `validate` refuses them.
+fn native_cannot(
+    spec: &ModuleSpec,
+    key: &Node,
+    params: &[(String, Node)],
+    source: &ansible_core::ModuleSource,
+) -> Option<Fallback> {
+    if spec.controller_file.is_some_and(|f| f.template) || spec.params.any_variable {
+        return None;
+    }
+    let entries: Vec<(String, serde_json::Value, Span)> = params
+        .iter()
+        .map(|(k, n)| (k.clone(), n.to_json(), n.span.clone()))
+        .collect();
+    if entries
+        .iter()
+        .any(|(_, v, _)| crate::exec::vars::has_template(v))
+    {
+        return None;
+    }
+    let why = LITERAL.with(|t| {
+        let vars = serde_json::Value::Object(serde_json::Map::new());
+        let sources = crate::modules::params::Sources::default();
+        let ctx = crate::modules::params::BuildCtx::new(t, &vars, &[], &sources, None);
+        let p = crate::modules::params::Params::new(spec.name, key.span.clone(), entries, &ctx);
+        match (spec.build)(&p) {
+            Err(e) if e.unsupported => {
+                let said = e
+                    .message
+                    .trim_start_matches(spec.name)
+                    .trim_start_matches(": ");
+                Some(format!("the native one cannot: {said}"))
+            }
+            _ => None,
+        }
+    })?;
+    let payload = source.payload().ok()?;
+    Some(Fallback { payload, why })
 }
 
 fn ansible_module(

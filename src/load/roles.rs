@@ -881,13 +881,19 @@ pub(super) mod tests {
         assert!(!size.vars.contains_key("environment") && !size.vars.contains_key("no_log"));
         let when = size.when.as_ref().unwrap().to_json();
         assert_eq!(when, serde_json::json!(["enabled"]));
-        let debian = play.tasks[3].when.as_ref().unwrap().to_json();
+        let debian = &play.tasks[3];
         assert_eq!(
-            debian,
-            serde_json::json!([
-                "enabled",
-                "('setup-' ~ (ansible_os_family) ~ '.yml') == 'setup-Debian.yml'"
-            ])
+            debian.when.as_ref().unwrap().to_json(),
+            serde_json::json!(["enabled"])
+        );
+        let included = debian.included.as_ref().unwrap().to_json();
+        let full = debian.span.source.name.clone();
+        assert_eq!(
+            included,
+            serde_json::json!([format!(
+                "('setup-' ~ (ansible_os_family) ~ '.yml') in ['setup-Debian.yml', '{full}']"
+            )]),
+            "the include's guard names the file as written and in full"
         );
         assert!(size.search_path(&[])[0].ends_with("roles/swap"));
         assert!(size.search_path(&[])[1].ends_with("roles/swap/tasks"));

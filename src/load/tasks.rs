@@ -20,6 +20,10 @@ const MAX_DEPTH: usize = 32;
 #[derive(Clone, Debug, Default)]
 pub(super) struct Inherit {
     when: Vec<Node>,
+    /// Conditions under which a templated include names this file: when
+    /// one is false the tasks were never included, so they are neither
+    /// skipped nor registered.
+    included: Vec<Node>,
     tags: Vec<String>,
     become_user: Option<Option<String>>,
     /// Variables as `key: value` entries; later entries win.
@@ -700,7 +704,7 @@ fn include(
             .into_iter()
             .flat_map(|(path, guard)| {
                 let mut g = s.clone();
-                g.inherit.when.extend(guard);
+                g.inherit.included.extend(guard);
                 let mut own = Errors::default();
                 let tasks = tasks_file(&path, &file_node, &g, &mut own);
                 match own.is_empty() {
@@ -943,7 +947,13 @@ fn candidates(
                 .unwrap_or(&path)
                 .to_string_lossy()
                 .into_owned();
-            let cond = format!("({expr}) == {}", jinja_string(&rel));
+            // A lookup (`first_found`) renders the name as a full path.
+            let full = std::path::absolute(&path).unwrap_or_else(|_| path.clone());
+            let cond = format!(
+                "({expr}) in [{}, {}]",
+                jinja_string(&rel),
+                jinja_string(&full.to_string_lossy())
+            );
             let guard = Node::new(Value::Str(cond), at.span.clone());
             (path, Some(guard))
         })
@@ -1181,6 +1191,12 @@ pub(super) fn guard(task: &mut Task, when: &[Node]) {
 /// task's own settings win.
 fn inherit(task: &mut Task, inh: &Inherit) {
     guard(task, &inh.when);
+    if let Some(first) = inh.included.first() {
+        task.included = Some(Node::new(
+            Value::Seq(inh.included.clone()),
+            first.span.clone(),
+        ));
+    }
     for tag in inh.tags.iter().rev() {
         if !task.tags.contains(tag) {
             task.tags.insert(0, tag.clone());
@@ -1236,6 +1252,14 @@ fn inherit(task: &mut Task, inh: &Inherit) {
         task.role.clone_from(&inh.role);
     }
     task.frame.clone_from(&inh.frame);
+    // Where a lookup looks for a relative name (`first_found`): the role,
+    // then the task file's folder, as Ansible's magic variable has it.
+    let search: Vec<serde_json::Value> = (task.search_path(&[]).iter())
+        .map(|p| p.display().to_string().into())
+        .collect();
+    task.vars
+        .entry("ansible_search_path")
+        .or_insert(serde_json::Value::Array(search));
 }
 
 /// One module's `module_defaults`: its name as written, and the
@@ -1594,7 +1618,10 @@ mod tests {
         assert!(tasks[1].run_errors[0]
             .message
             .contains("'win_no_such_module'"));
-        assert!(tasks[1].when.is_some(), "the Windows copy keeps its guard");
+        assert!(
+            tasks[1].included.is_some(),
+            "the Windows copy keeps its guard"
+        );
         assert_eq!(tasks[2].name, "gone");
         assert!(tasks[2].run_errors[0].message.contains("gone.yml"));
 

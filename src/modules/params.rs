@@ -183,6 +183,16 @@ impl<'a> Params<'a> {
         }
     }
 
+    /// The same parameters, built in another context.
+    pub(crate) fn with_ctx<'b>(&self, ctx: &'b BuildCtx<'b>) -> Params<'b> {
+        Params {
+            module: self.module,
+            span: self.span.clone(),
+            entries: self.entries.clone(),
+            ctx,
+        }
+    }
+
     fn entry(&self, key: &str) -> Option<&(String, Value, Span)> {
         self.entries
             .iter()

@@ -248,15 +248,23 @@ fn first_found(state: &State, terms: &[Value], kwargs: &Kwargs) -> Result<Vec<St
     }
 }
 
-/// Where a relative name is looked for: the task's role, then the
+/// Where a relative name is looked for: the task's `ansible_search_path`
+/// (its role, then its file's folder), else its role; then the
 /// playbook's folder.
 fn search_roots(state: &State) -> Vec<PathBuf> {
-    ["role_path", "playbook_dir"]
+    let set = |v: &Value| !v.is_undefined() && !v.is_none();
+    let task = match state.lookup("ansible_search_path").filter(set) {
+        Some(list) => list.try_iter().map(|i| i.collect()).unwrap_or_default(),
+        None => state.lookup("role_path").into_iter().collect::<Vec<_>>(),
+    };
+    let mut roots: Vec<PathBuf> = task
         .into_iter()
-        .filter_map(|name| state.lookup(name))
-        .filter(|v| !v.is_undefined() && !v.is_none())
+        .chain(state.lookup("playbook_dir"))
+        .filter(set)
         .map(|v| PathBuf::from(v.to_string()))
-        .collect()
+        .collect();
+    roots.dedup();
+    roots
 }
 
 /// The files (not folders) matching each term's last component, in the

@@ -63,17 +63,31 @@ impl Control {
     /// its JSON callback's document.
     pub fn ansible_playbook(&self, args: &[&str]) -> (i32, Value) {
         let home = tempfile::tempdir().unwrap();
-        let out = Command::new(super::newest_ansible_bin().join("ansible-playbook"))
-            .args(args)
-            .env("HOME", home.path())
-            .env("ANSIBLE_LOCAL_TEMP", home.path())
+        let out = self
+            .ansible_playbook_command(home.path(), args)
+            .output()
+            .unwrap();
+        Self::ansible_json(&out)
+    }
+
+    /// The command [`Control::ansible_playbook`] runs, with `home` as its
+    /// HOME and local temp folder, for callers that add to its environment.
+    pub fn ansible_playbook_command(&self, home: &std::path::Path, args: &[&str]) -> Command {
+        let mut cmd = Command::new(super::newest_ansible_bin().join("ansible-playbook"));
+        cmd.args(args)
+            .env("HOME", home)
+            .env("ANSIBLE_LOCAL_TEMP", home)
             .env("ANSIBLE_STDOUT_CALLBACK", "ansible.posix.json")
             .env("ANSIBLE_SHOW_CUSTOM_STATS", "true")
             .env("ANSIBLE_HOST_KEY_CHECKING", "false")
             .env_remove("ANSIBLE_CONFIG")
             .current_dir(self.path(""))
-            .output()
-            .unwrap();
+            .stdin(Stdio::null());
+        cmd
+    }
+
+    /// A finished ansible-playbook's exit status and JSON callback document.
+    pub fn ansible_json(out: &Output) -> (i32, Value) {
         let text = String::from_utf8_lossy(&out.stdout);
         let doc = serde_json::from_str(&text).unwrap_or_else(|e| {
             panic!(

@@ -153,7 +153,11 @@ impl SshHost {
             1 => format!("ssh{n:03}"),
             _ => format!("ssh{c}-{n:03}"),
         };
-        let host = IsolatedHost::with_hostname(&name);
+        Self::start_as(ip, IsolatedHost::with_hostname(&name))
+    }
+
+    /// `host` serving SSH on `ip`:22, a loopback address.
+    pub fn start_as(ip: Ipv4Addr, host: IsolatedHost) -> SshHost {
         let mut me = SshHost {
             host,
             ip,

@@ -120,8 +120,8 @@ impl Module for AnsibleModule {
         }
         let mut plan = Plan::noop();
         plan.notes.push(format!(
-            "Ansible's module {} (ansible-core {}): nodeprov has no native version",
-            self.call.payload.fqcn, self.call.payload.ansible_version
+            "Ansible's module {} (ansible-core {}): {}",
+            self.call.payload.fqcn, self.call.payload.ansible_version, self.call.why
         ));
         if !self.call.check {
             // Its result, changed or not, and the values it returns are

@@ -21,6 +21,7 @@ fn module(check: bool) -> AnsibleModule {
     AnsibleModule {
         call: AnsibleCall {
             payload,
+            why: "nodeprov has no native version".into(),
             check,
             diff: false,
             no_log: false,

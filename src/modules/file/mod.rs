@@ -14,7 +14,9 @@
 //!
 //! `follow` is only true, Ansible's default: a link is never changed in
 //! itself, and a path that is a link is refused unless the state is link; give
-//! its target's path.
+//! its target's path. A task written with `follow: false`, a symbolic mode
+//! with `recurse`, or times with `recurse` or `state: link` runs Ansible's
+//! own module instead.
 //!
 //! # Example
 //!
@@ -138,7 +140,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             }
             _ => None,
         };
-        refused.map_or(Ok(time), |m| Err(p.error(key, m)))
+        refused.map_or(Ok(time), |m| Err(p.unsupported(key, m)))
     };
     // Unset is preserve even for touch (Ansible's touch moves both times):
     // a task that touches a file converges.
@@ -151,7 +153,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         )?,
     };
     if !a.follow {
-        return Err(p.error(
+        return Err(p.unsupported(
             "follow",
             "only follow: true is supported (a link's own owner or mode is never set)",
         ));
@@ -160,7 +162,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         return Err(p.error("recurse", "recurse needs state: directory"));
     }
     if a.recurse && matches!(a.mode, Some(Mode::Symbolic(_))) {
-        return Err(p.error(
+        return Err(p.unsupported(
             "mode",
             "with recurse, give an octal mode (a symbolic one is not supported there)",
         ));

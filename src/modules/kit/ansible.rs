@@ -83,6 +83,8 @@ pub struct Fallback {
 #[derive(Clone, Debug)]
 pub struct AnsibleCall {
     pub payload: Arc<Payload>,
+    /// Why it runs instead of a native module, as the report notes it.
+    pub why: String,
     /// The run is `check`: the module's real run is never planned.
     pub check: bool,
     pub diff: bool,
