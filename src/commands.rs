@@ -384,7 +384,7 @@ fn apply(args: RunArgs, check_cmd: bool, settings: &Settings) -> Result<u8, Vec<
         }
     })?;
     progress.clear_line();
-    let mut code = report::exit_code(&outcome);
+    let mut code = report::exit_code(&outcome, check);
     let retry = (!check && settings.retry_files_enabled)
         .then(|| write_retry_file(&args.playbook, settings, &outcome))
         .flatten();

@@ -260,8 +260,19 @@ impl<'a, 'p> HostRun<'a, 'p> {
         }
     }
 
+    /// The task failed before its module ran (a template, a condition, a
+    /// target that would not render): Ansible registers that failure too,
+    /// so `ignore_errors` and a later `is failed` see it.
     fn fail(&mut self, spec: &PreparedTask, label: Option<String>, message: String) {
         let value = json!({"changed": false, "failed": true, "msg": message});
+        let registered = match spec.looping.items {
+            Some(_) => json!({"changed": false, "failed": true, "results": [value],
+                "msg": "One or more items failed"}),
+            None => value.clone(),
+        };
+        if let Some(name) = &spec.task.register {
+            self.state.vars.registered.insert(name.clone(), registered);
+        }
         if self.state.outcomes.fail(spec, label, message) {
             self.task_failed(spec, self.state.outcomes.len() - 1, value);
         }

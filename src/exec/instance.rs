@@ -6,6 +6,8 @@
 //! one finished value instead of rendering the same templates again, and
 //! so that what a task's parameters become can be followed in one file.
 
+use std::time::Duration;
+
 use serde_json::Value;
 
 use super::built::{BuildKey, Built};
@@ -80,7 +82,7 @@ pub(crate) struct TaskInstance<'p> {
     pub timeout: Option<u64>,
     /// `until:`'s attempts in all and the seconds between them, with a
     /// templated `retries:` or `delay:` rendered in `vars`.
-    pub retry: Option<(u32, u64)>,
+    pub retry: Option<(u32, Duration)>,
     /// `environment:` rendered, for the task's steps.
     pub environment: Vec<(String, String)>,
     /// The user its steps and probes run as (`None`: the login user),
@@ -450,25 +452,40 @@ impl Resolver<'_> {
     }
 
     /// `until:`'s attempts and delay, each rendered when templated.
-    fn retry(&self, spec: &PreparedTask, vars: &Value) -> Result<Option<(u32, u64)>, ResolveError> {
+    fn retry(
+        &self,
+        spec: &PreparedTask,
+        vars: &Value,
+    ) -> Result<Option<(u32, Duration)>, ResolveError> {
         let Some(retry) = &spec.task.retry else {
             return Ok(None);
         };
+        // Retries are whole, a delay may be a fraction of seconds.
         let count = |c: &Option<Count>, key: &'static str| match c {
             None => Ok(None),
-            Some(Count::Number(n)) => Ok(Some(*n)),
+            Some(Count::Number(n)) => Ok(Some(*n as f64)),
+            Some(Count::Seconds(s)) => Ok(Some(*s)),
             Some(Count::Template(node)) => {
-                self.whole_number(node, vars)
-                    .map(Some)
-                    .map_err(|why| ResolveError::Retry {
-                        at: node.span.location(),
-                        key,
-                        why,
-                    })
+                let fail = |why| ResolveError::Retry {
+                    at: node.span.location(),
+                    key,
+                    why,
+                };
+                let v = (self.ctx.templates)
+                    .render_value(&node.to_json(), vars)
+                    .map_err(|e| fail(e.to_string()))?;
+                let n = crate::load::tasks::seconds_of(&v)
+                    .filter(|n| key == "delay" || n.fract() == 0.0);
+                n.map(Some)
+                    .ok_or_else(|| fail(format!("{v} is not a whole number")))
             }
         };
-        let attempts = Retry::attempts(count(&retry.retries, "retries")?);
-        Ok(Some((attempts, count(&retry.delay, "delay")?.unwrap_or(5))))
+        let retries = count(&retry.retries, "retries")?.map(|n| n as u64);
+        let delay = count(&retry.delay, "delay")?.unwrap_or(5.0);
+        Ok(Some((
+            Retry::attempts(retries),
+            Duration::from_secs_f64(delay),
+        )))
     }
 
     /// A templated whole number, rendered in `vars`.

@@ -416,6 +416,11 @@ fn run_host(
     let inventory = connection_vars(req, ctx.play, host);
     let mut with_magic = req.inventory.host_vars(host);
     with_magic.extend(magic.clone());
+    // Ansible's play context names the connection the host is reached by.
+    let connection = inventory.get("ansible_connection").cloned();
+    with_magic
+        .entry("ansible_connection")
+        .or_insert(connection.unwrap_or_else(|| "ssh".into()));
     let layers = VarLayers {
         inventory: with_magic,
         facts: Map::new(),

@@ -530,14 +530,7 @@ fn condition_context(instance: &TaskInstance, result: &Value) -> Value {
 fn step_failure(r: &ProbeResult) -> String {
     // A module's JSON result says its own message; the rest of it (the
     // arguments it echoes among them) never reaches a report.
-    let result = r
-        .stdout
-        .lines()
-        .find_map(|l| match serde_json::from_str::<Value>(l.trim()) {
-            Ok(Value::Object(m)) => Some(m),
-            _ => None,
-        });
-    if let Some(result) = result {
+    if let Ok(result) = crate::modules::kit::ansible::module_result(r) {
         return match result.get("msg") {
             Some(Value::String(msg)) => msg.clone(),
             _ => format!("exit status {}: the module failed without a message", r.rc),

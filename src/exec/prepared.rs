@@ -98,6 +98,10 @@ impl Arguments {
         for v in params.iter().map(|(_, v, _)| v).chain(defaults) {
             template_vars(templates, v, &mut reads);
         }
+        // set_fact renders the names it sets too (`"{{ item }}=moo"`).
+        for (name, _, _) in &params {
+            template_vars(templates, &Value::String(name.clone()), &mut reads);
+        }
         if !backend_defaults.is_empty() {
             reads.insert(PKG_MGR.to_string());
         }

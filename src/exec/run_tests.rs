@@ -151,7 +151,7 @@ fn check_mode_never_sends_a_mutating_script() {
     assert_eq!(count(&log, Purpose::Mutate), 0);
     assert_eq!(count(&log, Purpose::Probe), 1);
     assert_eq!(outcome.reports[0].recap().drift, 3);
-    assert_eq!(crate::report::exit_code(&outcome), 2);
+    assert_eq!(crate::report::exit_code(&outcome, true), 2);
 }
 
 #[test]
@@ -172,7 +172,7 @@ fn unreachable_host_is_reported_not_fatal() {
     let outcome = execute(&pb, true, 4, &connect);
     let why = outcome.reports[0].unreachable.as_deref().unwrap();
     assert!(why.contains("connection refused"), "{why}");
-    assert_eq!(crate::report::exit_code(&outcome), 4);
+    assert_eq!(crate::report::exit_code(&outcome, false), 4);
 }
 
 #[test]
@@ -290,7 +290,7 @@ fn failed_when_on_a_module_fails_the_host_before_anything_runs() {
     assert_eq!(tasks.len(), 1, "the host stops at the failed task");
     assert_eq!(tasks[0].status, Status::Failed);
     assert_eq!(count(&log, Purpose::Mutate), 0);
-    assert_eq!(crate::report::exit_code(&outcome), 4);
+    assert_eq!(crate::report::exit_code(&outcome, false), 4);
 }
 
 #[test]
@@ -314,7 +314,7 @@ fn when_false_is_reported_and_counted_as_skipped() {
     let recap = report.recap();
     assert_eq!((recap.skipped, recap.ok), (2, 1));
     assert_eq!(count(&log, Purpose::Probe), 1);
-    assert_eq!(crate::report::exit_code(&outcome), 0);
+    assert_eq!(crate::report::exit_code(&outcome, false), 0);
 }
 
 #[test]

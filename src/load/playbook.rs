@@ -1238,7 +1238,7 @@ fn native_cannot(
         .collect();
     if entries
         .iter()
-        .any(|(_, v, _)| crate::exec::vars::has_template(v))
+        .any(|(k, v, _)| crate::exec::vars::has_template(v) || crate::template::is_templated(k))
     {
         return None;
     }

@@ -271,6 +271,8 @@ pub struct Retry {
 #[derive(Clone, Debug, PartialEq)]
 pub enum Count {
     Number(u64),
+    /// A fraction of seconds (`delay: 0.5`).
+    Seconds(f64),
     Template(Node),
 }
 
@@ -329,10 +331,17 @@ impl RetryKeys {
             }
             Some(Count::Number(whole_number(&k, &v, errors).unwrap_or(0)))
         };
+        // Ansible's delay is a float: `delay: 0.5` waits half a second.
+        let delay = match self.delay {
+            Some((_, v)) if fraction(&v.value).is_some_and(|s| s.fract() != 0.0) => {
+                Some(Count::Seconds(fraction(&v.value).unwrap_or_default()))
+            }
+            other => count(other, errors),
+        };
         Some(Retry {
             until,
             retries: count(self.retries, errors),
-            delay: count(self.delay, errors),
+            delay,
         })
     }
 }
@@ -538,6 +547,25 @@ pub(super) fn check_detached(task: &Task, key: &Node, errors: &mut Errors) {
                 "Ansible runs it through an action plugin that cannot leave it running; give 'poll' a number above 0",
             ),
         );
+    }
+}
+
+/// A number of seconds of 0 or more, written as one or as its text.
+pub fn seconds_of(v: &serde_json::Value) -> Option<f64> {
+    let s = match v {
+        serde_json::Value::Number(n) => n.as_f64(),
+        serde_json::Value::String(s) => s.trim().parse().ok(),
+        _ => None,
+    };
+    s.filter(|s: &f64| s.is_finite() && *s >= 0.0)
+}
+
+fn fraction(v: &Value) -> Option<f64> {
+    match v {
+        Value::Int(i) => seconds_of(&(*i).into()),
+        Value::Float(f) => seconds_of(&(*f).into()),
+        Value::Str(s) => seconds_of(&s.as_str().into()),
+        _ => None,
     }
 }
 

@@ -291,9 +291,11 @@ fn check_literal_params(
         .iter()
         .map(|(k, n)| (k.clone(), n.to_json(), n.span.clone()))
         .collect();
+    // A templated value, or name (`set_fact: "{{ item }}=moo"`), is
+    // known only on a host.
     if params
         .iter()
-        .any(|(_, v, _)| crate::exec::vars::has_template(v))
+        .any(|(k, v, _)| crate::exec::vars::has_template(v) || is_templated(k))
     {
         return;
     }

@@ -120,7 +120,8 @@ pub fn merge(docs: &[(PathBuf, Value)]) -> Result<Value, MergeError> {
     }
     let hosts = hosts(&parts)?;
     let halted = halted(&parts);
-    merged.insert("exit_code".into(), exit_code(&hosts, &halted).into());
+    let check = first.doc["mode"] == "check";
+    merged.insert("exit_code".into(), exit_code(&hosts, &halted, check).into());
     merged.insert("halted".into(), halted);
     let never: Vec<Value> = parts
         .iter()
@@ -156,9 +157,9 @@ pub fn merge(docs: &[(PathBuf, Value)]) -> Result<Value, MergeError> {
 /// The fleet's exit code from the merged statuses, as one controller would
 /// have computed it ([`crate::report::exit_code`]); the shards' own codes
 /// are not combined, since 1 (a usage error) ORed with 2 is no code at all.
-fn exit_code(hosts: &[Value], halted: &Value) -> u8 {
+fn exit_code(hosts: &[Value], halted: &Value, check: bool) -> u8 {
     let tasks = || hosts.iter().flat_map(|h| list(&h["tasks"]));
-    let drift = tasks().any(|t| matches!(t["status"].as_str(), Some("drift" | "unknown")));
+    let drift = check && tasks().any(|t| matches!(t["status"].as_str(), Some("drift" | "unknown")));
     let failed = !halted.is_null() || hosts.iter().any(|h| h["failed"] == Value::Bool(true));
     crate::report::code_of(drift, failed)
 }

@@ -27,9 +27,11 @@ pub const EXIT_DRIFT: u8 = 2;
 pub const EXIT_FAILED: u8 = 4;
 
 /// 2 when check mode found drift (or could not tell), 4 when a host failed
-/// or was unreachable, 6 for both.
-pub fn exit_code(outcome: &RunOutcome) -> u8 {
-    let drift = outcome.reports.iter().any(|r| r.drifted());
+/// or was unreachable, 6 for both. An apply's tasks run in check mode
+/// (`check_mode: true`) report drift without changing the code, as
+/// ansible-playbook's.
+pub fn exit_code(outcome: &RunOutcome, check: bool) -> u8 {
+    let drift = check && outcome.reports.iter().any(|r| r.drifted());
     let failed = outcome.reports.iter().any(|r| r.failed()) || outcome.halted.is_some();
     code_of(drift, failed)
 }

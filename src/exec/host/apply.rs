@@ -167,7 +167,9 @@ impl<'p> HostRun<'_, 'p> {
         };
         for (n, a) in checks.iter().enumerate() {
             // What a later task changed again is judged by that task alone
-            // (a file templated, then edited by lineinfile).
+            // (a file templated, then edited by lineinfile), and so is
+            // what lies in a folder a later task changed (removed by a
+            // handler of the same batch).
             let later: BTreeSet<&str> = checks[n + 1..]
                 .iter()
                 .flat_map(|l| self.state.outcomes.changes(l.result))
@@ -182,13 +184,19 @@ impl<'p> HostRun<'_, 'p> {
 }
 
 /// What a module would still change on re-probed facts, leaving out what
-/// later tasks changed again; empty when it converged.
+/// later tasks changed again, in itself or in a folder above it; empty
+/// when it converged.
 fn still_to_change(module: &dyn Module, facts: &Facts, later: &BTreeSet<&str>) -> String {
+    let changed_later = |subject: &str| {
+        later.iter().any(|l| {
+            *l == subject || (l.starts_with('/') && std::path::Path::new(subject).starts_with(l))
+        })
+    };
     match module.plan(facts) {
         Ok(plan) => plan
             .changes
             .iter()
-            .filter(|c| !later.contains(c.subject.as_str()))
+            .filter(|c| !changed_later(&c.subject))
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join("; "),

@@ -131,7 +131,7 @@ impl<'p> HostRun<'_, 'p> {
         mark: usize,
         probes: &[String],
         query: Option<String>,
-        delay: u64,
+        delay: Duration,
         spec: &'p PreparedTask<'p>,
     ) {
         self.state.outcomes.forget_from(mark);
@@ -139,7 +139,7 @@ impl<'p> HostRun<'_, 'p> {
         for key in probes.iter().chain(&query) {
             self.state.facts.remove(key);
         }
-        std::thread::sleep(Duration::from_secs(delay));
+        std::thread::sleep(delay);
         self.probe_ahead(&[spec]);
     }
 }

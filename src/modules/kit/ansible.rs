@@ -126,13 +126,36 @@ pub(crate) fn module_result(output: &ProbeResult) -> Result<Value, String> {
             .find_map(|n| serde_json::from_str::<Value>(&lines[..n].join("\n")).ok())
     });
     match parsed {
-        Some(v @ Value::Object(_)) => Ok(v),
+        Some(v @ Value::Object(_)) => Ok(as_the_controller_sees(v)),
         _ => Err(format!(
             "no JSON result (exit status {}): {}",
             output.rc,
             last_line(output)
         )),
     }
+}
+
+/// A module of ansible-core 2.19 or later that raised returns its error as
+/// an `ErrorSummary`, with no `msg`: Ansible's controller words it
+/// ("Task failed: Module failed: boom") and keeps the traceback's text.
+fn as_the_controller_sees(mut result: Value) -> Value {
+    let summary = &result["exception"];
+    if result.get("msg").is_some() || summary["__ansible_type"] != "ErrorSummary" {
+        return result;
+    }
+    let mut said = vec!["Task failed".to_string(), "Module failed".to_string()];
+    let mut event = &summary["event"];
+    while let Some(msg) = event["msg"].as_str() {
+        said.push(msg.trim_end_matches('.').to_string());
+        event = &event["chain"]["event"];
+    }
+    let traceback = summary["formatted_traceback"]
+        .as_str()
+        .unwrap_or("(traceback unavailable)")
+        .to_string();
+    result["msg"] = json!(said.join(": "));
+    result["exception"] = json!(traceback);
+    result
 }
 
 /// The last line of what a script said, stderr first.
