@@ -470,11 +470,25 @@ fn a_wrong_missing_or_tampered_vault_stops_before_any_host() {
         missing,
         "error: cannot decrypt vars/v12.yml:1 (vault id 'prod'): no vault password was given"
     );
-    let inline = stderr_of(&["validate", "inline.yml", "--vault-id", "prod@wrong"]);
+    // An inline value fails only where it is read, as in Ansible; validate
+    // still lists it.
+    let inline = Run::of(nodeprov(
+        d,
+        &["validate", "inline.yml", "--vault-id", "prod@wrong"],
+    ));
+    assert_eq!(inline.code, 1, "{inline}");
     assert!(
-        inline.starts_with("error: cannot decrypt inline.yml:4 (vault id 'prod'): "),
+        inline
+            .stdout
+            .contains("loads, with 1 error(s) that Ansible reports when a task runs"),
         "{inline}"
     );
+    assert!(
+        (inline.stderr.lines().next().unwrap_or_default())
+            .starts_with("error: cannot decrypt inline.yml:4 (vault id 'prod'): "),
+        "{inline}"
+    );
+    assert!(!inline.stderr.contains("inline-secret"), "{inline}");
 
     // A copy source and an include_vars file fail at load too, not on each host.
     encrypt(
@@ -628,11 +642,12 @@ fn group_vars_vault_values_reach_the_host_and_no_report() {
         &d.join("wrong").display().to_string(),
     ]));
     assert_eq!(wrong.code, 1, "{wrong}");
-    // vars.yml is read first, and its inline value fails first.
+    // The encrypted file refuses the run; the inline value in vars.yml
+    // would fail only where a task read it.
     assert_eq!(
         wrong.stderr.lines().next().unwrap_or_default(),
         format!(
-            "error: cannot decrypt {}/inventory/group_vars/all/vars.yml:2 (vault id 'default'): \
+            "error: cannot decrypt {}/inventory/group_vars/all/vault.yml:1 (vault id 'default'): \
              no vault password given decrypts it (HMAC mismatch: a wrong password, or tampered data)",
             d.display()
         ),

@@ -312,6 +312,14 @@ fn check_literal_params(
 
 fn check_strings(t: &Templates, node: &Node, errors: &mut Vec<Diagnostic>) {
     match &node.value {
+        crate::load::yaml::Value::Str(s) if crate::load::vault::deferred(s).is_some() => {
+            let (why, hint) = crate::load::vault::deferred(s).expect("deferred");
+            let d = node.error(why);
+            errors.push(match hint {
+                Some(hint) => d.with_hint(hint),
+                None => d,
+            });
+        }
         crate::load::yaml::Value::Str(s) if is_templated(s) => {
             if let Err(e) = t.check_template(s) {
                 errors.push(node.error(format!("template error: {e}")));

@@ -470,9 +470,11 @@ impl MarkedEventReceiver for Builder {
         match ev {
             Event::Scalar(text, style, anchor, tag) => {
                 if tag.as_ref().is_some_and(|t| t.suffix == "vault") {
-                    return match vault::open(&text, &span) {
+                    return match vault::open_or_defer(&text, &span) {
                         Ok(plain) => {
-                            vault::reveal(&plain);
+                            if vault::deferred(&plain).is_none() {
+                                vault::reveal(&plain);
+                            }
                             self.push_node(Node::new(Value::Str(plain), span), anchor);
                         }
                         Err(e) => self.fail(e),

@@ -121,6 +121,12 @@ impl Templates {
         env.set_debug(true);
         env.set_syntax(ansible_syntax());
         env.add_function(chain::CHAIN, chain::walk);
+        env.add_function(crate::load::vault::UNDECRYPTABLE, |why: String| {
+            Err::<Value, _>(Error::new(
+                ErrorKind::InvalidOperation,
+                format!("undecryptable variable: {why}"),
+            ))
+        });
         env.set_fuel(Some(RENDER_FUEL));
         env.add_global("omit", OMIT);
         env.add_global("ansible_managed", ANSIBLE_MANAGED);

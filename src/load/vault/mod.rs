@@ -47,14 +47,44 @@ pub fn open(text: &str, at: &Span) -> Result<String, Diagnostic> {
     let plain = decrypt(text, &where_).map_err(|(failure, message)| {
         let d = Diagnostic::new(at, message);
         match failure {
-            Failure::NoPassword => d.with_hint(
-                "give it with --vault-password-file FILE, --vault-id LABEL@SOURCE or --ask-vault-pass",
-            ),
+            Failure::NoPassword => d.with_hint(PASSWORD_HINT),
             _ => d,
         }
     })?;
     Ok(plain)
 }
+
+/// The template an inline `!vault` value the run's passwords cannot open
+/// stands as: reading it fails, as reading such a value fails in Ansible,
+/// and a value nothing reads costs nothing. [`deferred`] gives back why.
+pub fn open_or_defer(text: &str, at: &Span) -> Result<String, Diagnostic> {
+    let where_ = format!("{}:{}", at.source.name, at.line.max(1));
+    match decrypt(text, &where_) {
+        Ok(plain) => Ok(plain),
+        Err((Failure::NoPassword | Failure::HmacMismatch, message)) => {
+            let quoted = serde_json::to_string(&message).expect("a string");
+            Ok(format!("{{{{ {UNDECRYPTABLE}({quoted}) }}}}"))
+        }
+        Err(_) => open(text, at),
+    }
+}
+
+/// The template function a deferred value calls.
+pub const UNDECRYPTABLE: &str = "__nodeprov_undecryptable";
+
+/// Why a value [`open_or_defer`] deferred cannot be read, with the hint
+/// to give a password; `None` for any other text.
+pub fn deferred(text: &str) -> Option<(String, Option<&'static str>)> {
+    let quoted = text
+        .strip_prefix(&format!("{{{{ {UNDECRYPTABLE}("))?
+        .strip_suffix(") }}")?;
+    let message: String = serde_json::from_str(quoted).ok()?;
+    let no_password = message.ends_with(&Failure::NoPassword.to_string());
+    Some((message, no_password.then_some(PASSWORD_HINT)))
+}
+
+const PASSWORD_HINT: &str =
+    "give it with --vault-password-file FILE, --vault-id LABEL@SOURCE or --ask-vault-pass";
 
 fn decrypt(text: &str, where_: &str) -> Result<String, (Failure, String)> {
     let id = format::vault_id(text);
