@@ -423,7 +423,12 @@ impl Outcomes {
             }
         }
         if let Some(cond) = &spec.conditions.failed {
-            match t.eval_condition(cond, &ctx) {
+            let judged = t.eval_condition(cond, &ctx);
+            // Ansible keeps the verdict in the result.
+            if let Ok(verdict) = judged {
+                result["failed_when_result"] = json!(verdict);
+            }
+            match judged {
                 Ok(true) => self.mark_failed(i, "failed_when condition is true".into()),
                 Ok(false) if self.status(i) == Status::Failed => {
                     self.results[i].status = if result["changed"] == json!(true) {

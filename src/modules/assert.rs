@@ -124,10 +124,15 @@ impl Module for Verdict {
                 .eval_condition(&json!(cond), &self.vars)
                 .map_err(|e| ModuleError::Asserted(format!("cannot evaluate '{cond}': {e}")))?;
             if !holds {
-                return Err(ModuleError::Asserted(match self.failure.is_empty() {
+                let msg = match self.failure.is_empty() {
                     true => format!("Assertion failed: {cond}"),
                     false => self.failure.clone(),
-                }));
+                };
+                // What Ansible's assert returns besides its message.
+                let mut returns = serde_json::Map::new();
+                returns.insert("assertion".into(), json!(cond));
+                returns.insert("evaluated_to".into(), json!(false));
+                return Err(ModuleError::Returned { msg, returns });
             }
         }
         let mut plan = Plan::noop();

@@ -125,6 +125,13 @@ impl Module for Replace {
                 "{}: the 'after'/'before' patterns do not match; nothing replaced",
                 self.path
             ));
+            // Registered as Ansible's module words it.
+            let pattern = self.section.as_ref().map_or("", |r| r.as_str());
+            plan.returns.insert(
+                "msg".into(),
+                format!("Pattern for before/after params did not match the given file: {pattern}")
+                    .into(),
+            );
             return Ok(plan);
         };
         let part = &text[start..end];

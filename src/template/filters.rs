@@ -50,6 +50,8 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_filter("password_hash", password_hash);
     env.add_filter("random", super::random::random);
 
+    env.add_test("nan", is_nan);
+    env.add_test("isnan", is_nan);
     env.add_test("match", test_match);
     env.add_test("search", test_search);
     env.add_test("truthy", truthy);
@@ -183,6 +185,13 @@ fn float(state: &State, v: &Value, default: Option<Value>, kwargs: Kwargs) -> Re
         .or(kwargs.get("default")?)
         .unwrap_or(Value::from(0.0));
     minijinja::filters::float(state, &trimmed(v), Some(default), kwargs)
+}
+
+/// Ansible's `nan` test is Python's `math.isnan`: only a number is NaN,
+/// and anything else (a string) is not.
+fn is_nan(v: &Value) -> bool {
+    v.kind() == minijinja::value::ValueKind::Number
+        && f64::try_from(v.clone()).is_ok_and(f64::is_nan)
 }
 
 fn trimmed(v: &Value) -> Value {

@@ -264,6 +264,12 @@ impl<'p> HostRun<'_, 'p> {
 
 /// What a loop registers: every item's result under `results`.
 pub(super) fn loop_value(results: Vec<Value>) -> Value {
+    if results.is_empty() {
+        // As Ansible registers a loop over nothing: skipped.
+        let why = "No items in the list";
+        return json!({"changed": false, "skipped": true, "skip_reason": why,
+            "skipped_reason": why, "results": []});
+    }
     let changed = results.iter().any(|r| r["changed"] == json!(true));
     json!({"results": results, "changed": changed})
 }
