@@ -697,7 +697,8 @@ mod tests {
                 assert_eq!(o.status(i), Status::Ok);
                 assert_eq!(
                     result,
-                    json!({"changed": false, "failed": false, "msg": "/x does not exist"})
+                    json!({"changed": false, "failed": false, "msg": "/x does not exist",
+                        "failed_when_result": false})
                 );
                 let i = o.planned(inst, planned(1, true, None));
                 let r = ProbeResult {
