@@ -384,11 +384,18 @@ impl Templates {
         }
         let kept =
             |source, in_expr| backslash::keep_backslashes(source, in_expr, self.syntax.clone());
-        match single_expression(s) {
+        // One expression and a line break (a `>` folded scalar): Ansible
+        // reads the text back as a literal, so a list stays a list and a
+        // string keeps its line break.
+        let newline = s.strip_suffix('\n').and_then(single_expression);
+        match single_expression(s).or(newline) {
             Some(expr) => {
                 let value = self.eval_expr(kept(expr, true).as_deref().unwrap_or(expr), ctx)?;
-                let json = serde_json::to_value(&value)
+                let mut json = serde_json::to_value(&value)
                     .map_err(|e| TemplateError::plain(e.to_string()))?;
+                if let (Some(_), Json::String(text)) = (newline, &mut json) {
+                    text.push('\n');
+                }
                 if json_size(&json) > MAX_RENDERED {
                     return Err(too_large());
                 }
@@ -566,8 +573,8 @@ pub fn is_templated(s: &str) -> bool {
 }
 
 /// The inner expression when `s` is exactly one `{{ expr }}`, so the result
-/// can keep its native type. Only an exact `{{ expr }}` keeps a native type: text around it (even a
-/// trailing newline) makes the result a string.
+/// can keep its native type; text around it makes the result a string
+/// (but see `render_scalar` for one trailing line break).
 fn single_expression(s: &str) -> Option<&str> {
     let inner = s.strip_prefix("{{")?.strip_suffix("}}")?;
     let inner = inner.strip_prefix('-').unwrap_or(inner);

@@ -157,7 +157,7 @@ fn single_expression_keeps_native_type() {
     );
     assert_eq!(
         out,
-        json!({"list": ["a", "b"], "num": 4, "map": {"k": true}, "b": false, "line": "3\n"})
+        json!({"list": ["a", "b"], "num": 4, "map": {"k": true}, "b": false, "line": 3})
     );
 }
 

@@ -271,7 +271,20 @@ pub(super) fn loop_value(results: Vec<Value>) -> Value {
             "skipped_reason": why, "results": []});
     }
     let changed = results.iter().any(|r| r["changed"] == json!(true));
-    json!({"results": results, "changed": changed})
+    let failed = results.iter().any(|r| r["failed"] == json!(true));
+    let mut value = json!({"results": [], "changed": changed});
+    // As Ansible sums a loop's items up.
+    if results.iter().all(|r| r["skipped"] == json!(true)) {
+        value["skipped"] = json!(true);
+        value["msg"] = json!("All items skipped");
+    } else if failed {
+        value["failed"] = json!(true);
+        value["msg"] = json!("One or more items failed");
+    } else {
+        value["msg"] = json!("All items completed");
+    }
+    value["results"] = Value::Array(results);
+    value
 }
 
 /// The steps a plan leaves to queue, and how their run is judged.
