@@ -15,3 +15,4 @@ pub mod input;
 pub mod printable;
 pub mod python;
 pub mod shell;
+pub mod time;

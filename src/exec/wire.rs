@@ -12,7 +12,8 @@ mod reconnect;
 
 pub(crate) use reconnect::ReconnectError;
 
-use super::result::{rfc3339, Observation};
+use super::result::Observation;
+use crate::base::time::rfc3339;
 use crate::remote::joint::Batch;
 use crate::remote::probe::{self, Probe, ProbeResult};
 use crate::remote::{Output, Purpose, Script, Transport, TransportError};

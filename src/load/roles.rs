@@ -352,7 +352,9 @@ pub(super) fn expand(req: &RoleRequest, scope: &Scope, errors: &mut Errors) -> E
     if req.dedupe && !first {
         return none;
     }
-    if scope.stack.len() > 32 || scope.stack.contains(&path) {
+    // A role may import its own other task files (`tasks_from`); one that
+    // truly includes itself is caught as a task file including itself.
+    if scope.stack.len() > 32 || (req.dependency && scope.stack.contains(&path)) {
         errors.push(
             req.at
                 .error(format!("role '{}' depends on itself", req.name)),

@@ -225,18 +225,65 @@ fn build_copy(p: &Params) -> Result<Box<dyn Module>, ParamError> {
 fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = TemplateArgs::read(p)?;
     let (path, text) = read_src(p, "templates", &a.src)?;
-    let content = p
-        .ctx
-        .templates
-        .render_str(&text, p.ctx.all_vars())
-        .map_err(|e| {
-            let at = e.line.map(|l| format!(":{l}")).unwrap_or_default();
-            p.error(
-                "src",
-                format!("template {}{at}: {}", path.display(), e.message),
-            )
-        })?;
+    let mut vars = std::borrow::Cow::Borrowed(p.ctx.all_vars());
+    // Copied only for a template that reads them.
+    if text.contains("template_") {
+        if let serde_json::Value::Object(m) = vars.to_mut() {
+            m.extend(template_vars(&a.src, &path, &a.dest));
+        }
+    }
+    let content = p.ctx.templates.render_str(&text, &vars).map_err(|e| {
+        let at = e.line.map(|l| format!(":{l}")).unwrap_or_default();
+        p.error(
+            "src",
+            format!("template {}{at}: {}", path.display(), e.message),
+        )
+    })?;
     module(p, a.dest, Some(&path), content.into(), a.write)
+}
+
+/// The variables Ansible's `template` adds: the controller's name, the
+/// source as written and in full, its owner and time, the run's time and
+/// the destination. Times are the controller's clock, in UTC.
+fn template_vars(
+    src: &str,
+    path: &std::path::Path,
+    dest: &str,
+) -> serde_json::Map<String, serde_json::Value> {
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(path).ok();
+    let uid = meta.as_ref().map_or(0, |m| m.uid());
+    let owner = std::fs::read_to_string("/etc/passwd")
+        .ok()
+        .and_then(|passwd| {
+            passwd.lines().find_map(|l| {
+                let f: Vec<&str> = l.split(':').collect();
+                (f.get(2) == Some(&uid.to_string().as_str())).then(|| f[0].to_string())
+            })
+        })
+        .unwrap_or_else(|| uid.to_string());
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    let mtime = meta.and_then(|m| m.modified().ok());
+    let when = crate::base::time::python_datetime;
+    let full = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    serde_json::Map::from_iter([
+        ("template_host".into(), host.trim().into()),
+        ("template_path".into(), src.into()),
+        (
+            "template_fullpath".into(),
+            full.display().to_string().into(),
+        ),
+        ("template_uid".into(), owner.into()),
+        (
+            "template_mtime".into(),
+            mtime.map(when).unwrap_or_default().into(),
+        ),
+        (
+            "template_run_date".into(),
+            when(std::time::SystemTime::now()).into(),
+        ),
+        ("template_destpath".into(), dest.into()),
+    ])
 }
 
 impl Module for FileContent {
@@ -286,6 +333,7 @@ mod tests {
     use super::*;
     use crate::modules::kit::files::FileState;
     use crate::modules::kit::plan::Effect;
+    use crate::modules::kit::testing::{build_test_with, file_content, file_facts, settled};
 
     fn facts_with(path: &str, st: Option<FileState>) -> Facts {
         let mut f = Facts::default();
@@ -324,6 +372,24 @@ mod tests {
         assert!(plan.steps.iter().all(|s| !s.contains("/etc/x.conf")));
         let parsed = FollowedFile::parse("/etc/x.conf", &FollowedFile::render(&resolved)).unwrap();
         assert_eq!(parsed.0, resolved.0);
+    }
+
+    #[test]
+    fn a_template_reads_ansibles_template_variables() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("templates")).unwrap();
+        let text = "{{ template_path }}|{{ template_destpath }}|{{ template_fullpath }}|{{ template_run_date[:2] }}";
+        std::fs::write(dir.path().join("templates/t.j2"), text).unwrap();
+        let params = serde_json::json!({"src": "t.j2", "dest": "/etc/t"});
+        let search = [dir.path().to_path_buf()];
+        let m = build_test_with(&TEMPLATE, params, serde_json::json!({}), &search).unwrap();
+        let plan = m.plan(&file_facts("/etc/t", None, 0o644)).unwrap();
+        let written = file_content(
+            &settled(&file_facts("/etc/t", None, 0o644), &plan),
+            "/etc/t",
+        );
+        let full = dir.path().join("templates/t.j2");
+        assert_eq!(written, format!("t.j2|/etc/t|{}|20", full.display()));
     }
 
     #[test]

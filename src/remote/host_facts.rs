@@ -411,7 +411,7 @@ fn date_time(line: &str) -> Value {
     };
     let micro = nanos.get(..6).unwrap_or("000000");
     let secs = epoch.parse::<i64>().unwrap_or(0);
-    let (uy, um, ud) = civil_from_days(secs.div_euclid(86_400));
+    let (uy, um, ud) = crate::base::time::civil_from_days(secs.div_euclid(86_400));
     let day = secs.rem_euclid(86_400);
     let utc = format!(
         "{uy:04}-{um:02}-{ud:02}T{:02}:{:02}:{:02}",
@@ -429,20 +429,6 @@ fn date_time(line: &str) -> Value {
         "iso8601_basic_short": format!("{y}{mo}{d}T{h}{mi}{sec}"),
         "tz": tz, "tz_offset": offset,
     })
-}
-
-/// The proleptic Gregorian date of a count of days since 1970-01-01
-/// (Howard Hinnant's `civil_from_days`).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (yoe + era * 400 + i64::from(m <= 2), m, d)
 }
 
 /// Ansible's shape: `{status: disabled}` or `{status: enabled, mode: …}`.
