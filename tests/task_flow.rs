@@ -224,7 +224,7 @@ fn a_task_running_past_its_timeout_fails_saying_so() {
     assert_ne!(code, 0, "{doc:#}");
     let t = &tasks(&doc)[0];
     assert_eq!(t["status"], "failed", "{doc:#}");
-    assert_eq!(t["message"], "timed out after 1s", "{doc:#}");
+    assert_eq!(t["message"], "Timed out after 1 second", "{doc:#}");
     assert!(host.path("/root/started").exists());
     assert!(!host.path("/root/late").exists());
     assert!(

@@ -452,9 +452,9 @@ impl Outcomes {
     /// exit statuses (124, or 137 once it had to kill) under a task's
     /// `timeout:` say so.
     pub fn step_reported(&mut self, i: usize, r: &ProbeResult, timeout: Option<u64>) {
-        match (r.rc, timeout) {
+        match (r.rc, timed_out(r, timeout)) {
             (0, _) => {}
-            (124 | 137, Some(n)) => self.mark_failed(i, format!("timed out after {n}s")),
+            (_, Some(n)) => self.mark_failed(i, timeout_message(n)),
             _ => self.mark_failed(i, step_failure(r)),
         }
     }
@@ -519,6 +519,18 @@ impl Outcomes {
 
 /// The instance's variables with its result bound as `result` and under
 /// its `register` name.
+/// The seconds of the task's `timeout:` when its step ran out of them:
+/// `timeout`'s own exit statuses, 124, or 137 once it had to kill.
+pub fn timed_out(r: &ProbeResult, timeout: Option<u64>) -> Option<u64> {
+    timeout.filter(|_| matches!(r.rc, 124 | 137))
+}
+
+/// As Ansible words it.
+pub fn timeout_message(seconds: u64) -> String {
+    let s = if seconds == 1 { "" } else { "s" };
+    format!("Timed out after {seconds} second{s}")
+}
+
 fn condition_context(instance: &TaskInstance, result: &Value) -> Value {
     let mut ctx = instance.vars.clone();
     if let Some(obj) = ctx.as_object_mut() {

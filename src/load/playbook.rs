@@ -1084,7 +1084,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
             "no_log" => task.no_log = no_log(v, errors),
             "diff" => task.diff = Some(boolean(v, "diff", errors)),
             "throttle" => task.throttle = tasks::seconds("throttle", v, errors),
-            "timeout" => task.timeout = tasks::timeout(v, errors),
+            "timeout" => tasks::timeout(&mut task, v, errors),
             "until" | "retries" | "delay" => retry_keys.add(k, v),
             "delegate_to" => task.delegate_to = tasks::delegate_to(v, errors),
             "run_once" => task.run_once = boolean(v, key, errors),

@@ -507,16 +507,21 @@ pub(super) fn check_delegated(task: &Task, key: &Node, errors: &mut Errors) {
     }
 }
 
-/// A task's `timeout:`: whole seconds above 0.
-pub(super) fn timeout(v: &Node, errors: &mut Errors) -> Option<u64> {
-    let key = Node::new(Value::Str("timeout".into()), v.span.clone());
-    match whole_number(&key, v, errors) {
-        Some(0) => {
-            errors.push(v.error("timeout must be at least 1 second"));
-            None
+/// The largest `timeout:` Ansible takes.
+const MAX_TIMEOUT: i64 = 100_000_000;
+
+/// A task's `timeout:` in seconds; 0 is none, as in Ansible. A number out
+/// of Ansible's range fails the task when it runs, as Ansible's does.
+pub(super) fn timeout(task: &mut Task, v: &Node, errors: &mut Errors) {
+    if let Value::Int(n) = v.value {
+        if !(0..=MAX_TIMEOUT).contains(&n) {
+            task.run_errors
+                .push(v.error(format!("Timeout {n} is invalid")));
+            return;
         }
-        n => n,
     }
+    let key = Node::new(Value::Str("timeout".into()), v.span.clone());
+    task.timeout = whole_number(&key, v, errors).filter(|n| *n > 0);
 }
 
 /// `async:` / `poll:`: whole seconds.
@@ -1701,16 +1706,17 @@ mod tests {
     }
 
     #[test]
-    fn a_timeout_is_whole_seconds_above_zero() {
-        let pb = load("- hosts: all\n  tasks:\n    - command: a\n      timeout: 30\n").unwrap();
-        assert_eq!(pb.plays[0].tasks[0].timeout, Some(30));
-        let errs = load("- hosts: all\n  tasks:\n    - command: a\n      timeout: 0\n    - command: b\n      timeout: soon\n").unwrap_err();
+    fn a_timeout_is_whole_seconds_and_zero_is_none() {
+        let pb = load("- hosts: all\n  tasks:\n    - command: a\n      timeout: 30\n    - command: b\n      timeout: 0\n    - command: c\n      timeout: -1\n").unwrap();
+        let tasks = &pb.plays[0].tasks;
+        assert_eq!((tasks[0].timeout, tasks[1].timeout), (Some(30), None));
+        // Ansible fails such a task when it runs.
+        assert_eq!(tasks[2].run_errors[0].message, "Timeout -1 is invalid");
+        let errs =
+            load("- hosts: all\n  tasks:\n    - command: b\n      timeout: soon\n").unwrap_err();
         assert_eq!(
             errs,
-            [
-                "site.yml:4:16: timeout must be at least 1 second",
-                "site.yml:6:16: timeout must be a whole number of 0 or more, found soon",
-            ]
+            ["site.yml:4:16: timeout must be a whole number of 0 or more, found soon"]
         );
     }
 

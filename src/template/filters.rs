@@ -50,6 +50,7 @@ pub(super) fn register(env: &mut Environment<'static>) {
     env.add_filter("password_hash", password_hash);
     env.add_filter("random", super::random::random);
 
+    env.add_test("timedout", timedout);
     env.add_test("nan", is_nan);
     env.add_test("isnan", is_nan);
     env.add_test("match", test_match);
@@ -185,6 +186,14 @@ fn float(state: &State, v: &Value, default: Option<Value>, kwargs: Kwargs) -> Re
         .or(kwargs.get("default")?)
         .unwrap_or(Value::from(0.0));
     minijinja::filters::float(state, &trimmed(v), Some(default), kwargs)
+}
+
+/// A task result its `timeout:` stopped: `timedout.period` set.
+fn timedout(result: &Value) -> bool {
+    result
+        .get_attr("timedout")
+        .and_then(|t| t.get_attr("period"))
+        .is_ok_and(|p| p.is_true())
 }
 
 /// Ansible's `nan` test is Python's `math.isnan`: only a number is NaN,

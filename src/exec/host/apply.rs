@@ -11,6 +11,7 @@ use serde_json::{json, Value};
 
 use super::{HostRun, ToVerify};
 use crate::exec::instance::TaskInstance;
+use crate::exec::outcome;
 use crate::exec::result::Status;
 use crate::exec::wire::Step;
 use crate::modules::{Facts, Module};
@@ -119,6 +120,11 @@ impl<'p> HostRun<'_, 'p> {
                 Some(record) => started_job(record, self.state.outcomes.status(i)),
                 None => module.command_result(r),
             };
+            // Registered as Ansible registers a task it stopped.
+            if let Some(period) = outcome::timed_out(r, instance.timeout) {
+                result["timedout"] = json!({"period": period});
+                result["msg"] = json!(outcome::timeout_message(period));
+            }
             let t = self.ctx.templates;
             if self.state.outcomes.conditions(t, &instance, i, &mut result) == Status::Changed {
                 self.notify(&instance);
