@@ -80,9 +80,9 @@ pub(crate) struct TaskInstance<'p> {
     /// Seconds its steps may run: `timeout:`, or `async:` judged with
     /// those variables when templated.
     pub timeout: Option<u64>,
-    /// `until:`'s attempts in all and the seconds between them, with a
-    /// templated `retries:` or `delay:` rendered in `vars`.
-    pub retry: Option<(u32, Duration)>,
+    /// `until:`'s attempts, with a templated `retries:` or `delay:`
+    /// rendered in `vars`.
+    pub retry: Option<Retrying>,
     /// `environment:` rendered, for the task's steps.
     pub environment: Vec<(String, String)>,
     /// The user its steps and probes run as (`None`: the login user),
@@ -91,6 +91,18 @@ pub(crate) struct TaskInstance<'p> {
 }
 
 /// What resolving an instance came to.
+/// A task retried with `until:`.
+#[derive(Clone, Copy, Debug)]
+pub struct Retrying {
+    /// Attempts in all.
+    pub attempts: u32,
+    /// Time between them.
+    pub delay: Duration,
+    /// This attempt's number, from 1: the result's `attempts`, which its
+    /// `changed_when` and `failed_when` read too.
+    pub attempt: u32,
+}
+
 pub(crate) enum Resolution<'p> {
     /// `when:` is false.
     Skip(TaskInstance<'p>),
@@ -452,11 +464,7 @@ impl Resolver<'_> {
     }
 
     /// `until:`'s attempts and delay, each rendered when templated.
-    fn retry(
-        &self,
-        spec: &PreparedTask,
-        vars: &Value,
-    ) -> Result<Option<(u32, Duration)>, ResolveError> {
+    fn retry(&self, spec: &PreparedTask, vars: &Value) -> Result<Option<Retrying>, ResolveError> {
         let Some(retry) = &spec.task.retry else {
             return Ok(None);
         };
@@ -482,10 +490,11 @@ impl Resolver<'_> {
         };
         let retries = count(&retry.retries, "retries")?.map(|n| n as u64);
         let delay = count(&retry.delay, "delay")?.unwrap_or(5.0);
-        Ok(Some((
-            Retry::attempts(retries),
-            Duration::from_secs_f64(delay),
-        )))
+        Ok(Some(Retrying {
+            attempts: Retry::attempts(retries),
+            delay: Duration::from_secs_f64(delay),
+            attempt: 1,
+        }))
     }
 
     /// A templated whole number, rendered in `vars`.

@@ -140,7 +140,10 @@ impl Outcomes {
         if n > 1 {
             self.results[i].notes.push(format!("{n} attempts"));
         }
-        if !met {
+        // Out of attempts fails the task, unless its `failed_when` judged
+        // the last one not failed (ansible-core 2.19 and later).
+        let overruled = result["failed_when_result"] == json!(false);
+        if !met && !overruled {
             let why = match &self.results[i].message {
                 Some(m) => format!("until: still false after {n} attempt(s); last: {m}"),
                 None => format!("until: still false after {n} attempt(s)"),
@@ -533,11 +536,16 @@ pub fn timeout_message(seconds: u64) -> String {
 
 fn condition_context(instance: &TaskInstance, result: &Value) -> Value {
     let mut ctx = instance.vars.clone();
+    let mut result = result.clone();
+    // A retried task's conditions see which attempt this is, as Ansible's.
+    if let (Some(r), Value::Object(m)) = (&instance.retry, &mut result) {
+        m.entry("attempts").or_insert(json!(r.attempt));
+    }
     if let Some(obj) = ctx.as_object_mut() {
-        obj.insert("result".into(), result.clone());
         if let Some(reg) = &instance.spec.task.register {
             obj.insert(reg.clone(), result.clone());
         }
+        obj.insert("result".into(), result);
     }
     ctx
 }

@@ -90,7 +90,9 @@ impl<'p> HostRun<'_, 'p> {
                 }
                 return Attempts::Stop(Next::Continue);
             }
-            let (attempts, delay) = instance.retry.expect("a task with until");
+            let retrying = instance.retry.as_mut().expect("a task with until");
+            retrying.attempt = attempt;
+            let (attempts, delay) = (retrying.attempts, retrying.delay);
             let probes: Vec<String> = module.probes().into_iter().map(|p| p.key).collect();
             let query = module.query_probe().map(|p| p.key);
             let vars = instance.vars.clone();
