@@ -595,11 +595,22 @@ fn zip(v: &Value, others: Rest<Value>) -> Result<Value, Error> {
 }
 
 /// `[item, sub]` for each element of each item's `key` list:
-/// `with_subelements`. A missing key is an error unless `skip_missing`.
-fn subelements(v: &Value, key: &str, skip_missing: Option<bool>) -> Result<Value, Error> {
+/// `with_subelements`; a dotted key (`a.b.list`) walks nested mappings, as
+/// Ansible's does. A missing key is an error unless `skip_missing`.
+fn subelements(v: &Value, key: &str, flags: Option<Value>) -> Result<Value, Error> {
+    // `skip_missing` as a bool, or as the lookup takes it: `{skip_missing: yes}`.
+    let skip_missing = flags.map(|f| match f.kind() {
+        minijinja::value::ValueKind::Map => f.get_attr("skip_missing").is_ok_and(|v| v.is_true()),
+        _ => f.is_true(),
+    });
     let mut rows = Vec::new();
     for item in json_list(v, "subelements")? {
-        match item.get(key) {
+        // A skipped task's result (looped over a registered loop) is left out.
+        if item.get("skipped").is_some_and(|s| s != &Json::Bool(false)) {
+            continue;
+        }
+        let found = key.split('.').try_fold(&item, |at, part| at.get(part));
+        match found {
             Some(Json::Array(subs)) => rows.extend(
                 subs.iter()
                     .map(|sub| Json::Array(vec![item.clone(), sub.clone()])),
