@@ -385,17 +385,27 @@ impl Templates {
         let kept =
             |source, in_expr| backslash::keep_backslashes(source, in_expr, self.syntax.clone());
         // One expression and a line break (a `>` folded scalar): Ansible
-        // reads the text back as a literal, so a list stays a list and a
-        // string keeps its line break.
+        // reads the text back as a literal, so a list stays a list; a
+        // string (or nothing) is rendered as text, line break and all.
         let newline = s.strip_suffix('\n').and_then(single_expression);
-        match single_expression(s).or(newline) {
+        let single = single_expression(s);
+        let value = match single.or(newline) {
             Some(expr) => {
-                let value = self.eval_expr(kept(expr, true).as_deref().unwrap_or(expr), ctx)?;
-                let mut json = serde_json::to_value(&value)
-                    .map_err(|e| TemplateError::plain(e.to_string()))?;
-                if let (Some(_), Json::String(text)) = (newline, &mut json) {
-                    text.push('\n');
+                let value = self.eval_expr(kept(expr, true).as_deref().unwrap_or(expr), ctx);
+                match single {
+                    Some(_) => Some(value?),
+                    // Whatever is not a value of its own is the text's to render.
+                    None => value
+                        .ok()
+                        .filter(|v| !v.is_undefined() && !v.is_none() && v.as_str().is_none()),
                 }
+            }
+            None => None,
+        };
+        match value {
+            Some(value) => {
+                let json = serde_json::to_value(&value)
+                    .map_err(|e| TemplateError::plain(e.to_string()))?;
                 if json_size(&json) > MAX_RENDERED {
                     return Err(too_large());
                 }
