@@ -189,11 +189,12 @@ fn float(state: &State, v: &Value, default: Option<Value>, kwargs: Kwargs) -> Re
 }
 
 /// A task result its `timeout:` stopped: `timedout.period` set.
-fn timedout(result: &Value) -> bool {
-    result
+fn timedout(result: &Value) -> Result<bool, Error> {
+    let result = registered(result, "timedout")?;
+    let period = result
         .get_attr("timedout")
-        .and_then(|t| t.get_attr("period"))
-        .is_ok_and(|p| p.is_true())
+        .and_then(|t| t.get_attr("period"));
+    Ok(period.is_ok_and(|p| p.is_true()))
 }
 
 /// Ansible's `nan` test is Python's `math.isnan`: only a number is NaN,
@@ -872,14 +873,20 @@ fn falsy(v: &Value, kwargs: Kwargs) -> Result<bool, Error> {
 /// Registered results carry `failed` / `changed` / `skipped` flags; the
 /// tests take a registered result only, as Ansible's do.
 fn flag(result: &Value, name: &str) -> Result<bool, Error> {
+    let result = registered(result, name)?;
+    Ok(result.get_attr(name).is_ok_and(|f| ansible_bool(&f)))
+}
+
+/// A registered result, as the result tests take it: defined, a mapping.
+fn registered<'v>(result: &'v Value, test: &str) -> Result<&'v Value, Error> {
     let result = defined(result)?;
     if result.kind() != ValueKind::Map {
         return Err(invalid(format!(
-            "The '{name}' test expects a dictionary, not {}",
+            "The '{test}' test expects a dictionary, not {}",
             super::missing::python_type(result)
         )));
     }
-    Ok(result.get_attr(name).is_ok_and(|f| ansible_bool(&f)))
+    Ok(result)
 }
 
 fn failed(result: &Value) -> Result<bool, Error> {
