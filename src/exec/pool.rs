@@ -13,14 +13,25 @@ pub fn in_parallel<T: Sync, R: Send>(
     let queue = Mutex::new(items.iter().enumerate());
     let results = Mutex::new(Vec::with_capacity(items.len()));
     std::thread::scope(|s| {
-        for _ in 0..forks.clamp(1, items.len().max(1)) {
-            s.spawn(|| loop {
-                let Some((i, item)) = queue.lock().unwrap().next() else {
-                    break;
-                };
-                let result = work(item);
-                results.lock().unwrap().push((i, result));
-            });
+        let workers: Vec<_> = (0..forks.clamp(1, items.len().max(1)))
+            .map(|_| {
+                s.spawn(|| loop {
+                    let Some((i, item)) = queue.lock().unwrap().next() else {
+                        break;
+                    };
+                    let result = work(item);
+                    results.lock().unwrap().push((i, result));
+                })
+            })
+            .collect();
+        // Joined one by one: the scope alone returns once the closures have
+        // ended, while a thread may still be tearing down (OpenSSL frees
+        // its per-thread state then), and the process's exit running
+        // OpenSSL's cleanup at the same moment corrupted the heap.
+        for worker in workers {
+            if let Err(panic) = worker.join() {
+                std::panic::resume_unwind(panic);
+            }
         }
     });
     let mut results = results.into_inner().unwrap();
