@@ -266,8 +266,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
     fn fail(&mut self, spec: &PreparedTask, label: Option<String>, message: String) {
         let value = json!({"changed": false, "failed": true, "msg": message});
         let registered = match spec.looping.items {
-            Some(_) => json!({"changed": false, "failed": true, "results": [value],
-                "msg": "One or more items failed"}),
+            Some(_) => plan::loop_value(vec![value.clone()]),
             None => value.clone(),
         };
         if let Some(name) = &spec.task.register {

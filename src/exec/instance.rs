@@ -704,9 +704,7 @@ impl Resolver<'_> {
         let fallback;
         if let (Err(e), Some(source)) = (&built, &task.ansible_source) {
             if let Some(payload) = e.unsupported.then(|| source.payload().ok()).flatten() {
-                let said = e.message.trim_start_matches(task.module.name);
-                let why = format!("the native one cannot: {}", said.trim_start_matches(": "));
-                let ansible = Some(call(payload, why));
+                let ansible = Some(call(payload, e.native_cannot(task.module.name)));
                 fallback = BuildCtx::new(t, vars, &search_path, self.ctx.sources, ansible);
                 built = (ANSIBLE_MODULE.build)(&params.with_ctx(&fallback));
             }

@@ -1248,13 +1248,7 @@ fn native_cannot(
         let ctx = crate::modules::params::BuildCtx::new(t, &vars, &[], &sources, None);
         let p = crate::modules::params::Params::new(spec.name, key.span.clone(), entries, &ctx);
         match (spec.build)(&p) {
-            Err(e) if e.unsupported => {
-                let said = e
-                    .message
-                    .trim_start_matches(spec.name)
-                    .trim_start_matches(": ");
-                Some(format!("the native one cannot: {said}"))
-            }
+            Err(e) if e.unsupported => Some(e.native_cannot(spec.name)),
             _ => None,
         }
     })?;

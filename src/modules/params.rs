@@ -151,6 +151,13 @@ pub(crate) struct ParamError {
 }
 
 impl ParamError {
+    /// Why Ansible's module of `module`'s name runs instead, for an
+    /// `unsupported` error: its message without the module's prefix.
+    pub(crate) fn native_cannot(&self, module: &str) -> String {
+        let said = self.message.trim_start_matches(module);
+        format!("the native one cannot: {}", said.trim_start_matches(": "))
+    }
+
     pub(crate) fn to_diagnostic(&self) -> Diagnostic {
         let d = Diagnostic::new(&self.span, self.message.clone());
         match &self.hint {
