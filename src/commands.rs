@@ -261,6 +261,7 @@ fn install_plugins(pb: &playbook::Playbook) {
     let dirs = crate::load::ansible_core::PluginDirs {
         filters: under("filter_plugins"),
         tests: under("test_plugins"),
+        lookups: under("lookup_plugins"),
     };
     crate::template::plugins::install(dirs, named);
 }

@@ -379,9 +379,13 @@ def load_plugins(kind, dirs):
             path = os.path.join(folder, entry)
             if not entry.endswith(".py") or entry.startswith("_") or not os.path.isfile(path):
                 continue
-            unique = "nodeprov_%s_plugin_%s" % (kind, hashlib.sha256(path.encode("utf-8")).hexdigest()[:16])
+            # The module name Ansible's loader gives a legacy filter or test
+            # file, which a plugin may read (__name__).
+            stem = os.path.splitext(entry)[0]
+            unique = "ansible.plugins.%s.%s_%d" % (kind, stem, abs(hash(path)))
             spec = importlib.util.spec_from_file_location(unique, path)
             module = importlib.util.module_from_spec(spec)
+            sys.modules[unique] = module
             try:
                 spec.loader.exec_module(module)
                 provider = getattr(module, cls_name, None)
@@ -393,6 +397,14 @@ def load_plugins(kind, dirs):
                     table[name] = fn
                     names.append(name)
     return names
+
+
+def add_lookup_dirs(dirs):
+    """The playbook's and its roles' lookup_plugins/, which Ansible's
+    lookup loader searches for the whole run."""
+    for folder in dirs:
+        if os.path.isdir(folder):
+            plugin_loader.lookup_loader.add_directory(folder)
 
 
 def has_lookups(names):
@@ -525,6 +537,7 @@ def handle(req):
     if "plugins" in req:
         dirs = req["plugins"] if isinstance(req["plugins"], dict) else {}
         named = req.get("named") if isinstance(req.get("named"), dict) else {}
+        add_lookup_dirs(string_list(dirs, "lookup"))
         return {
             "ok": True,
             "filter": load_plugins("filter", string_list(dirs, "filter"))

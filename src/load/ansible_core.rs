@@ -104,12 +104,13 @@ pub fn module(q: &Query) -> Result<Arc<Payload>, AnsibleCoreError> {
     })
 }
 
-/// Folders of filter and test plugin files (`filter_plugins/`,
-/// `test_plugins/`), loaded by ansible-core.
+/// Folders of filter, test and lookup plugin files (`filter_plugins/`,
+/// `test_plugins/`, `lookup_plugins/`), loaded by ansible-core.
 #[derive(Clone, Debug, Default)]
 pub struct PluginDirs {
     pub filters: Vec<PathBuf>,
     pub tests: Vec<PathBuf>,
+    pub lookups: Vec<PathBuf>,
 }
 
 /// Filter, test and lookup names.
@@ -162,7 +163,7 @@ impl PluginNames {
 /// full names; answers the names found.
 pub fn plugins(dirs: &PluginDirs, named: &PluginNames) -> Result<PluginNames, AnsibleCoreError> {
     let request = json!({
-        "plugins": {"filter": dirs.filters, "test": dirs.tests},
+        "plugins": {"filter": dirs.filters, "test": dirs.tests, "lookup": dirs.lookups},
         "named": {"filter": named.filters, "test": named.tests},
     });
     let answer = ask(&request)?;

@@ -1045,7 +1045,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
             "when" => task.when = condition(v, key, errors),
             "loop" | "with_items" => task.loop_items = loop_items(v, key, errors),
             "with_first_found" => first_found = Some(v),
-            _ if key.starts_with("with_") => task.loop_items = with_loop(k, v, errors),
+            _ if key.starts_with("with_") => task.loop_items = Some(with_loop(k, v)),
             "loop_control" => parse_loop_control(v, &mut task, errors),
             "register" => task.register = Some(identifier(v, "register", errors)),
             "notify" => task.notify = names(v, "notify", errors),
@@ -1591,39 +1591,30 @@ fn key_value_params(s: &str, node: &Node, errors: &mut Errors) -> Vec<(String, N
 
 /// `with_<lookup>:` loops as the `loop:` expression Ansible documents for
 /// each (`with_dict: x` is `loop: "{{ x | dict2items }}"`).
-fn with_loop(k: &Node, v: &Node, errors: &mut Errors) -> Option<Node> {
+fn with_loop(k: &Node, v: &Node) -> Node {
     let key = k.as_str().unwrap_or_default();
-    let list = |errors: &mut Errors| match &v.value {
-        Value::Seq(items) if !items.is_empty() => {
-            Some(items.iter().map(jinja_expr).collect::<Vec<_>>())
-        }
-        _ => {
-            errors.push(v.error(format!("{key} takes a list, found {}", v.kind())));
-            None
-        }
+    // The lookups that take several lists become filters when the value
+    // lists them; any other shape goes to the lookup itself, which fails the
+    // task when it runs with Ansible's own message, as Ansible does.
+    let lists: Vec<String> = match &v.value {
+        Value::Seq(items) => items.iter().map(jinja_expr).collect(),
+        _ => Vec::new(),
     };
-    let expr = match key {
-        "with_list" => jinja_expr(v),
-        "with_flattened" | "with_community.general.flattened" => {
+    let expr = match (key, lists.as_slice()) {
+        ("with_list", _) => jinja_expr(v),
+        ("with_flattened" | "with_community.general.flattened", _) => {
             format!("{} | flatten", jinja_expr(v))
         }
-        "with_dict" => format!("{} | dict2items", jinja_expr(v)),
-        "with_nested" | "with_cartesian" => {
-            let l = list(errors)?;
-            format!("{} | product({}) | list", l[0], l[1..].join(", "))
+        ("with_dict", _) => format!("{} | dict2items", jinja_expr(v)),
+        ("with_nested" | "with_cartesian", [first, rest @ ..]) => {
+            format!("{first} | product({}) | list", rest.join(", "))
         }
-        "with_together" => {
-            let l = list(errors)?;
-            format!("{} | zip({}) | list", l[0], l[1..].join(", "))
+        ("with_together", [first, rest @ ..]) => {
+            format!("{first} | zip({}) | list", rest.join(", "))
         }
-        "with_fileglob" => format!("query('fileglob', {})", jinja_expr(v)),
-        "with_subelements" => {
-            let l = list(errors)?;
-            if l.len() < 2 {
-                errors.push(v.error("with_subelements takes [list, 'key']"));
-                return None;
-            }
-            format!("{} | subelements({})", l[0], l[1..].join(", "))
+        ("with_fileglob", _) => format!("query('fileglob', {})", jinja_expr(v)),
+        ("with_subelements", [first, rest @ ..]) if !rest.is_empty() => {
+            format!("{first} | subelements({})", rest.join(", "))
         }
         // Any other lookup runs as Ansible's `with_` runs it: on the terms
         // the value lists (validate refuses a lookup nobody has).
@@ -1632,10 +1623,7 @@ fn with_loop(k: &Node, v: &Node, errors: &mut Errors) -> Option<Node> {
             format!("_with_lookup({name}, {})", jinja_expr(v))
         }
     };
-    Some(Node::new(
-        Value::Str(format!("{{{{ {expr} }}}}")),
-        v.span.clone(),
-    ))
+    Node::new(Value::Str(format!("{{{{ {expr} }}}}")), v.span.clone())
 }
 
 /// `with_first_found:` loops over the first file found, as the

@@ -41,7 +41,11 @@ pub(super) fn register(env: &mut Environment<'static>) {
     for (name, builtin, input) in guarded {
         env.add_filter(
             name,
-            move |state: &mut State, value: Value, rest: Rest<Value>| -> Result<Value, Error> {
+            move |state: &mut State,
+                  value: Value,
+                  rest: Rest<Value>,
+                  kwargs: Kwargs|
+                  -> Result<Value, Error> {
                 let wrong = match (input, defined(&value)?.kind()) {
                     (Input::Iterable, ValueKind::None) => true,
                     (Input::Text, kind) => !matches!(kind, ValueKind::String),
@@ -58,6 +62,10 @@ pub(super) fn register(env: &mut Environment<'static>) {
                 }
                 let mut args = vec![value];
                 args.extend(rest.0);
+                // `sort(attribute='key')`: the builtin reads its own keywords.
+                if kwargs.args().next().is_some() {
+                    args.push(Value::from(kwargs));
+                }
                 builtin.call(state, &args)
             },
         );

@@ -48,11 +48,12 @@ fn invalid(msg: String) -> Error {
 
 /// A lookup's value as Ansible's `lookup` gives it: its texts joined with
 /// commas, or a value that is no text as it is (`lookup('vars', 'a_map')`),
-/// or the list; `wantlist=True` makes it `query`.
+/// or the list; `wantlist=True` makes it `query`, and no value at all is
+/// an empty list, as both of Ansible's templating engines give it.
 fn lookup(state: &State, plugin: &str, terms: Rest<Value>, kwargs: Kwargs) -> Result<Value, Error> {
     let wantlist = kwargs.get::<Option<bool>>("wantlist")?.unwrap_or(false);
     let mut values = run(state, plugin, &terms, &kwargs)?;
-    if wantlist {
+    if wantlist || values.is_empty() {
         return Ok(Value::from(values));
     }
     if values.iter().all(|v| v.as_str().is_some()) {
@@ -93,7 +94,11 @@ fn run(state: &State, plugin: &str, terms: &[Value], kwargs: &Kwargs) -> Result<
             )))
         }
     };
-    kwargs.assert_all_used()?;
+    // Ansible's plugins take their options through `set_options`, which
+    // passes over a keyword no option of theirs has (`name='x'`).
+    for key in kwargs.args() {
+        let _: Value = kwargs.get(key)?;
+    }
     Ok(values)
 }
 

@@ -39,8 +39,9 @@ pub fn install(dirs: PluginDirs, named: PluginNames) {
     let dirs = PluginDirs {
         filters: dirs.filters.into_iter().filter(holds_python).collect(),
         tests: dirs.tests.into_iter().filter(holds_python).collect(),
+        lookups: dirs.lookups.into_iter().filter(holds_python).collect(),
     };
-    let no_dirs = dirs.filters.is_empty() && dirs.tests.is_empty();
+    let no_dirs = dirs.filters.is_empty() && dirs.tests.is_empty() && dirs.lookups.is_empty();
     if no_dirs && named.filters.is_empty() && named.tests.is_empty() {
         return;
     }
@@ -54,6 +55,7 @@ pub fn install(dirs: PluginDirs, named: PluginNames) {
                 .filters
                 .iter()
                 .chain(&dirs.tests)
+                .chain(&dirs.lookups)
                 .map(|d| d.display().to_string())
                 .collect();
             let names: Vec<&str> = named

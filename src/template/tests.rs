@@ -956,7 +956,11 @@ fn fileglob_lists_the_files_matching_in_the_folder_found_first() {
         "3",
         "the role itself first: its vars/ hides the playbook's"
     );
-    assert_eq!(render("{{ lookup('fileglob', 'nowhere/*') }}"), "");
+    assert_eq!(
+        render("{{ lookup('fileglob', 'nowhere/*') }}"),
+        "[]",
+        "no file is an empty list, as Ansible's lookup gives it"
+    );
     assert_eq!(
         render(&format!("{{{{ lookup('fileglob', '{root}/vars/c*') }}}}")),
         format!("{root}/vars/common.yml")
@@ -1169,4 +1173,26 @@ fn type_debug_names_python_types() {
     let vars = json!({"l": [1], "d": {}, "s": "x", "i": 1, "f": 1.5, "b": true, "n": null});
     let text = "{{ l | type_debug }} {{ d | type_debug }} {{ s | type_debug }} {{ i | type_debug }} {{ f | type_debug }} {{ b | type_debug }} {{ n | type_debug }}";
     assert_eq!(render(text, vars), "list dict str int float bool NoneType");
+}
+#[test]
+fn jinja_builtins_behind_the_input_check_keep_their_keywords() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = run_templates(dir.path());
+    let vars = json!({"users": [{"name": "b", "age": 2}, {"name": "a", "age": 3}]});
+    let render = |filter: &str| {
+        t.render_str(&format!("{{{{ users | {filter} }}}}"), &vars)
+            .unwrap()
+    };
+    assert_eq!(
+        render("sort(attribute='name') | map(attribute='age') | list"),
+        "[3, 2]"
+    );
+    assert_eq!(
+        render("sort(reverse=true, attribute='age') | map(attribute='name') | join"),
+        "ab"
+    );
+    assert_eq!(render("min(attribute='age') | attr('name')"), "b");
+    assert_eq!(render("max(attribute='age') | attr('name')"), "a");
+    assert_eq!(render("sum(attribute='age')"), "5");
+    assert_eq!(render("join(',', attribute='name')"), "b,a");
 }
