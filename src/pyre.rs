@@ -25,6 +25,10 @@ impl From<fancy_regex::Error> for PatternError {
                 .unwrap_or(text)
         };
         PatternError(match &e {
+            // Python's wording, which content matches on.
+            fancy_regex::Error::ParseError(at, fancy_regex::ParseError::TargetNotRepeatable) => {
+                format!("nothing to repeat at position {at}")
+            }
             fancy_regex::Error::ParseError(at, kind) => format!("{} (at position {at})", why(kind)),
             other => why(other),
         })

@@ -265,9 +265,11 @@ impl<'a, 'p> HostRun<'a, 'p> {
     /// so `ignore_errors` and a later `is failed` see it.
     fn fail(&mut self, spec: &PreparedTask, label: Option<String>, message: String) {
         let value = json!({"changed": false, "failed": true, "msg": message});
-        let registered = match spec.looping.items {
-            Some(_) => plan::loop_value(vec![value.clone()]),
-            None => value.clone(),
+        // Only an item has a label: a loop that does not render fails the
+        // task itself, with no results.
+        let registered = match (&spec.looping.items, &label) {
+            (Some(_), Some(_)) => plan::loop_value(vec![value.clone()]),
+            _ => value.clone(),
         };
         if let Some(name) = &spec.task.register {
             self.state.vars.registered.insert(name.clone(), registered);

@@ -1613,7 +1613,7 @@ fn with_loop(k: &Node, v: &Node) -> Node {
             format!("{first} | zip({}) | list", rest.join(", "))
         }
         ("with_fileglob", _) => format!("query('fileglob', {})", jinja_expr(v)),
-        ("with_subelements", [first, rest @ ..]) if !rest.is_empty() => {
+        ("with_subelements", [first, rest @ ..]) if subelements_filter_takes(v) => {
             format!("{first} | subelements({})", rest.join(", "))
         }
         // Any other lookup runs as Ansible's `with_` runs it: on the terms
@@ -1624,6 +1624,25 @@ fn with_loop(k: &Node, v: &Node) -> Node {
         }
     };
     Node::new(Value::Str(format!("{{{{ {expr} }}}}")), v.span.clone())
+}
+
+/// Whether `with_subelements`' terms are what the filter takes: a list or
+/// mapping (or a template of one), a key's text and perhaps a mapping of
+/// flags (`{skip_missing: true}`).
+fn subelements_filter_takes(v: &Node) -> bool {
+    match &v.value {
+        Value::Seq(items) => {
+            let list = |n: &Node| matches!(n.value, Value::Str(_) | Value::Seq(_) | Value::Map(_));
+            match &items[..] {
+                [first, key] => list(first) && key.as_str().is_some(),
+                [first, key, flags] => {
+                    list(first) && key.as_str().is_some() && matches!(flags.value, Value::Map(_))
+                }
+                _ => false,
+            }
+        }
+        _ => false,
+    }
 }
 
 /// `with_first_found:` loops over the first file found, as the

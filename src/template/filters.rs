@@ -604,8 +604,16 @@ fn subelements(v: &Value, key: &str, flags: Option<Value>) -> Result<Value, Erro
         minijinja::value::ValueKind::Map => f.get_attr("skip_missing").is_ok_and(|v| v.is_true()),
         _ => f.is_true(),
     });
+    // A mapping's values, as Ansible's filter takes them.
+    let items = match v.kind() {
+        minijinja::value::ValueKind::Map => json_list(
+            &Value::from_iter(v.try_iter()?.map(|k| v.get_item(&k).unwrap_or_default())),
+            "subelements",
+        )?,
+        _ => json_list(v, "subelements")?,
+    };
     let mut rows = Vec::new();
-    for item in json_list(v, "subelements")? {
+    for item in items {
         // A skipped task's result (looped over a registered loop) is left out.
         if item.get("skipped").is_some_and(|s| s != &Json::Bool(false)) {
             continue;

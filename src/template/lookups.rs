@@ -163,14 +163,15 @@ fn variable(state: &State, name: &str) -> Option<Value> {
 }
 
 /// Each term's variable, as Ansible's `vars` lookup reads it: by its name,
-/// `default` standing in for one that is not defined.
+/// `default` standing in for one that is not defined. The messages are the
+/// newest ansible-core's.
 fn vars(state: &State, terms: &[Value], kwargs: &Kwargs) -> Result<Vec<Value>, Error> {
     let default: Option<Value> = kwargs.get("default")?;
     let one = |term: &Value| {
         let Some(name) = term.as_str() else {
             return Err(invalid(format!(
-                "Invalid setting identifier, \"{term}\" is not a string, its a {}",
-                term.kind()
+                "Variable name must be 'str' not '{}'.",
+                super::missing::python_type(term)
             )));
         };
         variable(state, name)
@@ -178,7 +179,7 @@ fn vars(state: &State, terms: &[Value], kwargs: &Kwargs) -> Result<Vec<Value>, E
             .ok_or_else(|| {
                 Error::new(
                     ErrorKind::UndefinedError,
-                    format!("No variable found with this name: {name}"),
+                    format!("No variable named '{name}' was found."),
                 )
             })
     };
@@ -194,11 +195,19 @@ fn varnames(state: &State, terms: &[Value]) -> Result<Vec<String>, Error> {
     let is_variable = |name: &str| variable(state, name).is_some();
     let mut found: Vec<String> = Vec::new();
     for term in terms {
-        let pattern = term
-            .as_str()
-            .ok_or_else(|| invalid(format!("varnames: {term} is not a pattern")))?;
-        let re = Regex::new(pattern, Flags::default())
-            .map_err(|e| invalid(format!("varnames: invalid regex {pattern:?}: {e}")))?;
+        // Ansible's messages, which content matches on.
+        let pattern = term.as_str().ok_or_else(|| {
+            invalid(format!(
+                "Invalid setting identifier, \"{}\" is not a string, it is a <class '{}'>",
+                super::filters::text(term).unwrap_or_default(),
+                super::missing::python_type(term)
+            ))
+        })?;
+        let re = Regex::new(pattern, Flags::default()).map_err(|e| {
+            invalid(format!(
+                "Unable to use \"{pattern}\" as a search parameter: {e}"
+            ))
+        })?;
         for name in &names {
             let hit = re.is_match(name).map_err(|e| invalid(e.to_string()))?;
             if hit && is_variable(name) && !found.iter().any(|f| f == name) {

@@ -781,6 +781,14 @@ fn loop_shaping_filters_match_ansible() {
     let subs = value(json!("{{ users | subelements('keys') }}"), vars.clone());
     assert_eq!(subs.as_array().unwrap().len(), 3);
     assert_eq!(subs[2], json!([{"name": "u2", "keys": ["k3"]}, "k3"]));
+    assert_eq!(
+        value(
+            json!("{{ {'a': users[1]} | subelements('keys') }}"),
+            vars.clone()
+        ),
+        json!([[{"name": "u2", "keys": ["k3"]}, "k3"]]),
+        "a mapping's values"
+    );
     assert!(render_err("{{ users | subelements('nope') }}", vars)
         .to_string()
         .contains("no list under 'nope'"));
@@ -876,13 +884,13 @@ fn the_vars_lookup_reads_variables_by_name_as_ansible_does() {
     assert!(
         missing
             .to_string()
-            .contains("No variable found with this name: nope"),
+            .contains("No variable named 'nope' was found."),
         "{missing}"
     );
     assert!(render("{{ lookup('vars', 3) }}")
         .unwrap_err()
         .to_string()
-        .contains("is not a string"));
+        .contains("Variable name must be 'str' not 'int'."));
 }
 
 #[test]
