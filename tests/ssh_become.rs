@@ -1,7 +1,8 @@
 //! Task-level `become` over real SSH: a play that logs in as `deploy`
 //! (sudo with a password) where one task becomes root, one becomes `ops`
-//! and one stays the login user; each file is owned by its task's user,
-//! and a second run changes nothing.
+//! (by name, and by a variable each host renders) and one stays the login
+//! user; each file is owned by its task's user, and a second run changes
+//! nothing.
 
 mod support;
 
@@ -14,6 +15,8 @@ use support::{assert_machine_unchanged, machine_digest};
 const PLAYBOOK: &str = "
 - hosts: all
   gather_facts: false
+  vars:
+    app_user: ops
   tasks:
     - name: as root
       copy: {dest: /etc/np-become-root, content: \"root\\n\", mode: \"0644\"}
@@ -22,6 +25,10 @@ const PLAYBOOK: &str = "
       copy: {dest: /tmp/np-become-ops, content: \"ops\\n\", mode: \"0644\"}
       become: true
       become_user: ops
+    - name: as the user a variable names
+      copy: {dest: /tmp/np-become-var, content: \"var\\n\", mode: \"0644\"}
+      become: true
+      become_user: \"{{ app_user }}\"
     - name: as the login user
       copy: {dest: /tmp/np-become-login, content: \"login\\n\", mode: \"0644\"}
 ";
@@ -56,6 +63,7 @@ fn each_task_runs_as_its_own_become_user() {
     for (path, user) in [
         ("/etc/np-become-root", "root"),
         ("/tmp/np-become-ops", "ops"),
+        ("/tmp/np-become-var", "ops"),
         ("/tmp/np-become-login", "deploy"),
     ] {
         let meta =

@@ -561,7 +561,19 @@ impl Resolver<'_> {
     /// templated `become` is false here.
     fn user(&self, spec: &PreparedTask, vars: &Value) -> Result<Option<String>, ResolveError> {
         let task = spec.task;
-        let user = self.ctx.play.task_user(task);
+        let user = match self.ctx.play.task_user(task) {
+            // `become_user: "{{ app_user }}"`, rendered per host.
+            Some(name) if crate::template::is_templated(name) => {
+                let rendered = self.ctx.templates.render_str(name, vars).map_err(|why| {
+                    ResolveError::Become {
+                        at: task.module_span.location(),
+                        why,
+                    }
+                })?;
+                Some(rendered)
+            }
+            user => user.clone(),
+        };
         if let Some(node) = &task.become_method_if {
             let at = node.span.location();
             let method = self
@@ -583,7 +595,7 @@ impl Resolver<'_> {
             }
         }
         let Some(node) = &task.become_if else {
-            return Ok(user.clone());
+            return Ok(user);
         };
         let becomes = self
             .ctx
@@ -593,7 +605,7 @@ impl Resolver<'_> {
                 at: node.span.location(),
                 why,
             })?;
-        Ok(if becomes { user.clone() } else { None })
+        Ok(if becomes { user } else { None })
     }
 
     fn ignores_errors(&self, spec: &PreparedTask, vars: &Value) -> bool {

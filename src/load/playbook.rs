@@ -886,13 +886,15 @@ impl Play {
     }
 
     /// The user every script of the play runs as: the play's, or root when
-    /// a task becomes another user than the play's (each step then drops to
-    /// its task's user).
+    /// a task becomes another user than the play's or one each host names
+    /// (`become_user: "{{ app_user }}"`); each step then drops to its
+    /// task's user.
     pub fn script_user(&self) -> Option<String> {
+        let per_host = (self.become_user.as_deref()).is_some_and(crate::template::is_templated);
         let one_user = self
             .all_tasks()
             .all(|t| *self.task_user(t) == self.become_user);
-        match one_user {
+        match one_user && !per_host {
             true => self.become_user.clone(),
             false => Some("root".into()),
         }

@@ -89,6 +89,10 @@ pub(super) struct Scope {
     pub collections: Vec<String>,
     /// The play's `vars:`, for what the load can know of a variable.
     pub play_vars: Arc<serde_json::Map<String, serde_json::Value>>,
+    /// An include loop's variable and its item, when the load lists the
+    /// item as text (`with_items: ["{{ role_path }}/x.yml"]`): no other
+    /// variable outranks it.
+    pub loop_item: Option<(String, String)>,
 }
 
 impl Scope {
@@ -101,6 +105,7 @@ impl Scope {
             play: roles::Shared::default(),
             collections: Vec::new(),
             play_vars: Arc::default(),
+            loop_item: None,
         }
     }
 
@@ -132,11 +137,17 @@ impl Scope {
     }
 
     /// An include's name with what is known before any host is: the
-    /// role's `role_path` and the run's `playbook_dir`.
+    /// role's `role_path`, the run's `playbook_dir` and a listed include
+    /// loop's item.
     fn known_at_load(&self, file: &str) -> String {
         let playbook_dir = self.roles.library().parent().map(Path::to_path_buf);
         let role_path = self.inherit.role.as_ref().map(|r| r.path.clone());
         let mut out = file.to_string();
+        if let Some((name, item)) = &self.loop_item {
+            for spelling in [format!("{{{{ {name} }}}}"), format!("{{{{{name}}}}}")] {
+                out = out.replace(&spelling, item);
+            }
+        }
         for (name, value) in [("role_path", role_path), ("playbook_dir", playbook_dir)] {
             let Some(value) = value else { continue };
             let value = std::path::absolute(&value).unwrap_or(value);
@@ -836,6 +847,9 @@ fn looped(
         let mut s = scope.clone();
         let key = Node::new(Value::Str(loop_var.clone()), item.span.clone());
         s.inherit.vars.push((key, item.clone()));
+        s.loop_item = item
+            .as_str()
+            .map(|text| (loop_var.clone(), text.to_string()));
         out.extend(body(&s, errors));
     }
     out
