@@ -56,10 +56,7 @@ pub(crate) const SHELL: ModuleSpec = ModuleSpec {
     plugin: Some(AnsiblePlugin {
         hands_over: &[],
         writes_files: false,
-        lacks: &[(
-            "stdin_add_newline",
-            "stdin is always fed with a newline after it, as Ansible's default",
-        )],
+        lacks: &[],
     }),
     controller_file: None,
     build: build_shell,
@@ -103,6 +100,8 @@ module_params! {
         removes: Option<String>,
         /// text fed to its standard input
         stdin: Option<String>,
+        /// a line break fed after `stdin`
+        stdin_add_newline: bool = true,
         /// not used: Ansible's `command` has ignored it since 2.4 (`shell` takes one)
         executable: Option<String>,
     }
@@ -120,6 +119,8 @@ module_params! {
         removes: Option<String>,
         /// text fed to its standard input
         stdin: Option<String>,
+        /// a line break fed after `stdin`
+        stdin_add_newline: bool = true,
         /// the shell that runs it, instead of /bin/sh
         executable: Option<String>,
     }
@@ -149,6 +150,18 @@ module_params! {
         /// decrypt a vaulted script on the controller
         decrypt: bool = true,
     }
+}
+
+/// How Ansible's `command` words a `chdir` it cannot enter.
+const CHDIR_FAILED: &str = "Unable to change directory before execution";
+
+/// What a command's standard input reads: `stdin`, with a line break
+/// unless `stdin_add_newline: false`.
+fn fed(stdin: Option<String>, newline: bool) -> Option<String> {
+    stdin.map(|text| match newline {
+        true => text + "\n",
+        false => text,
+    })
 }
 
 struct Command {
@@ -182,13 +195,20 @@ fn build_command(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     if p.raw("argv").is_some_and(|v| !v.is_array()) {
         return Err(p.error("argv", "parameter 'argv' must be a list of words"));
     }
+    // Ansible's argument spec words, which content matches on.
     let argv = match (a.cmd, p.has("argv")) {
         (Some(cmd), false) => split(&cmd),
         (None, true) => a.argv,
-        _ => {
+        (None, false) => {
             return Err(p.error(
                 "cmd",
-                "give exactly one of 'cmd' (or the free-form command) and 'argv'",
+                "one of the following is required: _raw_params, argv (the free-form command or 'cmd', or 'argv')",
+            ))
+        }
+        (Some(_), true) => {
+            return Err(p.error(
+                "cmd",
+                "parameters are mutually exclusive: _raw_params|argv (the free-form command or 'cmd', and 'argv')",
             ))
         }
     };
@@ -208,7 +228,7 @@ fn build_command(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         chdir: a.chdir,
         creates: a.creates,
         removes: a.removes,
-        stdin: a.stdin,
+        stdin: fed(a.stdin, a.stdin_add_newline),
         style: Style::Module,
         warning: a.executable.map(|e| {
             format!("As of Ansible 2.4, the parameter 'executable' is no longer supported with the 'command' module. Not using '{e}'.")
@@ -283,7 +303,7 @@ fn build_shell(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         chdir: a.chdir,
         creates: a.creates,
         removes: a.removes,
-        stdin: a.stdin,
+        stdin: fed(a.stdin, a.stdin_add_newline),
         style: Style::Module,
         warning: None,
     }))
@@ -405,7 +425,14 @@ impl Module for Command {
 
     fn command_returns(&self, output: &ProbeResult) -> serde_json::Map<String, serde_json::Value> {
         let mut returns = serde_json::Map::new();
+        if let Some(warning) = &self.warning {
+            returns.insert("warnings".into(), vec![warning.clone()].into());
+        }
         match (self.style, output.rc) {
+            // The module's message when it cannot enter `chdir`.
+            (Style::Module, 1) if output.stderr.starts_with(CHDIR_FAILED) => {
+                returns.insert("msg".into(), output.stderr.trim_end().into());
+            }
             (Style::Module, rc) => {
                 returns.insert("msg".into(), command_msg(rc).into());
             }
@@ -459,14 +486,15 @@ impl Command {
     fn step(&self) -> String {
         let mut s = String::new();
         if let Some(dir) = &self.chdir {
-            s.push_str(&format!("cd {} || exit 1\n", quote(dir)));
+            let why = format!("{CHDIR_FAILED}: [Errno 2] No such file or directory: '{dir}'");
+            s.push_str(&format!(
+                "cd {} 2>/dev/null || {{ printf '%s\\n' {} >&2; exit 1; }}\n",
+                quote(dir),
+                quote(&why)
+            ));
         }
         match &self.stdin {
-            Some(input) => s.push_str(&format!(
-                "printf '%s\\n' {} | {}",
-                quote(input),
-                self.script
-            )),
+            Some(input) => s.push_str(&format!("printf '%s' {} | {}", quote(input), self.script)),
             None => s.push_str(&self.script),
         }
         s
@@ -494,8 +522,23 @@ mod tests {
     #[test]
     fn runs_with_chdir_and_is_unknown_in_check_mode() {
         let plan = cmd("echo hi", None).plan(&Facts::default()).unwrap();
-        assert_eq!(plan.steps, ["cd '/tmp/a b' || exit 1\necho hi"]);
+        let cd = r#"cd '/tmp/a b' 2>/dev/null || { printf '%s\n' 'Unable to change directory before execution: [Errno 2] No such file or directory: '\''/tmp/a b'\''' >&2; exit 1; }"#;
+        assert_eq!(plan.steps, [format!("{cd}\necho hi")]);
         assert!(plan.unknown.is_some());
+    }
+
+    #[test]
+    fn stdin_ends_with_a_line_break_unless_told_not_to() {
+        use crate::modules::kit::testing::build_test;
+        let step = |args: serde_json::Value| {
+            let m = build_test(&SHELL, args).unwrap();
+            m.plan(&Facts::default()).unwrap().steps.remove(0)
+        };
+        let cat = serde_json::json!({"cmd": "cat", "stdin": "test"});
+        assert_eq!(step(cat.clone()), "printf '%s' 'test\n' | /bin/sh -c cat");
+        let mut bare = cat;
+        bare["stdin_add_newline"] = false.into();
+        assert_eq!(step(bare), "printf '%s' test | /bin/sh -c cat");
     }
 
     #[test]
