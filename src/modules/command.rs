@@ -167,6 +167,9 @@ fn fed(stdin: Option<String>, newline: bool) -> Option<String> {
 struct Command {
     /// What the report shows.
     display: String,
+    /// What Ansible's module registers as `cmd`: `command`'s words, the
+    /// line `shell` ran (null for the action plugins, which register none).
+    cmd: serde_json::Value,
     /// The shell text that runs it.
     script: String,
     chdir: Option<String>,
@@ -224,6 +227,7 @@ fn build_command(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         .join(" ");
     Ok(Box::new(Command {
         display: argv.join(" "),
+        cmd: argv.clone().into(),
         script,
         chdir: a.chdir,
         creates: a.creates,
@@ -299,6 +303,7 @@ fn build_shell(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = ShellArgs::read(p)?;
     Ok(Box::new(Command {
         script: shell_script(a.executable.as_deref(), &a.cmd),
+        cmd: a.cmd.clone().into(),
         display: a.cmd,
         chdir: a.chdir,
         creates: a.creates,
@@ -313,6 +318,7 @@ fn build_raw(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = RawArgs::read(p)?;
     Ok(Box::new(Command {
         script: shell_script(a.executable.as_deref(), &a.cmd),
+        cmd: serde_json::Value::Null,
         display: a.cmd,
         chdir: None,
         creates: None,
@@ -352,6 +358,7 @@ fn build_script(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     };
     Ok(Box::new(Command {
         script: script_run(&content, &run),
+        cmd: serde_json::Value::Null,
         display: raw.to_string(),
         chdir: a.chdir,
         creates: a.creates,
@@ -386,18 +393,96 @@ fn shell_script(executable: Option<&str>, cmd: &str) -> String {
     )
 }
 
+/// Whether anything matches a `creates`/`removes` path with a wildcard
+/// (`/opt/x/lib*.so`), as Python's `glob.glob` answers it for the module.
+struct GlobFact;
+
+impl Fact for GlobFact {
+    type Query = str;
+    type Value = bool;
+
+    fn key(pattern: &str) -> String {
+        format!("glob:{pattern}")
+    }
+
+    fn script(pattern: &str) -> String {
+        format!(
+            "set -- {}\nif [ -e \"$1\" ] || [ -L \"$1\" ]; then echo some; else echo none; fi",
+            glob_word(pattern)
+        )
+    }
+
+    fn parse(pattern: &str, r: &ProbeResult) -> Result<bool, ModuleError> {
+        match r.stdout.trim() {
+            "some" => Ok(true),
+            "none" => Ok(false),
+            _ => Err(crate::modules::kit::fact::bad(
+                Self::key(pattern),
+                format!("unexpected answer {:?}", r.stdout),
+            )),
+        }
+    }
+
+    fn render(v: &bool) -> ProbeResult {
+        ProbeResult::ok(if *v { "some\n" } else { "none\n" })
+    }
+}
+
+/// Values of every fact here, for the round trip every fact must pass.
+#[cfg(test)]
+pub(crate) fn fact_samples(rt: &mut crate::modules::kit::fact::RoundTrip) {
+    rt.check::<GlobFact>("/opt/lib*.so", true);
+    rt.check::<GlobFact>("/opt/lib*.so", false);
+}
+
+fn is_glob(path: &str) -> bool {
+    path.contains(['*', '?', '['])
+}
+
+/// A pattern as one shell word that expands its wildcards and nothing
+/// else: the text between them quoted.
+fn glob_word(pattern: &str) -> String {
+    let mut word = String::new();
+    let mut text = String::new();
+    for c in pattern.chars() {
+        match c {
+            '*' | '?' | '[' | ']' => {
+                if !text.is_empty() {
+                    word.push_str(&quote(&std::mem::take(&mut text)));
+                }
+                word.push(c);
+            }
+            _ => text.push(c),
+        }
+    }
+    if !text.is_empty() {
+        word.push_str(&quote(&text));
+    }
+    word
+}
+
 impl Module for Command {
     fn probes(&self) -> Vec<Probe> {
-        self.creates
-            .iter()
-            .chain(self.removes.iter())
-            .map(|p| FileFact::probe(p))
+        (self.creates.iter().chain(self.removes.iter()))
+            .map(|p| match is_glob(p) {
+                true => GlobFact::probe(p),
+                false => FileFact::probe(p),
+            })
             .collect()
+    }
+
+    /// A wildcard is answered on the host as it is when the task runs:
+    /// after what the tasks before it changed.
+    fn reads_everything(&self) -> bool {
+        (self.creates.iter().chain(self.removes.iter())).any(|p| is_glob(p))
     }
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let exists = |path: &str| -> Result<bool, ModuleError> {
-            Ok(FileFact::read(facts, path)?.is_some())
+            match is_glob(path) {
+                true => GlobFact::read(facts, path),
+                false => Ok(FileFact::read(facts, path)?.is_some()),
+            }
         };
         if let Some(c) = &self.creates {
             if exists(c)? {
@@ -427,6 +512,9 @@ impl Module for Command {
         let mut returns = serde_json::Map::new();
         if let Some(warning) = &self.warning {
             returns.insert("warnings".into(), vec![warning.clone()].into());
+        }
+        if !self.cmd.is_null() {
+            returns.insert("cmd".into(), self.cmd.clone());
         }
         match (self.style, output.rc) {
             // The module's message when it cannot enter `chdir`.
@@ -508,6 +596,7 @@ mod tests {
 
     fn cmd(script: &str, creates: Option<&str>) -> Command {
         Command {
+            cmd: serde_json::Value::Null,
             display: script.into(),
             script: script.into(),
             chdir: Some("/tmp/a b".into()),
@@ -525,6 +614,26 @@ mod tests {
         let cd = r#"cd '/tmp/a b' 2>/dev/null || { printf '%s\n' 'Unable to change directory before execution: [Errno 2] No such file or directory: '\''/tmp/a b'\''' >&2; exit 1; }"#;
         assert_eq!(plan.steps, [format!("{cd}\necho hi")]);
         assert!(plan.unknown.is_some());
+    }
+
+    #[test]
+    fn creates_with_a_wildcard_asks_whether_anything_matches() {
+        use crate::modules::kit::testing::build_test;
+        let m = build_test(
+            &COMMAND,
+            serde_json::json!({"cmd": "make", "creates": "/opt/a b/lib*.so"}),
+        )
+        .unwrap();
+        let probes = m.probes();
+        assert_eq!(probes[0].key, "glob:/opt/a b/lib*.so");
+        assert!(probes[0].script.contains("set -- '/opt/a b/lib'*.so\n"));
+        assert!(m.reads_everything());
+        let mut facts = Facts::default();
+        facts.insert(probes[0].key.clone(), GlobFact::render(&true));
+        let plan = m.plan(&facts).unwrap();
+        assert!(plan.steps.is_empty(), "a match skips the command");
+        facts.insert(probes[0].key.clone(), GlobFact::render(&false));
+        assert_eq!(m.plan(&facts).unwrap().steps.len(), 1);
     }
 
     #[test]

@@ -144,9 +144,9 @@ pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
 mod tests {
     use crate::modules::kit::{fact::RoundTrip, files, packages};
     use crate::modules::{
-        apt_key, apt_repository, authorized_key, cuda_env, file, find, firewalld, get_url, getent,
-        group, modprobe, mount, package, pip, rpm_key, selinux, service, service_facts, stat,
-        swapfile, sysctl, timezone, ufw, unarchive, uri, user,
+        apt_key, apt_repository, authorized_key, command, cuda_env, file, find, firewalld, get_url,
+        getent, group, modprobe, mount, package, pip, rpm_key, selinux, service, service_facts,
+        stat, swapfile, sysctl, timezone, ufw, unarchive, uri, user,
     };
 
     /// Every fact reads back what it renders for predictions, and every
@@ -182,6 +182,7 @@ mod tests {
         firewalld::fact_samples(&mut rt);
         pip::fact_samples(&mut rt);
         stat::fact_samples(&mut rt);
+        command::fact_samples(&mut rt);
         assert!(rt.failures.is_empty(), "{}", rt.failures.join("\n"));
         let declared = declared_facts(std::path::Path::new("src/modules"));
         let checked: Vec<String> = rt.checked.into_iter().collect();
