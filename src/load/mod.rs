@@ -8,6 +8,7 @@ pub mod collections;
 pub(crate) mod fuzz;
 pub mod inventory;
 pub mod keywords;
+pub(crate) mod kv;
 pub mod playbook;
 pub mod roles;
 pub mod tasks;

@@ -1564,30 +1564,21 @@ fn module_params(
     params
 }
 
+/// `copy: src=a dest=b`, as Ansible's `parse_kv` reads it; words without a
+/// key are `_raw_params`, which a module that takes no free form refuses
+/// when the task runs, as Ansible's does.
 fn key_value_params(s: &str, node: &Node, errors: &mut Errors) -> Vec<(String, Node)> {
-    let (masked, templates) = mask_templates(s);
-    let words = match crate::base::shell::split_strict(&masked) {
-        Ok(words) => words
-            .into_iter()
-            .map(|w| unmask_templates(&w, &templates))
-            .collect::<Vec<_>>(),
-        Err(open) => {
-            errors.push(node.error(format!("{open} of the key=value parameters")));
+    let kv = match super::kv::parse(s) {
+        Ok(kv) => kv,
+        Err(why) => {
+            errors.push(node.error(why));
             return Vec::new();
         }
     };
-    words
-        .into_iter()
-        .filter_map(|word| match word.split_once('=') {
-            Some((k, v)) => Some((
-                k.to_string(),
-                Node::new(Value::Str(v.to_string()), node.span.clone()),
-            )),
-            None => {
-                errors.push(node.error(format!("expected key=value parameters, found '{word}'")));
-                None
-            }
-        })
+    let text = |v: String| Node::new(Value::Str(v), node.span.clone());
+    let raw = kv.raw.map(|r| ("_raw_params".to_string(), r));
+    (kv.pairs.into_iter().chain(raw))
+        .map(|(k, v)| (k, text(v)))
         .collect()
 }
 
@@ -1750,14 +1741,6 @@ fn mask_templates(s: &str) -> (String, Vec<String>) {
     }
     out.push_str(rest);
     (out, found)
-}
-
-fn unmask_templates(word: &str, templates: &[String]) -> String {
-    let mut out = word.to_string();
-    for (i, t) in templates.iter().enumerate() {
-        out = out.replace(&format!("\u{E000}{i}\u{E001}"), t);
-    }
-    out
 }
 
 /// Each parameter under its declared name: an alias (`dest` for `path`)

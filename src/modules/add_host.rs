@@ -56,6 +56,14 @@ module_params! {
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    // Words without a key (`add_host: web1 group=x`), as Ansible's plugin
+    // refuses them.
+    if p.has("_raw_params") {
+        return Err(p.error(
+            "_raw_params",
+            "Invalid raw parameters passed, requires a dictionary/mapping got a  <class 'str'>",
+        ));
+    }
     let a = AddHostArgs::read(p)?;
     let mut vars = serde_json::Map::new();
     for (name, value) in p
