@@ -464,10 +464,15 @@ impl<'a, 'p> HostRun<'a, 'p> {
     }
 
     /// Resolves every item of a task; stops at the first item that fails
-    /// (the task is then done) or that needs the batch run first.
+    /// (the task is then done) or that needs the batch run first. A task
+    /// that fails to render while steps are pending is rendered again once
+    /// they ran, as Ansible would render it only then: what it reads may be
+    /// theirs (a file a lookup reads on a host that is the controller).
     fn resolve_all(&mut self, spec: &'p PreparedTask<'p>) -> Result<Instances<'p>, Next> {
+        let pending = !self.batch.pending.is_empty();
         let Items { list, contexts } = match self.resolver().items(spec) {
             Ok(items) => items,
+            Err(_) if pending => return Err(Next::FlushBefore),
             Err(e) => {
                 self.fail(spec, None, e.to_string());
                 return Err(Next::Continue);
@@ -476,6 +481,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         let mut instances = Vec::new();
         for item in list {
             match self.resolver().resolve(spec, contexts.as_ref(), item) {
+                Resolution::Failed { .. } if pending => return Err(Next::FlushBefore),
                 Resolution::Failed { label, error } => {
                     self.fail(spec, label, error.to_string());
                     return Err(Next::Continue);

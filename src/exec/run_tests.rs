@@ -1330,3 +1330,17 @@ fn arguments_only_a_host_renders_are_read_by_their_declared_names() {
         "{message}"
     );
 }
+
+#[test]
+fn a_task_that_fails_to_render_is_rendered_again_after_the_pending_steps_ran() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  tasks:\n    - copy: {dest: /etc/f0, content: \"managed\\n\"}\n    - debug: {msg: \"{{ nowhere }}\"}\n      ignore_errors: true\n    - copy: {dest: /etc/f1, content: \"managed\\n\"}\n");
+    let (outcome, log) = run(&pb, 2, false);
+    let tasks = &outcome.reports[0].tasks;
+    assert_eq!(tasks[1].status, Status::Failed, "{tasks:?}");
+    let kinds: Vec<Purpose> = log.lock().unwrap().iter().map(|s| s.purpose).collect();
+    assert_eq!(
+        count(&log, Purpose::Mutate),
+        2,
+        "the first copy ran before the failing task was rendered again: {kinds:?}"
+    );
+}
