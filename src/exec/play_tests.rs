@@ -127,6 +127,13 @@ fn hostvars_of_an_unknown_host_is_undefined() {
 }
 
 #[test]
+fn assert_judges_in_the_runs_templates() {
+    let text = "- hosts: gpu\n  gather_facts: false\n  tasks:\n    - assert:\n        that:\n          - hostvars['g1.example.com'].rack == 'r1'\n          - playbook_dir is string\n        success_msg: judged\n";
+    let (outcome, _) = run_on(text, &two_hosts(), json!({}));
+    assert_eq!(notes(&outcome, "g2"), ["judged"]);
+}
+
+#[test]
 fn a_templated_hosts_pattern_renders_with_extra_and_play_vars() {
     let text = "- hosts: \"{{ target }}\"\n  gather_facts: false\n  tasks:\n    - debug: {msg: hi}\n- hosts: \"{{ second }}\"\n  vars: {second: g1.example.com}\n  gather_facts: false\n  tasks:\n    - debug: {msg: hi}\n";
     let (outcome, _) = run_on(text, &two_hosts(), json!({"target": "g2"}));

@@ -68,14 +68,18 @@ module_params! {
     }
 }
 
-/// Conditions and messages, judged when the task is planned: a condition
-/// may read what an earlier task registered.
-struct Verdict {
-    that: Vec<String>,
-    /// The task's variables, which the conditions read.
-    vars: Value,
-    failure: String,
-    note: Option<String>,
+/// The verdict, judged when the task is built for a host (after what the
+/// tasks before it registered), in the run's templates: `hostvars`,
+/// `playbook_dir` and the plugins are there as in any other template.
+enum Verdict {
+    Holds {
+        note: Option<String>,
+    },
+    Fails {
+        msg: String,
+        returns: serde_json::Map<String, Value>,
+    },
+    Unjudged(String),
 }
 
 fn text(v: Value) -> String {
@@ -90,25 +94,40 @@ fn build_assert(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     if a.that.0.is_empty() {
         return Err(p.error("that", "assert needs at least one condition in 'that'"));
     }
+    let vars = p.ctx.all_vars();
+    let failure = a.fail_msg.map(text).unwrap_or_default();
+    for cond in &a.that.0 {
+        let holds = match p.ctx.templates.eval_condition(&json!(cond), vars) {
+            Ok(holds) => holds,
+            Err(e) => {
+                let why = format!("cannot evaluate '{cond}': {e}");
+                return Ok(Box::new(Verdict::Unjudged(why)));
+            }
+        };
+        if !holds {
+            let msg = match failure.is_empty() {
+                true => format!("Assertion failed: {cond}"),
+                false => failure,
+            };
+            // What Ansible's assert returns besides its message.
+            let mut returns = serde_json::Map::new();
+            returns.insert("assertion".into(), json!(cond));
+            returns.insert("evaluated_to".into(), json!(false));
+            return Ok(Box::new(Verdict::Fails { msg, returns }));
+        }
+    }
     let note = match a.quiet {
         true => None,
         false => Some(a.success_msg.map_or("All assertions passed".into(), text)),
     };
-    Ok(Box::new(Verdict {
-        that: a.that.0,
-        vars: p.ctx.all_vars().clone(),
-        failure: a.fail_msg.map(text).unwrap_or_default(),
-        note,
-    }))
+    Ok(Box::new(Verdict::Holds { note }))
 }
 
 fn build_fail(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = FailArgs::read(p)?;
-    Ok(Box::new(Verdict {
-        that: vec!["false".into()],
-        vars: Value::Null,
-        failure: a.msg.map_or("Failed as requested from task".into(), text),
-        note: None,
+    Ok(Box::new(Verdict::Fails {
+        msg: a.msg.map_or("Failed as requested from task".into(), text),
+        returns: serde_json::Map::new(),
     }))
 }
 
@@ -118,29 +137,21 @@ impl Module for Verdict {
     }
 
     fn plan(&self, _: &Facts) -> Result<Plan, ModuleError> {
-        let templates = crate::template::Templates::new();
-        for cond in &self.that {
-            let holds = templates
-                .eval_condition(&json!(cond), &self.vars)
-                .map_err(|e| ModuleError::Asserted(format!("cannot evaluate '{cond}': {e}")))?;
-            if !holds {
-                let msg = match self.failure.is_empty() {
-                    true => format!("Assertion failed: {cond}"),
-                    false => self.failure.clone(),
-                };
-                // What Ansible's assert returns besides its message.
-                let mut returns = serde_json::Map::new();
-                returns.insert("assertion".into(), json!(cond));
-                returns.insert("evaluated_to".into(), json!(false));
-                return Err(ModuleError::Returned { msg, returns });
+        match self {
+            Verdict::Holds { note } => {
+                let mut plan = Plan::noop();
+                plan.notes.extend(note.clone());
+                if let Some(msg) = note {
+                    plan.returns.insert("msg".into(), json!(msg));
+                }
+                Ok(plan)
             }
+            Verdict::Fails { msg, returns } => Err(ModuleError::Returned {
+                msg: msg.clone(),
+                returns: returns.clone(),
+            }),
+            Verdict::Unjudged(why) => Err(ModuleError::Asserted(why.clone())),
         }
-        let mut plan = Plan::noop();
-        plan.notes.extend(self.note.clone());
-        if let Some(msg) = &self.note {
-            plan.returns.insert("msg".into(), json!(msg));
-        }
-        Ok(plan)
     }
 }
 
