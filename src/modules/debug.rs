@@ -46,6 +46,8 @@ struct Debug {
     /// What the task returns: `{msg: …}` or `{<var>: …}`.
     returns: serde_json::Map<String, Value>,
     shown: Option<String>,
+    /// Why `var` could not be shown, which fails the task when it runs.
+    failure: Option<String>,
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -55,12 +57,20 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         (msg, None) => ("msg".to_string(), msg.unwrap_or(json!("Hello world!"))),
         (None, Some(Expression(var))) => {
             let expr = json!(format!("{{{{ {var} }}}}"));
-            // Ansible shows an undefined variable rather than failing.
-            let value = p
-                .ctx
-                .templates
-                .render_value(&expr, p.ctx.all_vars())
-                .unwrap_or_else(|_| json!("VARIABLE IS NOT DEFINED!"));
+            // Ansible shows an undefined variable rather than failing; any
+            // other error fails the task.
+            let value = match p.ctx.templates.render_value(&expr, p.ctx.all_vars()) {
+                Ok(value) => value,
+                Err(e) if e.is_undefined => json!("VARIABLE IS NOT DEFINED!"),
+                Err(e) => {
+                    let why = format!("Error while resolving `var` expression: {e}");
+                    return Ok(Box::new(Debug {
+                        returns: Default::default(),
+                        shown: None,
+                        failure: Some(why),
+                    }));
+                }
+            };
             (var, value)
         }
     };
@@ -70,7 +80,11 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     });
     let mut returns = serde_json::Map::new();
     returns.insert(key, value);
-    Ok(Box::new(Debug { returns, shown }))
+    Ok(Box::new(Debug {
+        returns,
+        shown,
+        failure: None,
+    }))
 }
 
 impl Module for Debug {
@@ -79,6 +93,9 @@ impl Module for Debug {
     }
 
     fn plan(&self, _: &Facts) -> Result<Plan, ModuleError> {
+        if let Some(why) = &self.failure {
+            return Err(ModuleError::Asserted(why.clone()));
+        }
         Ok(Plan {
             notes: self.shown.iter().cloned().collect(),
             returns: self.returns.clone(),
@@ -113,6 +130,16 @@ mod tests {
         assert_eq!(p.returns["gpus"], json!([0, 1]));
         let p = planned(json!({"var": "nope"}), json!({}));
         assert_eq!(p.returns["nope"], "VARIABLE IS NOT DEFINED!");
+        let broken = build_test_with(&DEBUG, json!({"var": "1 | urlsplit('x')"}), json!({}), &[])
+            .unwrap()
+            .plan(&Facts::default())
+            .unwrap_err();
+        assert!(
+            broken
+                .to_string()
+                .starts_with("Error while resolving `var` expression"),
+            "an error that is no undefined variable fails the task: {broken}"
+        );
         assert!(planned(json!({"msg": "x", "verbosity": 2}), json!({}))
             .notes
             .is_empty());

@@ -51,12 +51,15 @@ module_params! {
         split: Option<String>,
         /// a missing key fails the task
         fail_key: bool = true,
+        /// the name service to ask (`getent -s`), instead of nsswitch.conf's
+        service: Option<String>,
     }
 }
 
 struct Getent {
     database: String,
     key: Option<String>,
+    service: Option<String>,
     split: Option<String>,
     fail_key: bool,
     /// The host's facts when the task was built, which the new one joins.
@@ -76,6 +79,12 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             format!("'{}' is not a database name", a.database),
         ));
     }
+    if a.split.as_deref() == Some("") {
+        return Err(p.error(
+            "split",
+            "Invalid split value. The value must be a non-empty string",
+        ));
+    }
     let split = a.split.or_else(|| {
         COLON_DATABASES
             .contains(&a.database.as_str())
@@ -85,6 +94,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     Ok(Box::new(Getent {
         database: a.database,
         key: a.key,
+        service: a.service,
         split,
         fail_key: a.fail_key,
         facts,
@@ -94,24 +104,33 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
 /// What `getent` printed; `None` when the key is not there (exit 2).
 struct Entries;
 
+/// A database, perhaps one key of it, perhaps from one service.
+type Lookup = (String, Option<String>, Option<String>);
+
 impl Fact for Entries {
-    type Query = (String, Option<String>);
+    type Query = Lookup;
     type Value = Option<String>;
 
-    fn key((db, key): &(String, Option<String>)) -> String {
-        format!("getent:{db}:{}", key.as_deref().unwrap_or(""))
+    fn key((db, key, service): &Lookup) -> String {
+        let key = key.as_deref().unwrap_or("");
+        match service {
+            Some(s) => format!("getent:{db}:{key}:{s}"),
+            None => format!("getent:{db}:{key}"),
+        }
     }
 
-    fn script((db, key): &(String, Option<String>)) -> String {
+    fn script((db, key, service): &Lookup) -> String {
         let key = key.as_ref().map(|k| format!(" -- {}", quote(k)));
+        let service = service.as_ref().map(|s| format!(" -s {}", quote(s)));
         format!(
-            "getent {}{}; rc=$?; [ $rc = 2 ] && {{ echo '@@missing'; exit 0; }}; exit $rc",
+            "getent{} {}{}; rc=$?; [ $rc = 2 ] && {{ echo '@@missing'; exit 0; }}; exit $rc",
+            service.unwrap_or_default(),
             quote(db),
             key.unwrap_or_default()
         )
     }
 
-    fn parse(q: &(String, Option<String>), r: &ProbeResult) -> Result<Option<String>, ModuleError> {
+    fn parse(q: &Lookup, r: &ProbeResult) -> Result<Option<String>, ModuleError> {
         if r.rc != 0 {
             let why = match r.rc {
                 1 => "missing arguments, or the database is unknown".to_string(),
@@ -129,8 +148,12 @@ impl Fact for Entries {
 }
 
 impl Getent {
-    fn query(&self) -> (String, Option<String>) {
-        (self.database.clone(), self.key.clone())
+    fn query(&self) -> Lookup {
+        (
+            self.database.clone(),
+            self.key.clone(),
+            self.service.clone(),
+        )
     }
 
     /// `root:x:0:0::/root:/bin/sh` → `root: ["x", "0", "0", "", "/root", "/bin/sh"]`.
@@ -190,7 +213,7 @@ impl Module for Getent {
 /// Values of every fact here, for the round trip every fact must pass.
 #[cfg(test)]
 pub(crate) fn fact_samples(rt: &mut fact::RoundTrip) {
-    let q = ("passwd".to_string(), Some("root".to_string()));
+    let q = ("passwd".to_string(), Some("root".to_string()), None);
     rt.check::<Entries>(&q, None);
     rt.check::<Entries>(&q, Some("root:x:0:0:root:/root:/bin/bash\n".into()));
 }
@@ -242,5 +265,16 @@ mod tests {
             json!({"10.0.0.1": ["gpu01", "gpu01.cluster"]})
         );
         assert!(build_error(&GETENT, json!({"database": "$(x)"})).contains("not a database"));
+    }
+
+    #[test]
+    fn a_service_is_asked_alone_and_an_empty_split_is_refused() {
+        let params = json!({"database": "passwd", "key": "root", "service": "files"});
+        let m = build_test(&GETENT, params).unwrap();
+        let probe = m.probes().pop().unwrap();
+        assert!(probe.script.starts_with("getent -s files passwd -- root;"));
+        assert_eq!(probe.key, "getent:passwd:root:files");
+        let bad = build_error(&GETENT, json!({"database": "group", "split": ""}));
+        assert!(bad.contains("Invalid split value"), "{bad}");
     }
 }
