@@ -115,8 +115,7 @@ impl Module for AnsibleModule {
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let ready = facts.get(&self.payload_key())?;
         if ready.rc != 0 {
-            let why = format!("{}: {}", self.name(), last_line(ready));
-            return Err(ModuleError::Missing(why));
+            return Err(self.unready(ready));
         }
         let mut plan = Plan::noop();
         plan.notes.push(format!(
@@ -134,10 +133,7 @@ impl Module for AnsibleModule {
         }
         let answer = facts.get(&self.check_key())?;
         let result = match answer.rc {
-            NO_PYTHON | NO_PAYLOAD => {
-                let why = format!("{}: {}", self.name(), last_line(answer));
-                return Err(ModuleError::Missing(why));
-            }
+            NO_PYTHON | NO_PAYLOAD => return Err(self.unready(answer)),
             _ => module_result(answer).map_err(|why| self.failure(why))?,
         };
         if result["skipped"] == json!(true) {
@@ -187,6 +183,19 @@ impl Module for AnsibleModule {
 impl AnsibleModule {
     fn name(&self) -> String {
         format!("Ansible's module {}", self.call.payload.fqcn)
+    }
+
+    /// The host cannot run the module: no Python, or no payload. An
+    /// interpreter the inventory names and the host lacks fails as
+    /// Ansible words it, with nothing around its message.
+    fn unready(&self, answer: &ProbeResult) -> ModuleError {
+        match (answer.rc, &self.interpreter) {
+            (NO_PYTHON, Some(_)) => ModuleError::Returned {
+                msg: last_line(answer).to_string(),
+                returns: Default::default(),
+            },
+            _ => ModuleError::Missing(format!("{}: {}", self.name(), last_line(answer))),
+        }
     }
 
     fn failure(&self, why: String) -> ModuleError {
@@ -271,9 +280,13 @@ impl AnsibleModule {
                 INTERPRETERS.join(", "),
             ),
         };
-        let why = format!(
-            "no Python 3.7 or later on the host (looked for {looked}); set ansible_python_interpreter"
-        );
+        let why = match &self.interpreter {
+            // Ansible's words for an interpreter the inventory names.
+            Some(python) => format!("The module interpreter '{python}' was not found."),
+            None => format!(
+                "no Python 3.7 or later on the host (looked for {looked}); set ansible_python_interpreter"
+            ),
+        };
         format!(
             "np_py=\nfor np_i in {candidates}; do command -v \"$np_i\" >/dev/null 2>&1 && \
              \"$np_i\" -c 'import sys; sys.exit(sys.version_info < (3, 7))' 2>/dev/null && {{ np_py=$np_i; break; }}; done\n\

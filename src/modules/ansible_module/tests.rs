@@ -110,6 +110,28 @@ fn a_failed_check_run_is_a_failure_that_earlier_drift_may_excuse() {
 }
 
 #[test]
+fn an_interpreter_the_inventory_names_and_the_host_lacks_fails_in_ansibles_words() {
+    let mut m = module(false);
+    m.interpreter = Some("/bogus/path".into());
+    assert!(m
+        .payload_probe()
+        .script
+        .contains("The module interpreter '\\''/bogus/path'\\'' was not found."));
+    let none = ProbeResult {
+        rc: NO_PYTHON,
+        stdout: String::new(),
+        stderr: "The module interpreter '/bogus/path' was not found.\n".into(),
+    };
+    let mut answers = BTreeMap::new();
+    answers.insert(m.payload_key(), none);
+    let err = m.plan(&Facts::new(answers)).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "The module interpreter '/bogus/path' was not found."
+    );
+}
+
+#[test]
 fn no_python_and_no_json_are_one_clear_line() {
     let m = module(false);
     let none = ProbeResult {
