@@ -19,7 +19,7 @@ use serde_json::{json, Map, Value};
 
 use crate::modules::kit::fact::{self, Fact};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
-use crate::modules::kit::plan::{Facts, ModuleError, Plan};
+use crate::modules::kit::plan::{known_facts, Facts, ModuleError, Plan};
 use crate::modules::params::{ParamError, ParamSpec, Params};
 use crate::remote::probe::{Probe, ProbeResult};
 
@@ -101,10 +101,15 @@ impl Fact for ServicesFact {
     }
 }
 
-struct ServiceFacts;
+struct ServiceFacts {
+    /// The host's facts when the task was built, which `services` joins.
+    known: Map<String, Value>,
+}
 
-fn build(_: &Params) -> Result<Box<dyn Module>, ParamError> {
-    Ok(Box::new(ServiceFacts))
+fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
+    Ok(Box::new(ServiceFacts {
+        known: known_facts(p),
+    }))
 }
 
 /// Ansible's shape: a loaded unit is `running` or `stopped`, a unit file
@@ -154,12 +159,7 @@ impl Module for ServiceFacts {
                 Map::new()
             }
         };
-        plan.sets
-            .insert("services".into(), Value::Object(found.clone()));
-        plan.returns.insert(
-            "ansible_facts".into(),
-            json!({ "services": Value::Object(found) }),
-        );
+        plan.set_fact(&self.known, "services", Value::Object(found));
         Ok(plan)
     }
 
@@ -205,6 +205,10 @@ mod tests {
         assert_eq!(s["cron.service"]["state"], "stopped");
         assert_eq!(s["nvidia-dcgm.service"]["state"], "inactive");
         assert_eq!(plan.returns["ansible_facts"]["services"], *s);
+        assert_eq!(
+            plan.sets["ansible_facts"]["services"], *s,
+            "a host fact too, as ansible_facts.services"
+        );
         assert!(plan.changes.is_empty() && plan.steps.is_empty());
         let none = m
             .plan(&facts_of(&[(&ServicesFact::key(&()), "nosystemd\n")]))
