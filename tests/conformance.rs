@@ -42,7 +42,7 @@ use support::control::Control;
 use support::sshd::{SshFleet, SshHost};
 use support::{assert_machine_unchanged, machine_digest, newest_ansible_bin, IsolatedHost};
 
-const RECORD: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/record.tsv");
+const RECORD: &str = support::CONFORMANCE_RECORD;
 
 /// A target that runs longer than this has hung.
 const TARGET_LIMIT: Duration = Duration::from_secs(300);
@@ -95,32 +95,6 @@ impl Outcome {
 enum Tool {
     Ansible,
     Nodeprov,
-}
-
-/// The pinned ansible-core release, from the record's first line.
-fn pinned_release() -> String {
-    let record = fs::read_to_string(RECORD).expect("read the conformance record");
-    record
-        .lines()
-        .next()
-        .and_then(|l| l.strip_prefix("# ansible-core "))
-        .expect("the record starts with '# ansible-core <version>'")
-        .trim()
-        .to_string()
-}
-
-/// The unpacked targets of the pinned release.
-fn targets_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("target/ansible-core-targets")
-        .join(pinned_release())
-        .join("test/integration/targets");
-    assert!(
-        dir.is_dir(),
-        "{} is missing: run scripts/test.sh, which downloads it",
-        dir.display()
-    );
-    dir
 }
 
 /// The role targets selected (see the top of this file), by name.
@@ -350,7 +324,7 @@ fn one_line(text: &str) -> String {
 #[test]
 #[ignore]
 fn some() {
-    let dir = targets_dir();
+    let dir = support::conformance_targets();
     let record = read_record();
     let wanted = std::env::var("NODEPROV_CONFORMANCE_TARGETS").ok();
     let targets = selected(&dir);
@@ -417,7 +391,7 @@ fn read_record() -> BTreeMap<String, Row> {
 
 #[test]
 fn the_record_lists_every_selected_target() {
-    let dir = targets_dir();
+    let dir = support::conformance_targets();
     let record = read_record();
     let names: Vec<String> = selected(&dir).into_iter().map(|t| t.name).collect();
     let recorded: Vec<String> = record.keys().cloned().collect();
@@ -434,7 +408,7 @@ fn the_record_lists_every_selected_target() {
 #[test]
 fn targets_that_pass_keep_passing() {
     let before = machine_digest();
-    let dir = targets_dir();
+    let dir = support::conformance_targets();
     let record = read_record();
     let targets = selected(&dir);
     let passing: Vec<&Target> = targets
@@ -471,7 +445,7 @@ fn targets_that_pass_keep_passing() {
 #[ignore]
 fn record() {
     let before = machine_digest();
-    let dir = targets_dir();
+    let dir = support::conformance_targets();
     let targets = selected(&dir);
     let recorded = read_record();
     let again = std::env::var("NODEPROV_CONFORMANCE_ANSIBLE").is_ok_and(|v| v == "1");
@@ -507,7 +481,7 @@ fn record() {
          # Role targets of its test/integration/targets, run as ansible-test runs them (tests/conformance.rs).\n\
          # {summary}.\n\
          # target\tansible-playbook\tnodeprov\twhy nodeprov fails\twhy ansible-playbook fails\n",
-        pinned_release()
+        support::pinned_release()
     );
     for ((t, a), n) in targets.iter().zip(&theirs).zip(&ours) {
         let (a, why_a) = a.column();

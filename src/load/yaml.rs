@@ -589,7 +589,46 @@ fn resolve_plain(text: &str) -> Value {
             return Value::Float(f);
         }
     }
+    if let Some(shown) = timestamp(text) {
+        return Value::Str(shown);
+    }
     Value::Str(text.to_string())
+}
+
+/// A YAML 1.1 timestamp with a time of day, as a template shows the
+/// datetime PyYAML makes of it (Python's `str()`: `2020-01-01 12:42:42`,
+/// microseconds when there are any, the offset when one is given). A date
+/// alone already reads as Python shows it.
+fn timestamp(text: &str) -> Option<String> {
+    static STAMP: std::sync::LazyLock<regex::Regex> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"^([0-9]{4})-([0-9]{1,2})-([0-9]{1,2})(?:[Tt]|[ \t]+)([0-9]{1,2}):([0-9]{2}):([0-9]{2})(?:\.([0-9]*))?(?:[ \t]*(Z|([-+])([0-9]{1,2})(?::([0-9]{2}))?))?$",
+        )
+        .expect("valid")
+    });
+    let c = STAMP.captures(text)?;
+    let n = |i: usize| c.get(i).map_or(0, |m| m.as_str().parse::<u32>().unwrap_or(0));
+    let mut out = format!(
+        "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
+        n(1),
+        n(2),
+        n(3),
+        n(4),
+        n(5),
+        n(6)
+    );
+    let fraction = c.get(7).map_or("", |m| m.as_str());
+    let micros: String = fraction.chars().chain(std::iter::repeat('0')).take(6).collect();
+    if micros != "000000" {
+        out.push('.');
+        out.push_str(&micros);
+    }
+    match (c.get(8).map(|m| m.as_str()), c.get(9).map(|m| m.as_str())) {
+        (Some("Z"), _) => out.push_str("+00:00"),
+        (Some(_), Some(sign)) => out.push_str(&format!("{sign}{:02}:{:02}", n(10), n(11))),
+        _ => {}
+    }
+    Some(out)
 }
 
 fn parse_int(text: &str) -> Option<i64> {
@@ -652,6 +691,21 @@ mod tests {
         assert_eq!(doc.get("e").unwrap().value, Value::Null);
         assert_eq!(doc.get("f").unwrap().value, Value::Int(0o644));
         assert_eq!(doc.get("g").unwrap().value, Value::Str("1.2.3".into()));
+    }
+
+    #[test]
+    fn timestamps_read_as_a_template_shows_pyyamls_datetime() {
+        let doc = load_str(
+            "a: 2020-01-01T12:42:42\nb: 2020-01-01 12:42:42.5Z\nc: 2020-1-2t3:04:05-07:00\nd: 2020-01-01\ne: '2020-01-01T12:42:42'\n",
+            "x",
+        )
+        .unwrap();
+        let text = |k: &str| doc.get(k).unwrap().value.clone();
+        assert_eq!(text("a"), Value::Str("2020-01-01 12:42:42".into()));
+        assert_eq!(text("b"), Value::Str("2020-01-01 12:42:42.500000+00:00".into()));
+        assert_eq!(text("c"), Value::Str("2020-01-02 03:04:05-07:00".into()));
+        assert_eq!(text("d"), Value::Str("2020-01-01".into()));
+        assert_eq!(text("e"), Value::Str("2020-01-01T12:42:42".into()), "quoted: text");
     }
 
     #[test]

@@ -677,3 +677,35 @@ pub fn run_json(host: &IsolatedHost, argv: &[&str]) -> (i32, serde_json::Value) 
     });
     (out.status.code().unwrap_or(-1), doc)
 }
+
+/// The conformance record, whose first line pins the ansible-core release
+/// whose integration targets are held against nodeprov.
+pub const CONFORMANCE_RECORD: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/conformance/record.tsv");
+
+/// The release the conformance record pins.
+pub fn pinned_release() -> String {
+    let record = std::fs::read_to_string(CONFORMANCE_RECORD).expect("read the conformance record");
+    record
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("# ansible-core "))
+        .expect("the record starts with '# ansible-core <version>'")
+        .trim()
+        .to_string()
+}
+
+/// The unpacked integration targets of the pinned release, which
+/// scripts/test.sh downloads.
+pub fn conformance_targets() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target/ansible-core-targets")
+        .join(pinned_release())
+        .join("test/integration/targets");
+    assert!(
+        dir.is_dir(),
+        "{} is missing: run scripts/test.sh, which downloads it",
+        dir.display()
+    );
+    dir
+}
