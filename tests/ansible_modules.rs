@@ -369,10 +369,8 @@ fn no_python_on_the_host_is_one_clear_line() {
     assert_eq!(task["status"], "failed", "{task}");
     let message = task["message"].as_str().unwrap_or_default();
     assert_eq!(
-        message,
-        "Ansible's module ansible.builtin.wait_for: no Python 3.7 or later on the host (looked for \
-         /opt/none/python3); set ansible_python_interpreter",
-        "{task}"
+        message, "The module interpreter '/opt/none/python3' was not found.",
+        "the interpreter the inventory names, in Ansible's words: {task}"
     );
     drop(fleet);
     assert_machine_unchanged(&before);

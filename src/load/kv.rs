@@ -13,8 +13,32 @@ pub(crate) struct KeyValues {
     pub raw: Option<String>,
 }
 
+/// The options a command line may carry as `key=value` words
+/// (`command: make chdir=/src`); any other word is part of the command.
+const COMMAND_OPTIONS: &[&str] = &[
+    "creates",
+    "removes",
+    "chdir",
+    "executable",
+    "warn",
+    "stdin",
+    "stdin_add_newline",
+    "strip_empty_ends",
+];
+
 /// `parse_kv(text)`; `Err` is Ansible's reason when it cannot split.
 pub(crate) fn parse(text: &str) -> Result<KeyValues, String> {
+    parse_kv(text, false)
+}
+
+/// `parse_kv(text, check_raw=True)`, as Ansible reads a command line
+/// (`command`, `shell`, `script`, `raw`): only its options are taken out,
+/// and every other word stays in the command as written.
+pub(crate) fn parse_command(text: &str) -> Result<KeyValues, String> {
+    parse_kv(text, true)
+}
+
+fn parse_kv(text: &str, check_raw: bool) -> Result<KeyValues, String> {
     let mut pairs = Vec::new();
     let mut raw = Vec::new();
     for word in split_args(text)? {
@@ -29,6 +53,7 @@ pub(crate) fn parse(text: &str) -> Result<KeyValues, String> {
             .find(|&(i, c)| c == '=' && !decoded[..i].ends_with('\\'))
             .map(|(i, _)| i);
         match unescaped_eq {
+            Some(at) if check_raw && !COMMAND_OPTIONS.contains(&&decoded[..at]) => raw.push(word),
             Some(at) => pairs.push((
                 decoded[..at].trim().to_string(),
                 unquote(decoded[at + 1..].trim()).to_string(),
@@ -258,6 +283,25 @@ mod tests {
     fn a_lone_backslash_joins_lines_and_quotes_keep_line_breaks() {
         let kv = parse("echo a \\\n\"b\nc\" d").unwrap();
         assert_eq!(kv.raw.as_deref(), Some("echo a \"b\nc\" d"));
+    }
+
+    #[test]
+    fn a_command_line_gives_up_its_options_only() {
+        let kv = parse_command("tar xzf a.tgz --x=y creates=/opt/a chdir='/tmp/b c'").unwrap();
+        assert_eq!(kv.raw.as_deref(), Some("tar xzf a.tgz --x=y"));
+        assert_eq!(
+            kv.pairs,
+            [
+                ("creates".into(), "/opt/a".into()),
+                ("chdir".into(), "/tmp/b c".into())
+            ]
+        );
+        let kv = parse_command("printf '%s\\n' a=\\t").unwrap();
+        assert_eq!(
+            kv.raw.as_deref(),
+            Some("printf '%s\\n' a=\\t"),
+            "as written"
+        );
     }
 
     #[test]

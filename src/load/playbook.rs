@@ -1540,7 +1540,7 @@ fn module_params(
         Value::Map(m) => params.extend(entries(m)),
         Value::Null => {}
         Value::Str(s) => match spec.free_form {
-            Some(name) => params.push((name.to_string(), value.clone())),
+            Some(name) => params.extend(free_form_params(spec, name, s, value, errors)),
             None if is_whole_template(s) => params.push((VARIABLE_PARAMS.into(), value.clone())),
             None => params.extend(key_value_params(s, value, errors)),
         },
@@ -1562,6 +1562,35 @@ fn module_params(
         None => {}
     }
     params
+}
+
+/// A free-form module's string (`command: make chdir=/src`,
+/// `include_vars: a.yml`), as Ansible's `parse_kv` reads it: a command
+/// line gives up only its options (`creates=`, `chdir=`…), any other
+/// module every `key=value` word; the rest is the free-form parameter.
+fn free_form_params(
+    spec: &ModuleSpec,
+    name: &str,
+    s: &str,
+    node: &Node,
+    errors: &mut Errors,
+) -> Vec<(String, Node)> {
+    let read = match spec.kind {
+        crate::modules::ModuleKind::Command => super::kv::parse_command(s),
+        _ => super::kv::parse(s),
+    };
+    let kv = match read {
+        Ok(kv) => kv,
+        Err(why) => {
+            errors.push(node.error(why));
+            return Vec::new();
+        }
+    };
+    let text = |v: String| Node::new(Value::Str(v), node.span.clone());
+    let free = kv.raw.map(|r| (name.to_string(), r));
+    (free.into_iter().chain(kv.pairs))
+        .map(|(k, v)| (k, text(v)))
+        .collect()
 }
 
 /// `copy: src=a dest=b`, as Ansible's `parse_kv` reads it; words without a

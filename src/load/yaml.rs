@@ -607,7 +607,10 @@ fn timestamp(text: &str) -> Option<String> {
         .expect("valid")
     });
     let c = STAMP.captures(text)?;
-    let n = |i: usize| c.get(i).map_or(0, |m| m.as_str().parse::<u32>().unwrap_or(0));
+    let n = |i: usize| {
+        c.get(i)
+            .map_or(0, |m| m.as_str().parse::<u32>().unwrap_or(0))
+    };
     let mut out = format!(
         "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
         n(1),
@@ -618,7 +621,11 @@ fn timestamp(text: &str) -> Option<String> {
         n(6)
     );
     let fraction = c.get(7).map_or("", |m| m.as_str());
-    let micros: String = fraction.chars().chain(std::iter::repeat('0')).take(6).collect();
+    let micros: String = fraction
+        .chars()
+        .chain(std::iter::repeat('0'))
+        .take(6)
+        .collect();
     if micros != "000000" {
         out.push('.');
         out.push_str(&micros);
@@ -702,10 +709,17 @@ mod tests {
         .unwrap();
         let text = |k: &str| doc.get(k).unwrap().value.clone();
         assert_eq!(text("a"), Value::Str("2020-01-01 12:42:42".into()));
-        assert_eq!(text("b"), Value::Str("2020-01-01 12:42:42.500000+00:00".into()));
+        assert_eq!(
+            text("b"),
+            Value::Str("2020-01-01 12:42:42.500000+00:00".into())
+        );
         assert_eq!(text("c"), Value::Str("2020-01-02 03:04:05-07:00".into()));
         assert_eq!(text("d"), Value::Str("2020-01-01".into()));
-        assert_eq!(text("e"), Value::Str("2020-01-01T12:42:42".into()), "quoted: text");
+        assert_eq!(
+            text("e"),
+            Value::Str("2020-01-01T12:42:42".into()),
+            "quoted: text"
+        );
     }
 
     #[test]

@@ -102,6 +102,8 @@ module_params! {
         stdin: Option<String>,
         /// a line break fed after `stdin`
         stdin_add_newline: bool = true,
+        /// strip the line breaks that end `stdout` and `stderr`
+        strip_empty_ends: bool = true,
         /// not used: Ansible's `command` has ignored it since 2.4 (`shell` takes one)
         executable: Option<String>,
     }
@@ -121,6 +123,8 @@ module_params! {
         stdin: Option<String>,
         /// a line break fed after `stdin`
         stdin_add_newline: bool = true,
+        /// strip the line breaks that end `stdout` and `stderr`
+        strip_empty_ends: bool = true,
         /// the shell that runs it, instead of /bin/sh
         executable: Option<String>,
     }
@@ -177,6 +181,8 @@ struct Command {
     removes: Option<String>,
     stdin: Option<String>,
     style: Style,
+    /// `strip_empty_ends`: the outputs lose the line breaks they end with.
+    strip: bool,
     /// What the report notes besides the run, as Ansible warns it.
     warning: Option<String>,
 }
@@ -234,6 +240,7 @@ fn build_command(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         removes: a.removes,
         stdin: fed(a.stdin, a.stdin_add_newline),
         style: Style::Module,
+        strip: a.strip_empty_ends,
         warning: a.executable.map(|e| {
             format!("As of Ansible 2.4, the parameter 'executable' is no longer supported with the 'command' module. Not using '{e}'.")
         }),
@@ -310,6 +317,7 @@ fn build_shell(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         removes: a.removes,
         stdin: fed(a.stdin, a.stdin_add_newline),
         style: Style::Module,
+        strip: a.strip_empty_ends,
         warning: None,
     }))
 }
@@ -325,6 +333,7 @@ fn build_raw(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         removes: None,
         stdin: None,
         style: Style::Action,
+        strip: true,
         warning: None,
     }))
 }
@@ -365,6 +374,7 @@ fn build_script(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         removes: a.removes,
         stdin: None,
         style: Style::Action,
+        strip: true,
         warning: None,
     }))
 }
@@ -523,6 +533,10 @@ impl Module for Command {
             }
             (Style::Module, rc) => {
                 returns.insert("msg".into(), command_msg(rc).into());
+                if !self.strip {
+                    returns.insert("stdout".into(), output.stdout.clone().into());
+                    returns.insert("stderr".into(), output.stderr.clone().into());
+                }
             }
             (Style::Action, rc) => {
                 returns.insert("stdout".into(), output.stdout.clone().into());
@@ -604,6 +618,7 @@ mod tests {
             removes: None,
             stdin: None,
             style: Style::Module,
+            strip: true,
             warning: None,
         }
     }
