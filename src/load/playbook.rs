@@ -2085,6 +2085,22 @@ mod tests {
             t[1].params.iter().map(|p| p.0.as_str()).collect::<Vec<_>>(),
             ["path", "state"]
         );
+        let pb = load_text(
+            "- hosts: all\n  tasks:\n    - command: make -j4 V=1 chdir=/src creates=/src/out\n",
+        )
+        .unwrap();
+        let params: Vec<(&str, &str)> = (pb.plays[0].tasks[0].params.iter())
+            .map(|(k, v)| (k.as_str(), v.as_str().unwrap_or_default()))
+            .collect();
+        assert_eq!(
+            params,
+            [
+                ("cmd", "make -j4 V=1"),
+                ("chdir", "/src"),
+                ("creates", "/src/out")
+            ],
+            "a command line's options are taken out of it, other words stay"
+        );
     }
 
     fn messages(text: &str) -> Vec<(String, String)> {
