@@ -39,10 +39,7 @@ pub(crate) const ASSEMBLE: ModuleSpec = ModuleSpec {
         // remote_src is true unless given false: fragments on the host.
         hands_over: &[("remote_src", true), ("remote_src", false)],
         writes_files: true,
-        lacks: &[(
-            "decrypt",
-            "vaulted fragments are always decrypted on the controller",
-        )],
+        lacks: &[],
     }),
     controller_file: None,
     build: build_assemble,
@@ -70,6 +67,8 @@ module_params! {
         backup: bool = false,
         /// a command that must accept the new file, named `%s`, before it is installed
         validate: Option<String>,
+        /// vaulted fragments are decrypted on the controller (false is not supported)
+        decrypt: bool = true,
     }
 }
 
@@ -81,6 +80,12 @@ struct Assembled {
 
 fn build_assemble(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = AssembleArgs::read(p)?;
+    if !a.decrypt {
+        return Err(p.unsupported(
+            "decrypt",
+            "decrypt: false is not supported by nodeprov: vaulted fragments are always decrypted on the controller",
+        ));
+    }
     let folder = p
         .ctx
         .find_file("files", &a.src)
