@@ -124,7 +124,10 @@ fn errors_ansible_finds_when_a_task_runs_fail_only_what_reaches_them() {
     for (at, what) in [
         (":5:13", "unknown filter 'no_such_filter'"),
         (":10:7", "ansible.windows.win_ping is a Windows module"),
-        (":14:20", "unknown parameter 'warn' for module 'command'"),
+        (
+            ":14:20",
+            "Unsupported parameters for (command) module: warn",
+        ),
         (":17:20", "unknown filter 'nope_filter'"),
         ("", "community.windows.win_no_such_module"),
     ] {

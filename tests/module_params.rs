@@ -166,7 +166,7 @@ fn every_ansible_parameter_is_native_runs_ansibles_module_or_is_refused_with_why
             let unknown = |errors: &[String]| {
                 errors
                     .iter()
-                    .any(|e| e.contains(&format!("unknown parameter '{name}'")))
+                    .any(|e| e.contains(&format!(") module: {name}")))
             };
             let handed_over_ok = over.as_ref().is_some_and(|o| !unknown(&o[i].1));
             if unknown(errors) && !handed_over_ok {

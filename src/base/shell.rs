@@ -107,7 +107,16 @@ fn scan(line: &str) -> (Vec<String>, Option<UnclosedQuote>, usize) {
                             open = None;
                             break;
                         }
-                        '\\' if c == '"' => cur.extend(chars.next().map(|(_, (_, n))| n)),
+                        // As shlex in POSIX mode: inside double quotes a
+                        // backslash escapes only `"` and itself.
+                        '\\' if c == '"' => match chars.next().map(|(_, (_, n))| n) {
+                            Some(n @ ('"' | '\\')) => cur.push(n),
+                            Some(n) => {
+                                cur.push('\\');
+                                cur.push(n);
+                            }
+                            None => cur.push('\\'),
+                        },
                         q => cur.push(q),
                     }
                 }
@@ -435,6 +444,11 @@ mod tests {
         assert_eq!(
             split("echo 'a b' c\\ d \"e f\""),
             ["echo", "a b", "c d", "e f"]
+        );
+        assert_eq!(
+            split(r#"-c "msg='a \n'; \"q\" \\ \$x""#),
+            ["-c", r#"msg='a \n'; "q" \ \$x"#],
+            "inside double quotes only a quote and a backslash are escaped, as in shlex"
         );
     }
 

@@ -264,7 +264,18 @@ impl<'a, 'p> HostRun<'a, 'p> {
     /// target that would not render): Ansible registers that failure too,
     /// so `ignore_errors` and a later `is failed` see it.
     fn fail(&mut self, spec: &PreparedTask, label: Option<String>, message: String) {
-        let value = json!({"changed": false, "failed": true, "msg": message});
+        self.fail_as(spec, label, message.clone(), message);
+    }
+
+    /// Fails the task with `message` in the report and `msg` registered.
+    fn fail_as(
+        &mut self,
+        spec: &PreparedTask,
+        label: Option<String>,
+        message: String,
+        msg: String,
+    ) {
+        let value = json!({"changed": false, "failed": true, "msg": msg});
         // Only an item has a label: a loop that does not render fails the
         // task itself, with no results.
         let registered = match (&spec.looping.items, &label) {
@@ -483,7 +494,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             match self.resolver().resolve(spec, contexts.as_ref(), item) {
                 Resolution::Failed { .. } if pending => return Err(Next::FlushBefore),
                 Resolution::Failed { label, error } => {
-                    self.fail(spec, label, error.to_string());
+                    self.fail_as(spec, label, error.to_string(), error.registered());
                     return Err(Next::Continue);
                 }
                 Resolution::Skip(instance) => instances.push((instance, None)),

@@ -47,8 +47,12 @@ pub(crate) enum ResolveError {
     #[error("{0}")]
     Module(String),
     /// What Ansible finds only when the task runs, found at load.
-    #[error("{at}: {why}")]
-    AtRun { at: String, why: String },
+    #[error("{at}: {msg}{}", .hint.as_ref().map(|h| format!(" ({h})")).unwrap_or_default())]
+    AtRun {
+        at: String,
+        msg: String,
+        hint: Option<String>,
+    },
     #[error("{at}: environment: {why}")]
     Environment { at: String, why: String },
     #[error("{at}: async: {why}")]
@@ -63,6 +67,17 @@ pub(crate) enum ResolveError {
         key: &'static str,
         why: String,
     },
+}
+
+impl ResolveError {
+    /// The `msg` a task failing so registers: Ansible's message alone,
+    /// where the report adds where and a hint.
+    pub(crate) fn registered(&self) -> String {
+        match self {
+            ResolveError::AtRun { msg, .. } => msg.clone(),
+            other => other.to_string(),
+        }
+    }
 }
 
 /// One task for one loop item on one host, resolved.
@@ -232,13 +247,10 @@ impl Resolver<'_> {
             }
         }
         if let Some(d) = spec.task.run_errors.first() {
-            let why = match &d.hint {
-                Some(hint) => format!("{} ({hint})", d.message),
-                None => d.message.clone(),
-            };
             let error = ResolveError::AtRun {
                 at: d.span.location(),
-                why,
+                msg: d.message.clone(),
+                hint: d.hint.clone(),
             };
             let label = instance.label;
             return Resolution::Failed { label, error };
@@ -375,7 +387,8 @@ impl Resolver<'_> {
             .eval_condition(cond, &vars)
             .map_err(|e| ResolveError::AtRun {
                 at: spec.task.span.location(),
-                why: format!("the include naming this task's file: {e}"),
+                msg: format!("the include naming this task's file: {e}"),
+                hint: None,
             })
     }
 

@@ -1837,7 +1837,8 @@ fn check_params(spec: &ModuleSpec, key: &Node, task: &mut Task, errors: &mut Err
         } else if !spec.params.names.contains(&name.as_str()) {
             let d = Diagnostic::new(
                 &value.span,
-                format!("unknown parameter '{name}' for module '{}'", spec.name),
+                // Ansible's module words it so, when the task runs.
+                format!("Unsupported parameters for ({}) module: {name}", spec.name),
             );
             let hint = match suggest(name, spec.params.names.iter().copied()) {
                 Some(s) => format!("did you mean '{s}'?"),
@@ -2001,7 +2002,7 @@ mod tests {
         assert!(errs[0].span.location().ends_with("/site.yml:5:18"));
         assert_eq!(
             errs[0].message,
-            "unknown parameter 'contnet' for module 'copy'"
+            "Unsupported parameters for (copy) module: contnet"
         );
         assert_eq!(errs[0].hint.as_deref(), Some("did you mean 'content'?"));
     }

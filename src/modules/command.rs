@@ -589,8 +589,9 @@ impl Command {
         let mut s = String::new();
         if let Some(dir) = &self.chdir {
             let why = format!("{CHDIR_FAILED}: [Errno 2] No such file or directory: '{dir}'");
+            // Physically, as the module's os.chdir: `$PWD` names no link.
             s.push_str(&format!(
-                "cd {} 2>/dev/null || {{ printf '%s\\n' {} >&2; exit 1; }}\n",
+                "cd -P {} 2>/dev/null || {{ printf '%s\\n' {} >&2; exit 1; }}\n",
                 quote(dir),
                 quote(&why)
             ));
@@ -626,7 +627,7 @@ mod tests {
     #[test]
     fn runs_with_chdir_and_is_unknown_in_check_mode() {
         let plan = cmd("echo hi", None).plan(&Facts::default()).unwrap();
-        let cd = r#"cd '/tmp/a b' 2>/dev/null || { printf '%s\n' 'Unable to change directory before execution: [Errno 2] No such file or directory: '\''/tmp/a b'\''' >&2; exit 1; }"#;
+        let cd = r#"cd -P '/tmp/a b' 2>/dev/null || { printf '%s\n' 'Unable to change directory before execution: [Errno 2] No such file or directory: '\''/tmp/a b'\''' >&2; exit 1; }"#;
         assert_eq!(plan.steps, [format!("{cd}\necho hi")]);
         assert!(plan.unknown.is_some());
     }

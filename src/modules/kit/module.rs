@@ -55,12 +55,15 @@ pub(crate) trait Module: Send + Sync {
 /// A command's output as Ansible returns it: `rc`, `stdout` and `stderr`
 /// with their lines, changed, and failed on a non-zero status.
 pub(crate) fn command_output(r: &ProbeResult) -> serde_json::Map<String, serde_json::Value> {
+    // The module's `rstrip(b"\r\n")`; the lines are those of what it returns.
+    let stdout = r.stdout.trim_end_matches(['\r', '\n']);
+    let stderr = r.stderr.trim_end_matches(['\r', '\n']);
     let result = serde_json::json!({
         "rc": r.rc,
-        "stdout": r.stdout.trim_end_matches('\n'),
-        "stderr": r.stderr.trim_end_matches('\n'),
-        "stdout_lines": r.stdout.lines().collect::<Vec<_>>(),
-        "stderr_lines": r.stderr.lines().collect::<Vec<_>>(),
+        "stdout": stdout,
+        "stderr": stderr,
+        "stdout_lines": stdout.lines().collect::<Vec<_>>(),
+        "stderr_lines": stderr.lines().collect::<Vec<_>>(),
         "changed": true,
         "failed": r.rc != 0,
     });
