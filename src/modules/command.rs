@@ -156,6 +156,9 @@ module_params! {
     }
 }
 
+/// How Python words a program `command` cannot find.
+const NOT_FOUND: &str = "[Errno 2] No such file or directory: ";
+
 /// How Ansible's `command` words a `chdir` it cannot enter.
 const CHDIR_FAILED: &str = "Unable to change directory before execution";
 
@@ -183,6 +186,9 @@ struct Command {
     style: Style,
     /// `strip_empty_ends`: the outputs lose the line breaks they end with.
     strip: bool,
+    /// The program `command` starts, as shell text: one it cannot find
+    /// fails as Python's `OSError` does, with no output.
+    program: Option<String>,
     /// What the report notes besides the run, as Ansible warns it.
     warning: Option<String>,
 }
@@ -234,6 +240,7 @@ fn build_command(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     Ok(Box::new(Command {
         display: argv.join(" "),
         cmd: argv.clone().into(),
+        program: Some(expanded(&argv[0])),
         script,
         chdir: a.chdir,
         creates: a.creates,
@@ -318,6 +325,7 @@ fn build_shell(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         stdin: fed(a.stdin, a.stdin_add_newline),
         style: Style::Module,
         strip: a.strip_empty_ends,
+        program: None,
         warning: None,
     }))
 }
@@ -334,6 +342,7 @@ fn build_raw(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         stdin: None,
         style: Style::Action,
         strip: true,
+        program: None,
         warning: None,
     }))
 }
@@ -375,6 +384,7 @@ fn build_script(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         stdin: None,
         style: Style::Action,
         strip: true,
+        program: None,
         warning: None,
     }))
 }
@@ -531,6 +541,14 @@ impl Module for Command {
             (Style::Module, 1) if output.stderr.starts_with(CHDIR_FAILED) => {
                 returns.insert("msg".into(), output.stderr.trim_end().into());
             }
+            // Or find the program: Python's error, and no output.
+            (Style::Module, 2)
+                if self.program.is_some() && output.stderr.starts_with(NOT_FOUND) =>
+            {
+                returns.insert("msg".into(), output.stderr.trim_end().into());
+                returns.insert("stderr".into(), "".into());
+                returns.insert("stderr_lines".into(), serde_json::json!([]));
+            }
             (Style::Module, rc) => {
                 returns.insert("msg".into(), command_msg(rc).into());
                 if !self.strip {
@@ -596,6 +614,11 @@ impl Command {
                 quote(&why)
             ));
         }
+        if let Some(program) = &self.program {
+            s.push_str(&format!(
+                "command -v {program} >/dev/null 2>&1 || {{ printf '%s\\n' \"{NOT_FOUND}b'\"{program}\"'\" >&2; exit 2; }}\n"
+            ));
+        }
         match &self.stdin {
             Some(input) => s.push_str(&format!("printf '%s' {} | {}", quote(input), self.script)),
             None => s.push_str(&self.script),
@@ -620,6 +643,7 @@ mod tests {
             stdin: None,
             style: Style::Module,
             strip: true,
+            program: None,
             warning: None,
         }
     }
@@ -650,6 +674,26 @@ mod tests {
         assert!(plan.steps.is_empty(), "a match skips the command");
         facts.insert(probes[0].key.clone(), GlobFact::render(&false));
         assert_eq!(m.plan(&facts).unwrap().steps.len(), 1);
+    }
+
+    #[test]
+    fn a_program_command_cannot_find_fails_as_pythons_oserror_with_no_output() {
+        use crate::modules::kit::testing::build_test;
+        let m = build_test(&COMMAND, serde_json::json!({"cmd": "nope --x"})).unwrap();
+        let step = m.plan(&Facts::default()).unwrap().steps.remove(0);
+        assert!(step.starts_with("command -v nope >/dev/null 2>&1 ||"), "{step}");
+        let msg = "[Errno 2] No such file or directory: b'nope'";
+        let out = ProbeResult {
+            rc: 2,
+            stdout: String::new(),
+            stderr: format!("{msg}\n"),
+        };
+        let result = m.command_result(&out);
+        assert_eq!(result["msg"], msg);
+        assert_eq!(result["stderr"], "");
+        let shell = build_test(&SHELL, serde_json::json!({"cmd": "nope"})).unwrap();
+        let step = shell.plan(&Facts::default()).unwrap().steps.remove(0);
+        assert!(!step.contains("command -v"), "a shell reports it itself");
     }
 
     #[test]
