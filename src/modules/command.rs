@@ -681,7 +681,10 @@ mod tests {
         use crate::modules::kit::testing::build_test;
         let m = build_test(&COMMAND, serde_json::json!({"cmd": "nope --x"})).unwrap();
         let step = m.plan(&Facts::default()).unwrap().steps.remove(0);
-        assert!(step.starts_with("command -v nope >/dev/null 2>&1 ||"), "{step}");
+        assert!(
+            step.starts_with("command -v nope >/dev/null 2>&1 ||"),
+            "{step}"
+        );
         let msg = "[Errno 2] No such file or directory: b'nope'";
         let out = ProbeResult {
             rc: 2,

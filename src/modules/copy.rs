@@ -318,13 +318,24 @@ impl Module for FileContent {
             dest = inner;
             current = FileFact::read(facts, dest)?;
         }
-        files::plan_content(
+        let kept = current.is_some() && !self.force;
+        let mut plan = files::plan_content(
             dest,
             current.as_ref(),
             &self.content,
             &self.opts,
             self.force,
-        )
+        )?;
+        plan.returns.insert("dest".into(), dest.clone().into());
+        if !kept {
+            // What the file holds after the task, as Ansible's copy returns it.
+            let data = self.content.as_bytes();
+            let sum = files::digest_hex(files::Digest::Sha1, data);
+            plan.returns.insert("checksum".into(), sum.into());
+            plan.returns.insert("size".into(), data.len().into());
+            plan.returns.insert("state".into(), "file".into());
+        }
+        Ok(plan)
     }
 }
 
@@ -467,10 +478,19 @@ mod tests {
     #[test]
     fn noop_when_content_and_mode_match() {
         let st = FileState::written("a\n", 0o644, "root", "root");
-        let plan = module("a\n", Some(0o644))
+        let mut plan = module("a\n", Some(0o644))
             .plan(&facts_with("/etc/x.conf", Some(st)))
             .unwrap();
+        let returns = std::mem::take(&mut plan.returns);
         assert_eq!(plan, Plan::noop());
+        assert_eq!(
+            returns["checksum"], "3f786850e387550fdab836ed7e6dc881de23001b",
+            "the sha1 Ansible's copy returns"
+        );
+        assert_eq!(
+            (returns["size"].clone(), returns["state"].clone()),
+            (2.into(), "file".into())
+        );
     }
 
     #[test]
@@ -504,7 +524,8 @@ mod tests {
             ..FileState::written(&big, 0o644, "root", "root")
         };
         let facts = facts_with("/etc/x.conf", Some(on_host));
-        assert_eq!(module(&big, None).plan(&facts).unwrap(), Plan::noop());
+        let kept = module(&big, None).plan(&facts).unwrap();
+        assert!(kept.changes.is_empty() && kept.steps.is_empty());
         let plan = module(&format!("{big}y"), None).plan(&facts).unwrap();
         assert_eq!(plan.changes[0].before.as_deref(), Some("old content"));
         assert_eq!(plan.changes[0].diff, None, "too large to diff");
