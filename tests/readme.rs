@@ -267,7 +267,7 @@ fn with_lookups_the_table_names_and_any_other_are_taken() {
         .iter()
         .find(|k| k.name == "with_<lookup>")
         .expect("a with_<lookup> keyword");
-    assert_eq!(row.at, [At::No, At::No, At::Yes, At::No, At::No]);
+    assert_eq!(row.at, [At::No, At::No, At::Yes, At::Yes, At::No]);
     for lookup in quoted_words(row.notes) {
         let lookup = lookup.split('/').next().unwrap();
         let errors = load_errors(&task_with(&format!("with_{lookup}: [[1], [2]]")));
@@ -275,4 +275,10 @@ fn with_lookups_the_table_names_and_any_other_are_taken() {
     }
     let errors = load_errors(&task_with("with_sequence: start=1 end=3"));
     assert_eq!(errors, Vec::<String>::new());
+    let include = "- hosts: all\n  tasks:\n    - include_tasks: one.yml\n      with_sequence: start=1 end=3\n";
+    let files = [
+        ("site.yml", include.to_string()),
+        ("one.yml", "- debug: {msg: a}\n".to_string()),
+    ];
+    assert_eq!(load_errors(&files), Vec::<String>::new());
 }

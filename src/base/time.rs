@@ -44,10 +44,62 @@ pub fn python_datetime(t: SystemTime) -> String {
     }
 }
 
+/// `t` as Python's `datetime.strftime` writes it, in UTC or in the
+/// controller's time zone: `%f` is the microseconds, the rest is the C
+/// library's `strftime`, as Python hands it on. None for a format with a
+/// NUL in it.
+pub fn strftime(t: SystemTime, format: &str, utc: bool) -> Option<String> {
+    let since = t.duration_since(UNIX_EPOCH).unwrap_or_default();
+    let mut c_format = String::new();
+    let mut chars = format.chars();
+    while let Some(c) = chars.next() {
+        match (c, c == '%') {
+            (_, false) => c_format.push(c),
+            (_, true) => match chars.next() {
+                Some('f') => c_format.push_str(&format!("{:06}", since.subsec_micros())),
+                Some(o) => {
+                    c_format.push('%');
+                    c_format.push(o);
+                }
+                None => c_format.push('%'),
+            },
+        }
+    }
+    let c_format = std::ffi::CString::new(c_format).ok()?;
+    let secs = since.as_secs() as libc::time_t;
+    // SAFETY: `tm` is plain data that gmtime_r/localtime_r fill from
+    // `secs`; strftime writes at most `buf.len()` bytes into `buf` and
+    // reads the NUL-terminated format and the filled `tm`.
+    let mut tm: libc::tm = unsafe { std::mem::zeroed() };
+    let filled = unsafe {
+        match utc {
+            true => libc::gmtime_r(&secs, &mut tm),
+            false => libc::localtime_r(&secs, &mut tm),
+        }
+    };
+    if filled.is_null() {
+        return None;
+    }
+    let mut buf = vec![0u8; 64 + format.len() * 16];
+    let n = unsafe { libc::strftime(buf.as_mut_ptr().cast(), buf.len(), c_format.as_ptr(), &tm) };
+    buf.truncate(n);
+    Some(String::from_utf8_lossy(&buf).into_owned())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn strftime_writes_as_python_does() {
+        let t = UNIX_EPOCH + Duration::from_micros(951_782_400_000_042);
+        let at = |f| strftime(t, f, true).unwrap();
+        assert_eq!(at("%Y-%m-%d %H:%M:%S.%f"), "2000-02-29 00:00:00.000042");
+        assert_eq!(at("%d/%m/%y %f"), "29/02/00 000042");
+        assert_eq!(at("100%% %%f"), "100% %f");
+        assert_eq!(strftime(t, "a\0b", true), None);
+    }
 
     #[test]
     fn timestamps_are_utc() {

@@ -26,11 +26,11 @@ use crate::remote::Transport;
 mod apply;
 mod blocks;
 mod delegated;
+mod item_by_item;
 mod meta;
 mod plan;
 mod probe_ahead;
 mod reconnect;
-mod retry;
 mod run_once;
 mod state;
 
@@ -334,7 +334,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
         // A retried, delegated, run-once or throttled task's steps go out
         // alone.
         let task = spec.task;
-        let alone = spec.conditions.until.is_some()
+        let alone = spec.item_by_item()
             || task.delegate_to.is_some()
             || task.run_once
             || spec.throttle.is_some();
@@ -363,8 +363,8 @@ impl<'a, 'p> HostRun<'a, 'p> {
                 }
             }
         }
-        if spec.conditions.until.is_some() {
-            return self.plan_retried(spec);
+        if spec.item_by_item() {
+            return self.plan_item_by_item(spec);
         }
         let mut instances = match self.resolve_all(spec) {
             Ok(instances) => instances,
@@ -392,12 +392,9 @@ impl<'a, 'p> HostRun<'a, 'p> {
             let (mut result, flush) = match module {
                 None => {
                     self.state.outcomes.skipped(&instance);
-                    (json!({"changed": false, "skipped": true}), false)
+                    (plan::skipped_by_when(), false)
                 }
-                Some(m) => match m.on_controller(&self.state.facts) {
-                    Some(local) => self.plan_on_controller(instance, local),
-                    None => self.plan_instance(instance, m),
-                },
+                Some(m) => self.plan_item(instance, m),
             };
             if flush {
                 next = Next::FlushAfter;
@@ -485,7 +482,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             Ok(items) => items,
             Err(_) if pending => return Err(Next::FlushBefore),
             Err(e) => {
-                self.fail(spec, None, e.to_string());
+                self.fail_as(spec, None, e.to_string(), e.registered());
                 return Err(Next::Continue);
             }
         };

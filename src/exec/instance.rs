@@ -70,6 +70,15 @@ pub(crate) enum ResolveError {
 }
 
 impl ResolveError {
+    /// What the loader found and Ansible finds only when the task runs.
+    fn at_run(d: &crate::base::diag::Diagnostic) -> Self {
+        ResolveError::AtRun {
+            at: d.span.location(),
+            msg: d.message.clone(),
+            hint: d.hint.clone(),
+        }
+    }
+
     /// The `msg` a task failing so registers: Ansible's message alone,
     /// where the report adds where and a hint.
     pub(crate) fn registered(&self) -> String {
@@ -160,6 +169,9 @@ impl Resolver<'_> {
                 contexts: None,
             });
         };
+        if let Some(d) = &spec.task.loop_refused {
+            return Err(ResolveError::at_run(d));
+        }
         // Only what the loop expression reads must render: task `vars:`
         // reading the item cannot be rendered before there is one.
         let mut reads = std::collections::BTreeSet::new();
@@ -247,11 +259,7 @@ impl Resolver<'_> {
             }
         }
         if let Some(d) = spec.task.run_errors.first() {
-            let error = ResolveError::AtRun {
-                at: d.span.location(),
-                msg: d.message.clone(),
-                hint: d.hint.clone(),
-            };
+            let error = ResolveError::at_run(d);
             let label = instance.label;
             return Resolution::Failed { label, error };
         }

@@ -82,8 +82,6 @@ pub(crate) struct Retried<'a> {
     pub attempt: u32,
     /// No attempt is left after this one.
     pub last: bool,
-    /// The task's own `ignore_errors` (each attempt ran with failures tolerated).
-    pub ignore_errors: bool,
 }
 
 impl Outcomes {
@@ -106,8 +104,8 @@ impl Outcomes {
         self.hidden.retain(|&h| h < i);
     }
 
-    /// `until:` on an attempt's result. `None`: try again; otherwise the
-    /// task is done, and true when its failure stops the host. An attempt
+    /// `until:` on an attempt's result: false to try again, true when the
+    /// item is done (see `item_done`). An attempt
     /// that planned no run (check mode's drift) is not judged: nothing ran
     /// that could meet the condition.
     pub fn retried(
@@ -116,7 +114,7 @@ impl Outcomes {
         i: usize,
         attempt: &Retried,
         result: &mut Value,
-    ) -> Option<bool> {
+    ) -> bool {
         let status = self.status(i);
         let judged = matches!(status, Status::Ok | Status::Changed | Status::Failed);
         let mut ctx = attempt.vars.clone();
@@ -134,7 +132,7 @@ impl Outcomes {
             }
         };
         if !met && !attempt.last {
-            return None;
+            return false;
         }
         let n = attempt.attempt;
         if n > 1 {
@@ -151,8 +149,21 @@ impl Outcomes {
             self.mark_failed(i, why);
             result["failed"] = json!(true);
         }
+        true
+    }
+
+    /// An item run on its own, with failures tolerated, is over: true when
+    /// its failure stops the host after all, under the task's own
+    /// `ignore_errors`.
+    pub fn item_done(&mut self, i: usize, ignore_errors: bool) -> bool {
         self.results[i].ignored = false;
-        Some(self.tolerated(attempt.ignore_errors, i))
+        self.tolerated(ignore_errors, i)
+    }
+
+    /// `break_when` could not be judged on an item that ran: the item
+    /// fails, with why.
+    pub fn break_when_failed(&mut self, i: usize, why: String) {
+        self.mark_failed(i, why);
     }
 
     /// Done by the schedule, not by a step on this host (`meta:`, a

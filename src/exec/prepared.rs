@@ -241,6 +241,13 @@ impl<'p> PreparedTask<'p> {
         }
     }
 
+    /// Each item (or attempt) runs once the one before it ran: `until:`,
+    /// or a loop's `pause` or `break_when`.
+    pub fn item_by_item(&self) -> bool {
+        self.conditions.until.is_some()
+            || (self.looping.items.is_some() && self.task.loop_pace.paced())
+    }
+
     /// A declared query (`changed_when: false`; in check mode also
     /// `check_mode: false`) may ride in a probe batch, unless it has a
     /// `timeout:`, which only its own step honours, or runs on the

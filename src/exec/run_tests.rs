@@ -626,6 +626,34 @@ fn until_in_a_loop_retries_each_item_on_its_own_result() {
     );
 }
 
+const BROKEN_LOOP: &str = "- hosts: all\n  gather_facts: false\n  tasks:\n    - command: \"roll {{ item }}\"\n      register: r\n      loop: [a, b, c, d]\n      loop_control:\n        pause: 0.05\n        break_when: r.stdout == 'six'\n    - command: \"echo {{ r.results | map(attribute='break_when_result') | join(',') }}\"\n";
+
+#[test]
+fn break_when_ends_a_loop_at_the_item_it_holds_for() {
+    let (_d, pb) = load(BROKEN_LOOP);
+    let (connect, log) = scripted_host(vec![(0, "two"), (0, "six"), (0, "")]);
+    let started = std::time::Instant::now();
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    let report = &outcome.reports[0];
+    let statuses: Vec<Status> = report.tasks.iter().map(|t| t.status).collect();
+    assert_eq!(
+        statuses,
+        [Status::Changed; 3],
+        "two items, then the next task"
+    );
+    let log = log.lock().unwrap().clone().unwrap();
+    let scripts = log.lock().unwrap();
+    // Each item is its own apply script, the one after it sees the first.
+    assert_eq!(scripts.len(), 3);
+    assert!(
+        scripts[2].body.contains("echo False,True"),
+        "{}",
+        scripts[2].body
+    );
+    // One pause, between the two items that ran.
+    assert!(started.elapsed() >= std::time::Duration::from_millis(50));
+}
+
 #[test]
 fn an_item_never_meeting_until_fails_the_task_after_the_other_items_ran() {
     let (_d, pb) = load(RETRIED_LOOP);

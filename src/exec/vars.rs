@@ -234,6 +234,7 @@ impl VarLayers {
         task_vars: TaskVars,
         loop_var: &str,
     ) -> ItemContexts {
+        let loop_name = loop_var.to_string();
         // An extra variable of the same name hides the item altogether.
         let loop_var = (!self.extra.contains_key(loop_var)).then(|| loop_var.to_string());
         let (mut all, mut data) = self.merged(task_vars, None);
@@ -260,6 +261,7 @@ impl VarLayers {
         let base = render_levels(templates, all, &base_deps, base_depths, BTreeMap::new());
         ItemContexts {
             loop_var,
+            loop_name,
             extras: Default::default(),
             items: Vec::new(),
             base,
@@ -275,6 +277,8 @@ impl VarLayers {
 pub struct ItemContexts {
     /// `None` when an extra variable hides the item.
     loop_var: Option<String>,
+    /// The loop variable's name, which each item sees as `ansible_loop_var`.
+    loop_name: String,
     /// `loop_control`'s `index_var` and `extended`, with every item.
     extras: crate::load::playbook::LoopExtras,
     items: Vec<Value>,
@@ -309,8 +313,10 @@ impl ItemContexts {
         if let Some(name) = &self.loop_var {
             vars.insert(name.clone(), item.clone());
         }
+        vars.insert("ansible_loop_var".into(), self.loop_name.clone().into());
         if let Some(name) = &self.extras.index_var {
             vars.insert(name.clone(), index.into());
+            vars.insert("ansible_index_var".into(), name.clone().into());
         }
         if let Some(allitems) = self.extras.extended {
             vars.insert("ansible_loop".into(), self.ansible_loop(index, allitems));
@@ -793,7 +799,9 @@ mod tests {
         items
             .iter()
             .map(|item| {
-                let whole = layers.context(&t, task_vars, Some(("item", item)));
+                let mut whole = layers.context(&t, task_vars, Some(("item", item)));
+                // What only a loop's items see.
+                whole.vars["ansible_loop_var"] = json!("item");
                 (shown(whole), shown(contexts.context(&t, 0, item)))
             })
             .collect()

@@ -66,6 +66,14 @@ impl Keyword {
     fn is_pattern(&self) -> bool {
         self.name.contains('<')
     }
+
+    /// Whether a key written in a playbook is this keyword.
+    fn names(&self, key: &str) -> bool {
+        match self.name.split_once('<') {
+            Some((prefix, _)) => key.starts_with(prefix) && key != "with_items",
+            None => self.name == key,
+        }
+    }
 }
 
 macro_rules! keywords {
@@ -175,7 +183,9 @@ keywords! {
     "loop": No No Yes Yes No;
     "loop_control": No No Yes Yes No
         => "`loop_var`, `label`, `index_var`, and `extended` (`ansible_loop`, with `allitems` \
-           unless `extended_allitems: false`); each result keeps them as Ansible's do";
+           unless `extended_allitems: false`); each result keeps them as Ansible's do. `pause` \
+           and `break_when` run the items one by one, an apply round trip each; a value \
+           Ansible refuses fails the task when its loop starts";
     "max_fail_percentage": Yes No No No No;
     "module_defaults": Yes Yes Yes No No
         => "also on roles and includes; the nearest wins, the task's own parameters over all; a \
@@ -235,7 +245,7 @@ keywords! {
         => "runs are never interactive";
     "when": No Yes Yes Yes Yes
         => "as `changed_when`; a block's is added to its tasks'";
-    "with_<lookup>": No No Yes No No
+    "with_<lookup>": No No Yes Yes No
         => "`items`, `list`, `dict`, `nested`/`cartesian`, `together`, `subelements`, \
            `flattened`, `first_found`, `fileglob` natively; any other lookup through ansible-core, on the loop's terms";
     "with_items": No No Yes Yes No
@@ -254,7 +264,7 @@ pub fn taken(level: Level) -> Vec<&'static str> {
 pub fn takes(level: Level, name: &str) -> bool {
     KEYWORDS
         .iter()
-        .any(|k| k.name == name && k.at(level) == At::Yes)
+        .any(|k| k.names(name) && k.at(level) == At::Yes)
 }
 
 /// The keyword, when Ansible has it at `level` and nodeprov refuses it.

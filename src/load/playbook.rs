@@ -35,7 +35,7 @@ impl Playbook {
             .iter()
             .flat_map(|p| p.tasks.iter().chain(&p.handlers).chain(&p.validate));
         let mut all: Vec<&Diagnostic> = tasks
-            .flat_map(|t| &t.run_errors)
+            .flat_map(|t| t.run_errors.iter().chain(&t.loop_refused))
             .chain(&self.variable_errors)
             .collect();
         all.sort_by(|a, b| a.span.order(&b.span));
@@ -68,6 +68,23 @@ pub struct LoopExtras {
     /// `extended`: `ansible_loop` (index, first, last, length...), with
     /// `allitems` unless `extended_allitems: false`.
     pub extended: Option<bool>,
+}
+
+/// `loop_control`'s `pause` and `break_when`: a loop with either runs its
+/// items one after the other, each after the one before it ran.
+#[derive(Clone, Debug, Default)]
+pub struct LoopPace {
+    /// Seconds waited between two items.
+    pub pause: Option<std::time::Duration>,
+    /// Conditions judged on each item once it ran, its result registered:
+    /// the first item they hold for is the loop's last.
+    pub break_when: Option<Node>,
+}
+
+impl LoopPace {
+    pub fn paced(&self) -> bool {
+        self.pause.is_some() || self.break_when.is_some()
+    }
 }
 
 /// Ansible's play `order`.
@@ -171,6 +188,11 @@ pub struct Task {
     pub loop_label: Option<Node>,
     /// `loop_control`'s `index_var` and `extended`.
     pub loop_extras: LoopExtras,
+    pub loop_pace: LoopPace,
+    /// A `loop_control` value Ansible refuses when the loop starts (a
+    /// `loop_var` that is no variable name, a `pause` that is no number):
+    /// the looped task fails with it then.
+    pub loop_refused: Option<Diagnostic>,
     pub register: Option<String>,
     /// Handler names or `listen` topics, each where it was written.
     pub notify: Vec<(String, Span)>,
@@ -990,6 +1012,8 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
         loop_var: "item".into(),
         loop_label: None,
         loop_extras: LoopExtras::default(),
+        loop_pace: LoopPace::default(),
+        loop_refused: None,
         register: None,
         notify: Vec::new(),
         listen: Vec::new(),
@@ -1484,16 +1508,48 @@ fn parse_loop_control(v: &Node, task: &mut Task, errors: &mut Errors) {
     };
     let mut allitems = true;
     let mut extended = false;
+    // Ansible checks these values when the loop starts, so a task that
+    // never loops never fails for them.
+    let mut refused = Vec::new();
     for (k, v) in entries {
-        match k.as_str().unwrap_or_default() {
-            "loop_var" => task.loop_var = identifier(v, "loop_var", errors),
+        let key = k.as_str().unwrap_or_default();
+        if is_template(v) && !matches!(key, "label" | "break_when") {
+            errors.push(v.error(format!(
+                "loop_control's '{key}' is decided when the playbook loads; give a value, not a template"
+            )));
+            continue;
+        }
+        let mut refuse = |msg: String| refused.push(v.error(msg));
+        match key {
+            "loop_var" => task.loop_var = loop_name(v, key, &mut refuse, errors),
             "label" => {
                 string(v, "label", errors);
                 task.loop_label = Some(v.clone());
             }
-            "index_var" => task.loop_extras.index_var = Some(identifier(v, "index_var", errors)),
-            "extended" => extended = boolean(v, "extended", errors),
-            "extended_allitems" => allitems = boolean(v, "extended_allitems", errors),
+            "index_var" => {
+                task.loop_extras.index_var = Some(loop_name(v, key, &mut refuse, errors))
+            }
+            "extended" => extended = loop_flag(v, key, &mut refuse),
+            "extended_allitems" => allitems = loop_flag(v, key, &mut refuse),
+            "pause" => {
+                let seconds = match &v.value {
+                    Value::Int(_) | Value::Float(_) | Value::Str(_) => {
+                        tasks::seconds_of(&v.to_json())
+                    }
+                    _ => None,
+                };
+                match seconds {
+                    Some(s) if s > 0.0 => {
+                        task.loop_pace.pause = Some(std::time::Duration::from_secs_f64(s))
+                    }
+                    Some(_) => {}
+                    None => refuse(format!(
+                        "Error processing keyword 'pause': The value {} could not be converted to 'float'.",
+                        crate::base::python::repr(&v.to_json())
+                    )),
+                }
+            }
+            "break_when" => task.loop_pace.break_when = Some(v.clone()),
             _ => errors.push(unknown_key(
                 k,
                 "loop_control key",
@@ -1503,11 +1559,45 @@ fn parse_loop_control(v: &Node, task: &mut Task, errors: &mut Errors) {
                     "index_var",
                     "extended",
                     "extended_allitems",
+                    "pause",
+                    "break_when",
                 ],
             )),
         }
     }
     task.loop_extras.extended = extended.then_some(allitems);
+    task.loop_refused = refused.into_iter().next();
+}
+
+/// `loop_var` or `index_var`: a name Ansible can set as a variable.
+fn loop_name(v: &Node, key: &str, refuse: &mut impl FnMut(String), errors: &mut Errors) -> String {
+    let name = string(v, key, errors);
+    if !is_variable_name(&name) {
+        refuse(format!("Invalid '{key}': Invalid variable name '{name}'."));
+    }
+    name
+}
+
+fn loop_flag(v: &Node, key: &str, refuse: &mut impl FnMut(String)) -> bool {
+    boolean_value(v).unwrap_or_else(|| {
+        refuse(format!(
+            "Error processing keyword '{key}': The value {} could not be converted to 'bool'.",
+            crate::base::python::repr(&v.to_json())
+        ));
+        false
+    })
+}
+
+/// A name Ansible takes for a variable: an identifier that is not one of
+/// Python's keywords (`ansible.utils.vars.isidentifier`).
+pub fn is_variable_name(name: &str) -> bool {
+    const KEYWORDS: [&str; 35] = [
+        "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class",
+        "continue", "def", "del", "elif", "else", "except", "finally", "for", "from", "global",
+        "if", "import", "in", "is", "lambda", "nonlocal", "not", "or", "pass", "raise", "return",
+        "try", "while", "with", "yield",
+    ];
+    is_identifier(name) && !KEYWORDS.contains(&name)
 }
 
 /// The module's parameters from its mapping, its free-form string
@@ -1612,8 +1702,8 @@ fn key_value_params(s: &str, node: &Node, errors: &mut Errors) -> Vec<(String, N
 }
 
 /// `with_<lookup>:` loops as the `loop:` expression Ansible documents for
-/// each (`with_dict: x` is `loop: "{{ x | dict2items }}"`).
-fn with_loop(k: &Node, v: &Node) -> Node {
+/// each (`with_nested: [a, b]` is `loop: "{{ a | product(b) | list }}"`).
+pub(super) fn with_loop(k: &Node, v: &Node) -> Node {
     let key = k.as_str().unwrap_or_default();
     // The lookups that take several lists become filters when the value
     // lists them; any other shape goes to the lookup itself, which fails the
@@ -1623,11 +1713,9 @@ fn with_loop(k: &Node, v: &Node) -> Node {
         _ => Vec::new(),
     };
     let expr = match (key, lists.as_slice()) {
-        ("with_list", _) => jinja_expr(v),
         ("with_flattened" | "with_community.general.flattened", _) => {
             format!("{} | flatten", jinja_expr(v))
         }
-        ("with_dict", _) => format!("{} | dict2items", jinja_expr(v)),
         ("with_nested" | "with_cartesian", [first, rest @ ..]) => {
             format!("{first} | product({}) | list", rest.join(", "))
         }
@@ -2018,7 +2106,7 @@ mod tests {
         assert_eq!(
             loops,
             [
-                "{{ (users) | dict2items }}",
+                "{{ _with_lookup(\"dict\", (users)) }}",
                 "{{ [1, 2] | product((xs)) | list }}",
                 "{{ (users) | subelements(\"keys\") }}",
                 "{{ [\"a\", none] | zip([{\"k\": \"v\"}]) | list }}"
@@ -2176,12 +2264,21 @@ mod tests {
                 "site.yml:10:17",
                 "register 'not an identifier' is not a valid variable name",
             ),
-            (
-                "site.yml:12:32",
-                "loop_var 'a b' is not a valid variable name",
-            ),
         ];
         assert_eq!(errs, want.map(|(l, m)| (l.to_string(), m.to_string())));
+        // Ansible refuses a loop_var only when the loop starts.
+        let pb = load_text("- hosts: all\n  tasks:\n    - command: d\n      loop: [1]\n      loop_control: {loop_var: 'a b', pause: soon}\n").unwrap();
+        let refused = pb.plays[0].tasks[0].loop_refused.as_ref().unwrap();
+        assert_eq!(
+            refused.message,
+            "Invalid 'loop_var': Invalid variable name 'a b'."
+        );
+        let listed: Vec<&str> = pb
+            .run_time_errors()
+            .iter()
+            .map(|d| d.message.as_str())
+            .collect();
+        assert_eq!(listed, ["Invalid 'loop_var': Invalid variable name 'a b'."]);
         load_text("- hosts: all\n  tasks:\n    - command: a\n      loop: \"{{ xs }}\"\n      when: [x, true]\n").unwrap();
     }
 

@@ -139,6 +139,25 @@ impl Scope {
     /// An include's name with what is known before any host is: the
     /// role's `role_path`, the run's `playbook_dir` and a listed include
     /// loop's item.
+    /// `text` rendered in what is known at load (the role's defaults, the
+    /// play's vars, then what the role, block and include set); None when
+    /// that is not enough.
+    fn render_at_load(&self, text: &str) -> Option<String> {
+        let mut vars = serde_json::Map::new();
+        if let Some(role) = &self.inherit.role {
+            vars.extend(role.defaults.clone());
+        }
+        vars.extend(self.play_vars.iter().map(|(k, v)| (k.clone(), v.clone())));
+        for (k, v) in &self.inherit.vars {
+            if let Some(k) = k.as_str() {
+                vars.insert(k.to_string(), v.to_json());
+            }
+        }
+        crate::template::Templates::new()
+            .render_str(text, &serde_json::Value::Object(vars))
+            .ok()
+    }
+
     fn known_at_load(&self, file: &str) -> String {
         let playbook_dir = self.roles.library().parent().map(Path::to_path_buf);
         let role_path = self.inherit.role.as_ref().map(|r| r.path.clone());
@@ -758,8 +777,8 @@ fn include(
             })
             .collect()
     };
-    match node.get("loop").or_else(|| node.get("with_items")) {
-        Some(l) => looped(node, l, &file, &inner, errors, &body),
+    match include_loop(node) {
+        Some(l) => looped(node, &l, &file, &inner, errors, &body),
         None => body(&inner, errors),
     }
 }
@@ -806,6 +825,19 @@ fn include_target(key: &str, v: &Node, errors: &mut Errors) -> Option<(String, N
     (!name.is_empty()).then_some((name, node))
 }
 
+/// An include's `loop:`, `with_items:` or `with_<lookup>:`, as the list it
+/// loops over (a `with_` lookup as the expression that runs it).
+fn include_loop(node: &Node) -> Option<Node> {
+    let Value::Map(entries) = &node.value else {
+        return None;
+    };
+    entries.iter().find_map(|(k, v)| match k.as_str()? {
+        "loop" | "with_items" => Some(v.clone()),
+        key if key.starts_with("with_") => Some(playbook::with_loop(k, v)),
+        _ => None,
+    })
+}
+
 /// What an include expands to in a scope (one copy of a loop's body).
 type Body<'b> = dyn Fn(&Scope, &mut Errors) -> Vec<Task> + 'b;
 
@@ -819,12 +851,17 @@ fn looped(
     errors: &mut Errors,
     body: &Body,
 ) -> Vec<Task> {
-    let loop_var = node
-        .get("loop_control")
-        .and_then(|c| c.get("loop_var"))
-        .and_then(Node::as_str)
-        .unwrap_or("item")
-        .to_string();
+    let loop_var = node.get("loop_control").and_then(|c| c.get("loop_var"));
+    let loop_var = match loop_var {
+        None => "item".to_string(),
+        Some(v) => match v.as_str().map(|name| scope.render_at_load(name)) {
+            Some(Some(name)) if playbook::is_variable_name(&name) => name,
+            _ => {
+                errors.push(v.error("an included loop's loop_var must be a variable name, or a template of one that the play's or the include's vars decide at load"));
+                return Vec::new();
+            }
+        },
+    };
     let Value::Seq(list) = &items.value else {
         let expr = items.as_str().and_then(single_expression);
         let Some(expr) = expr else {
@@ -925,24 +962,13 @@ impl HostLoop<'_> {
     /// defaults, the play's vars, then what the role, block and include
     /// set); 0 when that is not enough to say.
     fn count_at_load(&self, scope: &Scope) -> usize {
-        let mut vars = serde_json::Map::new();
-        if let Some(role) = &scope.inherit.role {
-            vars.extend(role.defaults.clone());
-        }
-        vars.extend(scope.play_vars.iter().map(|(k, v)| (k.clone(), v.clone())));
-        for (k, v) in &scope.inherit.vars {
-            if let Some(k) = k.as_str() {
-                vars.insert(k.to_string(), v.to_json());
-            }
-        }
         // A value that is itself a template, or no list, says nothing.
         let length = format!(
             "{{{{ (({e}) | length) if ({e}) is sequence and ({e}) is not string and ({e}) is not mapping else 'unknown' }}}}",
             e = self.expr
         );
-        crate::template::Templates::new()
-            .render_str(&length, &serde_json::Value::Object(vars))
-            .ok()
+        scope
+            .render_at_load(&length)
             .and_then(|n| n.trim().parse().ok())
             .unwrap_or(0)
     }
@@ -1161,7 +1187,7 @@ fn role_task(
             false => at_run.fail(own, s, errors),
         }
     };
-    match node.get("loop").or_else(|| node.get("with_items")) {
+    match include_loop(node) {
         // Ansible refuses it too: an import happens before any loop runs.
         Some(_) if !dynamic => {
             errors.push(node.error(format!(
@@ -1169,7 +1195,7 @@ fn role_task(
             )));
             Vec::new()
         }
-        Some(l) => looped(node, l, &request.name, &inner, errors, &body),
+        Some(l) => looped(node, &l, &request.name, &inner, errors, &body),
         None => body(&inner, errors),
     }
 }

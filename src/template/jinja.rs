@@ -182,3 +182,39 @@ fn iterable(v: &Value) -> Result<bool, Error> {
             | ValueKind::Bytes
     ))
 }
+
+/// Python's methods of values that minijinja's pycompat lacks
+/// (`list.index`), then pycompat's own.
+pub(super) fn python_method(
+    state: &mut State,
+    value: &Value,
+    method: &str,
+    args: &[Value],
+) -> Result<Value, Error> {
+    let is_list = matches!(value.kind(), ValueKind::Seq);
+    match method {
+        "index" if is_list => {
+            let (wanted, start, end): (Value, Option<i64>, Option<i64>) =
+                minijinja::value::from_args(args)?;
+            let items: Vec<Value> = value.try_iter()?.collect();
+            let bound = |i: Option<i64>, default: usize| match i {
+                None => default,
+                Some(i) if i < 0 => items.len().saturating_sub(i.unsigned_abs() as usize),
+                Some(i) => (i as usize).min(items.len()),
+            };
+            let (from, to) = (bound(start, 0), bound(end, items.len()));
+            (from..to)
+                .find(|&i| items[i] == wanted)
+                .map(Value::from)
+                .ok_or_else(|| {
+                    let json = serde_json::to_value(&wanted).unwrap_or_default();
+                    let shown = crate::base::python::repr(&json);
+                    Error::new(
+                        ErrorKind::InvalidOperation,
+                        format!("{shown} is not in list"),
+                    )
+                })
+        }
+        _ => minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args),
+    }
+}

@@ -12,7 +12,15 @@ use crate::load::ansible_core::PluginKind;
 use crate::pyre::{Flags, Regex};
 
 /// The lookups nodeprov runs itself.
-const NATIVE: [&str; 5] = ["env", "first_found", "fileglob", "vars", "varnames"];
+const NATIVE: [&str; 7] = [
+    "dict",
+    "env",
+    "first_found",
+    "fileglob",
+    "list",
+    "vars",
+    "varnames",
+];
 
 pub(super) fn register(env: &mut Environment<'static>) {
     env.add_function("lookup", lookup);
@@ -80,6 +88,8 @@ fn run(state: &State, plugin: &str, terms: &[Value], kwargs: &Kwargs) -> Result<
                 .map(|name| std::env::var(name.to_string()).unwrap_or_default())
                 .collect(),
         ),
+        "dict" => dict(terms)?,
+        "list" => terms.to_vec(),
         "first_found" => texts(first_found(state, terms, kwargs)?),
         "fileglob" => texts(fileglob(state, terms)?),
         "varnames" => texts(varnames(state, terms)?),
@@ -160,6 +170,29 @@ fn variable(state: &State, name: &str) -> Option<Value> {
     state
         .lookup(name)
         .filter(|v| !matches!(v.kind(), ValueKind::Plain | ValueKind::Undefined))
+}
+
+/// Each mapping's `{key, value}` pairs, in order, as Ansible's `dict`
+/// lookup (`with_dict`) lists them; a term that is no mapping fails it in
+/// the newest ansible-core's words.
+fn dict(terms: &[Value]) -> Result<Vec<Value>, Error> {
+    let mut pairs = Vec::new();
+    for term in terms {
+        if term.kind() != ValueKind::Map {
+            let json = serde_json::to_value(term).unwrap_or_default();
+            return Err(invalid(format!(
+                "the 'dict' lookup plugin expects a dictionary, got '{}' of type {})",
+                crate::base::python::str_of(&json),
+                crate::base::python::class(&json)
+            )));
+        }
+        for key in term.try_iter()? {
+            let value = term.get_item(&key)?;
+            let pair = std::collections::BTreeMap::from([("key", key), ("value", value)]);
+            pairs.push(Value::from(pair));
+        }
+    }
+    Ok(pairs)
 }
 
 /// Each term's variable, as Ansible's `vars` lookup reads it: by its name,

@@ -127,10 +127,11 @@ impl Templates {
                 format!("undecryptable variable: {why}"),
             ))
         });
+        env.add_function("now", now);
         env.set_fuel(Some(RENDER_FUEL));
         env.add_global("omit", OMIT);
         env.add_global("ansible_managed", ANSIBLE_MANAGED);
-        env.set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        env.set_unknown_method_callback(jinja::python_method);
         jinja::register(&mut env);
         filters::register(&mut env);
         plugins::register(&mut env);
@@ -431,8 +432,9 @@ impl Templates {
                 Ok(true)
             }
             Json::String(s) => self.condition_str(s, ctx),
+            // Ansible's words.
             Json::Object(_) => Err(TemplateError::plain(
-                "a condition must be an expression, a bool or a list of them, not a mapping",
+                "Conditional expressions must be strings.",
             )),
         }
     }
@@ -481,7 +483,10 @@ impl Templates {
             (Some(name), _, _, _) => format!("undefined variable '{name}'"),
             (None, _, _, Some((expr, why))) => format!("'{expr}' is undefined: {why}"),
             (None, Some(expr), _, None) => format!("'{expr}' is undefined"),
-            (None, None, Some(detail), None) => format!("{}: {detail}", kind_text(&err)),
+            (None, None, Some(detail), None) => match zero_division(detail) {
+                Some(python) => python.to_string(),
+                None => format!("{}: {detail}", kind_text(&err)),
+            },
             (None, None, None, None) => kind_text(&err),
         };
         TemplateError {
@@ -502,6 +507,39 @@ impl Templates {
             Source::Expression => self.expression_vars(source),
         };
         names.into_iter().find(|n| !is_bound(ctx, n))
+    }
+}
+
+/// Ansible's `now(utc=False, fmt=None)`: the controller's time, as text
+/// (a datetime prints so) or written with `fmt` as `strftime` writes it.
+fn now(kwargs: minijinja::value::Kwargs) -> Result<Value, Error> {
+    let utc: Option<bool> = kwargs.get("utc")?;
+    let fmt: Option<String> = kwargs.get("fmt")?;
+    kwargs.assert_all_used()?;
+    let t = std::time::SystemTime::now();
+    let fmt = fmt.as_deref().unwrap_or("%Y-%m-%d %H:%M:%S.%f");
+    crate::base::time::strftime(t, fmt, utc.unwrap_or(false))
+        .map(Value::from)
+        .ok_or_else(|| Error::new(ErrorKind::InvalidOperation, "embedded null character"))
+}
+
+/// Python's `ZeroDivisionError` text for minijinja's refusal to divide by
+/// zero, which Ansible's messages (and conditions testing them) carry.
+fn zero_division(detail: &str) -> Option<&'static str> {
+    let operation = detail.strip_prefix("unable to calculate ")?;
+    let (rest, divisor) = operation.rsplit_once(' ')?;
+    if divisor.parse::<f64>().ok()? != 0.0 {
+        return None;
+    }
+    let float = divisor.contains('.') || rest.split(' ').next()?.contains('.');
+    match (rest.rsplit_once(' ')?.1, float) {
+        ("/", false) => Some("division by zero"),
+        ("/", true) => Some("float division by zero"),
+        ("//", false) => Some("integer division or modulo by zero"),
+        ("//", true) => Some("float floor division by zero"),
+        ("%", false) => Some("integer modulo by zero"),
+        ("%", true) => Some("float modulo by zero"),
+        _ => None,
     }
 }
 

@@ -1204,3 +1204,75 @@ fn jinja_builtins_behind_the_input_check_keep_their_keywords() {
     assert_eq!(render("sum(attribute='age')"), "5");
     assert_eq!(render("join(',', attribute='name')"), "b,a");
 }
+
+#[test]
+fn dividing_by_zero_fails_in_pythons_words() {
+    let t = Templates::new();
+    let said = |expr: &str| {
+        t.eval_condition(&json!(expr), &json!({}))
+            .unwrap_err()
+            .message
+    };
+    assert_eq!(said("1 / 0"), "division by zero");
+    assert_eq!(said("1.5 / 0"), "float division by zero");
+    assert_eq!(said("7 // 0"), "integer division or modulo by zero");
+    assert_eq!(said("7 % 0"), "integer modulo by zero");
+    assert_eq!(
+        t.eval_condition(&json!({"nope": "sorry"}), &json!({}))
+            .unwrap_err()
+            .message,
+        "Conditional expressions must be strings."
+    );
+}
+
+#[test]
+fn now_is_the_controllers_time() {
+    let secs: f64 = render("{{ now(utc=true, fmt='%s.%f') }}", json!({}))
+        .parse()
+        .unwrap();
+    let expected = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs_f64();
+    assert!((secs - expected).abs() < 86_400.0, "{secs} vs {expected}");
+    let text = render("{{ now() }}", json!({}));
+    assert_eq!(text.len(), "2026-12-06 23:59:59.123456".len(), "{text}");
+}
+
+#[test]
+fn a_list_finds_an_item_as_pythons_does() {
+    let vars = json!({"l": ["a", "b", "c", "b"]});
+    assert_eq!(render("{{ l.index('b') }}", vars.clone()), "1");
+    assert_eq!(render("{{ l.index('b', 2) }}", vars.clone()), "3");
+    assert_eq!(render("{{ l.index('b', -3, -1) }}", vars.clone()), "1");
+    assert!(render_err("{{ l.index('z') }}", vars.clone())
+        .message
+        .contains("'z' is not in list"));
+    assert_eq!(render("{{ l.count('b') }}", vars), "2");
+}
+
+#[test]
+fn the_dict_lookup_lists_pairs_and_refuses_what_is_no_mapping() {
+    let vars = json!({"d": {"b": 1, "a": 2}, "l": ["x"]});
+    assert_eq!(
+        value(json!("{{ _with_lookup('dict', d) }}"), vars.clone()),
+        json!([{"key": "b", "value": 1}, {"key": "a", "value": 2}])
+    );
+    assert_eq!(
+        render_err("{{ _with_lookup('dict', l) }}", vars).message,
+        "invalid operation: the 'dict' lookup plugin expects a dictionary, got 'x' of type <class 'str'>)"
+    );
+}
+
+#[test]
+fn with_list_loops_over_a_list_or_over_one_value() {
+    let vars = json!({"d": {"k": "v"}, "l": [1, 2]});
+    assert_eq!(
+        value(json!("{{ _with_lookup('list', d) }}"), vars.clone()),
+        json!([{"k": "v"}])
+    );
+    assert_eq!(
+        value(json!("{{ _with_lookup('list', l) }}"), vars),
+        json!([1, 2])
+    );
+}

@@ -20,6 +20,19 @@ use crate::remote::async_job::{self, How};
 use crate::remote::probe::ProbeResult;
 
 impl<'p> HostRun<'_, 'p> {
+    /// Plans one instance where its module runs: on the controller for a
+    /// module that writes there, otherwise on the host.
+    pub(super) fn plan_item(
+        &mut self,
+        instance: TaskInstance<'p>,
+        module: Box<dyn Module>,
+    ) -> (Value, bool) {
+        match module.on_controller(&self.state.facts) {
+            Some(local) => self.plan_on_controller(instance, local),
+            None => self.plan_instance(instance, module),
+        }
+    }
+
     /// Plans one instance; returns its registered result and whether the
     /// batch must be run before planning anything else.
     pub(super) fn plan_instance(
@@ -260,6 +273,11 @@ impl<'p> HostRun<'_, 'p> {
         };
         self.state.vars.registered.insert(name.clone(), value);
     }
+}
+
+/// What a task or item `when:` skipped registers, in Ansible's words.
+pub(super) fn skipped_by_when() -> Value {
+    json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False"})
 }
 
 /// What a loop registers: every item's result under `results`.
