@@ -386,7 +386,9 @@ impl<'a, 'p> HostRun<'a, 'p> {
         let mut next = Next::Continue;
         let mut loop_results = Vec::new();
         let mut result_at = Vec::new();
-        for (instance, module) in instances {
+        let mut instances = std::collections::VecDeque::from(instances);
+        while let Some((instance, module)) = instances.pop_front() {
+            let reads = self.own_reads(spec);
             let item = self.loop_item(&instance);
             let at = self.state.outcomes.len();
             let (mut result, flush) = match module {
@@ -406,6 +408,13 @@ impl<'a, 'p> HostRun<'a, 'p> {
             result_at.push((self.state.outcomes.len() > at).then_some(at));
             if self.state.stopped {
                 return Next::Continue;
+            }
+            if !instances.is_empty() && self.own_reads(spec) != reads {
+                match self.items_after(spec, loop_results.len()) {
+                    Ok(Some(rest)) => instances = rest.into(),
+                    Ok(None) => {}
+                    Err(next) => return next,
+                }
             }
         }
         match &spec.task.register {

@@ -120,6 +120,13 @@ fn set_fact_renders_templated_variable_names() {
 }
 
 #[test]
+fn each_item_of_a_loop_sees_what_the_one_before_set() {
+    let text = "- hosts: gpu\n  gather_facts: false\n  tasks:\n    - set_fact: {acc: \"{{ acc | default([]) + [item] }}\"}\n      loop: [1, 2, 3]\n    - debug: {msg: \"{{ acc }}\"}\n";
+    let (outcome, _) = run_on(text, &two_hosts(), json!({}));
+    assert_eq!(notes(&outcome, "g2"), ["msg: [1,2,3]"]);
+}
+
+#[test]
 fn hostvars_of_an_unknown_host_is_undefined() {
     let text = "- hosts: gpu\n  gather_facts: false\n  tasks:\n    - debug: {msg: \"{{ hostvars['nope'] is defined }} {{ hostvars | list | length }}\"}\n";
     let (outcome, _) = run_on(text, &two_hosts(), json!({}));

@@ -238,6 +238,25 @@ mod tests {
     }
 
     #[test]
+    fn a_backup_is_named_in_the_result_when_the_file_changes() {
+        let m = block(json!({"backup": true}));
+        let plan = m.plan(&facts_with(Some("Port 22\n"))).unwrap();
+        let backup = plan.returns["backup_file"].as_str().unwrap();
+        assert!(backup.starts_with(&format!("{PATH}.")) && backup.ends_with('~'));
+        assert!(plan.steps[0].contains("cp -p --"), "{}", plan.steps[0]);
+        // Nothing to back up: a new file, or one that stays as it is.
+        let created = block(json!({"backup": true, "create": true}));
+        assert!(created
+            .plan(&facts_with(None))
+            .unwrap()
+            .returns
+            .get("backup_file")
+            .is_none());
+        let after = settled(&facts_with(Some("Port 22\n")), &plan);
+        assert_eq!(m.plan(&after).unwrap(), Plan::noop());
+    }
+
+    #[test]
     fn replaces_the_block_between_markers_in_place() {
         let text = "a\n# BEGIN ANSIBLE MANAGED BLOCK\nold\n# END ANSIBLE MANAGED BLOCK\nb\n";
         let facts = facts_with(Some(text));

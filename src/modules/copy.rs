@@ -2,7 +2,9 @@
 //! `template` renders its `src` on the controller with the host's variables;
 //! then both write `dest` the same way. With `follow`, a link at `dest` stands
 //! for the file it resolves to: the probe resolves it, and that path is
-//! written; the link stays.
+//! written; the link stays. A `src` that is a folder is copied file by file
+//! under `dest`, each folder made first (with `directory_mode`), as Ansible's
+//! copy does.
 //!
 //! # Example
 //!
@@ -22,6 +24,7 @@
 
 use std::sync::Arc;
 
+use crate::modules::copy_folder::FolderCopy;
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, WriteOpts};
 use crate::modules::kit::files::{FileFact, FileState, FollowedFile, Kind};
@@ -45,10 +48,6 @@ pub(crate) const COPY: ModuleSpec = ModuleSpec {
             (
                 "decrypt",
                 "a vaulted src is always decrypted on the controller",
-            ),
-            (
-                "directory_mode",
-                "copying a folder is not supported natively",
             ),
             (
                 "local_follow",
@@ -110,8 +109,10 @@ module_params! {
         src: Option<String>,
         /// the text to write, instead of `src`
         content: Option<String>,
-        /// the file on the host
+        /// the file on the host (where `src` is a folder, the folder its files go under)
         dest: String,
+        /// where `src` is a folder: the mode of the folders made under `dest` (0755 if not given); folders already there keep theirs
+        directory_mode: Option<Mode>,
         ..write: WriteArgs
     }
 }
@@ -213,6 +214,9 @@ fn build_copy(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = CopyArgs::read(p)?;
     let (src, content) = match (a.content, a.src) {
         (Some(c), None) => (None, c.into()),
+        (None, Some(src)) if p.ctx.find_file("files", &src).is_some_and(|f| f.is_dir()) => {
+            return copy_folder(p, &src, a.dest, a.directory_mode, a.write)
+        }
         (None, Some(src)) => {
             let (path, text) = read_src(p, "files", &src)?;
             (Some(path), text)
@@ -220,6 +224,26 @@ fn build_copy(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         _ => return Err(p.error("content", "give exactly one of 'src' or 'content'")),
     };
     module(p, a.dest, src.as_deref(), content, a.write)
+}
+
+fn copy_folder(
+    p: &Params,
+    src: &str,
+    dest: String,
+    directory_mode: Option<Mode>,
+    w: WriteArgs,
+) -> Result<Box<dyn Module>, ParamError> {
+    if w.follow {
+        return Err(p.error("follow", "follow is for a file; src is a folder"));
+    }
+    let found = p.ctx.find_file("files", src).expect("found as a folder");
+    let folder_opts = WriteOpts::read(p, directory_mode, w.owner.clone(), w.group.clone())?;
+    let opts = WriteOpts::read(p, w.mode, w.owner, w.group)?
+        .with_backup(w.backup)
+        .with_validate(w.validate)
+        .map_err(|m| p.error("validate", m))?;
+    let copy = FolderCopy::build(p, src, &found, &dest, opts, folder_opts, w.force)?;
+    Ok(Box::new(copy))
 }
 
 fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -408,8 +432,9 @@ mod tests {
         let write = [
             "mode", "owner", "group", "backup", "force", "validate", "follow",
         ];
-        assert_eq!(COPY.params.names[..3], ["src", "content", "dest"]);
-        assert_eq!(COPY.params.names[3..], write);
+        let copy = ["src", "content", "dest", "directory_mode"];
+        assert_eq!(COPY.params.names[..4], copy);
+        assert_eq!(COPY.params.names[4..], write);
         assert_eq!(COPY.params.required, ["dest"]);
         assert_eq!(TEMPLATE.params.names[..2], ["src", "dest"]);
         assert_eq!(TEMPLATE.params.names[2..], write);

@@ -574,22 +574,15 @@ impl Module for GetUrl {
         if !plan.changes.is_empty() {
             plan.steps
                 .push(self.download_step(&path, expected.as_deref()));
+            if let (Some(suffix), Found::File { .. }) = (&self.opts.backup, &target.found) {
+                let backup = format!("{path}{suffix}");
+                plan.returns.insert("backup_file".into(), backup.into());
+            }
         } else if let Found::File {
             mode, owner, group, ..
         } = &target.found
         {
-            let st = FileState {
-                kind: Kind::File,
-                mode: *mode,
-                owner: owner.clone(),
-                group: group.clone(),
-                size: 0,
-                link_target: None,
-                link_resolved: None,
-                content: None,
-                binary: None,
-                sha256: None,
-            };
+            let st = FileState::of_kind(Kind::File, *mode, owner, group);
             plan.changes = files::attr_changes(&path, &st, &self.opts);
             if !plan.changes.is_empty() {
                 plan.steps

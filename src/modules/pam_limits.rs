@@ -122,7 +122,8 @@ struct PamLimits {
     keep: Keep,
     comment: Option<String>,
     create: bool,
-    backup: bool,
+    /// With `backup`.
+    opts: WriteOpts,
 }
 
 fn unlimited(v: &str) -> bool {
@@ -168,7 +169,7 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         keep,
         comment: a.comment,
         create: a.create,
-        backup: a.backup,
+        opts: WriteOpts::default().with_backup(a.backup),
     }))
 }
 
@@ -190,11 +191,7 @@ impl Module for PamLimits {
         if new == text {
             return Ok(Plan::noop());
         }
-        let opts = WriteOpts {
-            backup: self.backup,
-            ..WriteOpts::default()
-        };
-        let mut plan = files::plan_content(&self.dest, current.as_ref(), &new, &opts, true)?;
+        let mut plan = files::plan_content(&self.dest, current.as_ref(), &new, &self.opts, true)?;
         let subject = format!("{} {} {}", self.domain, self.kind, self.item);
         for c in plan.changes.iter_mut().filter(|c| c.subject == self.dest) {
             c.subject = format!("{}: {subject}", self.dest);

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use serde_json::{json, Value};
 
-use super::{HostRun, Pending, ToVerify};
+use super::{HostRun, Instances, Next, Pending, ToVerify};
 use crate::exec::instance::TaskInstance;
 use crate::exec::outcome::Planned;
 use crate::exec::prepared::PreparedTask;
@@ -20,6 +20,33 @@ use crate::remote::async_job::{self, How};
 use crate::remote::probe::ProbeResult;
 
 impl<'p> HostRun<'_, 'p> {
+    /// The variables a task reads that a task decided on the controller
+    /// set (`set_fact`), as they are now.
+    pub(super) fn own_reads(&self, spec: &PreparedTask) -> Vec<(String, Value)> {
+        let registered = &self.state.vars.registered;
+        (spec.referenced.iter())
+            .filter_map(|r| Some((r.clone(), registered.get(r)?.clone())))
+            .collect()
+    }
+
+    /// A loop's items after the first `done`, resolved again once an item
+    /// set a variable the task reads: as in Ansible, the next item sees
+    /// what the one before set (`set_fact` adding to a list item by item).
+    /// None: they could not be resolved yet, and keep what they were.
+    pub(super) fn items_after(
+        &mut self,
+        spec: &'p PreparedTask<'p>,
+        done: usize,
+    ) -> Result<Option<Instances<'p>>, Next> {
+        match self.resolve_all(spec) {
+            Ok(mut again) if again.len() > done => Ok(Some(again.split_off(done))),
+            Ok(_) => Ok(Some(Vec::new())),
+            // The task failed there, with why.
+            Err(Next::Continue) => Err(Next::Continue),
+            Err(_) => Ok(None),
+        }
+    }
+
     /// Plans one instance where its module runs: on the controller for a
     /// module that writes there, otherwise on the host.
     pub(super) fn plan_item(

@@ -62,6 +62,22 @@ impl FileState {
         }
     }
 
+    /// A path of this kind with these attributes, its content unread.
+    pub(crate) fn of_kind(kind: Kind, mode: u32, owner: &str, group: &str) -> FileState {
+        FileState {
+            kind,
+            mode,
+            owner: owner.to_string(),
+            group: group.to_string(),
+            size: 0,
+            link_target: None,
+            link_resolved: None,
+            content: None,
+            binary: None,
+            sha256: None,
+        }
+    }
+
     /// A regular file as a write would leave it.
     pub(crate) fn written(content: &str, mode: u32, owner: &str, group: &str) -> FileState {
         FileState {
@@ -308,7 +324,9 @@ pub(crate) struct WriteOpts {
     pub symbolic: Option<String>,
     pub owner: Option<String>,
     pub group: Option<String>,
-    pub backup: bool,
+    /// What a copy of the old file made before it is replaced adds to its
+    /// path (`backup`), decided when the module is built.
+    pub backup: Option<String>,
     /// A command that must accept the new content (`%s`: its temp file)
     /// before it replaces the old.
     pub validate: Option<String>,
@@ -327,7 +345,7 @@ impl WriteOpts {
             symbolic,
             owner,
             group,
-            backup: false,
+            backup: None,
             validate: None,
         }
     }
@@ -367,8 +385,22 @@ impl WriteOpts {
     }
 
     pub(crate) fn with_backup(self, backup: bool) -> Self {
-        WriteOpts { backup, ..self }
+        WriteOpts {
+            backup: backup.then(backup_suffix),
+            ..self
+        }
     }
+}
+
+/// Ansible's name for a backup, after the path: `.<pid>.<time>~`, the
+/// time the controller's local one. The number is random here rather than
+/// a process's, so that no one can plant a file or a link at the name in
+/// advance.
+fn backup_suffix() -> String {
+    let n = u64::from_str_radix(&crate::base::shell::random_hex()[..8], 16).unwrap_or(0);
+    let now = std::time::SystemTime::now();
+    let time = crate::base::time::strftime(now, "%Y-%m-%d@%H:%M:%S", false).unwrap_or_default();
+    format!(".{}.{time}~", 1000 + n % 4_194_000)
 }
 
 /// A step that replaces `path` atomically: the new content goes to a temp
@@ -465,8 +497,15 @@ pub(crate) fn install_temp(opts: &WriteOpts) -> String {
              chcon --reference=\"$p\" \"$t\" 2>/dev/null; else chmod 644 \"$t\"; fi\n"
         }
     });
-    if opts.backup {
-        s.push_str("if [ -e \"$p\" ]; then cp -p -- \"$p\" \"$p.$(date +%Y%m%d%H%M%S).bak\" || { rm -f \"$t\"; exit 1; }; fi\n");
+    if let Some(suffix) = &opts.backup {
+        // cp creates a new name exclusively and writes through no dangling
+        // link; one already there is refused rather than written through.
+        s.push_str(&format!(
+            "if [ -e \"$p\" ]; then b=\"$p\"{}\n\
+             if [ -e \"$b\" ] || [ -L \"$b\" ]; then rm -f \"$t\"; echo \"$b exists: no backup is written over it\" >&2; exit 1; fi\n\
+             cp -p -- \"$p\" \"$b\" || {{ rm -f \"$t\"; exit 1; }}; fi\n",
+            quote(suffix)
+        ));
     }
     s.push_str(&attr_commands("\"$t\"", opts, "rm -f \"$t\"; exit 1"));
     s.push_str("mv -f -- \"$t\" \"$p\" || { rm -f \"$t\"; exit 1; }");
@@ -586,6 +625,10 @@ pub(crate) fn plan_content(
         change.diff = content_diff(dest, current, content);
         plan.changes.push(change);
         plan.steps.push(write_step(dest, content, opts));
+        if let (Some(suffix), Some(_)) = (&opts.backup, current) {
+            let backup = format!("{dest}{suffix}");
+            plan.returns.insert("backup_file".into(), backup.into());
+        }
     } else {
         let st = current.expect("content matched, so the file exists");
         let attr = attr_changes(dest, st, opts);
@@ -931,10 +974,7 @@ mod tests {
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o640))
             .unwrap();
         let p = path.to_str().unwrap();
-        let opts = WriteOpts {
-            backup: true,
-            ..WriteOpts::default()
-        };
+        let opts = WriteOpts::default().with_backup(true);
         let out = run(write_step(p, "new $(reboot) 'q'\n", &opts));
         assert_eq!(out.status, 0, "{}", String::from_utf8_lossy(&out.stderr));
         assert_eq!(
@@ -949,8 +989,13 @@ mod tests {
             .collect();
         let backup = names
             .iter()
-            .find(|n| n.ends_with(".bak"))
+            .find(|n| n.ends_with('~'))
             .expect("backup kept");
+        let suffix = opts.backup.as_deref().unwrap();
+        assert_eq!(*backup, format!("conf{suffix}"));
+        // Ansible's shape: `.<number>.<YYYY-MM-DD@HH:MM:SS>~`.
+        let shape = regex::Regex::new(r"^\.\d+\.\d{4}-\d\d-\d\d@\d\d:\d\d:\d\d~$").unwrap();
+        assert!(shape.is_match(suffix), "{suffix}");
         assert_eq!(
             std::fs::read_to_string(dir.path().join(backup)).unwrap(),
             "old\n"
