@@ -250,12 +250,14 @@ impl<'p> PreparedTask<'p> {
 
     /// A declared query (`changed_when: false`; in check mode also
     /// `check_mode: false`) may ride in a probe batch, unless it has a
-    /// `timeout:`, which only its own step honours, or runs on the
-    /// controller.
+    /// `timeout:`, which only its own step honours, runs on the controller,
+    /// or runs item by item.
     pub fn may_query(&self, check: bool) -> bool {
         let allowed = !check || self.task.check_mode == Some(false);
         let bounded = self.task.timeout.is_some() || self.task.async_if.is_some();
-        let own_step = bounded || self.task.delegate_to.is_some();
+        // Each attempt or item run on its own is a run of its own: none
+        // may ride ahead in a probe batch.
+        let own_step = bounded || self.task.delegate_to.is_some() || self.item_by_item();
         self.read_only && allowed && !own_step
     }
 }

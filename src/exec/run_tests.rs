@@ -598,6 +598,22 @@ fn until_runs_a_command_again_until_its_condition_holds() {
     assert!(scripts[3].body.contains("echo 3 0"), "{}", scripts[3].body);
 }
 
+#[test]
+fn a_retried_query_runs_each_attempt_as_its_own_step() {
+    let text = RETRIED.replace(
+        "      delay: 0\n",
+        "      delay: 0\n      changed_when: false\n",
+    );
+    let (_d, pb) = load(&text);
+    let (connect, log) = scripted_host(vec![(1, "starting"), (0, "wait"), (0, "ready")]);
+    let outcome = execute(&pb, false, 1, connect.as_ref());
+    assert_eq!(outcome.reports[0].tasks[0].notes, ["3 attempts"]);
+    let log = log.lock().unwrap().clone().unwrap();
+    let scripts = log.lock().unwrap();
+    assert_eq!(scripts.len(), 4);
+    assert!(scripts.iter().all(|s| s.purpose == Purpose::Mutate));
+}
+
 const RETRIED_LOOP: &str = "- hosts: all\n  gather_facts: false\n  tasks:\n    - command: \"ready? {{ item }}\"\n      register: r\n      until: r.stdout == 'ready'\n      retries: 2\n      delay: 0\n      loop: [a, b]\n    - command: \"echo {{ r.results | map(attribute='attempts') | join(',') }} {{ r.results[1].item }}\"\n";
 
 #[test]
