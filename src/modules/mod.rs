@@ -18,7 +18,6 @@ pub(crate) mod authorized_key;
 pub(crate) mod blockinfile;
 pub(crate) mod command;
 pub(crate) mod copy;
-mod copy_folder;
 pub(crate) mod cuda_env;
 pub(crate) mod debug;
 pub(crate) mod fetch;

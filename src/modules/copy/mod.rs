@@ -3,7 +3,7 @@
 //! then both write `dest` the same way. With `follow`, a link at `dest` stands
 //! for the file it resolves to: the probe resolves it, and that path is
 //! written; the link stays. A `src` that is a folder is copied file by file
-//! under `dest`, each folder made first (with `directory_mode`), as Ansible's
+//! under `dest` (`folder.rs`), each folder made first (with `directory_mode`), as Ansible's
 //! copy does.
 //!
 //! # Example
@@ -22,9 +22,12 @@
 //!     mode: "0644"
 //! ```
 
+mod folder;
+
 use std::sync::Arc;
 
-use crate::modules::copy_folder::FolderCopy;
+use folder::FolderCopy;
+
 use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, WriteOpts};
 use crate::modules::kit::files::{FileFact, FileState, FollowedFile, Kind};

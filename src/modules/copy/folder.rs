@@ -237,7 +237,7 @@ mod tests {
         // Once there, nothing to do.
         let mut after = facts(m.as_ref(), &["/etc/app", "/etc/app/sub"]);
         for e in &plan.effects {
-            if let crate::modules::Effect::Predict(k, r) = e {
+            if let crate::modules::kit::plan::Effect::Predict(k, r) = e {
                 after.insert(k.clone(), r.clone());
             }
         }
