@@ -66,6 +66,9 @@ pub fn strftime(t: SystemTime, format: &str, utc: bool) -> Option<String> {
         }
     }
     let c_format = std::ffi::CString::new(c_format).ok()?;
+    // musl deprecates the alias only to announce a 64-bit time_t, which
+    // it already is on the targets nodeprov builds for.
+    #[allow(deprecated)]
     let secs = since.as_secs() as libc::time_t;
     // SAFETY: `tm` is plain data that gmtime_r/localtime_r fill from
     // `secs`; strftime writes at most `buf.len()` bytes into `buf` and
