@@ -56,13 +56,16 @@ pub struct Flags {
 #[derive(Debug, Clone)]
 pub struct Regex {
     re: fancy_regex::Regex,
+    /// `re.MULTILINE`, given or inline.
+    multi_line: bool,
     /// What the content wrote, for messages.
     source: String,
 }
 
 impl Regex {
     pub fn new(pattern: &str, flags: Flags) -> Result<Regex, PatternError> {
-        let re = RegexBuilder::new(&python_escapes(pattern))
+        let multi_line = flags.multi_line || leading_flags(pattern).contains('m');
+        let re = RegexBuilder::new(&python_escapes(pattern, multi_line))
             .case_insensitive(flags.ignore_case)
             .multi_line(flags.multi_line)
             .dot_matches_new_line(flags.dot_all)
@@ -70,6 +73,7 @@ impl Regex {
             .map_err(PatternError::from)?;
         Ok(Regex {
             re,
+            multi_line,
             source: pattern.to_string(),
         })
     }
@@ -77,6 +81,17 @@ impl Regex {
     /// The pattern as written.
     pub fn as_str(&self) -> &str {
         &self.source
+    }
+
+    /// Whether `re.MULTILINE` is set, by the caller or in the pattern.
+    pub fn multi_line(&self) -> bool {
+        self.multi_line
+    }
+
+    /// Where the first match starts and ends.
+    pub fn find_at(&self, text: &str) -> Result<Option<(usize, usize)>, MatchError> {
+        let found = self.re.find(text).map_err(|e| self.failed(e))?;
+        Ok(found.map(|m| (m.start(), m.end())))
     }
 
     fn failed(&self, e: fancy_regex::Error) -> MatchError {
@@ -115,13 +130,34 @@ impl Regex {
 
 /// What Python reads differently from fancy-regex: `\Z` is the very end
 /// (fancy-regex would allow trailing newlines), `\<` and `\>` are the
-/// characters themselves (word boundaries there).
-fn python_escapes(pattern: &str) -> String {
+/// characters themselves (word boundaries there), and outside `MULTILINE`
+/// a `$` also matches before a newline that ends the text.
+fn python_escapes(pattern: &str, multi_line: bool) -> String {
     let mut out = String::with_capacity(pattern.len());
-    let mut chars = pattern.chars();
+    let mut chars = pattern.chars().peekable();
+    let mut in_class = false;
     while let Some(c) = chars.next() {
         if c != '\\' {
-            out.push(c);
+            match c {
+                '[' if !in_class => {
+                    in_class = true;
+                    out.push(c);
+                    // A `]` first in a set (after any `^`) is itself.
+                    if chars.peek() == Some(&'^') {
+                        out.push(chars.next().unwrap_or('^'));
+                    }
+                    if chars.peek() == Some(&']') {
+                        out.push_str("\\]");
+                        chars.next();
+                    }
+                }
+                ']' if in_class => {
+                    in_class = false;
+                    out.push(c);
+                }
+                '$' if !in_class && !multi_line => out.push_str("(?=\n?\\z)"),
+                _ => out.push(c),
+            }
             continue;
         }
         match chars.next() {
@@ -135,6 +171,21 @@ fn python_escapes(pattern: &str) -> String {
         }
     }
     out
+}
+
+/// The flags of a pattern's leading `(?aiLmsux)` group, which Python
+/// applies to the whole pattern.
+fn leading_flags(pattern: &str) -> &str {
+    let Some(rest) = pattern.strip_prefix("(?") else {
+        return "";
+    };
+    let end = rest
+        .find(|c: char| !c.is_ascii_alphabetic())
+        .unwrap_or(rest.len());
+    match rest[end..].starts_with(')') {
+        true => &rest[..end],
+        false => "",
+    }
 }
 
 /// A replacement template that does not parse, worded as Python's `re`
@@ -307,6 +358,24 @@ impl Replacement {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `$` as Python reads it: the end, or before a newline that ends
+    /// the text; before every newline under MULTILINE; itself in a set.
+    #[test]
+    fn dollar_matches_before_a_final_newline_as_in_python() {
+        assert!(re("line1$").is_match("line1\n").unwrap());
+        assert!(!re("line1$").is_match("line1\n\n").unwrap());
+        assert!(re("(?m)^a$").is_match("a\nb").unwrap());
+        assert!(!re("^a$").is_match("a\nb").unwrap());
+        assert!(re("[$]").is_match("$").unwrap() && re("[]$]").is_match("]").unwrap());
+        assert!(re(r"\$").is_match("$").unwrap() && !re(r"a\Z").is_match("a\n").unwrap());
+        let multi = Flags {
+            multi_line: true,
+            ..Flags::default()
+        };
+        assert!(Regex::new("^a$", multi).unwrap().is_match("a\nb").unwrap());
+        assert_eq!(sub("o$", "0", "foo\n"), "fo0\n");
+    }
 
     fn re(pattern: &str) -> Regex {
         Regex::new(pattern, Flags::default()).unwrap()

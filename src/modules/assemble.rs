@@ -235,19 +235,50 @@ impl Module for Assembled {
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let current = FileFact::read(facts, &self.dest)?;
-        files::plan_content(
+        let mut plan = files::plan_content(
             &self.dest,
             current.as_ref(),
             &self.content,
             &self.opts,
             true,
-        )
+        )?;
+        // As Ansible's module returns the file it assembled.
+        let after = files::written_state(current.as_ref(), &self.content, &self.opts);
+        let sum = files::digest_hex(files::Digest::Sha1, self.content.as_bytes());
+        plan.returns.insert("dest".into(), self.dest.clone().into());
+        plan.returns.insert("checksum".into(), sum.into());
+        plan.returns.insert("msg".into(), "OK".into());
+        plan.returns.extend(files::path_info(Some(&after)));
+        Ok(plan)
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_result_describes_the_assembled_file_as_ansible_does() {
+        use crate::modules::kit::testing::file_facts;
+        let m = Assembled {
+            dest: "/etc/joined".into(),
+            content: "a\nb\n".into(),
+            opts: WriteOpts::default(),
+        };
+        let plan = m.plan(&file_facts("/etc/joined", None, 0o644)).unwrap();
+        let r = serde_json::Value::Object(plan.returns);
+        assert_eq!(
+            (&r["state"], &r["mode"], &r["size"], &r["dest"], &r["msg"]),
+            (
+                &"file".into(),
+                &"0644".into(),
+                &4.into(),
+                &"/etc/joined".into(),
+                &"OK".into()
+            )
+        );
+        assert_eq!(r["checksum"], "05dec960e24d918b8a73a1c53bcbbaac2ee5c2e0");
+    }
 
     #[test]
     fn fragments_join_as_ansibles_plugin_joins_them() {

@@ -24,7 +24,7 @@ use crate::modules::kit::fact::Fact;
 use crate::modules::kit::files::{self, FileFact, WhenMissing, WriteOpts};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
-use crate::modules::kit::text::Anchor;
+use crate::modules::kit::text::{splitlines, Anchor};
 use crate::modules::params::{module_params, Mode, ParamError, Params, Presence};
 use crate::pyre::MatchError;
 use crate::remote::probe::Probe;
@@ -63,6 +63,10 @@ module_params! {
         state: Presence = Presence::Present,
         /// create a missing file
         create: bool = false,
+        /// put a blank line before the block when the line before is not one
+        prepend_newline: bool = false,
+        /// put a blank line after the block when the line after is not one
+        append_newline: bool = false,
         /// keep a timestamped copy of the old file
         backup: bool = false,
         /// a command that must accept the new file, named `%s`, before it is installed
@@ -81,8 +85,13 @@ struct BlockInFile {
     path: String,
     begin: String,
     end: String,
-    /// The block's lines; `None` removes the block.
-    lines: Option<Vec<String>>,
+    /// The block's text, ending in a newline; `None` removes the block.
+    block: Option<String>,
+    /// Whether the block is there (`state`): Ansible's blank lines
+    /// around it are asked of an empty block too.
+    present: bool,
+    prepend_newline: bool,
+    append_newline: bool,
     anchor: Anchor,
     create: bool,
     opts: WriteOpts,
@@ -104,14 +113,20 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         ));
     }
     let block = a.block.unwrap_or_default();
-    let lines = (a.state == Presence::Present && !block.is_empty())
-        .then(|| block.lines().map(str::to_string).collect());
+    let present = a.state == Presence::Present;
+    let block = (present && !block.is_empty()).then(|| match block.ends_with('\n') {
+        true => block,
+        false => block + "\n",
+    });
     let anchor = Anchor::read(p, a.insertafter.as_deref(), a.insertbefore.as_deref())?;
     Ok(Box::new(BlockInFile {
         path,
-        begin,
-        end,
-        lines,
+        begin: begin + "\n",
+        end: end + "\n",
+        block,
+        present,
+        prepend_newline: a.prepend_newline,
+        append_newline: a.append_newline,
         anchor,
         create: a.create,
         opts: WriteOpts::read(p, a.mode, a.owner, a.group)?
@@ -128,22 +143,36 @@ impl Module for BlockInFile {
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let current = FileFact::read(facts, &self.path)?;
-        let missing = match (&self.lines, self.create) {
-            (None, _) => WhenMissing::Nothing,
-            (Some(_), true) => WhenMissing::Create,
-            (Some(_), false) => WhenMissing::NeedsCreate,
+        // As Ansible's module: a missing file fails unless `create` is set,
+        // whether the block is to be there or not.
+        let missing = match (self.create, self.present) {
+            (false, _) => WhenMissing::Missing,
+            (true, true) => WhenMissing::Create,
+            (true, false) => WhenMissing::Nothing,
         };
         let Some(text) = files::text_to_edit(&self.path, current.as_ref(), missing)? else {
-            return Ok(Plan::noop());
+            let mut plan = Plan::noop();
+            let msg = format!("File {} not present", self.path);
+            plan.returns.insert("msg".into(), msg.into());
+            return Ok(plan);
         };
         let (new, markers) = self.edit(&text)?;
         let mut plan = files::plan_content(&self.path, current.as_ref(), &new, &self.opts, true)?;
-        let after = match &self.lines {
-            Some(lines) => format!("{} lines between the markers", lines.len()),
+        // As Ansible's module words what the edit did.
+        let edit = match (&current, &self.block) {
+            _ if new == text && current.is_some() => "",
+            (None, _) => "File created",
+            (_, None) => "Block removed",
+            (_, Some(_)) => "Block inserted",
+        };
+        let msg = files::edit_msg(&self.path, current.as_ref(), &self.opts, edit);
+        plan.returns.insert("msg".into(), msg.into());
+        let after = match &self.block {
+            Some(block) => format!("{} lines between the markers", splitlines(block).len()),
             None => "no block".to_string(),
         };
         for c in plan.changes.iter_mut().filter(|c| c.subject == self.path) {
-            c.subject = format!("{} block '{}'", self.path, self.begin);
+            c.subject = format!("{} block '{}'", self.path, self.begin.trim_end());
             c.before = Some(match markers {
                 Some((b, e)) => format!("block at lines {}-{}", b + 1, e + 1),
                 None => "no block".to_string(),
@@ -158,36 +187,48 @@ impl Module for BlockInFile {
 }
 
 impl BlockInFile {
-    /// The 0-based lines of the last begin and end markers, in file order,
-    /// when both are there.
-    fn markers(&self, lines: &[&str]) -> Option<(usize, usize)> {
-        let last = |m: &str| lines.iter().rposition(|l| *l == m);
-        let (b, e) = (last(&self.begin)?, last(&self.end)?);
-        Some((b.min(e), b.max(e)))
-    }
-
-    /// The file's text with the block in place (or gone), and where the
-    /// markers were; `text` itself when nothing changes.
+    /// The file's text with the block in place (or gone), and the 0-based
+    /// lines where the markers were; `text` itself when nothing changes.
+    /// Ansible's algorithm: lines keep their own endings (a CRLF file stays
+    /// one), a marker is the last line that is exactly it, and a line
+    /// left without a newline before the block gets one.
     fn edit(&self, text: &str) -> Result<(String, Option<(usize, usize)>), MatchError> {
-        let mut lines: Vec<&str> = text.lines().collect();
-        let markers = self.markers(&lines);
-        let at = match markers {
+        let mut lines: Vec<String> = splitlines(text).into_iter().map(str::to_string).collect();
+        let last = |m: &str| lines.iter().rposition(|l| l == m);
+        let markers = last(&self.begin)
+            .zip(last(&self.end))
+            .map(|(b, e)| (b.min(e), b.max(e)));
+        let mut at = match markers {
             Some((b, e)) => {
                 lines.drain(b..=e);
                 b
             }
-            None => self.anchor.position(&lines)?,
+            None => match self.anchor.search_text(text)? {
+                Some(at) => at.min(lines.len()),
+                None => self.anchor.position(&lines)?,
+            },
         };
-        if let Some(block) = &self.lines {
-            let framed = std::iter::once(self.begin.as_str())
-                .chain(block.iter().map(String::as_str))
-                .chain(std::iter::once(self.end.as_str()));
-            lines.splice(at..at, framed);
+        if at > 0 && !lines[at - 1].ends_with('\n') {
+            lines[at - 1].push('\n');
         }
-        if lines.iter().copied().eq(text.lines()) {
-            return Ok((text.to_string(), markers));
+        if self.prepend_newline && self.present && at != 0 && lines[at - 1] != "\n" {
+            lines.insert(at, "\n".into());
+            at += 1;
         }
-        Ok((lines.iter().map(|l| format!("{l}\n")).collect(), markers))
+        let framed: Vec<String> = match &self.block {
+            Some(block) => std::iter::once(self.begin.as_str())
+                .chain(splitlines(block))
+                .chain(std::iter::once(self.end.as_str()))
+                .map(str::to_string)
+                .collect(),
+            None => Vec::new(),
+        };
+        let after = at + framed.len();
+        lines.splice(at..at, framed);
+        if self.append_newline && self.present && after < lines.len() && lines[after] != "\n" {
+            lines.insert(after, "\n".into());
+        }
+        Ok((lines.concat(), markers))
     }
 }
 
@@ -196,7 +237,7 @@ mod tests {
     use super::*;
     use crate::modules::kit::testing::{
         assert_sh_syntax, build_error, build_test, file_content, file_facts, settled,
-        unquoted_steps,
+        unchanged_saying, unquoted_steps,
     };
     use serde_json::json;
 
@@ -234,7 +275,7 @@ mod tests {
             content(&after),
             "Port 22\nUsePAM yes\n# BEGIN ANSIBLE MANAGED BLOCK\nMatch User gpu\n  X11Forwarding no\n# END ANSIBLE MANAGED BLOCK\n"
         );
-        assert_eq!(m.plan(&after).unwrap(), Plan::noop());
+        assert_eq!(m.plan(&after).unwrap(), unchanged_saying(""));
     }
 
     #[test]
@@ -253,7 +294,66 @@ mod tests {
             .get("backup_file")
             .is_none());
         let after = settled(&facts_with(Some("Port 22\n")), &plan);
-        assert_eq!(m.plan(&after).unwrap(), Plan::noop());
+        assert_eq!(m.plan(&after).unwrap(), unchanged_saying(""));
+    }
+
+    /// Each line keeps its own ending, as Ansible's module keeps it.
+    #[test]
+    fn a_crlf_file_keeps_its_line_endings() {
+        let text =
+            "unix\ndos\r\n# BEGIN ANSIBLE MANAGED BLOCK\ndos\r\n# END ANSIBLE MANAGED BLOCK\nlast";
+        let facts = facts_with(Some(text));
+        let plan = block(json!({"block": "dos\r\ndos\r\n"}))
+            .plan(&facts)
+            .unwrap();
+        assert_eq!(
+            content(&settled(&facts, &plan)),
+            "unix\ndos\r\n# BEGIN ANSIBLE MANAGED BLOCK\ndos\r\ndos\r\n# END ANSIBLE MANAGED BLOCK\nlast"
+        );
+        // A marker is the exact line: one ending in CRLF is not it.
+        let crlf = "# BEGIN ANSIBLE MANAGED BLOCK\r\nx\r\n# END ANSIBLE MANAGED BLOCK\r\n";
+        let facts = facts_with(Some(crlf));
+        let plan = block(json!({"block": "y"})).plan(&facts).unwrap();
+        assert!(content(&settled(&facts, &plan)).starts_with(crlf));
+        // A last line without a newline gets one before the block.
+        let facts = facts_with(Some("a"));
+        let plan = block(json!({"block": "k"})).plan(&facts).unwrap();
+        assert_eq!(
+            content(&settled(&facts, &plan)),
+            "a\n# BEGIN ANSIBLE MANAGED BLOCK\nk\n# END ANSIBLE MANAGED BLOCK\n"
+        );
+    }
+
+    /// A MULTILINE `insertafter` is searched across lines, as Ansible's
+    /// module searches it; without the flag it is matched line by line.
+    #[test]
+    fn a_multiline_anchor_is_searched_in_the_whole_text() {
+        let facts = facts_with(Some("a\nb =\n  (x\nc\n"));
+        let m = block(json!({"block": "k", "insertafter": "(?m)b =\\n.*\\(x"}));
+        assert_eq!(
+            content(&settled(&facts, &m.plan(&facts).unwrap())),
+            "a\nb =\n  (x\n# BEGIN ANSIBLE MANAGED BLOCK\nk\n# END ANSIBLE MANAGED BLOCK\nc\n"
+        );
+        let m = block(json!({"block": "k", "insertafter": "b =\\n.*\\(x"}));
+        assert!(content(&settled(&facts, &m.plan(&facts).unwrap()))
+            .starts_with("a\nb =\n  (x\nc\n# BEGIN"));
+        let m = block(json!({"block": "k", "insertbefore": "(?m)^c$"}));
+        assert!(content(&settled(&facts, &m.plan(&facts).unwrap()))
+            .ends_with("# END ANSIBLE MANAGED BLOCK\nc\n"));
+    }
+
+    #[test]
+    fn blank_lines_around_the_block_when_asked() {
+        let facts = facts_with(Some("line1\nline2\n"));
+        let m = block(
+            json!({"block": "k", "insertafter": "line1$", "prepend_newline": true, "append_newline": true}),
+        );
+        let after = settled(&facts, &m.plan(&facts).unwrap());
+        assert_eq!(
+            content(&after),
+            "line1\n\n# BEGIN ANSIBLE MANAGED BLOCK\nk\n# END ANSIBLE MANAGED BLOCK\n\nline2\n"
+        );
+        assert_eq!(m.plan(&after).unwrap(), unchanged_saying(""));
     }
 
     #[test]
@@ -273,7 +373,9 @@ mod tests {
             content(&settled(&facts, &plan)),
             "a\n# BEGIN ANSIBLE MANAGED BLOCK\nMatch User gpu\n  X11Forwarding no\n# END ANSIBLE MANAGED BLOCK\nb\n"
         );
+        assert_eq!(plan.returns["msg"], "Block inserted");
         let gone = block(json!({"state": "absent"})).plan(&facts).unwrap();
+        assert_eq!(gone.returns["msg"], "Block removed");
         assert_eq!(content(&settled(&facts, &gone)), "a\nb\n");
         let emptied = block(json!({"block": ""})).plan(&facts).unwrap();
         assert_eq!(content(&settled(&facts, &emptied)), "a\nb\n");
@@ -298,15 +400,28 @@ mod tests {
 
         let missing = facts_with(None);
         let err = block(json!({})).plan(&missing).unwrap_err();
-        assert!(err.to_string().contains("create: true"), "{err}");
+        assert_eq!(err.to_string(), format!("Path {PATH} does not exist !"));
+        // As Ansible's module: without `create`, a missing file fails
+        // whatever the state.
+        let err = block(json!({"state": "absent"}))
+            .plan(&missing)
+            .unwrap_err();
+        assert_eq!(err.to_string(), format!("Path {PATH} does not exist !"));
         assert_eq!(
-            block(json!({"state": "absent"})).plan(&missing).unwrap(),
-            Plan::noop()
+            block(json!({"state": "absent", "create": true}))
+                .plan(&missing)
+                .unwrap(),
+            unchanged_saying(&format!("File {PATH} not present"))
         );
         let m = block(json!({"create": true, "mode": "0640"}));
-        let after = settled(&missing, &m.plan(&missing).unwrap());
+        let plan = m.plan(&missing).unwrap();
+        assert_eq!(
+            plan.returns["msg"],
+            "File created and ownership, perms or SE linux context changed"
+        );
+        let after = settled(&missing, &plan);
         assert_eq!(FileFact::read(&after, PATH).unwrap().unwrap().mode, 0o640);
-        assert_eq!(m.plan(&after).unwrap(), Plan::noop());
+        assert_eq!(m.plan(&after).unwrap(), unchanged_saying(""));
     }
 
     #[test]

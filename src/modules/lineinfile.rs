@@ -171,20 +171,55 @@ impl Module for LineInFile {
             (true, false) => WhenMissing::NeedsCreate,
         };
         let Some(text) = files::text_to_edit(&self.path, current.as_ref(), missing)? else {
-            return Ok(Plan::noop());
+            let mut plan = Plan::noop();
+            plan.returns.insert("msg".into(), "file not present".into());
+            return Ok(plan);
         };
-        let new = self.edit(&text)?;
-        files::plan_content(&self.path, current.as_ref(), &new, &self.opts, true)
+        let (new, edit) = self.edit(&text)?;
+        let mut plan = files::plan_content(&self.path, current.as_ref(), &new, &self.opts, true)?;
+        // Ansible's lineinfile returns `backup`, empty when it made none.
+        let backup = plan
+            .returns
+            .remove("backup_file")
+            .unwrap_or_else(|| "".into());
+        plan.returns.insert("backup".into(), backup);
+        let msg = match edit {
+            Edit::Removed(n) => {
+                plan.returns.insert("found".into(), n.into());
+                if n > 0 {
+                    format!("{n} line(s) removed")
+                } else {
+                    String::new()
+                }
+            }
+            Edit::Added => "line added".into(),
+            Edit::Replaced => "line replaced".into(),
+            Edit::None => String::new(),
+        };
+        let msg = files::edit_msg(&self.path, current.as_ref(), &self.opts, &msg);
+        plan.returns.insert("msg".into(), msg.into());
+        Ok(plan)
     }
 }
 
+/// What an edit did to the lines, as the module's `msg` words it.
+#[derive(Debug, PartialEq)]
+enum Edit {
+    Added,
+    Replaced,
+    Removed(usize),
+    None,
+}
+
 impl LineInFile {
-    /// The file's text after the edit; equal to `text` when nothing changes.
-    fn edit(&self, text: &str) -> Result<String, MatchError> {
+    /// The file's text after the edit, equal to `text` when nothing
+    /// changes, and what the edit did.
+    fn edit(&self, text: &str) -> Result<(String, Edit), MatchError> {
         let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-        if self.present {
-            self.ensure_present(&mut lines)?;
+        let edit = if self.present {
+            self.ensure_present(&mut lines)?
         } else {
+            let before = lines.len();
             let mut kept = Vec::with_capacity(lines.len());
             for l in lines {
                 if !self.is_target(&l)? {
@@ -192,11 +227,17 @@ impl LineInFile {
                 }
             }
             lines = kept;
-        }
+            Edit::Removed(before - lines.len())
+        };
         if lines.iter().map(String::as_str).eq(text.lines()) {
-            return Ok(text.to_string());
+            let edit = if matches!(edit, Edit::Removed(_)) {
+                edit
+            } else {
+                Edit::None
+            };
+            return Ok((text.to_string(), edit));
         }
-        Ok(lines.iter().map(|l| format!("{l}\n")).collect())
+        Ok((lines.iter().map(|l| format!("{l}\n")).collect(), edit))
     }
 
     fn is_target(&self, l: &str) -> Result<bool, MatchError> {
@@ -206,11 +247,11 @@ impl LineInFile {
         }
     }
 
-    fn ensure_present(&self, lines: &mut Vec<String>) -> Result<(), MatchError> {
+    fn ensure_present(&self, lines: &mut Vec<String>) -> Result<Edit, MatchError> {
         let line = self.line.clone().expect("present has line");
         if let Some(m) = &self.matcher {
             if let Some(i) = m.last(lines)? {
-                lines[i] = match (m, &self.backrefs) {
+                let new = match (m, &self.backrefs) {
                     // As Python's `Match.expand`: the line is the template
                     // filled in, not the match replaced inside the line.
                     (Matcher::Regex(r), Some(template)) => r
@@ -218,18 +259,22 @@ impl LineInFile {
                         .map_or(line, |caps| template.expand(&caps)),
                     _ => line,
                 };
-                return Ok(());
+                if lines[i] == new {
+                    return Ok(Edit::None);
+                }
+                lines[i] = new;
+                return Ok(Edit::Replaced);
             }
             if self.backrefs.is_some() {
-                return Ok(());
+                return Ok(Edit::None);
             }
         }
         if lines.contains(&line) {
-            return Ok(());
+            return Ok(Edit::None);
         }
         let at = self.anchor.position(lines)?;
         lines.insert(at, line);
-        Ok(())
+        Ok(Edit::Added)
     }
 }
 
@@ -277,7 +322,7 @@ mod tests {
         );
         let text = "# tuning\nvm.swappiness = 60\nfoo = 1\nvm.swappiness=30\n";
         assert_eq!(
-            m.edit(text).unwrap(),
+            m.edit(text).unwrap().0,
             "# tuning\nvm.swappiness = 60\nfoo = 1\nvm.swappiness = 10\n"
         );
     }
@@ -285,9 +330,9 @@ mod tests {
     #[test]
     fn noop_when_line_present() {
         let m = lif(Some("a"), None, true, Anchor::Eof);
-        assert_eq!(m.edit("x\na\ny\n").unwrap(), "x\na\ny\n");
+        assert_eq!(m.edit("x\na\ny\n").unwrap().0, "x\na\ny\n");
         assert_eq!(
-            m.edit("x\na").unwrap(),
+            m.edit("x\na").unwrap().0,
             "x\na",
             "missing final newline is not drift"
         );
@@ -296,9 +341,9 @@ mod tests {
     #[test]
     fn inserts_after_anchor_or_at_bof() {
         let m = lif(Some("new"), None, true, Anchor::After(re("^b")));
-        assert_eq!(m.edit("a\nb\nc\n").unwrap(), "a\nb\nnew\nc\n");
+        assert_eq!(m.edit("a\nb\nc\n").unwrap().0, "a\nb\nnew\nc\n");
         let m = lif(Some("new"), None, true, Anchor::Bof);
-        assert_eq!(m.edit("a\n").unwrap(), "new\na\n");
+        assert_eq!(m.edit("a\n").unwrap().0, "new\na\n");
     }
 
     #[test]
@@ -311,17 +356,68 @@ mod tests {
         );
         let text = "#PermitRootLogin yes\nPermitRootLogin yes\n";
         assert_eq!(
-            m.edit(text).unwrap(),
+            m.edit(text).unwrap().0,
             "#PermitRootLogin yes\nPermitRootLogin no\n"
         );
         let m = lif(None, Some(r"^(\w+) \1$"), false, Anchor::Eof);
-        assert_eq!(m.edit("a a\na b\n").unwrap(), "a b\n");
+        assert_eq!(m.edit("a a\na b\n").unwrap().0, "a b\n");
     }
 
     #[test]
     fn absent_removes_all_matches() {
         let m = lif(None, Some("^swap"), false, Anchor::Eof);
-        assert_eq!(m.edit("swap1\nkeep\nswap2\n").unwrap(), "keep\n");
+        assert_eq!(m.edit("swap1\nkeep\nswap2\n").unwrap().0, "keep\n");
+    }
+
+    #[test]
+    fn the_result_says_what_changed_in_ansibles_words() {
+        use crate::modules::kit::testing::{build_test, file_facts, unchanged_saying};
+        use serde_json::json;
+        let facts = file_facts("/etc/f", Some("a=1\nb=2\n"), 0o644);
+        let said = |params: serde_json::Value| {
+            let mut p = json!({"path": "/etc/f"});
+            p.as_object_mut()
+                .unwrap()
+                .extend(params.as_object().unwrap().clone());
+            let plan = build_test(&LINEINFILE, p).unwrap().plan(&facts).unwrap();
+            (
+                plan.returns["msg"].clone(),
+                plan.returns.get("found").cloned(),
+                plan.returns["backup"].clone(),
+            )
+        };
+        assert_eq!(
+            said(json!({"line": "c=3"})),
+            (json!("line added"), None, json!(""))
+        );
+        assert_eq!(
+            said(json!({"regexp": "^a=", "line": "a=9"})).0,
+            "line replaced"
+        );
+        assert_eq!(
+            said(json!({"line": "a=1", "mode": "0600"})).0,
+            "ownership, perms or SE linux context changed"
+        );
+        assert_eq!(
+            said(json!({"line": "c=3", "mode": "0600"})).0,
+            "line added and ownership, perms or SE linux context changed"
+        );
+        let removed = said(json!({"regexp": "=", "state": "absent"}));
+        assert_eq!(
+            (removed.0, removed.1),
+            (json!("2 line(s) removed"), Some(json!(2)))
+        );
+        let backup = said(json!({"line": "c=3", "backup": true})).2;
+        assert!(backup.as_str().unwrap().starts_with("/etc/f."), "{backup}");
+        let missing = file_facts("/etc/f", None, 0o644);
+        let m = build_test(
+            &LINEINFILE,
+            json!({"path": "/etc/f", "line": "x", "state": "absent"}),
+        );
+        assert_eq!(
+            m.unwrap().plan(&missing).unwrap(),
+            unchanged_saying("file not present")
+        );
     }
 
     #[test]
@@ -335,13 +431,13 @@ mod tests {
         let r = re(r"^(vm\.\w+)\s*=.*$");
         m.backrefs = Some(Replacement::new(r"\1=10", &r).unwrap());
         assert_eq!(
-            m.edit("vm.swappiness = 60\n").unwrap(),
+            m.edit("vm.swappiness = 60\n").unwrap().0,
             "vm.swappiness=10\n"
         );
         // The whole line becomes the filled-in template, a `$` stays.
         let r = re("swappiness");
         let mut m = lif(Some("x"), Some("swappiness"), true, Anchor::Eof);
         m.backrefs = Some(Replacement::new(r"\g<0>=$1", &r).unwrap());
-        assert_eq!(m.edit("vm.swappiness = 60\n").unwrap(), "swappiness=$1\n");
+        assert_eq!(m.edit("vm.swappiness = 60\n").unwrap().0, "swappiness=$1\n");
     }
 }

@@ -141,6 +141,12 @@ impl Module for Replace {
         let replaced = self.replace.replace_all(&self.regexp, part)?;
         let new = format!("{}{replaced}{}", &text[..start], &text[end..]);
         let mut plan = files::plan_content(&self.path, current.as_ref(), &new, &self.opts, true)?;
+        let edit = match count > 0 && replaced != part {
+            true => format!("{count} replacements made"),
+            false => String::new(),
+        };
+        let msg = files::edit_msg(&self.path, current.as_ref(), &self.opts, &edit);
+        plan.returns.insert("msg".into(), msg.into());
         for c in plan.changes.iter_mut().filter(|c| c.subject == self.path) {
             c.before = Some(format!("{count} match(es) of '{}'", self.regexp.as_str()));
             c.after = Some("replaced".into());
@@ -172,6 +178,7 @@ mod tests {
     use super::*;
     use crate::modules::kit::testing::{
         assert_sh_syntax, build_error, build_test, file_content, file_facts, settled,
+        unchanged_saying,
     };
     use serde_json::json;
 
@@ -203,6 +210,7 @@ mod tests {
         }));
         let plan = m.plan(&facts).unwrap();
         assert_eq!(plan.changes.len(), 1);
+        assert_eq!(plan.returns["msg"], "1 replacements made");
         assert_eq!(
             plan.changes[0].evidence.as_deref(),
             Some(&*format!("{PATH}:2"))
@@ -213,14 +221,14 @@ mod tests {
             content(&after),
             "GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX=\"quiet iommu=pt\"\n"
         );
-        assert_eq!(m.plan(&after).unwrap(), Plan::noop());
+        assert_eq!(m.plan(&after).unwrap(), unchanged_saying(""));
     }
 
     #[test]
     fn no_match_is_a_noop() {
         let facts = facts_with(Some("a\n"));
         let m = replace(json!({"regexp": "^b$", "replace": "c"}));
-        assert_eq!(m.plan(&facts).unwrap(), Plan::noop());
+        assert_eq!(m.plan(&facts).unwrap(), unchanged_saying(""));
     }
 
     #[test]
@@ -232,7 +240,7 @@ mod tests {
         );
         let after = settled(&facts, &m.plan(&facts).unwrap());
         assert_eq!(content(&after), "x=1\n[gpu]\nx=2\n[end]\nx=1\n");
-        assert_eq!(m.plan(&after).unwrap(), Plan::noop());
+        assert_eq!(m.plan(&after).unwrap(), unchanged_saying(""));
         let m = replace(json!({"regexp": "^x=1$", "replace": "x=2", "after": r"\[gpu\]"}));
         assert_eq!(
             content(&settled(&facts, &m.plan(&facts).unwrap())),

@@ -181,7 +181,10 @@ impl<'p> HostRun<'_, 'p> {
                 .flat_map(|l| self.state.outcomes.changes(l.result))
                 .map(|c| c.subject.as_str())
                 .collect();
-            let problem = still_to_change(a.module.as_ref(), &facts, &later);
+            let own: Vec<&str> = (self.state.outcomes.changes(a.result).iter())
+                .map(|c| c.subject.as_str())
+                .collect();
+            let problem = still_to_change(a.module.as_ref(), &facts, &own, &later);
             if !problem.is_empty() {
                 self.state.outcomes.did_not_converge(a.result, problem);
             }
@@ -191,11 +194,21 @@ impl<'p> HostRun<'_, 'p> {
 
 /// What a module would still change on re-probed facts, leaving out what
 /// later tasks changed again, in itself or in a folder above it; empty
-/// when it converged.
-fn still_to_change(module: &dyn Module, facts: &Facts, later: &BTreeSet<&str>) -> String {
+/// when it converged. A module that cannot plan any more (its file gone)
+/// converged when all it changed (`own`) was changed again later.
+fn still_to_change(
+    module: &dyn Module,
+    facts: &Facts,
+    own: &[&str],
+    later: &BTreeSet<&str>,
+) -> String {
+    // A subject is a path, or a path and what of it ("/etc/f mode").
     let changed_later = |subject: &str| {
         later.iter().any(|l| {
-            *l == subject || (l.starts_with('/') && std::path::Path::new(subject).starts_with(l))
+            let of_it = subject
+                .strip_prefix(l)
+                .is_some_and(|r| r.is_empty() || r.starts_with(' '));
+            of_it || (l.starts_with('/') && std::path::Path::new(subject).starts_with(l))
         })
     };
     match module.plan(facts) {
@@ -206,6 +219,7 @@ fn still_to_change(module: &dyn Module, facts: &Facts, later: &BTreeSet<&str>) -
             .map(ToString::to_string)
             .collect::<Vec<_>>()
             .join("; "),
+        Err(_) if !own.is_empty() && own.iter().all(|s| changed_later(s)) => String::new(),
         Err(e) => e.to_string(),
     }
 }
@@ -238,4 +252,34 @@ fn with_item_keys(mut ran: Value, planned: &Value) -> Value {
         }
     }
     ran
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::modules::kit::testing::{build_test, file_facts};
+    use crate::modules::registry::find;
+
+    /// A block put in a file that a later task of the batch removed:
+    /// re-planned, the module fails (the file is gone), and that is no
+    /// failure to converge; a file no later task touched is.
+    #[test]
+    fn what_a_later_task_removed_again_is_not_judged_by_the_earlier_one() {
+        let spec = find("blockinfile").unwrap();
+        let m = build_test(spec, serde_json::json!({"path": "empty.txt", "block": "x"})).unwrap();
+        let gone = file_facts("empty.txt", None, 0o644);
+        let own = ["empty.txt block '# BEGIN ANSIBLE MANAGED BLOCK'"];
+        let later = BTreeSet::from(["empty.txt"]);
+        assert_eq!(still_to_change(m.as_ref(), &gone, &own, &later), "");
+        let folder = BTreeSet::from(["/srv"]);
+        let m = build_test(spec, serde_json::json!({"path": "/srv/f", "block": "x"})).unwrap();
+        let gone = file_facts("/srv/f", None, 0o644);
+        assert_eq!(
+            still_to_change(m.as_ref(), &gone, &["/srv/f block 'x'"], &folder),
+            ""
+        );
+        let unrelated = BTreeSet::from(["/srv/f2"]);
+        let left = still_to_change(m.as_ref(), &gone, &["/srv/f block 'x'"], &unrelated);
+        assert_eq!(left, "Path /srv/f does not exist !");
+    }
 }

@@ -122,7 +122,11 @@ impl<'p> HostRun<'_, 'p> {
             .vars
             .registered
             .extend(std::mem::take(&mut plan.sets));
-        let returns = std::mem::take(&mut plan.returns);
+        let mut returns = std::mem::take(&mut plan.returns);
+        // A module's `diff` is Ansible's diff mode's, registered only there.
+        if !spec.task.diff.unwrap_or(self.ctx.opts.diff) {
+            returns.remove("diff");
+        }
         let (planned, steps, effects) = Planned::split(plan, &returns, runs);
         let i = self.state.outcomes.planned(&instance, planned);
         let mut flush = self.predict(spec, effects, runs);

@@ -354,13 +354,19 @@ impl Module for FileContent {
             self.force,
         )?;
         plan.returns.insert("dest".into(), dest.clone().into());
+        let after = match kept {
+            true => current,
+            false => Some(files::written_state(
+                current.as_ref(),
+                &self.content,
+                &self.opts,
+            )),
+        };
+        plan.returns.extend(files::path_info(after.as_ref()));
         if !kept {
             // What the file holds after the task, as Ansible's copy returns it.
-            let data = self.content.as_bytes();
-            let sum = files::digest_hex(files::Digest::Sha1, data);
+            let sum = files::digest_hex(files::Digest::Sha1, self.content.as_bytes());
             plan.returns.insert("checksum".into(), sum.into());
-            plan.returns.insert("size".into(), data.len().into());
-            plan.returns.insert("state".into(), "file".into());
         }
         Ok(plan)
     }

@@ -573,7 +573,8 @@ pub(crate) enum WhenMissing {
     Nothing,
     /// An error; the module has a `create` option that was not set.
     NeedsCreate,
-    /// An error; the module cannot create the file.
+    /// An error, in the words of Ansible's blockinfile and replace; the
+    /// module cannot create the file, or was not asked to.
     Missing,
 }
 
@@ -585,6 +586,10 @@ pub(crate) fn text_to_edit(
     missing: WhenMissing,
 ) -> Result<Option<String>, ModuleError> {
     match (current, missing) {
+        // Ansible's words (lineinfile, blockinfile, replace), which content asserts on.
+        (Some(st), _) if st.kind == Kind::Dir => Err(ModuleError::Refused(format!(
+            "Path {path} is a directory !"
+        ))),
         (Some(st), _) => st.content.clone().map(Some).ok_or_else(|| {
             ModuleError::Refused(format!(
                 "{path} is not a UTF-8 text file of at most {MAX_CONTENT} bytes"
@@ -595,7 +600,9 @@ pub(crate) fn text_to_edit(
         (None, WhenMissing::NeedsCreate) => Err(ModuleError::Absent(format!(
             "{path} does not exist (set create: true to create it)"
         ))),
-        (None, WhenMissing::Missing) => Err(ModuleError::Absent(format!("{path} does not exist"))),
+        (None, WhenMissing::Missing) => {
+            Err(ModuleError::Absent(format!("Path {path} does not exist !")))
+        }
     }
 }
 
@@ -623,6 +630,14 @@ pub(crate) fn plan_content(
         };
         let mut change = Change::new(dest, Some(was.into()), Some("new content".into()));
         change.diff = content_diff(dest, current, content);
+        if let Some(before) = current.map_or(Some(""), |st| st.content.as_deref()) {
+            // The `diff` Ansible's modules return in diff mode (the run
+            // keeps it only then).
+            let diff = serde_json::json!({
+                "before": before, "after": content, "before_header": dest, "after_header": dest,
+            });
+            plan.returns.insert("diff".into(), diff);
+        }
         plan.changes.push(change);
         plan.steps.push(write_step(dest, content, opts));
         if let (Some(suffix), Some(_)) = (&opts.backup, current) {
@@ -638,22 +653,50 @@ pub(crate) fn plan_content(
         }
     }
     if !plan.changes.is_empty() {
-        let base = current.map_or(0o644, |s| s.mode);
-        let mode = opts.mode_for(base, false).unwrap_or(base);
-        let owner = opts
-            .owner
-            .clone()
-            .or(current.map(|s| s.owner.clone()))
-            .unwrap_or_else(|| "root".into());
-        let group = opts
-            .group
-            .clone()
-            .or(current.map(|s| s.group.clone()))
-            .unwrap_or_else(|| "root".into());
-        let after = FileState::written(content, mode, &owner, &group);
+        let after = written_state(current, content, opts);
         plan.effects.push(FileFact::predict(dest, &Some(after)));
     }
     Ok(plan)
+}
+
+/// The file `plan_content` leaves: `content`, with the attributes asked or
+/// kept, a new file's 0644 and root's otherwise.
+pub(crate) fn written_state(
+    current: Option<&FileState>,
+    content: &str,
+    opts: &WriteOpts,
+) -> FileState {
+    let base = current.map_or(0o644, |s| s.mode);
+    let mode = opts.mode_for(base, false).unwrap_or(base);
+    let kept = |asked: &Option<String>, had: fn(&FileState) -> &String| {
+        (asked.clone())
+            .or(current.map(|s| had(s).clone()))
+            .unwrap_or_else(|| "root".into())
+    };
+    let owner = kept(&opts.owner, |s| &s.owner);
+    let group = kept(&opts.group, |s| &s.group);
+    FileState::written(content, mode, &owner, &group)
+}
+
+/// What Ansible's modules add to a result that names a `dest` or `path`
+/// (`AnsibleModule.add_path_info`): the path's `state`, and when it exists
+/// its `mode`, `owner`, `group` and `size`.
+pub(crate) fn path_info(st: Option<&FileState>) -> serde_json::Map<String, serde_json::Value> {
+    let Some(st) = st else {
+        return serde_json::Map::from_iter([("state".into(), "absent".into())]);
+    };
+    let state = match st.kind {
+        Kind::Dir => "directory",
+        Kind::Link => "link",
+        Kind::File | Kind::Other => "file",
+    };
+    serde_json::Map::from_iter([
+        ("state".into(), state.into()),
+        ("mode".into(), format!("{:04o}", st.mode).into()),
+        ("owner".into(), st.owner.clone().into()),
+        ("group".into(), st.group.clone().into()),
+        ("size".into(), st.size.into()),
+    ])
 }
 
 /// A unified diff when both sides are known and small enough to show: a
@@ -694,6 +737,33 @@ pub(crate) fn attr_changes(dest: &str, st: &FileState, opts: &WriteOpts) -> Vec<
         ));
     }
     out
+}
+
+/// The `msg` Ansible's text editors (lineinfile, blockinfile, replace)
+/// return: what the edit did to the content (`edit`, empty when nothing),
+/// and then whether mode or ownership change too, as their
+/// `check_file_attrs` words it. A new file's attributes change when they
+/// differ from what the module creates it with (0644, root's).
+pub(crate) fn edit_msg(
+    dest: &str,
+    current: Option<&FileState>,
+    opts: &WriteOpts,
+    edit: &str,
+) -> String {
+    let attrs = match current {
+        Some(st) => !attr_changes(dest, st, opts).is_empty(),
+        None => {
+            opts.mode_for(0o644, false).is_some_and(|m| m != 0o644)
+                || [&opts.owner, &opts.group]
+                    .iter()
+                    .any(|o| o.as_deref().is_some_and(|o| o != "root"))
+        }
+    };
+    match (edit, attrs) {
+        (_, false) => edit.to_string(),
+        ("", true) => "ownership, perms or SE linux context changed".into(),
+        (_, true) => format!("{edit} and ownership, perms or SE linux context changed"),
+    }
 }
 
 /// Values of every fact here, for the round trip every fact must pass.
@@ -925,6 +995,20 @@ mod tests {
         let err = text_to_edit("/etc/x", Some(&st), WhenMissing::Create).unwrap_err();
         assert!(err.to_string().contains("not a UTF-8 text file"), "{err}");
         assert!(!st.holds("\u{fffd}"));
+    }
+
+    /// Nor is a folder, said in the words of Ansible's text editors.
+    #[test]
+    fn text_modules_refuse_a_folder_as_ansible_words_it() {
+        let dir = FileState {
+            kind: Kind::Dir,
+            content: None,
+            ..FileState::written("", 0o755, "root", "root")
+        };
+        let err = text_to_edit("/etc/x", Some(&dir), WhenMissing::Create).unwrap_err();
+        assert_eq!(err.to_string(), "Path /etc/x is a directory !");
+        let err = text_to_edit("/etc/y", None, WhenMissing::Missing).unwrap_err();
+        assert_eq!(err.to_string(), "Path /etc/y does not exist !");
     }
 
     #[test]

@@ -103,6 +103,14 @@ pub(crate) fn settled(facts: &Facts, plan: &Plan) -> Facts {
     f
 }
 
+/// A plan that changes nothing and returns `msg`, as Ansible's text
+/// editors do.
+pub(crate) fn unchanged_saying(msg: &str) -> Plan {
+    let mut plan = Plan::noop();
+    plan.returns.insert("msg".into(), msg.into());
+    plan
+}
+
 /// Facts holding one root-owned file at `path` with `content` (or none).
 pub(crate) fn file_facts(path: &str, content: Option<&str>, mode: u32) -> Facts {
     use super::fact::Fact;

@@ -22,6 +22,32 @@ pub(crate) fn regex(
     Regex::new(r, flags).map_err(|e| p.error(key, format!("invalid regular expression '{r}': {e}")))
 }
 
+/// Python's `str.splitlines(keepends=True)`: each line with its own ending,
+/// which is any of Python's line boundaries (`\r\n`, `\r`, `\x0b`, `\x0c`,
+/// `\x1c`-`\x1e`, `\x85`, `\u2028`, `\u2029` besides `\n`).
+pub(crate) fn splitlines(text: &str) -> Vec<&str> {
+    let mut lines = Vec::new();
+    let mut start = 0;
+    let mut chars = text.char_indices().peekable();
+    while let Some((i, c)) = chars.next() {
+        let end = match c {
+            '\r' if chars.peek().is_some_and(|(_, n)| *n == '\n') => {
+                chars.next();
+                i + 2
+            }
+            '\n' | '\r' | '\x0b' | '\x0c' | '\x1c' | '\x1d' | '\x1e' | '\u{85}' | '\u{2028}'
+            | '\u{2029}' => i + c.len_utf8(),
+            _ => continue,
+        };
+        lines.push(&text[start..end]);
+        start = end;
+    }
+    if start < text.len() {
+        lines.push(&text[start..]);
+    }
+    lines
+}
+
 /// `insertafter` / `insertbefore`: where new text goes.
 pub(crate) enum Anchor {
     Bof,
@@ -49,6 +75,24 @@ impl Anchor {
                 ))
             }
         })
+    }
+
+    /// blockinfile's reading of a `MULTILINE` pattern, searched in the
+    /// whole text: the line after the one its first match ends on
+    /// (`insertafter`) or the line it starts on (`insertbefore`), the end
+    /// when it does not match. `None` for any other anchor.
+    pub(crate) fn search_text(&self, text: &str) -> Result<Option<usize>, MatchError> {
+        let (r, after) = match self {
+            Anchor::After(r) if r.multi_line() => (r, true),
+            Anchor::Before(r) if r.multi_line() => (r, false),
+            _ => return Ok(None),
+        };
+        let lines_before = |at: usize| text[..at].matches('\n').count();
+        Ok(Some(match r.find_at(text)? {
+            None => splitlines(text).len(),
+            Some((_, end)) if after => lines_before(end) + 1,
+            Some((start, _)) => lines_before(start),
+        }))
     }
 
     /// After or before the last line the anchor matches; at the end when
@@ -132,8 +176,18 @@ fn set_regex(members: &[char]) -> String {
 }
 
 #[cfg(test)]
-mod fnmatch_tests {
-    use super::fnmatch_regex;
+mod tests {
+    use super::{fnmatch_regex, splitlines};
+
+    #[test]
+    fn splitlines_keeps_each_ending_as_python_does() {
+        assert_eq!(
+            splitlines("a\nb\r\nc\rd\u{2028}e"),
+            ["a\n", "b\r\n", "c\r", "d\u{2028}", "e"]
+        );
+        assert!(splitlines("").is_empty());
+        assert_eq!(splitlines("\n\n"), ["\n", "\n"]);
+    }
 
     #[test]
     fn globs_match_as_python_fnmatch_does() {
