@@ -142,7 +142,7 @@ pub(crate) fn all_names() -> impl Iterator<Item = &'static str> {
 
 #[cfg(test)]
 mod tests {
-    use crate::modules::kit::{fact::RoundTrip, files, packages};
+    use crate::modules::kit::{fact::RoundTrip, file_meta, files, packages};
     use crate::modules::{
         apt_key, apt_repository, authorized_key, command, cuda_env, file, find, firewalld, get_url,
         getent, group, modprobe, mount, package, pip, rpm_key, selinux, service, service_facts,
@@ -155,6 +155,7 @@ mod tests {
     fn every_fact_reads_back_what_it_renders() {
         let mut rt = RoundTrip::default();
         files::fact_samples(&mut rt);
+        file_meta::fact_samples(&mut rt);
         packages::fact_samples(&mut rt);
         file::fact_samples(&mut rt);
         find::fact_samples(&mut rt);

@@ -3,9 +3,14 @@
 //! path an earlier task creates reads as created.
 //!
 //! **`stat`** registers Ansible's `stat` dictionary (`exists`, `isreg`, `isdir`,
-//! `islnk`, `mode`, `pw_name`, `gr_name`, `size`, `lnk_source`, `lnk_target`,
-//! `checksum`), read from the same probe the file modules predict: a file an earlier task of
-//! the run writes reads as written, without another round trip. The checksum
+//! `islnk`, `mode` and its bits, `pw_name`, `gr_name`, `size`, `lnk_source`,
+//! `lnk_target`, `checksum`), read from the same probe the file modules
+//! predict: a file an earlier task of the run writes reads as written. What
+//! no prediction knows (`uid`, `gid`, `inode`, `dev`, `nlink`, `atime`,
+//! `mtime`, `ctime`, `blocks`, `readable`, `writeable`, `executable`…) comes
+//! from a `stat` of its own; in apply it is read again after an earlier task
+//! of the run writes the path (one more round trip then), and in check mode
+//! a path only an earlier task would create has none of it. The checksum
 //! is of the file's bytes, text or not; a file over 1 MiB is not sent: its
 //! digest is computed on the host in the same probe (with its SHA-256, which
 //! must match the file probe's: when an earlier task of the run changes such a
@@ -39,6 +44,7 @@ use serde_json::{json, Map, Value};
 
 use crate::base::shell::quote;
 use crate::modules::kit::fact::{self, Fact};
+use crate::modules::kit::file_meta::{FileMeta, FileMetaFact};
 use crate::modules::kit::files::{digest_hex, Digest, FileFact, FileState, Kind, MAX_CONTENT};
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Facts, ModuleError, Plan};
@@ -98,7 +104,7 @@ impl Module for Stat {
     /// The file fact, and the checksum of a file too large for it to read
     /// unless that is its SHA-256, which it has.
     fn probes(&self) -> Vec<Probe> {
-        let mut probes = vec![FileFact::probe(&self.path)];
+        let mut probes = vec![FileFact::probe(&self.path), FileMetaFact::probe(&self.path)];
         if let Some(q) = self.large_sum() {
             probes.push(LargeSumFact::probe(&q));
         }
@@ -107,8 +113,20 @@ impl Module for Stat {
 
     fn plan(&self, facts: &Facts) -> Result<Plan, ModuleError> {
         let st = FileFact::read(facts, &self.path)?;
+        let meta = FileMetaFact::read(facts, &self.path)?;
         let mut plan = Plan::noop();
         let mut stat = describe(&self.path, st.as_ref());
+        if let (Some(st), Value::Object(d)) = (&st, &mut stat) {
+            match meta.filter(|m| kind_of(&m.file_type) == st.kind) {
+                Some(m) => d.extend(described_meta(&m)),
+                // A path an earlier task creates in check mode, or turns
+                // into another kind: nothing of it is on the host yet.
+                None => plan.notes.push(format!(
+                    "{}: its owner and group ids, inode and times are not returned: an earlier task of the run creates it",
+                    self.path
+                )),
+            }
+        }
         if let (Some(digest), Some(st)) = (self.checksum, &st) {
             match self.checksum(digest, st, facts)? {
                 Some(Checksum::Known(sum)) => stat["checksum"] = json!(sum),
@@ -176,16 +194,26 @@ fn describe(path: &str, st: Option<&FileState>) -> Value {
     let Some(st) = st else {
         return json!({"exists": false});
     };
+    let bit = |b: u32| st.mode & b != 0;
     let mut d: Map<String, Value> = json!({
         "exists": true,
         "path": path,
-        "mode": format!("{:04o}", st.mode),
+        "mode": format!("{:04o}", st.mode & 0o7777),
         "isreg": st.kind == Kind::File,
         "isdir": st.kind == Kind::Dir,
         "islnk": st.kind == Kind::Link,
+        "ischr": false,
+        "isblk": false,
+        "isfifo": false,
+        "issock": false,
         "pw_name": st.owner,
         "gr_name": st.group,
         "size": st.size,
+        "rusr": bit(0o400), "wusr": bit(0o200), "xusr": bit(0o100),
+        "rgrp": bit(0o040), "wgrp": bit(0o020), "xgrp": bit(0o010),
+        "roth": bit(0o004), "woth": bit(0o002), "xoth": bit(0o001),
+        "isuid": bit(0o4000),
+        "isgid": bit(0o2000),
         "readable": true,
     })
     .as_object()
@@ -198,6 +226,43 @@ fn describe(path: &str, st: Option<&FileState>) -> Value {
         d.insert("lnk_target".into(), json!(target));
     }
     Value::Object(d)
+}
+
+/// What `stat` says of the path beyond the file fact, as Ansible's module
+/// names it.
+fn described_meta(m: &FileMeta) -> Map<String, Value> {
+    let kind = |t: &str| json!(m.file_type == t);
+    Map::from_iter([
+        ("uid".into(), json!(m.uid)),
+        ("gid".into(), json!(m.gid)),
+        ("inode".into(), json!(m.inode)),
+        ("dev".into(), json!(m.dev)),
+        ("nlink".into(), json!(m.nlink)),
+        ("atime".into(), json!(m.atime)),
+        ("mtime".into(), json!(m.mtime)),
+        ("ctime".into(), json!(m.ctime)),
+        ("blocks".into(), json!(m.blocks)),
+        ("block_size".into(), json!(m.block_size)),
+        ("device_type".into(), json!(m.device_type)),
+        ("disk_usage_bytes".into(), json!(m.blocks * 512)),
+        ("ischr".into(), kind("character special file")),
+        ("isblk".into(), kind("block special file")),
+        ("isfifo".into(), kind("fifo")),
+        ("issock".into(), kind("socket")),
+        ("readable".into(), json!(m.readable)),
+        ("writeable".into(), json!(m.writeable)),
+        ("executable".into(), json!(m.executable)),
+    ])
+}
+
+/// The file fact's kind of a path `stat` calls `file_type`.
+fn kind_of(file_type: &str) -> Kind {
+    match file_type {
+        "regular file" | "regular empty file" => Kind::File,
+        "directory" => Kind::Dir,
+        "symbolic link" => Kind::Link,
+        _ => Kind::Other,
+    }
 }
 
 /// A file too large for the file fact to read, and the digest asked of it.
@@ -284,10 +349,69 @@ mod tests {
     use crate::modules::kit::files::sha256_hex;
     use crate::modules::kit::testing::{build_error, build_test, facts_of};
 
+    /// What `stat(1)` says of a path of the file fact's `answer`.
+    fn meta_of(answer: &str) -> String {
+        let file_type = match answer.split(' ').next() {
+            Some("f") => "regular file",
+            Some("d") => "directory",
+            _ => return "absent\n".into(),
+        };
+        format!("1 1 0\n1000 27 812 2049 1 8 4096 0 0 100 200 300|x 1:1:1.5 +0000|x 1:1:1 +0000|x 1:1:1.25 +0000|{file_type}\n")
+    }
+
     fn stat(params: Value, answer: &str) -> Value {
         let m = build_test(&STAT, params).unwrap();
-        let facts = facts_of(&[("file:/etc/x", answer)]);
+        let meta = meta_of(answer);
+        let facts = facts_of(&[("file:/etc/x", answer), ("file-meta:/etc/x", &meta)]);
         m.plan(&facts).unwrap().returns["stat"].clone()
+    }
+
+    #[test]
+    fn ids_times_and_permission_bits_as_ansible_names_them() {
+        let s = stat(
+            json!({"path": "/etc/x"}),
+            "f 4750 root wheel 6\n\n6\nhello\n",
+        );
+        assert_eq!(
+            (&s["uid"], &s["gid"], &s["inode"]),
+            (&json!(1000), &json!(27), &json!(812))
+        );
+        assert_eq!(
+            (&s["atime"], &s["mtime"], &s["ctime"]),
+            (&json!(100.5), &json!(200.0), &json!(300.25))
+        );
+        assert_eq!(
+            (&s["mode"], &s["isuid"], &s["isgid"]),
+            (&json!("4750"), &json!(true), &json!(false))
+        );
+        assert_eq!(
+            (&s["xgrp"], &s["roth"], &s["isfifo"]),
+            (&json!(true), &json!(false), &json!(false))
+        );
+        assert_eq!(
+            (&s["disk_usage_bytes"], &s["executable"]),
+            (&json!(4096), &json!(false))
+        );
+        // A file an earlier task creates in check mode: the host has none
+        // yet, so nothing of it is made up.
+        let m = build_test(&STAT, json!({"path": "/etc/x"})).unwrap();
+        let facts = facts_of(&[
+            ("file:/etc/x", "f 644 root root 2\n\n2\nhi"),
+            ("file-meta:/etc/x", "absent\n"),
+        ]);
+        let plan = m.plan(&facts).unwrap();
+        assert_eq!(
+            (
+                plan.returns["stat"].get("mtime"),
+                plan.returns["stat"]["size"].clone()
+            ),
+            (None, json!(2))
+        );
+        assert!(
+            plan.notes[0].contains("an earlier task of the run creates it"),
+            "{:?}",
+            plan.notes
+        );
     }
 
     #[test]
@@ -337,7 +461,7 @@ mod tests {
             path: "/srv/big".into(),
             digest: Digest::Sha1,
         };
-        assert_eq!(m.probes()[1], LargeSumFact::probe(&q));
+        assert_eq!(m.probes()[2], LargeSumFact::probe(&q));
         let sha = sha256_hex(b"big");
         let large = FileState {
             content: None,
@@ -356,6 +480,7 @@ mod tests {
                 FileFact::render(&Some(large.clone())),
             );
             facts.insert(LargeSumFact::key(&q), sums);
+            facts.insert(FileMetaFact::key("/srv/big"), ProbeResult::ok(meta_of("f")));
             m.plan(&facts).unwrap()
         };
         let plan = plan_with(&sha);
@@ -367,6 +492,7 @@ mod tests {
             "{stale:?}"
         );
         let sha256 = build_test(&STAT, json!({"path": "/p", "checksum_algorithm": "sha256"}));
-        assert_eq!(sha256.unwrap().probes().len(), 1);
+        // The file fact and the meta fact: no checksum probe of its own.
+        assert_eq!(sha256.unwrap().probes().len(), 2);
     }
 }

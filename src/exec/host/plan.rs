@@ -15,6 +15,7 @@ use crate::exec::outcome::Planned;
 use crate::exec::prepared::PreparedTask;
 use crate::exec::result::Status;
 use crate::exec::wire::Step;
+use crate::modules::kit::file_meta;
 use crate::modules::{Effect, Module, ModuleError, Plan};
 use crate::remote::async_job::{self, How};
 use crate::remote::probe::ProbeResult;
@@ -161,14 +162,29 @@ impl<'p> HostRun<'_, 'p> {
         let mut flush = false;
         for effect in effects {
             match effect {
-                Effect::Predict(key, r) => self.state.facts.insert(key, r),
-                Effect::Invalidate(key) if runs => self.state.facts.remove(&key),
+                Effect::Predict(key, r) => {
+                    self.forget_stale(&key, runs);
+                    self.state.facts.insert(key, r)
+                }
+                Effect::Invalidate(key) if runs => {
+                    self.forget_stale(&key, runs);
+                    self.state.facts.remove(&key)
+                }
                 // `changed_when: false` declares a command read-only: later facts stay valid.
                 Effect::InvalidateAll if runs && !spec.read_only => flush = true,
                 _ => {}
             }
         }
         flush
+    }
+
+    /// When a task's steps run, forgets what they change of `key`'s subject
+    /// that no prediction knows (a written file's times and inode), so a
+    /// task reading it probes it again once they ran.
+    fn forget_stale(&mut self, key: &str, runs: bool) {
+        if let Some(stale) = runs.then(|| file_meta::stale_after(key)).flatten() {
+            self.state.facts.remove(&stale);
+        }
     }
 
     /// Where a command's result will come from; true when the batch must

@@ -5,6 +5,7 @@ pub(crate) mod account;
 pub(crate) mod ansible;
 pub(crate) mod connection;
 pub(crate) mod fact;
+pub(crate) mod file_meta;
 pub(crate) mod files;
 mod files_joint;
 pub(crate) mod fstab;
