@@ -46,6 +46,10 @@ pub(crate) enum ResolveError {
     /// The module refused its parameters (a rendered diagnostic).
     #[error("{0}")]
     Module(String),
+    /// The module refused its rendered parameters: the diagnostic shown,
+    /// and the module's words alone, which the task registers as `msg`.
+    #[error("{shown}")]
+    Params { shown: String, msg: String },
     /// What Ansible finds only when the task runs, found at load.
     #[error("{at}: {msg}{}", .hint.as_ref().map(|h| format!(" ({h})")).unwrap_or_default())]
     AtRun {
@@ -83,7 +87,7 @@ impl ResolveError {
     /// where the report adds where and a hint.
     pub(crate) fn registered(&self) -> String {
         match self {
-            ResolveError::AtRun { msg, .. } => msg.clone(),
+            ResolveError::AtRun { msg, .. } | ResolveError::Params { msg, .. } => msg.clone(),
             other => other.to_string(),
         }
     }
@@ -749,6 +753,16 @@ impl Resolver<'_> {
         built
             .map(|m| super::task_user::reading_as_task_user(self.ctx.play, user, m))
             .map(|m| (m, bctx.vars_read()))
-            .map_err(|e| ResolveError::Module(e.to_diagnostic().to_string()))
+            .map_err(|e| {
+                let prefix = format!("{}: ", task.module.name);
+                ResolveError::Params {
+                    shown: e.to_diagnostic().to_string(),
+                    msg: e
+                        .message
+                        .strip_prefix(&prefix)
+                        .unwrap_or(&e.message)
+                        .to_string(),
+                }
+            })
     }
 }

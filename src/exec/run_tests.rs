@@ -1388,3 +1388,19 @@ fn a_task_that_fails_to_render_is_rendered_again_after_the_pending_steps_ran() {
         "the first copy ran before the failing task was rendered again: {kinds:?}"
     );
 }
+
+/// A module refusing parameters known only on the host fails its task
+/// then; the report shows where, the registered `msg` is the module's words.
+#[test]
+fn a_module_refusing_rendered_parameters_registers_its_own_words() {
+    let (_d, pb) = load("- hosts: all\n  gather_facts: false\n  vars: {re: '('}\n  tasks:\n    - lineinfile: {path: /etc/f0, regexp: \"{{ re }}\", line: x}\n      register: r\n      ignore_errors: true\n    - assert: {that: \"r.msg.startswith('invalid regular expression')\"}\n");
+    let (outcome, _) = run(&pb, 0, true);
+    let tasks = &outcome.reports[0].tasks;
+    assert_eq!(tasks[0].status, Status::Failed, "{tasks:?}");
+    let shown = tasks[0].message.as_deref().unwrap_or_default();
+    assert!(
+        shown.contains("lineinfile: invalid regular expression"),
+        "{shown}"
+    );
+    assert_eq!(tasks[1].status, Status::Ok, "{tasks:?}");
+}

@@ -100,8 +100,13 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let regexp = regex(p, "regexp", &a.regexp, true)?;
     Ok(Box::new(Replace {
         path,
-        replace: Replacement::new(&a.replace, &regexp)
-            .map_err(|e| p.error("replace", e.to_string()))?,
+        // Ansible's module words a template Python's `re` refuses so.
+        replace: Replacement::new(&a.replace, &regexp).map_err(|e| {
+            p.error(
+                "replace",
+                format!("Unable to process replace due to error: {e}"),
+            )
+        })?,
         regexp,
         section,
         opts: WriteOpts::read(p, a.mode, a.owner, a.group)?.with_backup(a.backup),
@@ -262,7 +267,10 @@ mod tests {
             &REPLACE,
             json!({"path": PATH, "regexp": "(a)", "replace": r"\2"}),
         );
-        assert_eq!(err, "replace: invalid group reference 2 in the replacement");
+        assert_eq!(
+            err,
+            "replace: Unable to process replace due to error: invalid group reference 2 in the replacement"
+        );
     }
 
     #[test]
