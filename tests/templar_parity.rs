@@ -5,10 +5,13 @@
 //! its own documentation (`ansible-doc --json` EXAMPLES, read at test time),
 //! on edge values (None, undefined, unicode, nested lists, a mapping,
 //! numbers, the empty string) and on the keyword arguments real content
-//! passes. One playbook of `debug` tasks runs through `nodeprov apply` and
-//! through `ansible-playbook`, both `-c local` (a `debug` task touches
-//! nothing); each value crosses as `to_json` text, so a value and its type
-//! are compared, and `to_json` itself is compared by its text.
+//! passes. One playbook of `debug` tasks runs through `nodeprov apply -c
+//! local` (a `debug` task touches nothing), and each task's message is
+//! rendered by ansible-core's Templar in the variables such a task sees
+//! (tests/templar/evaluate.py: one Python process, where ansible-playbook
+//! costs a worker process per task); each value crosses as `to_json` text,
+//! so a value and its type are compared, and `to_json` itself is compared
+//! by its text.
 //!
 //! A case passes when both fail or both give the same value. Every other
 //! case must be listed in [`DIFFERENCES`] with its reason, and a listed case
@@ -226,6 +229,11 @@ fn cases() -> Vec<Case> {
     cases
 }
 
+/// The message a case's task shows: `J` and its value as JSON text.
+fn debug_msg(case: &Case) -> String {
+    format!("{{{{ 'J' ~ (({}) | to_json) }}}}", case.expr)
+}
+
 /// The playbook, one task per line: task `i` of `live` is on line `i + 2`.
 fn playbook(cases: &[Case], live: &[usize]) -> String {
     let mut text =
@@ -233,7 +241,7 @@ fn playbook(cases: &[Case], live: &[usize]) -> String {
     for (n, &i) in live.iter().enumerate() {
         let task = json!({
             "name": format!("case {i}"),
-            "debug": {"msg": format!("{{{{ 'J' ~ (({}) | to_json) }}}}", cases[i].expr)},
+            "debug": {"msg": debug_msg(&cases[i])},
             "vars": cases[i].vars,
             "ignore_errors": true,
         });
@@ -295,35 +303,43 @@ fn nodeprov(dir: &Path, cases: &[Case]) -> BTreeMap<usize, Outcome> {
     outcomes.collect()
 }
 
-fn ansible(dir: &Path, playbook: &str) -> BTreeMap<usize, Outcome> {
-    let out = Command::new(newest_ansible_bin().join("ansible-playbook"))
-        .args(["-i", "localhost,", "-c", "local", playbook])
+fn ansible(dir: &Path, cases: &[Case]) -> BTreeMap<usize, Outcome> {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/templar/evaluate.py");
+    let input: Vec<Value> = cases
+        .iter()
+        .map(|c| json!({"msg": debug_msg(c), "vars": c.vars}))
+        .collect();
+    let mut child = Command::new(newest_ansible_bin().join("python"))
+        .arg(script)
         .env("HOME", dir)
         .env("ANSIBLE_LOCAL_TEMP", dir)
-        .env("ANSIBLE_STDOUT_CALLBACK", "ansible.builtin.json")
         .env("ANSIBLE_LOCALHOST_WARNING", "false")
         .env("ANSIBLE_DEPRECATION_WARNINGS", "false")
         .env_remove("ANSIBLE_CONFIG")
         .current_dir(dir)
-        .output()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
-    let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+    let stdin = child.stdin.take().unwrap();
+    let writer = std::thread::spawn(move || serde_json::to_writer(stdin, &input).unwrap());
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    let rendered: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
         panic!(
-            "ansible-playbook gave no JSON ({e}): {}",
+            "ansible-core's Templar gave no JSON ({e}): {}",
             String::from_utf8_lossy(&out.stderr)
         )
     });
-    report["plays"][0]["tasks"]
-        .as_array()
-        .unwrap()
+    assert_eq!(rendered.len(), cases.len());
+    rendered
         .iter()
-        .map(|task| {
-            let name = task["task"]["name"].as_str().unwrap();
-            let i: usize = name.strip_prefix("case ").unwrap().parse().unwrap();
-            let result = &task["hosts"]["localhost"];
-            let outcome = match result["failed"].as_bool() == Some(true) {
-                true => Outcome::Failed(result["msg"].to_string()),
-                false => outcome_of(result["msg"].as_str().unwrap_or_default()),
+        .enumerate()
+        .map(|(i, r)| {
+            let outcome = match r["failed"].as_bool() == Some(true) {
+                true => Outcome::Failed(r["msg"].to_string()),
+                false => outcome_of(r["msg"].as_str().unwrap_or_default()),
             };
             (i, outcome)
         })
@@ -346,9 +362,7 @@ fn builtin_filters_and_tests_give_what_ansible_core_gives() {
     let cases = cases();
     let dir = tempfile::tempdir().unwrap();
     let ours = nodeprov(dir.path(), &cases);
-    let all: Vec<usize> = (0..cases.len()).collect();
-    std::fs::write(dir.path().join("all.yml"), playbook(&cases, &all)).unwrap();
-    let theirs = ansible(dir.path(), "all.yml");
+    let theirs = ansible(dir.path(), &cases);
     let mut undocumented = Vec::new();
     let mut used = BTreeSet::new();
     let mut same = 0;
