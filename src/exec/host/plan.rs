@@ -124,9 +124,11 @@ impl<'p> HostRun<'_, 'p> {
             .registered
             .extend(std::mem::take(&mut plan.sets));
         let mut returns = std::mem::take(&mut plan.returns);
-        // A module's `diff` is Ansible's diff mode's, registered only there.
-        if !spec.task.diff.unwrap_or(self.ctx.opts.diff) {
-            returns.remove("diff");
+        if let (Some(diff), true) = (
+            plan.diff.take(),
+            spec.task.diff.unwrap_or(self.ctx.opts.diff),
+        ) {
+            returns.insert("diff".into(), diff);
         }
         let (planned, steps, effects) = Planned::split(plan, &returns, runs);
         let i = self.state.outcomes.planned(&instance, planned);

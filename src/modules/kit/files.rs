@@ -631,12 +631,9 @@ pub(crate) fn plan_content(
         let mut change = Change::new(dest, Some(was.into()), Some("new content".into()));
         change.diff = content_diff(dest, current, content);
         if let Some(before) = current.map_or(Some(""), |st| st.content.as_deref()) {
-            // The `diff` Ansible's modules return in diff mode (the run
-            // keeps it only then).
-            let diff = serde_json::json!({
+            plan.diff = Some(serde_json::json!({
                 "before": before, "after": content, "before_header": dest, "after_header": dest,
-            });
-            plan.returns.insert("diff".into(), diff);
+            }));
         }
         plan.changes.push(change);
         plan.steps.push(write_step(dest, content, opts));

@@ -104,6 +104,9 @@ pub(crate) struct Plan {
     /// Ansible's return values besides `changed`/`failed` (`stat`, `msg`),
     /// registered with the task's result.
     pub returns: serde_json::Map<String, serde_json::Value>,
+    /// The `diff` Ansible's module would return for this change, which its
+    /// modules return only in diff mode: registered only then.
+    pub diff: Option<serde_json::Value>,
     /// What the task changes in the run's inventory (`group_by`, `add_host`).
     pub inventory: Vec<InventoryChange>,
     /// With no changes, the steps still run in apply mode and the task
