@@ -165,11 +165,13 @@ impl<'p> HostRun<'_, 'p> {
         for effect in effects {
             match effect {
                 Effect::Predict(key, r) => {
-                    self.forget_stale(&key, runs);
+                    if runs {
+                        self.forget_stale(&key);
+                    }
                     self.state.facts.insert(key, r)
                 }
                 Effect::Invalidate(key) if runs => {
-                    self.forget_stale(&key, runs);
+                    self.forget_stale(&key);
                     self.state.facts.remove(&key)
                 }
                 // `changed_when: false` declares a command read-only: later facts stay valid.
@@ -180,11 +182,11 @@ impl<'p> HostRun<'_, 'p> {
         flush
     }
 
-    /// When a task's steps run, forgets what they change of `key`'s subject
-    /// that no prediction knows (a written file's times and inode), so a
-    /// task reading it probes it again once they ran.
-    fn forget_stale(&mut self, key: &str, runs: bool) {
-        if let Some(stale) = runs.then(|| file_meta::stale_after(key)).flatten() {
+    /// For a task whose steps run: forgets what they change of `key`'s
+    /// subject that no prediction knows (a written file's times and inode),
+    /// so a task reading it probes it again once they ran.
+    fn forget_stale(&mut self, key: &str) {
+        if let Some(stale) = file_meta::stale_after(key) {
             self.state.facts.remove(&stale);
         }
     }

@@ -750,10 +750,9 @@ pub(crate) fn edit_msg(
     let attrs = match current {
         Some(st) => !attr_changes(dest, st, opts).is_empty(),
         None => {
-            opts.mode_for(0o644, false).is_some_and(|m| m != 0o644)
-                || [&opts.owner, &opts.group]
-                    .iter()
-                    .any(|o| o.as_deref().is_some_and(|o| o != "root"))
+            let made = written_state(None, "", &WriteOpts::default());
+            let asked = written_state(None, "", opts);
+            (asked.mode, &asked.owner, &asked.group) != (made.mode, &made.owner, &made.group)
         }
     };
     match (edit, attrs) {
