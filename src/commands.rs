@@ -188,6 +188,7 @@ fn play_defaults(settings: &Settings) -> playbook::PlayDefaults {
     playbook::PlayDefaults {
         escalate: settings.escalate,
         become_user: settings.become_user.clone(),
+        become_flags: settings.become_flags.clone(),
         gather_facts: settings.gathering == ansible_cfg::Gathering::Implicit,
     }
 }

@@ -246,3 +246,38 @@ fn what_a_task_reads_it_reads_as_its_own_user() {
     assert_eq!(secret, "ROOT-ONLY-SECRET\n");
     assert_machine_unchanged(&before);
 }
+
+/// `become_flags` reach sudo: a play's `-i` makes a login shell of the
+/// target user (its home the working folder), and a host's
+/// `ansible_become_flags` outranks the play's, as in Ansible.
+#[test]
+fn a_plays_become_flags_reach_sudo_and_a_hosts_outrank_them() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    let control = Control::new(&fleet);
+    let playbook = control.write(
+        "flags.yml",
+        "
+- hosts: all
+  gather_facts: false
+  become: true
+  become_flags: -i
+  tasks:
+    - command: pwd
+      register: where
+    - copy: {dest: /tmp/np-where, content: \"{{ where.stdout }}\"}
+",
+    );
+    let run = |host_vars: &str| {
+        let inventory = control.write("inventory.ini", &fleet.inventory("deploy", host_vars));
+        let mut cmd = control.nodeprov(&["apply", &playbook, "-i", &inventory]);
+        cmd.env("NODEPROV_BECOME_PASSWORD", DEPLOY_PASSWORD);
+        let run = Run::json(cmd);
+        assert_eq!(run.code, 0, "{run}");
+        std::fs::read_to_string(host.host.path("/tmp/np-where")).unwrap()
+    };
+    assert_eq!(run(""), "/root");
+    assert_ne!(run("ansible_become_flags=-H"), "/root");
+    assert_machine_unchanged(&before);
+}

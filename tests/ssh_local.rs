@@ -69,6 +69,7 @@ fn script(body: impl Into<String>) -> Script {
         purpose: Purpose::Probe,
         body: body.into(),
         become_user: None,
+        become_flags: None,
     }
 }
 

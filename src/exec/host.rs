@@ -73,7 +73,8 @@ impl<'a, 'p> HostRun<'a, 'p> {
             ctx,
             once,
             host: host.to_string(),
-            wire: Wire::new(transport, ctx.play.script_user()),
+            wire: Wire::new(transport, ctx.play.script_user())
+                .with_become_flags(ctx.play.become_flags.clone()),
             state: HostState::new(vars, ctx.opts.diff),
             batch: Batch::default(),
             blocks: blocks::Blocks::default(),

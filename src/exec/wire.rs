@@ -99,6 +99,7 @@ pub(crate) struct Wire<'a> {
     /// Marks this run's frames, so no output can pass for one.
     token: String,
     become_user: Option<String>,
+    become_flags: Option<String>,
     round_trips: usize,
     /// Every probe sent, in order.
     observations: Vec<Observation>,
@@ -114,11 +115,20 @@ impl<'a> Wire<'a> {
         Self::over(Link::Held(transport), become_user)
     }
 
+    /// Escalating with the play's `become_flags`.
+    pub fn with_become_flags(self, flags: Option<String>) -> Self {
+        Wire {
+            become_flags: flags,
+            ..self
+        }
+    }
+
     fn over(transport: Link<'a>, become_user: Option<String>) -> Self {
         Wire {
             transport,
             token: new_token(),
             become_user,
+            become_flags: None,
             round_trips: 0,
             observations: Vec::new(),
         }
@@ -196,6 +206,7 @@ impl<'a> Wire<'a> {
             purpose,
             body,
             become_user: self.become_user.clone(),
+            become_flags: self.become_flags.clone(),
         };
         self.round_trips += 1;
         self.transport.run(&script)

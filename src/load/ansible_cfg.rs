@@ -206,6 +206,13 @@ pub const KEYS: &[Key] = &[
     ),
     key(
         "privilege_escalation",
+        "become_flags",
+        &["ANSIBLE_BECOME_FLAGS"],
+        Kind::Text,
+        "sudo's options for plays that give none (`-S` always added, `-n` left out)",
+    ),
+    key(
+        "privilege_escalation",
         "become_ask_pass",
         &["ANSIBLE_BECOME_ASK_PASS"],
         Kind::Bool,
@@ -369,6 +376,7 @@ pub struct Settings {
     pub escalate: bool,
     pub become_user: Option<String>,
     pub become_method: Option<String>,
+    pub become_flags: Option<String>,
     pub become_ask_pass: bool,
     /// `ssh_args` as ssh_config lines (`-o Key=value` → `Key value`).
     pub ssh_config_lines: Vec<String>,
@@ -450,6 +458,7 @@ pub fn resolve(search: &Search, env: &Env) -> Result<Settings, CfgError> {
         escalate: r.boolean("become")?.unwrap_or(false),
         become_user: r.text("become_user"),
         become_method: r.become_method()?,
+        become_flags: r.text("become_flags"),
         become_ask_pass: r.boolean("become_ask_pass")?.unwrap_or(false),
         ssh_config_lines: ssh_config_lines(&r.text("ssh_args").unwrap_or_default(), &mut warnings),
         enable_plugins: r.list("enable_plugins"),

@@ -116,8 +116,11 @@ keywords! {
            where it is false)";
     "become_exe": Refused Refused Refused No No
         => "sudo is called as `sudo`";
-    "become_flags": Refused Refused Refused No No
-        => "the sudo command line is fixed";
+    "become_flags": Yes Refused Refused No No
+        => "a play's: sudo's options for its hosts, in place of nodeprov's `-H` (`-S` is always \
+           added and `-n` left out: nodeprov answers sudo's prompt itself); also from \
+           `ansible_become_flags` and ansible.cfg. Not on a block or task: sudo is started once \
+           per host and play";
     "become_method": Yes Refused Yes No No
         => "`sudo` only (also as `ansible.builtin.sudo`); other methods are refused";
     "become_user": Yes Yes Yes Yes Yes;

@@ -160,6 +160,8 @@ pub struct Play {
     /// exists is read.
     pub vars_files: Vec<Node>,
     pub become_user: Option<String>,
+    /// `become_flags`: sudo's options, in place of nodeprov's `-H`.
+    pub become_flags: Option<String>,
     pub gather_facts: bool,
     pub serial: Vec<BatchSize>,
     /// `order`: the order its hosts are taken in, batches included.
@@ -326,6 +328,7 @@ pub struct PlayDefaults {
     /// `become`.
     pub escalate: bool,
     pub become_user: Option<String>,
+    pub become_flags: Option<String>,
     pub gather_facts: bool,
 }
 
@@ -334,6 +337,7 @@ impl Default for PlayDefaults {
         PlayDefaults {
             escalate: false,
             become_user: None,
+            become_flags: None,
             gather_facts: true,
         }
     }
@@ -785,6 +789,7 @@ fn parse_play(node: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> Opt
         vars_node: None,
         vars_files: Vec::new(),
         become_user: None,
+        become_flags: at.defaults.become_flags.clone(),
         gather_facts: at.defaults.gather_facts,
         serial: Vec::new(),
         max_fail_percentage: None,
@@ -865,6 +870,10 @@ fn parse_play(node: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> Opt
             "handlers" => play.handlers = tasks::expand(v, &scope, errors),
             "validate" => play.validate = tasks::expand(v, &scope, errors),
             "become_method" => become_method(v, errors),
+            "become_flags" if is_template(v) => {
+                errors.push(v.error("a templated become_flags is not supported: sudo is started once per host, before any variable of the play is known"))
+            }
+            "become_flags" => play.become_flags = Some(string(v, "become_flags", errors)),
             "environment" | "no_log" | "collections" | "module_defaults" | "check_mode"
             | "diff" | "ignore_errors" | "throttle" => {}
             _ => errors.push(not_a_keyword(k, Level::Play)),
@@ -2334,10 +2343,12 @@ mod tests {
         let defaults = PlayDefaults {
             escalate: true,
             become_user: Some("ops".into()),
+            become_flags: Some("-i".into()),
             gather_facts: false,
         };
         let pb = load_with(&path, &[], &[], &defaults).unwrap();
         assert_eq!(pb.plays[0].become_user.as_deref(), Some("ops"));
+        assert_eq!(pb.plays[0].become_flags.as_deref(), Some("-i"));
         assert!(!pb.plays[0].gather_facts);
         assert_eq!(pb.plays[1].become_user, None);
         assert!(pb.plays[1].gather_facts);
@@ -2349,6 +2360,21 @@ mod tests {
         let errs = messages("- hosts: all\n  become: true\n  remote_user: x\n  tasks:\n    - command: a\n      port: 22\n");
         let messages: Vec<&str> = errs.iter().map(|(_, m)| m.as_str()).collect();
         assert_eq!(messages, ["'port' is not supported by nodeprov"]);
+    }
+
+    /// A play's become_flags reach its sudo; sudo starts once per host and
+    /// play, so a block's or task's own are refused, as is a templated one.
+    #[test]
+    fn become_flags_are_a_plays() {
+        let pb = load_text(
+            "- hosts: all\n  become: true\n  become_flags: -i\n  tasks:\n    - command: a\n",
+        )
+        .unwrap();
+        assert_eq!(pb.plays[0].become_flags.as_deref(), Some("-i"));
+        let errs = messages("- hosts: all\n  tasks:\n    - command: a\n      become_flags: -i\n");
+        assert!(errs[0].1.contains("not supported"), "{errs:?}");
+        let errs = messages("- hosts: all\n  become_flags: \"{{ f }}\"\n  tasks: []\n");
+        assert!(errs[0].1.contains("templated become_flags"), "{errs:?}");
     }
 
     #[test]

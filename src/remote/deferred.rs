@@ -76,6 +76,7 @@ mod tests {
             purpose: Purpose::Probe,
             body: "true".into(),
             become_user: None,
+            become_flags: None,
         };
         let err = t.run(&script).unwrap_err().to_string();
         assert_eq!(err, "host unreachable: try 1: refused");

@@ -84,6 +84,7 @@ pub fn gather(
         purpose: crate::remote::Purpose::Probe,
         body: crate::remote::probe::build_script(token, &[(p.key.clone(), p.script)], false, &[]),
         become_user: None,
+        become_flags: None,
     };
     let out = t.run(&script)?;
     let frames =

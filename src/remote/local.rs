@@ -4,6 +4,7 @@ use std::io::Write;
 use std::process::{Command, Stdio};
 
 use super::{Output, Script, Transport, TransportError};
+use crate::base::escalation::{sudo_options, Prompt};
 
 #[derive(Default)]
 pub struct LocalTransport;
@@ -12,8 +13,11 @@ impl Transport for LocalTransport {
     fn run(&mut self, script: &Script) -> Result<Output, TransportError> {
         let mut cmd = match &script.become_user {
             Some(user) if !is_current_user(user) => {
+                // No prompt can be answered here: the script is on stdin.
+                let flags = script.become_flags.as_deref();
                 let mut c = Command::new("sudo");
-                c.args(["-n", "-u", user, "--", "/bin/sh", "-s"]);
+                c.args(sudo_options(flags, Prompt::Refused))
+                    .args(["-u", user, "--", "/bin/sh", "-s"]);
                 c
             }
             _ => {
@@ -71,6 +75,7 @@ mod tests {
             purpose: Purpose::Probe,
             body: "echo out; echo err >&2; exit 3\n".into(),
             become_user: None,
+            become_flags: None,
         };
         let out = LocalTransport.run(&script).unwrap();
         assert_eq!(out.status, 3);

@@ -32,6 +32,10 @@ pub struct Script {
     pub body: String,
     /// Run through privilege escalation (sudo) when the transport needs it.
     pub become_user: Option<String>,
+    /// `become_flags`: sudo's options as the play gives them, in place of
+    /// nodeprov's `-H`; `-S` is always added and `-n` left out, since the
+    /// transport answers sudo's prompt itself.
+    pub become_flags: Option<String>,
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

@@ -522,6 +522,7 @@ mod tests {
             purpose: Purpose::Probe,
             body,
             become_user: None,
+            become_flags: None,
         };
         LocalTransport.run(&script).unwrap().stdout
     }

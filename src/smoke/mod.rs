@@ -174,6 +174,7 @@ pub fn run_smoke(host: &str, transport: &mut dyn Transport, opts: &SmokeOptions)
                 purpose: Purpose::Probe,
                 body: script.body.clone(),
                 become_user: None,
+                become_flags: None,
             })
             .map_err(|e| remote_failure(tier, started, e.to_string()))?;
         decode_tier(

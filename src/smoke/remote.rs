@@ -210,6 +210,7 @@ mod tests {
                 purpose: Purpose::Probe,
                 body: script.body.clone(),
                 become_user: None,
+                become_flags: None,
             })
             .unwrap();
         TierOutput::new(

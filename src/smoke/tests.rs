@@ -339,6 +339,7 @@ fn smoke_xid_counts_on_the_host_and_judges_codes() {
             purpose: Purpose::Probe,
             body: script,
             become_user: None,
+            become_flags: None,
         })
         .unwrap();
     let counted = format!("source=dmesg\n{}", String::from_utf8_lossy(&out.stdout));

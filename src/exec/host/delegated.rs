@@ -104,7 +104,8 @@ impl<'a, 'p> HostRun<'a, 'p> {
     ) -> Result<(), TransportError> {
         let wire = match self.delegation.wires.remove(&key) {
             Some(wire) => wire,
-            None => Wire::holding(open()?, become_user),
+            None => Wire::holding(open()?, become_user)
+                .with_become_flags(self.ctx.play.become_flags.clone()),
         };
         let parked = Parked {
             wire: std::mem::replace(&mut self.wire, wire),

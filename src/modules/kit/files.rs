@@ -843,6 +843,7 @@ mod tests {
                 purpose: Purpose::Mutate,
                 body,
                 become_user: None,
+                become_flags: None,
             })
             .unwrap()
     }
@@ -878,6 +879,7 @@ mod tests {
             purpose: Purpose::Probe,
             body: build_script("t", &batch.units, false, &[]),
             become_user: None,
+            become_flags: None,
         };
         let out = LocalTransport.run(&script).unwrap();
         let by_unit = parse_frames("t", &out.stdout, &ids).unwrap();

@@ -770,6 +770,7 @@ fn probes_read_a_host_tree() {
             purpose: Purpose::Probe,
             body: build_script("t", &units, false, &[]),
             become_user: None,
+            become_flags: None,
         })
         .unwrap();
     let results = parse_frames("t", &out.stdout, &ids).unwrap();
@@ -814,6 +815,7 @@ fn probes_read_a_host_tree() {
             purpose: Purpose::Mutate,
             body: plan.steps[0].clone(),
             become_user: None,
+            become_flags: None,
         })
         .unwrap();
     assert_eq!(out.status, 0, "{}", String::from_utf8_lossy(&out.stderr));
@@ -827,6 +829,7 @@ fn probes_read_a_host_tree() {
             purpose: Purpose::Probe,
             body: build_script("u", &[(p.key.clone(), p.script)], false, &[]),
             become_user: None,
+            become_flags: None,
         })
         .unwrap();
     let reprobed = parse_frames("u", &out.stdout, std::slice::from_ref(&p.key)).unwrap();
@@ -859,6 +862,7 @@ fn live_values_read_real_procfs_in_one_probe() {
             purpose: Purpose::Probe,
             body: LiveValues::script(&q),
             become_user: None,
+            become_flags: None,
         })
         .unwrap();
     let r = ProbeResult {
@@ -966,6 +970,7 @@ fn live_values_of_several_tasks_are_read_together() {
             purpose: Purpose::Probe,
             body,
             become_user: None,
+            become_flags: None,
         };
         let out = LocalTransport.run(&script).unwrap();
         (

@@ -44,6 +44,8 @@ pub struct Route {
     pub jumps: Vec<Endpoint>,
     pub become_password: Option<Secret>,
     pub become_method: String,
+    /// `ansible_become_flags`: sudo's options on this host.
+    pub become_flags: Option<String>,
 }
 
 pub fn resolve(
@@ -121,6 +123,7 @@ pub fn resolve(
         jumps,
         become_password: become_password(opts, name, vars)?,
         become_method: var(vars, &["ansible_become_method"]).unwrap_or_else(|| "sudo".into()),
+        become_flags: var(vars, &["ansible_become_flags", "ansible_sudo_flags"]),
     })
 }
 

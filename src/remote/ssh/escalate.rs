@@ -6,6 +6,7 @@
 //! we give up instead of feeding it again. Nothing is written before we know
 //! sudo wants it, so a NOPASSWD host never sees the password as a command.
 
+use crate::base::escalation::{sudo_options, Prompt};
 use crate::base::shell::{quote, random_hex};
 
 pub struct SudoMarkers {
@@ -23,13 +24,18 @@ impl SudoMarkers {
     }
 }
 
-/// The remote command: sudo to `user`, announce success, then run the
-/// script read from stdin. sudo runs in the C locale so that its messages
-/// can be recognised.
-pub fn sudo_command(user: &str, m: &SudoMarkers) -> String {
+/// The remote command: sudo to `user` with `flags` (`become_flags`),
+/// announce success, then run the script read from stdin. sudo runs in the
+/// C locale so that its messages can be recognised.
+pub fn sudo_command(user: &str, flags: Option<&str>, m: &SudoMarkers) -> String {
     let inner = format!("echo {}; LC_ALL=C exec /bin/sh -s", m.success);
+    let options: Vec<String> = sudo_options(flags, Prompt::Answered)
+        .iter()
+        .map(|o| quote(o))
+        .collect();
     format!(
-        "env LC_ALL=C sudo -H -S -p {} -u {} -- /bin/sh -c {}",
+        "env LC_ALL=C sudo {} -p {} -u {} -- /bin/sh -c {}",
+        options.join(" "),
         quote(&m.prompt),
         quote(user),
         quote(&inner)
@@ -175,7 +181,12 @@ mod tests {
     fn markers_are_random_and_quoted_into_the_command() {
         let (a, b) = (SudoMarkers::random(), SudoMarkers::random());
         assert_ne!(a.success, b.success);
-        let cmd = sudo_command("postgres", &a);
+        let flagged = sudo_command("postgres", Some("-i -n"), &a);
+        assert!(
+            flagged.starts_with("env LC_ALL=C sudo -i -S -p '"),
+            "{flagged}"
+        );
+        let cmd = sudo_command("postgres", None, &a);
         assert!(
             cmd.starts_with("env LC_ALL=C sudo -H -S -p '[nodeprov sudo "),
             "{cmd}"

@@ -133,6 +133,8 @@ pub struct SshTransport {
     fd: RawFd,
     become_password: Option<Secret>,
     become_method: String,
+    /// `ansible_become_flags`, which outranks the play's `become_flags`.
+    become_flags: Option<String>,
     limits: Limits,
     /// Set once the session is unusable; later scripts fail fast with it.
     broken: Option<String>,
@@ -157,6 +159,7 @@ impl SshTransport {
             fd,
             become_password: route.become_password,
             become_method: route.become_method,
+            become_flags: route.become_flags,
             limits: Limits {
                 command: opts.command_timeout,
                 keepalive: opts.keepalive,
@@ -195,7 +198,13 @@ impl SshTransport {
         }
         let markers = SudoMarkers::random();
         let command = match escalate_to {
-            Some(user) => escalate::sudo_command(user, &markers),
+            Some(user) => {
+                let flags = self
+                    .become_flags
+                    .as_deref()
+                    .or(script.become_flags.as_deref());
+                escalate::sudo_command(user, flags, &markers)
+            }
             None => "env LC_ALL=C /bin/sh -s".to_string(),
         };
         let mut channel = self
