@@ -37,6 +37,13 @@ pub(super) fn first_missing(
         let mut owner = eval(root);
         let mut j = i + 1;
         while !owner.is_undefined() {
+            if let Some(why) = mapped_attribute_missing(&tokens[j..], &owner) {
+                let end = tokens[j..]
+                    .iter()
+                    .position(|(t, _)| matches!(t, Token::ParenClose))
+                    .map_or(source.len(), |k| tokens[j + k].1.end_offset as usize);
+                return Some((source[start..end].to_string(), why));
+            }
             let (key, end) = match tokens.get(j).map(|t| &t.0) {
                 Some(Token::Dot) => match tokens.get(j + 1) {
                     Some((Token::Ident(name), _)) => (Value::from(*name), j + 2),
@@ -62,6 +69,38 @@ pub(super) fn first_missing(
         }
     }
     None
+}
+
+/// `| map(attribute='a')` without a `default`, applied to `items`: why
+/// the first item lacking `a` lacks it.
+fn mapped_attribute_missing(rest: &[(Token, Span)], items: &Value) -> Option<String> {
+    let words: Vec<&Token> = rest.iter().take(7).map(|(t, _)| t).collect();
+    let [Token::Pipe, Token::Ident("map"), Token::ParenOpen, Token::Ident("attribute"), Token::Assign, Token::Str(attr), Token::ParenClose] =
+        words[..]
+    else {
+        return None;
+    };
+    let key = Value::from(*attr);
+    items.try_iter().ok()?.find_map(|item| {
+        // A dotted attribute walks down, as Jinja's does.
+        let value = attr.split('.').try_fold(item.clone(), |v, part| {
+            let key = part.parse::<i64>().map_or(Value::from(part), Value::from);
+            v.get_item(&key).ok().filter(|v| !v.is_undefined())
+        });
+        value.is_none().then(|| lacks(&item, &key))
+    })
+}
+
+/// Whether a list or map built by the template (not a lazy object such
+/// as `hostvars`) holds an undefined value, at any depth.
+pub(super) fn holds_undefined(v: &Value) -> bool {
+    if let Some(items) = v.downcast_object_ref::<Vec<Value>>() {
+        return items.iter().any(|i| i.is_undefined() || holds_undefined(i));
+    }
+    if let Some(map) = v.downcast_object_ref::<indexmap::IndexMap<Value, Value>>() {
+        return map.values().any(|i| i.is_undefined() || holds_undefined(i));
+    }
+    false
 }
 
 /// Why `owner[key]` is undefined, in Ansible's words.

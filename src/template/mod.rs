@@ -117,6 +117,16 @@ impl Templates {
         // The default callback escapes by file extension (.html, .json, .yaml),
         // which would corrupt config files rendered by the template module.
         env.set_auto_escape_callback(|_| AutoEscape::None);
+        // A printed list or map holding an undefined value fails, as it
+        // does in Ansible, instead of printing `undefined`.
+        env.set_formatter(|out, state, value| {
+            if state.undefined_behavior() == UndefinedBehavior::Strict
+                && missing::holds_undefined(value)
+            {
+                return Err(Error::from(ErrorKind::UndefinedError));
+            }
+            minijinja::escape_formatter(out, state, value)
+        });
         // Debug mode makes errors name the undefined expression.
         env.set_debug(true);
         env.set_syntax(ansible_syntax());
@@ -186,6 +196,10 @@ impl Templates {
         self.env
             .set_undefined_behavior(UndefinedBehavior::Chainable);
         self
+    }
+
+    fn is_strict(&self) -> bool {
+        self.env.undefined_behavior() == UndefinedBehavior::Strict
     }
 
     /// Renders a template string (a task parameter or a file).
@@ -337,8 +351,10 @@ impl Templates {
             .compile_expression(chained.as_deref().unwrap_or(expr))
             .and_then(|e| e.eval(ctx))
             .map_err(convert)?;
-        // A bare undefined name evaluates without error even in strict mode.
-        if value.is_undefined() {
+        // A bare undefined name evaluates without error even in strict mode,
+        // and so does one inside a list or map (`map(attribute=…)` of items
+        // lacking it): Ansible fails when it finalizes the value.
+        if value.is_undefined() || (self.is_strict() && missing::holds_undefined(&value)) {
             return Err(convert(Error::from(ErrorKind::UndefinedError)));
         }
         Ok(value)

@@ -81,6 +81,41 @@ fn a_missing_attribute_names_the_expression_and_the_type_asked() {
 }
 
 #[test]
+fn an_undefined_value_inside_a_finished_list_or_map_fails_naming_why() {
+    let vars = json!({"things": [{"name": "one"}, {"notname": "three"}]});
+    let lacks = "object of type 'dict' has no attribute 'name'";
+    for (template, expr) in [
+        (
+            "{{ things | map(attribute='name') }}",
+            "things | map(attribute='name')",
+        ),
+        ("{{ [things[1].name] }}", "things[1].name"),
+        ("{{ {'a': {'b': things[1].name}} }}", "things[1].name"),
+    ] {
+        let err = Templates::new()
+            .render_value(&json!(template), &vars)
+            .unwrap_err();
+        assert_eq!(err.message, format!("'{expr}' is undefined: {lacks}"));
+    }
+    let err = render_err(
+        "x {{ things | map(attribute='name') | list }}",
+        vars.clone(),
+    );
+    assert!(err.message.ends_with(lacks), "{}", err.message);
+    // What drops or replaces the undefined entries is fine, as in Ansible.
+    let kept = json!(["one"]);
+    let picked = "{{ things | map(attribute='name') | select('defined') | list }}";
+    assert_eq!(value(json!(picked), vars.clone()), kept);
+    let defaulted = "{{ things | map(attribute='name', default='x') }}";
+    assert_eq!(value(json!(defaulted), vars.clone()), json!(["one", "x"]));
+    // Guessing probes before values are known stays lenient.
+    let lenient = Templates::new().into_lenient();
+    assert!(lenient
+        .render_value(&json!("{{ [things[1].name] }}"), &vars)
+        .is_ok());
+}
+
+#[test]
 fn default_works_on_undefined_under_strict_mode() {
     assert_eq!(render("{{ x | default('fb') }}", json!({})), "fb");
     assert_eq!(render("{{ x | d(3) }}", json!({})), "3");
