@@ -74,11 +74,12 @@ pub(crate) enum ResolveError {
 }
 
 impl ResolveError {
-    /// What the loader found and Ansible finds only when the task runs.
-    fn at_run(d: &crate::base::diag::Diagnostic) -> Self {
+    /// What the loader found and Ansible finds only when the task runs;
+    /// a module's refusal registers the module's words alone.
+    fn at_run(d: &crate::base::diag::Diagnostic, module: &str) -> Self {
         ResolveError::AtRun {
             at: d.span.location(),
-            msg: d.message.clone(),
+            msg: crate::modules::params::module_words(module, &d.message).to_string(),
             hint: d.hint.clone(),
         }
     }
@@ -174,7 +175,7 @@ impl Resolver<'_> {
             });
         };
         if let Some(d) = &spec.task.loop_refused {
-            return Err(ResolveError::at_run(d));
+            return Err(ResolveError::at_run(d, spec.task.module.name));
         }
         // Only what the loop expression reads must render: task `vars:`
         // reading the item cannot be rendered before there is one.
@@ -263,7 +264,7 @@ impl Resolver<'_> {
             }
         }
         if let Some(d) = spec.task.run_errors.first() {
-            let error = ResolveError::at_run(d);
+            let error = ResolveError::at_run(d, spec.task.module.name);
             let label = instance.label;
             return Resolution::Failed { label, error };
         }
@@ -753,16 +754,9 @@ impl Resolver<'_> {
         built
             .map(|m| super::task_user::reading_as_task_user(self.ctx.play, user, m))
             .map(|m| (m, bctx.vars_read()))
-            .map_err(|e| {
-                let prefix = format!("{}: ", task.module.name);
-                ResolveError::Params {
-                    shown: e.to_diagnostic().to_string(),
-                    msg: e
-                        .message
-                        .strip_prefix(&prefix)
-                        .unwrap_or(&e.message)
-                        .to_string(),
-                }
+            .map_err(|e| ResolveError::Params {
+                shown: e.to_diagnostic().to_string(),
+                msg: crate::modules::params::module_words(task.module.name, &e.message).to_string(),
             })
     }
 }

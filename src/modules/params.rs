@@ -140,6 +140,15 @@ pub(crate) fn find_file(search_path: &[PathBuf], subdir: &str, name: &str) -> Op
         .find(|p| p.exists())
 }
 
+/// A module's own words in a message [`Params::error`] made, without the
+/// module's name in front: what a task failing so registers as `msg`.
+pub(crate) fn module_words<'m>(module: &str, message: &'m str) -> &'m str {
+    message
+        .strip_prefix(module)
+        .and_then(|m| m.strip_prefix(": "))
+        .unwrap_or(message)
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub(crate) struct ParamError {
     pub message: String,
@@ -154,8 +163,10 @@ impl ParamError {
     /// Why Ansible's module of `module`'s name runs instead, for an
     /// `unsupported` error: its message without the module's prefix.
     pub(crate) fn native_cannot(&self, module: &str) -> String {
-        let said = self.message.trim_start_matches(module);
-        format!("the native one cannot: {}", said.trim_start_matches(": "))
+        format!(
+            "the native one cannot: {}",
+            module_words(module, &self.message)
+        )
     }
 
     pub(crate) fn to_diagnostic(&self) -> Diagnostic {
