@@ -359,6 +359,7 @@ fn apply(args: RunArgs, check_cmd: bool, settings: &Settings) -> Result<u8, Vec<
             diff,
             tags: args.tags.clone(),
             skip_tags: args.skip_tags.clone(),
+            ansible_managed: settings.ansible_managed.clone(),
         },
         extra_vars: extra,
         forks: forks(args.forks, settings),

@@ -78,7 +78,7 @@ fn a_role_based_playbook_applies_converges_and_costs_one_round_trip_when_complia
         tuning.contains("\nswappiness=10\nrole=gpu_tuning\n"),
         "{tuning}"
     );
-    assert!(tuning.starts_with("#\n# Managed by nodeprov"), "{tuning}");
+    assert!(tuning.starts_with("#\n# Ansible managed\n"), "{tuning}");
     assert_eq!(
         read("/etc/node.d/reloaded"),
         "reloaded\n",

@@ -98,7 +98,8 @@ pub fn run_playbook(
     // The inventory as the plays so far left it (`group_by`), and the
     // templates that see it, made again only when a play changed it.
     let mut inventory = req.inventory.clone();
-    let (mut templates, mut lenient) = run_templates(&base, &inventory);
+    let run_opts = &req.opts;
+    let (mut templates, mut lenient) = run_templates(&base, &inventory, run_opts);
     let playbook_folder = crate::modules::params::playbook_folder(&req.playbook.path);
     let sources = Sources::default();
     let sessions = Sessions::default();
@@ -142,7 +143,7 @@ pub fn run_playbook(
             .change(&mut inventory)
             .map_err(|e| vec![Diagnostic::new(&play.span, e)])?
         {
-            (templates, lenient) = run_templates(&base, &inventory);
+            (templates, lenient) = run_templates(&base, &inventory, run_opts);
         }
     }
     Ok(rollout.outcome)
@@ -150,13 +151,19 @@ pub fn run_playbook(
 
 /// Templates that see every host's variables in the inventory as it is
 /// now, and their lenient twin.
-fn run_templates(base: &Path, inventory: &Inventory) -> (Templates, Templates) {
+fn run_templates(base: &Path, inventory: &Inventory, opts: &RunOptions) -> (Templates, Templates) {
     let snapshot = inventory.clone();
     let hostvars = Arc::new(HostVars::new(inventory.hosts(), move |h: &str| {
         snapshot.host_vars(h)
     }));
-    let templates = Templates::new().with_run(base, hostvars.clone());
-    let lenient = Templates::new().with_run(base, hostvars).into_lenient();
+    let managed = opts.ansible_managed.as_deref();
+    let templates = Templates::new()
+        .with_run(base, hostvars.clone())
+        .with_managed(managed);
+    let lenient = Templates::new()
+        .with_run(base, hostvars)
+        .with_managed(managed)
+        .into_lenient();
     (templates, lenient)
 }
 

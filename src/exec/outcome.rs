@@ -604,6 +604,7 @@ mod tests {
             diff,
             tags: Vec::new(),
             skip_tags: Vec::new(),
+            ansible_managed: None,
         };
         let prepared = PreparedPlay::new(&pb.plays[0], &Templates::new(), &opts);
         let instance = TaskInstance {

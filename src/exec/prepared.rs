@@ -28,6 +28,8 @@ pub struct RunOptions {
     pub diff: bool,
     pub tags: Vec<String>,
     pub skip_tags: Vec<String>,
+    /// ansible.cfg's `ansible_managed`; Ansible's default when unset.
+    pub ansible_managed: Option<String>,
 }
 
 /// What a play needs that is the same for every host.
@@ -334,6 +336,7 @@ mod tests {
             diff: false,
             tags: tags.iter().map(ToString::to_string).collect(),
             skip_tags: skip_tags.iter().map(ToString::to_string).collect(),
+            ansible_managed: None,
         };
         let prepared = PreparedPlay::new(&pb.plays[0], &Templates::new(), &opts);
         let names = prepared.tasks.iter().filter(|t| t.selected);
@@ -358,6 +361,7 @@ mod tests {
             diff: false,
             tags: Vec::new(),
             skip_tags: Vec::new(),
+            ansible_managed: None,
         };
         let prepared = PreparedPlay::new(&pb.plays[0], &Templates::new(), &opts);
         let t = &prepared.tasks[0];

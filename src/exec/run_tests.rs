@@ -76,6 +76,7 @@ fn execute_on(
             diff: check,
             tags: Vec::new(),
             skip_tags: Vec::new(),
+            ansible_managed: None,
         },
         extra_vars: serde_json::Map::new(),
         forks,

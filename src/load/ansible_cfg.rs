@@ -129,6 +129,13 @@ pub const KEYS: &[Key] = &[
     ),
     key(
         "defaults",
+        "ansible_managed",
+        &[],
+        Kind::Text,
+        "what `{{ ansible_managed }}` says in a template (`{file}`, `{host}`, `{uid}` and the file's time, strftime's `%Y`…, filled in)",
+    ),
+    key(
+        "defaults",
         "forks",
         &["ANSIBLE_FORKS"],
         Kind::Number,
@@ -377,6 +384,7 @@ pub struct Settings {
     pub become_user: Option<String>,
     pub become_method: Option<String>,
     pub become_flags: Option<String>,
+    pub ansible_managed: Option<String>,
     pub become_ask_pass: bool,
     /// `ssh_args` as ssh_config lines (`-o Key=value` → `Key value`).
     pub ssh_config_lines: Vec<String>,
@@ -459,6 +467,7 @@ pub fn resolve(search: &Search, env: &Env) -> Result<Settings, CfgError> {
         become_user: r.text("become_user"),
         become_method: r.become_method()?,
         become_flags: r.text("become_flags"),
+        ansible_managed: r.text("ansible_managed"),
         become_ask_pass: r.boolean("become_ask_pass")?.unwrap_or(false),
         ssh_config_lines: ssh_config_lines(&r.text("ssh_args").unwrap_or_default(), &mut warnings),
         enable_plugins: r.list("enable_plugins"),

@@ -134,8 +134,20 @@ fn through_ansible_core(
     }
     kwargs.assert_all_used()?;
     let mut variables = serde_json::Map::new();
+    // The configured `ansible_managed` is left for ansible-core's template
+    // lookup to fill in from the same ansible.cfg, as it does when no
+    // variable of that name is set.
+    let configured = |name: &str, value: &Value| {
+        name == "ansible_managed"
+            && state
+                .env()
+                .globals()
+                .any(|(global, v)| global == name && v == *value)
+    };
     for name in state.known_variables() {
-        let Some(value) = variable(state, &name).filter(|_| name != "hostvars") else {
+        let Some(value) =
+            variable(state, &name).filter(|v| name != "hostvars" && !configured(&name, v))
+        else {
             continue;
         };
         if let Ok(v) = serde_json::to_value(&value) {

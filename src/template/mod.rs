@@ -36,8 +36,10 @@ use crate::load::ansible_core::PluginKind;
 /// `ansible_version` tells playbooks that test for it.
 pub const ANSIBLE_VERSION: (u64, u64, u64) = (2, 21, 5);
 
-/// What `{{ ansible_managed }}` says in files nodeprov writes.
-pub const ANSIBLE_MANAGED: &str = "Managed by nodeprov: local changes will be overwritten";
+/// What `{{ ansible_managed }}` says unless ansible.cfg's
+/// `[defaults] ansible_managed` says otherwise: Ansible's own default, so a
+/// template renders the same file whichever tool writes it.
+pub const ANSIBLE_MANAGED: &str = "Ansible managed";
 
 /// What `{{ omit }}` renders to; map entries carrying it are dropped by
 /// [`Templates::render_value`].  Unguessable so real data never collides.
@@ -89,6 +91,9 @@ pub struct Templates {
     env: Environment<'static>,
     hostvars: Option<Arc<HostVars>>,
     syntax: SyntaxConfig,
+    /// `ansible_managed` as configured, before a template file's
+    /// `{file}`, `{host}`, `{uid}` and strftime fields are filled in.
+    managed: String,
 }
 
 #[derive(Debug, Clone, thiserror::Error)]
@@ -149,6 +154,7 @@ impl Templates {
             env,
             hostvars: None,
             syntax: ansible_syntax(),
+            managed: ANSIBLE_MANAGED.into(),
         }
     }
 
@@ -175,6 +181,20 @@ impl Templates {
             .add_global("hostvars", Value::from_dyn_object(hostvars.clone()));
         self.hostvars = Some(hostvars);
         self
+    }
+
+    /// ansible.cfg's `ansible_managed`, in place of Ansible's default.
+    pub fn with_managed(mut self, configured: Option<&str>) -> Self {
+        if let Some(text) = configured {
+            self.managed = text.into();
+            self.env.add_global("ansible_managed", text.to_string());
+        }
+        self
+    }
+
+    /// `ansible_managed` as configured, for a template file to fill in.
+    pub fn managed(&self) -> &str {
+        &self.managed
     }
 
     /// What templates see: the variables, `vars` and `hostvars`.

@@ -253,10 +253,16 @@ fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
     let a = TemplateArgs::read(p)?;
     let (path, text) = read_src(p, "templates", &a.src)?;
     let mut vars = std::borrow::Cow::Borrowed(p.ctx.all_vars());
-    // Copied only for a template that reads them.
-    if text.contains("template_") {
+    // Copied only for a template that reads them; a variable of the
+    // play's named `ansible_managed` wins, as in Ansible.
+    if text.contains("template_") || text.contains("ansible_managed") {
+        let managed = p.ctx.templates.managed();
         if let serde_json::Value::Object(m) = vars.to_mut() {
-            m.extend(template_vars(&a.src, &path, &a.dest));
+            let mut added = template_vars(&a.src, &path, &a.dest, managed);
+            if m.contains_key("ansible_managed") {
+                added.remove("ansible_managed");
+            }
+            m.extend(added);
         }
     }
     let content = p.ctx.templates.render_str(&text, &vars).map_err(|e| {
@@ -270,12 +276,16 @@ fn build_template(p: &Params) -> Result<Box<dyn Module>, ParamError> {
 }
 
 /// The variables Ansible's `template` adds: the controller's name, the
-/// source as written and in full, its owner and time, the run's time and
-/// the destination. Times are the controller's clock, in UTC.
+/// source as written and in full, its owner and time, the run's time, the
+/// destination, and `ansible_managed` from the configured text (`managed`)
+/// with the source's `{file}`, `{host}` and `{uid}` and, as strftime fields,
+/// its time in the controller's zone. The other times are the controller's
+/// clock, in UTC.
 fn template_vars(
     src: &str,
     path: &std::path::Path,
     dest: &str,
+    managed: &str,
 ) -> serde_json::Map<String, serde_json::Value> {
     use std::os::unix::fs::MetadataExt;
     let meta = std::fs::metadata(path).ok();
@@ -293,8 +303,15 @@ fn template_vars(
     let mtime = meta.and_then(|m| m.modified().ok());
     let when = crate::base::time::python_datetime;
     let full = std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf());
+    let host = host.trim();
+    let filled = managed
+        .replace("{file}", src)
+        .replace("{host}", host)
+        .replace("{uid}", &owner);
+    let stamped = mtime.and_then(|t| crate::base::time::strftime(t, &filled, false));
     serde_json::Map::from_iter([
-        ("template_host".into(), host.trim().into()),
+        ("ansible_managed".into(), stamped.unwrap_or(filled).into()),
+        ("template_host".into(), host.into()),
         ("template_path".into(), src.into()),
         (
             "template_fullpath".into(),
@@ -434,6 +451,37 @@ mod tests {
         );
         let full = dir.path().join("templates/t.j2");
         assert_eq!(written, format!("t.j2|/etc/t|{}|20", full.display()));
+    }
+
+    #[test]
+    fn ansible_managed_is_the_configured_text_filled_in_for_the_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("t.j2");
+        std::fs::write(&path, "").unwrap();
+        let configured = "Managed: {file} on {host} by {uid}, %Y";
+        let vars = template_vars("t.j2", &path, "/etc/t", configured);
+        let mtime = std::fs::metadata(&path).unwrap().modified().unwrap();
+        let year = crate::base::time::strftime(mtime, "%Y", false).unwrap();
+        let host = vars["template_host"].as_str().unwrap();
+        let uid = vars["template_uid"].as_str().unwrap();
+        assert_eq!(
+            vars["ansible_managed"],
+            format!("Managed: t.j2 on {host} by {uid}, {year}")
+        );
+
+        // Ansible's default; a variable of that name wins.
+        std::fs::create_dir(dir.path().join("templates")).unwrap();
+        std::fs::write(dir.path().join("templates/m.j2"), "{{ ansible_managed }}").unwrap();
+        let search = [dir.path().to_path_buf()];
+        let written = |vars: serde_json::Value| {
+            let params = serde_json::json!({"src": "m.j2", "dest": "/etc/t"});
+            let m = build_test_with(&TEMPLATE, params, vars, &search).unwrap();
+            let facts = file_facts("/etc/t", None, 0o644);
+            file_content(&settled(&facts, &m.plan(&facts).unwrap()), "/etc/t")
+        };
+        assert_eq!(written(serde_json::json!({})), "Ansible managed");
+        let own = serde_json::json!({"ansible_managed": "mine"});
+        assert_eq!(written(own), "mine");
     }
 
     #[test]
