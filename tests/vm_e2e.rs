@@ -2,7 +2,7 @@
 //! tuned, XFS and btrfs, reached over SSH on a forwarded port.
 //!
 //! Booting VMs takes minutes, so these tests are ignored by a plain
-//! `cargo test` and run one at a time after the other tests:
+//! `cargo test` and run one at a time, beside the other tests:
 //!
 //!   cargo test --test vm_e2e -- --ignored --test-threads=1
 //!
@@ -45,7 +45,7 @@ const TUNED_DEADLINE: Duration = Duration::from_secs(180);
 // The VM itself: what every nodeprov test below takes for granted.
 
 #[test]
-#[ignore = "boots a VM; scripts/test.sh runs it after the other tests"]
+#[ignore = "boots a VM; scripts/test.sh runs it beside the other tests"]
 fn vm_boots_with_the_baseline_and_survives_reboot_and_power_loss() {
     let vm = TestVm::start();
     assert_baseline(&vm);
@@ -283,14 +283,14 @@ fn assert_swap_file_allocated(vm: &TestVm, path: &str, bytes: u64) {
 }
 
 #[test]
-#[ignore = "boots a VM; scripts/test.sh runs it after the other tests"]
+#[ignore = "boots a VM; scripts/test.sh runs it beside the other tests"]
 fn gpu_node_converges_on_a_real_vm_and_survives_reboot_drift_and_power_loss() {
     let vm = TestVm::start();
     install_toolkit_layout(&vm);
     let np = Nodeprov::new(&vm);
 
     check_lists_every_drift_and_changes_nothing(&vm, &np);
-    let apply_time = apply_as_password_sudo_user_converges(&vm, &np);
+    apply_as_password_sudo_user_converges(&vm, &np);
 
     let (code, doc) = np.gpu_node("apply", &np.root);
     assert_eq!((code, changed_count(&doc)), (0, 0), "{:?}", touched(&doc));
@@ -305,7 +305,7 @@ fn gpu_node_converges_on_a_real_vm_and_survives_reboot_drift_and_power_loss() {
     a_later_file_that_shadows_ours_is_named(&vm, &np);
 
     hand_made_drift_is_named_and_repaired(&vm, &np);
-    power_loss_mid_apply_then_converges(&vm, &np, apply_time, &converged_etc);
+    power_loss_mid_apply_then_converges(&vm, &np, &converged_etc);
 }
 
 /// The VM's tuned profile sets vm.swappiness=30; with tuned's default
@@ -376,14 +376,10 @@ fn check_lists_every_drift_and_changes_nothing(vm: &TestVm, np: &Nodeprov) {
     assert_eq!(vm.state_digest(), before, "check changed the VM");
 }
 
-/// Returns how long the apply took, the yardstick for cutting power mid-apply.
-fn apply_as_password_sudo_user_converges(vm: &TestVm, np: &Nodeprov) -> Duration {
-    let start = Instant::now();
+fn apply_as_password_sudo_user_converges(vm: &TestVm, np: &Nodeprov) {
     let (code, doc) = np.gpu_node("apply", &np.deploy);
-    let took = start.elapsed();
     assert_eq!(code, 0, "{doc:#}");
     assert_converged(vm);
-    took
 }
 
 fn hand_made_drift_is_named_and_repaired(vm: &TestVm, np: &Nodeprov) {
@@ -409,27 +405,35 @@ fn hand_made_drift_is_named_and_repaired(vm: &TestVm, np: &Nodeprov) {
     assert_converged(vm);
 }
 
-/// Pulls the plug halfway through an apply that has real work to do: the run
-/// reports the host unreachable (exit 4), and after a restart an apply
-/// converges to exactly the state a clean run leaves, with no torn or stray
-/// file in /etc.
-fn power_loss_mid_apply_then_converges(
-    vm: &TestVm,
-    np: &Nodeprov,
-    apply_time: Duration,
-    converged_etc: &str,
-) {
+/// Pulls the plug in the middle of an apply that has real work to do, at the
+/// moment the new swap file appears (while it is being filled), not after a
+/// guessed delay that a faster or slower run would miss: the run reports the
+/// host unreachable (exit 4), and after a restart an apply converges to
+/// exactly the state a clean run leaves, with no torn or stray file in /etc.
+fn power_loss_mid_apply_then_converges(vm: &TestVm, np: &Nodeprov, converged_etc: &str) {
     vm.ssh_ok(
         "swapoff -a && rm -f /swapfile && sysctl -w vm.overcommit_memory=0 \
          && systemctl enable --now httpd mysqld",
     );
-    let child = np
+    let mut child = np
         .command("apply", Path::new(GPU_NODE), &np.root, &GPU_NODE_VARS)
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("start nodeprov");
-    sleep(apply_time / 2);
+    loop {
+        if vm.ssh("test -e /swapfile").status.success() {
+            break;
+        }
+        if child.try_wait().expect("poll nodeprov").is_some() {
+            let out = child.wait_with_output().expect("nodeprov output");
+            panic!(
+                "the apply finished before the swap file appeared:\n{}",
+                String::from_utf8_lossy(&out.stdout)
+            );
+        }
+        sleep(Duration::from_millis(100));
+    }
     vm.power_off_hard();
     let out = child.wait_with_output().expect("nodeprov finishes");
     let (code, doc) = report("apply", &out.stdout, &out.stderr, out.status.code());
@@ -471,7 +475,7 @@ const SWAP_PLAYBOOK: &str = "\
 const DATA_SWAP_FILES: [&str; 2] = ["/mnt/xfs/swapfile", "/mnt/btrfs/swapfile"];
 
 #[test]
-#[ignore = "boots a VM; scripts/test.sh runs it after the other tests"]
+#[ignore = "boots a VM; scripts/test.sh runs it beside the other tests"]
 fn swapfile_module_on_xfs_and_btrfs() {
     let vm = TestVm::start();
     let np = Nodeprov::new(&vm);
@@ -680,7 +684,7 @@ fn assert_data_swap_files(vm: &TestVm, bytes: u64) {
 /// (`semanage fcontext`), so its swap file keeps the label through a
 /// relabel and comes back at boot.
 #[test]
-#[ignore = "boots a VM; scripts/test.sh runs it after the other tests"]
+#[ignore = "boots a VM; scripts/test.sh runs it beside the other tests"]
 fn selinux_enforcing_host_gets_a_labelled_swap_file_that_survives_reboot() {
     let vm = TestVm::start_selinux_enforcing();
     assert_eq!(vm.ssh_ok("getenforce"), "Enforcing\n");
