@@ -395,7 +395,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             let (mut result, flush) = match module {
                 None => {
                     self.state.outcomes.skipped(&instance);
-                    (plan::skipped_by_when(), false)
+                    (plan::skipped_by_when(self.ctx.templates, &instance), false)
                 }
                 Some(m) => self.plan_item(instance, m),
             };

@@ -242,6 +242,25 @@ impl Templates {
         self.condition(cond, &self.context(vars))
     }
 
+    /// The first of the conditions `cond` holds that is false with these
+    /// variables, as written: what Ansible registers as `false_condition`
+    /// for a task its `when:` skipped.
+    pub fn false_condition(&self, cond: &Json, vars: &Json) -> Option<String> {
+        let ctx = self.context(vars);
+        let first_false = |c: &Json| match self.condition(c, &ctx) {
+            Ok(false) => Some(match c {
+                Json::String(s) => s.clone(),
+                Json::Bool(_) => "False".to_string(),
+                other => other.to_string(),
+            }),
+            _ => None,
+        };
+        match cond {
+            Json::Array(all) => all.iter().find_map(first_false),
+            one => first_false(one),
+        }
+    }
+
     /// Syntax check without rendering; unknown filters, tests and lookups
     /// count too.
     pub fn check_template(&self, text: &str) -> Result<(), TemplateError> {

@@ -241,6 +241,20 @@ fn render_value_reports_undefined() {
 // ---- conditions ----------------------------------------------------------
 
 #[test]
+fn the_false_condition_is_the_first_that_is_false_as_written() {
+    let t = Templates::new();
+    let vars = json!({"item": "skipped", "n": 2});
+    let first = |c: Json| t.false_condition(&c, &vars);
+    assert_eq!(
+        first(json!(["n == 2", "item == \"changed\"", "n > 5"])),
+        Some("item == \"changed\"".into())
+    );
+    assert_eq!(first(json!("n > 5")), Some("n > 5".into()));
+    assert_eq!(first(json!(false)), Some("False".into()));
+    assert_eq!(first(json!(["n == 2"])), None);
+}
+
+#[test]
 fn conditions_expressions_and_bools() {
     let vars = json!({"x": "yes", "result": {"rc": 0, "stdout": "found x here"}, "n": 2});
     assert!(cond(json!("x is defined and x | bool"), vars.clone()));

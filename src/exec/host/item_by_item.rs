@@ -139,7 +139,7 @@ impl<'p> HostRun<'_, 'p> {
             };
             let Some(module) = module else {
                 self.state.outcomes.skipped(&instance);
-                return done(super::plan::skipped_by_when());
+                return done(super::plan::skipped_by_when(self.ctx.templates, &instance));
             };
             let retrying = instance.retry.as_mut();
             if retrying.is_some() && instance.check && module.is_command() {

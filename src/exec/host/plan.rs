@@ -19,6 +19,7 @@ use crate::modules::kit::file_meta;
 use crate::modules::{Effect, Module, ModuleError, Plan};
 use crate::remote::async_job::{self, How};
 use crate::remote::probe::ProbeResult;
+use crate::template::Templates;
 
 impl<'p> HostRun<'_, 'p> {
     /// The variables a task reads that a task decided on the controller
@@ -326,9 +327,16 @@ impl<'p> HostRun<'_, 'p> {
     }
 }
 
-/// What a task or item `when:` skipped registers, in Ansible's words.
-pub(super) fn skipped_by_when() -> Value {
-    json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False"})
+/// What a task or item `when:` skipped registers, in Ansible's words,
+/// with the condition that was false.
+pub(super) fn skipped_by_when(templates: &Templates, instance: &TaskInstance) -> Value {
+    let mut skipped =
+        json!({"changed": false, "skipped": true, "skip_reason": "Conditional result was False"});
+    let when = instance.spec.conditions.when.as_ref();
+    if let Some(text) = when.and_then(|(cond, _)| templates.false_condition(cond, &instance.vars)) {
+        skipped["false_condition"] = text.into();
+    }
+    skipped
 }
 
 /// What a loop registers: every item's result under `results`.
