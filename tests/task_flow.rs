@@ -94,6 +94,39 @@ fn until_never_met_fails_after_every_attempt_and_check_mode_skips_it() {
 }
 
 #[test]
+fn a_command_says_when_it_ran_by_the_hosts_clock() {
+    let before = machine_digest();
+    let host = IsolatedHost::new();
+    let playbook = "- hosts: all\n  gather_facts: false\n  tasks:\n    - command: sleep 1\n      register: r\n    - command: 'true'\n      args: {creates: /root}\n      register: s\n    - debug:\n        msg: \"{{ [r.start, r.end, r.delta, s.start, s.delta] | to_json }}\"\n";
+    let (code, doc) = run(&host, "apply", playbook);
+    assert_eq!(code, 0, "{doc:#}");
+    let note = tasks(&doc)[2]["notes"][0].as_str().unwrap();
+    let shown: Vec<serde_json::Value> =
+        serde_json::from_str(note.strip_prefix("msg: ").unwrap()).unwrap();
+    let text = |v: &serde_json::Value| v.as_str().unwrap_or_default().to_string();
+    let (start, end, delta) = (text(&shown[0]), text(&shown[1]), text(&shown[2]));
+    // Python's str of a datetime and of a timedelta.
+    let datetime = regex::Regex::new(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(\.\d{6})?$").unwrap();
+    assert!(
+        datetime.is_match(&start) && datetime.is_match(&end),
+        "{shown:?}"
+    );
+    assert!(start < end, "{shown:?}");
+    assert!(
+        regex::Regex::new(r"^0:00:0[1-5](\.\d{6})?$")
+            .unwrap()
+            .is_match(&delta),
+        "{shown:?}"
+    );
+    // A command `creates` skipped never ran: Ansible's keys, unset.
+    assert_eq!(
+        shown[3..],
+        [serde_json::Value::Null, serde_json::Value::Null]
+    );
+    assert_machine_unchanged(&before);
+}
+
+#[test]
 fn a_block_failure_is_rescued_and_always_runs() {
     let before = machine_digest();
     let host = IsolatedHost::new();

@@ -44,6 +44,23 @@ pub fn python_datetime(t: SystemTime) -> String {
     }
 }
 
+/// As Python prints a `timedelta` of this many microseconds
+/// (`0:00:03.004512`, `1 day, 2:00:00`).
+pub fn python_timedelta(micros: u64) -> String {
+    let (secs, us) = (micros / 1_000_000, micros % 1_000_000);
+    let (days, rem) = (secs / 86_400, secs % 86_400);
+    let time = format!("{}:{:02}:{:02}", rem / 3600, rem % 3600 / 60, rem % 60);
+    let time = match us {
+        0 => time,
+        us => format!("{time}.{us:06}"),
+    };
+    match days {
+        0 => time,
+        1 => format!("1 day, {time}"),
+        n => format!("{n} days, {time}"),
+    }
+}
+
 /// `t` as Python's `datetime.strftime` writes it, in UTC or in the
 /// controller's time zone: `%f` is the microseconds, the rest is the C
 /// library's `strftime`, as Python hands it on. None for a format with a
@@ -114,5 +131,13 @@ mod tests {
         let t = UNIX_EPOCH + Duration::from_micros(951_782_400_000_042);
         assert_eq!(python_datetime(t), "2000-02-29 00:00:00.000042");
         assert_eq!(python_datetime(UNIX_EPOCH), "1970-01-01 00:00:00");
+    }
+
+    #[test]
+    fn durations_print_as_pythons_timedelta() {
+        assert_eq!(python_timedelta(3_250_000), "0:00:03.250000");
+        assert_eq!(python_timedelta(0), "0:00:00");
+        assert_eq!(python_timedelta(93_600_000_000), "1 day, 2:00:00");
+        assert_eq!(python_timedelta(259_205_000_001), "3 days, 0:00:05.000001");
     }
 }

@@ -15,7 +15,7 @@ pub(crate) use reconnect::ReconnectError;
 use super::result::Observation;
 use crate::base::time::rfc3339;
 use crate::remote::joint::Batch;
-use crate::remote::probe::{self, Probe, ProbeResult};
+use crate::remote::probe::{self, Probe, ProbeResult, RunTimes};
 use crate::remote::{Output, Purpose, Script, Transport, TransportError};
 
 /// Why a probe batch brought back no answers; the host is lost.
@@ -33,6 +33,8 @@ pub(crate) struct Step {
     pub body: String,
     /// The batch goes on when it fails (`ignore_errors`, `failed_when`).
     pub may_fail: bool,
+    /// Its result says when it ran (a command's `start`, `end`, `delta`).
+    pub timed: bool,
 }
 
 impl Step {
@@ -43,6 +45,7 @@ impl Step {
             result,
             body: chained(steps),
             may_fail,
+            timed: false,
         }
     }
 }
@@ -65,6 +68,8 @@ pub(crate) fn chained(steps: Vec<String>) -> String {
 pub(crate) struct Applied {
     /// Reports of the steps known to have finished, by result index.
     pub reports: BTreeMap<usize, ProbeResult>,
+    /// When each timed step that finished ran.
+    pub ran: BTreeMap<usize, RunTimes>,
     pub ended: Result<Output, TransportError>,
 }
 
@@ -183,7 +188,10 @@ impl<'a> Wire<'a> {
         // Each body (it may hold whole files) is freed once it is in the
         // script.
         for (step, id) in steps.into_iter().zip(&ids) {
-            body.unit(id, &step.body, step.may_fail);
+            match step.timed {
+                true => body.timed_unit(id, &step.body, step.may_fail),
+                false => body.unit(id, &step.body, step.may_fail),
+            }
         }
         let ended = self.send(Purpose::Mutate, body.finish());
         let stdout = match &ended {
@@ -192,13 +200,18 @@ impl<'a> Wire<'a> {
             Err(_) => &[],
         };
         // Only a step whose report arrived whole is known to have finished.
-        let mut frames = probe::complete_frames(&self.token, stdout, &ids);
-        let reports = results
-            .into_iter()
-            .zip(&ids)
-            .filter_map(|(result, id)| Some((result, frames.remove(id)?)))
-            .collect();
-        Applied { reports, ended }
+        let (mut frames, mut times) = probe::complete_frames(&self.token, stdout, &ids);
+        let mut ran = BTreeMap::new();
+        let mut reports = BTreeMap::new();
+        for (result, id) in results.into_iter().zip(&ids) {
+            ran.extend(times.remove(id).map(|t| (result, t)));
+            reports.extend(frames.remove(id).map(|r| (result, r)));
+        }
+        Applied {
+            reports,
+            ran,
+            ended,
+        }
     }
 
     fn send(&mut self, purpose: Purpose, body: String) -> Result<Output, TransportError> {

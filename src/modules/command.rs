@@ -5,6 +5,13 @@
 //! `~/.ansible/tmp` (not `/tmp`, which may forbid running files), removed
 //! when it ends.
 //!
+//! `command` and `shell` return `start`, `end` and `delta` as Ansible's
+//! module does, by the host's clock and in its time zone, to the
+//! microsecond where the host's shell is bash and to the hundredth of a
+//! second otherwise (the kernel's uptime; no process is started to read a
+//! clock). A read-only command answered from the probe batch
+//! (`changed_when: false` with nothing changed before it) returns none.
+//!
 //! # Example
 //!
 //! ```yaml
@@ -521,6 +528,8 @@ impl Module for Command {
         plan.steps.push(self.step());
         plan.unknown = Some("a command's outcome is only known by running it".into());
         plan.effects.push(Effect::InvalidateAll);
+        // Ansible's command module says when it ran; raw and script do not.
+        plan.timed = self.style == Style::Module;
         Ok(plan)
     }
 
@@ -586,11 +595,15 @@ impl Command {
         let returns = match self.style {
             Style::Module => serde_json::json!({
                 "rc": 0,
+                "cmd": self.cmd,
                 "stdout": format!("skipped, since {path} {why}"),
                 "stdout_lines": [format!("skipped, since {path} {why}")],
                 "stderr": "",
                 "stderr_lines": [],
                 "msg": format!("Did not run command since '{path}' {why}"),
+                "start": null,
+                "end": null,
+                "delta": null,
             }),
             Style::Action => serde_json::json!({
                 "skipped": true,

@@ -104,12 +104,31 @@ np_nl='
 /// Frames each unit as it ends: one `wc` for both outputs (named inside
 /// the staging folder, so a space in `$TMPDIR` does not split its answer)
 /// and one `cat`.
-const STREAM: &str = r#"np_unit() {
+///
+/// A timed unit (`t` after its body) adds when it ran to its frame
+/// (`T<clock>/<before>/<after>`, see [`RunTimes`]): the host's clock and time
+/// zone are read once per script (one `date`), each unit's start and end
+/// from a clock read without a process: bash's `EPOCHREALTIME`, else the
+/// kernel's uptime.
+const STREAM: &str = r#"np_mono() {
+  if [ -n "${EPOCHREALTIME:-}" ]; then np_v=$EPOCHREALTIME
+  else read -r np_v _ </proc/uptime 2>/dev/null || np_v=-; fi
+}
+np_now() {
+  if [ -z "${np_clock:-}" ]; then
+    np_clock=$(date '+%s.%N/%z' 2>/dev/null) || np_clock=-/-
+    np_mono; np_clock="$np_clock/$np_v"
+  fi
+  np_mono; eval "$1=\$np_v"
+}
+np_unit() {
+  [ "$4" != t ] || np_now np_m0
   command eval "( $3
 )" </dev/null >"$np_t/o" 2>"$np_t/e"
-  np_rc=$? np_i=$1
+  np_rc=$? np_i=$1 np_tm=
+  [ "$4" != t ] || { np_now np_m1; np_tm=" T$np_clock/$np_m0/$np_m1"; }
   set -- $(cd "$np_t" && exec wc -c o e)
-  printf '@@NP %s %s %s %s %s\n' "$np_tok" "$np_i" "$np_rc" "$1" "$3"
+  printf '@@NP %s %s %s %s %s%s\n' "$np_tok" "$np_i" "$np_rc" "$1" "$3" "$np_tm"
   cat "$np_t/o" "$np_t/e"
   return $np_rc
 }
@@ -220,10 +239,23 @@ impl ScriptBuilder {
     }
 
     pub fn unit(&mut self, id: &str, body: &str, may_fail: bool) {
+        self.push(id, body, may_fail, false);
+    }
+
+    /// A unit whose frame says when it ran (see [`STREAM`]); only a script
+    /// that stops on failure times its units.
+    pub fn timed_unit(&mut self, id: &str, body: &str, may_fail: bool) {
+        self.push(id, body, may_fail, self.stop_on_failure);
+    }
+
+    fn push(&mut self, id: &str, body: &str, may_fail: bool, timed: bool) {
         // The id rides along unused by the shell, for readers and fakes.
         self.out
             .push_str(&format!("np_unit {} {} ", self.next, quote(id)));
         quote_into(&mut self.out, body);
+        if timed {
+            self.out.push_str(" t");
+        }
         if self.stop_on_failure && !may_fail {
             self.out.push_str(" || exit 91");
         }
@@ -250,19 +282,21 @@ pub fn parse_frames(
     ids: &[String],
 ) -> Result<BTreeMap<String, ProbeResult>, FrameError> {
     let mut results = BTreeMap::new();
-    read_frames(token, stdout, ids, &mut results).map(|()| results)
+    read_frames(token, stdout, ids, &mut results, &mut BTreeMap::new()).map(|()| results)
 }
 
 /// The units whose frames arrived whole, for output that may have been cut
 /// off (a host lost mid-script): a unit without a frame did not finish.
+/// With when each timed unit ran.
 pub fn complete_frames(
     token: &str,
     stdout: &[u8],
     ids: &[String],
-) -> BTreeMap<String, ProbeResult> {
+) -> (BTreeMap<String, ProbeResult>, BTreeMap<String, RunTimes>) {
     let mut results = BTreeMap::new();
-    let _ = read_frames(token, stdout, ids, &mut results);
-    results
+    let mut ran = BTreeMap::new();
+    let _ = read_frames(token, stdout, ids, &mut results, &mut ran);
+    (results, ran)
 }
 
 fn read_frames(
@@ -270,6 +304,7 @@ fn read_frames(
     stdout: &[u8],
     ids: &[String],
     results: &mut BTreeMap<String, ProbeResult>,
+    ran: &mut BTreeMap<String, RunTimes>,
 ) -> Result<(), FrameError> {
     let marker = format!("@@NP {token} ");
     let (first, after) = header_line(stdout)?;
@@ -313,6 +348,9 @@ fn read_frames(
             return Err(FrameError(format!("bad frame header: {header}")));
         }
         rest = &body[frame.out.len() + frame.err.len()..];
+        if let Some(times) = frame.ran.as_deref().and_then(RunTimes::read) {
+            ran.insert(frame.id.to_string(), times);
+        }
         frame.insert_into(results, Some(Vec::new()));
     }
     Ok(())
@@ -338,6 +376,8 @@ struct Frame<'a> {
     out: &'a [u8],
     err: &'a [u8],
     attached: Vec<usize>,
+    /// A timed unit's `T…` field, without the `T`.
+    ran: Option<String>,
 }
 
 /// The exit status of a unit whose attached files changed between the
@@ -453,7 +493,15 @@ fn read_frame<'a>(
     let fields = header
         .strip_prefix(marker)
         .ok_or_else(|| FrameError(format!("unexpected output: {header}")))?;
-    let parts: Vec<&str> = fields.split(' ').collect();
+    let mut parts: Vec<&str> = fields.split(' ').collect();
+    let ran = match parts.last().and_then(|p| p.strip_prefix('T')) {
+        Some(times) => {
+            let times = times.to_string();
+            parts.pop();
+            Some(times)
+        }
+        None => None,
+    };
     let [index, rc, outlen, errlen, attached @ ..] = &parts[..] else {
         return Err(bad());
     };
@@ -473,7 +521,74 @@ fn read_frame<'a>(
         out: &body[..outlen],
         err: &body[outlen..outlen + errlen],
         attached: attached.iter().map(num).collect::<Result<_, _>>()?,
+        ran,
     })
+}
+
+/// When a timed unit ran, by the host's clock and in its time zone, as
+/// Ansible's command module returns it (Python's `str` of a `datetime`
+/// and of the `timedelta` between them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RunTimes {
+    pub start: String,
+    pub end: String,
+    pub delta: String,
+}
+
+impl RunTimes {
+    /// `<epoch>/<zone>/<clock>/<before>/<after>`: the host's time and zone
+    /// (`date +%s.%N/%z`) when its other clock read `<clock>`, then that
+    /// clock before and after the unit. None when the host could not say.
+    fn read(field: &str) -> Option<RunTimes> {
+        let [epoch, zone, clock, before, after] = field.split('/').collect::<Vec<_>>()[..] else {
+            return None;
+        };
+        let (epoch, clock) = (micros(epoch)?, micros(clock)?);
+        let (before, after) = (micros(before)?, micros(after)?);
+        let offset = zone_seconds(zone)? * 1_000_000;
+        let local = |at: i64| {
+            let t = epoch + (at - clock) + offset;
+            let t = std::time::UNIX_EPOCH + std::time::Duration::from_micros(t.max(0) as u64);
+            crate::base::time::python_datetime(t)
+        };
+        Some(RunTimes {
+            start: local(before),
+            end: local(after),
+            delta: crate::base::time::python_timedelta((after - before).max(0) as u64),
+        })
+    }
+}
+
+/// `1733561234.123456789` (or with a decimal comma) in microseconds.
+fn micros(decimal: &str) -> Option<i64> {
+    let (whole, fraction) = decimal.split_once(['.', ',']).unwrap_or((decimal, ""));
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    if !digits(whole) || !(fraction.is_empty() || digits(fraction)) {
+        return None;
+    }
+    let fraction: String = fraction
+        .chars()
+        .chain(std::iter::repeat('0'))
+        .take(6)
+        .collect();
+    Some(whole.parse::<i64>().ok()? * 1_000_000 + fraction.parse::<i64>().ok()?)
+}
+
+/// `+0100` / `-0530` in seconds east of UTC.
+fn zone_seconds(zone: &str) -> Option<i64> {
+    let (sign, hhmm) = match zone.split_at_checked(1)? {
+        ("+", rest) => (1, rest),
+        ("-", rest) => (-1, rest),
+        _ => return None,
+    };
+    if hhmm.len() != 4 || !hhmm.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let (h, m) = (
+        hhmm[..2].parse::<i64>().ok()?,
+        hhmm[2..].parse::<i64>().ok()?,
+    );
+    Some(sign * (h * 3600 + m * 60))
 }
 
 /// Answers a script built by [`build_script`] the way a host would, from a
@@ -583,6 +698,71 @@ mod tests {
     }
 
     #[test]
+    fn a_timed_unit_says_when_it_ran_by_the_hosts_clock() {
+        let mut script = ScriptBuilder::new("t", true, 64);
+        script.unit("plain", "true", false);
+        script.timed_unit("slow", "sleep 0.3; echo done", false);
+        let ids = ["plain".to_string(), "slow".to_string()];
+        let before = std::time::SystemTime::now();
+        let (results, ran) = complete_frames("t", &run(script.finish()), &ids);
+        assert_eq!(results["slow"].stdout, "done\n");
+        assert_eq!(ran.keys().collect::<Vec<_>>(), ["slow"]);
+        let slow = &ran["slow"];
+        // Centiseconds at worst (the kernel's uptime, where the shell has
+        // no EPOCHREALTIME).
+        let (secs, fraction) = slow.delta.split_once('.').unwrap_or((&slow.delta, "0"));
+        let took: f64 = format!("{}.{fraction}", &secs[secs.len() - 2..])
+            .parse()
+            .unwrap();
+        assert!((0.29..5.0).contains(&took), "{slow:?}");
+        let start_secs = slow.start.get(..19).unwrap();
+        let utc = crate::base::time::python_datetime(before);
+        // The host here is this machine, whose zone may be anything:
+        // its date is today's, at least.
+        assert_eq!(start_secs.len(), 19, "{slow:?}");
+        assert!(slow.end > slow.start, "{slow:?}");
+        assert_eq!(&start_secs[..4], &utc[..4]);
+    }
+
+    #[test]
+    fn under_bash_a_timed_unit_is_timed_to_the_microsecond() {
+        let mut script = ScriptBuilder::new("t", true, 64);
+        script.timed_unit("slow", "sleep 0.2", false);
+        let out = std::process::Command::new("bash")
+            .args(["-c", &script.finish()])
+            .output()
+            .unwrap();
+        let (_, ran) = complete_frames("t", &out.stdout, &["slow".to_string()]);
+        let slow = &ran["slow"];
+        let micros = |s: &str| s.rsplit_once('.').map(|(_, f)| f.to_string());
+        // EPOCHREALTIME's microseconds, not the uptime's hundredths.
+        let (start, delta) = (micros(&slow.start).unwrap(), micros(&slow.delta).unwrap());
+        assert!(
+            !(start.ends_with("0000") && delta.ends_with("0000")),
+            "{slow:?}"
+        );
+        assert!(slow.delta.starts_with("0:00:00."), "{slow:?}");
+    }
+
+    #[test]
+    fn run_times_read_the_hosts_clock_zone_and_either_decimal_mark() {
+        // 2026-12-07 08:00:00 UTC, read when uptime said 100.00; the unit
+        // ran from uptime 130.25 to 133.50, on a host at +0530.
+        let read = RunTimes::read("1796630400.000000000/+0530/100.00/130.25/133,5").unwrap();
+        assert_eq!(read.start, "2026-12-07 13:30:30.250000");
+        assert_eq!(read.end, "2026-12-07 13:30:33.500000");
+        assert_eq!(read.delta, "0:00:03.250000");
+        for unreadable in [
+            "%s.%N/%z/1/2/3",
+            "-/-/1.0/2.0/3.0",
+            "1/+0000/-/1/2",
+            "1/2/3",
+        ] {
+            assert_eq!(RunTimes::read(unreadable), None, "{unreadable}");
+        }
+    }
+
+    #[test]
     fn stop_on_failure_skips_later_units() {
         let units = vec![
             ("1".to_string(), "false".to_string()),
@@ -603,7 +783,7 @@ mod tests {
         let out = run(build_script("t", &units, true, &[]));
         let cut = &out[..out.len() - 2];
         assert!(parse_frames("t", cut, &ids(&units)).is_err());
-        let whole = complete_frames("t", cut, &ids(&units));
+        let (whole, _) = complete_frames("t", cut, &ids(&units));
         assert_eq!(whole.keys().collect::<Vec<_>>(), ["1"]);
         assert_eq!(whole["1"].stdout, "one\n");
     }
@@ -723,7 +903,7 @@ mod tests {
         );
         let cut = &out[..out.len() - 2];
         assert!(parse_frames("t", cut, &ids(&units)).is_err());
-        let whole = complete_frames("t", cut, &ids(&units));
+        let (whole, _) = complete_frames("t", cut, &ids(&units));
         assert_eq!(whole.keys().collect::<Vec<_>>(), ["1"]);
         let mut extra = out.clone();
         extra.extend(b"x");

@@ -17,7 +17,7 @@ use crate::exec::wire::Step;
 use crate::modules::{Facts, Module};
 use crate::remote::async_job;
 use crate::remote::host_facts;
-use crate::remote::probe::{Probe, ProbeResult};
+use crate::remote::probe::{Probe, ProbeResult, RunTimes};
 
 impl<'p> HostRun<'_, 'p> {
     /// Runs the pending steps as one script that stops at the first failure;
@@ -60,7 +60,7 @@ impl<'p> HostRun<'_, 'p> {
                 self.state.stopped |= !step_failed;
                 break;
             };
-            let result = self.settle(instance, i, command.as_deref(), r);
+            let result = self.settle(instance, i, command.as_deref(), r, applied.ran.get(&i));
             // Only the module's own result says "unchanged" without a
             // `changed_when` of the task's.
             let unchanged =
@@ -104,13 +104,15 @@ impl<'p> HostRun<'_, 'p> {
         });
     }
 
-    /// Records what a step really did; for a command, returns its result.
+    /// Records what a step really did; for a command, returns its result,
+    /// with when it ran for a timed step.
     pub(super) fn settle(
         &mut self,
         instance: TaskInstance<'p>,
         i: usize,
         command: Option<&dyn Module>,
         r: &ProbeResult,
+        ran: Option<&RunTimes>,
     ) -> Value {
         self.state.outcomes.step_reported(i, r, instance.timeout);
         let spec = instance.spec;
@@ -120,6 +122,11 @@ impl<'p> HostRun<'_, 'p> {
                 Some(record) => started_job(record, self.state.outcomes.status(i)),
                 None => module.command_result(r),
             };
+            if let Some(ran) = ran {
+                result["start"] = json!(ran.start);
+                result["end"] = json!(ran.end);
+                result["delta"] = json!(ran.delta);
+            }
             // Registered as Ansible registers a task it stopped.
             if let Some(period) = outcome::timed_out(r, instance.timeout) {
                 result["timedout"] = json!({"period": period});

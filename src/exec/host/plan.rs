@@ -96,7 +96,10 @@ impl<'p> HostRun<'_, 'p> {
         };
         if let Some(r) = self.query_answer(spec, module.as_ref(), &plan) {
             let i = self.state.outcomes.answered(&instance);
-            return (self.settle(instance, i, Some(module.as_ref()), &r), false);
+            return (
+                self.settle(instance, i, Some(module.as_ref()), &r, None),
+                false,
+            );
         }
         // A task marked `check_mode: false` runs even in check mode, as in Ansible.
         let runs = !instance.check;
@@ -131,6 +134,7 @@ impl<'p> HostRun<'_, 'p> {
         ) {
             returns.insert("diff".into(), diff);
         }
+        let timed = plan.timed && job.is_none();
         let (planned, steps, effects) = Planned::split(plan, &returns, runs);
         let i = self.state.outcomes.planned(&instance, planned);
         let mut flush = self.predict(spec, effects, runs);
@@ -143,6 +147,7 @@ impl<'p> HostRun<'_, 'p> {
             upkeep,
             returns,
             job,
+            timed,
         };
         let result = self.finish(instance, i, queued, module);
         let ms = started.elapsed().as_millis() as u64;
@@ -243,6 +248,7 @@ impl<'p> HostRun<'_, 'p> {
             upkeep,
             returns,
             job,
+            timed,
         } = queued;
         let changed = matches!(planned, Status::Changed | Status::Drift);
         // Conditions read what the module returns (`stat`, the check-mode
@@ -285,8 +291,12 @@ impl<'p> HostRun<'_, 'p> {
                 Some(how) => as_user(dropped, detached(instance.timeout, steps, &how)),
                 None => with_timeout(instance.timeout, as_user(dropped, steps)),
             };
+            let step = Step {
+                timed,
+                ..Step::new(i, steps, may_fail)
+            };
             self.batch.pending.push(Pending {
-                step: Step::new(i, steps, may_fail),
+                step,
                 command,
                 instance,
             });
@@ -375,6 +385,8 @@ struct Queued {
     returns: serde_json::Map<String, Value>,
     /// They run as a job left running, whose result reads as this says.
     job: Option<How>,
+    /// Their result says when they ran (`Plan::timed`).
+    timed: bool,
 }
 
 /// Each step with the task's environment exported first: a step runs in

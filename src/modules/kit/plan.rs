@@ -113,6 +113,9 @@ pub(crate) struct Plan {
     /// reports ok: upkeep Ansible reports unchanged (dnf's and yum's
     /// cache refresh). Check mode runs nothing.
     pub upkeep: bool,
+    /// The result says when the steps ran (`start`, `end`, `delta`), as
+    /// Ansible's command module's does.
+    pub timed: bool,
 }
 
 impl Plan {
@@ -131,6 +134,7 @@ impl Plan {
         self.returns.extend(part.returns);
         self.unknown = self.unknown.take().or(part.unknown);
         self.upkeep |= part.upkeep;
+        self.timed |= part.timed;
     }
 
     /// Sets a fact as Ansible's fact modules do: a variable of its own and
