@@ -546,15 +546,24 @@ impl RunTimes {
         let (epoch, clock) = (micros(epoch)?, micros(clock)?);
         let (before, after) = (micros(before)?, micros(after)?);
         let offset = zone_seconds(zone)? * 1_000_000;
+        // Python leaves the fraction out only at zero microseconds, which
+        // its clock all but never reads; a host's clock in hundredths often
+        // does, and the time is no whole second for that.
+        let fraction = |text: String| match text.contains('.') {
+            true => text,
+            false => text + ".000000",
+        };
         let local = |at: i64| {
             let t = epoch + (at - clock) + offset;
             let t = std::time::UNIX_EPOCH + std::time::Duration::from_micros(t.max(0) as u64);
-            crate::base::time::python_datetime(t)
+            fraction(crate::base::time::python_datetime(t))
         };
         Some(RunTimes {
             start: local(before),
             end: local(after),
-            delta: crate::base::time::python_timedelta((after - before).max(0) as u64),
+            delta: fraction(crate::base::time::python_timedelta(
+                (after - before).max(0) as u64
+            )),
         })
     }
 }
@@ -752,6 +761,10 @@ mod tests {
         assert_eq!(read.start, "2026-12-07 13:30:30.250000");
         assert_eq!(read.end, "2026-12-07 13:30:33.500000");
         assert_eq!(read.delta, "0:00:03.250000");
+        // A whole second by a clock in hundredths keeps its fraction.
+        let whole = RunTimes::read("1796630400/+0000/100.00/101.00/104.00").unwrap();
+        assert_eq!(whole.delta, "0:00:03.000000");
+        assert_eq!(whole.start, "2026-12-07 08:00:01.000000");
         for unreadable in [
             "%s.%N/%z/1/2/3",
             "-/-/1.0/2.0/3.0",
