@@ -23,7 +23,7 @@ const FILES: &str = include_str!("../benches/scenarios/files/nodeprov.yml");
 
 /// Processes each run may start on the host at most: first apply, no-op
 /// re-run, check. Lower them when a change makes a run cheaper.
-const CEILING: [u64; 3] = [180, 19, 19];
+const CEILING: [u64; 3] = [90, 19, 19];
 
 #[test]
 fn a_fixed_play_starts_no_more_processes_per_host_than_today() {

@@ -498,7 +498,7 @@ impl GetUrl {
         } else {
             "else echo 'headers or credentials need curl on the host' >&2; false; ".to_string()
         };
-        let mut s = files::temp_beside(path);
+        let mut s = files::temp_beside(path, &self.opts);
         s.push_str(&format!(
             "if command -v curl >/dev/null 2>&1; then {curl}{fallback}fi || {{ rm -f \"$t\"; echo {failed} >&2; exit 1; }}\n"
         ));

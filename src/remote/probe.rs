@@ -96,6 +96,7 @@ for np_o in "$np_d"/nodeprov.*.*; do
 done
 np_t=$(mktemp -d "$np_d/nodeprov.$$.XXXXXX") || exit 90
 trap 'rm -rf "$np_t"' EXIT
+umask >"$np_t/um" && read -r np_um <"$np_t/um" || exit 90
 trap 'exit 129' HUP; trap 'exit 130' INT; trap 'exit 141' PIPE; trap 'exit 143' TERM
 np_nl='
 '
@@ -103,7 +104,7 @@ np_nl='
 
 /// Frames each unit as it ends: one `wc` for both outputs (named inside
 /// the staging folder, so a space in `$TMPDIR` does not split its answer)
-/// and one `cat`.
+/// and one `cat`, or neither for a unit that printed nothing.
 ///
 /// A timed unit (`t` after its body) adds when it ran to its frame
 /// (`T<clock>/<before>/<after>`, see [`RunTimes`]): the host's clock and time
@@ -127,9 +128,13 @@ np_unit() {
 )" </dev/null >"$np_t/o" 2>"$np_t/e"
   np_rc=$? np_i=$1 np_tm=
   [ "$4" != t ] || { np_now np_m1; np_tm=" T$np_clock/$np_m0/$np_m1"; }
-  set -- $(cd "$np_t" && exec wc -c o e)
-  printf '@@NP %s %s %s %s %s%s\n' "$np_tok" "$np_i" "$np_rc" "$1" "$3" "$np_tm"
-  cat "$np_t/o" "$np_t/e"
+  if [ -s "$np_t/o" ] || [ -s "$np_t/e" ]; then
+    set -- $(cd "$np_t" && exec wc -c o e)
+    printf '@@NP %s %s %s %s %s%s\n' "$np_tok" "$np_i" "$np_rc" "$1" "$3" "$np_tm"
+    cat "$np_t/o" "$np_t/e"
+  else
+    printf '@@NP %s %s %s 0 0%s\n' "$np_tok" "$np_i" "$np_rc" "$np_tm"
+  fi
   return $np_rc
 }
 "#;
@@ -249,6 +254,15 @@ impl ScriptBuilder {
     }
 
     fn push(&mut self, id: &str, body: &str, may_fail: bool, timed: bool) {
+        // A secret of the unit's own, for the names of the temp files it
+        // writes (`files::temp_beside`): no one can plant a link there in
+        // advance, nor learn the next unit's names from this one's.
+        if self.stop_on_failure {
+            self.out.push_str("np_r=");
+            self.out.push_str(&crate::base::shell::random_hex());
+            self.out.push_str(&crate::base::shell::random_hex());
+            self.out.push('\n');
+        }
         // The id rides along unused by the shell, for readers and fakes.
         self.out
             .push_str(&format!("np_unit {} {} ", self.next, quote(id)));
@@ -893,6 +907,32 @@ mod tests {
             .collect();
         log.sort();
         assert_eq!(log, ["cat", "mktemp", "rm", "wc"]);
+    }
+
+    #[test]
+    fn an_apply_unit_that_prints_nothing_is_framed_without_a_process() {
+        let tools = tempfile::tempdir().unwrap();
+        let units: Vec<(String, String)> = (0..6)
+            .map(|i| (format!("u{i}"), format!("[ {i} != 5 ] || echo said")))
+            .collect();
+        let body = build_script("t", &units, true, &[]);
+        let path = logging_tools(tools.path());
+        let out = run(format!("{path}{body}"));
+        let (res, _) = complete_frames("t", &out, &ids(&units));
+        assert_eq!(res.len(), 6);
+        assert_eq!(res["u0"], ProbeResult::default());
+        assert_eq!(res["u5"].stdout, "said\n");
+        let mut log: Vec<String> = std::fs::read_to_string(tools.path().join("log"))
+            .unwrap()
+            .lines()
+            .map(String::from)
+            .collect();
+        log.sort();
+        assert_eq!(log, ["cat", "mktemp", "rm", "wc"]);
+        // Each unit has a secret of its own for the temp files it writes.
+        let secrets: std::collections::HashSet<&str> =
+            body.lines().filter(|l| l.starts_with("np_r=")).collect();
+        assert_eq!(secrets.len(), 6);
     }
 
     #[test]

@@ -414,7 +414,7 @@ pub(crate) fn write_step(path: &str, content: &str, opts: &WriteOpts) -> String 
     // and never in an argument list. Only a NUL, which no shell word holds,
     // needs base64 and its pipe.
     let mut s = String::with_capacity(content.len() / 3 * 4 + 1024);
-    s.push_str(&temp_beside(path));
+    s.push_str(&temp_beside(path, opts));
     s.push_str("if ! printf '%s' ");
     if content.contains('\0') {
         s.push('\'');
@@ -464,14 +464,50 @@ pub(crate) fn trusted_folders(root: &str, below: &[&str]) -> String {
 }
 
 /// The start of an atomic write: `$p` is the path, `$t` a new empty temp
-/// file (mode 0600) in its folder, which must exist.
-pub(crate) fn temp_beside(path: &str) -> String {
+/// file in its folder, which must exist. No process: the name is the
+/// unit's random `$np_r` (see `ScriptBuilder`) and a counter, and the file
+/// is created by the shell with `noclobber` (never over a planted file)
+/// and then checked to be a plain file and no link before anything is
+/// written to it. It is created 0600, or, for a new path whose final mode
+/// gives away nothing a temp file of ours should not, with that mode
+/// (`$np_fresh` set), which spares the `chmod` of [`install_temp`].
+pub(crate) fn temp_beside(path: &str, opts: &WriteOpts) -> String {
+    let umask = match fresh_mode(opts) {
+        Some(mode) => format!(
+            "if [ -e \"$p\" ] || [ -L \"$p\" ]; then umask 077; np_fresh=; else umask {:03o}; np_fresh=1; fi\n",
+            0o777 & !mode
+        ),
+        None => "umask 077; np_fresh=\n".to_string(),
+    };
     format!(
         "p={}; case $p in */*) d=${{p%/*}}; d=${{d:-/}} ;; *) d=. ;; esac\n\
          [ -d \"$d\" ] || {{ echo \"directory $d does not exist\" >&2; exit 1; }}\n\
-         t=$(mktemp \"$d/.nodeprov.XXXXXX\") || exit 1\n",
+         np_k=$((${{np_k:-0}} + 1)); t=\"$d/.nodeprov.${{np_r:-}}$np_k\"\n\
+         {umask}set -C\n\
+         if true >\"$t\" && [ -f \"$t\" ] && [ ! -L \"$t\" ]; then np_c=0; else np_c=1; fi\n\
+         set +C; umask \"${{np_um:-022}}\"\n\
+         [ $np_c = 0 ] || {{ echo \"cannot create a temp file in $d\" >&2; exit 1; }}\n",
         quote(path)
     )
+}
+
+/// The mode a new file's temp may be created with: the one it will end
+/// with, when that mode can be made at creation (no execute or special
+/// bits, writable by its owner) and the temp's owner and group are the
+/// final ones. No mode asked means 0644, which hides nothing from anyone.
+fn fresh_mode(opts: &WriteOpts) -> Option<u32> {
+    match (opts.mode, &opts.symbolic) {
+        (None, None) => Some(0o644),
+        (Some(m), None)
+            if m & !0o666 == 0
+                && m & 0o600 == 0o600
+                && opts.owner.is_none()
+                && opts.group.is_none() =>
+        {
+            Some(m)
+        }
+        _ => None,
+    }
 }
 
 /// The end of an atomic write: the temp file `$t`, already filled, takes
@@ -486,16 +522,17 @@ pub(crate) fn install_temp(opts: &WriteOpts) -> String {
             quote(&format!("validate '{v}' refused the new content"))
         ));
     }
+    // A label is copied only where SELinux is on: chcon is a process.
+    let label = "[ ! -e /sys/fs/selinux/enforce ] || chcon --reference=\"$p\" \"$t\" 2>/dev/null";
     // A mode given in digits replaces whatever the temp file had first.
-    s.push_str(match opts.mode {
-        Some(_) => {
-            "if [ -e \"$p\" ]; then chown --reference=\"$p\" \"$t\" || { rm -f \"$t\"; exit 1; }; \
-             chcon --reference=\"$p\" \"$t\" 2>/dev/null; fi\n"
-        }
-        None => {
-            "if [ -e \"$p\" ]; then chown --reference=\"$p\" \"$t\" && chmod --reference=\"$p\" \"$t\" || { rm -f \"$t\"; exit 1; }; \
-             chcon --reference=\"$p\" \"$t\" 2>/dev/null; else chmod 644 \"$t\"; fi\n"
-        }
+    s.push_str(&match opts.mode {
+        Some(_) => format!(
+            "if [ -e \"$p\" ]; then chown --reference=\"$p\" \"$t\" || {{ rm -f \"$t\"; exit 1; }}; {label}; fi\n"
+        ),
+        None => format!(
+            "if [ -e \"$p\" ]; then chown --reference=\"$p\" \"$t\" && chmod --reference=\"$p\" \"$t\" || {{ rm -f \"$t\"; exit 1; }}; \
+             {label}; elif [ -z \"$np_fresh\" ]; then chmod 644 \"$t\"; fi\n"
+        ),
     });
     if let Some(suffix) = &opts.backup {
         // cp creates a new name exclusively and writes through no dangling
@@ -507,7 +544,19 @@ pub(crate) fn install_temp(opts: &WriteOpts) -> String {
             quote(suffix)
         ));
     }
-    s.push_str(&attr_commands("\"$t\"", opts, "rm -f \"$t\"; exit 1"));
+    match (fresh_mode(opts), opts.mode) {
+        (Some(_), Some(mode)) => {
+            s.push_str(&format!(
+                "[ -n \"$np_fresh\" ] || chmod {mode:o} \"$t\" || {{ rm -f \"$t\"; exit 1; }}\n"
+            ));
+            let rest = WriteOpts {
+                mode: None,
+                ..opts.clone()
+            };
+            s.push_str(&attr_commands("\"$t\"", &rest, "rm -f \"$t\"; exit 1"));
+        }
+        _ => s.push_str(&attr_commands("\"$t\"", opts, "rm -f \"$t\"; exit 1")),
+    }
     s.push_str("mv -f -- \"$t\" \"$p\" || { rm -f \"$t\"; exit 1; }");
     s
 }
@@ -1113,6 +1162,68 @@ mod tests {
         // Only content a shell word cannot hold goes through base64.
         assert!(write_step(p, "a\0b", &opts).contains("base64 -d"));
         assert!(!write_step(p, "plain", &opts).contains("base64"));
+    }
+
+    #[test]
+    fn a_temp_file_is_never_made_over_a_planted_file_or_link() {
+        // Even a unit secret someone learned only makes the write fail.
+        let dir = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        let victim = outside.path().join("victim");
+        std::fs::write(&victim, "kept\n").unwrap();
+        let dest = dir.path().join("conf");
+        let p = dest.to_str().unwrap();
+        let planted = dir.path().join(".nodeprov.known1");
+        let plant: [&dyn Fn(); 3] = [
+            &|| std::os::unix::fs::symlink(&victim, &planted).unwrap(),
+            &|| std::os::unix::fs::symlink(outside.path().join("new"), &planted).unwrap(),
+            &|| std::fs::write(&planted, "theirs\n").unwrap(),
+        ];
+        for plant in plant {
+            let _ = std::fs::remove_file(&planted);
+            plant();
+            let step = write_step(p, "secret\n", &WriteOpts::default());
+            let out = run(format!("np_r=known\n{step}"));
+            assert_ne!(out.status, 0);
+            assert!(String::from_utf8_lossy(&out.stderr).contains("cannot create a temp file"));
+            assert!(!dest.exists());
+        }
+        assert_eq!(std::fs::read_to_string(&victim).unwrap(), "kept\n");
+        assert!(!outside.path().join("new").exists());
+        assert_eq!(std::fs::read_to_string(&planted).unwrap(), "theirs\n");
+    }
+
+    #[test]
+    fn a_new_file_is_made_with_its_mode_and_the_shell_left_as_it_was() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("conf");
+        let p = path.to_str().unwrap();
+        let opts = WriteOpts {
+            mode: Some(0o640),
+            ..WriteOpts::default()
+        };
+        let step = write_step(p, "a\n", &opts);
+        let after = dir.path().join("after");
+        let out = run(format!(
+            "umask 022; np_um=0022\n{step}\necho b >{p} && : >{}",
+            quote(after.to_str().unwrap())
+        ));
+        assert_eq!(out.status, 0, "{}", String::from_utf8_lossy(&out.stderr));
+        assert_eq!(probe_local(p).unwrap().mode, 0o640);
+        // noclobber is off again and the umask is the script's.
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "b\n");
+        assert_eq!(probe_local(after.to_str().unwrap()).unwrap().mode, 0o644);
+        // Only a file already there, or a mode made only by chmod, takes one.
+        assert!(step.contains("[ -n \"$np_fresh\" ] || chmod 640"));
+        let exec = write_step(
+            p,
+            "a\n",
+            &WriteOpts {
+                mode: Some(0o750),
+                ..opts
+            },
+        );
+        assert!(exec.contains("umask 077; np_fresh=\n") && exec.contains("\nchmod 750"));
     }
 
     #[test]
