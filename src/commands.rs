@@ -212,6 +212,10 @@ fn load_playbook(
     )?;
     install_plugins(&pb);
     validate::templates(&mut pb)?;
+    let mut err = std::io::stderr().lock();
+    for w in &pb.warnings {
+        let _ = writeln!(err, "warning: {}: {}", w.span.location(), w.message);
+    }
     Ok(pb)
 }
 

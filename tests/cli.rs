@@ -191,6 +191,33 @@ fn validate_finds_template_sources_where_apply_does() {
     );
 }
 
+/// A `vars_files` file that is nowhere is skipped, as Ansible skips it
+/// without a word; nodeprov names it in a warning. One that is there but
+/// holds no mapping is refused, as Ansible refuses it.
+#[test]
+fn a_vars_file_that_is_nowhere_is_a_warning_and_a_bad_one_an_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let pb = write(
+        dir.path(),
+        "p.yml",
+        "- hosts: all\n  vars_files: [gone.yml, [nope.yml, also.yml]]\n  tasks:\n    - debug: msg=hi\n",
+    );
+    let out = nodeprov(&["validate", &pb]);
+    let err = text(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains(&format!(
+            "warning: {pb}:2:16: vars_files: gone.yml is in neither"
+        )) && err.contains("nope.yml or also.yml is in neither")
+            && err.contains("Ansible skips the entry without a word"),
+        "{err}"
+    );
+    write(dir.path(), "gone.yml", "- a list\n");
+    let out = nodeprov(&["validate", &pb]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(text(&out.stderr).contains("must hold a mapping of variables"));
+}
+
 /// As in Ansible, `failed_when: false` keeps a module's failure (here one
 /// found while planning, a missing file for `state: file`) from failing
 /// the task, and the failed result is what `register` holds.

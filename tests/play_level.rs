@@ -118,7 +118,7 @@ fn a_play_reads_its_facts_files_and_magic_variables_on_a_local_connection() {
 }
 
 #[test]
-fn a_vars_file_named_after_facts_that_is_missing_fails_the_host_with_its_name() {
+fn a_vars_file_named_after_facts_that_is_missing_is_skipped_as_ansible_skips_it() {
     let host = host_with_playbook();
     let pb = PLAYBOOK.replace(", vars/default.yml]", "]").replace(
         "vars/{{ ansible_facts.os_family }}.yml",
@@ -126,13 +126,12 @@ fn a_vars_file_named_after_facts_that_is_missing_fails_the_host_with_its_name() 
     );
     std::fs::write(host.path("/root/pb/site.yml"), pb).unwrap();
     let (code, doc) = run(&host, "check");
-    assert_eq!(code, 4, "{doc:#}");
-    let first = &doc["hosts"][0]["tasks"][0];
-    assert_eq!(first["status"], "failed");
-    let why = first["message"].as_str().unwrap();
-    assert!(
-        why.contains("vars_files: cannot read /root/pb/vars/")
-            && why.contains("-none.yml: No such file"),
-        "{why}"
-    );
+    // The play runs; the first task reading a variable the file would
+    // have set fails, naming it.
+    assert_eq!(code & 4, 4, "{doc:#}");
+    let tasks = &doc["hosts"][0]["tasks"];
+    assert_eq!(tasks[0]["status"], "ok", "{doc:#}");
+    assert_eq!(tasks[1]["status"], "failed", "{doc:#}");
+    let why = tasks[1]["message"].as_str().unwrap();
+    assert!(why.contains("undefined variable 'family'"), "{why}");
 }

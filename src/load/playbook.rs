@@ -24,6 +24,10 @@ pub struct Playbook {
     /// something reads them: the tasks that do fail, and `validate` lists
     /// them.
     pub variable_errors: Vec<Diagnostic>,
+    /// What Ansible passes over without a word and a run does too (a
+    /// `vars_files` entry that is nowhere): every command that loads the
+    /// playbook says it.
+    pub warnings: Vec<Diagnostic>,
 }
 
 impl Playbook {
@@ -365,6 +369,7 @@ pub fn load_with(
             path: path.to_path_buf(),
             plays,
             variable_errors: Vec::new(),
+            warnings: Vec::new(),
         })
     } else {
         Err(errors.0)

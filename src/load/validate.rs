@@ -29,6 +29,7 @@ pub fn templates(pb: &mut Playbook) -> Result<(), Vec<Diagnostic>> {
     let dirs = playbook_folder(&pb.path);
     let mut errors = Vec::new();
     let mut variables = Vec::new();
+    let mut warnings = Vec::new();
     for play in &mut pb.plays {
         play.vars_files
             .iter()
@@ -42,7 +43,7 @@ pub fn templates(pb: &mut Playbook) -> Result<(), Vec<Diagnostic>> {
         check_var_cycles(&t, play, &mut variables);
         check_role_defaults(&t, play, &mut variables);
         check_handlers(play, &mut errors);
-        check_vars_files(&pb.path, play, &mut errors);
+        check_vars_files(&pb.path, play, &mut errors, &mut warnings);
         let play_ref: &Play = play;
         for task in play_ref
             .tasks
@@ -70,6 +71,7 @@ pub fn templates(pb: &mut Playbook) -> Result<(), Vec<Diagnostic>> {
         }
     }
     pb.variable_errors = variables;
+    pb.warnings = warnings;
     if errors.is_empty() {
         Ok(())
     } else {
@@ -160,9 +162,15 @@ fn check_role_defaults(t: &Templates, play: &Play, errors: &mut Vec<Diagnostic>)
 }
 
 /// A `vars_files` entry without templates names one file (or, as a list,
-/// alternatives): one must exist and hold a mapping, or apply would stop
-/// at the play.
-fn check_vars_files(playbook: &std::path::Path, play: &Play, errors: &mut Vec<Diagnostic>) {
+/// alternatives): the one read must hold a mapping, or apply would stop at
+/// the play. One that is nowhere is skipped, as Ansible skips it, and
+/// said as a warning.
+fn check_vars_files(
+    playbook: &std::path::Path,
+    play: &Play,
+    errors: &mut Vec<Diagnostic>,
+    warnings: &mut Vec<Diagnostic>,
+) {
     let base = playbook.parent().unwrap_or(std::path::Path::new("."));
     for entry in &play.vars_files {
         let names = match &entry.value {
@@ -175,6 +183,7 @@ fn check_vars_files(playbook: &std::path::Path, play: &Play, errors: &mut Vec<Di
         {
             continue;
         }
+        warnings.extend(vars::unfound(entry, base));
         let result = vars::read_literal(entry, base);
         if let Err(d) = result {
             errors.push(d);
