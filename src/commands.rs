@@ -396,31 +396,25 @@ fn apply(args: RunArgs, check_cmd: bool, settings: &Settings) -> Result<u8, Vec<
         .then(|| write_retry_file(&args.playbook, settings, &outcome))
         .flatten();
     let mode = if check { "check" } else { "apply" };
-    let doc = (!human_out || args.report.is_some()).then(|| {
-        let mut doc =
-            report::json::document(&outcome, mode, &args.playbook.display().to_string(), code);
-        if let Some(shard) = args.shard {
-            let plays: Vec<&str> = pb.plays.iter().map(|p| p.name.as_str()).collect();
-            doc["shard"] =
-                serde_json::json!({"index": shard.index, "count": shard.count, "plays": plays});
-        }
-        vault::redact_json(&mut doc);
-        doc
-    });
-    let mut out = stdout.lock().unwrap();
-    match &doc {
-        Some(doc) if !human_out => {
-            let _ = write!(out, "{}", report::json::text(doc));
-        }
-        _ => {
-            let _ = write!(out, "{}", vault::redact(&human::recap(&outcome)));
-            if let Some(line) = retry {
-                let _ = writeln!(out, "{line}");
-            }
-        }
+    let playbook = args.playbook.display().to_string();
+    let mut doc =
+        report::json::Document::new(&outcome, mode, &playbook, code).redacted(vault::redact_json);
+    if let Some(shard) = args.shard {
+        let plays: Vec<&str> = pb.plays.iter().map(|p| p.name.as_str()).collect();
+        let shard = serde_json::json!({"index": shard.index, "count": shard.count, "plays": plays});
+        doc = doc.with("shard", shard);
     }
-    if let (Some(dir), Some(doc)) = (&report_dir, &doc) {
-        if let Err(e) = write_reports(dir, doc) {
+    let mut out = stdout.lock().unwrap();
+    if human_out {
+        let _ = write!(out, "{}", vault::redact(&human::recap(&outcome)));
+        if let Some(line) = retry {
+            let _ = writeln!(out, "{line}");
+        }
+    } else {
+        let _ = doc.write(&mut *out);
+    }
+    if let Some(dir) = &report_dir {
+        if let Err(e) = write_reports(dir, &doc.value()) {
             let _ = writeln!(std::io::stderr(), "error: {e}");
             code |= EXIT_FAILED;
         }

@@ -157,11 +157,12 @@ fn run_templates(base: &Path, inventory: &Inventory, opts: &RunOptions) -> (Temp
         snapshot.host_vars(h)
     }));
     let managed = opts.ansible_managed.as_deref();
+    let groups = inventory.groups_var();
     let templates = Templates::new()
-        .with_run(base, hostvars.clone())
+        .with_run(base, hostvars.clone(), groups)
         .with_managed(managed);
     let lenient = Templates::new()
-        .with_run(base, hostvars)
+        .with_run(base, hostvars, groups)
         .with_managed(managed)
         .into_lenient();
     (templates, lenient)
@@ -381,7 +382,7 @@ impl Keep<'_> {
 /// A host's connection variables: its inventory's, with the play's
 /// keywords where the inventory says nothing, as in Ansible.
 fn connection_vars(req: &RunRequest, play: &Play, host: &str) -> Map<String, Value> {
-    let mut vars = req.inventory.host_vars(host);
+    let mut vars = req.inventory.run_vars(host);
     let keywords = [
         ("ansible_user", &play.remote_user),
         ("ansible_connection", &play.connection),
@@ -421,7 +422,7 @@ fn run_host(
     once: &once::Once,
 ) -> HostReport {
     let inventory = connection_vars(req, ctx.play, host);
-    let mut with_magic = req.inventory.host_vars(host);
+    let mut with_magic = req.inventory.run_vars(host);
     with_magic.extend(magic.clone());
     // Ansible's play context names the connection the host is reached by.
     let connection = inventory.get("ansible_connection").cloned();

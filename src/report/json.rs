@@ -1,7 +1,7 @@
 //! The machine-readable report: one versioned JSON document per run,
 //! described by `schemas/report.schema.json`.
 
-use serde_json::{json, Value};
+use serde_json::{json, Map, Value};
 
 use crate::exec::result::HostReport;
 use crate::exec::RunOutcome;
@@ -11,28 +11,123 @@ use crate::report::custom_stats;
 /// `expected`, `actual` and the probes that observed it.
 pub const SCHEMA_VERSION: u32 = 2;
 
+/// The run's document, each host's object made only while it is written
+/// ([`Document::write`]), so that a fleet's report costs the memory of one
+/// host's object rather than of them all; [`Document::value`] makes it
+/// whole, for the reports derived from it.
+pub struct Document<'a> {
+    /// The fields before `hosts`, in their order.
+    head: Map<String, Value>,
+    reports: &'a [HostReport],
+    /// The fields after `hosts`.
+    tail: Map<String, Value>,
+    /// What every value goes through before it is written (masking).
+    redact: fn(&mut Value),
+}
+
+impl<'a> Document<'a> {
+    pub fn new(outcome: &'a RunOutcome, mode: &str, playbook: &str, exit_code: u8) -> Self {
+        let head = json!({
+            "schema_version": SCHEMA_VERSION,
+            "tool": "nodeprov",
+            "version": env!("CARGO_PKG_VERSION"),
+            "mode": mode,
+            "playbook": playbook,
+            "exit_code": exit_code,
+            "halted": outcome.halted,
+            "never_touched": outcome.never_touched,
+        });
+        let mut tail = Map::new();
+        // As Ansible's json callback names them, where `set_stats` ran.
+        let stats = custom_stats::of(outcome);
+        if !stats.hosts.is_empty() {
+            tail.insert("custom_stats".into(), Value::Object(stats.hosts));
+        }
+        if !stats.run.is_empty() {
+            tail.insert("global_custom_stats".into(), Value::Object(stats.run));
+        }
+        Document {
+            head: match head {
+                Value::Object(m) => m,
+                _ => unreachable!("a json! object"),
+            },
+            reports: &outcome.reports,
+            tail,
+            redact: |_| {},
+        }
+    }
+
+    /// A field after the others (`shard`).
+    pub fn with(mut self, key: &str, value: Value) -> Self {
+        self.tail.insert(key.into(), value);
+        self
+    }
+
+    /// Every value masked by `redact` before it is written.
+    pub fn redacted(self, redact: fn(&mut Value)) -> Self {
+        Document { redact, ..self }
+    }
+
+    /// The whole document as one value.
+    pub fn value(&self) -> Value {
+        let mut doc = self.head.clone();
+        let hosts = self.reports.iter().map(|r| self.host(r)).collect();
+        doc.insert("hosts".into(), Value::Array(hosts));
+        doc.extend(self.tail.clone());
+        let mut doc = Value::Object(doc);
+        (self.redact)(&mut doc);
+        doc
+    }
+
+    /// Writes the document as [`text`] would print its [`Document::value`].
+    pub fn write(&self, out: &mut dyn std::io::Write) -> std::io::Result<()> {
+        use std::io::Write as _;
+        let mut out = std::io::BufWriter::new(out);
+        serde_json::to_writer_pretty(&mut out, self)?;
+        out.write_all(b"\n")?;
+        out.flush()
+    }
+
+    fn host(&self, r: &HostReport) -> Value {
+        let mut v = host(r);
+        (self.redact)(&mut v);
+        v
+    }
+}
+
+impl serde::Serialize for Document<'_> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::{SerializeMap, SerializeSeq};
+        struct Hosts<'d, 'a>(&'d Document<'a>);
+        impl serde::Serialize for Hosts<'_, '_> {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let mut seq = s.serialize_seq(Some(self.0.reports.len()))?;
+                for r in self.0.reports {
+                    seq.serialize_element(&self.0.host(r))?;
+                }
+                seq.end()
+            }
+        }
+        let redacted = |v: &Value| {
+            let mut v = v.clone();
+            (self.redact)(&mut v);
+            v
+        };
+        let mut map = s.serialize_map(None)?;
+        for (k, v) in &self.head {
+            map.serialize_entry(k, &redacted(v))?;
+        }
+        map.serialize_entry("hosts", &Hosts(self))?;
+        for (k, v) in &self.tail {
+            map.serialize_entry(k, &redacted(v))?;
+        }
+        map.end()
+    }
+}
+
+/// The whole document of a run.
 pub fn document(outcome: &RunOutcome, mode: &str, playbook: &str, exit_code: u8) -> Value {
-    let hosts: Vec<Value> = outcome.reports.iter().map(host).collect();
-    let mut doc = json!({
-        "schema_version": SCHEMA_VERSION,
-        "tool": "nodeprov",
-        "version": env!("CARGO_PKG_VERSION"),
-        "mode": mode,
-        "playbook": playbook,
-        "exit_code": exit_code,
-        "halted": outcome.halted,
-        "never_touched": outcome.never_touched,
-        "hosts": hosts,
-    });
-    // As Ansible's json callback names them, where `set_stats` ran.
-    let stats = custom_stats::of(outcome);
-    if !stats.hosts.is_empty() {
-        doc["custom_stats"] = Value::Object(stats.hosts);
-    }
-    if !stats.run.is_empty() {
-        doc["global_custom_stats"] = Value::Object(stats.run);
-    }
-    doc
+    Document::new(outcome, mode, playbook, exit_code).value()
 }
 
 /// The document as `--format json` prints it and `--report` stores it.
@@ -123,6 +218,23 @@ mod tests {
             never_touched: Vec::new(),
             halted: None,
         }
+    }
+
+    #[test]
+    fn the_streamed_document_is_the_whole_one_as_text() {
+        let outcome = outcome();
+        let doc = Document::new(&outcome, "check", "gpu-node.yml", 2)
+            .with("shard", json!({"index": 1, "count": 2}))
+            .redacted(|v| {
+                if let Some(h) = v.get_mut("host") {
+                    *h = json!("masked");
+                }
+            });
+        let mut streamed = Vec::new();
+        doc.write(&mut streamed).unwrap();
+        assert_eq!(String::from_utf8(streamed).unwrap(), text(&doc.value()));
+        assert_eq!(doc.value()["hosts"][0]["host"], "masked");
+        assert_eq!(doc.value()["shard"]["count"], 2);
     }
 
     #[test]

@@ -90,6 +90,9 @@ fn check_lookups(jinja: &str) -> Result<(), TemplateError> {
 pub struct Templates {
     env: Environment<'static>,
     hostvars: Option<Arc<HostVars>>,
+    /// The run's `groups`, held once for every host: a host's variables
+    /// do not copy it.
+    groups: Option<Value>,
     syntax: SyntaxConfig,
     /// `ansible_managed` as configured, before a template file's
     /// `{file}`, `{host}`, `{uid}` and strftime fields are filled in.
@@ -153,6 +156,7 @@ impl Templates {
         Templates {
             env,
             hostvars: None,
+            groups: None,
             syntax: ansible_syntax(),
             managed: ANSIBLE_MANAGED.into(),
         }
@@ -161,7 +165,12 @@ impl Templates {
     /// The magic variables that are the same for every host of a run:
     /// `playbook_dir`, `ansible_version` and `hostvars`. Globals, so
     /// variables of the same name (`-e playbook_dir=…`) still win.
-    pub fn with_run(mut self, playbook_dir: &Path, hostvars: Arc<HostVars>) -> Self {
+    pub fn with_run(
+        mut self,
+        playbook_dir: &Path,
+        hostvars: Arc<HostVars>,
+        groups: &serde_json::Value,
+    ) -> Self {
         // A playbook named without a folder is in the working one.
         let named = match playbook_dir.as_os_str().is_empty() {
             true => Path::new("."),
@@ -179,6 +188,7 @@ impl Templates {
             .add_global("ansible_version", Value::from(Serde(&version)));
         self.env
             .add_global("hostvars", Value::from_dyn_object(hostvars.clone()));
+        self.groups = Some(Value::from(Serde(groups)));
         self.hostvars = Some(hostvars);
         self
     }
@@ -197,9 +207,9 @@ impl Templates {
         &self.managed
     }
 
-    /// What templates see: the variables, `vars` and `hostvars`.
+    /// What templates see: the variables, `vars`, `hostvars` and `groups`.
     fn context(&self, vars: &Json) -> Value {
-        scope::scope(vars, self.hostvars.as_ref())
+        scope::scope(vars, self.hostvars.as_ref(), self.groups.as_ref())
     }
 
     /// Makes a host's gathered facts visible through `hostvars`.

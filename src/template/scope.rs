@@ -2,7 +2,8 @@
 //! that are views of them: `vars` (the same variables, for `vars['name_' ~
 //! x]` and `vars[item]`) and `hostvars`, whose entry for the current host
 //! is everything the host's templates see (play and task variables,
-//! registered results), not only its inventory variables and facts.
+//! registered results), not only its inventory variables and facts; and
+//! the run's `groups`, one value shared by every host's templates.
 
 use std::sync::Arc;
 
@@ -11,10 +12,15 @@ use serde_json::Value as Json;
 
 use super::HostVars;
 
-pub(super) fn scope(vars: &Json, hostvars: Option<&Arc<HostVars>>) -> Value {
+pub(super) fn scope(
+    vars: &Json,
+    hostvars: Option<&Arc<HostVars>>,
+    groups: Option<&Value>,
+) -> Value {
     Value::from_object(Scope {
         vars: Value::from(Serde(vars)),
         hostvars: hostvars.cloned(),
+        groups: groups.cloned(),
     })
 }
 
@@ -22,13 +28,35 @@ pub(super) fn scope(vars: &Json, hostvars: Option<&Arc<HostVars>>) -> Value {
 struct Scope {
     vars: Value,
     hostvars: Option<Arc<HostVars>>,
+    groups: Option<Value>,
+}
+
+impl Scope {
+    /// `vars`: the variables, with the run's `groups` where they lack one.
+    fn all_vars(&self) -> Value {
+        match &self.groups {
+            Some(groups) if self.vars.get_attr("groups").is_ok_and(|v| v.is_undefined()) => {
+                let mut all: indexmap::IndexMap<Value, Value> = Default::default();
+                if let Ok(keys) = self.vars.try_iter() {
+                    for key in keys {
+                        let value = self.vars.get_item(&key).unwrap_or_default();
+                        all.insert(key, value);
+                    }
+                }
+                all.insert(Value::from("groups"), groups.clone());
+                Value::from_object(all)
+            }
+            _ => self.vars.clone(),
+        }
+    }
 }
 
 impl Object for Scope {
     fn get_value(self: &Arc<Self>, key: &Value) -> Option<Value> {
         let own = self.vars.get_item(key).ok().filter(|v| !v.is_undefined());
         own.or_else(|| match key.as_str()? {
-            "vars" => Some(self.vars.clone()),
+            "vars" => Some(self.all_vars()),
+            "groups" => self.groups.clone(),
             "hostvars" => {
                 let here = self.vars.get_attr("inventory_hostname").ok()?;
                 Some(Value::from_object(HostVarsHere {
@@ -42,7 +70,7 @@ impl Object for Scope {
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
-        match self.vars.try_iter() {
+        match self.all_vars().try_iter() {
             Ok(keys) => Enumerator::Values(keys.collect()),
             Err(_) => Enumerator::Empty,
         }

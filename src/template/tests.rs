@@ -877,7 +877,7 @@ fn run_templates(dir: &std::path::Path) -> Templates {
     let hostvars = Arc::new(HostVars::new(["h1".to_string()], |h: &str| {
         Map::from_iter([("name".to_string(), Json::from(h))])
     }));
-    Templates::new().with_run(dir, hostvars)
+    Templates::new().with_run(dir, hostvars, &json!({"all": ["h1"]}))
 }
 
 #[test]
@@ -1177,7 +1177,8 @@ fn vars_and_this_hosts_hostvars_are_its_own_variables() {
         m
     };
     let hostvars = Arc::new(HostVars::new(["h1".into(), "h2".into()], inventory));
-    let t = Templates::new().with_run(Path::new("."), hostvars);
+    let groups = json!({"all": ["h1", "h2"], "gpu": ["h2"]});
+    let t = Templates::new().with_run(Path::new("."), hostvars, &groups);
     let vars = json!({"inventory_hostname": "h1", "x": "h1", "name_a": "A", "item": "name_a", "reg": {"rc": 3}});
     let v = |text: &str| t.render_value(&json!(text), &vars).unwrap();
     assert_eq!(v("{{ vars['name_' ~ 'a'] }}"), json!("A"));
@@ -1189,6 +1190,9 @@ fn vars_and_this_hosts_hostvars_are_its_own_variables() {
         .eval_condition(&json!("vars.nope is undefined"), &vars)
         .unwrap());
     assert!(t.eval_condition(&json!("'name_a' in vars"), &vars).unwrap());
+    // `groups` is the run's, held once for every host.
+    assert_eq!(v("{{ groups.gpu }}"), json!(["h2"]));
+    assert_eq!(v("{{ vars['groups'].all | length }}"), json!(2));
 }
 
 /// The expected numbers are Python's: `random.Random(seed).randrange(…)`

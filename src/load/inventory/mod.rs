@@ -164,6 +164,21 @@ impl Inventory {
         vars
     }
 
+    /// [`Inventory::host_vars`] for a host's run, without `groups`: that
+    /// one lists every host of the inventory, so a copy per host (and per
+    /// task) would cost each host the whole fleet; the run's templates
+    /// hold it once for all ([`Inventory::groups_var`]).
+    pub fn run_vars(&self, host: &str) -> Vars {
+        let mut vars = self.host_vars(host);
+        vars.remove("groups");
+        vars
+    }
+
+    /// The `groups` magic variable: every group with its hosts.
+    pub fn groups_var(&self) -> &Value {
+        &self.groups_var
+    }
+
     /// The host's variables without the magic ones.
     fn merged_vars(&self, host: &str) -> Vars {
         let mut vars = Vars::new();
