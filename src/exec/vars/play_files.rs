@@ -172,10 +172,14 @@ pub fn unfound(node: &Node, base: &Path) -> Option<Diagnostic> {
     if names.iter().any(|n| locate(base, n).exists()) {
         return None;
     }
+    let folder = match base.as_os_str().is_empty() {
+        true => Path::new("."),
+        false => base,
+    };
     Some(node.error(format!(
         "vars_files: {} is in neither {} nor its vars/: Ansible skips the entry without a word, and so does a run",
         names.join(" or "),
-        base.display()
+        folder.display()
     )))
 }
 
