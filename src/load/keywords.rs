@@ -243,7 +243,8 @@ keywords! {
     "vars": Yes Yes Yes Yes Yes;
     "vars_files": Yes No No No No
         => "a name or a list of alternatives; a name made of facts is read per host after facts \
-           are gathered";
+           are gathered; an entry none of whose files exists is skipped, as Ansible skips it (a \
+           warning names one without templates)";
     "vars_prompt": Refused No No No No
         => "runs are never interactive";
     "when": No Yes Yes Yes Yes
