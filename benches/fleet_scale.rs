@@ -25,7 +25,6 @@
 #[path = "../tests/support/mod.rs"]
 mod support;
 
-use std::fmt::Write as _;
 use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -89,18 +88,7 @@ fn shards(n: usize) -> Vec<Option<String>> {
 /// An inventory of `count` hosts dealt over the fleet's servers.
 fn control(fleet: &SshFleet, count: usize) -> Control {
     let control = Control::new(fleet);
-    let mut ini = String::from("[fleet]\n");
-    for i in 0..count {
-        let server = &fleet.hosts[i % fleet.hosts.len()];
-        writeln!(
-            ini,
-            "h{i:05} ansible_host={} ansible_user=root ansible_ssh_private_key_file={}",
-            server.ip(),
-            server.key_path().display()
-        )
-        .unwrap();
-    }
-    control.write("inventory.ini", &ini);
+    control.write("inventory.ini", &fleet.shared_inventory(count));
     control
 }
 

@@ -9,7 +9,6 @@
 
 mod support;
 
-use std::fmt::Write as _;
 use std::io::Read;
 use std::process::{Command, Stdio};
 
@@ -38,18 +37,7 @@ const FD_MESSAGE: &str = "lower --forks or raise ulimit -n";
 /// servers of `fleet`.
 fn control(fleet: &SshFleet, count: usize) -> Control {
     let control = Control::new(fleet);
-    let mut ini = String::from("[fleet]\n");
-    for i in 0..count {
-        let server = &fleet.hosts[i % fleet.hosts.len()];
-        writeln!(
-            ini,
-            "h{i:04} ansible_host={} ansible_user=root ansible_ssh_private_key_file={}",
-            server.ip(),
-            server.key_path().display()
-        )
-        .unwrap();
-    }
-    control.write("inventory.ini", &ini);
+    control.write("inventory.ini", &fleet.shared_inventory(count));
     control
 }
 

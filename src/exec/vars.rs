@@ -14,7 +14,7 @@ use super::prepared::RunOptions;
 use crate::base::diag::Diagnostic;
 use crate::load::roles::Exposed;
 use crate::template::Templates;
-pub(crate) use play_files::{read_literal, unfound, Known, PlayVars};
+pub(crate) use play_files::{entry_names, read_literal, unfound, Known, PlayVars};
 
 /// The longest chain of variables referring to variables (`a` uses `b`
 /// uses `c`...) that is resolved; each link costs one render pass.

@@ -173,11 +173,7 @@ fn check_vars_files(
 ) {
     let base = playbook.parent().unwrap_or(std::path::Path::new("."));
     for entry in &play.vars_files {
-        let names = match &entry.value {
-            crate::load::yaml::Value::Seq(items) => items.as_slice(),
-            _ => std::slice::from_ref(entry),
-        };
-        if names
+        if vars::entry_names(entry)
             .iter()
             .any(|n| is_templated(n.as_str().unwrap_or_default()))
         {

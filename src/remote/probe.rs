@@ -866,6 +866,14 @@ mod tests {
         format!("PATH={}:/usr/bin:/bin\n", dir.display())
     }
 
+    /// The tools [`logging_tools`] saw run, sorted.
+    fn logged(dir: &std::path::Path) -> Vec<String> {
+        let text = std::fs::read_to_string(dir.join("log")).unwrap();
+        let mut log: Vec<String> = text.lines().map(String::from).collect();
+        log.sort();
+        log
+    }
+
     #[test]
     fn a_probe_script_frames_all_units_with_one_wc_and_one_cat() {
         let tools = tempfile::tempdir().unwrap();
@@ -900,13 +908,7 @@ mod tests {
                 stderr: "e11\n".into()
             }
         );
-        let mut log: Vec<String> = std::fs::read_to_string(tools.path().join("log"))
-            .unwrap()
-            .lines()
-            .map(String::from)
-            .collect();
-        log.sort();
-        assert_eq!(log, ["cat", "mktemp", "rm", "wc"]);
+        assert_eq!(logged(tools.path()), ["cat", "mktemp", "rm", "wc"]);
     }
 
     #[test]
@@ -922,13 +924,7 @@ mod tests {
         assert_eq!(res.len(), 6);
         assert_eq!(res["u0"], ProbeResult::default());
         assert_eq!(res["u5"].stdout, "said\n");
-        let mut log: Vec<String> = std::fs::read_to_string(tools.path().join("log"))
-            .unwrap()
-            .lines()
-            .map(String::from)
-            .collect();
-        log.sort();
-        assert_eq!(log, ["cat", "mktemp", "rm", "wc"]);
+        assert_eq!(logged(tools.path()), ["cat", "mktemp", "rm", "wc"]);
         // Each unit has a secret of its own for the temp files it writes.
         let secrets: std::collections::HashSet<&str> =
             body.lines().filter(|l| l.starts_with("np_r=")).collect();

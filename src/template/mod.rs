@@ -163,8 +163,10 @@ impl Templates {
     }
 
     /// The magic variables that are the same for every host of a run:
-    /// `playbook_dir`, `ansible_version` and `hostvars`. Globals, so
-    /// variables of the same name (`-e playbook_dir=…`) still win.
+    /// `playbook_dir`, `ansible_version` and `hostvars`, globals, so
+    /// variables of the same name (`-e playbook_dir=…`) still win; and
+    /// `groups`, which each template's scope answers (`vars['groups']`
+    /// too) where the variables have none.
     pub fn with_run(
         mut self,
         playbook_dir: &Path,

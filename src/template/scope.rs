@@ -32,10 +32,19 @@ struct Scope {
 }
 
 impl Scope {
+    /// The run's `groups`, where the variables lack one of their own.
+    fn run_groups(&self) -> Option<&Value> {
+        let own = self
+            .vars
+            .get_attr("groups")
+            .is_ok_and(|v| !v.is_undefined());
+        self.groups.as_ref().filter(|_| !own)
+    }
+
     /// `vars`: the variables, with the run's `groups` where they lack one.
     fn all_vars(&self) -> Value {
-        match &self.groups {
-            Some(groups) if self.vars.get_attr("groups").is_ok_and(|v| v.is_undefined()) => {
+        match self.run_groups() {
+            Some(groups) => {
                 let mut all: indexmap::IndexMap<Value, Value> = Default::default();
                 if let Ok(keys) = self.vars.try_iter() {
                     for key in keys {
@@ -70,10 +79,14 @@ impl Object for Scope {
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
-        match self.all_vars().try_iter() {
-            Ok(keys) => Enumerator::Values(keys.collect()),
-            Err(_) => Enumerator::Empty,
+        let mut keys: Vec<Value> = match self.vars.try_iter() {
+            Ok(keys) => keys.collect(),
+            Err(_) => return Enumerator::Empty,
+        };
+        if self.run_groups().is_some() {
+            keys.push(Value::from("groups"));
         }
+        Enumerator::Values(keys)
     }
 }
 

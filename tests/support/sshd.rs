@@ -352,6 +352,25 @@ impl SshFleet {
     pub fn inventory(&self, user: &str, extra: &str) -> String {
         inventory(&self.hosts, user, extra)
     }
+
+    /// An inventory of `count` root hosts (`h00000`…) dealt in turn over
+    /// this fleet's servers by `ansible_host`: each is still its own SSH
+    /// connection, which is what a controller's limits are about, and a
+    /// fleet of thousands costs a few servers.
+    pub fn shared_inventory(&self, count: usize) -> String {
+        let mut ini = String::from("[fleet]\n");
+        for i in 0..count {
+            let server = &self.hosts[i % self.hosts.len()];
+            writeln!(
+                ini,
+                "h{i:05} ansible_host={} ansible_user=root ansible_ssh_private_key_file={}",
+                server.ip(),
+                server.key_path().display()
+            )
+            .unwrap();
+        }
+        ini
+    }
 }
 
 /// The known_hosts lines of `hosts`.

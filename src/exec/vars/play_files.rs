@@ -126,6 +126,14 @@ pub fn read_literal(node: &Node, base: &Path) -> Result<Map<String, Value>, Diag
     Ok(read.unwrap_or_default())
 }
 
+/// The names an entry gives: one, or a list of alternatives.
+pub fn entry_names(node: &Node) -> &[Node] {
+    match &node.value {
+        Yaml::Seq(items) => items.as_slice(),
+        _ => std::slice::from_ref(node),
+    }
+}
+
 /// One entry's variables; `None` when a name cannot be rendered yet (or,
 /// without facts, at all).
 fn read_entry(
@@ -135,10 +143,7 @@ fn read_entry(
     ctx: &Value,
     known: Known,
 ) -> Result<Option<Map<String, Value>>, Diagnostic> {
-    let names = match &node.value {
-        Yaml::Seq(items) => items.as_slice(),
-        _ => std::slice::from_ref(node),
-    };
+    let names = entry_names(node);
     let mut tried = Vec::new();
     for n in names {
         let text = n.as_str().unwrap_or_default();
@@ -161,11 +166,7 @@ fn read_entry(
 /// An entry named without templates none of whose files exists, which a
 /// run skips as Ansible does: `validate` lists it.
 pub fn unfound(node: &Node, base: &Path) -> Option<Diagnostic> {
-    let names = match &node.value {
-        Yaml::Seq(items) => items.as_slice(),
-        _ => std::slice::from_ref(node),
-    };
-    let names: Vec<&str> = names
+    let names: Vec<&str> = entry_names(node)
         .iter()
         .map(|n| n.as_str().unwrap_or_default())
         .collect();

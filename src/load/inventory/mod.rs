@@ -140,6 +140,23 @@ impl Inventory {
     /// `inventory_hostname`, `inventory_hostname_short`, `group_names`, `groups`,
     /// and `inventory_file` and `inventory_dir` for a host read from a file.
     pub fn host_vars(&self, host: &str) -> Vars {
+        self.vars_of(host, true)
+    }
+
+    /// [`Inventory::host_vars`] for a host's run, without `groups`: that
+    /// one lists every host of the inventory, so a copy per host (and per
+    /// task) would cost each host the whole fleet; the run's templates
+    /// hold it once for all ([`Inventory::groups_var`]).
+    pub fn run_vars(&self, host: &str) -> Vars {
+        self.vars_of(host, false)
+    }
+
+    /// The `groups` magic variable: every group with its hosts.
+    pub fn groups_var(&self) -> &Value {
+        &self.groups_var
+    }
+
+    fn vars_of(&self, host: &str, with_groups: bool) -> Vars {
         let mut vars = self.merged_vars(host);
         let groups = self.host_index.get(host).map(|&h| self.groups_of(h));
         let mut names: Vec<&str> = groups
@@ -152,7 +169,9 @@ impl Inventory {
         vars.insert("inventory_hostname".into(), host.into());
         vars.insert("inventory_hostname_short".into(), short.into());
         vars.insert("group_names".into(), names.into());
-        vars.insert("groups".into(), self.groups_var.clone());
+        if with_groups {
+            vars.insert("groups".into(), self.groups_var.clone());
+        }
         let source = self
             .host_index
             .get(host)
@@ -162,21 +181,6 @@ impl Inventory {
             vars.insert("inventory_dir".into(), dir.display().to_string().into());
         }
         vars
-    }
-
-    /// [`Inventory::host_vars`] for a host's run, without `groups`: that
-    /// one lists every host of the inventory, so a copy per host (and per
-    /// task) would cost each host the whole fleet; the run's templates
-    /// hold it once for all ([`Inventory::groups_var`]).
-    pub fn run_vars(&self, host: &str) -> Vars {
-        let mut vars = self.host_vars(host);
-        vars.remove("groups");
-        vars
-    }
-
-    /// The `groups` magic variable: every group with its hosts.
-    pub fn groups_var(&self) -> &Value {
-        &self.groups_var
     }
 
     /// The host's variables without the magic ones.
