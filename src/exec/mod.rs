@@ -220,6 +220,8 @@ impl Rollout {
     ) -> bool {
         let play = ctx.play;
         let batches = batches(hosts, &play.serial);
+        let run = (&req.opts, req.forks, req.limit);
+        let magic = vars::play_magic(run, (&play.name, &play.roles));
         for (n, batch) in batches.iter().enumerate() {
             on_event(Event::Batch {
                 play: &play.name,
@@ -227,8 +229,19 @@ impl Rollout {
                 of: batches.len(),
                 hosts: batch,
             });
-            let run = (&req.opts, req.forks, req.limit);
-            let magic = vars::play_magic(run, (&play.name, &play.roles), hosts, batch);
+            let failed: HashSet<&String> = self.failed_hosts.iter().collect();
+            let active: Vec<String> = hosts
+                .iter()
+                .filter(|h| !failed.contains(h))
+                .cloned()
+                .collect();
+            let templates = ctx.templates.for_batch(hosts, &active, batch);
+            let lenient = ctx.lenient.for_batch(hosts, &active, batch);
+            let ctx = &PlayCtx {
+                templates: &templates,
+                lenient: &lenient,
+                ..*ctx
+            };
             let reports = run_batch(req, ctx, (play_vars, &magic), batch, keep, on_event);
             let failed: Vec<String> = reports
                 .iter()

@@ -90,6 +90,17 @@ fn the_runs_options_and_the_play_are_magic_variables_as_ansible_names_them() {
 }
 
 #[test]
+fn a_batch_sees_its_own_hosts_and_the_plays() {
+    let text = "- hosts: gpu\n  gather_facts: false\n  serial: 1\n  tasks:\n    - debug: {msg: \"{{ ansible_play_batch }} {{ play_hosts }} {{ ansible_play_hosts }} {{ ansible_play_hosts_all }} {{ 'ansible_play_batch' in vars }}\"}\n";
+    let (outcome, _) = run_on(text, &two_hosts(), json!({}));
+    let both = "['g1.example.com', 'g2']";
+    assert_eq!(
+        notes(&outcome, "g2"),
+        [format!("msg: ['g2'] ['g2'] {both} {both} True")]
+    );
+}
+
+#[test]
 fn a_plays_order_orders_its_batches() {
     let play = |order: &str| {
         format!("- hosts: gpu\n  gather_facts: false\n  serial: 1\n  order: {order}\n  tasks:\n    - debug: {{msg: hi}}\n")

@@ -84,16 +84,12 @@ impl<'a> TaskVars<'a> {
 /// `ansible_skip_tags`, `ansible_verbosity`, and `ansible_limit` when one
 /// is given), the play's name and roles (`ansible_play_role_names` and its
 /// old name `role_names`, the roles it names; `ansible_dependent_role_names`,
-/// those loaded as dependencies; `ansible_role_names`, both, each once),
-/// the hosts it selected
-/// (`ansible_play_hosts_all`), and those of the batch (`ansible_play_batch`,
-/// and `ansible_play_hosts` and its old name `play_hosts`, since hosts
-/// that failed in earlier batches are already left out).
+/// those loaded as dependencies; `ansible_role_names`, both, each once).
+/// The play's host lists, as long as the fleet, are the batch's templates'
+/// (`Templates::for_batch`), not copied into every host's variables.
 pub fn play_magic(
     (opts, forks, limit): (&RunOptions, usize, Option<&str>),
     (play, roles): (&str, &Exposed),
-    all: &[String],
-    batch: &[String],
 ) -> Map<String, Value> {
     let run_tags = match opts.tags.is_empty() {
         true => vec!["all".to_string()],
@@ -125,10 +121,6 @@ pub fn play_magic(
     magic.insert("role_names".into(), json!(roles.role_names));
     magic.insert("ansible_dependent_role_names".into(), json!(dependent));
     magic.insert("ansible_role_names".into(), json!(every));
-    magic.insert("ansible_play_hosts_all".into(), all.into());
-    magic.insert("ansible_play_hosts".into(), batch.into());
-    magic.insert("play_hosts".into(), batch.into());
-    magic.insert("ansible_play_batch".into(), batch.into());
     magic
 }
 

@@ -90,9 +90,10 @@ fn check_lookups(jinja: &str) -> Result<(), TemplateError> {
 pub struct Templates {
     env: Environment<'static>,
     hostvars: Option<Arc<HostVars>>,
-    /// The run's `groups`, held once for every host: a host's variables
-    /// do not copy it.
-    groups: Option<Value>,
+    /// What every host of the run or of a play's batch sees alike, held
+    /// once rather than copied into each host's variables (which every
+    /// render converts): `groups` and the play's host lists.
+    shared: Arc<scope::Shared>,
     syntax: SyntaxConfig,
     /// `ansible_managed` as configured, before a template file's
     /// `{file}`, `{host}`, `{uid}` and strftime fields are filled in.
@@ -156,7 +157,7 @@ impl Templates {
         Templates {
             env,
             hostvars: None,
-            groups: None,
+            shared: Arc::default(),
             syntax: ansible_syntax(),
             managed: ANSIBLE_MANAGED.into(),
         }
@@ -190,9 +191,30 @@ impl Templates {
             .add_global("ansible_version", Value::from(Serde(&version)));
         self.env
             .add_global("hostvars", Value::from_dyn_object(hostvars.clone()));
-        self.groups = Some(Value::from(Serde(groups)));
+        Arc::make_mut(&mut self.shared).insert("groups", Value::from(Serde(groups)));
         self.hostvars = Some(hostvars);
         self
+    }
+
+    /// These templates for one batch of a play: they also answer the
+    /// play's host lists as Ansible names them: `ansible_play_hosts_all`
+    /// (every host the play selected), `ansible_play_hosts` (those not
+    /// failed so far), and the batch's, `ansible_play_batch` and its old
+    /// name `play_hosts`.
+    pub fn for_batch(&self, all: &[String], active: &[String], batch: &[String]) -> Templates {
+        let mut shared = (*self.shared).clone();
+        let batch = Value::from(batch.to_vec());
+        shared.insert("ansible_play_hosts_all", Value::from(all.to_vec()));
+        shared.insert("ansible_play_hosts", Value::from(active.to_vec()));
+        shared.insert("ansible_play_batch", batch.clone());
+        shared.insert("play_hosts", batch);
+        Templates {
+            env: self.env.clone(),
+            hostvars: self.hostvars.clone(),
+            shared: Arc::new(shared),
+            syntax: self.syntax.clone(),
+            managed: self.managed.clone(),
+        }
     }
 
     /// ansible.cfg's `ansible_managed`, in place of Ansible's default.
@@ -209,9 +231,10 @@ impl Templates {
         &self.managed
     }
 
-    /// What templates see: the variables, `vars`, `hostvars` and `groups`.
+    /// What templates see: the variables, `vars`, `hostvars` and the
+    /// shared values.
     fn context(&self, vars: &Json) -> Value {
-        scope::scope(vars, self.hostvars.as_ref(), self.groups.as_ref())
+        scope::scope(vars, self.hostvars.as_ref(), &self.shared)
     }
 
     /// Makes a host's gathered facts visible through `hostvars`.

@@ -3,8 +3,11 @@
 //! x]` and `vars[item]`) and `hostvars`, whose entry for the current host
 //! is everything the host's templates see (play and task variables,
 //! registered results), not only its inventory variables and facts; and
-//! the run's `groups`, one value shared by every host's templates.
+//! the values every host sees alike (`groups`, the play's host lists), one
+//! value shared by every host's templates, which a host's own variable of
+//! the same name hides.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use minijinja::value::{Enumerator, Object, Serde, Value};
@@ -12,15 +15,14 @@ use serde_json::Value as Json;
 
 use super::HostVars;
 
-pub(super) fn scope(
-    vars: &Json,
-    hostvars: Option<&Arc<HostVars>>,
-    groups: Option<&Value>,
-) -> Value {
+/// Values by name that every host's templates see alike.
+pub(super) type Shared = BTreeMap<&'static str, Value>;
+
+pub(super) fn scope(vars: &Json, hostvars: Option<&Arc<HostVars>>, shared: &Arc<Shared>) -> Value {
     Value::from_object(Scope {
         vars: Value::from(Serde(vars)),
         hostvars: hostvars.cloned(),
-        groups: groups.cloned(),
+        shared: shared.clone(),
     })
 }
 
@@ -28,35 +30,35 @@ pub(super) fn scope(
 struct Scope {
     vars: Value,
     hostvars: Option<Arc<HostVars>>,
-    groups: Option<Value>,
+    shared: Arc<Shared>,
 }
 
 impl Scope {
-    /// The run's `groups`, where the variables lack one of their own.
-    fn run_groups(&self) -> Option<&Value> {
-        let own = self
-            .vars
-            .get_attr("groups")
-            .is_ok_and(|v| !v.is_undefined());
-        self.groups.as_ref().filter(|_| !own)
+    /// The shared values the variables do not hide.
+    fn unhidden(&self) -> impl Iterator<Item = (&'static str, &Value)> {
+        self.shared
+            .iter()
+            .map(|(k, v)| (*k, v))
+            .filter(|(name, _)| !self.vars.get_attr(name).is_ok_and(|v| !v.is_undefined()))
     }
 
-    /// `vars`: the variables, with the run's `groups` where they lack one.
+    /// `vars`: the variables, with the shared values they do not hide.
     fn all_vars(&self) -> Value {
-        match self.run_groups() {
-            Some(groups) => {
-                let mut all: indexmap::IndexMap<Value, Value> = Default::default();
-                if let Ok(keys) = self.vars.try_iter() {
-                    for key in keys {
-                        let value = self.vars.get_item(&key).unwrap_or_default();
-                        all.insert(key, value);
-                    }
-                }
-                all.insert(Value::from("groups"), groups.clone());
-                Value::from_object(all)
-            }
-            _ => self.vars.clone(),
+        let mut shared = self.unhidden().peekable();
+        if shared.peek().is_none() {
+            return self.vars.clone();
         }
+        let mut all: indexmap::IndexMap<Value, Value> = Default::default();
+        if let Ok(keys) = self.vars.try_iter() {
+            for key in keys {
+                let value = self.vars.get_item(&key).unwrap_or_default();
+                all.insert(key, value);
+            }
+        }
+        for (name, value) in shared {
+            all.insert(Value::from(name), value.clone());
+        }
+        Value::from_object(all)
     }
 }
 
@@ -65,7 +67,6 @@ impl Object for Scope {
         let own = self.vars.get_item(key).ok().filter(|v| !v.is_undefined());
         own.or_else(|| match key.as_str()? {
             "vars" => Some(self.all_vars()),
-            "groups" => self.groups.clone(),
             "hostvars" => {
                 let here = self.vars.get_attr("inventory_hostname").ok()?;
                 Some(Value::from_object(HostVarsHere {
@@ -74,7 +75,7 @@ impl Object for Scope {
                     here: self.vars.clone(),
                 }))
             }
-            _ => None,
+            name => self.shared.get(name).cloned(),
         })
     }
 
@@ -83,9 +84,7 @@ impl Object for Scope {
             Ok(keys) => keys.collect(),
             Err(_) => return Enumerator::Empty,
         };
-        if self.run_groups().is_some() {
-            keys.push(Value::from("groups"));
-        }
+        keys.extend(self.unhidden().map(|(name, _)| Value::from(name)));
         Enumerator::Values(keys)
     }
 }
