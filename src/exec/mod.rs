@@ -99,7 +99,7 @@ pub fn run_playbook(
     // templates that see it, made again only when a play changed it.
     let mut inventory = req.inventory.clone();
     let run_opts = &req.opts;
-    let (mut templates, mut lenient) = run_templates(&base, &inventory, run_opts);
+    let (mut run_wide, mut run_wide_lenient) = run_templates(&base, &inventory, run_opts);
     let playbook_folder = crate::modules::params::playbook_folder(&req.playbook.path);
     let sources = Sources::default();
     let sessions = Sessions::default();
@@ -111,7 +111,9 @@ pub fn run_playbook(
             opts: req.opts.clone(),
             ..*req
         };
-        let play_vars = PlayVars::load(play, &base, &templates, &req.extra_vars)
+        let templates = run_wide.for_play(play.dir());
+        let lenient = run_wide_lenient.for_play(play.dir());
+        let play_vars = PlayVars::load(play, play.dir(), &templates, &req.extra_vars)
             .map(Arc::new)
             .map_err(|d| vec![d])?;
         let pattern = vars::host_pattern(play, &templates, &play_vars.known(), &req.extra_vars)
@@ -143,7 +145,7 @@ pub fn run_playbook(
             .change(&mut inventory)
             .map_err(|e| vec![Diagnostic::new(&play.span, e)])?
         {
-            (templates, lenient) = run_templates(&base, &inventory, run_opts);
+            (run_wide, run_wide_lenient) = run_templates(&base, &inventory, run_opts);
         }
     }
     Ok(rollout.outcome)

@@ -9,6 +9,7 @@ use super::prepared::testing::load;
 use super::result::Status;
 use super::*;
 use crate::load::inventory::Inventory;
+use crate::load::playbook::Playbook;
 use crate::remote::fake::FakeTransport;
 use crate::remote::{Output, Script};
 
@@ -19,6 +20,10 @@ type Connected = Vec<(String, Map<String, Value>)>;
 /// outcome and the variables each host was connected with.
 fn run_on(text: &str, inventory: &Inventory, extra: Value) -> (RunOutcome, Connected) {
     let (_dir, pb) = load(text);
+    run_loaded(&pb, inventory, extra)
+}
+
+fn run_loaded(pb: &Playbook, inventory: &Inventory, extra: Value) -> (RunOutcome, Connected) {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let seen2 = seen.clone();
     let connect = move |host: &str, vars: &Map<String, Value>| {
@@ -33,7 +38,7 @@ fn run_on(text: &str, inventory: &Inventory, extra: Value) -> (RunOutcome, Conne
         Ok(Box::new(fake) as Box<dyn crate::remote::Transport>)
     };
     let req = RunRequest {
-        playbook: &pb,
+        playbook: pb,
         inventory,
         shard: None,
         limit: None,
@@ -97,6 +102,39 @@ fn a_batch_sees_its_own_hosts_and_the_plays() {
     assert_eq!(
         notes(&outcome, "g2"),
         [format!("msg: ['g2'] ['g2'] {both} {both} True")]
+    );
+}
+
+/// Ansible runs an imported playbook's plays from its folder: their
+/// `playbook_dir` and where their `vars_files` are looked for.
+#[test]
+fn an_imported_playbooks_plays_run_from_its_folder() {
+    let dir = tempfile::tempdir().unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    };
+    let show = "  gather_facts: false\n  vars_files: [v.yml]\n  tasks:\n    - debug: {msg: \"{{ x }} {{ playbook_dir | basename }}\"}\n";
+    write(
+        "top.yml",
+        &format!("- import_playbook: sub/inner.yml\n- hosts: gpu\n{show}"),
+    );
+    write("sub/inner.yml", &format!("- hosts: gpu\n{show}"));
+    write("v.yml", "x: top\n");
+    write("sub/vars/v.yml", "x: sub\n");
+    let pb = crate::load::playbook::load(&dir.path().join("top.yml")).unwrap();
+    let (outcome, _) = run_loaded(&pb, &two_hosts(), json!({}));
+    let top = dir.path().file_name().unwrap().to_str().unwrap();
+    let shown: Vec<String> = outcome
+        .reports
+        .iter()
+        .filter(|r| r.host == "g2")
+        .flat_map(|r| r.tasks.iter().flat_map(|t| t.notes.clone()))
+        .collect();
+    assert_eq!(
+        shown,
+        ["msg: sub sub".to_string(), format!("msg: top {top}")]
     );
 }
 

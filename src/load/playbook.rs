@@ -908,6 +908,15 @@ fn parse_play(node: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> Opt
 }
 
 impl Play {
+    /// The folder of the file that holds the play: Ansible's base folder
+    /// while it runs (`playbook_dir`, where `vars_files` are looked for),
+    /// which for a play of an imported playbook is that file's folder.
+    pub fn dir(&self) -> &Path {
+        Path::new(&self.span.source.name)
+            .parent()
+            .unwrap_or(Path::new(""))
+    }
+
     fn all_tasks(&self) -> impl Iterator<Item = &Task> {
         self.tasks
             .iter()

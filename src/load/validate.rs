@@ -43,7 +43,7 @@ pub fn templates(pb: &mut Playbook) -> Result<(), Vec<Diagnostic>> {
         check_var_cycles(&t, play, &mut variables);
         check_role_defaults(&t, play, &mut variables);
         check_handlers(play, &mut errors);
-        check_vars_files(&pb.path, play, &mut errors, &mut warnings);
+        check_vars_files(play, &mut errors, &mut warnings);
         let play_ref: &Play = play;
         for task in play_ref
             .tasks
@@ -165,13 +165,8 @@ fn check_role_defaults(t: &Templates, play: &Play, errors: &mut Vec<Diagnostic>)
 /// alternatives): the one read must hold a mapping, or apply would stop at
 /// the play. One that is nowhere is skipped, as Ansible skips it, and
 /// said as a warning.
-fn check_vars_files(
-    playbook: &std::path::Path,
-    play: &Play,
-    errors: &mut Vec<Diagnostic>,
-    warnings: &mut Vec<Diagnostic>,
-) {
-    let base = playbook.parent().unwrap_or(std::path::Path::new("."));
+fn check_vars_files(play: &Play, errors: &mut Vec<Diagnostic>, warnings: &mut Vec<Diagnostic>) {
+    let base = play.dir();
     for entry in &play.vars_files {
         if vars::entry_names(entry)
             .iter()

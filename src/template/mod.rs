@@ -86,6 +86,17 @@ fn check_lookups(jinja: &str) -> Result<(), TemplateError> {
     Ok(())
 }
 
+/// A playbook's folder as `playbook_dir` gives it: absolute, and the
+/// working folder for a playbook named without one.
+fn absolute_dir(dir: &Path) -> String {
+    let named = match dir.as_os_str().is_empty() {
+        true => Path::new("."),
+        false => dir,
+    };
+    let dir = std::path::absolute(named).unwrap_or_else(|_| named.into());
+    dir.display().to_string()
+}
+
 /// One minijinja Environment, built once, strict undefined, no auto-escaping.
 pub struct Templates {
     env: Environment<'static>,
@@ -174,14 +185,8 @@ impl Templates {
         hostvars: Arc<HostVars>,
         groups: &serde_json::Value,
     ) -> Self {
-        // A playbook named without a folder is in the working one.
-        let named = match playbook_dir.as_os_str().is_empty() {
-            true => Path::new("."),
-            false => playbook_dir,
-        };
-        let dir = std::path::absolute(named).unwrap_or_else(|_| named.into());
         self.env
-            .add_global("playbook_dir", dir.display().to_string());
+            .add_global("playbook_dir", absolute_dir(playbook_dir));
         let (major, minor, revision) = ANSIBLE_VERSION;
         let full = format!("{major}.{minor}.{revision}");
         let version = serde_json::json!({
@@ -196,6 +201,14 @@ impl Templates {
         self
     }
 
+    /// These templates for one play, whose `playbook_dir` is the folder
+    /// of the file that holds it (an imported playbook's for its plays).
+    pub fn for_play(&self, dir: &Path) -> Templates {
+        let mut shared = (*self.shared).clone();
+        shared.insert("playbook_dir", Value::from(absolute_dir(dir)));
+        self.sharing(shared)
+    }
+
     /// These templates for one batch of a play: they also answer the
     /// play's host lists as Ansible names them: `ansible_play_hosts_all`
     /// (every host the play selected), `ansible_play_hosts` (those not
@@ -208,6 +221,10 @@ impl Templates {
         shared.insert("ansible_play_hosts", Value::from(active.to_vec()));
         shared.insert("ansible_play_batch", batch.clone());
         shared.insert("play_hosts", batch);
+        self.sharing(shared)
+    }
+
+    fn sharing(&self, shared: scope::Shared) -> Templates {
         Templates {
             env: self.env.clone(),
             hostvars: self.hostvars.clone(),
