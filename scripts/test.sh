@@ -308,20 +308,23 @@ trap 'rm -f "$before" "$after"' EXIT
 machine_state >"$before"
 
 cargo fmt --check
+vm_log=
+if vm_tests_wanted; then
+	# The VM tests are the longest chain of the run (a VM under TCG, since
+	# KVM is unusable here, keeps one core busy for most of it), so they
+	# start first, as soon as their binary is built, one VM at a time; the
+	# other checks fill the other core beside them. Their output is shown
+	# when both are done; a check that fails before then stops them.
+	cargo test --test vm_e2e --no-run
+	vm_log=$(mktemp)
+	setsid cargo test --test vm_e2e -- --ignored --test-threads=1 >"$vm_log" 2>&1 &
+	vm_pid=$!
+	trap 'rm -f "$before" "$after"; kill -- -"$vm_pid" 2>/dev/null || true' EXIT
+fi
 cargo clippy --all-targets -- -D warnings
 # The release artefacts, which tests/dist.rs installs and runs.
 scripts/dist.sh
 cargo test --no-run
-vm_log=
-if vm_tests_wanted; then
-	# One VM at a time, beside the other tests rather than after them: a VM
-	# under TCG (KVM is unusable here) keeps one core busy and leaves the
-	# other mostly idle, which the other tests fill. Its output is shown
-	# when both are done.
-	vm_log=$(mktemp)
-	cargo test --test vm_e2e -- --ignored --test-threads=1 >"$vm_log" 2>&1 &
-	vm_pid=$!
-fi
 tests_rc=0
 cargo test || tests_rc=$?
 if [ -n "$vm_log" ]; then

@@ -44,23 +44,6 @@ const TUNED_DEADLINE: Duration = Duration::from_secs(180);
 // ---------------------------------------------------------------------------
 // The VM itself: what every nodeprov test below takes for granted.
 
-#[test]
-#[ignore = "boots a VM; scripts/test.sh runs it beside the other tests"]
-fn vm_boots_with_the_baseline_and_survives_reboot_and_power_loss() {
-    let vm = TestVm::start();
-    assert_baseline(&vm);
-    assert_accounts(&vm);
-
-    vm.reboot();
-    assert_baseline(&vm);
-
-    vm.ssh_ok("echo survives > /root/marker && sync");
-    vm.power_off_hard();
-    vm.restart();
-    assert_eq!(vm.ssh_ok("cat /root/marker"), "survives\n");
-    assert_baseline(&vm);
-}
-
 /// The starting point of the gpu-node playbook, as a RHEL-like GPU node has it.
 fn assert_baseline(vm: &TestVm) {
     assert_eq!(
@@ -286,6 +269,9 @@ fn assert_swap_file_allocated(vm: &TestVm, path: &str, bytes: u64) {
 #[ignore = "boots a VM; scripts/test.sh runs it beside the other tests"]
 fn gpu_node_converges_on_a_real_vm_and_survives_reboot_drift_and_power_loss() {
     let vm = TestVm::start();
+    // The VM itself first: what every run below takes for granted.
+    assert_baseline(&vm);
+    assert_accounts(&vm);
     install_toolkit_layout(&vm);
     let np = Nodeprov::new(&vm);
 
@@ -411,6 +397,7 @@ fn hand_made_drift_is_named_and_repaired(vm: &TestVm, np: &Nodeprov) {
 /// host unreachable (exit 4), and after a restart an apply converges to
 /// exactly the state a clean run leaves, with no torn or stray file in /etc.
 fn power_loss_mid_apply_then_converges(vm: &TestVm, np: &Nodeprov, converged_etc: &str) {
+    vm.ssh_ok("echo survives > /root/marker && sync");
     vm.ssh_ok(
         "swapoff -a && rm -f /swapfile && sysctl -w vm.overcommit_memory=0 \
          && systemctl enable --now httpd mysqld",
@@ -441,6 +428,11 @@ fn power_loss_mid_apply_then_converges(vm: &TestVm, np: &Nodeprov, converged_etc
     assert!(doc["hosts"][0]["unreachable"].is_string(), "{doc:#}");
 
     vm.restart();
+    assert_eq!(
+        vm.ssh_ok("cat /root/marker"),
+        "survives\n",
+        "synced before the power loss"
+    );
     let (code, doc) = np.gpu_node("apply", &np.root);
     assert_eq!(code, 0, "{doc:#}");
     assert_eq!(np.gpu_node("check", &np.root).0, 0);
