@@ -100,6 +100,10 @@ impl<'a, 'p> HostRun<'a, 'p> {
             self.flush();
         }
         self.read_files_left_unread();
+        // Ansible keeps what a host's tasks set for the rest of the run.
+        if let Some(kept) = self.ctx.templates.kept() {
+            kept.add(&self.host, &self.state.vars.registered);
+        }
         let (delegated_trips, delegated_probes) = self.finish_delegates();
         let (round_trips, mut probes) = self.wire.finish();
         probes.extend(delegated_probes);
@@ -218,9 +222,9 @@ impl<'a, 'p> HostRun<'a, 'p> {
             Ok(results) => {
                 if let Some(r) = results.get(host_facts::KEY) {
                     self.state.vars.facts = host_facts::parse(r);
-                    self.ctx
-                        .templates
-                        .record_facts(&self.host, &self.state.vars.facts);
+                    if let Some(kept) = self.ctx.templates.kept() {
+                        kept.facts(&self.host, &self.state.vars.facts);
+                    }
                     self.read_host_files(Known::All);
                 }
                 self.state.facts.extend(results);

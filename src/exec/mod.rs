@@ -35,7 +35,7 @@ use crate::modules::params::Sources;
 use crate::modules::InventoryChange;
 use crate::remote::deferred::Deferred;
 use crate::remote::{Transport, TransportError};
-use crate::template::{HostVars, Templates};
+use crate::template::{HostVars, Kept, Templates};
 use host::HostRun;
 pub use prepared::RunOptions;
 use prepared::{PlayCtx, PreparedPlay};
@@ -99,7 +99,8 @@ pub fn run_playbook(
     // templates that see it, made again only when a play changed it.
     let mut inventory = req.inventory.clone();
     let run_opts = &req.opts;
-    let (mut run_wide, mut run_wide_lenient) = run_templates(&base, &inventory, run_opts);
+    let kept = Arc::new(Kept::default());
+    let (mut run_wide, mut run_wide_lenient) = run_templates(&base, &inventory, run_opts, &kept);
     let playbook_folder = crate::modules::params::playbook_folder(&req.playbook.path);
     let sources = Sources::default();
     let sessions = Sessions::default();
@@ -145,19 +146,26 @@ pub fn run_playbook(
             .change(&mut inventory)
             .map_err(|e| vec![Diagnostic::new(&play.span, e)])?
         {
-            (run_wide, run_wide_lenient) = run_templates(&base, &inventory, run_opts);
+            (run_wide, run_wide_lenient) = run_templates(&base, &inventory, run_opts, &kept);
         }
     }
     Ok(rollout.outcome)
 }
 
 /// Templates that see every host's variables in the inventory as it is
-/// now, and their lenient twin.
-fn run_templates(base: &Path, inventory: &Inventory, opts: &RunOptions) -> (Templates, Templates) {
+/// now and what the run kept of each, and their lenient twin.
+fn run_templates(
+    base: &Path,
+    inventory: &Inventory,
+    opts: &RunOptions,
+    kept: &Arc<Kept>,
+) -> (Templates, Templates) {
     let snapshot = inventory.clone();
-    let hostvars = Arc::new(HostVars::new(inventory.hosts(), move |h: &str| {
-        snapshot.host_vars(h)
-    }));
+    let hostvars = Arc::new(HostVars::new(
+        inventory.hosts(),
+        move |h: &str| snapshot.host_vars(h),
+        kept.clone(),
+    ));
     let managed = opts.ansible_managed.as_deref();
     let groups = inventory.groups_var();
     let templates = Templates::new()
@@ -444,11 +452,13 @@ fn run_host(
     with_magic
         .entry("ansible_connection")
         .or_insert(connection.unwrap_or_else(|| "ssh".into()));
+    // What the host's earlier plays gathered and set.
+    let kept = ctx.templates.kept().map(|k| k.of(host)).unwrap_or_default();
     let layers = VarLayers {
         inventory: with_magic,
-        facts: Map::new(),
+        facts: kept.facts,
         play: play_vars.known(),
-        registered: Map::new(),
+        registered: kept.set,
         extra: req.extra_vars.clone(),
         play_files: play_vars.per_host().then(|| play_vars.clone()),
         roles: ctx.play.roles.clone(),

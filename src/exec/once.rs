@@ -14,6 +14,9 @@ use serde_json::Value;
 pub(crate) struct Ran {
     pub host: String,
     pub registered: Value,
+    /// What the task set (`set_fact`): every host of the batch has it
+    /// too, as in Ansible.
+    pub sets: serde_json::Map<String, Value>,
     /// The failure that fails every host of the batch, as in Ansible.
     pub failed: Option<String>,
     /// Its `when:` was false there.
@@ -102,6 +105,7 @@ mod tests {
             let ran = Ran {
                 host: "h2".into(),
                 registered: Value::from(7),
+                sets: Default::default(),
                 failed: None,
                 skipped: false,
                 unknown: false,

@@ -105,6 +105,27 @@ fn a_batch_sees_its_own_hosts_and_the_plays() {
     );
 }
 
+/// What a host's tasks set outlives its play, as Ansible keeps it for the
+/// run: the host's later plays have it, and so does `hostvars` in them; a
+/// `run_once` task's set_fact is every host's; `delegate_facts` sets the
+/// delegate's (here the implicit localhost) instead of the host's own.
+#[test]
+fn what_a_play_sets_is_kept_for_the_plays_after_it() {
+    let text = "- hosts: gpu\n  gather_facts: false\n  tasks:\n    - set_fact: {mine: \"{{ inventory_hostname }}\"}\n    - debug: {msg: hi}\n      register: ran\n    - set_fact: {once: \"by {{ inventory_hostname }}\"}\n      run_once: true\n    - set_fact: {pw: s3}\n      delegate_to: localhost\n      delegate_facts: true\n- hosts: gpu\n  gather_facts: false\n  tasks:\n    - debug: {msg: \"{{ mine }} {{ ran is defined }} {{ once }} {{ hostvars['g2'].mine }} {{ hostvars['localhost'].pw }} {{ pw | default('not mine') }}\"}\n";
+    let (outcome, _) = run_on(text, &two_hosts(), json!({}));
+    let shown: Vec<String> = outcome
+        .reports
+        .iter()
+        .filter(|r| r.host == "g1.example.com")
+        .flat_map(|r| r.tasks.iter().flat_map(|t| t.notes.clone()))
+        .filter(|n| n.starts_with("msg: g1"))
+        .collect();
+    assert_eq!(
+        shown,
+        ["msg: g1.example.com True by g1.example.com g2 s3 not mine"]
+    );
+}
+
 /// Ansible runs an imported playbook's plays from its folder: their
 /// `playbook_dir` and where their `vars_files` are looked for.
 #[test]

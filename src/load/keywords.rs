@@ -143,8 +143,10 @@ keywords! {
         => "no interactive debugger";
     "delay": No No Yes No No
         => "seconds between attempts, 5 by default";
-    "delegate_facts": No Refused Refused No No
-        => "a delegated task's facts are its host's; gather the delegate's in a play on it";
+    "delegate_facts": No Refused Yes No No
+        => "the variables a delegated task sets (`set_fact`, gathered facts) are the delegate's: \
+           `hostvars` shows them at once, and the delegate has them in the plays after; a \
+           block's is refused";
     "delegate_to": No Yes Yes Yes No
         => "any host, templated per host: the task is probed, applied and verified on the \
            delegate (an inventory host through its own connection variables; `localhost` not in \

@@ -68,7 +68,7 @@ fn parse_kv(text: &str, check_raw: bool) -> Result<KeyValues, String> {
 /// Ansible's `split_args`: spaces split words except inside quotes or a
 /// `{{ }}`, `{% %}` or `{# #}` block; line breaks are kept in the word
 /// they end, but for a line whose last word is a lone `\`.
-fn split_args(text: &str) -> Result<Vec<String>, String> {
+pub(crate) fn split_args(text: &str) -> Result<Vec<String>, String> {
     let mut params: Vec<String> = Vec::new();
     let lines: Vec<&str> = text.split('\n').collect();
     let mut quote: Option<char> = None;

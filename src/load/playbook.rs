@@ -360,6 +360,7 @@ pub fn load_with(
     let at = Loading {
         finder: &finder,
         defaults,
+        warnings: Default::default(),
     };
     let plays = plays_of(path, &at, &mut vec![path.to_path_buf()], &mut errors);
     // Sections expand after the play's keys are read: report in file order.
@@ -369,7 +370,7 @@ pub fn load_with(
             path: path.to_path_buf(),
             plays,
             variable_errors: Vec::new(),
-            warnings: Vec::new(),
+            warnings: at.warnings.into_inner(),
         })
     } else {
         Err(errors.0)
@@ -380,6 +381,8 @@ pub fn load_with(
 struct Loading<'a> {
     finder: &'a Arc<roles::Finder>,
     defaults: &'a PlayDefaults,
+    /// What Ansible passes over (its versions differ) and a run does too.
+    warnings: std::cell::RefCell<Vec<Diagnostic>>,
 }
 
 /// The plays of one playbook file, with `import_playbook:` entries
@@ -446,8 +449,7 @@ fn imported(
             ))),
         }
     }
-    let name = string(file, "import_playbook", errors);
-    let path = dir.join(&name);
+    let (name, path) = imported_file(file, dir, at, errors);
     if stack.contains(&path) || stack.len() > 32 {
         errors.push(file.error(format!("{name} imports itself")));
         return Vec::new();
@@ -474,6 +476,29 @@ fn imported(
         }
     }
     plays
+}
+
+/// The file an `import_playbook:` names. The newest ansible-core takes the
+/// whole text as its name; older ones (2.15 to 2.17 at least) take its
+/// first word and pass over the rest (`key=value` words, which never set
+/// anything). A text that names no file is read the older way, with a
+/// warning.
+fn imported_file(file: &Node, dir: &Path, at: &Loading, errors: &mut Errors) -> (String, PathBuf) {
+    let text = string(file, "import_playbook", errors);
+    let whole = dir.join(&text);
+    let words = super::kv::split_args(&text).unwrap_or_default();
+    match words.as_slice() {
+        [first, _, ..] if !whole.exists() => {
+            let first = first.trim().to_string();
+            at.warnings.borrow_mut().push(file.error(format!(
+                "import_playbook: '{}' after the file name is passed over, as older ansible-core releases pass it over (the newest takes the whole text as the file's name); give variables in the import's vars:",
+                text[text.find(&first).map_or(0, |i| i + first.len())..].trim()
+            )));
+            let path = dir.join(&first);
+            (first, path)
+        }
+        _ => (text, whole),
+    }
 }
 
 /// A play's `vars:` with an import's over them, each entry where written.
@@ -1081,6 +1106,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
     let mut foreign: Vec<(&Node, &Node, String)> = Vec::new();
     let mut async_run = None;
     let mut task_connection = None;
+    let mut delegate_facts = false;
     let mut poll = None;
     let (mut templated_async, mut templated_poll) = (None, None);
     for (k, v) in entries {
@@ -1136,6 +1162,7 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
             "timeout" => tasks::timeout(&mut task, v, errors),
             "until" | "retries" | "delay" => retry_keys.add(k, v),
             "delegate_to" => task.delegate_to = tasks::delegate_to(v, errors),
+            "delegate_facts" => delegate_facts = boolean(v, key, errors),
             "run_once" => task.run_once = boolean(v, key, errors),
             "connection" => task_connection = Some(v),
             "async" | "poll" if is_template(v) => match key {
@@ -1192,6 +1219,9 @@ pub(super) fn parse_task(node: &Node, scope: &tasks::Scope, errors: &mut Errors)
     // After delegate_to, which it may turn local, whatever the key order.
     if let Some(v) = task_connection {
         tasks::task_connection(&mut task, v, errors);
+    }
+    if let Some(d) = &mut task.delegate_to {
+        d.facts = delegate_facts;
     }
     task.retry = retry_keys.parse(errors);
     if templated_async.is_some() || templated_poll.is_some() {

@@ -470,6 +470,9 @@ pub struct Delegate {
     /// `connection: local`: reached on the controller itself, whatever the
     /// inventory says of the name.
     pub controller: bool,
+    /// `delegate_facts`: the variables the task sets are the delegate's,
+    /// not its host's.
+    pub facts: bool,
 }
 
 pub(super) fn delegate_to(v: &Node, errors: &mut Errors) -> Option<Delegate> {
@@ -478,6 +481,7 @@ pub(super) fn delegate_to(v: &Node, errors: &mut Errors) -> Option<Delegate> {
         to,
         span: v.span.clone(),
         controller: false,
+        facts: false,
     })
 }
 
@@ -491,6 +495,7 @@ pub(super) fn task_connection(task: &mut Task, v: &Node, errors: &mut Errors) {
                 to: "localhost".into(),
                 span: v.span.clone(),
                 controller: true,
+                facts: false,
             });
             d.controller = true;
         }

@@ -71,7 +71,7 @@ pub fn templates(pb: &mut Playbook) -> Result<(), Vec<Diagnostic>> {
         }
     }
     pb.variable_errors = variables;
-    pb.warnings = warnings;
+    pb.warnings.extend(warnings);
     if errors.is_empty() {
         Ok(())
     } else {

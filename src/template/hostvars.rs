@@ -1,6 +1,7 @@
-//! Ansible's `hostvars`: every host's inventory variables, and the facts of
-//! those whose facts were gathered so far in the run, looked up only when a
-//! template reads them (a fleet's worth is never copied into each context).
+//! Ansible's `hostvars`: every host's inventory variables, and what the
+//! run has kept of each host so far (its gathered facts, what its tasks
+//! set), looked up only when a template reads them (a fleet's worth is
+//! never copied into each context).
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -10,10 +11,54 @@ use serde_json::{Map, Value as Json};
 
 type Vars = Map<String, Json>;
 
+/// What the run keeps of each host from one play to the next, as Ansible
+/// keeps it for the whole run: its gathered facts, and the variables its
+/// tasks set (`set_fact`, `register`, `include_vars`), or that a task
+/// delegated to it with `delegate_facts` set. One store per run, shared by
+/// every `hostvars` the run makes.
+#[derive(Default)]
+pub struct Kept(Mutex<HashMap<String, KeptVars>>);
+
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct KeptVars {
+    pub facts: Vars,
+    pub set: Vars,
+}
+
+impl Kept {
+    fn with<T>(&self, f: impl FnOnce(&mut HashMap<String, KeptVars>) -> T) -> T {
+        f(&mut self.0.lock().expect("not poisoned"))
+    }
+
+    /// A host's gathered facts, in place of those it had.
+    pub fn facts(&self, host: &str, facts: &Vars) {
+        self.with(|k| k.entry(host.into()).or_default().facts = facts.clone());
+    }
+
+    /// What a host's play left set, in place of what it started with
+    /// (which the play started from).
+    pub fn set(&self, host: &str, set: &Vars) {
+        self.with(|k| k.entry(host.into()).or_default().set = set.clone());
+    }
+
+    /// Variables set on a host by another's task, over what it has.
+    pub fn add(&self, host: &str, vars: &Vars) {
+        self.with(|k| k.entry(host.into()).or_default().set.extend(vars.clone()));
+    }
+
+    pub fn of(&self, host: &str) -> KeptVars {
+        self.with(|k| k.get(host).cloned().unwrap_or_default())
+    }
+
+    fn has(&self, host: &str) -> bool {
+        self.with(|k| k.contains_key(host))
+    }
+}
+
 pub struct HostVars {
     hosts: BTreeSet<String>,
     inventory: Box<dyn Fn(&str) -> Vars + Send + Sync>,
-    facts: Mutex<HashMap<String, Vars>>,
+    kept: Arc<Kept>,
 }
 
 impl HostVars {
@@ -21,29 +66,31 @@ impl HostVars {
     pub fn new(
         hosts: impl IntoIterator<Item = String>,
         inventory: impl Fn(&str) -> Vars + Send + Sync + 'static,
+        kept: Arc<Kept>,
     ) -> Self {
         HostVars {
             hosts: hosts.into_iter().collect(),
             inventory: Box::new(inventory),
-            facts: Mutex::new(HashMap::new()),
+            kept,
         }
     }
 
-    /// A host's facts, as gathered: later plays and other hosts see them.
-    pub fn record_facts(&self, host: &str, facts: &Vars) {
-        let mut known = self.facts.lock().expect("not poisoned");
-        known.insert(host.to_string(), facts.clone());
+    /// What the run keeps of each host.
+    pub fn kept(&self) -> &Kept {
+        &self.kept
     }
 
-    /// One host's variables: inventory, then facts.
+    /// One host's variables: inventory, then facts, then what its tasks
+    /// set. A host outside the inventory (the implicit `localhost`) has
+    /// them once a task set something on it.
     pub fn of(&self, host: &str) -> Option<Vars> {
-        if !self.hosts.contains(host) {
+        if !self.hosts.contains(host) && !self.kept.has(host) {
             return None;
         }
         let mut vars = (self.inventory)(host);
-        if let Some(facts) = self.facts.lock().expect("not poisoned").get(host) {
-            vars.extend(facts.clone());
-        }
+        let kept = self.kept.of(host);
+        vars.extend(kept.facts);
+        vars.extend(kept.set);
         Some(vars)
     }
 }

@@ -28,7 +28,7 @@ use minijinja::value::Serde;
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, UndefinedBehavior, Value};
 use serde_json::{Map, Value as Json};
 
-pub use hostvars::HostVars;
+pub use hostvars::{HostVars, Kept, KeptVars};
 
 use crate::load::ansible_core::PluginKind;
 
@@ -254,11 +254,10 @@ impl Templates {
         scope::scope(vars, self.hostvars.as_ref(), &self.shared)
     }
 
-    /// Makes a host's gathered facts visible through `hostvars`.
-    pub fn record_facts(&self, host: &str, facts: &Map<String, Json>) {
-        if let Some(h) = &self.hostvars {
-            h.record_facts(host, facts);
-        }
+    /// What the run keeps of each host, which `hostvars` shows: none
+    /// for templates made without a run.
+    pub fn kept(&self) -> Option<&hostvars::Kept> {
+        self.hostvars.as_deref().map(HostVars::kept)
     }
 
     /// The same environment, where undefined values render empty instead

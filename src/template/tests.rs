@@ -874,9 +874,11 @@ fn search_tree() -> tempfile::TempDir {
 }
 
 fn run_templates(dir: &std::path::Path) -> Templates {
-    let hostvars = Arc::new(HostVars::new(["h1".to_string()], |h: &str| {
-        Map::from_iter([("name".to_string(), Json::from(h))])
-    }));
+    let hostvars = Arc::new(HostVars::new(
+        ["h1".to_string()],
+        |h: &str| Map::from_iter([("name".to_string(), Json::from(h))]),
+        Default::default(),
+    ));
     Templates::new().with_run(dir, hostvars, &json!({"all": ["h1"]}))
 }
 
@@ -1035,7 +1037,8 @@ fn run_globals_give_the_playbook_dir_version_and_hostvars() {
         )
         .unwrap();
     assert_eq!(out, "True 2.21.5 2 h1 False");
-    t.record_facts(
+    let kept = t.kept().unwrap();
+    kept.facts(
         "h1",
         &Map::from_iter([("ansible_os_family".to_string(), json!("Debian"))]),
     );
@@ -1043,6 +1046,16 @@ fn run_globals_give_the_playbook_dir_version_and_hostvars() {
         render_with(&t, "{{ hostvars.h1.ansible_os_family }}"),
         "Debian"
     );
+    // What its tasks set wins over its facts; a host outside the
+    // inventory has hostvars once something was set on it.
+    let one = |name: &str, value: &str| Map::from_iter([(name.to_string(), json!(value))]);
+    kept.add("h1", &one("ansible_os_family", "Mine"));
+    assert_eq!(
+        render_with(&t, "{{ hostvars.h1.ansible_os_family }}"),
+        "Mine"
+    );
+    kept.add("localhost", &one("pw", "s"));
+    assert_eq!(render_with(&t, "{{ hostvars.localhost.pw }}"), "s");
     assert_eq!(
         render_with(&t, "{{ playbook_dir }}"),
         dir.path().display().to_string()
@@ -1176,7 +1189,11 @@ fn vars_and_this_hosts_hostvars_are_its_own_variables() {
         m.insert("x".into(), json!(h));
         m
     };
-    let hostvars = Arc::new(HostVars::new(["h1".into(), "h2".into()], inventory));
+    let hostvars = Arc::new(HostVars::new(
+        ["h1".into(), "h2".into()],
+        inventory,
+        Default::default(),
+    ));
     let groups = json!({"all": ["h1", "h2"], "gpu": ["h2"]});
     let t = Templates::new().with_run(Path::new("."), hostvars, &groups);
     let vars = json!({"inventory_hostname": "h1", "x": "h1", "name_a": "A", "item": "name_a", "reg": {"rc": 3}});

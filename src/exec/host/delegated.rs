@@ -27,6 +27,9 @@ pub(super) struct Delegation<'a> {
     pub wires: BTreeMap<String, Wire<'a>>,
     /// The delegate the task being planned runs on.
     pub current: Option<String>,
+    /// The delegate whose variables the task being planned sets
+    /// (`delegate_facts`), instead of this host's.
+    pub facts_to: Option<String>,
 }
 
 /// This host's state while a task runs on its delegate.
@@ -49,6 +52,8 @@ impl<'a, 'p> HostRun<'a, 'p> {
             self.delegation.current = None;
             return next;
         }
+        let delegate_facts = spec.task.delegate_to.as_ref().is_some_and(|d| d.facts);
+        self.delegation.facts_to = delegate_facts.then(|| target.clone());
         let open = || (self.ctx.open_delegate)(&target, controller);
         let opened = self.on_wire(
             format!("{target} {controller}"),
@@ -56,6 +61,7 @@ impl<'a, 'p> HostRun<'a, 'p> {
             open,
             |run| run.run_on_delegate(spec, &target),
         );
+        self.delegation.facts_to = None;
         if let Err(e) = opened {
             self.fail(spec, None, format!("delegate_to '{target}': {e}"));
         }

@@ -122,11 +122,13 @@ impl<'p> HostRun<'_, 'p> {
         }
         // Upkeep registers its planned result: it is not a command's output.
         let is_command = (module.is_command() && !upkeep) || job.is_some();
-        // Variables a task sets (set_fact) are there for the next task.
-        self.state
-            .vars
-            .registered
-            .extend(std::mem::take(&mut plan.sets));
+        // Variables a task sets (set_fact) are there for the next task, or
+        // the delegate's (delegate_facts).
+        let sets = std::mem::take(&mut plan.sets);
+        match (&self.delegation.facts_to, self.ctx.templates.kept()) {
+            (Some(delegate), Some(kept)) => kept.add(delegate, &sets),
+            _ => self.state.vars.registered.extend(sets),
+        }
         let mut returns = std::mem::take(&mut plan.returns);
         if let (Some(diff), true) = (
             plan.diff.take(),

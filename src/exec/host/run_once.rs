@@ -16,10 +16,20 @@ impl<'p> HostRun<'_, 'p> {
         match self.once.turn(key, &self.host) {
             Turn::Run => {
                 let mark = self.state.outcomes.len();
+                let before = self.state.vars.registered.clone();
                 if let Next::FlushBefore = self.plan_resolved(spec) {
                     return Next::FlushBefore;
                 }
                 self.flush();
+                let reg = spec.task.register.as_ref();
+                let sets = self
+                    .state
+                    .vars
+                    .registered
+                    .iter()
+                    .filter(|(k, v)| Some(*k) != reg && before.get(*k) != Some(*v))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect();
                 let registered = spec
                     .task
                     .register
@@ -35,10 +45,10 @@ impl<'p> HostRun<'_, 'p> {
                             .unwrap_or("failed")
                             .to_string()
                     });
-                let reg = spec.task.register.as_ref();
                 let ran = Ran {
                     host: self.host.clone(),
                     registered,
+                    sets,
                     failed,
                     // A loop is skipped when every item was.
                     skipped: self.state.outcomes.len() > mark
@@ -49,6 +59,7 @@ impl<'p> HostRun<'_, 'p> {
                 self.once.ran(key, ran);
             }
             Turn::Take(ran) => {
+                self.state.vars.registered.extend(ran.sets);
                 if let Some(reg) = &spec.task.register {
                     if ran.unknown {
                         self.state
