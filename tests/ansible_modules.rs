@@ -456,3 +456,34 @@ fn filter_and_test_plugins_of_the_playbook_and_its_roles_render() {
     drop(fleet);
     assert_machine_unchanged(&before);
 }
+
+/// What the native `package` cannot do, under the names Ansible runs its
+/// `dnf` module by: a package group, and a parameter only `dnf` has, given
+/// to `dnf` and to `yum` (whose module ansible-core 2.17 dropped: its
+/// action plugin redirects to `dnf`'s, which runs the `dnf` module).
+#[test]
+fn package_groups_and_dnf_parameters_run_ansibles_dnf() {
+    let control = tempfile::tempdir().unwrap();
+    let playbook = control.path().join("site.yml");
+    std::fs::write(
+        &playbook,
+        "- hosts: all\n  tasks:\n    - dnf: {name: \"@Development Tools\"}\n    - yum: {name: \"@DGX-1 Configurations\", state: present}\n    - yum: {name: tmux, sslverify: false}\n",
+    )
+    .unwrap();
+    let mut validate = std::process::Command::new(env!("CARGO_BIN_EXE_nodeprov"));
+    validate
+        .args(["validate", playbook.to_str().unwrap(), "-i", "localhost,"])
+        .current_dir(control.path())
+        .env("NODEPROV_ANSIBLE_PYTHON", ansible_python());
+    let validate = Run::of(validate);
+    assert_eq!(validate.code, 0, "{validate}");
+    for (line, why) in [
+        (3, "is a package group"),
+        (4, "is a package group"),
+        (5, "the native module lacks 'sslverify'"),
+    ] {
+        let at = format!("site.yml:{line}:7: runs Ansible's module ansible.builtin.dnf (");
+        let shown = validate.stdout.lines().find(|l| l.contains(&at));
+        assert!(shown.is_some_and(|l| l.contains(why)), "{at} {why}: {validate}");
+    }
+}

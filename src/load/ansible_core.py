@@ -216,6 +216,17 @@ def action_handler(name, collections, module_ctx):
     return "ansible.legacy.normal", None
 
 
+def redirected_module(name, collections):
+    # The module named by the end of the action plugin's redirects, when
+    # that plugin only hands the task to its module.
+    ctx = plugin_loader.action_loader.find_plugin_with_context(name, collection_list=collections)
+    if not ctx.resolved or len(ctx.redirect_list) < 2:
+        return None
+    if os.path.realpath(ctx.plugin_resolved_path) not in PASS_THROUGH_ACTIONS:
+        return None
+    return ctx.redirect_list[-1]
+
+
 def refuse_controller_action(name, collections, module_ctx):
     handler, handler_collections = action_handler(name, collections, module_ctx)
     ctx = plugin_loader.action_loader.find_plugin_with_context(handler, collection_list=handler_collections)
@@ -575,6 +586,12 @@ def handle(req):
     try:
         ctx = find_module(name, search)
         found = ctx is not None and ctx.resolved and ctx.plugin_resolved_path
+        if not found:
+            # A module gone whose action still redirects (`yum` to `dnf`
+            # from 2.17): Ansible runs the action's module.
+            target = redirected_module(name, search)
+            ctx = find_module(target, search) if target else ctx
+            found = ctx is not None and ctx.resolved and ctx.plugin_resolved_path
         if not module_only:
             refuse_controller_action(name, search, ctx if found else None)
     except AnsibleError as e:  # removed (tombstoned) plugins and broken redirects raise

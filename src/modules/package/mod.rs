@@ -8,7 +8,8 @@
 //! the package lists), `name-1.2` or `name-1.2-1` an rpm one (the version
 //! dotted, so `cuda-toolkit-12-4` and `cuda-drivers-550` stay names), and
 //! `@module:stream[/profile]` enables and installs a dnf module stream
-//! (package groups such as `@core`, and removing a stream, are refused); a
+//! (package groups such as `@core` or `@Development Tools` run Ansible's own
+//! module, which installs them; removing a stream is refused); a
 //! stream counts as in place once it is enabled, whichever profile is installed.
 //! `name: "*"` with `state: latest` upgrades every installed package, as
 //! Ansible's modules do (apt's `upgrade --with-new-pkgs`, dnf's and yum's
@@ -183,6 +184,17 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
             ),
         ));
     }
+    // A group's name may hold spaces (`@Development Tools`).
+    if let Some(group) = a
+        .name
+        .iter()
+        .find(|n| n.starts_with('@') && !n.contains(':'))
+    {
+        return Err(p.unsupported(
+            "name",
+            format!("'{group}' is a package group; only module streams (@name:stream) are installed natively"),
+        ));
+    }
     if let Some(bad) = a.name.iter().find(|n| !valid_name(n)) {
         return Err(p.error("name", format!("'{bad}' is not a package name")));
     }
@@ -190,18 +202,6 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         return Err(p.error(
             "name",
             "'*' stands for every installed package: it is taken alone, with state: latest (an upgrade of them all)",
-        ));
-    }
-    if let Some(bad) = a
-        .name
-        .iter()
-        .find(|n| n.starts_with('@') && !n.contains(':'))
-    {
-        return Err(p.error(
-            "name",
-            format!(
-                "'{bad}': package groups are not supported, only module streams (@name:stream)"
-            ),
         ));
     }
     let mut rpm_options = Vec::new();
@@ -1035,9 +1035,10 @@ mod tests {
         let plan = plan_on(json!({"name": "@nodejs:20"}), &answers).unwrap();
         assert_eq!(plan.changes[0].to_string(), "module nodejs: 18 → 20");
         assert!(plan.steps[0].starts_with("dnf -y install -- @nodejs:20 ||"));
-        assert!(
-            build_error(&PACKAGE, json!({"name": "@core"})).contains("groups are not supported")
-        );
+        for group in ["@core", "@DGX-1 Configurations"] {
+            let e = build_test(&PACKAGE, json!({"name": group})).err().unwrap();
+            assert!(e.unsupported && e.message.contains("is a package group"), "{e:?}");
+        }
     }
 
     #[test]
