@@ -484,6 +484,9 @@ fn package_groups_and_dnf_parameters_run_ansibles_dnf() {
     ] {
         let at = format!("site.yml:{line}:7: runs Ansible's module ansible.builtin.dnf (");
         let shown = validate.stdout.lines().find(|l| l.contains(&at));
-        assert!(shown.is_some_and(|l| l.contains(why)), "{at} {why}: {validate}");
+        assert!(
+            shown.is_some_and(|l| l.contains(why)),
+            "{at} {why}: {validate}"
+        );
     }
 }

@@ -1037,7 +1037,10 @@ mod tests {
         assert!(plan.steps[0].starts_with("dnf -y install -- @nodejs:20 ||"));
         for group in ["@core", "@DGX-1 Configurations"] {
             let e = build_test(&PACKAGE, json!({"name": group})).err().unwrap();
-            assert!(e.unsupported && e.message.contains("is a package group"), "{e:?}");
+            assert!(
+                e.unsupported && e.message.contains("is a package group"),
+                "{e:?}"
+            );
         }
     }
 
