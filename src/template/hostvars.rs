@@ -19,7 +19,7 @@ type Vars = Map<String, Json>;
 #[derive(Default)]
 pub struct Kept(Mutex<HashMap<String, KeptVars>>);
 
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default)]
 pub struct KeptVars {
     pub facts: Vars,
     pub set: Vars,
@@ -35,13 +35,9 @@ impl Kept {
         self.with(|k| k.entry(host.into()).or_default().facts = facts.clone());
     }
 
-    /// What a host's play left set, in place of what it started with
-    /// (which the play started from).
-    pub fn set(&self, host: &str, set: &Vars) {
-        self.with(|k| k.entry(host.into()).or_default().set = set.clone());
-    }
-
-    /// Variables set on a host by another's task, over what it has.
+    /// Variables set on a host, over what it has: by its own play when it
+    /// ends (which began from what it had, so nothing is lost), or by
+    /// another host's task delegated to it (`delegate_facts`).
     pub fn add(&self, host: &str, vars: &Vars) {
         self.with(|k| k.entry(host.into()).or_default().set.extend(vars.clone()));
     }

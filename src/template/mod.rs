@@ -28,7 +28,7 @@ use minijinja::value::Serde;
 use minijinja::{AutoEscape, Environment, Error, ErrorKind, UndefinedBehavior, Value};
 use serde_json::{Map, Value as Json};
 
-pub use hostvars::{HostVars, Kept, KeptVars};
+pub use hostvars::{HostVars, Kept};
 
 use crate::load::ansible_core::PluginKind;
 
