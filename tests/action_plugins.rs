@@ -432,6 +432,15 @@ fn group_by_plays(first: &str, second: &str) -> String {
       group_by:
         key: "role_{{{{ inventory_hostname }}}}"
         parents: [gpu]
+      register: joined
+    - name: group again
+      group_by:
+        key: "role_{{{{ inventory_hostname }}}}"
+        parents: gpu
+      register: again
+    - name: judged
+      debug:
+        msg: "{{{{ joined.changed }}}} {{{{ again.changed }}}}"
 - hosts: role_{first}
   gather_facts: false
   tasks:
@@ -451,6 +460,26 @@ fn group_by_plays(first: &str, second: &str) -> String {
         msg: "{{{{ inventory_hostname }}}} {{{{ greeting | default('none') }}}} {{{{ groups['role_{second}'] | join(',') }}}}"
 "#
     )
+}
+
+/// Whether each task of the host whose name starts with `prefix`
+/// changed, in our report.
+fn changed_of(run: &Run, host: &str, prefix: &str) -> Vec<bool> {
+    (run.hosts().iter())
+        .filter(|h| h["host"] == host)
+        .flat_map(|h| h["tasks"].as_array().unwrap().iter())
+        .filter(|t| t["task"].as_str().unwrap().starts_with(prefix))
+        .map(|t| t["status"] == "changed")
+        .collect()
+}
+
+/// The same from ansible-playbook's JSON callback.
+fn ansible_changed_of(doc: &Value, host: &str, prefix: &str) -> Vec<bool> {
+    (doc["plays"].as_array().unwrap().iter())
+        .flat_map(|p| p["tasks"].as_array().unwrap().iter())
+        .filter(|t| t["task"]["name"].as_str().unwrap().starts_with(prefix))
+        .filter_map(|t| Some(t["hosts"].get(host)?["changed"] == true))
+        .collect()
 }
 
 #[test]
@@ -477,28 +506,38 @@ fn group_by_makes_groups_the_later_plays_select_as_ansible_does() {
     let run = Run::json(control.nodeprov(&["apply", &playbook, "-i", &inventory]));
     assert_eq!(run.code, 0, "{run}");
     let doc = ansible_playbook(&control, &playbook, &inventory);
+    // What group_by returns besides `changed` differs (our notes say
+    // what it did); `changed` itself is compared below.
+    let besides_grouping = |results: Vec<(String, bool, String)>| -> Vec<_> {
+        (results.into_iter())
+            .filter(|(task, _, _)| !task.starts_with("group"))
+            .collect()
+    };
     for host in &fleet.hosts {
-        let ours = nodeprov_results(&run, host.name());
-        let theirs: Vec<_> = ansible_results(&doc, host.name())
-            .into_iter()
-            .filter(|(task, _, _)| task != "group")
-            .collect();
-        let ours: Vec<_> = ours
-            .into_iter()
-            .filter(|(task, _, _)| task != "group")
-            .collect();
+        let ours = besides_grouping(nodeprov_results(&run, host.name()));
+        let theirs = besides_grouping(ansible_results(&doc, host.name()));
         assert_eq!(ours, theirs, "{}", host.name());
+        assert_eq!(
+            changed_of(&run, host.name(), "group"),
+            ansible_changed_of(&doc, host.name(), "group"),
+            "{}",
+            host.name()
+        );
     }
+    // Changed when the host joined, not when it was in the group already.
+    assert_eq!(changed_of(&run, first, "group"), [true, false]);
     let seen = nodeprov_results(&run, first);
+    assert_eq!(seen[2].2, "True False", "{seen:?}");
     let mut names = [first, second];
     names.sort();
     assert_eq!(
-        seen[1].2,
+        seen[3].2,
         format!("hello-one fleet,gpu,role_{first} {}", names.join(",")),
         "{seen:?}"
     );
-    // Grouped, the first play; not in role_nobody; the parent group.
-    assert_eq!(seen.len(), 3, "{seen:?}");
+    // Grouped twice and judged, the first play; not in role_nobody; the
+    // parent group.
+    assert_eq!(seen.len(), 5, "{seen:?}");
     drop(fleet);
     assert_machine_unchanged(&before);
 }
@@ -534,6 +573,14 @@ fn add_host_gives_the_later_plays_a_host_they_reach_as_ansible_does() {
         ansible_user: root
         ansible_ssh_private_key_file: {key}
         ansible_python_interpreter: /usr/bin/python3
+    - name: add again
+      add_host:
+        name: extra
+        groups: [added, late]
+        ansible_host: {ip}
+        ansible_user: root
+        ansible_ssh_private_key_file: {key}
+        ansible_python_interpreter: /usr/bin/python3
 - hosts: added
   gather_facts: false
   tasks:
@@ -555,6 +602,11 @@ fn add_host_gives_the_later_plays_a_host_they_reach_as_ansible_does() {
     let ours = nodeprov_results(&run, "extra");
     let theirs = ansible_results(&doc, "extra");
     assert_eq!(ours, theirs);
+    // A new host is a change; the same host again with the same groups
+    // and variables is none.
+    let added = changed_of(&run, known.name(), "add");
+    assert_eq!(added, ansible_changed_of(&doc, known.name(), "add"));
+    assert_eq!(added, [true, false]);
     assert_eq!(
         ours.last().unwrap().2,
         format!("extra {} from-host-vars extra added,late", unlisted.name()),

@@ -14,6 +14,7 @@ mod prepared;
 #[cfg(test)]
 mod reboot_tests;
 pub mod result;
+mod run_inventory;
 #[cfg(test)]
 mod run_tests;
 mod task_user;
@@ -32,7 +33,6 @@ use crate::base::fd_limit;
 use crate::load::inventory::{Inventory, PatternError};
 use crate::load::playbook::{BatchSize, Play, Playbook};
 use crate::modules::params::Sources;
-use crate::modules::InventoryChange;
 use crate::remote::deferred::Deferred;
 use crate::remote::{Transport, TransportError};
 use crate::template::{HostVars, Kept, Templates};
@@ -40,6 +40,7 @@ use host::HostRun;
 pub use prepared::RunOptions;
 use prepared::{PlayCtx, PreparedPlay};
 use result::HostReport;
+use run_inventory::RunInventory;
 use vars::{PlayVars, VarLayers};
 
 /// Opens the transport to a host from its merged inventory variables.
@@ -98,6 +99,7 @@ pub fn run_playbook(
     // The inventory as the plays so far left it (`group_by`), and the
     // templates that see it, made again only when a play changed it.
     let mut inventory = req.inventory.clone();
+    let run_inventory = RunInventory::new(inventory.clone());
     let run_opts = &req.opts;
     let kept = Arc::new(Kept::default());
     let (mut run_wide, mut run_wide_lenient) = run_templates(&base, &inventory, run_opts, &kept);
@@ -133,6 +135,7 @@ pub fn run_playbook(
             sources: &sources,
             opts: &req.opts,
             open_delegate: &open_delegate,
+            inventory: &run_inventory,
         };
         let keep = Keep {
             sessions: &sessions,
@@ -142,10 +145,8 @@ pub fn run_playbook(
         if halted {
             break;
         }
-        if rollout
-            .change(&mut inventory)
-            .map_err(|e| vec![Diagnostic::new(&play.span, e)])?
-        {
+        if let Some(changed) = run_inventory.settled() {
+            inventory = changed;
             (run_wide, run_wide_lenient) = run_templates(&base, &inventory, run_opts, &kept);
         }
     }
@@ -184,40 +185,9 @@ struct Rollout {
     outcome: RunOutcome,
     /// Later plays leave these hosts out.
     failed_hosts: Vec<String>,
-    /// Reports already read for what they changed in the inventory.
-    changes_read: usize,
 }
 
 impl Rollout {
-    /// Makes in the inventory what the last play's tasks changed in it;
-    /// true when there was anything.
-    fn change(&mut self, inventory: &mut Inventory) -> Result<bool, String> {
-        let fresh = &self.outcome.reports[self.changes_read..];
-        self.changes_read = self.outcome.reports.len();
-        let changes = fresh.iter().flat_map(|r| {
-            let host = &r.host;
-            r.tasks
-                .iter()
-                .flat_map(move |t| t.for_run.inventory.iter().map(move |c| (host, c)))
-        });
-        let mut any = false;
-        for (host, change) in changes {
-            any = true;
-            match change {
-                InventoryChange::Join { group, parents } => {
-                    inventory.join_group(host, group, parents)?
-                }
-                InventoryChange::Host { name, groups, vars } => {
-                    inventory.add_run_host(name, groups, vars.clone())?
-                }
-            }
-        }
-        if any {
-            inventory.settle();
-        }
-        Ok(any)
-    }
-
     /// Runs one play's batches in turn; true when the rollout halts.
     fn play(
         &mut self,

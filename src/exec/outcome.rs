@@ -55,11 +55,9 @@ impl Planned {
             effects,
             unknown,
             notes,
-            inventory,
             ..
         } = plan;
         let for_run = ForTheRun {
-            inventory,
             stats: returns.get("ansible_stats").cloned(),
         };
         let planned = Planned {
@@ -394,6 +392,14 @@ impl Outcomes {
             r.message = plan.unknown;
         }
         i
+    }
+
+    /// A result changed what is not the host (the run's inventory): no
+    /// step runs for it.
+    pub fn changed_without_steps(&mut self, i: usize) {
+        if self.results[i].status == Status::Ok {
+            self.results[i].status = Status::Changed;
+        }
     }
 
     /// Which probes a result was planned from, when the newest was read,

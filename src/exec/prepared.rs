@@ -44,6 +44,8 @@ pub(crate) struct PlayCtx<'a> {
     pub opts: &'a RunOptions,
     /// Opens the transport to a host tasks are delegated to.
     pub open_delegate: &'a super::Opener<'a>,
+    /// The run's inventory, which `group_by` and `add_host` change.
+    pub inventory: &'a super::run_inventory::RunInventory,
 }
 
 /// A package manager module's name and its `module_defaults` parameters.

@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-use crate::modules::{Change, InventoryChange};
+use crate::modules::Change;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
@@ -61,9 +61,6 @@ pub struct TaskResult {
 /// What a task gives the rest of the run beyond its host.
 #[derive(Clone, Debug, Default)]
 pub struct ForTheRun {
-    /// Changes to the run's inventory, for the next plays (`group_by`,
-    /// `add_host`).
-    pub inventory: Vec<InventoryChange>,
     /// Custom statistics for the run's report: what it returned as
     /// `ansible_stats` (`set_stats`), which Ansible's strategy gathers.
     pub stats: Option<serde_json::Value>,

@@ -3,10 +3,12 @@
 //! batch (Ansible's plugin bypasses the host loop; a loop adds one host
 //! per item), every parameter besides its name and groups a variable of
 //! the host (`ansible_host`, `ansible_user`...). Decided on the
-//! controller: nothing on any host changes, so the task reports ok. The
-//! plays after this one select the host and see it in `groups`, with its
-//! `host_vars/` beside the inventory; the play it runs in keeps the
-//! inventory it started with.
+//! controller: nothing on any host changes, and the task reports changed
+//! when the run's inventory took something new (the host, a group, a
+//! membership, other variables), as Ansible does. The plays after this
+//! one select the host and see it in `groups`, with its `host_vars/`
+//! beside the inventory; the play it runs in keeps the inventory it
+//! started with.
 //!
 //! # Example
 //!

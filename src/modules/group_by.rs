@@ -1,7 +1,8 @@
 //! `group_by`: the host joins a group of the run's inventory, made under
 //! `parents` when there is none of that name, as Ansible's plugin does.
-//! Decided on the controller: nothing on the host changes, so the task
-//! reports ok. The plays after this one see the group (`hosts:`, `groups`,
+//! Decided on the controller: nothing on the host changes, and the task
+//! reports changed when the host joined the group or the group a parent
+//! (in check mode too), as Ansible does. The plays after this one see the group (`hosts:`, `groups`,
 //! `group_names`, and the group's `group_vars/` beside the inventory);
 //! the play it runs in keeps the inventory it started with, since each
 //! host plans its play on its own.

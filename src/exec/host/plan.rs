@@ -75,8 +75,15 @@ impl<'p> HostRun<'_, 'p> {
             let asked = module.probes().into_iter().chain(module.query_probe());
             self.state.outcomes.secret_probes(asked.map(|p| p.key));
         }
-        let mut plan = match module.plan(&self.state.facts) {
-            Ok(plan) => plan,
+        let planned = module.plan(&self.state.facts).and_then(|mut plan| {
+            let changes = std::mem::take(&mut plan.inventory);
+            let changed = (self.ctx.inventory)
+                .change(&self.host, &changes)
+                .map_err(ModuleError::Asserted)?;
+            Ok((plan, changed))
+        });
+        let (mut plan, inventory_changed) = match planned {
+            Ok(planned) => planned,
             Err(e) if self.absent_after_drift(instance.check, &e) => {
                 let message = format!(
                     "{e}; an earlier task would change the host first, which check mode does not do"
@@ -150,6 +157,7 @@ impl<'p> HostRun<'_, 'p> {
             returns,
             job,
             timed,
+            inventory_changed,
         };
         let result = self.finish(instance, i, queued, module);
         let ms = started.elapsed().as_millis() as u64;
@@ -251,8 +259,14 @@ impl<'p> HostRun<'_, 'p> {
             returns,
             job,
             timed,
+            inventory_changed,
         } = queued;
-        let changed = matches!(planned, Status::Changed | Status::Drift);
+        // What the inventory took is a change, in check mode too, as in
+        // Ansible; no step runs for it.
+        if inventory_changed {
+            self.state.outcomes.changed_without_steps(i);
+        }
+        let changed = matches!(planned, Status::Changed | Status::Drift) || inventory_changed;
         // Conditions read what the module returns (`stat`, the check-mode
         // run of Ansible's module) beside `changed` and `failed`.
         let mut result = Value::Object(returns);
@@ -389,6 +403,8 @@ struct Queued {
     job: Option<How>,
     /// Their result says when they ran (`Plan::timed`).
     timed: bool,
+    /// The run's inventory took a change of it (`group_by`, `add_host`).
+    inventory_changed: bool,
 }
 
 /// Each step with the task's environment exported first: a step runs in

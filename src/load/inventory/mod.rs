@@ -349,52 +349,77 @@ impl Inventory {
 
     /// `group_by`'s effect, as Ansible's inventory takes it: `host` joins
     /// `group`, which is made (with its `group_vars/`) when new and put
-    /// under each of `parents` (made too when new). [`Inventory::settle`]
-    /// once after the last change.
+    /// under each of `parents` (made too when new). True when it changed
+    /// the inventory, as Ansible judges it: a parent made, a group put
+    /// under a parent, or the host new in the group (a group made without
+    /// more is not a change). [`Inventory::settle`] once after the last
+    /// change.
     pub fn join_group(
         &mut self,
         host: &str,
         group: &str,
         parents: &[String],
-    ) -> Result<(), String> {
+    ) -> Result<bool, String> {
         let g = self.group_with_vars(group)?;
+        let mut changed = false;
         for parent in parents {
+            changed |= !self.group_index.contains_key(parent.as_str());
             let p = self.group_with_vars(parent)?;
             if p != g {
+                changed |= !self.groups[p].children.contains(&g);
                 self.add_child(p, g)?;
             }
         }
+        changed |= !self.is_member(host, g);
         self.add_host_to(g, host, Vars::new());
-        Ok(())
+        Ok(changed)
     }
 
     /// `add_host`'s effect: the host (made with its `host_vars/` when new)
-    /// in each of `groups` (made when new), with `vars` over its own.
-    /// [`Inventory::settle`] once after the last change.
+    /// in each of `groups` (made when new), with `vars` over its own. True
+    /// when it changed the inventory, as Ansible judges it: the host, one
+    /// of the groups or a membership new, or its variables other than
+    /// they were. [`Inventory::settle`] once after the last change.
     pub fn add_run_host(
         &mut self,
         name: &str,
         groups: &[String],
         vars: Vars,
-    ) -> Result<(), String> {
-        let new = !self.host_index.contains_key(name);
+    ) -> Result<bool, String> {
+        let before = self
+            .host_index
+            .get(name)
+            .map(|&h| self.hosts[h].vars.clone());
         self.room_for(&[name.to_string()])?;
+        let mut changed = before.is_none();
         let mut targets = Vec::new();
         for group in groups {
+            changed |= !self.group_index.contains_key(group.as_str());
             targets.push(self.group_with_vars(group)?);
         }
-        if targets.is_empty() {
+        // A known host named without groups keeps its own.
+        if targets.is_empty() && before.is_none() {
             targets.push(ALL);
         }
-        for g in targets {
+        for &g in &targets {
+            changed |= !self.is_member(name, g);
             self.add_host_to(g, name, vars.clone());
         }
-        if new {
-            let vars = self.files_vars("host_vars", name)?;
-            let h = self.host_index[name];
-            self.hosts[h].file_vars = vars;
+        let h = self.host_index[name];
+        match &before {
+            Some(before) => {
+                extend(&mut self.hosts[h].vars, &vars);
+                changed |= *before != self.hosts[h].vars;
+            }
+            None => self.hosts[h].file_vars = self.files_vars("host_vars", name)?,
         }
-        Ok(())
+        Ok(changed)
+    }
+
+    fn is_member(&self, host: &str, group: usize) -> bool {
+        self.host_index
+            .get(host)
+            .is_some_and(|&h| self.hosts[h].groups.contains(&group))
     }
 
     /// Derives what depends on membership (`ungrouped`, depths, `groups`)
