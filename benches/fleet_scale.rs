@@ -6,7 +6,13 @@
 //! `nodeprov report merge` then joins. Per run: wall time, controller CPU
 //! per host (wait4 of each controller), the largest controller's peak RSS
 //! and the most files one controller held open (its `/proc/PID/fd`,
-//! sampled). Every host must come back checked, with the drift a fresh host has
+//! sampled).
+//!
+//! Each controller is started by GNU time (`/usr/bin/time`), which reads
+//! its peak RSS. wait4's own `ru_maxrss` would not do: a process this one
+//! starts by posix_spawn (vfork) inherits this process's high-water mark
+//! at exec, and this one has read the earlier runs' fleet-sized reports by
+//! then, so every later controller would seem to grow with the fleet. Every host must come back checked, with the drift a fresh host has
 //! (its sysctls), or the cell says failed.
 //!
 //! The inventory hosts share a few real namespaced sshd servers
@@ -20,7 +26,8 @@
 //! `1000,5000,10000`), NODEPROV_SCALE_CONTROLLERS (default `1,8`: one
 //! controller, then that many shards) and NODEPROV_SCALE_SERVERS (default
 //! 8) size it; the tables are printed and written to
-//! NODEPROV_SCALE_RESULTS if set. Needs root, like the SSH tests.
+//! NODEPROV_SCALE_RESULTS if set. Needs root, like the SSH tests, and GNU
+//! time.
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -137,13 +144,17 @@ fn run_all(control: &Control, playbook: &str, shards: &[Option<String>], size: u
                 args.extend(["--shard", s]);
             }
             args.push(playbook);
-            let mut cmd = control.nodeprov(&args);
+            let rss = control.path(&format!("rss-{i}"));
+            let rss = rss.display().to_string();
+            let mut timed = vec!["-f", "%M", "-o", &rss, env!("CARGO_BIN_EXE_nodeprov")];
+            timed.extend(args);
+            let mut cmd = control.nodeprov_at("/usr/bin/time", &timed);
             let report = control.path(&format!("report-{i}.json"));
             cmd.stdout(std::fs::File::create(&report).unwrap())
                 .stderr(Stdio::piped());
-            (cmd, report.display().to_string())
+            (cmd, rss, report.display().to_string())
         })
-        .map(|(cmd, report)| (Controller::start(cmd), report))
+        .map(|(cmd, rss, report)| (Controller::start(cmd, rss), report))
         .collect();
     let mut cost = Cost {
         wall: Duration::ZERO,
@@ -216,9 +227,12 @@ fn merge(reports: &[String], size: usize) -> Duration {
     took
 }
 
-/// One controller process, its open files sampled while it runs.
+/// One controller process under GNU time, its open files sampled while
+/// it runs.
 struct Controller {
     child: std::process::Child,
+    /// Where GNU time writes the controller's peak RSS in KiB.
+    rss: String,
     stderr: std::thread::JoinHandle<String>,
     sampler: std::thread::JoinHandle<()>,
     most_fds: Arc<AtomicUsize>,
@@ -234,7 +248,7 @@ struct Finished {
 }
 
 impl Controller {
-    fn start(mut cmd: Command) -> Controller {
+    fn start(mut cmd: Command, rss: String) -> Controller {
         // Reaped by wait4 in `wait`, which also tells its CPU and memory.
         #[allow(clippy::zombie_processes)]
         let mut child = cmd.spawn().expect("spawn nodeprov");
@@ -246,18 +260,23 @@ impl Controller {
         });
         let most_fds = Arc::new(AtomicUsize::new(0));
         let done = Arc::new(AtomicBool::new(false));
-        let fd_dir = format!("/proc/{}/fd", child.id());
+        // GNU time's one child is the controller.
+        let children = format!("/proc/{0}/task/{0}/children", child.id());
         let (most, stop) = (most_fds.clone(), done.clone());
         let sampler = std::thread::spawn(move || {
             while !stop.load(Ordering::Relaxed) {
-                if let Ok(entries) = std::fs::read_dir(&fd_dir) {
-                    most.fetch_max(entries.count(), Ordering::Relaxed);
+                let pid = std::fs::read_to_string(&children).unwrap_or_default();
+                if let Some(pid) = pid.split_whitespace().next() {
+                    if let Ok(entries) = std::fs::read_dir(format!("/proc/{pid}/fd")) {
+                        most.fetch_max(entries.count(), Ordering::Relaxed);
+                    }
                 }
                 std::thread::sleep(Duration::from_millis(25));
             }
         });
         Controller {
             child,
+            rss,
             stderr,
             sampler,
             most_fds,
@@ -280,8 +299,15 @@ impl Controller {
             } else {
                 -1
             },
+            // GNU time's and the controller's together: time's own is
+            // next to nothing.
             cpu: tv(usage.ru_utime) + tv(usage.ru_stime),
-            max_rss_kib: usage.ru_maxrss,
+            // Its last line: a controller that exits non-zero (2, drift)
+            // makes it say so first.
+            max_rss_kib: std::fs::read_to_string(&self.rss)
+                .ok()
+                .and_then(|out| out.lines().last()?.trim().parse().ok())
+                .unwrap_or_else(|| panic!("GNU time wrote no peak RSS to {}", self.rss)),
             max_fds: self.most_fds.load(Ordering::Relaxed),
             stderr: self.stderr.join().unwrap(),
         }
