@@ -431,6 +431,9 @@ impl Outcomes {
             self.results[i].changes.clear();
         }
         let ctx = condition_context(instance, result);
+        // A `changed_when` that cannot be evaluated fails the task before
+        // `failed_when` is read, as in Ansible.
+        let mut unjudged = false;
         if let Some(cond) = &spec.conditions.changed {
             match t.eval_condition(cond, &ctx) {
                 Ok(changed) => {
@@ -439,10 +442,15 @@ impl Outcomes {
                         self.results[i].status = Status::Ok;
                     }
                 }
-                Err(e) => self.mark_failed(i, format!("changed_when: {e}")),
+                Err(e) => {
+                    // Ansible keeps why in the result, under the condition's name.
+                    result["changed_when_result"] = json!(e.to_string());
+                    unjudged = true;
+                    self.mark_failed(i, format!("changed_when: {e}"))
+                }
             }
         }
-        if let Some(cond) = &spec.conditions.failed {
+        if let (Some(cond), false) = (&spec.conditions.failed, unjudged) {
             let judged = t.eval_condition(cond, &ctx);
             // Ansible keeps the verdict in the result.
             if let Ok(verdict) = judged {
@@ -458,7 +466,10 @@ impl Outcomes {
                     };
                 }
                 Ok(false) => {}
-                Err(e) => self.mark_failed(i, format!("failed_when: {e}")),
+                Err(e) => {
+                    result["failed_when_result"] = json!(e.to_string());
+                    self.mark_failed(i, format!("failed_when: {e}"))
+                }
             }
         }
         if self.status(i) == Status::Failed {
@@ -713,6 +724,25 @@ mod tests {
         assert_eq!(status, Status::Failed);
         assert_eq!(result["failed"], json!(true));
         assert_eq!(message.as_deref(), Some("failed_when condition is true"));
+    }
+
+    #[test]
+    fn a_condition_that_cannot_be_evaluated_fails_the_task_and_says_why_in_its_result() {
+        let task = "{command: x, changed_when: boomboomboom, failed_when: false}";
+        let (status, result, message) = command_status(task, 0);
+        assert_eq!(status, Status::Failed);
+        assert_eq!(result["failed"], json!(true));
+        let why = result["changed_when_result"].as_str().unwrap();
+        assert!(why.contains("boomboomboom"), "{why}");
+        assert!(message.unwrap().starts_with("changed_when: "));
+        // failed_when is not read after it.
+        assert!(result.get("failed_when_result").is_none(), "{result}");
+        let (status, result, _) = command_status("{command: x, failed_when: nosuch}", 0);
+        assert_eq!(status, Status::Failed);
+        assert!(result["failed_when_result"]
+            .as_str()
+            .unwrap()
+            .contains("nosuch"));
     }
 
     #[test]
