@@ -392,11 +392,37 @@ impl Module for FileModule {
                 self.times.plan(&self.path, facts, false, &mut plan)?;
             }
         }
+        plan.diff = Some(self.diff(state, current.as_ref()));
         Ok(plan)
     }
 }
 
 impl FileModule {
+    /// What Ansible's module returns as `diff`, changed or not: the path,
+    /// its state before and after when they differ, and a link's target
+    /// when it changes.
+    fn diff(&self, state: State, current: Option<&FileState>) -> serde_json::Value {
+        let was = current.map_or("absent", |st| match st.kind {
+            Kind::Dir => "directory",
+            Kind::Link => "link",
+            Kind::File | Kind::Other => "file",
+        });
+        let mut before = serde_json::json!({"path": self.path});
+        let mut after = before.clone();
+        if was != state.name() {
+            before["state"] = was.into();
+            after["state"] = state.name().into();
+        }
+        let target = current.and_then(|st| st.link_target.as_deref());
+        if let (State::Link, Some(have), Some(src)) = (state, target, self.src.as_deref()) {
+            if have != src {
+                before["src"] = have.into();
+                after["src"] = src.into();
+            }
+        }
+        serde_json::json!({"before": before, "after": after})
+    }
+
     fn plan_link(&self, current: Option<&FileState>, plan: &mut Plan) {
         let src = self.src.as_deref().expect("link has src");
         let have = current.and_then(|s| s.link_target.clone());
@@ -429,6 +455,7 @@ pub(crate) fn fact_samples(rt: &mut crate::modules::kit::fact::RoundTrip) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn absent_refuses_the_root_and_empty_paths_in_any_spelling() {
@@ -459,7 +486,7 @@ mod tests {
             f.insert(FileFact::key("/srv/d"), FileFact::render(&Some(dir(mode))));
             f
         };
-        assert_eq!(m.plan(&facts(0o755)).unwrap(), Plan::noop());
+        assert_eq!(without_diff(m.plan(&facts(0o755)).unwrap()), Plan::noop());
         let plan = m.plan(&facts(0o700)).unwrap();
         assert_eq!(plan.changes[0].to_string(), "/srv/d mode: 0700 → 0755");
         assert_eq!(plan.steps[0], "chmod u=rwX,go=rX /srv/d || { exit 1; }\n");
@@ -574,7 +601,7 @@ mod tests {
             "modification_time": "202401020304.05", "access_time": "202401020304.05"});
         let same = "2024-01-02 03:04:05.000000000 +0100|2024-01-02 03:04:05.000000000 +0100\n";
         assert_eq!(
-            plan_times(params.clone(), Some(dir(0o755)), same),
+            without_diff(plan_times(params.clone(), Some(dir(0o755)), same)),
             Plan::noop()
         );
         let newer = "2024-01-02 03:04:05.000000000 +0100|2025-06-01 10:00:00.250000000 +0200\n";
@@ -593,11 +620,11 @@ mod tests {
         facts.insert(TimesFact::key("/srv/f"), ProbeResult::ok(newer));
         let after = settled(&facts, &plan);
         let m = crate::modules::kit::testing::build_test(&FILE, params).unwrap();
-        assert_eq!(m.plan(&after).unwrap(), Plan::noop());
+        assert_eq!(without_diff(m.plan(&after).unwrap()), Plan::noop());
         // A custom format reads the same time.
         let custom = serde_json::json!({"path": "/srv/f", "modification_time": "2024-01-02 03:04:05",
             "modification_time_format": "%Y-%m-%d %H:%M:%S"});
-        assert_eq!(plan_times(custom, file(), same), Plan::noop());
+        assert_eq!(without_diff(plan_times(custom, file(), same)), Plan::noop());
     }
 
     /// `now` changes the path on every run, as in Ansible, and reads no time.
@@ -633,6 +660,11 @@ mod tests {
             plan.steps[1],
             "touch -c -m -t 202401020304.05 -- /srv/f || exit 1"
         );
+    }
+
+    /// The plan but its `diff`, which the module returns changed or not.
+    fn without_diff(plan: Plan) -> Plan {
+        Plan { diff: None, ..plan }
     }
 
     fn run_plan(state: State, current: Option<FileState>) -> Result<Plan, ModuleError> {
@@ -740,5 +772,31 @@ mod tests {
     fn link_points_at_src() {
         let plan = run_plan(State::Link, None).unwrap();
         assert_eq!(plan.steps, ["ln -sfn -- /opt/x /srv/d"]);
+    }
+
+    #[test]
+    fn the_diff_names_the_state_and_a_link_target_that_change_as_ansibles() {
+        let plan = run_plan(State::Link, None).unwrap();
+        assert_eq!(
+            plan.diff.unwrap(),
+            json!({"before": {"path": "/srv/d", "state": "absent"},
+                   "after": {"path": "/srv/d", "state": "link"}})
+        );
+        let old = FileState {
+            kind: Kind::Link,
+            link_target: Some("/opt/old".into()),
+            ..dir(0o777)
+        };
+        let plan = run_plan(State::Link, Some(old)).unwrap();
+        assert_eq!(
+            plan.diff.unwrap(),
+            json!({"before": {"path": "/srv/d", "src": "/opt/old"},
+                   "after": {"path": "/srv/d", "src": "/opt/x"}})
+        );
+        let plan = run_plan(State::Directory, Some(dir(0o755))).unwrap();
+        assert_eq!(
+            plan.diff.unwrap(),
+            json!({"before": {"path": "/srv/d"}, "after": {"path": "/srv/d"}})
+        );
     }
 }
