@@ -581,6 +581,17 @@ fn add_host_gives_the_later_plays_a_host_they_reach_as_ansible_does() {
         ansible_user: root
         ansible_ssh_private_key_file: {key}
         ansible_python_interpreter: /usr/bin/python3
+    - name: seen in its play
+      debug:
+        msg: "{{{{ hostvars['extra'].role }}}} {{{{ hostvars['extra'].ansible_host }}}}"
+    - name: reached from its play
+      command: cat /etc/hostname
+      delegate_to: extra
+      register: delegated
+      changed_when: false
+    - name: delegated
+      debug:
+        msg: "{{{{ delegated.stdout }}}}"
 - hosts: added
   gather_facts: false
   tasks:
@@ -607,6 +618,24 @@ fn add_host_gives_the_later_plays_a_host_they_reach_as_ansible_does() {
     let added = changed_of(&run, known.name(), "add");
     assert_eq!(added, ansible_changed_of(&doc, known.name(), "add"));
     assert_eq!(added, [true, false]);
+    // The play that added it reads its variables and reaches it.
+    let besides_adding = |results: Vec<(String, bool, String)>| -> Vec<_> {
+        (results.into_iter())
+            .filter(|(task, _, _)| !task.starts_with("add"))
+            .collect()
+    };
+    let adder = besides_adding(nodeprov_results(&run, known.name()));
+    assert_eq!(adder, besides_adding(ansible_results(&doc, known.name())));
+    let msgs: Vec<&str> = adder.iter().map(|(_, _, msg)| msg.as_str()).collect();
+    assert_eq!(
+        msgs,
+        [
+            format!("from-host-vars {}", unlisted.ip()).as_str(),
+            "",
+            unlisted.name()
+        ],
+        "{adder:?}"
+    );
     assert_eq!(
         ours.last().unwrap().2,
         format!("extra {} from-host-vars extra added,late", unlisted.name()),

@@ -99,10 +99,11 @@ pub fn run_playbook(
     // The inventory as the plays so far left it (`group_by`), and the
     // templates that see it, made again only when a play changed it.
     let mut inventory = req.inventory.clone();
-    let run_inventory = RunInventory::new(inventory.clone());
+    let run_inventory = Arc::new(RunInventory::new(inventory.clone()));
     let run_opts = &req.opts;
     let kept = Arc::new(Kept::default());
-    let (mut run_wide, mut run_wide_lenient) = run_templates(&base, &inventory, run_opts, &kept);
+    let run = (&kept, &run_inventory);
+    let (mut run_wide, mut run_wide_lenient) = run_templates(&base, &inventory, run_opts, run);
     let playbook_folder = crate::modules::params::playbook_folder(&req.playbook.path);
     let sources = Sources::default();
     let sessions = Sessions::default();
@@ -124,8 +125,9 @@ pub fn run_playbook(
         let hosts = select_hosts(req, p, &pattern, &rollout.failed_hosts)?;
         let later = hosts_of_later_plays(req, p, &templates);
         let prepared = PreparedPlay::new(play, &templates, &req.opts);
-        let open_delegate =
-            |target: &str, controller: bool| open_delegate(req, play, target, controller);
+        let open_delegate = |target: &str, controller: bool| {
+            open_delegate(req, play, &run_inventory, target, controller)
+        };
         let ctx = PlayCtx {
             play,
             prepared: &prepared,
@@ -147,26 +149,30 @@ pub fn run_playbook(
         }
         if let Some(changed) = run_inventory.settled() {
             inventory = changed;
-            (run_wide, run_wide_lenient) = run_templates(&base, &inventory, run_opts, &kept);
+            (run_wide, run_wide_lenient) = run_templates(&base, &inventory, run_opts, run);
         }
     }
     Ok(rollout.outcome)
 }
 
 /// Templates that see every host's variables in the inventory as it is
-/// now and what the run kept of each, and their lenient twin.
+/// now and what the run kept of each, and their lenient twin. A host a
+/// task adds (`add_host`) is in `hostvars` from then on.
 fn run_templates(
     base: &Path,
     inventory: &Inventory,
     opts: &RunOptions,
-    kept: &Arc<Kept>,
+    (kept, run_inventory): (&Arc<Kept>, &Arc<RunInventory>),
 ) -> (Templates, Templates) {
     let snapshot = inventory.clone();
-    let hostvars = Arc::new(HostVars::new(
+    let live = run_inventory.clone();
+    let hostvars = HostVars::new(
         inventory.hosts(),
         move |h: &str| snapshot.host_vars(h),
         kept.clone(),
-    ));
+    )
+    .with_added(move |h: &str| live.host_vars(h));
+    let hostvars = Arc::new(hostvars);
     let managed = opts.ansible_managed.as_deref();
     let groups = inventory.groups_var();
     let templates = Templates::new()
@@ -375,7 +381,12 @@ impl Keep<'_> {
 /// A host's connection variables: its inventory's, with the play's
 /// keywords where the inventory says nothing, as in Ansible.
 fn connection_vars(req: &RunRequest, play: &Play, host: &str) -> Map<String, Value> {
-    let mut vars = req.inventory.run_vars(host);
+    with_play_keywords(req.inventory.run_vars(host), play)
+}
+
+/// A host's variables with the play's `remote_user` and `connection` where
+/// they name none.
+fn with_play_keywords(mut vars: Map<String, Value>, play: &Play) -> Map<String, Value> {
     let keywords = [
         ("ansible_user", &play.remote_user),
         ("ansible_connection", &play.connection),
@@ -388,22 +399,24 @@ fn connection_vars(req: &RunRequest, play: &Play, host: &str) -> Map<String, Val
     vars
 }
 
-/// A delegated task's target: an inventory host as the inventory says,
-/// the controller itself (Ansible's implicit localhost) when not in it or
-/// when the task's connection is local, any other name as an address with
-/// the play's settings.
+/// A delegated task's target: an inventory host as the inventory says
+/// (one an earlier task added with `add_host` too), the controller itself
+/// (Ansible's implicit localhost) when not in it or when the task's
+/// connection is local, any other name as an address with the play's
+/// settings.
 fn open_delegate(
     req: &RunRequest,
     play: &Play,
+    run_inventory: &RunInventory,
     target: &str,
     controller: bool,
 ) -> Result<Box<dyn Transport>, TransportError> {
-    let listed = req.inventory.hosts().iter().any(|h| h == target);
+    let (listed, vars) = run_inventory.run_vars(target);
     let implicit = !listed && matches!(target, "localhost" | "127.0.0.1" | "::1");
     if controller || implicit {
         return Ok(Box::new(crate::remote::local::LocalTransport));
     }
-    (req.connect)(target, &connection_vars(req, play, target))
+    (req.connect)(target, &with_play_keywords(vars, play))
 }
 
 fn run_host(

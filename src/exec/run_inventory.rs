@@ -2,15 +2,20 @@
 
 use std::sync::Mutex;
 
+use serde_json::{Map, Value};
+
 use crate::load::inventory::Inventory;
 use crate::modules::InventoryChange;
 
 /// Changed when the task runs, as Ansible's strategy changes its inventory
 /// when it reads the task's result: the task is `changed` only when its
-/// change is new, and the plays after its own see it. Its own play keeps
-/// the inventory it started with, since each host plans its play on its
-/// own.
+/// change is new, and the plays after its own see it. In its own play a
+/// host it added is in `hostvars` and reachable by `delegate_to`; the
+/// play's hosts and `groups` stay those it started with, since each host
+/// plans its play on its own.
 pub(crate) struct RunInventory(Mutex<Live>);
+
+type Vars = Map<String, Value>;
 
 struct Live {
     inventory: Inventory,
@@ -42,6 +47,22 @@ impl RunInventory {
         }
         live.unsettled |= changed;
         Ok(changed)
+    }
+
+    /// A host's variables as `Inventory::host_vars` gives them, with what
+    /// the run's tasks changed so far; None for a host it does not hold.
+    pub fn host_vars(&self, host: &str) -> Option<Vars> {
+        let live = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        live.inventory
+            .has_host(host)
+            .then(|| live.inventory.host_vars(host))
+    }
+
+    /// The same for a host's run or connection (`Inventory::run_vars`),
+    /// for any host: one it does not hold gets the `all` variables.
+    pub fn run_vars(&self, host: &str) -> (bool, Vars) {
+        let live = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        (live.inventory.has_host(host), live.inventory.run_vars(host))
     }
 
     /// The inventory with every change so far, when there was one since

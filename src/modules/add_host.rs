@@ -5,10 +5,11 @@
 //! the host (`ansible_host`, `ansible_user`...). Decided on the
 //! controller: nothing on any host changes, and the task reports changed
 //! when the run's inventory took something new (the host, a group, a
-//! membership, other variables), as Ansible does. The plays after this
-//! one select the host and see it in `groups`, with its `host_vars/`
-//! beside the inventory; the play it runs in keeps the inventory it
-//! started with.
+//! membership, other variables), as Ansible does. From the next task on,
+//! `hostvars` holds the host and `delegate_to` reaches it; the plays
+//! after this one select it and see it in `groups`, with its `host_vars/`
+//! beside the inventory. The play it runs in keeps its own hosts and
+//! `groups`.
 //!
 //! # Example
 //!

@@ -51,9 +51,14 @@ impl Kept {
     }
 }
 
+type Lookup<T> = Box<dyn Fn(&str) -> T + Send + Sync>;
+
 pub struct HostVars {
     hosts: BTreeSet<String>,
-    inventory: Box<dyn Fn(&str) -> Vars + Send + Sync>,
+    inventory: Lookup<Vars>,
+    /// The variables of a host the run added after these were made
+    /// (`add_host`), if it did.
+    added: Option<Lookup<Option<Vars>>>,
     kept: Arc<Kept>,
 }
 
@@ -67,8 +72,18 @@ impl HostVars {
         HostVars {
             hosts: hosts.into_iter().collect(),
             inventory: Box::new(inventory),
+            added: None,
             kept,
         }
+    }
+
+    /// Answers for hosts the run adds later (`add_host` in this play) too.
+    pub fn with_added(
+        mut self,
+        added: impl Fn(&str) -> Option<Vars> + Send + Sync + 'static,
+    ) -> Self {
+        self.added = Some(Box::new(added));
+        self
     }
 
     /// What the run keeps of each host.
@@ -78,12 +93,16 @@ impl HostVars {
 
     /// One host's variables: inventory, then facts, then what its tasks
     /// set. A host outside the inventory (the implicit `localhost`) has
-    /// them once a task set something on it.
+    /// them once a task set something on it, or the run added it.
     pub fn of(&self, host: &str) -> Option<Vars> {
-        if !self.hosts.contains(host) && !self.kept.has(host) {
+        let added = match self.hosts.contains(host) {
+            true => None,
+            false => self.added.as_ref().and_then(|added| added(host)),
+        };
+        if !self.hosts.contains(host) && added.is_none() && !self.kept.has(host) {
             return None;
         }
-        let mut vars = (self.inventory)(host);
+        let mut vars = added.unwrap_or_else(|| (self.inventory)(host));
         let kept = self.kept.of(host);
         vars.extend(kept.facts);
         vars.extend(kept.set);

@@ -113,6 +113,10 @@ impl Inventory {
         inv
     }
 
+    pub fn has_host(&self, name: &str) -> bool {
+        self.host_index.contains_key(name)
+    }
+
     pub fn hosts(&self) -> Vec<String> {
         self.hosts.iter().map(|h| h.name.clone()).collect()
     }
