@@ -441,6 +441,9 @@ fn group_by_plays(first: &str, second: &str) -> String {
     - name: judged
       debug:
         msg: "{{{{ joined.changed }}}} {{{{ again.changed }}}}"
+    - name: own groups
+      debug:
+        msg: "{{{{ group_names | join(',') }}}} {{{{ greeting | default('none') }}}}"
 - hosts: role_{first}
   gather_facts: false
   tasks:
@@ -528,16 +531,18 @@ fn group_by_makes_groups_the_later_plays_select_as_ansible_does() {
     assert_eq!(changed_of(&run, first, "group"), [true, false]);
     let seen = nodeprov_results(&run, first);
     assert_eq!(seen[2].2, "True False", "{seen:?}");
+    // The host's own groups and their variables, from its next task on.
+    assert_eq!(seen[3].2, format!("fleet,gpu,role_{first} hello-one"));
     let mut names = [first, second];
     names.sort();
     assert_eq!(
-        seen[3].2,
+        seen[4].2,
         format!("hello-one fleet,gpu,role_{first} {}", names.join(",")),
         "{seen:?}"
     );
-    // Grouped twice and judged, the first play; not in role_nobody; the
-    // parent group.
-    assert_eq!(seen.len(), 5, "{seen:?}");
+    // Grouped twice, judged and its own groups, the first play; not in
+    // role_nobody; the parent group.
+    assert_eq!(seen.len(), 6, "{seen:?}");
     drop(fleet);
     assert_machine_unchanged(&before);
 }

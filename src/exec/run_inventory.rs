@@ -10,9 +10,10 @@ use crate::modules::InventoryChange;
 /// Changed when the task runs, as Ansible's strategy changes its inventory
 /// when it reads the task's result: the task is `changed` only when its
 /// change is new, and the plays after its own see it. In its own play a
-/// host it added is in `hostvars` and reachable by `delegate_to`; the
-/// play's hosts and `groups` stay those it started with, since each host
-/// plans its play on its own.
+/// host it added is in `hostvars` and reachable by `delegate_to`, and a
+/// host that joined a group has its variables; the play's hosts and
+/// `groups` stay those it started with, since each host plans its play on
+/// its own.
 pub(crate) struct RunInventory(Mutex<Live>);
 
 type Vars = Map<String, Value>;

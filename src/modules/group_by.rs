@@ -2,10 +2,11 @@
 //! `parents` when there is none of that name, as Ansible's plugin does.
 //! Decided on the controller: nothing on the host changes, and the task
 //! reports changed when the host joined the group or the group a parent
-//! (in check mode too), as Ansible does. The plays after this one see the group (`hosts:`, `groups`,
-//! `group_names`, and the group's `group_vars/` beside the inventory);
-//! the play it runs in keeps the inventory it started with, since each
-//! host plans its play on its own.
+//! (in check mode too), as Ansible does. From its next task on, the
+//! host's `group_names` and variables are those of its new groups (their
+//! `group_vars/` beside the inventory); the plays after this one select
+//! the group and see it in `groups`. The play it runs in keeps its hosts
+//! and `groups`, since each host plans its play on its own.
 //!
 //! # Example
 //!

@@ -16,7 +16,7 @@ use crate::exec::prepared::PreparedTask;
 use crate::exec::result::Status;
 use crate::exec::wire::Step;
 use crate::modules::kit::file_meta;
-use crate::modules::{Effect, Module, ModuleError, Plan};
+use crate::modules::{Effect, InventoryChange, Module, ModuleError, Plan};
 use crate::remote::async_job::{self, How};
 use crate::remote::probe::ProbeResult;
 use crate::template::Templates;
@@ -80,9 +80,12 @@ impl<'p> HostRun<'_, 'p> {
             let changed = (self.ctx.inventory)
                 .change(&self.host, &changes)
                 .map_err(ModuleError::Asserted)?;
-            Ok((plan, changed))
+            let joined = changes
+                .iter()
+                .any(|c| matches!(c, InventoryChange::Join { .. }));
+            Ok((plan, changed, changed && joined))
         });
-        let (mut plan, inventory_changed) = match planned {
+        let (mut plan, inventory_changed, joined) = match planned {
             Ok(planned) => planned,
             Err(e) if self.absent_after_drift(instance.check, &e) => {
                 let message = format!(
@@ -101,6 +104,12 @@ impl<'p> HostRun<'_, 'p> {
                 return (result, false);
             }
         };
+        // The host's own groups and their variables are the new ones from
+        // its next task on (`group_names`, `group_vars/`), as in Ansible.
+        if joined {
+            let (_, fresh) = self.ctx.inventory.run_vars(&self.host);
+            self.state.vars.inventory.extend(fresh);
+        }
         if let Some(r) = self.query_answer(spec, module.as_ref(), &plan) {
             let i = self.state.outcomes.answered(&instance);
             return (

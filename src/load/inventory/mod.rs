@@ -372,6 +372,10 @@ impl Inventory {
             if p != g {
                 changed |= !self.groups[p].children.contains(&g);
                 self.add_child(p, g)?;
+                // Its depth orders its variables against its parents' before
+                // the next settle; exact for a group with no children yet.
+                let depth = self.groups[p].depth + 1;
+                self.groups[g].depth = self.groups[g].depth.max(depth);
             }
         }
         changed |= !self.is_member(host, g);
