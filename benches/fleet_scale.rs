@@ -12,7 +12,9 @@
 //! its peak RSS. wait4's own `ru_maxrss` would not do: a process this one
 //! starts by posix_spawn (vfork) inherits this process's high-water mark
 //! at exec, and this one has read the earlier runs' fleet-sized reports by
-//! then, so every later controller would seem to grow with the fleet. Every host must come back checked, with the drift a fresh host has
+//! then, so every later controller would seem to grow with the fleet.
+//!
+//! Every host must come back checked, with the drift a fresh host has
 //! (its sysctls), or the cell says failed.
 //!
 //! The inventory hosts share a few real namespaced sshd servers

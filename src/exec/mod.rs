@@ -98,8 +98,10 @@ pub fn run_playbook(
         .to_path_buf();
     // The inventory as the plays so far left it (`group_by`), and the
     // templates that see it, made again only when a play changed it.
-    let mut inventory = req.inventory.clone();
-    let run_inventory = Arc::new(RunInventory::new(inventory.clone()));
+    // Borrowed until a play changed it: a fleet's inventory is copied once
+    // at the start, into the run inventory.
+    let mut inventory = std::borrow::Cow::Borrowed(req.inventory);
+    let run_inventory = Arc::new(RunInventory::new(req.inventory.clone()));
     let run_opts = &req.opts;
     let kept = Arc::new(Kept::default());
     let run = (&kept, &run_inventory);
@@ -148,7 +150,7 @@ pub fn run_playbook(
             break;
         }
         if let Some(changed) = run_inventory.settled() {
-            inventory = changed;
+            inventory = std::borrow::Cow::Owned(changed);
             (run_wide, run_wide_lenient) = run_templates(&base, &inventory, run_opts, run);
         }
     }

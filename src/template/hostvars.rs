@@ -95,11 +95,12 @@ impl HostVars {
     /// set. A host outside the inventory (the implicit `localhost`) has
     /// them once a task set something on it, or the run added it.
     pub fn of(&self, host: &str) -> Option<Vars> {
-        let added = match self.hosts.contains(host) {
+        let known = self.hosts.contains(host);
+        let added = match known {
             true => None,
             false => self.added.as_ref().and_then(|added| added(host)),
         };
-        if !self.hosts.contains(host) && added.is_none() && !self.kept.has(host) {
+        if !known && added.is_none() && !self.kept.has(host) {
             return None;
         }
         let mut vars = added.unwrap_or_else(|| (self.inventory)(host));

@@ -411,14 +411,12 @@ impl Inventory {
         }
         for &g in &targets {
             changed |= !self.is_member(name, g);
-            self.add_host_to(g, name, vars.clone());
+            self.add_host_to(g, name, Vars::new());
         }
         let h = self.host_index[name];
+        extend(&mut self.hosts[h].vars, &vars);
         match &before {
-            Some(before) => {
-                extend(&mut self.hosts[h].vars, &vars);
-                changed |= *before != self.hosts[h].vars;
-            }
+            Some(before) => changed |= *before != self.hosts[h].vars,
             None => self.hosts[h].file_vars = self.files_vars("host_vars", name)?,
         }
         Ok(changed)
