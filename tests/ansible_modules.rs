@@ -490,3 +490,122 @@ fn package_groups_and_dnf_parameters_run_ansibles_dnf() {
         );
     }
 }
+
+/// A module that says which process ran it, and what it was given.
+const WHO_MOD: &str = r#"
+import os
+from ansible.module_utils.basic import AnsibleModule
+
+def main():
+    m = AnsibleModule(argument_spec=dict(n=dict(type='int')), supports_check_mode=True)
+    with open('/proc/%d/cmdline' % os.getppid(), 'rb') as f:
+        parent = f.read().replace(b'\0', b' ').decode('utf-8', 'replace')
+    umask = os.umask(0)
+    os.umask(umask)
+    m.exit_json(changed=False, pid=os.getpid(), ppid=os.getppid(), uid=os.getuid(),
+                parent=parent, token=os.environ.get('NP_TOKEN', ''), umask=umask)
+
+main()
+"#;
+
+const RUNNER_SECRET: &str = "RUNNER-SECRET-4410";
+
+/// The processes whose command line holds `needle`, in `sshd`'s PID
+/// namespace (the isolated host's), by their PID out here.
+fn processes_of_host(sshd: i32, needle: &str) -> Vec<i32> {
+    let ns = |pid: i32| std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok();
+    let host_ns = ns(sshd);
+    assert!(host_ns.is_some(), "no sshd {sshd}");
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(Result::ok)
+        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|&pid| {
+            let line = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            let line = String::from_utf8_lossy(&line).replace('\0', " ");
+            line.contains(needle) && ns(pid) == host_ns
+        })
+        .collect()
+}
+
+/// Ansible's modules run in forks of one runner per host and user, which
+/// already imported module_utils, instead of a Python per task: the tasks
+/// of one user share a runner, another user gets their own, each fork
+/// sees its task's environment and umask, the runner itself carries no
+/// task's secret, and it ends on its own once the run is over.
+#[test]
+fn ansible_modules_run_in_forks_of_one_runner_per_host_and_user() {
+    let before = machine_digest();
+    let fleet = SshFleet::start(1);
+    let host = &fleet.hosts[0];
+    let control = Control::new(&fleet);
+    let inventory = control.write("inventory.ini", &fleet.inventory("root", ""));
+    std::fs::create_dir(control.path("library")).unwrap();
+    control.write("library/who.py", WHO_MOD);
+    let playbook = control.write(
+        "site.yml",
+        &format!(
+            "- hosts: all\n  gather_facts: false\n  tasks:\n    \
+             - who: {{n: 1}}\n      register: r1\n    \
+             - who: {{n: 2}}\n      register: r2\n      environment: {{NP_TOKEN: {RUNNER_SECRET}}}\n    \
+             - who: {{n: 3}}\n      register: r3\n      become: true\n      become_user: ops\n    \
+             - copy:\n        dest: /root/np-runner.json\n        content: \"{{{{ [r1, r2, r3] | to_json }}}}\"\n"
+        ),
+    );
+    let mut cmd = control.nodeprov(&["apply", &playbook, "-i", &inventory]);
+    cmd.env("NODEPROV_ANSIBLE_PYTHON", ansible_python());
+    let run = Run::json(cmd);
+    assert_eq!(run.code, 0, "{run}");
+
+    let runners = processes_of_host(host.sshd_pid(), "--serve run-");
+    assert_eq!(runners.len(), 2, "one runner for root, one for ops");
+    for pid in &runners {
+        for what in ["cmdline", "environ"] {
+            let text = std::fs::read(format!("/proc/{pid}/{what}")).unwrap_or_default();
+            assert!(
+                !String::from_utf8_lossy(&text).contains(RUNNER_SECRET),
+                "a task's secret in the runner's {what}"
+            );
+        }
+    }
+
+    let text = std::fs::read_to_string(host.host.path("/root/np-runner.json")).unwrap();
+    let r: Vec<serde_json::Value> = serde_json::from_str(&text).unwrap();
+    for result in &r {
+        let parent = result["parent"].as_str().unwrap_or_default();
+        assert!(parent.contains("--serve run-"), "run by a runner: {result}");
+        assert_eq!(result["umask"], 0o22, "{result}");
+    }
+    assert_eq!(r[0]["ppid"], r[1]["ppid"], "one runner for root's tasks");
+    assert_ne!(r[0]["pid"], r[1]["pid"], "a fork per task");
+    assert_eq!(r[0]["token"], "", "{}", r[0]);
+    assert_eq!(r[1]["token"], RUNNER_SECRET, "the task's environment");
+    assert_ne!(r[2]["uid"], 0, "ops's task ran as ops: {}", r[2]);
+    assert_ne!(r[2]["ppid"], r[0]["ppid"], "ops has a runner of their own");
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while !processes_of_host(host.sshd_pid(), "--serve run-").is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the runners outlived the run by a minute"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(500));
+    }
+    for home in ["/root", "/run/home/ops"] {
+        let cache = host.host.path(&format!("{home}/.ansible/nodeprov"));
+        let left: Vec<String> = std::fs::read_dir(&cache)
+            .unwrap()
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .filter(|n| n.starts_with("run-"))
+            .collect();
+        assert!(
+            left.is_empty(),
+            "the runner left {left:?} in {}",
+            cache.display()
+        );
+    }
+    drop(fleet);
+    assert_machine_unchanged(&before);
+}

@@ -52,6 +52,11 @@ static ANY_PARAMETER: ParamSpec = ParamSpec {
 /// The host-side half of Ansible's AnsiballZ wrapper.
 const RUNNER: &str = include_str!("runner.py");
 
+/// How long the host's module runner waits for the next task before it
+/// ends: long enough to outlast the native steps between two tasks, short
+/// enough that none lingers long after the run.
+const RUNNER_IDLE_SECS: u32 = 15;
+
 /// Exit statuses of the wrapper script itself, apart from the module's.
 const NO_PYTHON: i32 = 97;
 const NO_PAYLOAD: i32 = 98;
@@ -77,6 +82,10 @@ struct AnsibleModule {
     /// The task's parameters, sent as the module's arguments.
     args: Map<String, Value>,
     interpreter: Option<String>,
+    /// The socket of the host's module runner for this run, in the user's
+    /// cache folder: unpredictable, and one per host, interpreter and
+    /// ansible-core.
+    runner_socket: String,
 }
 
 fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
@@ -97,10 +106,20 @@ fn build(p: &Params) -> Result<Box<dyn Module>, ParamError> {
         Value::String(s) if !s.is_empty() && !s.starts_with("auto") => Some(s.clone()),
         _ => None,
     };
+    let runner_socket = format!(
+        "run-{}",
+        keyed_digest(&format!(
+            "module runner\n{}\n{}\n{}",
+            python::str_of(p.ctx.var("inventory_hostname")),
+            interpreter.as_deref().unwrap_or(""),
+            call.payload.ansible_version
+        ))
+    );
     Ok(Box::new(AnsibleModule {
         call,
         args,
         interpreter,
+        runner_socket,
     }))
 }
 
@@ -320,17 +339,25 @@ impl AnsibleModule {
             args.insert(k.into(), v);
         }
         let run = match &p.runner {
-            Runner::Zip { loader } => secret_stdin(
-                &format!(
-                    "HOME=\"$np_h\" \"$np_py\" -c {} \"$np_r\" {}{}",
-                    quote(RUNNER),
-                    quote(&p.import),
-                    loader
-                        .as_deref()
-                        .map(|l| format!(" {}", quote(l)))
-                        .unwrap_or_default()
+            // The runner starts unless it listens already; the module then
+            // runs in a fork of it, and here if it cannot be reached.
+            Runner::Zip { loader } => format!(
+                "np_s={socket}; np_rt={runner}\n\
+                 if [ ! -S \"$np_c/$np_s\" ]; then (cd \"$np_c\" && exec env -i PATH=\"$PATH\" HOME=\"$np_h\" \"$np_py\" -c \"$np_rt\" --serve \"$np_s\" {RUNNER_IDLE_SECS}) </dev/null >/dev/null 2>&1; fi\n\
+                 {}",
+                secret_stdin(
+                    &format!(
+                        "HOME=\"$np_h\" \"$np_py\" -c \"$np_rt\" --via \"$np_c/$np_s\" \"$np_r\" {}{}",
+                        quote(&p.import),
+                        loader
+                            .as_deref()
+                            .map(|l| format!(" {}", quote(l)))
+                            .unwrap_or_default()
+                    ),
+                    &json!({ "ANSIBLE_MODULE_ARGS": args }).to_string(),
                 ),
-                &json!({ "ANSIBLE_MODULE_ARGS": args }).to_string(),
+                socket = quote(&self.runner_socket),
+                runner = quote(RUNNER),
             ),
             // As Ansible runs one: its arguments, as they are, in a file
             // of their own (private, as the copy is), named after it. A
@@ -360,9 +387,9 @@ impl AnsibleModule {
             }
         };
         format!(
-            "{USER_HOME}{python}np_z=\"$np_h/.ansible/nodeprov/{sha}.zip\"\n\
+            "{USER_HOME}{python}np_c=\"$np_h/.ansible/nodeprov\"; np_z=\"$np_c/{sha}.zip\"\n\
              if [ ! -f \"$np_z\" ] || [ -L \"$np_z\" ]; then echo \"the payload is not at $np_z\" >&2; exit {NO_PAYLOAD}; fi\n\
-             np_r=$(umask 077; mktemp \"$np_h/.ansible/nodeprov/.run.XXXXXX\") || exit 1\n\
+             np_r=$(umask 077; mktemp \"$np_c/.run.XXXXXX\") || exit 1\n\
              if ! cat -- \"$np_z\" >\"$np_r\" || ! printf '%s  %s\\n' {sha} \"$np_r\" | sha256sum -c --status 2>/dev/null; then \
              rm -f \"$np_r\"; echo \"the payload at $np_z changed since it was checked\" >&2; exit {NO_PAYLOAD}; fi\n\
              {run}np_rc=$?; rm -f \"$np_r\"; (exit $np_rc)",

@@ -28,6 +28,7 @@ fn module(check: bool) -> AnsibleModule {
         },
         args,
         interpreter: None,
+        runner_socket: "run-0123456789abcdef".into(),
     }
 }
 
