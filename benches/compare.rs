@@ -62,7 +62,8 @@ fn main() {
     let reps = env_number("NODEPROV_BENCH_REPS", 3);
     let ansible_max = env_number("NODEPROV_BENCH_ANSIBLE_MAX", 50);
     run::adopt_orphans();
-    let python = Tool::selected().iter().any(|t| t.is_python());
+    let python = Tool::selected().iter().any(|t| t.is_python())
+        || Scenario::selected().iter().any(|s| s.needs_ansible_core());
     let venv = Venv::prepare(python);
     let posix = python && venv.ansible_posix();
     let load_before = load_average();
@@ -79,7 +80,10 @@ fn main() {
             .collect();
         for rep in 1..=reps {
             for scenario in Scenario::selected() {
-                for &tool in &tools {
+                for &tool in tools
+                    .iter()
+                    .filter(|t| scenario.source(**t, posix).is_some())
+                {
                     eprintln!(
                         "{size} hosts, rep {rep}/{reps}: {} with {}",
                         scenario.name(),

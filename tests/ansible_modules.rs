@@ -598,7 +598,7 @@ fn ansible_modules_run_in_forks_of_one_runner_per_host_and_user() {
             .unwrap()
             .filter_map(Result::ok)
             .map(|e| e.file_name().to_string_lossy().into_owned())
-            .filter(|n| n.starts_with("run-"))
+            .filter(|n| n.starts_with("run-") || n.starts_with(".run."))
             .collect();
         assert!(
             left.is_empty(),
@@ -608,4 +608,105 @@ fn ansible_modules_run_in_forks_of_one_runner_per_host_and_user() {
     }
     drop(fleet);
     assert_machine_unchanged(&before);
+}
+
+/// The host-side runner script alone, with the host's own Python: a task
+/// no runner answers runs in the client, with site-packages as a plain
+/// Python has them; a started runner runs it in a fork, passes on the
+/// module's output and exit status, and leaves nothing behind once idle.
+#[test]
+fn the_runner_script_runs_a_task_itself_or_in_a_fork_of_its_runner() {
+    const RUNNER: &str = include_str!("../src/modules/ansible_module/runner.py");
+    let dir = tempfile::tempdir().unwrap();
+    let zip = dir.path().join("payload.zip");
+    let made = std::process::Command::new("/usr/bin/python3")
+        .args([
+            "-c",
+            "import sys, zipfile\n\
+             z = zipfile.ZipFile(sys.argv[1], 'w')\n\
+             for p in ['ansible/__init__.py', 'ansible/module_utils/__init__.py',\n\
+                       'ansible/module_utils/common/__init__.py', 'ansible/modules/__init__.py']:\n\
+             \x20   z.writestr(p, '')\n\
+             z.writestr('ansible/module_utils/common/parameters.py', 'PASS_VARS = {}\\n')\n\
+             z.writestr('ansible/module_utils/basic.py', '_ANSIBLE_ARGS = None\\n')\n\
+             z.writestr('ansible/modules/probe.py', '''\n\
+             import json, os, sys\n\
+             from ansible.module_utils import basic\n\
+             parent = open('/proc/%d/cmdline' % os.getppid(), 'rb').read().replace(b'\\\\0', b' ').decode()\n\
+             site = any(p.endswith(('site-packages', 'dist-packages')) for p in sys.path)\n\
+             print(json.dumps(dict(args=json.loads(basic._ANSIBLE_ARGS), parent=parent, site=site,\n\
+             \x20                     cwd=os.getcwd(), x=os.environ.get('NP_X'))))\n\
+             sys.exit(3)\n\
+             ''')\n\
+             z.close()\n",
+        ])
+        .arg(&zip)
+        .status()
+        .unwrap();
+    assert!(made.success());
+    let socket = dir.path().join("run-test");
+    let ask = || {
+        let mut child = std::process::Command::new("/usr/bin/python3")
+            .args(["-S", "-c", RUNNER, "--via"])
+            .arg(&socket)
+            .arg(&zip)
+            .arg("ansible.modules.probe")
+            .current_dir("/")
+            .env("NP_X", "task's own")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        let mut stdin = child.stdin.take().unwrap();
+        stdin
+            .write_all(br#"{"ANSIBLE_MODULE_ARGS": {"a": 1, "_ansible_check_mode": true}}"#)
+            .unwrap();
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        let result: serde_json::Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+        (out.status.code(), result)
+    };
+
+    let (code, alone) = ask();
+    assert_eq!(code, Some(3), "the module's exit status: {alone}");
+    assert!(
+        !alone["parent"].as_str().unwrap().contains("--serve"),
+        "{alone}"
+    );
+    assert_eq!(alone["site"], true, "site-packages for the module: {alone}");
+    // Internal arguments this payload does not know are dropped.
+    assert_eq!(
+        alone["args"],
+        serde_json::json!({"ANSIBLE_MODULE_ARGS": {"a": 1}})
+    );
+
+    let started = std::process::Command::new("/usr/bin/python3")
+        .args(["-c", RUNNER, "--serve", "run-test", "1"])
+        .current_dir(dir.path())
+        .status()
+        .unwrap();
+    assert!(started.success());
+    let (code, forked) = ask();
+    assert_eq!(code, Some(3), "the module's exit status: {forked}");
+    assert!(
+        forked["parent"]
+            .as_str()
+            .unwrap()
+            .contains("--serve run-test"),
+        "{forked}"
+    );
+    assert_eq!(forked["args"], alone["args"]);
+    assert_eq!((&forked["cwd"], &forked["x"]), (&alone["cwd"], &alone["x"]));
+    assert_eq!(forked["site"], true, "{forked}");
+
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while std::fs::read_dir(dir.path()).unwrap().count() > 1 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the idle runner stayed"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }

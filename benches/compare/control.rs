@@ -51,7 +51,7 @@ impl Control {
 
     /// The file `tool` runs for `scenario`.
     pub fn source(&self, scenario: Scenario, tool: Tool) -> PathBuf {
-        let (name, _) = scenario.source(tool, self.posix);
+        let (name, _) = scenario.source(tool, self.posix).expect("a source");
         self.path(scenario.name()).join(name)
     }
 
@@ -63,8 +63,9 @@ impl Control {
         for scenario in Scenario::ALL {
             std::fs::create_dir(self.path(scenario.name())).expect("create scenario dir");
             for tool in [Tool::Nodeprov, Tool::Ansible, Tool::Pyinfra] {
-                let (name, text) = scenario.source(tool, self.posix);
-                self.write(&format!("{}/{name}", scenario.name()), text);
+                if let Some((name, text)) = scenario.source(tool, self.posix) {
+                    self.write(&format!("{}/{name}", scenario.name()), text);
+                }
             }
         }
     }

@@ -22,14 +22,24 @@ const FILES_DIR: &str = "/etc/nodeprov-bench";
 /// Must match the loops in benches/scenarios/files/*.
 const FILE_COUNT: usize = 20;
 
+/// What benches/scenarios/modules/playbook.yml writes, and the repository
+/// it clones.
+const KNOWN_HOSTS: &str = "/root/np-bench-known_hosts";
+const PEERS: usize = 8;
+const GIT_SOURCE: &str = "/root/np-bench-src";
+const CLONE: &str = "/root/np-bench-clone-";
+const CLONES: usize = 8;
+
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Scenario {
     Sysctl,
     Files,
+    /// Ansible's own modules, which nodeprov runs as Ansible does.
+    Modules,
 }
 
 impl Scenario {
-    pub const ALL: [Scenario; 2] = [Scenario::Sysctl, Scenario::Files];
+    pub const ALL: [Scenario; 3] = [Scenario::Sysctl, Scenario::Files, Scenario::Modules];
 
     /// The scenarios NODEPROV_BENCH_SCENARIOS names (comma-separated), all
     /// of them when it is unset.
@@ -44,6 +54,7 @@ impl Scenario {
         match self {
             Scenario::Sysctl => "sysctl",
             Scenario::Files => "files",
+            Scenario::Modules => "modules",
         }
     }
 
@@ -51,13 +62,20 @@ impl Scenario {
         match self {
             Scenario::Sysctl => "sysctl rollout (2 keys)",
             Scenario::Files => "20 files",
+            Scenario::Modules => "20 runs of Ansible's modules",
         }
     }
 
-    /// The file `tool` runs, as (file name, text). `posix` says whether
-    /// Ansible has the ansible.posix collection.
-    pub fn source(self, tool: Tool, posix: bool) -> (&'static str, &'static str) {
-        match (self, tool) {
+    /// Whether nodeprov needs ansible-core on the controller for it.
+    pub fn needs_ansible_core(self) -> bool {
+        self == Scenario::Modules
+    }
+
+    /// The file `tool` runs, as (file name, text); None where the tool
+    /// has no such thing (pyinfra runs no Ansible module). `posix` says
+    /// whether Ansible has the ansible.posix collection.
+    pub fn source(self, tool: Tool, posix: bool) -> Option<(&'static str, &'static str)> {
+        Some(match (self, tool) {
             (Scenario::Sysctl, Tool::Nodeprov | Tool::Sharded) => (
                 "nodeprov.yml",
                 include_str!("../scenarios/sysctl/nodeprov.yml"),
@@ -84,7 +102,12 @@ impl Scenario {
             (Scenario::Files, Tool::Pyinfra) => {
                 ("pyinfra.py", include_str!("../scenarios/files/pyinfra.py"))
             }
-        }
+            (Scenario::Modules, Tool::Pyinfra) => return None,
+            (Scenario::Modules, _) => (
+                "playbook.yml",
+                include_str!("../scenarios/modules/playbook.yml"),
+            ),
+        })
     }
 
     pub fn reset(self, host: &SshHost) {
@@ -96,6 +119,13 @@ impl Scenario {
                 }
             }
             Scenario::Files => remove(&host.host.path(FILES_DIR)),
+            Scenario::Modules => {
+                remove(&host.host.path(KNOWN_HOSTS));
+                for i in 1..=CLONES {
+                    remove(&host.host.path(&format!("{CLONE}{i}")));
+                }
+                git_source(&host.host.path(GIT_SOURCE));
+            }
         }
     }
 
@@ -104,6 +134,7 @@ impl Scenario {
         let problem = match self {
             Scenario::Sysctl => sysctl_problem(host),
             Scenario::Files => files_problem(host),
+            Scenario::Modules => modules_problem(host),
         };
         problem.map_or(Ok(()), |p| Err(format!("{}: {p}", host.name())))
     }
@@ -172,4 +203,48 @@ fn mode(path: &Path) -> String {
         Ok(meta) => format!("{:o}", meta.permissions().mode() & 0o7777),
         Err(_) => "missing".into(),
     }
+}
+
+/// A repository of one commit for the git tasks to clone, made once.
+fn git_source(dir: &Path) {
+    if dir.join(".git").is_dir() {
+        return;
+    }
+    fs::create_dir_all(dir).expect("create the git source");
+    fs::write(dir.join("README"), "bench\n").expect("write the git source");
+    for args in [
+        &["init", "-q"][..],
+        &["add", "README"],
+        &[
+            "-c",
+            "user.name=bench",
+            "-c",
+            "user.email=bench@example.com",
+            "commit",
+            "-qm",
+            "one",
+        ],
+    ] {
+        let ok = std::process::Command::new("git")
+            .arg("-C")
+            .arg(dir)
+            .args(args)
+            .status()
+            .is_ok_and(|s| s.success());
+        assert!(ok, "git {args:?} in {}", dir.display());
+    }
+}
+
+fn modules_problem(host: &SshHost) -> Option<String> {
+    let known = fs::read_to_string(host.host.path(KNOWN_HOSTS)).unwrap_or_default();
+    if known.lines().count() != PEERS {
+        return Some(format!(
+            "{KNOWN_HOSTS} holds {} lines, want {PEERS}",
+            known.lines().count()
+        ));
+    }
+    (1..=CLONES)
+        .map(|i| format!("{CLONE}{i}"))
+        .find(|c| !host.host.path(c).join("README").is_file())
+        .map(|c| format!("{c} is not a clone"))
 }

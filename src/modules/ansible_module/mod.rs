@@ -6,11 +6,16 @@
 //! the arguments travel on the runner's standard input, never on a
 //! command line.
 //!
-//! Planning runs the module in check mode as the task's probe, as Ansible
-//! does for a whole run under `--check`: its `changed` is the plan, its
-//! return values the registered result. Apply then runs it for real only
-//! when that said it would change something, failed, or could not say (a
-//! module without check mode), so a compliant host costs no extra trip.
+//! In check mode the module's own check-mode run is the task's probe, as
+//! Ansible runs it under `--check`: its `changed` is the plan, its return
+//! values the registered result. In apply it runs for real as the task's
+//! step, as in Ansible.
+//!
+//! On the host, each run goes to the host's module runner for the run
+//! (`runner.py`): one Python per host, user and run that imported
+//! module_utils once and forks a child per task, so a task costs a fork,
+//! not a Python start and its imports. The check-mode runs of one probe
+//! batch share one client.
 
 use serde_json::{json, Map, Value};
 
@@ -24,7 +29,7 @@ use crate::modules::kit::ansible::{
 use crate::modules::kit::module::{Module, ModuleKind, ModuleSpec};
 use crate::modules::kit::plan::{Change, Effect, Facts, ModuleError, Plan};
 use crate::modules::params::{ParamError, ParamSpec, Params};
-use crate::remote::probe::{Probe, ProbeResult, DURABLE};
+use crate::remote::probe::{Joint, Probe, ProbeResult, DURABLE};
 
 /// Not in the registry: the loader selects it for a module key only the
 /// controller's ansible-core knows, and says so at `validate`.
@@ -272,54 +277,41 @@ impl AnsibleModule {
         Probe::new(self.payload_key(), script)
     }
 
+    /// A zip's check-mode runs of one batch share one client, which hands
+    /// each to the host's runner in turn.
     fn check_probe(&self) -> Probe {
-        Probe::new(self.check_key(), self.run_script(true))
+        let probe = Probe::new(self.check_key(), self.run_script(true));
+        let p = &self.call.payload;
+        let Runner::Zip { loader } = &p.runner else {
+            return probe;
+        };
+        let query = json!({
+            "socket": self.runner_socket,
+            "python": self.interpreter,
+            "sha": p.sha256,
+            "import": p.import,
+            "loader": loader.as_deref().unwrap_or(""),
+            "args": self.module_args(true),
+        });
+        probe.with_joint(Joint {
+            group: format!("Ansible's modules through {}", self.runner_socket),
+            query: query.to_string(),
+            script: batch_script,
+            split: batch_split,
+        })
     }
 
     /// For a zip, the search for its Python; a script names its own
     /// interpreter.
     fn find_python_for_zip(&self) -> String {
         match self.call.payload.runner {
-            Runner::Zip { .. } => self.find_python(),
+            Runner::Zip { .. } => find_python(self.interpreter.as_deref()),
             Runner::File { .. } => String::new(),
         }
     }
 
-    /// Sets `np_py` to the interpreter Ansible's discovery would pick, or
-    /// ends the script saying there is none.
-    fn find_python(&self) -> String {
-        let (candidates, looked) = match &self.interpreter {
-            Some(python) => (quote(python), python.clone()),
-            None => (
-                INTERPRETERS
-                    .iter()
-                    .map(|c| quote(c))
-                    .collect::<Vec<_>>()
-                    .join(" "),
-                INTERPRETERS.join(", "),
-            ),
-        };
-        let why = match &self.interpreter {
-            // Ansible's words for an interpreter the inventory names.
-            Some(python) => format!("The module interpreter '{python}' was not found."),
-            None => format!(
-                "no Python 3.7 or later on the host (looked for {looked}); set ansible_python_interpreter"
-            ),
-        };
-        format!(
-            "np_py=\nfor np_i in {candidates}; do command -v \"$np_i\" >/dev/null 2>&1 && \
-             \"$np_i\" -c 'import sys; sys.exit(sys.version_info < (3, 7))' 2>/dev/null && {{ np_py=$np_i; break; }}; done\n\
-             if [ -z \"$np_py\" ]; then echo {} >&2; exit {NO_PYTHON}; fi\n",
-            quote(&why)
-        )
-    }
-
-    /// The module run once: in check mode as the probe, for real as the
-    /// step. The run may come long after the probe that put the payload in
-    /// place, so what runs is a private copy of it, checked against its
-    /// digest first: whoever could swap the cached file in between runs
-    /// nothing.
-    fn run_script(&self, check: bool) -> String {
+    /// The arguments the module is given, with Ansible's internal ones.
+    fn module_args(&self, check: bool) -> Value {
         let p = &self.call.payload;
         let mut args = self.args.clone();
         let short = p.fqcn.rsplit('.').next().unwrap_or(&p.fqcn);
@@ -338,26 +330,35 @@ impl AnsibleModule {
         ] {
             args.insert(k.into(), v);
         }
+        json!({ "ANSIBLE_MODULE_ARGS": args })
+    }
+
+    /// The module run once: in check mode as the probe, for real as the
+    /// step. The run may come long after the probe that put the payload in
+    /// place, so what runs is a private copy of it, checked against its
+    /// digest first: whoever could swap the cached file in between runs
+    /// nothing.
+    fn run_script(&self, check: bool) -> String {
+        let p = &self.call.payload;
+        let args = self.module_args(check);
         let run = match &p.runner {
             // The runner starts unless it listens already; the module then
             // runs in a fork of it, and here if it cannot be reached.
             Runner::Zip { loader } => format!(
-                "np_s={socket}; np_rt={runner}\n\
-                 if [ ! -S \"$np_c/$np_s\" ]; then (cd \"$np_c\" && exec env -i PATH=\"$PATH\" HOME=\"$np_h\" \"$np_py\" -c \"$np_rt\" --serve \"$np_s\" {RUNNER_IDLE_SECS}) </dev/null >/dev/null 2>&1; fi\n\
-                 {}",
+                "{}{}",
+                runner_start(&self.runner_socket, self.interpreter.as_deref()),
                 secret_stdin(
                     &format!(
-                        "HOME=\"$np_h\" \"$np_py\" -c \"$np_rt\" --via \"$np_c/$np_s\" \"$np_r\" {}{}",
+                        "HOME=\"$np_h\" \"$np_py\" -S -c \"$np_rt\" --via \"$np_c/$np_s\" --sha {} \"$np_z\" {}{}",
+                        p.sha256,
                         quote(&p.import),
                         loader
                             .as_deref()
                             .map(|l| format!(" {}", quote(l)))
                             .unwrap_or_default()
                     ),
-                    &json!({ "ANSIBLE_MODULE_ARGS": args }).to_string(),
+                    &args.to_string(),
                 ),
-                socket = quote(&self.runner_socket),
-                runner = quote(RUNNER),
             ),
             // As Ansible runs one: its arguments, as they are, in a file
             // of their own (private, as the copy is), named after it. A
@@ -379,32 +380,139 @@ impl AnsibleModule {
                     }
                 };
                 format!(
-                    "np_a=$(umask 077; mktemp) || {{ rm -f \"$np_r\"; exit 1; }}\n\
+                    "np_r=$(umask 077; mktemp \"$np_c/.run.XXXXXX\") || exit 1\n\
+                     if ! cat -- \"$np_z\" >\"$np_r\" || ! printf '%s  %s\\n' {sha} \"$np_r\" | sha256sum -c --status 2>/dev/null; then \
+                     rm -f \"$np_r\"; echo \"the payload at $np_z changed since it was checked\" >&2; exit {NO_PAYLOAD}; fi\n\
+                     np_a=$(umask 077; mktemp) || {{ rm -f \"$np_r\"; exit 1; }}\n\
                      {}HOME=\"$np_h\" {command} \"$np_a\"\n\
-                     np_rc=$?; rm -f \"$np_a\"; (exit $np_rc)\n",
-                    secret_stdin("cat >\"$np_a\"", &args_file(*form, args)),
+                     np_rc=$?; rm -f \"$np_a\" \"$np_r\"; (exit $np_rc)\n",
+                    secret_stdin("cat >\"$np_a\"", &args_file(*form, args["ANSIBLE_MODULE_ARGS"].clone())),
+                    sha = p.sha256,
                 )
             }
         };
         format!(
-            "{USER_HOME}{python}np_c=\"$np_h/.ansible/nodeprov\"; np_z=\"$np_c/{sha}.zip\"\n\
+            "{USER_HOME}np_c=\"$np_h/.ansible/nodeprov\"; np_z=\"$np_c/{sha}.zip\"\n\
              if [ ! -f \"$np_z\" ] || [ -L \"$np_z\" ]; then echo \"the payload is not at $np_z\" >&2; exit {NO_PAYLOAD}; fi\n\
-             np_r=$(umask 077; mktemp \"$np_c/.run.XXXXXX\") || exit 1\n\
-             if ! cat -- \"$np_z\" >\"$np_r\" || ! printf '%s  %s\\n' {sha} \"$np_r\" | sha256sum -c --status 2>/dev/null; then \
-             rm -f \"$np_r\"; echo \"the payload at $np_z changed since it was checked\" >&2; exit {NO_PAYLOAD}; fi\n\
-             {run}np_rc=$?; rm -f \"$np_r\"; (exit $np_rc)",
-            python = self.find_python_for_zip(),
+             {run}",
             sha = p.sha256,
         )
     }
 }
 
+/// Sets `np_py` to the interpreter Ansible's discovery would pick, or
+/// ends the script saying there is none.
+fn find_python(interpreter: Option<&str>) -> String {
+    let (candidates, looked) = match interpreter {
+        Some(python) => (quote(python), python.to_string()),
+        None => (
+            INTERPRETERS
+                .iter()
+                .map(|c| quote(c))
+                .collect::<Vec<_>>()
+                .join(" "),
+            INTERPRETERS.join(", "),
+        ),
+    };
+    let why = match interpreter {
+        // Ansible's words for an interpreter the inventory names.
+        Some(python) => format!("The module interpreter '{python}' was not found."),
+        None => format!(
+            "no Python 3.7 or later on the host (looked for {looked}); set ansible_python_interpreter"
+        ),
+    };
+    format!(
+        "np_py=\nfor np_i in {candidates}; do command -v \"$np_i\" >/dev/null 2>&1 && \
+         \"$np_i\" -S -c 'import sys; sys.exit(sys.version_info < (3, 7))' 2>/dev/null && {{ np_py=$np_i; break; }}; done\n\
+         if [ -z \"$np_py\" ]; then echo {} >&2; exit {NO_PYTHON}; fi\n",
+        quote(&why)
+    )
+}
+
+/// Sets `np_s`, `np_rt` and `np_py` for the host's runner named `socket`
+/// in the user's cache `$np_c`, and starts it unless it listens already:
+/// the interpreter it runs on is kept beside its socket, so that only its
+/// first task pays for the search.
+fn runner_start(socket: &str, interpreter: Option<&str>) -> String {
+    format!(
+        "np_s={socket}; np_rt={runner}\n\
+         if ! {{ [ -S \"$np_c/$np_s\" ] && read -r np_py <\"$np_c/$np_s.python\"; }} 2>/dev/null; then\n\
+         {python}printf '%s\\n' \"$np_py\" >\"$np_c/$np_s.python\"\n\
+         (cd \"$np_c\" && exec env -i PATH=\"$PATH\" HOME=\"$np_h\" \"$np_py\" -c \"$np_rt\" --serve \"$np_s\" {RUNNER_IDLE_SECS}) </dev/null >/dev/null 2>&1\n\
+         fi\n",
+        socket = quote(socket),
+        runner = quote(RUNNER),
+        python = find_python(interpreter),
+    )
+}
+
+/// The script that runs several check-mode runs of one batch (the queries
+/// of [`AnsibleModule::check_probe`]) through one client.
+fn batch_script(queries: &[&str]) -> String {
+    let tasks: Vec<Value> = queries
+        .iter()
+        .map(|q| serde_json::from_str(q).unwrap_or_default())
+        .collect();
+    let first = &tasks[0];
+    let text = |v: &Value| v.as_str().unwrap_or_default().to_string();
+    let body: String = tasks
+        .iter()
+        .map(|t| {
+            format!(
+                "{}\n{}\n{}\n{}\n",
+                text(&t["sha"]),
+                text(&t["import"]),
+                text(&t["loader"]),
+                t["args"]
+            )
+        })
+        .collect();
+    format!(
+        "{USER_HOME}np_c=\"$np_h/.ansible/nodeprov\"\n{}{}",
+        runner_start(&text(&first["socket"]), first["python"].as_str()),
+        secret_stdin(
+            "HOME=\"$np_h\" \"$np_py\" -S -c \"$np_rt\" --batch \"$np_c/$np_s\" \"$np_c\"",
+            body.trim_end()
+        )
+    )
+}
+
+/// Each run's answer from [`batch_script`]'s: a line per run of its exit
+/// status, stdout and stderr (base64). A batch that did not get as far
+/// (no Python) gives every run its answer.
+fn batch_split(queries: &[&str], r: &ProbeResult) -> Vec<ProbeResult> {
+    use base64::Engine;
+    let decode = |b: &str| {
+        base64::engine::general_purpose::STANDARD
+            .decode(b)
+            .map(|bytes| String::from_utf8_lossy(&bytes).into_owned())
+    };
+    let answers: Option<Vec<ProbeResult>> = r
+        .stdout
+        .lines()
+        .map(|line| {
+            let mut fields = line.split(' ');
+            Some(ProbeResult {
+                rc: fields.next()?.parse().ok()?,
+                stdout: decode(fields.next()?).ok()?,
+                stderr: decode(fields.next().unwrap_or_default()).ok()?,
+            })
+        })
+        .collect();
+    match answers {
+        Some(answers) if r.rc == 0 && answers.len() == queries.len() => answers,
+        _ => vec![r.clone(); queries.len()],
+    }
+}
+
 /// The text of a module's arguments file, as Ansible writes it.
-fn args_file(form: ArgsFile, args: Map<String, Value>) -> String {
+fn args_file(form: ArgsFile, args: Value) -> String {
     match form {
-        ArgsFile::Json => Value::Object(args).to_string(),
+        ArgsFile::Json => args.to_string(),
         ArgsFile::Words => args
-            .iter()
+            .as_object()
+            .into_iter()
+            .flatten()
             .map(|(k, v)| format!("{k}={} ", shlex_quote(&python::str_of(v))))
             .collect(),
     }

@@ -1,9 +1,10 @@
 # Host-side half of Ansible's AnsiballZ wrapper (invoke_module in
 # ansible-core's module_common.py), for a payload zip kept on the host:
 #
-#   python -c "<this text>" [--via NAME] /path/to/<sha256>.zip ansible.modules.wait_for [LOADER]
+#   python -c "<this text>" [--via NAME] [--sha SHA256] /path/to/<sha256>.zip ansible.modules.wait_for [LOADER]
 #
-# with {"ANSIBLE_MODULE_ARGS": {...}} on stdin. The module prints its JSON
+# with {"ANSIBLE_MODULE_ARGS": {...}} on stdin. With --sha, what runs is a
+# private copy of the zip, checked against that digest. The module prints its JSON
 # result and exits itself (0: exit_json, 1: fail_json or a traceback).
 #
 # LOADER is given for payloads of ansible-core 2.19 and later:
@@ -47,20 +48,67 @@ def _main():
     if argv[:1] == ["--serve"] and len(argv) == 3:
         _serve(argv[1], float(argv[2]))
         return
-    via = None
+    if argv[:1] == ["--batch"] and len(argv) == 3:
+        _batch(argv[1], argv[2])
+        return
+    via = sha = None
     if argv[:1] == ["--via"] and len(argv) > 1:
         via, argv = argv[1], argv[2:]
+    if argv[:1] == ["--sha"] and len(argv) > 1:
+        sha, argv = argv[1], argv[2:]
     if len(argv) not in (2, 3):
-        sys.stderr.write("usage: python -c RUNNER [--via NAME] PAYLOAD.zip IMPORT.NAME [LOADER] < args.json\n")
+        sys.stderr.write("usage: python -c RUNNER [--via NAME] [--sha SHA256] PAYLOAD.zip IMPORT.NAME [LOADER] < args.json\n")
         sys.exit(2)
+    if sha is not None:
+        copy = _private_copy(argv[0], sha)
+        if copy is None:
+            sys.stderr.write(_changed(argv[0]))
+            sys.exit(98)
+        import atexit
+        atexit.register(os.unlink, copy)
+        argv[0] = copy
 
     stdin = getattr(sys.stdin, "buffer", sys.stdin)
     json_params = stdin.read()
     if via is not None:
-        status = _ask_runner(via, argv, json_params)
-        if status is not None:
-            sys.exit(status)
+        conn = _hand_over(via, argv, json_params, (1, 2))
+        if conn is not None:
+            sys.exit(_status(_read_all(conn)))
+        # A module may import what site-packages hold (dnf, apt, selinux).
+        import site
+        site.main()
     _run_module(argv, json_params)
+
+
+def _changed(cached):
+    return "the payload at %s changed since it was checked\n" % cached
+
+
+def _private_copy(cached, sha):
+    """A copy of the cached payload only the caller knows, checked against
+    its digest, or None when the digest differs: the run may come long
+    after the probe that put the payload in place, and whoever could swap
+    the cached file in between gets nothing run."""
+    try:
+        from _sha2 import sha256
+    except ImportError:
+        try:
+            from _sha256 import sha256
+        except ImportError:
+            from hashlib import sha256
+    try:
+        fd = os.open(cached, os.O_RDONLY | os.O_NOFOLLOW)
+        with os.fdopen(fd, "rb") as f:
+            data = f.read()
+    except OSError:
+        return None
+    if sha256(data).hexdigest() != sha:
+        return None
+    copy = os.path.join(os.path.dirname(cached), ".run." + os.urandom(8).hex())
+    fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    with os.fdopen(fd, "wb") as f:
+        f.write(data)
+    return copy
 
 
 def _run_module(argv, json_params):
@@ -109,15 +157,16 @@ def _run_module(argv, json_params):
     sys.exit(1)
 
 
-# --- the client: hands the task to the runner ------------------------------
+# --- the client: hands tasks to the runner ---------------------------------
+# Only builtin modules are imported here: the client starts without site
+# (-S), and each import would cost every task its time.
 
-def _ask_runner(name, argv, json_params):
-    """The module's exit status as the runner ran it, or None when no
-    runner answered (nothing ran)."""
-    import json
-    import socket
-    import struct
-    conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+def _hand_over(name, argv, json_params, fds):
+    """The connection to the runner once it took the task, to write its
+    output to `fds` (stdout, stderr); None when no runner took it (nothing
+    ran)."""
+    import _socket
+    conn = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         conn.connect(name)
     except OSError:
@@ -125,24 +174,28 @@ def _ask_runner(name, argv, json_params):
         return None
     umask = os.umask(0o22)
     os.umask(umask)
-    request = json.dumps({
-        "argv": [os.path.abspath(argv[0])] + argv[1:],
-        "params": json_params.decode("utf-8", "surrogateescape"),
-        "env": dict(os.environ),
-        "cwd": os.getcwd(),
-        "umask": umask,
-    }).encode("utf-8")
-    frame = struct.pack(">Q", len(request)) + request
-    sys.stdout.flush()
-    sys.stderr.flush()
-    acked, answer = False, b""
+    fields = [os.fsencode(os.path.abspath(argv[0]))] + [a.encode("utf-8") for a in argv[1:]]
+    fields += [b"", json_params, os.getcwdb(), b"%d" % umask]
+    fields += [k + b"=" + v for k, v in os.environb.items()]
+    frame = b"".join(len(f).to_bytes(8, "big") + f for f in fields)
+    frame = len(frame).to_bytes(8, "big") + frame
     try:
-        fds = struct.pack("2i", 1, 2)
-        sent = conn.sendmsg([frame[:4096]], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, fds)])
+        passed = b"".join(fd.to_bytes(4, sys.byteorder) for fd in fds)
+        sent = conn.sendmsg([frame[:4096]], [(_socket.SOL_SOCKET, _socket.SCM_RIGHTS, passed)])
         conn.sendall(frame[sent:])
         # "+" says the runner took the task; without it nothing ran.
-        acked = conn.recv(1) == b"+"
-        while acked:
+        if conn.recv(1) == b"+":
+            return conn
+    except OSError:
+        pass
+    conn.close()
+    return None
+
+
+def _read_all(conn):
+    answer = b""
+    try:
+        while True:
             chunk = conn.recv(64)
             if not chunk:
                 break
@@ -150,13 +203,116 @@ def _ask_runner(name, argv, json_params):
     except OSError:
         pass
     conn.close()
-    if not acked:
-        return None
+    return answer
+
+
+def _status(answer):
     if not answer.strip().lstrip(b"-").isdigit():
         # The task reached the runner, so it must not run twice here.
         sys.stderr.write("the host's module runner stopped before the module ended\n")
         return 1
     return int(answer)
+
+
+def _batch(name, folder):
+    """Runs each task of stdin (four lines each: payload digest, import
+    name, loader or empty, arguments) and writes one line per task: its
+    exit status, stdout and stderr, the last two in base64."""
+    import binascii
+    lines = sys.stdin.buffer.read().split(b"\n")
+    out = sys.stdout.buffer
+    for i in range(0, len(lines) - 3, 4):
+        sha, fqn, loader, params = (line.decode("utf-8") for line in lines[i:i + 4])
+        cached = os.path.join(folder, sha + ".zip")
+        copy = _private_copy(cached, sha)
+        if copy is None:
+            rc, got_out, got_err = 98, b"", _changed(cached).encode()
+        else:
+            argv = [copy, fqn] + ([loader] if loader else [])
+            try:
+                rc, got_out, got_err = _one(name, argv, params.encode("utf-8"))
+            finally:
+                os.unlink(copy)
+        out.write(b"%d %s %s\n" % (rc, binascii.b2a_base64(got_out).strip(),
+                                   binascii.b2a_base64(got_err).strip()))
+    out.flush()
+
+
+def _one(name, argv, json_params):
+    """One task of a batch, in the runner or, when none takes it, in a fork
+    of this process: (status, stdout, stderr)."""
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    conn = _hand_over(name, argv, json_params, (out_w, err_w))
+    child = None
+    if conn is None:
+        child = os.fork()
+        if child == 0:
+            os.close(out_r)
+            os.close(err_r)
+            os.dup2(out_w, 1)
+            os.dup2(err_w, 2)
+            code = 1
+            try:
+                import site
+                site.main()
+                _run_module(argv, json_params)
+            except SystemExit as e:
+                code = _exit_code(e)
+            except BaseException:
+                import traceback
+                traceback.print_exc()
+            _leave(code)
+    os.close(out_w)
+    os.close(err_w)
+    got = _drain([out_r, err_r] + ([conn.fileno()] if conn is not None else []))
+    if conn is not None:
+        rc = _status(got[conn.fileno()])
+        conn.close()
+    else:
+        _, status = os.waitpid(child, 0)
+        rc = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+    os.close(out_r)
+    os.close(err_r)
+    return rc, got[out_r], got[err_r]
+
+
+def _drain(fds):
+    """Everything each fd gives until its end, read side by side so that a
+    task filling one pipe never waits on the other."""
+    import select
+    got = dict((fd, b"") for fd in fds)
+    open_fds = list(fds)
+    while open_fds:
+        for fd in select.select(open_fds, [], [])[0]:
+            chunk = os.read(fd, 65536)
+            if chunk:
+                got[fd] += chunk
+            else:
+                open_fds.remove(fd)
+    return got
+
+
+def _exit_code(e):
+    """A SystemExit's status as the process would exit with it."""
+    if e.code is None:
+        return 0
+    if isinstance(e.code, int):
+        return e.code
+    sys.stderr.write("%s\n" % (e.code,))
+    return 1
+
+
+def _leave(code):
+    """Ends a forked task as the interpreter would end: its exit handlers
+    (AnsibleModule removes its temporary folder in one) and buffers."""
+    try:
+        import atexit
+        atexit._run_exitfuncs()
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code & 0xFF)
 
 
 # --- the runner ------------------------------------------------------------
@@ -198,7 +354,7 @@ def _serve(name, idle):
                 pass
             conn.close()
     finally:
-        for path in (name, name + ".lock"):
+        for path in (name, name + ".lock", name + ".python"):
             try:
                 os.unlink(os.path.join(here, path))
             except OSError:
@@ -209,7 +365,6 @@ _PRELOADED = []
 
 
 def _serve_one(conn):
-    import json
     import select
     import signal
     import socket
@@ -224,9 +379,20 @@ def _serve_one(conn):
         for fd in fds:
             os.close(fd)
         return
-    request = json.loads(data.decode("utf-8"))
-    argv = request["argv"]
-    _preload(argv)
+    fields, at = [], 0
+    while at < len(data):
+        size = int.from_bytes(data[at:at + 8], "big")
+        fields.append(data[at + 8:at + 8 + size])
+        at += 8 + size
+    end = fields.index(b"")
+    request = {
+        "argv": [os.fsdecode(fields[0])] + [f.decode("utf-8") for f in fields[1:end]],
+        "params": fields[end + 1],
+        "cwd": fields[end + 2],
+        "umask": int(fields[end + 3]),
+        "env": dict(f.split(b"=", 1) for f in fields[end + 4:]),
+    }
+    _preload(request["argv"])
     conn.sendall(b"+")
     done_r, done_w = os.pipe()
     child = os.fork()
@@ -256,7 +422,6 @@ def _serve_one(conn):
 def _receive(conn):
     import array
     import socket
-    import struct
     fds = array.array("i")
     msg, ancdata, _, _ = conn.recvmsg(65536, socket.CMSG_SPACE(2 * fds.itemsize))
     for level, kind, payload in ancdata:
@@ -267,7 +432,7 @@ def _receive(conn):
         if not chunk:
             break
         msg += chunk
-    (size,) = struct.unpack(">Q", msg[:8])
+    size = int.from_bytes(msg[:8], "big")
     data = msg[8:]
     while len(data) < size:
         chunk = conn.recv(min(size - len(data), 1 << 20))
@@ -310,8 +475,8 @@ def _child(request, fds):
         os.dup2(fds[1], 2)
         for fd in fds:
             os.close(fd)
-        os.environ.clear()
-        os.environ.update(request["env"])
+        os.environb.clear()
+        os.environb.update(request["env"])
         os.umask(request["umask"])
         os.chdir(request["cwd"])
         argv = request["argv"]
@@ -322,25 +487,13 @@ def _child(request, fds):
         for name, mod in list(sys.modules.items()):
             if (name == "ansible" or name.startswith("ansible.")) and isinstance(getattr(mod, "__path__", None), list):
                 mod.__path__.insert(0, os.path.join(argv[0], *name.split(".")))
-        _run_module(argv, request["params"].encode("utf-8", "surrogateescape"))
+        _run_module(argv, request["params"])
     except SystemExit as e:
-        if e.code is None:
-            code = 0
-        elif isinstance(e.code, int):
-            code = e.code
-        else:
-            sys.stderr.write("%s\n" % (e.code,))
+        code = _exit_code(e)
     except BaseException:
         import traceback
         traceback.print_exc()
-    try:
-        import atexit
-        # AnsibleModule's temporary folder is removed at exit.
-        atexit._run_exitfuncs()
-        sys.stdout.flush()
-        sys.stderr.flush()
-    finally:
-        os._exit(code & 0xFF)
+    _leave(code)
 
 
 _main()

@@ -187,3 +187,28 @@ fn arguments_travel_on_stdin_and_stay_out_of_keys() {
     assert!(m.payload_key() < m.check_key());
     assert!(crate::remote::probe::is_durable(&m.payload_key()));
 }
+
+#[test]
+fn check_runs_of_one_batch_share_a_client_and_each_gets_its_own_answer() {
+    let m = module(true);
+    let probe = m.check_probe();
+    let joint = probe.joint.expect("a zip's check run joins the batch");
+    let queries = [joint.query.as_str(), joint.query.as_str()];
+    let script = (joint.script)(&queries);
+    let masked = crate::base::shell::mask_secrets(&script);
+    assert!(script.contains("s3cr3t-value") && !masked.contains("s3cr3t-value"));
+    assert!(script.contains("--batch"), "{masked}");
+
+    let both = ProbeResult::ok("0 eyJhIjoxfQ== \n98  dGhlIHBheWxvYWQ=\n");
+    let answers = (joint.split)(&queries, &both);
+    assert_eq!(answers[0], ProbeResult::ok("{\"a\":1}"));
+    assert_eq!((answers[1].rc, answers[1].stderr.as_str()), (98, "the payload"));
+
+    // A batch that ended before its runs (no Python) answers each alike.
+    let none = ProbeResult {
+        rc: NO_PYTHON,
+        stdout: String::new(),
+        stderr: "no Python".into(),
+    };
+    assert_eq!((joint.split)(&queries, &none), vec![none.clone(), none]);
+}
