@@ -202,7 +202,10 @@ fn check_runs_of_one_batch_share_a_client_and_each_gets_its_own_answer() {
     let both = ProbeResult::ok("0 eyJhIjoxfQ== \n98  dGhlIHBheWxvYWQ=\n");
     let answers = (joint.split)(&queries, &both);
     assert_eq!(answers[0], ProbeResult::ok("{\"a\":1}"));
-    assert_eq!((answers[1].rc, answers[1].stderr.as_str()), (98, "the payload"));
+    assert_eq!(
+        (answers[1].rc, answers[1].stderr.as_str()),
+        (98, "the payload")
+    );
 
     // A batch that ended before its runs (no Python) answers each alike.
     let none = ProbeResult {

@@ -392,7 +392,9 @@ impl Module for FileModule {
                 self.times.plan(&self.path, facts, false, &mut plan)?;
             }
         }
-        plan.diff = Some(self.diff(state, current.as_ref()));
+        // Returned whether or not diff mode is on, as Ansible's module
+        // returns it, so `register` holds it always.
+        (plan.returns).insert("diff".into(), self.diff(state, current.as_ref()));
         Ok(plan)
     }
 }
@@ -663,8 +665,9 @@ mod tests {
     }
 
     /// The plan but its `diff`, which the module returns changed or not.
-    fn without_diff(plan: Plan) -> Plan {
-        Plan { diff: None, ..plan }
+    fn without_diff(mut plan: Plan) -> Plan {
+        plan.returns.remove("diff");
+        plan
     }
 
     fn run_plan(state: State, current: Option<FileState>) -> Result<Plan, ModuleError> {
@@ -778,7 +781,7 @@ mod tests {
     fn the_diff_names_the_state_and_a_link_target_that_change_as_ansibles() {
         let plan = run_plan(State::Link, None).unwrap();
         assert_eq!(
-            plan.diff.unwrap(),
+            plan.returns["diff"],
             json!({"before": {"path": "/srv/d", "state": "absent"},
                    "after": {"path": "/srv/d", "state": "link"}})
         );
@@ -789,13 +792,13 @@ mod tests {
         };
         let plan = run_plan(State::Link, Some(old)).unwrap();
         assert_eq!(
-            plan.diff.unwrap(),
+            plan.returns["diff"],
             json!({"before": {"path": "/srv/d", "src": "/opt/old"},
                    "after": {"path": "/srv/d", "src": "/opt/x"}})
         );
         let plan = run_plan(State::Directory, Some(dir(0o755))).unwrap();
         assert_eq!(
-            plan.diff.unwrap(),
+            plan.returns["diff"],
             json!({"before": {"path": "/srv/d"}, "after": {"path": "/srv/d"}})
         );
     }
