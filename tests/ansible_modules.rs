@@ -630,12 +630,13 @@ fn the_runner_script_runs_a_task_itself_or_in_a_fork_of_its_runner() {
              z.writestr('ansible/module_utils/common/parameters.py', 'PASS_VARS = {}\\n')\n\
              z.writestr('ansible/module_utils/basic.py', '_ANSIBLE_ARGS = None\\n')\n\
              z.writestr('ansible/modules/probe.py', '''\n\
-             import json, os, sys\n\
+             import json, os, resource, sys\n\
              from ansible.module_utils import basic\n\
              parent = open('/proc/%d/cmdline' % os.getppid(), 'rb').read().replace(b'\\\\0', b' ').decode()\n\
              site = any(p.endswith(('site-packages', 'dist-packages')) for p in sys.path)\n\
              print(json.dumps(dict(args=json.loads(basic._ANSIBLE_ARGS), parent=parent, site=site,\n\
-             \x20                     cwd=os.getcwd(), x=os.environ.get('NP_X'))))\n\
+             \x20                     cwd=os.getcwd(), x=os.environ.get('NP_X'),\n\
+             \x20                     nofile=resource.getrlimit(resource.RLIMIT_NOFILE)[0])))\n\
              sys.exit(3)\n\
              ''')\n\
              z.close()\n",
@@ -646,7 +647,13 @@ fn the_runner_script_runs_a_task_itself_or_in_a_fork_of_its_runner() {
     assert!(made.success());
     let socket = dir.path().join("run-test");
     let ask = || {
-        let mut child = std::process::Command::new("/usr/bin/python3")
+        // The task's shell lowers a limit, which its fork takes on too.
+        let mut child = std::process::Command::new("sh")
+            .args([
+                "-c",
+                "ulimit -S -n 200 && exec \"$0\" \"$@\"",
+                "/usr/bin/python3",
+            ])
             .args(["-S", "-c", RUNNER, "--via"])
             .arg(&socket)
             .arg(&zip)
@@ -699,6 +706,10 @@ fn the_runner_script_runs_a_task_itself_or_in_a_fork_of_its_runner() {
     );
     assert_eq!(forked["args"], alone["args"]);
     assert_eq!((&forked["cwd"], &forked["x"]), (&alone["cwd"], &alone["x"]));
+    assert_eq!(
+        (&alone["nofile"], &forked["nofile"]),
+        (&200.into(), &200.into())
+    );
     assert_eq!(forked["site"], true, "{forked}");
 
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);

@@ -184,8 +184,10 @@ fn run(target: &Target, dir: &Path, tool: Tool) -> Outcome {
             cmd
         }
     };
+    // ansible-test gives the controller the target's output folder.
     cmd.env("ANSIBLE_ROLES_PATH", dir)
-        .env("ANSIBLE_FORCE_HANDLERS", "true");
+        .env("ANSIBLE_FORCE_HANDLERS", "true")
+        .env("OUTPUT_DIR", output_dir.path());
     let Some(out) = finish_within(cmd, TARGET_LIMIT) else {
         return Outcome::Fail(format!("ran past {}s", TARGET_LIMIT.as_secs()));
     };

@@ -175,7 +175,7 @@ def _hand_over(name, argv, json_params, fds):
     umask = os.umask(0o22)
     os.umask(umask)
     fields = [os.fsencode(os.path.abspath(argv[0]))] + [a.encode("utf-8") for a in argv[1:]]
-    fields += [b"", json_params, os.getcwdb(), b"%d" % umask]
+    fields += [b"", json_params, os.getcwdb(), b"%d" % umask, _limits()]
     fields += [k + b"=" + v for k, v in os.environb.items()]
     frame = b"".join(len(f).to_bytes(8, "big") + f for f in fields)
     frame = len(frame).to_bytes(8, "big") + frame
@@ -190,6 +190,27 @@ def _hand_over(name, argv, json_params, fds):
         pass
     conn.close()
     return None
+
+
+# The limits a task's process inherits (a task's `ulimit`, PAM's limits of
+# its user), which its fork of the runner takes on.
+_LIMITS = ("RLIMIT_NOFILE", "RLIMIT_NPROC", "RLIMIT_CORE", "RLIMIT_FSIZE",
+           "RLIMIT_STACK", "RLIMIT_AS", "RLIMIT_DATA", "RLIMIT_CPU", "RLIMIT_MEMLOCK")
+
+
+def _limits():
+    import resource
+    return b" ".join(b"%d:%d" % resource.getrlimit(getattr(resource, name)) for name in _LIMITS)
+
+
+def _set_limits(text):
+    import resource
+    for name, pair in zip(_LIMITS, text.split()):
+        soft, hard = (int(v) for v in pair.split(b":"))
+        try:
+            resource.setrlimit(getattr(resource, name), (soft, hard))
+        except (ValueError, OSError):
+            pass
 
 
 def _read_all(conn):
@@ -390,7 +411,8 @@ def _serve_one(conn):
         "params": fields[end + 1],
         "cwd": fields[end + 2],
         "umask": int(fields[end + 3]),
-        "env": dict(f.split(b"=", 1) for f in fields[end + 4:]),
+        "limits": fields[end + 4],
+        "env": dict(f.split(b"=", 1) for f in fields[end + 5:]),
     }
     _preload(request["argv"])
     conn.sendall(b"+")
@@ -478,6 +500,7 @@ def _child(request, fds):
         os.environb.clear()
         os.environb.update(request["env"])
         os.umask(request["umask"])
+        _set_limits(request["limits"])
         os.chdir(request["cwd"])
         argv = request["argv"]
         sys.argv = ["-c"] + argv
