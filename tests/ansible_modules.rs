@@ -89,15 +89,23 @@ fn ansible_python() -> PathBuf {
     python
 }
 
-/// Every process's command line, the isolated hosts' among them.
-fn command_lines() -> Vec<String> {
+/// Every process by its PID, with its command line, the isolated hosts'
+/// among them.
+fn processes() -> Vec<(i32, String)> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
     dir.filter_map(Result::ok)
-        .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok())
-        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .filter_map(|e| {
+            let pid = e.file_name().to_str()?.parse::<i32>().ok()?;
+            let line = std::fs::read(e.path().join("cmdline")).ok()?;
+            Some((pid, String::from_utf8_lossy(&line).replace('\0', " ")))
+        })
         .collect()
+}
+
+fn command_lines() -> Vec<String> {
+    processes().into_iter().map(|(_, line)| line).collect()
 }
 
 #[test]
@@ -516,16 +524,10 @@ fn processes_of_host(sshd: i32, needle: &str) -> Vec<i32> {
     let ns = |pid: i32| std::fs::read_link(format!("/proc/{pid}/ns/pid")).ok();
     let host_ns = ns(sshd);
     assert!(host_ns.is_some(), "no sshd {sshd}");
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    dir.filter_map(Result::ok)
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|&pid| {
-            let line = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            let line = String::from_utf8_lossy(&line).replace('\0', " ");
-            line.contains(needle) && ns(pid) == host_ns
-        })
+    processes()
+        .into_iter()
+        .filter(|(pid, line)| line.contains(needle) && ns(*pid) == host_ns)
+        .map(|(pid, _)| pid)
         .collect()
 }
 

@@ -57,6 +57,15 @@ static ANY_PARAMETER: ParamSpec = ParamSpec {
 /// The host-side half of Ansible's AnsiballZ wrapper.
 const RUNNER: &str = include_str!("runner.py");
 
+/// The user's cache of payloads, under their home, where the runner's
+/// socket lives too.
+const CACHE: &str = ".ansible/nodeprov";
+
+/// Sets `np_h` and `np_c`, the user's home and their cache.
+fn user_cache() -> String {
+    format!("{USER_HOME}np_c=\"$np_h\"/{}\n", quote(CACHE))
+}
+
 /// How long the host's module runner waits for the next task before it
 /// ends: long enough to outlast the native steps between two tasks, short
 /// enough that none lingers long after the run.
@@ -268,7 +277,7 @@ impl AnsibleModule {
              {decode}\
              if ! printf '%s  %s\\n' {sha} \"$np_n\" | sha256sum -c --status; then rm -f \"$np_n\"; echo 'the payload arrived damaged' >&2; exit 1; fi\n\
              mv -f \"$np_n\" \"$np_z\" && echo sent",
-            folder = private_folder("np_c", ".ansible/nodeprov"),
+            folder = private_folder("np_c", CACHE),
             python = self.find_python_for_zip(),
             sha = p.sha256,
             // On stdin like a secret, so reports show no copy of it.
@@ -392,9 +401,10 @@ impl AnsibleModule {
             }
         };
         format!(
-            "{USER_HOME}np_c=\"$np_h/.ansible/nodeprov\"; np_z=\"$np_c/{sha}.zip\"\n\
+            "{cache}np_z=\"$np_c/{sha}.zip\"\n\
              if [ ! -f \"$np_z\" ] || [ -L \"$np_z\" ]; then echo \"the payload is not at $np_z\" >&2; exit {NO_PAYLOAD}; fi\n\
              {run}",
+            cache = user_cache(),
             sha = p.sha256,
         )
     }
@@ -468,7 +478,8 @@ fn batch_script(queries: &[&str]) -> String {
         })
         .collect();
     format!(
-        "{USER_HOME}np_c=\"$np_h/.ansible/nodeprov\"\n{}{}",
+        "{}{}{}",
+        user_cache(),
         runner_start(&text(&first["socket"]), first["python"].as_str()),
         secret_stdin(
             "HOME=\"$np_h\" \"$np_py\" -S -c \"$np_rt\" --batch \"$np_c/$np_s\" \"$np_c\"",

@@ -273,17 +273,12 @@ def _one(name, argv, json_params):
             os.close(err_r)
             os.dup2(out_w, 1)
             os.dup2(err_w, 2)
-            code = 1
-            try:
+
+            def run():
                 import site
                 site.main()
                 _run_module(argv, json_params)
-            except SystemExit as e:
-                code = _exit_code(e)
-            except BaseException:
-                import traceback
-                traceback.print_exc()
-            _leave(code)
+            _run_and_leave(run)
     os.close(out_w)
     os.close(err_w)
     got = _drain([out_r, err_r] + ([conn.fileno()] if conn is not None else []))
@@ -291,8 +286,7 @@ def _one(name, argv, json_params):
         rc = _status(got[conn.fileno()])
         conn.close()
     else:
-        _, status = os.waitpid(child, 0)
-        rc = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+        rc = _wait(child)
     os.close(out_r)
     os.close(err_r)
     return rc, got[out_r], got[err_r]
@@ -314,19 +308,30 @@ def _drain(fds):
     return got
 
 
-def _exit_code(e):
-    """A SystemExit's status as the process would exit with it."""
-    if e.code is None:
-        return 0
-    if isinstance(e.code, int):
-        return e.code
-    sys.stderr.write("%s\n" % (e.code,))
-    return 1
+def _wait(child):
+    """The child's exit status as a shell reports it."""
+    _, status = os.waitpid(child, 0)
+    return os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
 
 
-def _leave(code):
-    """Ends a forked task as the interpreter would end: its exit handlers
-    (AnsibleModule removes its temporary folder in one) and buffers."""
+def _run_and_leave(run):
+    """Runs a task in a fork and ends the fork as the interpreter would end
+    a process of its own: with the status SystemExit gives, after its exit
+    handlers (AnsibleModule removes its temporary folder in one) and its
+    buffers. It never returns to the caller's code."""
+    code = 1
+    try:
+        run()
+    except SystemExit as e:
+        if e.code is None:
+            code = 0
+        elif isinstance(e.code, int):
+            code = e.code
+        else:
+            sys.stderr.write("%s\n" % (e.code,))
+    except BaseException:
+        import traceback
+        traceback.print_exc()
     try:
         import atexit
         atexit._run_exitfuncs()
@@ -420,7 +425,7 @@ def _serve_one(conn):
     child = os.fork()
     if child == 0:
         os.close(done_r)
-        _child(request, fds)
+        _run_and_leave(lambda: _child(request, fds))
     os.close(done_w)
     for fd in fds:
         os.close(fd)
@@ -433,8 +438,7 @@ def _serve_one(conn):
         except OSError:
             pass
     os.close(done_r)
-    _, status = os.waitpid(child, 0)
-    code = os.WEXITSTATUS(status) if os.WIFEXITED(status) else 128 + os.WTERMSIG(status)
+    code = _wait(child)
     try:
         conn.sendall(str(code).encode())
     except OSError:
@@ -485,38 +489,28 @@ def _preload(argv):
 
 
 def _child(request, fds):
-    """Runs one task in a fresh fork as the client's process would, and
-    leaves with the module's status; it never returns into the runner."""
-    code = 1
-    try:
-        os.setpgid(0, 0)
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
-        os.close(null)
-        os.dup2(fds[0], 1)
-        os.dup2(fds[1], 2)
-        for fd in fds:
-            os.close(fd)
-        os.environb.clear()
-        os.environb.update(request["env"])
-        os.umask(request["umask"])
-        _set_limits(request["limits"])
-        os.chdir(request["cwd"])
-        argv = request["argv"]
-        sys.argv = ["-c"] + argv
-        # The preloaded packages look in this task's payload first: it
-        # holds every module_utils its module needs, the first payload
-        # perhaps not.
-        for name, mod in list(sys.modules.items()):
-            if (name == "ansible" or name.startswith("ansible.")) and isinstance(getattr(mod, "__path__", None), list):
-                mod.__path__.insert(0, os.path.join(argv[0], *name.split(".")))
-        _run_module(argv, request["params"])
-    except SystemExit as e:
-        code = _exit_code(e)
-    except BaseException:
-        import traceback
-        traceback.print_exc()
-    _leave(code)
-
+    """Runs one task in a fresh fork of the runner as the client's process
+    would run it."""
+    os.setpgid(0, 0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    os.dup2(fds[0], 1)
+    os.dup2(fds[1], 2)
+    for fd in fds:
+        os.close(fd)
+    os.environb.clear()
+    os.environb.update(request["env"])
+    os.umask(request["umask"])
+    _set_limits(request["limits"])
+    os.chdir(request["cwd"])
+    argv = request["argv"]
+    sys.argv = ["-c"] + argv
+    # The preloaded packages look in this task's payload first: it holds
+    # every module_utils its module needs, the first payload perhaps not.
+    for name, mod in list(sys.modules.items()):
+        if (name == "ansible" or name.startswith("ansible.")) and isinstance(getattr(mod, "__path__", None), list):
+            mod.__path__.insert(0, os.path.join(argv[0], *name.split(".")))
+    _run_module(argv, request["params"])
 
 _main()
